@@ -1,0 +1,193 @@
+"""The ``fedcare`` command line.
+
+``fedcare run`` executes an experiment in process and prints a results table;
+``fedcare data fetch diabetes130`` downloads the public dataset into the cache. Expected
+failures (bad data, bad options) print one message and exit with status 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from fedcare_core.config import (
+    ALGORITHMS,
+    CLIENT_SPLITS,
+    DATASETS,
+    NORMALISATIONS,
+    QP_SCOPES,
+    READMISSION_DEFINITIONS,
+    SERVER_OPTIMIZERS,
+    SOLVERS,
+    ExperimentConfig,
+)
+from fedcare_core.errors import FedcareError
+
+EXIT_ERROR = 2
+EXIT_INTERRUPTED = 130
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="fedcare",
+        description="FedCARE: multi-objective personalised federated learning for clinical data.",
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    run = sub.add_parser("run", help="run an experiment end to end")
+    run.add_argument("--config", type=Path, help="JSON file with an ExperimentConfig; flags win")
+    run.add_argument("--dataset", choices=DATASETS)
+    run.add_argument("--data-dir", help="dataset folder or file (default: $FEDCARE_DATA_DIR)")
+    run.add_argument("--algorithm", choices=ALGORITHMS)
+    run.add_argument("--clients", type=int, help="number of clients K (default 10)")
+    run.add_argument("--rounds", type=int, help="Stage 1 rounds T (default 100)")
+    run.add_argument("--seed", type=int, help="experiment seed (default 0)")
+    run.add_argument("--rho", type=float, help="feature disparity ratio in (0, 1)")
+    run.add_argument("--split", choices=CLIENT_SPLITS, help="client split (default iid)")
+    run.add_argument("--objectives-per-client", type=int)
+    run.add_argument("--readmission", choices=READMISSION_DEFINITIONS)
+    run.add_argument("--max-patients", type=int, help="subsample the cohort (quick trials)")
+    run.add_argument("--local-steps", type=int, help="τ (default 5)")
+    run.add_argument("--local-lr", type=float, help="η_l (default 0.001)")
+    run.add_argument("--global-lr", type=float, help="η_g (default 0.01)")
+    run.add_argument("--batch-size", type=int)
+    run.add_argument("--solver", choices=SOLVERS)
+    run.add_argument("--normalise", choices=NORMALISATIONS)
+    run.add_argument("--qp-scope", choices=QP_SCOPES)
+    run.add_argument("--server-optimizer", choices=SERVER_OPTIMIZERS)
+    run.add_argument("--stage2-epochs", type=int)
+    run.add_argument("--out", type=Path, help="write results JSON here")
+    run.add_argument("--no-verify", action="store_true", help="skip the dataset checksum")
+    run.add_argument("--quiet", action="store_true", help="no progress bars")
+
+    data = sub.add_parser("data", help="dataset utilities")
+    data_sub = data.add_subparsers(dest="data_command", required=True)
+    fetch = data_sub.add_parser("fetch", help="download a public dataset into the cache")
+    fetch.add_argument("name", choices=["diabetes130"])
+    fetch.add_argument(
+        "--cache-dir", type=Path, help="default: $FEDCARE_CACHE_DIR or ~/.cache/fedcare"
+    )
+    fetch.add_argument("--url", help="download from this URL instead of the official one")
+    fetch.add_argument("--quiet", action="store_true")
+    return parser
+
+
+def build_config(args: argparse.Namespace) -> ExperimentConfig:
+    """Merge a config file (if any) with command-line flags into a validated config."""
+    base = ExperimentConfig()
+    if args.config is not None:
+        try:
+            raw = json.loads(Path(args.config).read_text())
+        except (OSError, json.JSONDecodeError) as exc:
+            raise FedcareError(f"cannot read config {args.config}: {exc}") from None
+        base = ExperimentConfig.from_dict(raw)
+    top: dict[str, Any] = {}
+    data: dict[str, Any] = {}
+    stage1: dict[str, Any] = {}
+    stage2: dict[str, Any] = {}
+    for flag, (section, key) in {
+        "algorithm": (top, "algorithm"),
+        "seed": (top, "seed"),
+        "dataset": (data, "dataset"),
+        "clients": (data, "clients"),
+        "rho": (data, "rho"),
+        "split": (data, "client_split"),
+        "objectives_per_client": (data, "objectives_per_client"),
+        "readmission": (data, "readmission"),
+        "max_patients": (data, "max_patients"),
+        "rounds": (stage1, "rounds"),
+        "local_steps": (stage1, "local_steps"),
+        "local_lr": (stage1, "local_lr"),
+        "global_lr": (stage1, "global_lr"),
+        "batch_size": (stage1, "batch_size"),
+        "solver": (stage1, "solver"),
+        "normalise": (stage1, "normalise"),
+        "qp_scope": (stage1, "qp_scope"),
+        "server_optimizer": (stage1, "server_optimizer"),
+        "stage2_epochs": (stage2, "epochs"),
+    }.items():
+        value = getattr(args, flag)
+        if value is not None:
+            section[key] = value
+    if "solver" in stage1:
+        stage2["solver"] = stage1["solver"]
+    return base.with_overrides(**top, data=data, stage1=stage1, stage2=stage2)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``fedcare run``."""
+    from fedcare_cli.output import ProgressBars, results_table, write_json_atomic
+    from fedcare_core.datasets import load_dataset
+    from fedcare_core.runner import run_experiment
+
+    config = build_config(args)
+    if not args.quiet:
+        print(f"Loading {config.data.dataset} …", file=sys.stderr)
+    loaded = load_dataset(config.data, args.data_dir, verify_checksum=not args.no_verify)
+    bars = ProgressBars(enabled=not args.quiet)
+    try:
+        result = run_experiment(
+            loaded.cohort, loaded.partition, config, source=loaded.source, progress=bars
+        )
+    finally:
+        bars.close()
+    document = result.to_dict()
+    if args.out is not None:
+        write_json_atomic(args.out, document)
+    print(results_table(document))
+    if args.out is not None:
+        print(f"results written to {args.out}")
+    return 0
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    """``fedcare data fetch``."""
+    from tqdm import tqdm
+
+    from fedcare_core.data.fetch import fetch_diabetes130
+
+    bar: tqdm | None = None
+
+    def progress(done: int, total: int | None) -> None:
+        nonlocal bar
+        if args.quiet:
+            return
+        if bar is None:
+            bar = tqdm(total=total, unit="B", unit_scale=True, desc="diabetes130", file=sys.stderr)
+        bar.update(done - bar.n)
+
+    kwargs: dict[str, Any] = {"progress": progress}
+    if args.url:
+        kwargs["url"] = args.url
+    try:
+        path = fetch_diabetes130(args.cache_dir, **kwargs)
+    finally:
+        if bar is not None:
+            bar.close()
+    print(path)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``fedcare`` console script."""
+    args = _parser().parse_args(argv)
+    try:
+        if args.command == "run":
+            return cmd_run(args)
+        if args.command == "data" and args.data_command == "fetch":
+            return cmd_fetch(args)
+    except FedcareError as exc:
+        print(f"fedcare: error: {exc}", file=sys.stderr)
+        return EXIT_ERROR
+    except KeyboardInterrupt:
+        print("fedcare: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    return EXIT_ERROR  # pragma: no cover - argparse rejects other commands
+
+
+if __name__ == "__main__":
+    sys.exit(main())

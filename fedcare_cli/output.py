@@ -1,0 +1,121 @@
+"""Human-readable output of the CLI: progress bars, the results table, atomic JSON writes."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+STAGE_LABELS = {"stage1": "Stage 1 (federated rounds)", "stage2": "Stage 2 (personalisation)"}
+
+
+class ProgressBars:
+    """One tqdm bar per stage, created on first report, written to stderr."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.bars: dict[str, tqdm] = {}
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        """Advance ``stage``'s bar to ``done`` of ``total``."""
+        if not self.enabled:
+            return
+        bar = self.bars.get(stage)
+        if bar is None:
+            bar = tqdm(
+                total=total,
+                desc=STAGE_LABELS.get(stage, stage),
+                unit="step",
+                file=sys.stderr,
+                leave=True,
+                dynamic_ncols=True,
+            )
+            self.bars[stage] = bar
+        bar.update(done - bar.n)
+        if done >= total:
+            bar.close()
+
+    def close(self) -> None:
+        """Close every open bar."""
+        for bar in self.bars.values():
+            bar.close()
+
+
+def _fmt(value: float | None, metric: str) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.4f}" if metric == "auroc" else f"{value:.3f} d"
+
+
+def results_table(results: dict[str, Any]) -> str:
+    """A plain-text table of per-objective results."""
+    rows = [("objective", "metric", "pooled", "mean over clients", "clients", "note")]
+    for name, rep in results["objectives"].items():
+        metric = rep["metric"]
+        mean = rep["mean_over_clients"]
+        std = rep.get("std_over_clients")
+        mean_s = _fmt(mean, metric)
+        if mean is not None and std is not None:
+            mean_s += f" ± {std:.3f}"
+        rows.append(
+            (
+                name,
+                "AUROC" if metric == "auroc" else "MAE (days)",
+                _fmt(rep["pooled"], metric),
+                mean_s,
+                str(len(rep["clients"])),
+                rep.get("reason") or "",
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    timing = results.get("timing", {})
+    head = (
+        f"{results['algorithm']} on {results['dataset']}: {len(results['clients'])} clients, "
+        f"{len(results['rounds'])} rounds, {timing.get('total_s', float('nan')):.1f} s"
+    )
+    return head + "\n" + "\n".join(lines)
+
+
+def write_json_atomic(path: Path, document: dict[str, Any]) -> None:
+    """Write ``document`` to ``path`` via a temporary file, so no half-written file remains."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(_finite(document), fh, indent=2, allow_nan=False, default=_json_default)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _json_default(obj: object) -> Any:
+    import numpy as np
+
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, tuple):
+        return list(obj)
+    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
+
+
+def _finite(obj: Any) -> Any:
+    """Replace NaN/inf floats by None (JSON has no NaN)."""
+    import math
+
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, dict):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj

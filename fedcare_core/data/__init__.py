@@ -1,0 +1,1 @@
+"""Clinical cohorts, feature partitions, client assignment, splits and preprocessing."""

@@ -1,0 +1,104 @@
+"""The dataset-independent cohort table every loader returns."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import pandas as pd
+
+ObjectiveKind = Literal["binary", "regression"]
+
+
+@dataclass(frozen=True)
+class Objective:
+    """One clinical prediction objective.
+
+    Parameters
+    ----------
+    name
+        Identifier used in configs and results (e.g. ``"readmission"``).
+    kind
+        ``"binary"`` (weighted BCE, AUROC) or ``"regression"`` (Huber on ``log1p``, MAE in days).
+    description
+        One line saying how the label is defined.
+    """
+
+    name: str
+    kind: ObjectiveKind
+    description: str = ""
+
+    @property
+    def metric(self) -> str:
+        """The evaluation metric's name: ``"auroc"`` or ``"mae_days"``."""
+        return "auroc" if self.kind == "binary" else "mae_days"
+
+
+@dataclass(frozen=True)
+class Cohort:
+    """A loaded dataset: one row per sample (encounter or ICU stay).
+
+    Parameters
+    ----------
+    dataset
+        ``"diabetes130"`` or ``"mimic3"``.
+    features
+        Raw feature values, one column per logical feature. Numeric columns are float
+        (NaN = missing); categorical columns are strings (``pd.NA``/NaN = missing). Never holds
+        identifiers or a label's source column.
+    numeric_features, categorical_features
+        Partition of ``features.columns`` by type.
+    labels
+        One float column per objective; NaN marks a sample that does not take part in that
+        objective (e.g. expired patients for readmission).
+    objectives
+        The objectives, in a fixed order.
+    patient
+        Integer patient key per row, used only to keep a patient's rows together in splits and
+        client assignment. Never logged or written anywhere.
+    strata
+        A natural grouping key per row (e.g. admission source), for non-IID client assignment.
+    source_sha256
+        SHA-256 of the main source file (for provenance tags).
+    notes
+        Human-readable facts about cohort construction (rows dropped and why).
+    vocabularies
+        Declared category lists of categorical features (from the dataset's data dictionary,
+        not computed from rows). Shared features need one so every client encodes them alike.
+    """
+
+    dataset: str
+    features: pd.DataFrame
+    numeric_features: tuple[str, ...]
+    categorical_features: tuple[str, ...]
+    labels: pd.DataFrame
+    objectives: tuple[Objective, ...]
+    patient: np.ndarray
+    strata: pd.Series | None = None
+    source_sha256: str = ""
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    vocabularies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = len(self.features)
+        if len(self.labels) != n or len(self.patient) != n:
+            raise ValueError("features, labels and patient must have the same number of rows")
+        cols = set(self.features.columns)
+        if set(self.numeric_features) | set(self.categorical_features) != cols:
+            raise ValueError("numeric_features + categorical_features must cover features.columns")
+        if [o.name for o in self.objectives] != list(self.labels.columns):
+            raise ValueError("labels' columns must be the objectives, in order")
+
+    @property
+    def n_rows(self) -> int:
+        """Number of samples."""
+        return len(self.features)
+
+    def objective(self, name: str) -> Objective:
+        """Return the objective called ``name``."""
+        for o in self.objectives:
+            if o.name == name:
+                return o
+        raise KeyError(name)

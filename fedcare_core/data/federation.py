@@ -1,0 +1,322 @@
+"""Clients, their objectives, patient-level splits and per-client encoded arrays (SPEC §3).
+
+Every patient's rows go to exactly one client, and within a client to exactly one of
+train/validation/test. Encoders are fitted per client on that client's training rows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from fedcare_core.config import DataConfig
+from fedcare_core.data.cohort import Cohort, Objective
+from fedcare_core.data.partition import FeaturePartition
+from fedcare_core.data.preprocess import FeatureEncoder, fit_encoder
+from fedcare_core.errors import ConfigError, DataError
+from fedcare_core.seeding import derive_rng
+
+SPLITS = ("train", "val", "test")
+#: Redraws allowed when insisting that every objective has at least one client.
+MAX_OBJECTIVE_DRAWS = 1000
+
+
+@dataclass(frozen=True)
+class SplitArrays:
+    """Encoded arrays of one client's split.
+
+    Parameters
+    ----------
+    x_common
+        Encoded common features, float32 (n, d_c).
+    x_private
+        Encoded private features, float32 (n, d_u).
+    y
+        Labels, float32 (n, m_k), one column per client objective; NaN = not applicable.
+    """
+
+    x_common: np.ndarray
+    x_private: np.ndarray
+    y: np.ndarray
+
+    @property
+    def n(self) -> int:
+        """Number of rows."""
+        return int(self.y.shape[0])
+
+
+@dataclass(frozen=True)
+class ClientData:
+    """Everything one client holds. It never leaves the client."""
+
+    client_id: int
+    objectives: tuple[str, ...]
+    common_features: tuple[str, ...]
+    private_features: tuple[str, ...]
+    common_encoder: FeatureEncoder
+    private_encoder: FeatureEncoder
+    train: SplitArrays
+    val: SplitArrays
+    test: SplitArrays
+
+    def split(self, name: str) -> SplitArrays:
+        """Return the split called ``name`` (train, val or test)."""
+        if name not in SPLITS:
+            raise ValueError(f"unknown split {name!r}")
+        out: SplitArrays = getattr(self, name)
+        return out
+
+    def n_labelled(self, objective: str, split: str = "train") -> int:
+        """Rows of ``split`` with a label for ``objective``."""
+        j = self.objectives.index(objective)
+        return int(np.isfinite(self.split(split).y[:, j]).sum())
+
+
+@dataclass(frozen=True)
+class Federation:
+    """The clients of one experiment and the objectives they pursue."""
+
+    dataset: str
+    objectives: tuple[Objective, ...]
+    partition: FeaturePartition
+    clients: tuple[ClientData, ...]
+    common_width: int
+
+    @property
+    def objective_names(self) -> tuple[str, ...]:
+        """Objectives pursued by at least one client, in cohort order."""
+        return tuple(o.name for o in self.objectives)
+
+    def objective(self, name: str) -> Objective:
+        """The objective called ``name``."""
+        for o in self.objectives:
+            if o.name == name:
+                return o
+        raise KeyError(name)
+
+
+def draw_client_objectives(
+    objective_names: tuple[str, ...], config: DataConfig, seed: int
+) -> list[tuple[str, ...]]:
+    """Draw each client's objectives uniformly at random (seeded).
+
+    Each client gets ``objectives_per_client`` distinct objectives. With
+    ``cover_all_objectives`` (and at least as many clients as objectives), draws are repeated,
+    from the same seeded stream, until every objective has a client: the result is uniform
+    conditional on full coverage.
+    """
+    m = min(config.objectives_per_client, len(objective_names))
+    rng = derive_rng(seed, "objectives")
+    need_cover = config.cover_all_objectives and config.clients * m >= len(objective_names)
+    for _ in range(MAX_OBJECTIVE_DRAWS):
+        draws = [
+            tuple(sorted(rng.choice(len(objective_names), size=m, replace=False).tolist()))
+            for _ in range(config.clients)
+        ]
+        covered = {i for d in draws for i in d}
+        if not need_cover or len(covered) == len(objective_names):
+            return [tuple(objective_names[i] for i in d) for d in draws]
+    raise ConfigError("could not draw objectives covering every objective")  # pragma: no cover
+
+
+def assign_patients(cohort: Cohort, config: DataConfig, seed: int) -> np.ndarray:
+    """Client index per row; all rows of a patient go to one client.
+
+    ``iid`` shuffles patients and deals them out evenly. ``dirichlet`` groups patients by the
+    cohort's natural key (the stratum of the patient's first row) and splits each group over
+    clients with Dirichlet(α) proportions.
+    """
+    patients, first_row = np.unique(cohort.patient, return_index=True)
+    rng = derive_rng(seed, "clients")
+    k = config.clients
+    if len(patients) < k:
+        raise ConfigError(f"{len(patients)} patients cannot be split over {k} clients")
+    client_of_patient = np.empty(len(patients), dtype=np.int64)
+    if config.client_split == "iid" or cohort.strata is None:
+        order = rng.permutation(len(patients))
+        client_of_patient[order] = np.arange(len(patients)) % k
+    else:
+        strata = cohort.strata.to_numpy()[first_row].astype(str)
+        for value in sorted(set(strata.tolist())):
+            idx = np.flatnonzero(strata == value)
+            idx = idx[rng.permutation(len(idx))]
+            props = rng.dirichlet(np.full(k, config.dirichlet_alpha))
+            cuts = (np.cumsum(props)[:-1] * len(idx)).astype(int)
+            for c, part in enumerate(np.split(idx, cuts)):
+                client_of_patient[part] = c
+    lookup = np.searchsorted(patients, cohort.patient)
+    return client_of_patient[lookup]
+
+
+def _split_patients(
+    patients: np.ndarray, config: DataConfig, seed: int, client: int
+) -> dict[str, np.ndarray]:
+    uniq = np.unique(patients)
+    rng = derive_rng(seed, "split", client)
+    order = uniq[rng.permutation(len(uniq))]
+    n_train = round(config.train_fraction * len(order))
+    n_val = round(config.val_fraction * len(order))
+    return {
+        "train": order[:n_train],
+        "val": order[n_train : n_train + n_val],
+        "test": order[n_train + n_val :],
+    }
+
+
+def subsample_patients(cohort: Cohort, max_patients: int, seed: int) -> Cohort:
+    """Keep the rows of ``max_patients`` patients drawn at random (seeded)."""
+    uniq = np.unique(cohort.patient)
+    if max_patients >= len(uniq):
+        return cohort
+    keep = derive_rng(seed, "subsample").choice(uniq, size=max_patients, replace=False)
+    mask = np.isin(cohort.patient, keep)
+    return Cohort(
+        dataset=cohort.dataset,
+        features=cohort.features.loc[mask].reset_index(drop=True),
+        numeric_features=cohort.numeric_features,
+        categorical_features=cohort.categorical_features,
+        labels=cohort.labels.loc[mask].reset_index(drop=True),
+        objectives=cohort.objectives,
+        patient=cohort.patient[mask],
+        strata=None if cohort.strata is None else cohort.strata.loc[mask].reset_index(drop=True),
+        source_sha256=cohort.source_sha256,
+        notes=(*cohort.notes, f"subsampled to {max_patients} patients"),
+        vocabularies=cohort.vocabularies,
+    )
+
+
+def build_federation(
+    cohort: Cohort,
+    partition: FeaturePartition,
+    config: DataConfig,
+    seed: int,
+    *,
+    max_categories: int = 20,
+    source: str | None = None,
+) -> Federation:
+    """Assign patients to clients, split each client by patient, and encode each client's data.
+
+    Parameters
+    ----------
+    cohort
+        The loaded dataset.
+    partition
+        Common features and per-objective private pools (already adjusted for ρ).
+    config
+        Client count, split and fractions.
+    seed
+        Experiment seed.
+    max_categories
+        Vocabulary cap for undeclared categorical private features.
+    source
+        File name used in error messages (the cohort's source file).
+
+    Returns
+    -------
+    Federation
+        Clients with encoded train/val/test arrays.
+
+    Raises
+    ------
+    DataError
+        If a client's training split has no positive (or no negative) label for a binary
+        objective it pursues, or no labelled row at all for an objective.
+    """
+    missing = [f for f in partition.all_features if f not in cohort.features.columns]
+    if missing:
+        raise ConfigError(f"feature partition names unknown feature(s): {missing}")
+    if config.max_patients is not None:
+        cohort = subsample_patients(cohort, config.max_patients, seed)
+    all_names = tuple(o.name for o in cohort.objectives)
+    client_objectives = draw_client_objectives(all_names, config, seed)
+    pursued = {name for objs in client_objectives for name in objs}
+    objectives = tuple(o for o in cohort.objectives if o.name in pursued)
+    client_of_row = assign_patients(cohort, config, seed)
+    numeric = set(cohort.numeric_features)
+    clients: list[ClientData] = []
+    common_width = -1
+    for k in range(config.clients):
+        objs = client_objectives[k]
+        rows = np.flatnonzero(client_of_row == k)
+        splits = _split_patients(cohort.patient[rows], config, seed, k)
+        private = partition.private_for(objs)
+        frames: dict[str, pd.DataFrame] = {}
+        labels: dict[str, np.ndarray] = {}
+        for name, pats in splits.items():
+            sel = rows[np.isin(cohort.patient[rows], pats)]
+            frames[name] = cohort.features.iloc[sel]
+            labels[name] = cohort.labels.iloc[sel][list(objs)].to_numpy(dtype=np.float32)
+        _check_labels(cohort, objs, labels["train"], k, source)
+        common_enc = fit_encoder(
+            frames["train"],
+            partition.common,
+            [c for c in partition.common if c in numeric],
+            shared=partition.common,
+            vocabularies=cohort.vocabularies,
+            max_categories=max_categories,
+        )
+        private_enc = fit_encoder(
+            frames["train"],
+            private,
+            [c for c in private if c in numeric],
+            vocabularies=cohort.vocabularies,
+            max_categories=max_categories,
+        )
+        arrays = {
+            name: SplitArrays(
+                x_common=common_enc.transform(frames[name]),
+                x_private=private_enc.transform(frames[name]),
+                y=labels[name],
+            )
+            for name in SPLITS
+        }
+        if common_width not in (-1, common_enc.width):  # pragma: no cover - guarded above
+            raise ConfigError("clients disagree on the common feature layout")
+        common_width = common_enc.width
+        clients.append(
+            ClientData(
+                client_id=k,
+                objectives=objs,
+                common_features=partition.common,
+                private_features=private,
+                common_encoder=common_enc,
+                private_encoder=private_enc,
+                train=arrays["train"],
+                val=arrays["val"],
+                test=arrays["test"],
+            )
+        )
+    return Federation(
+        dataset=cohort.dataset,
+        objectives=objectives,
+        partition=partition,
+        clients=tuple(clients),
+        common_width=common_width,
+    )
+
+
+def _check_labels(
+    cohort: Cohort, objs: tuple[str, ...], y: np.ndarray, client: int, source: str | None
+) -> None:
+    for j, name in enumerate(objs):
+        col = y[:, j]
+        col = col[np.isfinite(col)]
+        if len(col) == 0:
+            raise DataError(
+                f"client {client} has no training row labelled for objective {name!r}; "
+                "use fewer clients or more data",
+                file=source,
+                column=name,
+            )
+        if cohort.objective(name).kind == "binary":
+            positives = int((col > 0.5).sum())
+            if positives == 0 or positives == len(col):
+                which = "positive" if positives == 0 else "negative"
+                raise DataError(
+                    f"client {client} has no {which} label for binary objective {name!r} in its "
+                    f"{len(col)} training rows; use fewer clients or more data",
+                    file=source,
+                    column=name,
+                )

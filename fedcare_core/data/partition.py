@@ -1,0 +1,107 @@
+"""Declarative feature partitions (paper Definition 3, §V-D) and the disparity ratio ρ."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+import numpy as np
+
+from fedcare_core.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class FeaturePartition:
+    """Which features every client shares, and each objective's pool of private features.
+
+    Parameters
+    ----------
+    common
+        Features every client holds (the backbone's input ``x_c``), in order.
+    private
+        Objective name → private features held by clients pursuing that objective. A client with
+        several objectives holds the union of their pools.
+    """
+
+    common: tuple[str, ...]
+    private: Mapping[str, tuple[str, ...]]
+
+    def private_for(self, objectives: tuple[str, ...] | list[str]) -> tuple[str, ...]:
+        """Private features of a client pursuing ``objectives`` (union of pools, stable order)."""
+        out: list[str] = []
+        for name in objectives:
+            for f in self.private.get(name, ()):
+                if f not in out and f not in self.common:
+                    out.append(f)
+        return tuple(out)
+
+    @property
+    def all_features(self) -> tuple[str, ...]:
+        """Every feature the partition uses: common first, then each pool in order."""
+        out = list(self.common)
+        for pool in self.private.values():
+            out.extend(f for f in pool if f not in out)
+        return tuple(out)
+
+    def disparity_ratio(self) -> float:
+        """ρ = d_u / (d_c + d_u), with d_u the largest pool."""
+        d_u = max((len(p) for p in self.private.values()), default=0)
+        total = len(self.common) + d_u
+        return d_u / total if total else 0.0
+
+
+#: ρ values the paper studies; any value in (0, 1) is accepted.
+PAPER_RHO_GRID = (0.1, 0.2, 0.3, 0.4, 0.5)
+
+
+def with_disparity(partition: FeaturePartition, rho: float, seed: int = 0) -> FeaturePartition:
+    """Move features between the common set and the private pools to reach disparity ratio ρ.
+
+    The reference size is ``n = d_c + max_s |pool_s|`` (29 for Diabetes 130). The target private
+    width is ``d_u* = round(ρ n)``. If ``d_u*`` exceeds the largest pool, ``d_u* - max|pool|``
+    common features, chosen by a seeded permutation (no feature is favoured by hand), leave the
+    common set and join *every* pool. If it is smaller, each pool gives up features (again a
+    seeded choice) to the common set. The returned partition's :meth:`disparity_ratio` equals
+    ``d_u* / (d_c' + d_u*)``; when features move into the common set, ``d_c'`` grows, which is
+    the honest consequence of declaring a feature shared.
+
+    Parameters
+    ----------
+    partition
+        The dataset's default partition.
+    rho
+        Target disparity ratio, in (0, 1).
+    seed
+        Seed of the permutation that picks which features move.
+
+    Returns
+    -------
+    FeaturePartition
+        A new partition; the input is unchanged.
+    """
+    if not 0.0 < rho < 1.0:
+        raise ConfigError(f"rho must lie in (0, 1), got {rho}")
+    rng = np.random.default_rng([seed, 7919])
+    d_u_max = max(len(p) for p in partition.private.values())
+    n_ref = len(partition.common) + d_u_max
+    target = max(1, min(n_ref - 1, round(rho * n_ref)))
+    common = list(partition.common)
+    private = {k: list(v) for k, v in partition.private.items()}
+    if target > d_u_max:
+        n_move = target - d_u_max
+        if n_move >= len(common):
+            raise ConfigError(f"rho={rho} would leave no common feature")
+        moved_idx = sorted(rng.permutation(len(common))[:n_move].tolist())
+        moved = [common[i] for i in moved_idx]
+        common = [f for f in common if f not in moved]
+        for pool in private.values():
+            pool.extend(moved)
+    elif target < d_u_max:
+        for name in sorted(private):
+            pool = private[name]
+            n_move = max(0, len(pool) - target)
+            idx = sorted(rng.permutation(len(pool))[:n_move].tolist())
+            moved = [pool[i] for i in idx]
+            private[name] = [f for f in pool if f not in moved]
+            common.extend(f for f in moved if f not in common)
+    return FeaturePartition(common=tuple(common), private={k: tuple(v) for k, v in private.items()})

@@ -1,0 +1,89 @@
+"""Dataset registry: name → loader and default feature partition."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from fedcare_core.config import DataConfig
+from fedcare_core.data.cohort import Cohort
+from fedcare_core.data.partition import FeaturePartition
+from fedcare_core.errors import ConfigError, DataError
+
+
+@dataclass(frozen=True)
+class LoadedDataset:
+    """A cohort, its default partition and the file it came from (for messages)."""
+
+    cohort: Cohort
+    partition: FeaturePartition
+    source: str
+
+
+def load_dataset(
+    config: DataConfig, data_dir: str | Path | None, *, verify_checksum: bool = True
+) -> LoadedDataset:
+    """Load ``config.dataset`` from ``data_dir`` (or ``FEDCARE_DATA_DIR``).
+
+    Parameters
+    ----------
+    config
+        Names the dataset and label options.
+    data_dir
+        A directory (searched), or for Diabetes 130 also a ``.csv``/``.zip`` path.
+    verify_checksum
+        Check the Diabetes 130 file's SHA-256 against the published release.
+
+    Returns
+    -------
+    LoadedDataset
+        The cohort and its default partition.
+    """
+    from fedcare_core.data.paths import resolve_data_dir
+
+    root = resolve_data_dir(data_dir)
+    if config.dataset == "diabetes130":
+        from fedcare_core.data.diabetes130 import (
+            DIABETES130_PARTITION,
+            find_diabetes130,
+            load_diabetes130,
+        )
+        from fedcare_core.data.fetch import default_cache_dir
+
+        if root is None:
+            cached = default_cache_dir() / "diabetes130"
+            if not cached.is_dir():
+                raise DataError(
+                    "no data directory given: pass --data-dir, set FEDCARE_DATA_DIR, or run "
+                    "'fedcare data fetch diabetes130'"
+                )
+            root = cached
+        path = find_diabetes130(root)
+        cohort = load_diabetes130(
+            path,
+            readmission=config.readmission,  # type: ignore[arg-type]
+            verify_checksum=verify_checksum,
+        )
+        return LoadedDataset(cohort, DIABETES130_PARTITION, str(path))
+    if config.dataset == "mimic3":
+        from fedcare_core.data.mimic3 import MIMIC3_PARTITION, load_mimic3
+
+        if root is None:
+            raise DataError(
+                "MIMIC-III is credentialed data: pass --data-dir pointing at the raw CSV tables"
+            )
+        mimic_dir = _mimic_dir(Path(root))
+        return LoadedDataset(load_mimic3(mimic_dir), MIMIC3_PARTITION, str(mimic_dir))
+    raise ConfigError(f"unknown dataset {config.dataset!r}")
+
+
+def _mimic_dir(root: Path) -> Path:
+    """Accept the tables' folder itself, or a datasets root holding ``mimic3-demo``."""
+    if any(p.name.upper().startswith("ICUSTAYS.CSV") for p in root.glob("*")):
+        return root
+    for candidate in sorted(root.iterdir()) if root.is_dir() else []:
+        if candidate.is_dir() and any(
+            p.name.upper().startswith("ICUSTAYS.CSV") for p in candidate.glob("*")
+        ):
+            return candidate
+    return root

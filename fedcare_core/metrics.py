@@ -1,0 +1,51 @@
+"""Evaluation metrics: AUROC for binary objectives, MAE in days for length of stay."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.stats import rankdata
+
+
+@dataclass(frozen=True)
+class MetricValue:
+    """A metric value, or ``None`` with the reason it cannot be computed."""
+
+    value: float | None
+    n: int
+    reason: str | None = None
+
+
+def auroc(y_true: np.ndarray, y_score: np.ndarray) -> MetricValue:
+    """Area under the ROC curve (Mann–Whitney form, ties counted half).
+
+    Returns ``None`` with a reason when the labels hold a single class.
+    """
+    y = np.asarray(y_true, dtype=np.float64)
+    s = np.asarray(y_score, dtype=np.float64)
+    mask = np.isfinite(y)
+    y, s = y[mask] > 0.5, s[mask]
+    n_pos = int(y.sum())
+    n_neg = len(y) - n_pos
+    if n_pos == 0 or n_neg == 0:
+        which = "positive" if n_pos == 0 else "negative"
+        return MetricValue(None, len(y), f"no {which} label among {len(y)} test rows")
+    ranks = rankdata(s)
+    value = (ranks[y].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
+    return MetricValue(float(value), len(y))
+
+
+def mae(y_true: np.ndarray, y_pred: np.ndarray) -> MetricValue:
+    """Mean absolute error (same unit as the inputs: days for LOS)."""
+    y = np.asarray(y_true, dtype=np.float64)
+    p = np.asarray(y_pred, dtype=np.float64)
+    mask = np.isfinite(y)
+    if not mask.any():
+        return MetricValue(None, 0, "no labelled test row")
+    return MetricValue(float(np.abs(y[mask] - p[mask]).mean()), int(mask.sum()))
+
+
+def compute_metric(kind: str, y_true: np.ndarray, y_pred: np.ndarray) -> MetricValue:
+    """AUROC for ``kind == "binary"``, MAE otherwise."""
+    return auroc(y_true, y_pred) if kind == "binary" else mae(y_true, y_pred)

@@ -1,0 +1,214 @@
+"""In-process runner: load → partition → federation → Stage 1 → Stage 2 → evaluation.
+
+``run_experiment`` executes the whole two-stage method deterministically from a seed and
+returns a plain :class:`ExperimentResult`; logging and printing happen elsewhere, from it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from fedcare_core import __version__
+from fedcare_core.config import ExperimentConfig
+from fedcare_core.data.cohort import Cohort
+from fedcare_core.data.federation import Federation, SplitArrays, build_federation
+from fedcare_core.data.partition import FeaturePartition, with_disparity
+from fedcare_core.evaluate import EvaluationReport, Scorer, evaluate
+from fedcare_core.models import MultiObjectiveModel, PersonalModel
+from fedcare_core.stage1 import Stage1Result, load_global_model, run_stage1
+from fedcare_core.stage2 import Stage2Result, fine_tune
+
+ProgressFn = Callable[[str, int, int], None]
+
+
+@dataclass
+class ExperimentResult:
+    """Everything a run produced, as plain data."""
+
+    config: ExperimentConfig
+    federation: Federation
+    stage1: Stage1Result
+    stage2: list[Stage2Result]
+    evaluation: EvaluationReport
+    timing: dict[str, float]
+    data_sha256: str
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ``results.json`` document (no identifiers: clients are numbered 0..K-1)."""
+        objectives: dict[str, Any] = {}
+        for rep in self.evaluation.objectives:
+            entry: dict[str, Any] = {
+                "metric": rep.metric,
+                "pooled": rep.pooled,
+                "mean_over_clients": rep.mean_over_clients,
+                "std_over_clients": rep.std_over_clients,
+                "clients": [
+                    {"client": c.client_id, "value": c.value, "n_test": c.n}
+                    | ({"reason": c.reason} if c.reason else {})
+                    for c in rep.clients
+                ],
+            }
+            if rep.reason is not None or rep.pooled is None:
+                entry["reason"] = rep.reason or "undefined"
+            objectives[rep.name] = entry
+        fed = self.federation
+        return {
+            "dataset": fed.dataset,
+            "algorithm": self.config.algorithm,
+            "fedcare_version": __version__,
+            "config": self.config.to_dict(),
+            "objectives": objectives,
+            "rounds": [
+                {
+                    "round": r.round,
+                    "lambda": r.lambdas,
+                    "d_sq_norm": r.d_sq_norm,
+                    "loss": r.losses,
+                    "participants": list(r.participants),
+                    "missing_objectives": list(r.missing_objectives),
+                }
+                for r in self.stage1.rounds
+            ],
+            "stage1": {"converged": self.stage1.converged, "rounds_run": len(self.stage1.rounds)},
+            "stage2": [
+                {
+                    "client": s.client_id,
+                    "mu_mean": s.mu_mean,
+                    "mu_trace": s.mu_trace,
+                    "train_loss": s.train_loss,
+                    "val_loss": s.val_loss,
+                    "steps": s.steps,
+                    "best_epoch": s.best_epoch,
+                    "stopped": s.stopped,
+                }
+                for s in self.stage2
+            ],
+            "clients": [
+                {
+                    "client": c.client_id,
+                    "objectives": list(c.objectives),
+                    "n_train": c.train.n,
+                    "n_val": c.val.n,
+                    "n_test": c.test.n,
+                    "common_width": c.common_encoder.width,
+                    "private_features": list(c.private_features),
+                    "private_width": c.private_encoder.width,
+                }
+                for c in fed.clients
+            ],
+            "data": {
+                "sha256": self.data_sha256,
+                "common_features": list(fed.partition.common),
+                "private_pools": {k: list(v) for k, v in fed.partition.private.items()},
+                "rho": fed.partition.disparity_ratio(),
+                "notes": self.notes,
+            },
+            "timing": self.timing,
+        }
+
+
+def _global_scorer(model: MultiObjectiveModel) -> Scorer:
+    def score(split: SplitArrays, objective: str) -> torch.Tensor:
+        return model(torch.from_numpy(split.x_common), objective)
+
+    return score
+
+
+def _personal_scorer(model: PersonalModel) -> Scorer:
+    def score(split: SplitArrays, objective: str) -> torch.Tensor:
+        return model(torch.from_numpy(split.x_common), torch.from_numpy(split.x_private), objective)
+
+    return score
+
+
+def prepare_federation(
+    cohort: Cohort, partition: FeaturePartition, config: ExperimentConfig, source: str | None
+) -> Federation:
+    """Apply ρ to the partition and build the clients."""
+    if config.data.rho is not None:
+        partition = with_disparity(partition, config.data.rho, config.seed)
+    return build_federation(
+        cohort,
+        partition,
+        config.data,
+        config.seed,
+        max_categories=config.model.max_categories,
+        source=source,
+    )
+
+
+def run_experiment(
+    cohort: Cohort,
+    partition: FeaturePartition,
+    config: ExperimentConfig,
+    *,
+    source: str | None = None,
+    progress: ProgressFn | None = None,
+) -> ExperimentResult:
+    """Run FedCARE (or FedCARE-B) end to end in process.
+
+    Parameters
+    ----------
+    cohort
+        The loaded dataset.
+    partition
+        The dataset's default feature partition (ρ from ``config`` is applied here).
+    config
+        The experiment configuration (validated).
+    source
+        The data file's name, for error messages.
+    progress
+        Called as ``progress(stage, done, total)`` with stage ``"stage1"`` or ``"stage2"``.
+
+    Returns
+    -------
+    ExperimentResult
+        Metrics, λ* trace, μ* summaries and timings.
+    """
+    config.validate()
+    torch.use_deterministic_algorithms(True)
+    t0 = time.perf_counter()
+    federation = prepare_federation(cohort, partition, config, source)
+    t1 = time.perf_counter()
+    stage1 = run_stage1(federation, config.model, config.stage1, config.seed, progress=progress)
+    t2 = time.perf_counter()
+    global_model = load_global_model(stage1, federation.common_width, config.model)
+    kinds = {o.name: o.kind for o in federation.objectives}
+    stage2: list[Stage2Result] = []
+    scorers: list[Scorer]
+    if config.algorithm == "fedcare":
+        backbone = global_model.backbone.state_dict()
+        for i, client in enumerate(federation.clients):
+            stage2.append(
+                fine_tune(backbone, client, kinds, config.model, config.stage2, config.seed)
+            )
+            if progress is not None:
+                progress("stage2", i + 1, len(federation.clients))
+        scorers = [_personal_scorer(s.model) for s in stage2]
+    else:
+        scorers = [_global_scorer(global_model) for _ in federation.clients]
+    t3 = time.perf_counter()
+    report = evaluate(federation, scorers)
+    t4 = time.perf_counter()
+    return ExperimentResult(
+        config=config,
+        federation=federation,
+        stage1=stage1,
+        stage2=stage2,
+        evaluation=report,
+        timing={
+            "partition_s": t1 - t0,
+            "stage1_s": t2 - t1,
+            "stage2_s": t3 - t2,
+            "evaluate_s": t4 - t3,
+            "total_s": t4 - t0,
+        },
+        data_sha256=cohort.source_sha256,
+        notes=list(cohort.notes),
+    )

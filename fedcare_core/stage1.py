@@ -1,0 +1,389 @@
+"""Stage 1 (paper Algorithm 1): federated multi-objective training of the shared backbone.
+
+Pure functions: :func:`client_update` (what a client computes from ``w^t``), :func:`server_step`
+(per-objective aggregation, min-norm λ*, the global step and ‖d‖²) and :func:`run_stage1`, an
+in-process loop over both. The Flower layer calls the first two from its ClientApp and Strategy.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from fedcare_core.config import ModelConfig, Stage1Config
+from fedcare_core.data.federation import ClientData, Federation
+from fedcare_core.losses import ObjectiveLoss, make_loss
+from fedcare_core.models import MultiObjectiveModel
+from fedcare_core.moo import min_norm_weights, normalisation_divisors, normalised_gram
+from fedcare_core.params import (
+    ParamLayout,
+    get_buffers,
+    get_params,
+    param_layout,
+    set_buffers,
+    set_params,
+)
+from fedcare_core.seeding import derive_rng, seed_torch
+
+#: Adam constants for the optional server optimiser (Kingma & Ba defaults).
+ADAM_BETAS = (0.9, 0.999)
+ADAM_EPS = 1e-8
+#: BatchNorm needs at least two rows in training mode.
+MIN_BATCH = 2
+
+
+@dataclass(frozen=True)
+class ObjectiveUpdate:
+    """A client's contribution for one objective (eq. 7).
+
+    Parameters
+    ----------
+    delta
+        Δ_{k,s}: the sum of the τ stochastic gradients over the whole parameter vector (float32).
+    num_examples
+        N_{k,s}: training rows labelled for the objective (the aggregation weight, eq. 8).
+    loss
+        Mean training loss over the τ local steps.
+    """
+
+    delta: np.ndarray
+    num_examples: int
+    loss: float
+
+
+@dataclass(frozen=True)
+class ClientUpdate:
+    """Everything a client sends back in one round (model updates and counts only)."""
+
+    client_id: int
+    objectives: dict[str, ObjectiveUpdate]
+    buffers: np.ndarray
+    num_examples: int
+
+
+@dataclass(frozen=True)
+class RoundInfo:
+    """What the server records each round.
+
+    ``lambdas`` holds λ*_s for every objective that received an update; ``missing_objectives``
+    lists objectives no participating client pursued this round (their heads keep their last
+    values).
+    """
+
+    round: int
+    lambdas: dict[str, float]
+    d_sq_norm: float
+    losses: dict[str, float]
+    participants: tuple[int, ...]
+    missing_objectives: tuple[str, ...] = ()
+
+
+@dataclass
+class ServerState:
+    """The server's model and optimiser state between rounds."""
+
+    params: np.ndarray
+    buffers: np.ndarray
+    adam_m: np.ndarray | None = None
+    adam_v: np.ndarray | None = None
+    step: int = 0
+
+
+@dataclass(frozen=True)
+class Stage1Result:
+    """Outcome of Stage 1: the converged model ``w*`` and the per-round trace."""
+
+    params: np.ndarray
+    buffers: np.ndarray
+    rounds: list[RoundInfo]
+    converged: bool
+    objectives: tuple[str, ...]
+    layout: ParamLayout
+    notes: list[str] = field(default_factory=list)
+
+
+def build_model(
+    in_dim: int, objectives: Sequence[str], config: ModelConfig, seed: int
+) -> MultiObjectiveModel:
+    """The global model ``w^0``, initialised from the experiment seed."""
+    seed_torch(seed, "stage1-init")
+    return MultiObjectiveModel(in_dim, objectives, config)
+
+
+def client_losses(client: ClientData, kinds: Mapping[str, str]) -> dict[str, ObjectiveLoss]:
+    """Per-objective losses of a client (positive weights from its own training labels)."""
+    return {s: make_loss(kinds[s], client.train.y[:, j]) for j, s in enumerate(client.objectives)}
+
+
+def client_update(
+    model: MultiObjectiveModel,
+    params: np.ndarray,
+    buffers: np.ndarray,
+    client: ClientData,
+    kinds: Mapping[str, str],
+    config: Stage1Config,
+    *,
+    seed: int,
+    round_idx: int,
+) -> ClientUpdate:
+    """Run τ local SGD steps per objective from ``w^t`` and return each Δ_{k,s} (eqs. 5–7).
+
+    Parameters
+    ----------
+    model
+        A scratch model of the global architecture (its weights are overwritten).
+    params, buffers
+        The broadcast global parameters ``w^t`` and BatchNorm statistics.
+    client
+        The client's data (only its common features are used here).
+    kinds
+        Objective name → ``"binary"`` or ``"regression"``.
+    config
+        τ, η_l and the batch size.
+    seed, round_idx
+        Key the client's random streams (mini-batches, dropout) so results do not depend on the
+        order in which clients run.
+
+    Returns
+    -------
+    ClientUpdate
+        Δ_{k,s}, N_{k,s} and mean loss per objective, plus the BatchNorm statistics after local
+        training (averaged over the client's objectives).
+    """
+    x = torch.from_numpy(client.train.x_common)
+    y_all = torch.from_numpy(client.train.y)
+    losses = client_losses(client, kinds)
+    names = [n for n, _ in model.named_parameters()]
+    offsets = np.cumsum([0] + [p.numel() for p in model.parameters()])
+    updates: dict[str, ObjectiveUpdate] = {}
+    buf_sum = np.zeros_like(buffers, dtype=np.float64)
+    for j, s in enumerate(client.objectives):
+        set_params(model, params)
+        set_buffers(model, buffers)
+        model.train()
+        seed_torch(seed, "stage1-dropout", round_idx, client.client_id, s)
+        rng = derive_rng(seed, "stage1-batch", round_idx, client.client_id, s)
+        labelled = np.flatnonzero(np.isfinite(client.train.y[:, j]))
+        order = labelled[rng.permutation(len(labelled))]
+        batch = max(MIN_BATCH, min(config.batch_size, len(order)))
+        chosen = [
+            (i, p)
+            for i, (n, p) in enumerate(zip(names, model.parameters(), strict=True))
+            if n.startswith("backbone.") or n.startswith(f"heads.{s}.")
+        ]
+        acc = torch.zeros(int(offsets[-1]), dtype=torch.float32)
+        loss_total = 0.0
+        for step in range(config.local_steps):
+            start = (step * batch) % max(len(order), 1)
+            idx = np.take(order, np.arange(start, start + batch), mode="wrap")
+            idx_t = torch.from_numpy(idx)
+            loss = losses[s](model(x[idx_t], s), y_all[idx_t, j])
+            grads = torch.autograd.grad(loss, [p for _, p in chosen])
+            with torch.no_grad():
+                for (i, p), g in zip(chosen, grads, strict=True):
+                    acc[offsets[i] : offsets[i + 1]] += g.reshape(-1)
+                    p.sub_(config.local_lr * g)
+            loss_total += float(loss.detach())
+        updates[s] = ObjectiveUpdate(
+            delta=acc.numpy(),
+            num_examples=len(labelled),
+            loss=loss_total / config.local_steps,
+        )
+        buf_sum += get_buffers(model)
+    return ClientUpdate(
+        client_id=client.client_id,
+        objectives=updates,
+        buffers=(buf_sum / max(len(client.objectives), 1)).astype(np.float32),
+        num_examples=client.train.n,
+    )
+
+
+def aggregate_objectives(
+    updates: Sequence[ClientUpdate], objectives: Sequence[str]
+) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+    """Per-objective weighted aggregation Δ_s = Σ_k p_{k,s} Δ_{k,s} (eq. 8), in float64.
+
+    Returns the aggregated Δ_s and the equally weighted training loss of each objective that
+    received at least one update.
+    """
+    deltas: dict[str, np.ndarray] = {}
+    losses: dict[str, float] = {}
+    for s in objectives:
+        contrib = [u.objectives[s] for u in updates if s in u.objectives]
+        total = sum(c.num_examples for c in contrib)
+        if not contrib or total == 0:
+            continue
+        acc = np.zeros(contrib[0].delta.shape, dtype=np.float64)
+        loss = 0.0
+        for c in contrib:
+            p = c.num_examples / total
+            acc += p * c.delta.astype(np.float64)
+            loss += p * c.loss
+        deltas[s] = acc
+        losses[s] = loss
+    return deltas, losses
+
+
+def descent_direction(
+    deltas: Mapping[str, np.ndarray],
+    losses: Mapping[str, float],
+    layout: ParamLayout,
+    config: Stage1Config,
+) -> tuple[np.ndarray, dict[str, float]]:
+    """Solve the min-norm QP (eq. 9) and form the direction d (eq. 10).
+
+    ``normalise`` rescales each Δ_s for the QP only (MGDA-UB convention: the direction combines
+    the raw Δ_s with the weights found). With ``qp_scope="backbone"`` λ* comes from the backbone
+    block alone and each head moves along its own Δ_s.
+    """
+    names = list(deltas)
+    mat = np.stack([deltas[s] for s in names])
+    block = mat[:, layout.backbone] if config.qp_scope == "backbone" else mat
+    gram = block @ block.T
+    divisors = normalisation_divisors(
+        np.diag(gram).copy(), np.array([losses[s] for s in names]), config.normalise
+    )
+    weights, _ = min_norm_weights(normalised_gram(gram, divisors), method=config.solver)
+    direction = weights @ mat
+    if config.qp_scope == "backbone":
+        for s in names:
+            sl = layout.heads[s]
+            direction[sl] = deltas[s][sl]
+    return direction, {s: float(w) for s, w in zip(names, weights, strict=True)}
+
+
+def server_step(
+    state: ServerState,
+    updates: Sequence[ClientUpdate],
+    objectives: Sequence[str],
+    layout: ParamLayout,
+    config: Stage1Config,
+    round_idx: int,
+) -> tuple[ServerState, RoundInfo]:
+    """Aggregate, solve for λ*, and step the global model (eqs. 8–11).
+
+    Parameters
+    ----------
+    state
+        ``w^t``, BatchNorm statistics and server optimiser state.
+    updates
+        The updates of the clients that replied this round.
+    objectives
+        All objectives of the federation (S).
+    layout
+        Parameter layout of the global model.
+    config
+        η_g, solver, normalisation, QP scope and server optimiser.
+    round_idx
+        1-based round number.
+
+    Returns
+    -------
+    tuple[ServerState, RoundInfo]
+        ``w^{t+1}`` and the round's λ*, ‖d‖², losses and participants.
+    """
+    deltas, losses = aggregate_objectives(updates, objectives)
+    participants = tuple(sorted(u.client_id for u in updates))
+    missing = tuple(s for s in objectives if s not in deltas)
+    if not deltas:
+        return state, RoundInfo(round_idx, {}, float("nan"), {}, participants, missing)
+    direction, lambdas = descent_direction(deltas, losses, layout, config)
+    d_sq = float(direction @ direction)
+    new = _apply(state, direction, config)
+    total = sum(u.num_examples for u in updates)
+    new.buffers = (
+        sum(u.num_examples / total * u.buffers.astype(np.float64) for u in updates).astype(
+            np.float32
+        )
+        if total
+        else state.buffers
+    )
+    return new, RoundInfo(round_idx, lambdas, d_sq, losses, participants, missing)
+
+
+def _apply(state: ServerState, direction: np.ndarray, config: Stage1Config) -> ServerState:
+    params = state.params.astype(np.float64)
+    if config.server_optimizer == "sgd":
+        params = params - config.global_lr * direction
+        return ServerState(params.astype(np.float32), state.buffers)
+    b1, b2 = ADAM_BETAS
+    m = np.zeros_like(params) if state.adam_m is None else state.adam_m
+    v = np.zeros_like(params) if state.adam_v is None else state.adam_v
+    t = state.step + 1
+    m = b1 * m + (1 - b1) * direction
+    v = b2 * v + (1 - b2) * direction**2
+    step = config.global_lr * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + ADAM_EPS)
+    return ServerState((params - step).astype(np.float32), state.buffers, m, v, t)
+
+
+ProgressFn = Callable[[str, int, int], None]
+
+
+def run_stage1(
+    federation: Federation,
+    model_config: ModelConfig,
+    config: Stage1Config,
+    seed: int,
+    *,
+    progress: ProgressFn | None = None,
+) -> Stage1Result:
+    """Run Algorithm 1 in process: every client, every round, until ‖d‖² ≤ ε or T rounds.
+
+    Parameters
+    ----------
+    federation
+        Clients and objectives.
+    model_config, config
+        Architecture and Stage 1 hyper-parameters.
+    seed
+        Experiment seed (initialisation and every client's random streams).
+    progress
+        Called as ``progress("stage1", round, T)`` after each round.
+
+    Returns
+    -------
+    Stage1Result
+        ``w*``, its BatchNorm statistics and the per-round λ* / ‖d‖² trace.
+    """
+    objectives = federation.objective_names
+    kinds = {o.name: o.kind for o in federation.objectives}
+    model = build_model(federation.common_width, objectives, model_config, seed)
+    layout = param_layout(model)
+    state = ServerState(get_params(model), get_buffers(model))
+    rounds: list[RoundInfo] = []
+    converged = False
+    for t in range(1, config.rounds + 1):
+        updates = [
+            client_update(
+                model, state.params, state.buffers, c, kinds, config, seed=seed, round_idx=t
+            )
+            for c in federation.clients
+        ]
+        state, info = server_step(state, updates, objectives, layout, config, t)
+        rounds.append(info)
+        if progress is not None:
+            progress("stage1", t, config.rounds)
+        if info.d_sq_norm <= config.epsilon:
+            converged = True
+            break
+    return Stage1Result(
+        params=state.params,
+        buffers=state.buffers,
+        rounds=rounds,
+        converged=converged,
+        objectives=objectives,
+        layout=layout,
+    )
+
+
+def load_global_model(
+    result: Stage1Result, in_dim: int, model_config: ModelConfig
+) -> MultiObjectiveModel:
+    """Materialise ``w*`` as a model in evaluation mode."""
+    model = MultiObjectiveModel(in_dim, result.objectives, model_config)
+    set_params(model, result.params)
+    set_buffers(model, result.buffers)
+    return model.eval()

@@ -1,0 +1,30 @@
+"""Shared test fixtures: where the real datasets live."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+
+
+def shared_data_dir() -> Path | None:
+    """Return the real-data directory (``FEDCARE_DATA_DIR`` or ``../shared/datasets``), if any."""
+    env = os.environ.get("FEDCARE_DATA_DIR")
+    candidates = [Path(env)] if env else []
+    candidates.append(REPO_ROOT.parent / "shared" / "datasets")
+    for c in candidates:
+        if c.is_dir():
+            return c.resolve()
+    return None
+
+
+@pytest.fixture(scope="session")
+def data_dir() -> Path:
+    """The real datasets' root; tests needing it are skipped when it is absent."""
+    d = shared_data_dir()
+    if d is None:
+        pytest.skip("real datasets not found (set FEDCARE_DATA_DIR)")
+    return d

@@ -1,0 +1,57 @@
+import pytest
+
+from fedcare_core.data.partition import FeaturePartition, with_disparity
+from fedcare_core.errors import ConfigError
+
+BASE = FeaturePartition(
+    common=tuple(f"c{i}" for i in range(20)),
+    private={
+        "a": tuple(f"a{i}" for i in range(9)),
+        "b": tuple(f"b{i}" for i in range(9)),
+        "c": tuple(f"l{i}" for i in range(8)),
+    },
+)
+
+
+def test_private_for_is_union_of_pools_in_order():
+    assert BASE.private_for(("a",)) == BASE.private["a"]
+    assert BASE.private_for(("c", "a")) == BASE.private["c"] + BASE.private["a"]
+
+
+def test_default_ratio_matches_paper_shape():
+    assert BASE.disparity_ratio() == pytest.approx(9 / 29)
+
+
+@pytest.mark.parametrize("rho", [0.4, 0.5])
+def test_higher_rho_moves_common_features_into_every_pool(rho):
+    out = with_disparity(BASE, rho, seed=3)
+    d_u = round(rho * 29)
+    moved = set(BASE.common) - set(out.common)
+    assert len(out.common) == 29 - d_u
+    assert len(moved) == d_u - 9
+    for name, pool in out.private.items():
+        assert set(BASE.private[name]) | moved == set(pool)
+    assert out.disparity_ratio() == pytest.approx(d_u / 29)
+
+
+@pytest.mark.parametrize("rho", [0.1, 0.2])
+def test_lower_rho_moves_private_features_into_common(rho):
+    out = with_disparity(BASE, rho, seed=3)
+    target = round(rho * 29)
+    assert max(len(p) for p in out.private.values()) == target
+    # Nothing is lost: every feature is still used somewhere.
+    assert set(out.all_features) == set(BASE.all_features)
+    # Pools stay disjoint from the common set.
+    for pool in out.private.values():
+        assert not set(pool) & set(out.common)
+
+
+def test_disparity_is_seeded():
+    assert with_disparity(BASE, 0.5, seed=1) == with_disparity(BASE, 0.5, seed=1)
+    assert with_disparity(BASE, 0.5, seed=1).common != with_disparity(BASE, 0.5, seed=2).common
+
+
+@pytest.mark.parametrize("rho", [0.0, 1.0, -0.2])
+def test_invalid_rho_raises(rho):
+    with pytest.raises(ConfigError, match="rho"):
+        with_disparity(BASE, rho)

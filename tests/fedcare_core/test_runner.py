@@ -1,0 +1,72 @@
+import json
+
+import pytest
+
+from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config
+from fedcare_core.runner import run_experiment
+from tests.fedcare_core.synthetic import PARTITION, make_cohort
+
+
+def _config(algorithm="fedcare", seed=0):
+    return ExperimentConfig(
+        algorithm=algorithm,
+        seed=seed,
+        data=DataConfig(clients=3),
+        stage1=Stage1Config(rounds=3, batch_size=32),
+        stage2=Stage2Config(epochs=3, batch_size=32),
+    )
+
+
+def test_end_to_end_result_document_shape():
+    res = run_experiment(make_cohort(300), PARTITION, _config())
+    doc = res.to_dict()
+    json.dumps(doc)
+    assert set(doc) >= {"dataset", "algorithm", "config", "objectives", "rounds", "timing"}
+    assert len(doc["rounds"]) == 3
+    for r in doc["rounds"]:
+        assert set(r["lambda"]) == set(doc["objectives"])
+        assert r["d_sq_norm"] >= 0
+    for name, rep in doc["objectives"].items():
+        assert rep["metric"] == ("mae_days" if name == "los" else "auroc")
+        assert rep["pooled"] is not None or rep["reason"]
+    assert doc["timing"]["total_s"] > 0
+    assert len(doc["stage2"]) == 3
+
+
+def test_same_seed_same_results_different_seed_different():
+    a = run_experiment(make_cohort(300), PARTITION, _config(seed=1)).to_dict()
+    b = run_experiment(make_cohort(300), PARTITION, _config(seed=1)).to_dict()
+    for d in (a, b):
+        d.pop("timing")
+    assert a == b
+    c = run_experiment(make_cohort(300), PARTITION, _config(seed=2)).to_dict()
+    assert c["rounds"][0]["lambda"] != a["rounds"][0]["lambda"]
+
+
+def test_fedcare_b_skips_stage2():
+    doc = run_experiment(make_cohort(300), PARTITION, _config("fedcare-b")).to_dict()
+    assert doc["stage2"] == []
+
+
+def test_personalisation_learns_signal_on_synthetic_data():
+    cfg = _config().with_overrides(stage2={"epochs": 15, "patience": 15})
+    doc = run_experiment(make_cohort(600), PARTITION, cfg).to_dict()
+    # LOS depends on common and private features: a trained model beats the trivial one.
+    assert doc["objectives"]["early_discharge"]["pooled"] > 0.7
+    assert doc["objectives"]["los"]["pooled"] < 1.8
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"algorithm": "fedsgd"},
+        {"stage1": {"solver": "qp"}},
+        {"stage1": {"normalise": "l3"}},
+        {"stage1": {"qp_scope": "x"}},
+    ],
+)
+def test_unknown_option_strings_raise(bad):
+    from fedcare_core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="unknown"):
+        _config().with_overrides(**bad)

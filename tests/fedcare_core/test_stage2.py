@@ -1,0 +1,87 @@
+import numpy as np
+import pytest
+import torch
+
+from fedcare_core.config import DataConfig, ModelConfig, Stage1Config, Stage2Config
+from fedcare_core.data.federation import build_federation
+from fedcare_core.stage1 import load_global_model, run_stage1
+from fedcare_core.stage2 import build_personal_model, fine_tune
+from tests.fedcare_core.synthetic import PARTITION, make_cohort
+
+KINDS = {"early_discharge": "binary", "readmission": "binary", "los": "regression"}
+
+
+@pytest.fixture(scope="module")
+def setup():
+    cfg = DataConfig(clients=3, objectives_per_client=2)
+    fed = build_federation(make_cohort(300), PARTITION, cfg, seed=0)
+    s1 = run_stage1(fed, ModelConfig(), Stage1Config(rounds=2, batch_size=32), seed=0)
+    backbone = load_global_model(s1, fed.common_width, ModelConfig()).backbone.state_dict()
+    return fed, backbone
+
+
+def test_personal_model_starts_from_the_backbone(setup):
+    fed, backbone = setup
+    model = build_personal_model(backbone, fed.clients[0], ModelConfig(), seed=0)
+    for k, v in model.backbone.state_dict().items():
+        torch.testing.assert_close(v, backbone[k])
+
+
+def test_multi_objective_client_mu_on_simplex_and_loss_falls(setup):
+    fed, backbone = setup
+    client = fed.clients[0]
+    assert len(client.objectives) == 2
+    res = fine_tune(
+        backbone,
+        client,
+        KINDS,
+        ModelConfig(),
+        Stage2Config(epochs=8, patience=8, batch_size=32),
+        seed=0,
+    )
+    assert sum(res.mu_mean.values()) == pytest.approx(1.0)
+    for epoch_mu in res.mu_trace:
+        assert all(0.0 <= v <= 1.0 for v in epoch_mu.values())
+    assert res.train_loss[-1] < res.train_loss[0]
+    assert 1 <= res.best_epoch <= len(res.val_loss)
+    assert res.val_loss[res.best_epoch - 1] == min(res.val_loss)
+
+
+def test_single_objective_weight_is_one():
+    fed = build_federation(make_cohort(200), PARTITION, DataConfig(clients=3), seed=1)
+    s1 = run_stage1(fed, ModelConfig(), Stage1Config(rounds=1, batch_size=32), seed=0)
+    backbone = load_global_model(s1, fed.common_width, ModelConfig()).backbone.state_dict()
+    res = fine_tune(backbone, fed.clients[0], KINDS, ModelConfig(), Stage2Config(epochs=2), seed=0)
+    assert list(res.mu_mean.values()) == [pytest.approx(1.0)]
+
+
+def test_private_features_reach_the_prediction(setup):
+    fed, backbone = setup
+    client = fed.clients[0]
+    res = fine_tune(backbone, client, KINDS, ModelConfig(), Stage2Config(epochs=2), seed=0)
+    xc = torch.from_numpy(client.test.x_common)
+    xu = torch.from_numpy(client.test.x_private)
+    s = client.objectives[0]
+    with torch.no_grad():
+        a = res.model(xc, xu, s)
+        b = res.model(xc, torch.zeros_like(xu), s)
+    assert not torch.allclose(a, b)
+
+
+def test_fine_tune_is_deterministic(setup):
+    fed, backbone = setup
+    cfg = Stage2Config(epochs=2)
+    a = fine_tune(backbone, fed.clients[1], KINDS, ModelConfig(), cfg, seed=3)
+    b = fine_tune(backbone, fed.clients[1], KINDS, ModelConfig(), cfg, seed=3)
+    assert a.val_loss == b.val_loss and a.mu_trace == b.mu_trace
+    for (k, v), w in zip(a.model.state_dict().items(), b.model.state_dict().values(), strict=True):
+        assert torch.equal(v, w), k
+
+
+def test_epsilon_stop(setup):
+    fed, backbone = setup
+    res = fine_tune(
+        backbone, fed.clients[0], KINDS, ModelConfig(), Stage2Config(epochs=5, epsilon=1e9), seed=0
+    )
+    assert res.stopped == "epsilon" and res.steps == 1
+    assert np.isfinite(res.val_loss[0])
