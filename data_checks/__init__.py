@@ -1,0 +1,1 @@
+"""Great Expectations suites for raw tables and client partitions."""

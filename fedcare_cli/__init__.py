@@ -1,0 +1,1 @@
+"""The ``fedcare`` command line over ``fedcare_core``."""

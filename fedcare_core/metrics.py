@@ -25,15 +25,15 @@ def auroc(y_true: np.ndarray, y_score: np.ndarray) -> MetricValue:
     y = np.asarray(y_true, dtype=np.float64)
     s = np.asarray(y_score, dtype=np.float64)
     mask = np.isfinite(y)
-    y, s = y[mask] > 0.5, s[mask]
-    n_pos = int(y.sum())
-    n_neg = len(y) - n_pos
+    pos, s = y[mask] > 0.5, s[mask]
+    n_pos = int(pos.sum())
+    n_neg = len(pos) - n_pos
     if n_pos == 0 or n_neg == 0:
         which = "positive" if n_pos == 0 else "negative"
-        return MetricValue(None, len(y), f"no {which} label among {len(y)} test rows")
+        return MetricValue(None, len(pos), f"no {which} label among {len(pos)} test rows")
     ranks = rankdata(s)
-    value = (ranks[y].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
-    return MetricValue(float(value), len(y))
+    value = (ranks[pos].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
+    return MetricValue(float(value), len(pos))
 
 
 def mae(y_true: np.ndarray, y_pred: np.ndarray) -> MetricValue:

@@ -294,13 +294,11 @@ def server_step(
     d_sq = float(direction @ direction)
     new = _apply(state, direction, config)
     total = sum(u.num_examples for u in updates)
-    new.buffers = (
-        sum(u.num_examples / total * u.buffers.astype(np.float64) for u in updates).astype(
-            np.float32
-        )
-        if total
-        else state.buffers
-    )
+    if total:
+        merged = np.zeros(state.buffers.shape, dtype=np.float64)
+        for u in updates:
+            merged += u.num_examples / total * u.buffers.astype(np.float64)
+        new.buffers = merged.astype(np.float32)
     return new, RoundInfo(round_idx, lambdas, d_sq, losses, participants, missing)
 
 

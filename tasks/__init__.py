@@ -1,0 +1,1 @@
+"""Thin Prefect tasks over ``fedcare_core``."""

@@ -247,7 +247,9 @@ def build_federation(
         for name, pats in splits.items():
             sel = rows[np.isin(cohort.patient[rows], pats)]
             frames[name] = cohort.features.iloc[sel]
-            labels[name] = cohort.labels.iloc[sel][list(objs)].to_numpy(dtype=np.float32)
+            labels[name] = np.array(
+                cohort.labels.iloc[sel][list(objs)].to_numpy(dtype=np.float32), copy=True
+            )
         _check_labels(cohort, objs, labels["train"], k, source)
         common_enc = fit_encoder(
             frames["train"],

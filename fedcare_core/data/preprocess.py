@@ -10,6 +10,7 @@ features must have declared vocabularies, or clients would disagree on the backb
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -71,7 +72,7 @@ class FeatureEncoder:
             values = frame[col]
             isna = values.isna().to_numpy()
             codes = pd.Index(list(vocab), dtype=object).get_indexer(
-                values.astype("object").astype(str).where(~isna, None)
+                pd.Index(values.astype("object").astype(str).where(~isna, None))
             )
             known = codes >= 0
             rows = np.arange(n)
@@ -127,7 +128,9 @@ def fit_encoder(
     categorical_cols = [c for c in columns if c not in num_set]
     if numeric:
         raw = train.loc[:, list(numeric)].to_numpy(dtype=np.float64, na_value=np.nan)
-        with np.errstate(all="ignore"):
+        with warnings.catch_warnings():
+            # An all-missing column (e.g. vitals without CHARTEVENTS) imputes to 0 below.
+            warnings.simplefilter("ignore", RuntimeWarning)
             medians = np.nanmedian(raw, axis=0) if len(raw) else np.zeros(len(numeric))
         medians = np.where(np.isfinite(medians), medians, 0.0)
         filled = np.where(np.isnan(raw), medians, raw)

@@ -49,11 +49,16 @@ def test_fedcare_b_skips_stage2():
 
 
 def test_personalisation_learns_signal_on_synthetic_data():
+    import numpy as np
+
+    cohort = make_cohort(2000)
     cfg = _config().with_overrides(stage2={"epochs": 15, "patience": 15})
-    doc = run_experiment(make_cohort(600), PARTITION, cfg).to_dict()
-    # LOS depends on common and private features: a trained model beats the trivial one.
+    doc = run_experiment(cohort, PARTITION, cfg).to_dict()
     assert doc["objectives"]["early_discharge"]["pooled"] > 0.7
-    assert doc["objectives"]["los"]["pooled"] < 1.8
+    # LOS depends on common and private features: the model beats predicting the median.
+    los = cohort.labels["los"].to_numpy()
+    trivial = float(np.mean(np.abs(los - np.median(los))))
+    assert doc["objectives"]["los"]["pooled"] < trivial
 
 
 @pytest.mark.parametrize(

@@ -1,0 +1,198 @@
+"""The ``fedcare`` command: end-to-end runs on real data and clean failures on bad input."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fedcare_cli.main import main
+
+FIXTURE = Path(__file__).resolve().parents[1] / "fedcare_core" / "data" / "fixtures"
+QUICK = [
+    "--clients",
+    "3",
+    "--rounds",
+    "2",
+    "--max-patients",
+    "1500",
+    "--stage2-epochs",
+    "2",
+    "--quiet",
+]
+
+
+def _diabetes_csv(data_dir: Path, tmp_path: Path) -> Path:
+    import zipfile
+
+    with zipfile.ZipFile(data_dir / "diabetes130" / "dataset_diabetes.zip") as zf:
+        target = tmp_path / "diabetic_data.csv"
+        target.write_bytes(zf.read("dataset_diabetes/diabetic_data.csv"))
+    return target
+
+
+@pytest.mark.realdata
+def test_run_diabetes_writes_results_and_table(data_dir, tmp_path, capsys):
+    out = tmp_path / "res" / "results.json"
+    code = main(
+        [
+            "run",
+            "--dataset",
+            "diabetes130",
+            "--data-dir",
+            str(data_dir),
+            "--seed",
+            "0",
+            "--out",
+            str(out),
+            *QUICK,
+        ]
+    )
+    assert code == 0
+    doc = json.loads(out.read_text())
+    assert doc["dataset"] == "diabetes130" and doc["algorithm"] == "fedcare"
+    assert set(doc["objectives"]) == {"early_discharge", "readmission", "los"}
+    assert len(doc["rounds"]) == 2 and doc["timing"]["total_s"] > 0
+    printed = capsys.readouterr().out
+    assert "early_discharge" in printed and "MAE (days)" in printed
+    # No identifiers anywhere in the results document.
+    text = out.read_text()
+    assert "encounter_id" not in text and "patient_nbr" not in text
+
+
+@pytest.mark.realdata
+def test_run_mimic_demo_reports_every_objective(data_dir, tmp_path):
+    out = tmp_path / "mimic.json"
+    code = main(
+        [
+            "run",
+            "--dataset",
+            "mimic3",
+            "--data-dir",
+            str(data_dir / "mimic3-demo"),
+            "--clients",
+            "3",
+            "--rounds",
+            "5",
+            "--stage2-epochs",
+            "3",
+            "--quiet",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 0
+    doc = json.loads(out.read_text())
+    assert set(doc["objectives"]) == {"mortality", "readmission", "los"}
+    for rep in doc["objectives"].values():
+        assert rep["pooled"] is not None or rep["reason"]
+
+
+def _bad_run(data_path: Path, tmp_path: Path, capsys, *extra: str) -> str:
+    out = tmp_path / "out" / "results.json"
+    code = main(
+        [
+            "run",
+            "--dataset",
+            "diabetes130",
+            "--data-dir",
+            str(data_path),
+            "--out",
+            str(out),
+            *QUICK,
+            *extra,
+        ]
+    )
+    assert code == 2
+    assert not out.exists() and not (tmp_path / "out").exists()
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    return err
+
+
+@pytest.mark.realdata
+def test_wrong_checksum_is_refused(data_dir, tmp_path, capsys):
+    csv = _diabetes_csv(data_dir, tmp_path)
+    csv.write_text(csv.read_text().replace("Caucasian", "Caucasion", 1))
+    err = _bad_run(csv, tmp_path, capsys)
+    assert "diabetic_data.csv" in err and "SHA-256" in err and "--no-verify" in err
+
+
+@pytest.mark.realdata
+def test_renamed_column_names_file_and_column(data_dir, tmp_path, capsys):
+    csv = _diabetes_csv(data_dir, tmp_path)
+    text = csv.read_text()
+    csv.write_text(text.replace("num_medications", "n_medications", 1))
+    err = _bad_run(csv, tmp_path, capsys, "--no-verify")
+    assert "diabetic_data.csv" in err and "num_medications" in err
+
+
+@pytest.mark.realdata
+def test_non_numeric_value_names_rows(data_dir, tmp_path, capsys):
+    csv = _diabetes_csv(data_dir, tmp_path)
+    lines = csv.read_text().splitlines(keepends=True)
+    header = lines[0].rstrip("\n").split(",")
+    col = header.index("num_lab_procedures")
+    for row in (5, 9):
+        fields = lines[row].split(",")
+        fields[col] = "many"
+        lines[row] = ",".join(fields)
+    csv.write_text("".join(lines))
+    err = _bad_run(csv, tmp_path, capsys, "--no-verify")
+    assert "num_lab_procedures" in err and "rows 5, 9" in err
+
+
+def test_empty_file_is_refused(tmp_path, capsys):
+    csv = tmp_path / "diabetic_data.csv"
+    csv.write_text("")
+    err = _bad_run(csv, tmp_path, capsys, "--no-verify")
+    assert "diabetic_data.csv" in err and "empty" in err
+
+
+def test_truncated_file_is_refused(tmp_path, capsys):
+    src = (FIXTURE / "diabetic_data_tiny.csv").read_text()
+    csv = tmp_path / "diabetic_data.csv"
+    csv.write_text(src[: int(len(src) * 0.6)])
+    err = _bad_run(csv, tmp_path, capsys, "--no-verify")
+    assert "diabetic_data.csv" in err and "truncated" in err
+
+
+def test_objective_without_positive_label_is_refused(tmp_path, capsys):
+    # The tiny fixture has too few readmissions for many clients: the run must stop cleanly.
+    csv = tmp_path / "diabetic_data.csv"
+    shutil.copy(FIXTURE / "diabetic_data_tiny.csv", csv)
+    out = tmp_path / "out" / "results.json"
+    code = main(
+        [
+            "run",
+            "--dataset",
+            "diabetes130",
+            "--data-dir",
+            str(csv),
+            "--no-verify",
+            "--clients",
+            "8",
+            "--rounds",
+            "1",
+            "--quiet",
+            "--out",
+            str(out),
+        ]
+    )
+    assert code == 2 and not out.exists()
+    err = capsys.readouterr().err
+    assert "diabetic_data.csv" in err and "label" in err
+
+
+def test_unknown_option_is_a_usage_error(tmp_path):
+    proc = subprocess.run(
+        [sys.executable, "-m", "fedcare_cli", "run", "--solver", "qp"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert proc.returncode == 2 and "invalid choice" in proc.stderr
