@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from fedcare_core import __version__
-from fedcare_core.config import ExperimentConfig
+from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.federation import Federation, SplitArrays, build_federation
 from fedcare_core.data.partition import FeaturePartition, with_disparity
@@ -24,6 +24,21 @@ from fedcare_core.stage1 import Stage1Result, load_global_model, run_stage1
 from fedcare_core.stage2 import Stage2Result, fine_tune
 
 ProgressFn = Callable[[str, int, int], None]
+#: Runs Stage 1 over a federation: (federation, model config, stage 1 config, seed, progress).
+#: The default is the in-process :func:`run_stage1`; the Flower layer passes its own.
+Stage1Runner = Callable[
+    [Federation, ModelConfig, Stage1Config, int, ProgressFn | None], Stage1Result
+]
+
+
+def _local_stage1(
+    federation: Federation,
+    model_config: ModelConfig,
+    config: Stage1Config,
+    seed: int,
+    progress: ProgressFn | None,
+) -> Stage1Result:
+    return run_stage1(federation, model_config, config, seed, progress=progress)
 
 
 @dataclass
@@ -150,6 +165,7 @@ def run_experiment(
     *,
     source: str | None = None,
     progress: ProgressFn | None = None,
+    stage1_runner: Stage1Runner | None = None,
 ) -> ExperimentResult:
     """Run FedCARE (or FedCARE-B) end to end in process.
 
@@ -165,6 +181,9 @@ def run_experiment(
         The data file's name, for error messages.
     progress
         Called as ``progress(stage, done, total)`` with stage ``"stage1"`` or ``"stage2"``.
+    stage1_runner
+        Executes Stage 1 (default: in process). Federated backends pass their own; every
+        runner returns the same :class:`Stage1Result`.
 
     Returns
     -------
@@ -176,7 +195,8 @@ def run_experiment(
     t0 = time.perf_counter()
     federation = prepare_federation(cohort, partition, config, source)
     t1 = time.perf_counter()
-    stage1 = run_stage1(federation, config.model, config.stage1, config.seed, progress=progress)
+    runner = stage1_runner or _local_stage1
+    stage1 = runner(federation, config.model, config.stage1, config.seed, progress)
     t2 = time.perf_counter()
     global_model = load_global_model(stage1, federation.common_width, config.model)
     kinds = {o.name: o.kind for o in federation.objectives}
