@@ -146,6 +146,9 @@ class ExperimentConfig:
 
     algorithm: str = "fedcare"
     seed: int = 0
+    #: PyTorch intra-op threads. The networks are small: one thread is as fast as two and does
+    #: not oversubscribe the cores when clients run in parallel processes.
+    threads: int = 1
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     stage1: Stage1Config = field(default_factory=Stage1Config)
@@ -154,6 +157,8 @@ class ExperimentConfig:
     def validate(self) -> ExperimentConfig:
         """Check every field; return ``self`` so calls chain."""
         _check(self.algorithm, ALGORITHMS, "algorithm")
+        if self.threads < 1:
+            raise ConfigError(f"threads must be ≥ 1, got {self.threads}")
         self.data.validate()
         self.stage1.validate()
         self.stage2.validate()

@@ -192,6 +192,7 @@ def run_experiment(
     """
     config.validate()
     torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(config.threads)
     t0 = time.perf_counter()
     federation = prepare_federation(cohort, partition, config, source)
     t1 = time.perf_counter()
