@@ -12,6 +12,7 @@ from typing import Any
 from tqdm import tqdm
 
 STAGE_LABELS = {"stage1": "Stage 1 (federated rounds)", "stage2": "Stage 2 (personalisation)"}
+STAGE_UNITS = {"stage1": "round", "stage2": "client"}
 
 
 class ProgressBars:
@@ -30,7 +31,7 @@ class ProgressBars:
             bar = tqdm(
                 total=total,
                 desc=STAGE_LABELS.get(stage, stage),
-                unit="step",
+                unit=STAGE_UNITS.get(stage, "step"),
                 file=sys.stderr,
                 leave=True,
                 dynamic_ncols=True,
