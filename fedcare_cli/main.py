@@ -12,7 +12,7 @@ import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fedcare_core.config import (
     ALGORITHMS,
@@ -27,8 +27,14 @@ from fedcare_core.config import (
 )
 from fedcare_core.errors import FedcareError
 
+if TYPE_CHECKING:
+    from fedcare_core.runner import Stage1Runner
+
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
+#: Where Stage 1 runs (``fedcare_flower.BACKENDS``; repeated here so that ``fedcare --help``
+#: does not import the Flower layer).
+BACKENDS = ("local", "flower-sim", "flower-deployment")
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -60,6 +66,28 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--qp-scope", choices=QP_SCOPES)
     run.add_argument("--server-optimizer", choices=SERVER_OPTIMIZERS)
     run.add_argument("--stage2-epochs", type=int)
+    run.add_argument(
+        "--backend",
+        choices=BACKENDS,
+        default="local",
+        help="where Stage 1 runs: in process, Flower's Simulation Engine, or SuperLink/"
+        "SuperNode processes on loopback (default local)",
+    )
+    run.add_argument(
+        "--round-timeout",
+        type=float,
+        help="Flower backends: seconds to wait for clients' replies in a round (default 600)",
+    )
+    run.add_argument(
+        "--startup-timeout",
+        type=float,
+        help="Flower backends: seconds to wait for all clients to connect (default 180)",
+    )
+    run.add_argument(
+        "--keep-workdir",
+        action="store_true",
+        help="Flower backends: keep the run folder (logs, per-client data) for debugging",
+    )
     run.add_argument("--out", type=Path, help="write results JSON here")
     run.add_argument("--no-verify", action="store_true", help="skip the dataset checksum")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
@@ -118,6 +146,27 @@ def build_config(args: argparse.Namespace) -> ExperimentConfig:
     return base.with_overrides(**top, data=data, stage1=stage1, stage2=stage2)
 
 
+def build_stage1_runner(args: argparse.Namespace) -> Stage1Runner | None:
+    """The Stage 1 runner for ``--backend`` (None: in process); Flower is imported only here."""
+    if args.backend == "local":
+        return None
+    try:
+        from fedcare_flower.config import FlowerConfig
+        from fedcare_flower.runners import make_stage1_runner
+    except ModuleNotFoundError as exc:
+        raise FedcareError(
+            f"--backend {args.backend} needs the Flower layer ({exc.name} is missing); "
+            "reinstall the project: pip install -e ."
+        ) from None
+
+    overrides: dict[str, Any] = {"keep_workdir": args.keep_workdir}
+    if args.round_timeout is not None:
+        overrides["round_timeout_s"] = args.round_timeout
+    if args.startup_timeout is not None:
+        overrides["startup_timeout_s"] = args.startup_timeout
+    return make_stage1_runner(args.backend, FlowerConfig(**overrides).validate())
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """``fedcare run``."""
     from fedcare_cli.output import ProgressBars, results_table, write_json_atomic
@@ -125,17 +174,29 @@ def cmd_run(args: argparse.Namespace) -> int:
     from fedcare_core.runner import run_experiment
 
     config = build_config(args)
+    stage1_runner = build_stage1_runner(args)
     if not args.quiet:
         print(f"Loading {config.data.dataset} …", file=sys.stderr)
     loaded = load_dataset(config.data, args.data_dir, verify_checksum=not args.no_verify)
     bars = ProgressBars(enabled=not args.quiet)
     try:
         result = run_experiment(
-            loaded.cohort, loaded.partition, config, source=loaded.source, progress=bars
+            loaded.cohort,
+            loaded.partition,
+            config,
+            source=loaded.source,
+            progress=bars,
+            stage1_runner=stage1_runner,
         )
     finally:
         bars.close()
     document = result.to_dict()
+    # Same keys for every backend: where Stage 1 ran, and what went wrong in it (lost clients,
+    # objectives without an update); per-round participation is in rounds[].participants.
+    document["stage1"]["backend"] = args.backend
+    document["stage1"]["notes"] = list(result.stage1.notes)
+    for note in result.stage1.notes:
+        print(f"fedcare: stage 1: {note}", file=sys.stderr)
     if args.out is not None:
         write_json_atomic(args.out, document)
     print(results_table(document))

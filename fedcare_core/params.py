@@ -57,8 +57,10 @@ def get_params(model: nn.Module) -> np.ndarray:
 
 def set_params(model: nn.Module, flat: np.ndarray) -> None:
     """Load a flat float vector into the model's parameters."""
+    # torch.tensor copies: vector_to_parameters makes the parameters views of this tensor, and
+    # in-place optimiser steps must never write into the caller's array (the broadcast w^t).
     torch.nn.utils.vector_to_parameters(
-        torch.as_tensor(np.asarray(flat, dtype=np.float32)), model.parameters()
+        torch.tensor(np.asarray(flat, dtype=np.float32)), model.parameters()
     )
 
 

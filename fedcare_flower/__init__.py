@@ -1,0 +1,11 @@
+"""FedCARE Stage 1 over Flower (flwr 1.42 Message API): a thin layer over ``fedcare_core``.
+
+``messages`` encodes the core's dataclasses as Flower records (the wire layout is documented
+there), ``client_app`` and ``strategy`` call :func:`fedcare_core.stage1.client_update` and
+:func:`fedcare_core.stage1.server_step`, ``server_app`` wires the strategy into a ServerApp,
+and ``simulation`` / ``deployment`` are :data:`fedcare_core.runner.Stage1Runner` implementations
+for Flower's Simulation Engine and for SuperLink/SuperNode processes. Nothing in
+``fedcare_core`` imports this package.
+"""
+
+BACKENDS = ("local", "flower-sim", "flower-deployment")

@@ -1,0 +1,122 @@
+"""The FedCARE ClientApp: a thin adapter around :func:`fedcare_core.stage1.client_update`.
+
+A client process knows only where its own data folder is (see
+:mod:`fedcare_core.data.client_store`); everything else (objectives, model and Stage 1
+configuration, seed, round, ``w^t``) arrives in the message, so the app holds no state between
+messages and gives the same update whichever process runs it.
+
+``app`` (this module's ClientApp) is the one SuperNodes load: it reads the folder from the
+SuperNode's node config key ``data-path``. The simulation builds its own app with
+:func:`build_client_app` and a locator keyed by Flower's ``partition-id``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import partial
+from pathlib import Path
+
+from flwr.app import Context, Message
+from flwr.clientapp import ClientApp
+
+from fedcare_core.data.client_store import load_client_data
+from fedcare_core.data.federation import ClientData
+from fedcare_flower.messages import (
+    PROTOCOL,
+    PROTOCOL_VERSION,
+    ProtocolError,
+    decode_train_instruction,
+    encode_client_update,
+    encode_identity,
+)
+
+#: Node-config key naming the client's data folder (``flower-supernode --node-config``).
+DATA_PATH_KEY = "data-path"
+#: Flower's node-config key for a simulated node's index.
+PARTITION_ID_KEY = "partition-id"
+
+DataLocator = Callable[[Context], Path]
+
+# A long-lived process (a Ray actor in simulation) serves many messages: load each folder once.
+_CACHE: dict[str, ClientData] = {}
+
+
+def node_config_data_path(context: Context) -> Path:
+    """The data folder named by the SuperNode's ``data-path`` node config."""
+    try:
+        return Path(str(context.node_config[DATA_PATH_KEY]))
+    except KeyError:
+        raise ValueError(
+            f"SuperNode started without --node-config {DATA_PATH_KEY}=<client folder>"
+        ) from None
+
+
+def partition_data_path(data_dir: str, context: Context) -> Path:
+    """Simulation: ``<data_dir>/client-<partition-id>``."""
+    return Path(data_dir) / client_folder_name(int(context.node_config[PARTITION_ID_KEY]))
+
+
+def client_folder_name(client_id: int) -> str:
+    """Folder name of client ``client_id``'s data."""
+    return f"client-{client_id}"
+
+
+def simulation_locator(data_dir: str | Path) -> DataLocator:
+    """A picklable locator for simulated nodes (Ray ships it to its actors)."""
+    return partial(partition_data_path, str(data_dir))
+
+
+def _client(locate: DataLocator, context: Context) -> ClientData:
+    key = str(locate(context).resolve())
+    if key not in _CACHE:
+        _CACHE[key] = load_client_data(key)
+    return _CACHE[key]
+
+
+def handle_query(locate: DataLocator, msg: Message, context: Context) -> Message:
+    """Handshake: say which client this node serves."""
+    if msg.content.config_records["config"][PROTOCOL] != PROTOCOL_VERSION:
+        raise ProtocolError("server speaks another FedCARE protocol version")
+    client = _client(locate, context)
+    return Message(encode_identity(client.client_id, client.train.n), reply_to=msg)
+
+
+def handle_train(locate: DataLocator, msg: Message, context: Context) -> Message:
+    """One Stage 1 round: τ local steps per objective from ``w^t``, reply with every Δ_{k,s}."""
+    import torch
+
+    from fedcare_core.models import MultiObjectiveModel
+    from fedcare_core.stage1 import client_update
+
+    instr = decode_train_instruction(msg.content)
+    client = _client(locate, context)
+    width = client.train.x_common.shape[1]
+    if width != instr.common_width:
+        raise ProtocolError(
+            f"client {client.client_id} encodes {width} common columns, "
+            f"the server's model expects {instr.common_width}"
+        )
+    torch.use_deterministic_algorithms(True)
+    model = MultiObjectiveModel(instr.common_width, instr.objectives, instr.model)
+    update = client_update(
+        model,
+        instr.params,
+        instr.buffers,
+        client,
+        instr.kinds,
+        instr.stage1,
+        seed=instr.seed,
+        round_idx=instr.server_round,
+    )
+    return Message(encode_client_update(update, instr.objectives), reply_to=msg)
+
+
+def build_client_app(locate: DataLocator) -> ClientApp:
+    """A ClientApp whose data folder is found by ``locate(context)``."""
+    client_app = ClientApp()
+    client_app.query()(partial(handle_query, locate))
+    client_app.train()(partial(handle_train, locate))
+    return client_app
+
+
+app = build_client_app(node_config_data_path)

@@ -1,0 +1,343 @@
+"""``--backend flower-deployment``: a real Flower federation of separate OS processes on loopback.
+
+The runner (a :data:`fedcare_core.runner.Stage1Runner`) materialises each client's data in its
+own folder, then starts
+
+* one ``flower-superlink`` (insecure HTTP on a free loopback port, runtime dependency
+  installation disabled: the machine may be offline),
+* one ``flower-supernode`` per client, on its own free loopback port, whose node config names
+  only that client's folder (``client-id``, ``data-path``) and nothing else,
+* ``flwr run <app> fedcare --stream``, which packages a one-file Flower App (a ``pyproject.toml``
+  naming :mod:`fedcare_flower.server_app` and :mod:`fedcare_flower.client_app`) and submits it
+  to the SuperLink's Control API. The SuperLink launches the ServerApp, which reads only the
+  run plan (objectives, widths, configuration; no client rows) and writes ``w*`` and the round
+  log to the run's result folder.
+
+Every process gets its own session (process group), logs to ``<workdir>/logs/<name>.log``, a
+private ``FLWR_HOME``, ``FLWR_TELEMETRY_ENABLED=0``, and an environment marker
+(``FEDCARE_RUN_TOKEN``) that Flower's own children (SuperExec, ``flwr-serverapp``,
+``flwr-clientapp``) inherit. Teardown, in a ``finally`` block that SIGINT and SIGTERM also reach
+and that those signals cannot interrupt, stops the SuperNodes, then the SuperLink (SIGTERM to
+each process group, SIGKILL after :attr:`FlowerConfig.shutdown_grace_s`), then sweeps every
+process still carrying the marker. On Linux the started processes also receive SIGTERM if the
+runner's process dies without cleaning up (``PR_SET_PDEATHSIG``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import tomli_w
+
+from fedcare_core.config import ModelConfig, Stage1Config
+from fedcare_core.data.federation import Federation
+from fedcare_core.stage1 import Stage1Result
+from fedcare_flower.client_app import DATA_PATH_KEY
+from fedcare_flower.config import FlowerConfig
+from fedcare_flower.processes import (
+    LOOPBACK,
+    ProcessSupervisor,
+    Terminated,
+    free_port,
+    port_open,
+    processes_with_token,
+    signals_blocked,
+    signals_raise,
+)
+from fedcare_flower.results import read_error, read_rounds, result_ready
+from fedcare_flower.server_app import PLAN_PATH_KEY
+from fedcare_flower.workspace import (
+    FLOWER_ENV,
+    FlowerRunError,
+    ProgressFn,
+    RoundTimer,
+    Workspace,
+    child_pythonpath,
+    collect_result,
+    prepare_workspace,
+    remove_workspace,
+)
+
+CONNECTION_NAME = "fedcare"
+#: Node-config key with the client's id (informational: the data folder is authoritative).
+CLIENT_ID_KEY = "client-id"
+#: How often the runner checks processes and the round log while waiting.
+WATCH_INTERVAL_S = 0.2
+#: After ``flwr run --stream`` exits, how long the result file may take to appear.
+RESULT_GRACE_S = 10.0
+#: SuperExec polling for new ClientApp/ServerApp tasks (Flower's default is 1 s).
+SUPEREXEC_POLL_S = "0.1"
+#: Slack added to the round/start-up timeouts before a run without progress counts as stuck.
+STALL_SLACK_S = 60.0
+
+
+def _executable(name: str) -> str:
+    """A console script of this environment (next to the running interpreter)."""
+    candidate = Path(sys.executable).parent / name
+    return str(candidate) if candidate.exists() else name
+
+
+def write_app(ws: Workspace) -> Path:
+    """A one-file Flower App: ``pyproject.toml`` naming this package's ServerApp/ClientApp."""
+    app_dir = ws.root / "app"
+    app_dir.mkdir(exist_ok=True)
+    doc: dict[str, Any] = {
+        "build-system": {"requires": ["hatchling"], "build-backend": "hatchling.build"},
+        "project": {
+            "name": "fedcare-stage1",
+            "version": "1.0.0",
+            "description": "FedCARE Stage 1 (apps from the installed fedcare_flower package)",
+            "license": "Apache-2.0",
+            "dependencies": [],
+        },
+        "tool": {
+            "flwr": {
+                "app": {
+                    "publisher": "fedcare",
+                    "components": {
+                        "serverapp": "fedcare_flower.server_app:app",
+                        "clientapp": "fedcare_flower.client_app:app",
+                    },
+                    "config": {PLAN_PATH_KEY: str(ws.plan_path)},
+                }
+            }
+        },
+    }
+    (app_dir / "pyproject.toml").write_text(tomli_w.dumps(doc))
+    return app_dir
+
+
+def write_flwr_home(ws: Workspace, link_port: int) -> Path:
+    """A private ``FLWR_HOME`` whose ``config.toml`` names the run's SuperLink."""
+    home = ws.root / "flwr-home"
+    home.mkdir(exist_ok=True)
+    doc = {
+        "superlink": {
+            "default": CONNECTION_NAME,
+            CONNECTION_NAME: {"address": f"{LOOPBACK}:{link_port}", "insecure": True},
+        }
+    }
+    (home / "config.toml").write_text(tomli_w.dumps(doc))
+    return home
+
+
+def write_node_config(ws: Workspace, client_id: int) -> Path:
+    """Client ``client_id``'s SuperNode config (a TOML file: paths need no shell quoting)."""
+    path = ws.root / "nodes" / f"node-{client_id}.toml"
+    path.parent.mkdir(exist_ok=True)
+    doc = {CLIENT_ID_KEY: client_id, DATA_PATH_KEY: str(ws.client_dir(client_id))}
+    path.write_text(tomli_w.dumps(doc))
+    return path
+
+
+class DeploymentStage1Runner:
+    """A :data:`fedcare_core.runner.Stage1Runner` over SuperLink/SuperNode processes.
+
+    Parameters
+    ----------
+    flower
+        Timeouts and teardown settings.
+    on_started
+        Called with the runner once every process has been started (tests use it to reach
+        :attr:`supervisor`, e.g. to kill a SuperNode).
+
+    Attributes
+    ----------
+    supervisor
+        The running processes (``superlink``, ``supernode-<k>``, ``flwr-run``) while a run is
+        in progress; kept afterwards for inspection (every process is gone by then).
+    ports
+        The loopback ports used by the last run.
+    timing
+        Start-up and per-round wall times of the last run.
+    """
+
+    def __init__(
+        self,
+        flower: FlowerConfig | None = None,
+        on_started: Callable[[DeploymentStage1Runner], None] | None = None,
+    ) -> None:
+        self.flower = (flower or FlowerConfig()).validate()
+        self.on_started = on_started
+        self.supervisor: ProcessSupervisor | None = None
+        self.ports: list[int] = []
+        self.timing: RoundTimer | None = None
+        self.workspace: Workspace | None = None
+
+    def supernode_name(self, client_id: int) -> str:
+        """Process name of client ``client_id``'s SuperNode."""
+        return f"supernode-{client_id}"
+
+    def __call__(
+        self,
+        federation: Federation,
+        model_config: ModelConfig,
+        config: Stage1Config,
+        seed: int,
+        progress: ProgressFn | None,
+    ) -> Stage1Result:
+        """Start the federation, run Stage 1 on it, tear it down, return the result."""
+        timer = RoundTimer(time.time())
+        self.timing = timer
+        ws = prepare_workspace(federation, model_config, config, seed, self.flower)
+        self.workspace = ws
+        k = len(federation.clients)
+        try:
+            with signals_raise():
+                try:
+                    self._start(ws, k)
+                    return self._wait(ws, config.rounds, progress)
+                finally:
+                    timer.finish(ws)
+                    with signals_blocked():
+                        self._teardown(k)
+        except Terminated as exc:
+            raise KeyboardInterrupt(f"terminated by {exc}") from None
+        finally:
+            remove_workspace(ws, self.flower.keep_workdir)
+
+    def _start(self, ws: Workspace, k: int) -> None:
+        link_port = free_port()
+        self.ports = [link_port]
+        env = dict(os.environ)
+        env.update(FLOWER_ENV)
+        env.update(
+            {
+                "PYTHONPATH": child_pythonpath(),
+                "PATH": os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
+                "FLWR_HOME": str(write_flwr_home(ws, link_port)),
+                "FLWR_SUPEREXEC_TASK_POLL_INTERVAL": SUPEREXEC_POLL_S,
+                "PYTHONUNBUFFERED": "1",
+                # K ClientApp processes share the machine: one intra-op thread each avoids
+                # oversubscription (torch's default is one thread per core, per process).
+                "OMP_NUM_THREADS": "1",
+                "MKL_NUM_THREADS": "1",
+            }
+        )
+        env.pop("RAY_ADDRESS", None)
+        sup = ProcessSupervisor(ws.logs_dir, env, self.flower.shutdown_grace_s)
+        self.supervisor = sup
+        sup.start(
+            "superlink",
+            [
+                _executable("flower-superlink"),
+                "--insecure",
+                "--host",
+                LOOPBACK,
+                "--port",
+                str(link_port),
+                "--disable-runtime-dependency-installation",
+            ],
+        )
+        deadline = time.monotonic() + self.flower.process_start_timeout_s
+        while not port_open(link_port):
+            if not sup.alive("superlink"):
+                raise FlowerRunError(
+                    "flower-superlink exited at start-up:\n" + sup.log_tail("superlink")
+                )
+            if time.monotonic() > deadline:
+                raise FlowerRunError(
+                    f"flower-superlink did not listen on {LOOPBACK}:{link_port} within "
+                    f"{self.flower.process_start_timeout_s:g} s"
+                )
+            time.sleep(WATCH_INTERVAL_S)
+        for cid in range(k):
+            node_port = free_port()
+            self.ports.append(node_port)
+            sup.start(
+                self.supernode_name(cid),
+                [
+                    _executable("flower-supernode"),
+                    "--insecure",
+                    "--superlink",
+                    f"{LOOPBACK}:{link_port}",
+                    "--host",
+                    LOOPBACK,
+                    "--port",
+                    str(node_port),
+                    "--node-config",
+                    str(write_node_config(ws, cid)),
+                ],
+            )
+        sup.start(
+            "flwr-run",
+            [_executable("flwr"), "run", str(write_app(ws)), CONNECTION_NAME, "--stream"],
+        )
+        if self.on_started is not None:
+            self.on_started(self)
+
+    def stall_limits(self) -> tuple[float, float]:
+        """Seconds without a finished round before the run counts as stuck.
+
+        The first round may take the processes' start, the handshake and one round; a later
+        round one round timeout plus a handshake with reconnecting nodes, plus slack.
+        """
+        f = self.flower
+        first = f.process_start_timeout_s + f.startup_timeout_s + f.round_timeout_s + STALL_SLACK_S
+        return first, 2 * f.round_timeout_s + STALL_SLACK_S
+
+    def _wait(self, ws: Workspace, total: int, progress: ProgressFn | None) -> Stage1Result:
+        sup = self.supervisor
+        assert sup is not None
+        reported = 0
+        started = last_progress = time.monotonic()
+        first_limit, later_limit = self.stall_limits()
+        run_exited_at: float | None = None
+        while True:
+            for line in read_rounds(ws.result_dir)[reported:]:
+                reported += 1
+                last_progress = time.monotonic()
+                if progress is not None:
+                    progress("stage1", int(line["round"]), total)
+            if result_ready(ws.result_dir) or read_error(ws.result_dir) is not None:
+                break
+            if not sup.alive("superlink"):
+                raise FlowerRunError(
+                    "flower-superlink exited during the run:\n" + sup.log_tail("superlink")
+                )
+            if not sup.alive("flwr-run"):
+                run_exited_at = run_exited_at or time.monotonic()
+                if time.monotonic() - run_exited_at > RESULT_GRACE_S:
+                    raise FlowerRunError(
+                        "the Flower run ended without a result; `flwr run` said:\n"
+                        + sup.log_tail("flwr-run")
+                        + "\nSuperLink log:\n"
+                        + sup.log_tail("superlink")
+                    )
+            now = time.monotonic()
+            stall = first_limit if reported == 0 else later_limit
+            if now - last_progress > stall:
+                raise FlowerRunError(
+                    f"no Stage 1 round finished for {stall:g} s; logs in {ws.logs_dir} "
+                    "(use --keep-workdir to keep them). SuperLink log:\n"
+                    + sup.log_tail("superlink")
+                )
+            limit = self.flower.run_timeout_s
+            if limit is not None and now - started > limit:
+                raise FlowerRunError(f"Stage 1 did not finish within {limit:g} s")
+            time.sleep(WATCH_INTERVAL_S)
+        return collect_result(ws, "flower-deployment")
+
+    def _teardown(self, k: int) -> None:
+        if self.supervisor is None:
+            return
+        order = [self.supernode_name(c) for c in range(k)] + ["flwr-run", "superlink"]
+        self.supervisor.stop_all(order)
+
+
+def describe_processes(token: str) -> str:
+    """``pid cmdline`` of the processes still carrying ``token`` (for error messages)."""
+    out = []
+    for pid in processes_with_token(token):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        out.append(f"{pid} {cmd.strip()}")
+    return json.dumps(out)

@@ -1,0 +1,237 @@
+"""Child processes of a run: free loopback ports, process groups, and a guaranteed teardown.
+
+Every process a run starts gets its own session (so one signal reaches it and the helpers it
+spawns in its group) and an environment marker, ``FEDCARE_RUN_TOKEN``, that all its descendants
+inherit, including those Flower starts in sessions of their own (SuperExec, ``flwr-serverapp``,
+``flwr-clientapp``) and Ray's workers. :meth:`ProcessSupervisor.sweep` finds stragglers by that
+marker in ``/proc`` (Linux), so "no process of this run survives it" is checked, not assumed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from types import FrameType
+from typing import IO
+
+LOOPBACK = "127.0.0.1"
+TOKEN_ENV = "FEDCARE_RUN_TOKEN"
+PR_SET_PDEATHSIG = 1
+
+
+class Terminated(BaseException):
+    """Raised in the runner's thread when the process receives SIGTERM or SIGHUP."""
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A TCP port on ``host`` that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def port_is_free(port: int, host: str = LOOPBACK) -> bool:
+    """Whether ``port`` can be bound on ``host`` (nothing listening, nothing stale)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def port_open(port: int, host: str = LOOPBACK) -> bool:
+    """Whether something accepts TCP connections on ``host:port``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+def processes_with_token(token: str) -> list[int]:
+    """PIDs of live (non-zombie) processes whose environment carries ``TOKEN_ENV=token``.
+
+    Reads ``/proc`` (Linux); processes of other users are not readable and are skipped.
+    """
+    needle = f"{TOKEN_ENV}={token}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if stat.rsplit(")", 1)[-1].split()[0] != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def terminate_marked(token: str, grace_s: float, *, wait_first: bool = False) -> list[int]:
+    """End every live process carrying ``token``: SIGTERM, then SIGKILL after ``grace_s``.
+
+    With ``wait_first`` the processes first get ``grace_s`` to exit on their own (e.g. Ray's
+    workers after ``ray.shutdown()``). Returns the PIDs found at the start.
+    """
+
+    def wait(limit: float) -> bool:
+        deadline = time.monotonic() + limit
+        while processes_with_token(token):
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+        return True
+
+    found = processes_with_token(token)
+    if not found or (wait_first and wait(grace_s)):
+        return found
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in processes_with_token(token):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        if wait(grace_s):
+            break
+    return found
+
+
+def _pdeathsig() -> Callable[[], None] | None:
+    """A preexec function asking the kernel to SIGTERM the child if this process dies."""
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+    def preexec() -> None:
+        prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
+
+    return preexec
+
+
+class ProcessSupervisor:
+    """Starts named processes in their own sessions and guarantees they are gone at the end.
+
+    Parameters
+    ----------
+    logs_dir
+        Each process's stdout and stderr go to ``<logs_dir>/<name>.log``.
+    env
+        Environment of every process (the run token is added).
+    grace_s
+        Time between SIGTERM and SIGKILL at teardown.
+    """
+
+    def __init__(self, logs_dir: Path, env: Mapping[str, str], grace_s: float) -> None:
+        self.token = uuid.uuid4().hex
+        self.logs_dir = logs_dir
+        self.env = {**env, TOKEN_ENV: self.token}
+        self.grace_s = grace_s
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._logs: dict[str, IO[bytes]] = {}
+        self._preexec = _pdeathsig()
+        # PR_SET_PDEATHSIG fires when the forking *thread* exits, so start from one thread.
+        self._thread = threading.get_ident()
+
+    def start(self, name: str, argv: Sequence[str]) -> subprocess.Popen[bytes]:
+        """Start ``argv`` as process ``name``."""
+        if name in self.procs:
+            raise ValueError(f"process {name!r} already started")
+        log = open(self.logs_dir / f"{name}.log", "ab")  # closed in stop_all
+        self._logs[name] = log
+        preexec = self._preexec if threading.get_ident() == self._thread else None
+        proc = subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=self.env,
+            start_new_session=True,
+            preexec_fn=preexec,  # only calls prctl: safe after fork
+        )
+        self.procs[name] = proc
+        return proc
+
+    def alive(self, name: str) -> bool:
+        """Whether process ``name`` is still running."""
+        return self.procs[name].poll() is None
+
+    def log_tail(self, name: str, lines: int = 15) -> str:
+        """The last lines of ``name``'s log."""
+        path = self.logs_dir / f"{name}.log"
+        if not path.exists():
+            return ""
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+    def stop(self, names: Sequence[str]) -> None:
+        """SIGTERM the process groups of ``names``; SIGKILL what is left after the grace time."""
+        targets = [self.procs[n] for n in names if n in self.procs]
+        for proc in targets:
+            _signal_group(proc, signal.SIGTERM)
+        deadline = time.monotonic() + self.grace_s
+        for proc in targets:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=max(deadline - time.monotonic(), 0.01))
+        for proc in targets:
+            _signal_group(proc, signal.SIGKILL)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=self.grace_s)
+
+    def sweep(self) -> list[int]:
+        """Terminate every process still carrying this run's token; return what was found."""
+        return terminate_marked(self.token, self.grace_s)
+
+    def stop_all(self, order: Sequence[str] = ()) -> None:
+        """Stop processes in ``order`` first, then the rest, then sweep; close the logs."""
+        first = [n for n in order if n in self.procs]
+        self.stop(first)
+        self.stop([n for n in self.procs if n not in first])
+        self.sweep()
+        for log in self._logs.values():
+            log.close()
+
+
+def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, sig)
+
+
+@contextlib.contextmanager
+def signals_raise() -> Iterator[None]:
+    """Turn SIGTERM/SIGHUP into an exception in the main thread, so ``finally`` runs."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum: int, _frame: FrameType | None) -> None:
+        raise Terminated(signal.Signals(signum).name)
+
+    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, h in previous.items():
+            signal.signal(s, h)
+
+
+@contextlib.contextmanager
+def signals_blocked() -> Iterator[None]:
+    """Defer SIGINT/SIGTERM/SIGHUP while tearing down (delivered afterwards)."""
+    sigs = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)

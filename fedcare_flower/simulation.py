@@ -1,0 +1,138 @@
+"""``--backend flower-sim``: Stage 1 on Flower's Simulation Engine (Ray), as a Stage1Runner.
+
+The ServerApp runs in a thread of this process; each client's ClientApp runs in a Ray actor
+and reads that client's folder from the run's working folder (the same files a SuperNode reads
+in deployment). The Ray instance is private to the run: it is started with
+``address="local"`` (never attached to an existing cluster, whatever ``RAY_ADDRESS`` says), in
+its own temporary folder, and shut down before returning. A process that already has Ray
+initialised is refused rather than shared.
+
+Flower 1.42 marks :func:`flwr.simulation.run_simulation` deprecated in favour of ``flwr run``
+with a local simulation federation; that path starts a long-lived background SuperLink that
+outlives the command, which this project's no-orphan-process rule forbids, so the Python API is
+used until Flower removes it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+import uuid
+import warnings
+from typing import Any
+
+from fedcare_core.config import ModelConfig, Stage1Config
+from fedcare_core.data.federation import Federation
+from fedcare_core.stage1 import RoundInfo, Stage1Result
+from fedcare_flower.client_app import build_client_app, simulation_locator
+from fedcare_flower.config import FlowerConfig
+from fedcare_flower.processes import TOKEN_ENV, terminate_marked
+from fedcare_flower.server_app import build_server_app
+from fedcare_flower.workspace import (
+    FLOWER_ENV,
+    FlowerRunError,
+    ProgressFn,
+    RoundTimer,
+    child_pythonpath,
+    collect_result,
+    prepare_workspace,
+    remove_workspace,
+)
+
+
+class SimulationStage1Runner:
+    """A :data:`fedcare_core.runner.Stage1Runner` on Flower's Simulation Engine.
+
+    Parameters
+    ----------
+    flower
+        Timeouts and Ray resources.
+
+    Attributes
+    ----------
+    timing
+        Start-up and per-round wall times of the last run.
+    token
+        The environment marker of the last run's processes (see
+        :mod:`fedcare_flower.processes`).
+    """
+
+    def __init__(self, flower: FlowerConfig | None = None) -> None:
+        self.flower = (flower or FlowerConfig()).validate()
+        self.timing: RoundTimer | None = None
+        self.token = ""
+
+    def backend_config(self, ray_dir: str) -> dict[str, Any]:
+        """Flower's backend config: a private local Ray instance with bounded resources."""
+        return {
+            "init_args": {
+                "address": "local",
+                "num_cpus": self.flower.sim_num_cpus or os.cpu_count() or 1,
+                "num_gpus": 0,
+                "include_dashboard": False,
+                "_temp_dir": ray_dir,
+                "logging_level": "WARNING",
+                "log_to_driver": False,
+            },
+            "client_resources": {"num_cpus": self.flower.sim_client_cpus, "num_gpus": 0.0},
+        }
+
+    def __call__(
+        self,
+        federation: Federation,
+        model_config: ModelConfig,
+        config: Stage1Config,
+        seed: int,
+        progress: ProgressFn | None,
+    ) -> Stage1Result:
+        """Run Stage 1 and return the same :class:`Stage1Result` as the in-process runner."""
+        import ray
+        from flwr.simulation import run_simulation
+
+        if ray.is_initialized():
+            raise FlowerRunError(
+                "Ray is already initialised in this process; flower-sim needs a private "
+                "Ray instance (run it in a fresh process)"
+            )
+        timer = RoundTimer(time.time())
+        self.timing = timer
+        ws = prepare_workspace(federation, model_config, config, seed, self.flower)
+        ray_dir = tempfile.mkdtemp(prefix="fcray-")  # short: Ray's socket paths are length-limited
+        saved = {
+            k: os.environ.get(k)
+            for k in (*FLOWER_ENV, "PYTHONPATH", TOKEN_ENV, "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO")
+        }
+        os.environ.update(FLOWER_ENV)
+        os.environ["PYTHONPATH"] = child_pythonpath()
+        os.environ["RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO"] = "0"  # no GPUs; silences Ray's notice
+        # Ray's processes inherit this marker; after shutdown none may be left carrying it.
+        self.token = os.environ[TOKEN_ENV] = uuid.uuid4().hex
+
+        def on_round(info: RoundInfo, _wall_s: float) -> None:
+            if progress is not None:
+                progress("stage1", info.round, config.rounds)
+
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", DeprecationWarning)
+                run_simulation(
+                    server_app=build_server_app(ws.plan_path, on_round),
+                    client_app=build_client_app(simulation_locator(ws.clients_dir)),
+                    num_supernodes=len(federation.clients),
+                    backend_config=self.backend_config(ray_dir),
+                )
+            timer.finish(ws)
+            return collect_result(ws, "flower-sim")
+        finally:
+            if ray.is_initialized():
+                ray.shutdown()
+            terminate_marked(self.token, self.flower.shutdown_grace_s, wait_first=True)
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+            shutil.rmtree(ray_dir, ignore_errors=True)
+            remove_workspace(ws, self.flower.keep_workdir)

@@ -1,0 +1,167 @@
+"""A Flower run's working folder: per-client data folders, the plan, results and logs.
+
+Layout (created private, mode 0700, because ``clients/`` holds patient-level arrays)::
+
+    <root>/clients/client-<k>/   one folder per client (fedcare_core.data.client_store)
+    <root>/plan.json             the server's RunPlan (no client data)
+    <root>/result/               what the ServerApp writes (fedcare_flower.results)
+    <root>/logs/                 deployment: one log per process
+
+The folder is deleted when the run ends unless :attr:`FlowerConfig.keep_workdir` is set.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from fedcare_core.config import ModelConfig, Stage1Config
+from fedcare_core.data.client_store import save_client_data
+from fedcare_core.data.federation import Federation
+from fedcare_core.errors import ConfigError, FedcareError
+from fedcare_core.stage1 import Stage1Result
+from fedcare_flower.client_app import client_folder_name
+from fedcare_flower.config import PLAN_FILE, FlowerConfig, RunPlan
+from fedcare_flower.results import read_error, read_rounds, read_stage1_result, result_ready
+
+#: Environment every Flower process of a run gets (no network calls from an offline machine).
+FLOWER_ENV = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1"}
+
+ProgressFn = Callable[[str, int, int], None]
+
+
+class FlowerRunError(FedcareError):
+    """A federated Stage 1 run failed (the message says where to look)."""
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Paths of one run's working folder."""
+
+    root: Path
+    plan: RunPlan
+
+    @property
+    def clients_dir(self) -> Path:
+        """Parent of the per-client folders."""
+        return self.root / "clients"
+
+    def client_dir(self, client_id: int) -> Path:
+        """Client ``client_id``'s data folder."""
+        return self.clients_dir / client_folder_name(client_id)
+
+    @property
+    def plan_path(self) -> Path:
+        """The plan file."""
+        return self.root / PLAN_FILE
+
+    @property
+    def result_dir(self) -> Path:
+        """The ServerApp's output folder."""
+        return Path(self.plan.result_dir)
+
+    @property
+    def logs_dir(self) -> Path:
+        """Process logs (deployment)."""
+        return self.root / "logs"
+
+
+def package_root() -> Path:
+    """The folder holding ``fedcare_core`` and ``fedcare_flower`` (for child PYTHONPATHs)."""
+    return Path(__file__).resolve().parents[1]
+
+
+def child_pythonpath() -> str:
+    """PYTHONPATH for processes that must import this project (Ray workers, Flower apps)."""
+    parts = [str(package_root())]
+    if os.environ.get("PYTHONPATH"):
+        parts.append(os.environ["PYTHONPATH"])
+    return os.pathsep.join(parts)
+
+
+def prepare_workspace(
+    federation: Federation,
+    model_config: ModelConfig,
+    stage1_config: Stage1Config,
+    seed: int,
+    flower: FlowerConfig,
+) -> Workspace:
+    """Create the working folder: one data folder per client and the server's plan.
+
+    Raises
+    ------
+    ConfigError
+        If the clients are not numbered 0..K-1 (the simulation maps node index to client).
+    """
+    ids = [c.client_id for c in federation.clients]
+    if ids != list(range(len(ids))):
+        raise ConfigError(f"clients must be numbered 0..K-1 in order, got {ids}")
+    root = Path(tempfile.mkdtemp(prefix="fedcare-flwr-", dir=flower.workdir_parent))
+    os.chmod(root, 0o700)
+    result_dir = root / "result"
+    result_dir.mkdir()
+    (root / "logs").mkdir()
+    plan = RunPlan(
+        objectives=tuple((o.name, o.kind) for o in federation.objectives),
+        common_width=federation.common_width,
+        model=model_config,
+        stage1=stage1_config,
+        seed=seed,
+        num_clients=len(federation.clients),
+        result_dir=str(result_dir),
+        round_timeout_s=flower.round_timeout_s,
+        startup_timeout_s=flower.startup_timeout_s,
+        pull_interval_s=flower.pull_interval_s,
+    )
+    ws = Workspace(root, plan)
+    try:
+        for client in federation.clients:
+            save_client_data(client, ws.client_dir(client.client_id))
+        plan.write(ws.plan_path)
+    except BaseException:
+        shutil.rmtree(root, ignore_errors=True)
+        raise
+    return ws
+
+
+def remove_workspace(ws: Workspace, keep: bool) -> None:
+    """Delete the working folder (client data included) unless ``keep``."""
+    if not keep:
+        shutil.rmtree(ws.root, ignore_errors=True)
+
+
+def collect_result(ws: Workspace, where: str) -> Stage1Result:
+    """Read the finished result, or raise :class:`FlowerRunError` with the server's error."""
+    if result_ready(ws.result_dir):
+        return read_stage1_result(ws.result_dir, ws.plan)
+    error = read_error(ws.result_dir)
+    detail = f":\n{error.strip().splitlines()[-1]}" if error else ""
+    raise FlowerRunError(f"Stage 1 over Flower ({where}) produced no result{detail}")
+
+
+@dataclass
+class RoundTimer:
+    """Per-round timing of a run, from the ServerApp's round log.
+
+    ``startup_s`` runs from the runner's start to the end of the handshake (approximated by
+    the first round's finish minus its wall time); ``round_s`` are the rounds' wall times.
+    """
+
+    started_at: float
+    startup_s: float = float("nan")
+    total_s: float = float("nan")
+    round_s: tuple[float, ...] = ()
+
+    def finish(self, ws: Workspace) -> None:
+        """Fill in the timings from the round log."""
+        rounds = read_rounds(ws.result_dir)
+        self.total_s = time.time() - self.started_at
+        self.round_s = tuple(float(r["wall_s"]) for r in rounds)
+        if rounds:
+            first = rounds[0]
+            self.startup_s = float(first["finished_at"]) - float(first["wall_s"]) - self.started_at

@@ -1,0 +1,49 @@
+"""``fedcare run --backend``: choosing where Stage 1 runs (no Flower run is started here)."""
+
+import pytest
+
+from fedcare_cli.main import _parser, build_stage1_runner
+from fedcare_core.errors import ConfigError
+
+
+def _args(*extra):
+    return _parser().parse_args(["run", "--dataset", "diabetes130", *extra])
+
+
+def test_the_cli_offers_exactly_the_flower_layers_backends():
+    import fedcare_flower
+    from fedcare_cli.main import BACKENDS
+
+    assert fedcare_flower.BACKENDS == BACKENDS
+
+
+def test_local_is_the_default_and_uses_the_in_process_runner():
+    args = _args()
+    assert args.backend == "local"
+    assert build_stage1_runner(args) is None
+
+
+def test_flower_backends_get_their_runner_and_timeouts():
+    from fedcare_flower.deployment import DeploymentStage1Runner
+    from fedcare_flower.simulation import SimulationStage1Runner
+
+    sim = build_stage1_runner(_args("--backend", "flower-sim"))
+    assert isinstance(sim, SimulationStage1Runner)
+    dep = build_stage1_runner(
+        _args("--backend", "flower-deployment", "--round-timeout", "30", "--startup-timeout", "9")
+    )
+    assert isinstance(dep, DeploymentStage1Runner)
+    assert (dep.flower.round_timeout_s, dep.flower.startup_timeout_s) == (30.0, 9.0)
+    assert dep.flower.keep_workdir is False
+
+
+def test_unknown_or_invalid_backend_settings_are_rejected(capsys):
+    with pytest.raises(SystemExit):
+        _args("--backend", "grpc")
+    assert "invalid choice" in capsys.readouterr().err
+    with pytest.raises(ConfigError, match="round_timeout_s"):
+        build_stage1_runner(_args("--backend", "flower-sim", "--round-timeout", "0"))
+    from fedcare_flower.runners import make_stage1_runner
+
+    with pytest.raises(ConfigError, match="unknown backend"):
+        make_stage1_runner("flower-grpc")

@@ -1,0 +1,69 @@
+import json
+
+import numpy as np
+import pytest
+
+from fedcare_core.config import DataConfig
+from fedcare_core.data.client_store import (
+    ARRAYS_FILE,
+    META_FILE,
+    load_client_data,
+    save_client_data,
+)
+from fedcare_core.data.federation import SPLITS, build_federation
+from fedcare_core.errors import DataError
+from tests.fedcare_core.synthetic import PARTITION, make_cohort
+
+
+@pytest.fixture(scope="module")
+def federation():
+    return build_federation(make_cohort(240), PARTITION, DataConfig(clients=3), seed=0)
+
+
+def _assert_same(a, b):
+    assert (a.client_id, a.objectives) == (b.client_id, b.objectives)
+    assert (a.common_features, a.private_features) == (b.common_features, b.private_features)
+    for split in SPLITS:
+        for name in ("x_common", "x_private", "y"):
+            x, y = getattr(a.split(split), name), getattr(b.split(split), name)
+            assert x.dtype == y.dtype and x.shape == y.shape
+            np.testing.assert_array_equal(x, y)  # NaN labels compare equal here
+    for enc in ("common_encoder", "private_encoder"):
+        ea, eb = getattr(a, enc), getattr(b, enc)
+        assert (ea.numeric, ea.categorical, ea.width) == (eb.numeric, eb.categorical, eb.width)
+        for f in ("medians", "means", "stds"):
+            np.testing.assert_array_equal(getattr(ea, f), getattr(eb, f))
+
+
+def test_round_trip_is_exact(federation, tmp_path):
+    for client in federation.clients:
+        folder = save_client_data(client, tmp_path / f"c{client.client_id}")
+        _assert_same(client, load_client_data(folder))
+
+
+def test_folder_holds_one_client_and_no_pickle(federation, tmp_path):
+    client = federation.clients[1]
+    folder = save_client_data(client, tmp_path / "c1")
+    assert sorted(p.name for p in folder.iterdir()) == [ARRAYS_FILE, META_FILE]
+    meta = json.loads((folder / META_FILE).read_text())
+    assert meta["client_id"] == 1
+    with np.load(folder / ARRAYS_FILE, allow_pickle=False) as npz:
+        assert all(npz[k].dtype != object for k in npz.files)
+        assert npz["train.y"].shape[0] == client.train.n
+
+
+def test_modified_or_missing_files_raise_data_error(federation, tmp_path):
+    folder = save_client_data(federation.clients[0], tmp_path / "c0")
+    raw = bytearray((folder / ARRAYS_FILE).read_bytes())
+    raw[-10] ^= 0xFF
+    (folder / ARRAYS_FILE).write_bytes(bytes(raw))
+    with pytest.raises(DataError, match="checksum"):
+        load_client_data(folder)
+    with pytest.raises(DataError, match="cannot read"):
+        load_client_data(tmp_path / "absent")
+    folder = save_client_data(federation.clients[0], tmp_path / "c0b")
+    meta = json.loads((folder / META_FILE).read_text())
+    meta["format_version"] = 99
+    (folder / META_FILE).write_text(json.dumps(meta))
+    with pytest.raises(DataError, match="format version"):
+        load_client_data(folder)

@@ -1,0 +1,123 @@
+import numpy as np
+import pytest
+from flwr.app import ArrayRecord, ConfigRecord, MetricRecord, RecordDict
+from flwr.serverapp.strategy.strategy_utils import validate_message_reply_consistency
+
+from fedcare_core.config import ModelConfig, Stage1Config
+from fedcare_core.stage1 import ClientUpdate, ObjectiveUpdate, RoundInfo
+from fedcare_flower.messages import (
+    ARRAYS,
+    METRICS,
+    NUM_EXAMPLES,
+    PROTOCOL,
+    ProtocolError,
+    decode_client_update,
+    decode_identity,
+    decode_train_instruction,
+    encode_client_update,
+    encode_identity,
+    encode_train_instruction,
+    model_arrays,
+    model_from_arrays,
+    round_metrics,
+)
+
+OBJECTIVES = ("early_discharge", "readmission", "los")
+
+
+def _update(client_id, objectives, p=5):
+    rng = np.random.default_rng(client_id)
+    return ClientUpdate(
+        client_id=client_id,
+        objectives={
+            s: ObjectiveUpdate(rng.normal(size=p).astype(np.float32), 10 + i, 0.5 + i)
+            for i, s in enumerate(objectives)
+        },
+        buffers=np.arange(3, dtype=np.float32),
+        num_examples=40 + client_id,
+    )
+
+
+def test_client_update_round_trip_is_bit_exact():
+    u = _update(2, ("readmission", "los"))
+    back = decode_client_update(encode_client_update(u, OBJECTIVES), OBJECTIVES)
+    assert back.client_id == 2 and back.num_examples == 42
+    assert set(back.objectives) == {"readmission", "los"}
+    for s, obj in u.objectives.items():
+        np.testing.assert_array_equal(back.objectives[s].delta, obj.delta)
+        assert back.objectives[s].num_examples == obj.num_examples
+        assert back.objectives[s].loss == obj.loss
+    np.testing.assert_array_equal(back.buffers, u.buffers)
+
+
+def test_replies_of_clients_with_different_objectives_pass_flowers_reply_checks():
+    replies = [
+        encode_client_update(_update(0, ("early_discharge",)), OBJECTIVES),
+        encode_client_update(_update(1, ("los", "readmission")), OBJECTIVES),
+    ]
+    for r in replies:
+        assert len(r.array_records) == 1 and len(r.metric_records) == 1
+        assert isinstance(r.metric_records[METRICS][NUM_EXAMPLES], int)
+    validate_message_reply_consistency(replies, NUM_EXAMPLES, check_arrayrecord=True)
+    # an objective the client does not pursue travels as an empty array with count 0
+    assert replies[0].array_records[ARRAYS]["delta.los"].shape == (0,)
+    assert replies[0].metric_records[METRICS]["num-examples.los"] == 0
+
+
+def test_train_instruction_round_trip():
+    params, buffers = np.linspace(0, 1, 7, dtype=np.float32), np.ones(2, dtype=np.float32)
+    model, stage1 = ModelConfig(hidden=16), Stage1Config(rounds=4, local_steps=2)
+    content = encode_train_instruction(
+        server_round=3,
+        seed=11,
+        objectives=[("readmission", "binary"), ("los", "regression")],
+        common_width=9,
+        model=model,
+        stage1=stage1,
+        arrays=model_arrays(params, buffers),
+    )
+    instr = decode_train_instruction(content)
+    assert (instr.server_round, instr.seed, instr.common_width) == (3, 11, 9)
+    assert instr.objectives == ("readmission", "los")
+    assert instr.kinds == {"readmission": "binary", "los": "regression"}
+    assert instr.model == model and instr.stage1 == stage1
+    np.testing.assert_array_equal(instr.params, params)
+    np.testing.assert_array_equal(instr.buffers, buffers)
+    p, b = model_from_arrays(model_arrays(params, buffers))
+    np.testing.assert_array_equal(p, params)
+    np.testing.assert_array_equal(b, buffers)
+
+
+def test_identity_round_trip_and_protocol_mismatch():
+    assert decode_identity(encode_identity(4, 120)) == (4, 120)
+    bad = encode_identity(4, 120)
+    bad.metric_records[METRICS][PROTOCOL] = 999
+    with pytest.raises(ProtocolError, match="protocol"):
+        decode_identity(bad)
+
+
+def test_malformed_replies_raise_protocol_error():
+    good = encode_client_update(_update(0, ("los",)), OBJECTIVES)
+    extra = RecordDict(
+        {
+            ARRAYS: good.array_records[ARRAYS],
+            METRICS: good.metric_records[METRICS],
+            "more": MetricRecord({"x": 1}),
+        }
+    )
+    with pytest.raises(ProtocolError, match="exactly one"):
+        decode_client_update(extra, OBJECTIVES)
+    missing = RecordDict({ARRAYS: ArrayRecord(), METRICS: good.metric_records[METRICS]})
+    with pytest.raises(ProtocolError):
+        decode_client_update(missing, OBJECTIVES)
+    with pytest.raises(ProtocolError, match="lacks"):
+        decode_train_instruction(RecordDict({"config": ConfigRecord({PROTOCOL: 1})}))
+    with pytest.raises(ProtocolError, match="outside"):
+        encode_client_update(_update(0, ("mortality",)), OBJECTIVES)
+
+
+def test_round_metrics_report_lambda_and_d_sq_norm():
+    info = RoundInfo(2, {"readmission": 0.25, "los": 0.75}, 0.5, {}, (0, 2), ("early_discharge",))
+    m = round_metrics(info, OBJECTIVES)
+    assert m["lambda.los"] == 0.75 and m["lambda.early_discharge"] == 0.0
+    assert m["d-sq-norm"] == 0.5 and m["participants"] == 2 and m["missing-objectives"] == 1

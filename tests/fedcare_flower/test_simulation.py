@@ -1,0 +1,35 @@
+"""flower-sim against the in-process runner (Ray: tens of seconds, hence slow)."""
+
+import numpy as np
+import pytest
+
+from fedcare_core.stage1 import run_stage1
+from fedcare_flower.config import FlowerConfig
+from fedcare_flower.processes import processes_with_token
+from fedcare_flower.simulation import SimulationStage1Runner
+
+pytestmark = pytest.mark.slow
+
+#: λ* agree to this per round; w* parameters to PARAM_TOL (float32, different thread counts).
+LAMBDA_TOL = 1e-5
+PARAM_TOL = 1e-4
+
+
+def test_simulation_matches_local_and_leaves_no_ray_process(small_federation, tmp_path):
+    cfg, fed = small_federation
+    local = run_stage1(fed, cfg.model, cfg.stage1, cfg.seed)
+    seen = []
+    runner = SimulationStage1Runner(FlowerConfig(workdir_parent=str(tmp_path), sim_num_cpus=2))
+    sim = runner(fed, cfg.model, cfg.stage1, cfg.seed, lambda *a: seen.append(a))
+    assert seen == [("stage1", t, cfg.stage1.rounds) for t in (1, 2, 3)]
+    assert len(sim.rounds) == len(local.rounds)
+    for a, b in zip(local.rounds, sim.rounds, strict=True):
+        assert a.lambdas.keys() == b.lambdas.keys()
+        for s in a.lambdas:
+            assert b.lambdas[s] == pytest.approx(a.lambdas[s], abs=LAMBDA_TOL)
+        assert b.participants == (0, 1, 2)
+    np.testing.assert_allclose(sim.params, local.params, atol=PARAM_TOL)
+    assert sim.converged == local.converged and sim.notes == []
+    assert runner.timing is not None and len(runner.timing.round_s) == 3
+    assert processes_with_token(runner.token) == []
+    assert list(tmp_path.iterdir()) == []  # working folder (client data) removed
