@@ -36,6 +36,7 @@ from data_checks.tables import (
 from fedcare_core.data.cohort import Objective
 from fedcare_core.data.diabetes130 import (
     DIABETES130_COLUMNS,
+    DIABETES130_COUNT_COLUMNS,
     DIABETES130_VOCABULARIES,
     READMITTED_VALUES,
     TIME_IN_HOSPITAL_RANGE,
@@ -49,16 +50,6 @@ from fedcare_core.data.federation import SPLITS, Federation
 #: Age brackets of the ``age`` column.
 AGE_BRACKETS: tuple[str, ...] = tuple(f"[{a}-{a + 10})" for a in range(0, 100, 10))
 
-#: Count columns: each value is a non-negative number.
-DIABETES130_COUNT_COLUMNS: tuple[str, ...] = (
-    "num_lab_procedures",
-    "num_procedures",
-    "num_medications",
-    "number_outpatient",
-    "number_emergency",
-    "number_inpatient",
-    "number_diagnoses",
-)
 
 #: Identifier columns: present and made of digits only (never checked against values).
 DIABETES130_ID_COLUMNS: tuple[str, ...] = ("encounter_id", "patient_nbr")

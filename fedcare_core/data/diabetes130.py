@@ -110,7 +110,7 @@ _CODE_COLUMNS: tuple[str, ...] = (
 )
 
 #: Count columns kept as float numeric features.
-_COUNT_COLUMNS: tuple[str, ...] = (
+DIABETES130_COUNT_COLUMNS: tuple[str, ...] = (
     "num_lab_procedures",
     "num_procedures",
     "num_medications",
@@ -126,7 +126,7 @@ _NUMERIC_SOURCE_COLUMNS: tuple[str, ...] = (
     "patient_nbr",
     *_CODE_COLUMNS,
     "time_in_hospital",
-    *_COUNT_COLUMNS,
+    *DIABETES130_COUNT_COLUMNS,
 )
 
 #: Numeric source columns whose values must be whole numbers.
@@ -140,7 +140,7 @@ _INTEGER_SOURCE_COLUMNS: tuple[str, ...] = (
 _DIAG_COLUMNS: tuple[str, ...] = ("diag_1", "diag_2", "diag_3")
 
 #: Numeric features, in file order.
-DIABETES130_NUMERIC_FEATURES: tuple[str, ...] = ("age", *_COUNT_COLUMNS)
+DIABETES130_NUMERIC_FEATURES: tuple[str, ...] = ("age", *DIABETES130_COUNT_COLUMNS)
 
 #: The 46 features, in file order.
 DIABETES130_FEATURES: tuple[str, ...] = tuple(
@@ -721,7 +721,7 @@ def load_diabetes130(
     for c in DIABETES130_FEATURES:
         if c == "age":
             cols[c] = _age_midpoint(df[c], chk)
-        elif c in _COUNT_COLUMNS:
+        elif c in DIABETES130_COUNT_COLUMNS:
             cols[c] = numbers[c]
         elif c in _CODE_COLUMNS:
             cols[c] = _code_strings(numbers[c])
