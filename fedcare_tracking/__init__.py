@@ -1,1 +1,25 @@
-"""MLflow tracking of FedCARE runs: a thin layer that logs a finished run's results."""
+"""MLflow tracking of FedCARE runs: a thin layer that logs a finished run's results.
+
+Modules: :mod:`~fedcare_tracking.store` (tracking URI, experiments, parent runs),
+:mod:`~fedcare_tracking.params` (configuration → params), :mod:`~fedcare_tracking.plots`,
+:mod:`~fedcare_tracking.serving` (the exported model wrappers),
+:mod:`~fedcare_tracking.log_run` (:func:`~fedcare_tracking.log_run.log_experiment`) and
+:mod:`~fedcare_tracking.registry` (backbone registration and the ``champion`` alias).
+
+Importing this package sets two environment defaults *before* MLflow is imported by any of its
+modules: MLflow 3 starts a usage-telemetry client at import time unless
+``MLFLOW_DISABLE_TELEMETRY`` is true (``DO_NOT_TRACK`` works too, but only with the value
+``"true"``, not ``"1"``), and artifact uploads draw a progress bar on stderr unless
+``MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR`` is false. A value the user already set is kept.
+"""
+
+import os
+
+#: Environment defaults applied on import (an explicit user setting wins).
+ENV_DEFAULTS = {
+    "MLFLOW_DISABLE_TELEMETRY": "true",
+    "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
+}
+
+for _key, _value in ENV_DEFAULTS.items():
+    os.environ.setdefault(_key, _value)

@@ -1,0 +1,437 @@
+"""Log one finished FedCARE run (one algorithm × seed) to MLflow, from its result.
+
+Run layout, in the dataset's experiment::
+
+    <flow run>                      (parent, created by the caller; optional)
+      <algorithm>-seed<k>           params, per-round metrics, final metrics, artifacts, backbone
+        stage2-client<k>            μ* and loss traces per epoch, the personalised model
+
+Everything logged comes from :meth:`ExperimentResult.to_dict` (the ``results.json`` document),
+which holds no identifiers (clients are numbered 0..K-1), and from the models; the input
+examples stored with the models are synthetic rows of zeros and ones.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import tempfile
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import mlflow.pytorch
+import numpy as np
+import torch
+from mlflow.entities import Metric, Param, RunTag
+from mlflow.tracking import MlflowClient
+from mlflow.utils.validation import MAX_METRICS_PER_BATCH, MAX_PARAMS_TAGS_PER_BATCH
+
+from fedcare_core import __version__
+from fedcare_core.runner import ExperimentResult
+from fedcare_core.stage1 import load_global_model
+from fedcare_tracking import plots, store
+from fedcare_tracking.params import flatten_params, param_value
+from fedcare_tracking.serving import (
+    GlobalPredictor,
+    PersonalPredictor,
+    input_example,
+    signature_for,
+)
+
+_log = logging.getLogger(__name__)
+
+#: SHA-256 of the dataset's source file.
+TAG_DATASET_SHA256 = "fedcare.dataset_sha256"
+#: FedCARE version that produced the run.
+TAG_VERSION = "fedcare.version"
+#: Prefect flow-run id of the flow that ran the experiment.
+TAG_FLOW_RUN_ID = "prefect.flow_run_id"
+#: Dataset, algorithm and seed, for searching runs.
+TAG_DATASET = "fedcare.dataset"
+TAG_ALGORITHM = "fedcare.algorithm"
+TAG_SEED = "fedcare.seed"
+#: Which part of the method a run covers (``"experiment"`` or ``"stage2"``).
+TAG_STAGE = "fedcare.stage"
+#: Client index of a Stage 2 run.
+TAG_CLIENT = "fedcare.client"
+#: Logged-model id of the run's backbone (read by :mod:`fedcare_tracking.registry`).
+TAG_BACKBONE_MODEL_ID = "fedcare.backbone_model_id"
+#: Logged-model id of a Stage 2 run's personalised model.
+TAG_PERSONAL_MODEL_ID = "fedcare.personal_model_id"
+#: Prefix of the tags naming each objective's metric (``fedcare.metric.los = mae_days``).
+TAG_METRIC_PREFIX = "fedcare.metric."
+
+#: Logged-model name of the Stage 1 model.
+BACKBONE_MODEL_NAME = "backbone"
+#: Artifact names.
+RESULTS_FILE = "results.json"
+PLOTS_DIR = "plots"
+LAMBDA_PLOT = "lambda_trajectory.png"
+METRICS_PLOT = "metrics.png"
+
+
+def personal_model_name(client: int) -> str:
+    """Logged-model name of a client's personalised model."""
+    return f"personal_client{client}"
+
+
+def log_experiment(
+    result: ExperimentResult | Mapping[str, Any],
+    *,
+    parent_run_id: str | None = None,
+    tags: Mapping[str, str] | None = None,
+    models: bool = True,
+    extra_artifacts: Mapping[str, str | Path] | None = None,
+    flow_run_id: str | None = None,
+    run_name: str | None = None,
+) -> str:
+    """Log one algorithm × seed run, with a nested run per client's Stage 2.
+
+    Call :func:`fedcare_tracking.store.configure` first.
+
+    Parameters
+    ----------
+    result
+        The run's result, or its ``results.json`` document (then no models are logged).
+    parent_run_id
+        The flow run's MLflow run; the new run is nested under it, in its experiment. Without
+        it the run goes to the dataset's experiment
+        (:func:`~fedcare_tracking.store.experiment_for`).
+    tags
+        Extra tags for the run and its Stage 2 runs.
+    models
+        Log the Stage 1 model and the personalised models (PyTorch flavour, ``pt2`` format,
+        with a tensor signature).
+    extra_artifacts
+        Artifact folder → local file or folder, e.g. ``{"validation": report_dir}``.
+    flow_run_id
+        Prefect flow-run id, tagged as :data:`TAG_FLOW_RUN_ID`.
+    run_name
+        Display name (default ``<algorithm>-seed<seed>``).
+
+    Returns
+    -------
+    str
+        The run id.
+
+    Raises
+    ------
+    FileNotFoundError
+        If an ``extra_artifacts`` path does not exist (checked before anything is logged).
+    """
+    doc = result.to_dict() if isinstance(result, ExperimentResult) else dict(result)
+    extras = {name: Path(p) for name, p in (extra_artifacts or {}).items()}
+    for name, p in extras.items():
+        if not p.exists():
+            raise FileNotFoundError(f"extra artifact {name!r}: {p} does not exist")
+    source: ExperimentResult | None = None
+    if models:
+        if isinstance(result, ExperimentResult):
+            source = result
+        else:
+            _log.warning("models are logged only from an ExperimentResult; skipping them")
+
+    mc = store.client()
+    experiment_id = (
+        mc.get_run(parent_run_id).info.experiment_id
+        if parent_run_id is not None
+        else store.experiment_for(doc["dataset"])
+    )
+    config = doc.get("config", {})
+    seed = config.get("seed")
+    common = _provenance_tags(doc, tags, flow_run_id)
+    run_id = store.create_child_run(
+        experiment_id,
+        parent_run_id=parent_run_id,
+        run_name=run_name or f"{doc['algorithm']}-seed{seed}",
+        tags=common
+        | {TAG_STAGE: "experiment"}
+        | {TAG_METRIC_PREFIX + s: str(o.get("metric")) for s, o in doc["objectives"].items()},
+    )
+    try:
+        params = flatten_params(config)
+        _log_batch(mc, run_id, params=params)
+        _log_batch(mc, run_id, metrics=_round_metrics(doc["rounds"]) + _final_metrics(doc))
+        _log_artifacts(mc, run_id, doc, extras)
+        if source is not None:
+            model_id = _log_backbone(source, run_id, experiment_id, params)
+            mc.set_tag(run_id, TAG_BACKBONE_MODEL_ID, model_id)
+        for entry in doc.get("stage2", []):
+            _log_stage2(
+                mc,
+                doc,
+                entry,
+                source,
+                experiment_id=experiment_id,
+                parent_run_id=run_id,
+                tags=common,
+            )
+    except BaseException:
+        mc.set_terminated(run_id, status="FAILED")
+        raise
+    mc.set_terminated(run_id, status="FINISHED")
+    return run_id
+
+
+def _provenance_tags(
+    doc: Mapping[str, Any], tags: Mapping[str, str] | None, flow_run_id: str | None
+) -> dict[str, str]:
+    config = doc.get("config", {})
+    out = {
+        TAG_DATASET: str(doc["dataset"]),
+        TAG_ALGORITHM: str(doc["algorithm"]),
+        TAG_SEED: str(config.get("seed")),
+        TAG_DATASET_SHA256: str(doc.get("data", {}).get("sha256", "")),
+        TAG_VERSION: str(doc.get("fedcare_version", __version__)),
+    }
+    if flow_run_id is not None:
+        out[TAG_FLOW_RUN_ID] = flow_run_id
+    out.update({k: str(v) for k, v in (tags or {}).items()})
+    return out
+
+
+def _number(value: Any) -> float | None:
+    """A metric value, or ``None`` for a missing one (JSON ``null``)."""
+    return None if value is None else float(value)
+
+
+def _metrics(values: Iterable[tuple[str, Any, int]], timestamp: int) -> list[Metric]:
+    out = []
+    for key, value, step in values:
+        number = _number(value)
+        if number is not None:
+            out.append(Metric(key=key, value=number, timestamp=timestamp, step=step))
+    return out
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def _round_metrics(rounds: Sequence[Mapping[str, Any]]) -> list[Metric]:
+    """Per-round Stage 1 trace: λ*_s, ‖d‖², loss per objective, participants (step = round)."""
+    now = _now_ms()
+    values: list[tuple[str, Any, int]] = []
+    for r in rounds:
+        step = int(r["round"])
+        values += [(f"lambda.{s}", v, step) for s, v in r.get("lambda", {}).items()]
+        values.append(("d_sq_norm", r.get("d_sq_norm"), step))
+        values += [(f"loss.{s}", v, step) for s, v in r.get("loss", {}).items()]
+        values.append(("participants", len(r.get("participants", [])), step))
+    return _metrics(values, now)
+
+
+def _final_metrics(doc: Mapping[str, Any]) -> list[Metric]:
+    """Test metrics per objective (pooled, over clients, per client), Stage 1 summary, timing."""
+    values: list[tuple[str, Any, int]] = []
+    for s, rep in doc["objectives"].items():
+        for field in ("pooled", "mean_over_clients", "std_over_clients"):
+            values.append((f"{s}.{field}", rep.get(field), 0))
+        values += [(f"{s}.client{c['client']}", c.get("value"), 0) for c in rep.get("clients", [])]
+    stage1 = doc.get("stage1", {})
+    if "rounds_run" in stage1:
+        values.append(("stage1.rounds_run", stage1["rounds_run"], 0))
+    if "converged" in stage1:
+        values.append(("stage1.converged", float(bool(stage1["converged"])), 0))
+    values += [(f"timing.{k}", v, 0) for k, v in doc.get("timing", {}).items()]
+    return _metrics(values, _now_ms())
+
+
+def _log_batch(
+    mc: MlflowClient,
+    run_id: str,
+    *,
+    metrics: Sequence[Metric] = (),
+    params: Mapping[str, str] | None = None,
+    tags: Mapping[str, str] | None = None,
+) -> None:
+    """``log_batch`` in chunks that respect MLflow's per-request limits."""
+    for i in range(0, len(metrics), MAX_METRICS_PER_BATCH):
+        mc.log_batch(run_id, metrics=list(metrics[i : i + MAX_METRICS_PER_BATCH]))
+    plist = [Param(k, v) for k, v in (params or {}).items()]
+    for i in range(0, len(plist), MAX_PARAMS_TAGS_PER_BATCH):
+        mc.log_batch(run_id, params=plist[i : i + MAX_PARAMS_TAGS_PER_BATCH])
+    tlist = [RunTag(k, v) for k, v in (tags or {}).items()]
+    for i in range(0, len(tlist), MAX_PARAMS_TAGS_PER_BATCH):
+        mc.log_batch(run_id, tags=tlist[i : i + MAX_PARAMS_TAGS_PER_BATCH])
+
+
+def json_safe(obj: Any) -> Any:
+    """Make a document strict-JSON safe: NaN/inf → ``None``, tuples → lists, numpy → Python."""
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, Mapping):
+        return {str(k): json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [json_safe(v) for v in obj]
+    return obj
+
+
+def _log_artifacts(
+    mc: MlflowClient, run_id: str, doc: Mapping[str, Any], extras: Mapping[str, Path]
+) -> None:
+    with tempfile.TemporaryDirectory(prefix="fedcare-mlflow-") as tmp:
+        root = Path(tmp)
+        results = root / RESULTS_FILE
+        results.write_text(json.dumps(json_safe(doc), indent=2, allow_nan=False) + "\n")
+        mc.log_artifact(run_id, str(results))
+        plots.lambda_trajectory(doc["rounds"], root / PLOTS_DIR / LAMBDA_PLOT)
+        plots.metrics_chart(doc["objectives"], root / PLOTS_DIR / METRICS_PLOT)
+        mc.log_artifacts(run_id, str(root / PLOTS_DIR), artifact_path=PLOTS_DIR)
+    for name, path in extras.items():
+        if path.is_dir():
+            mc.log_artifacts(run_id, str(path), artifact_path=name)
+        else:
+            mc.log_artifact(run_id, str(path), artifact_path=name)
+
+
+def _pip_requirements() -> list[str]:
+    # Explicit requirements skip MLflow's inference, which re-loads the model in a subprocess.
+    # The local version label (+cpu) is dropped so the pin installs from PyPI.
+    return [f"torch=={torch.__version__.split('+')[0]}"]
+
+
+def log_model(
+    module: GlobalPredictor | PersonalPredictor,
+    width: int,
+    *,
+    name: str,
+    run_id: str,
+    experiment_id: str,
+    params: Mapping[str, str] | None = None,
+) -> str:
+    """Log a predictor with the PyTorch flavour (``pt2``) and a tensor signature.
+
+    The logged model is created in ``experiment_id`` and linked to ``run_id`` explicitly, so
+    nothing depends on MLflow's active-run state.
+
+    Parameters
+    ----------
+    module
+        The predictor (set to evaluation mode here).
+    width
+        Input columns.
+    name
+        Logged-model name.
+    run_id, experiment_id
+        The run producing the model and its experiment.
+    params
+        Params recorded on the logged model (e.g. the run's configuration).
+
+    Returns
+    -------
+    str
+        The logged-model id (load with ``mlflow.pytorch.load_model(f"models:/{id}")``).
+    """
+    module.eval()
+    example = input_example(width)
+    signature = signature_for(module, example)
+    mc = store.client()
+    logged = mc.create_logged_model(
+        experiment_id=experiment_id,
+        name=name,
+        source_run_id=run_id,
+        params=dict(params or {}),
+    )
+    mlflow.pytorch.log_model(
+        module,
+        name=name,
+        model_id=logged.model_id,
+        run_id=run_id,
+        signature=signature,
+        input_example=example,
+        serialization_format="pt2",
+        pip_requirements=_pip_requirements(),
+        metadata={
+            "objectives": list(module.objectives),
+            "kinds": list(module.kinds),
+            "output": "one column per objective: probability (binary) or days (regression)",
+        },
+    )
+    return str(logged.model_id)
+
+
+def _kinds(result: ExperimentResult) -> dict[str, str]:
+    return {o.name: o.kind for o in result.federation.objectives}
+
+
+def _log_backbone(
+    result: ExperimentResult, run_id: str, experiment_id: str, params: Mapping[str, str]
+) -> str:
+    fed = result.federation
+    model = load_global_model(result.stage1, fed.common_width, result.config.model)
+    return log_model(
+        GlobalPredictor(model, _kinds(result)),
+        fed.common_width,
+        name=BACKBONE_MODEL_NAME,
+        run_id=run_id,
+        experiment_id=experiment_id,
+        params=params,
+    )
+
+
+def _log_stage2(
+    mc: MlflowClient,
+    doc: Mapping[str, Any],
+    entry: Mapping[str, Any],
+    result: ExperimentResult | None,
+    *,
+    experiment_id: str,
+    parent_run_id: str,
+    tags: Mapping[str, str],
+) -> str:
+    """One client's Stage 2 run: μ*, train and validation loss per epoch (step = epoch)."""
+    k = int(entry["client"])
+    run_id = store.create_child_run(
+        experiment_id,
+        parent_run_id=parent_run_id,
+        run_name=f"stage2-client{k}",
+        tags=dict(tags)
+        | {TAG_STAGE: "stage2", TAG_CLIENT: str(k), "fedcare.stopped": str(entry.get("stopped"))},
+    )
+    try:
+        info: Mapping[str, Any] = next(
+            (c for c in doc.get("clients", []) if c.get("client") == k), {}
+        )
+        params = {f"client.{key}": param_value(v) for key, v in info.items()}
+        now = _now_ms()
+        values: list[tuple[str, Any, int]] = []
+        for epoch, mu in enumerate(entry.get("mu_trace", []), start=1):
+            values += [(f"mu.{s}", v, epoch) for s, v in mu.items()]
+        for key in ("train_loss", "val_loss"):
+            values += [(key, v, epoch) for epoch, v in enumerate(entry.get(key, []), start=1)]
+        values += [(f"mu_mean.{s}", v, 0) for s, v in entry.get("mu_mean", {}).items()]
+        values += [("steps", entry.get("steps"), 0), ("best_epoch", entry.get("best_epoch"), 0)]
+        for s, rep in doc["objectives"].items():
+            values += [
+                (f"{s}.test", c.get("value"), 0) for c in rep.get("clients", []) if c["client"] == k
+            ]
+        _log_batch(mc, run_id, params=params, metrics=_metrics(values, now))
+        if result is not None:
+            _log_personal(mc, result, k, run_id, experiment_id)
+    except BaseException:
+        mc.set_terminated(run_id, status="FAILED")
+        raise
+    mc.set_terminated(run_id, status="FINISHED")
+    return run_id
+
+
+def _log_personal(
+    mc: MlflowClient, result: ExperimentResult, k: int, run_id: str, experiment_id: str
+) -> None:
+    client = next(c for c in result.federation.clients if c.client_id == k)
+    stage2 = next(s for s in result.stage2 if s.client_id == k)
+    width = client.common_encoder.width
+    model_id = log_model(
+        PersonalPredictor(stage2.model, width, _kinds(result)),
+        width + client.private_encoder.width,
+        name=personal_model_name(k),
+        run_id=run_id,
+        experiment_id=experiment_id,
+    )
+    mc.set_tag(run_id, TAG_PERSONAL_MODEL_ID, model_id)

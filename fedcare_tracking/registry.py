@@ -1,0 +1,207 @@
+"""Model registry: register a re-trained backbone and move ``champion`` only when it is better.
+
+Each registered version keeps the score it was judged on as model-version tags, so the next
+re-training compares against the champion's stored score rather than re-evaluating it.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+
+import numpy as np
+import torch
+from mlflow.entities.model_registry import ModelVersion
+from mlflow.exceptions import MlflowException
+from mlflow.protos.databricks_pb2 import (
+    INVALID_PARAMETER_VALUE,
+    RESOURCE_ALREADY_EXISTS,
+    RESOURCE_DOES_NOT_EXIST,
+    ErrorCode,
+)
+
+from fedcare_core.data.federation import SplitArrays
+from fedcare_core.evaluate import evaluate
+from fedcare_core.runner import ExperimentResult
+from fedcare_core.stage1 import load_global_model
+from fedcare_tracking import store
+from fedcare_tracking.log_run import TAG_BACKBONE_MODEL_ID
+
+#: The alias that marks the model to deploy.
+CHAMPION_ALIAS = "champion"
+#: Model-version tags recording what a version was judged on.
+TAG_SCORE = "fedcare.score"
+TAG_SCORE_NAME = "fedcare.score_name"
+TAG_HIGHER_IS_BETTER = "fedcare.higher_is_better"
+#: Whether the version took the alias when it was registered.
+TAG_PROMOTED = "fedcare.promoted"
+_ABSENT = {ErrorCode.Name(RESOURCE_DOES_NOT_EXIST), ErrorCode.Name(INVALID_PARAMETER_VALUE)}
+#: Default name of the score (what the caller measured).
+DEFAULT_SCORE_NAME = "validation_score"
+
+
+def champion(model_name: str, alias: str = CHAMPION_ALIAS) -> ModelVersion | None:
+    """The version holding ``alias``, or ``None`` if the model or the alias does not exist."""
+    try:
+        return store.client().get_model_version_by_alias(model_name, alias)
+    except MlflowException as exc:
+        # A missing model is RESOURCE_DOES_NOT_EXIST, a missing alias INVALID_PARAMETER_VALUE;
+        # anything else (an unreachable server) must not read as "no champion".
+        if exc.error_code in _ABSENT:
+            return None
+        raise
+
+
+def _stored_score(version: ModelVersion) -> float | None:
+    raw = (version.tags or {}).get(TAG_SCORE)
+    try:
+        value = float(raw) if raw is not None else None
+    except ValueError:
+        return None
+    return value if value is not None and math.isfinite(value) else None
+
+
+def register_backbone(
+    run_id: str,
+    model_name: str,
+    score: float,
+    higher_is_better: bool = True,
+    *,
+    score_name: str = DEFAULT_SCORE_NAME,
+    alias: str = CHAMPION_ALIAS,
+) -> tuple[int, bool]:
+    """Register the run's backbone as a new version and promote it if it beats the champion.
+
+    The alias moves when no version holds it, or when ``score`` is strictly better than the
+    champion's stored score. A champion without a stored score (an alias set by hand) is kept:
+    there is nothing to compare with, and a person chose it.
+
+    Parameters
+    ----------
+    run_id
+        A run logged by :func:`fedcare_tracking.log_run.log_experiment` with models.
+    model_name
+        Registered model name (created on first use).
+    score
+        The new model's validation score (e.g. mean validation AUROC; the caller decides).
+    higher_is_better
+        Direction of ``score`` (``False`` for an error such as MAE).
+    score_name
+        What ``score`` measures; comparing with a champion judged on another score is refused.
+    alias
+        The alias to manage.
+
+    Returns
+    -------
+    tuple[int, bool]
+        The new version number, and whether it now holds ``alias``.
+
+    Raises
+    ------
+    ValueError
+        If ``score`` is not finite, the run logged no backbone, or the champion was judged on a
+        different score or direction.
+    """
+    if not math.isfinite(score):
+        raise ValueError(f"score must be finite, got {score}")
+    mc = store.client()
+    model_id = mc.get_run(run_id).data.tags.get(TAG_BACKBONE_MODEL_ID)
+    if not model_id:
+        raise ValueError(f"run {run_id} has no logged backbone (tag {TAG_BACKBONE_MODEL_ID})")
+    current = champion(model_name, alias)
+    if current is not None:
+        tags = current.tags or {}
+        if (
+            tags.get(TAG_SCORE_NAME, score_name) != score_name
+            or tags.get(TAG_HIGHER_IS_BETTER, str(higher_is_better).lower())
+            != str(higher_is_better).lower()
+        ):
+            raise ValueError(
+                f"the {alias!r} version {current.version} of {model_name!r} was judged on "
+                f"{tags.get(TAG_SCORE_NAME)!r} (higher_is_better="
+                f"{tags.get(TAG_HIGHER_IS_BETTER)}), not {score_name!r} "
+                f"(higher_is_better={str(higher_is_better).lower()})"
+            )
+    try:
+        mc.create_registered_model(model_name)
+    except MlflowException as exc:
+        if exc.error_code != ErrorCode.Name(RESOURCE_ALREADY_EXISTS):
+            raise
+    version = mc.create_model_version(
+        model_name,
+        source=f"models:/{model_id}",
+        run_id=run_id,
+        tags={
+            TAG_SCORE: repr(float(score)),
+            TAG_SCORE_NAME: score_name,
+            TAG_HIGHER_IS_BETTER: str(higher_is_better).lower(),
+        },
+        model_id=model_id,
+    )
+    promote = current is None
+    if current is not None:
+        best = _stored_score(current)
+        if best is not None:
+            promote = score > best if higher_is_better else score < best
+    if promote:
+        mc.set_registered_model_alias(model_name, alias, version.version)
+    mc.set_model_version_tag(model_name, version.version, TAG_PROMOTED, str(promote).lower())
+    return int(version.version), promote
+
+
+Scorer = Callable[[SplitArrays, str], torch.Tensor]
+
+
+def validation_score(result: ExperimentResult, metric: str = "auroc") -> float:
+    """Mean over objectives (those scored with ``metric``) of the mean validation value.
+
+    Each client is scored with the model it deploys (its personalised model for FedCARE, the
+    global model for FedCARE-B) on its own validation split.
+
+    Parameters
+    ----------
+    result
+        A run's result.
+    metric
+        ``"auroc"`` (higher is better) or ``"mae_days"`` (lower is better).
+
+    Returns
+    -------
+    float
+        The score.
+
+    Raises
+    ------
+    ValueError
+        If no objective with ``metric`` has a defined validation value.
+    """
+    fed = result.federation
+    scorers: list[Scorer]
+    if result.stage2:
+        by_client = {s.client_id: s.model for s in result.stage2}
+
+        def personal(k: int) -> Scorer:
+            def score(split: SplitArrays, objective: str) -> torch.Tensor:
+                xc, xu = torch.from_numpy(split.x_common), torch.from_numpy(split.x_private)
+                return by_client[k](xc, xu, objective)
+
+            return score
+
+        scorers = [personal(c.client_id) for c in fed.clients]
+    else:
+        model = load_global_model(result.stage1, fed.common_width, result.config.model)
+
+        def shared(split: SplitArrays, objective: str) -> torch.Tensor:
+            return model(torch.from_numpy(split.x_common), objective)
+
+        scorers = [shared for _ in fed.clients]
+    with torch.no_grad():
+        report = evaluate(fed, scorers, split="val")
+    values = [
+        o.mean_over_clients
+        for o in report.objectives
+        if o.metric == metric and o.mean_over_clients is not None
+    ]
+    if not values:
+        raise ValueError(f"no objective has a defined validation {metric}")
+    return float(np.mean(values))

@@ -1,0 +1,213 @@
+"""Where runs are tracked: the tracking URI, one experiment per dataset, flow-level parent runs.
+
+The default store is a SQLite database under the project's ``mlflow/`` folder with artifacts
+beside it (``mlflow/mlflow.db``, ``mlflow/artifacts/``). Any other tracking URI (another SQLite
+file, a tracking server) is accepted; for a SQLite file the artifacts go next to the database.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from urllib.parse import unquote, urlparse
+
+from mlflow.exceptions import MlflowException
+from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS, ErrorCode
+from mlflow.tracking import MlflowClient, get_tracking_uri, set_registry_uri, set_tracking_uri
+from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
+
+#: Folder (relative to the project root) that holds the local store; never a Python package.
+STORE_DIR = "mlflow"
+#: SQLite database file inside :data:`STORE_DIR`.
+DB_FILE = "mlflow.db"
+#: Artifact root folder, beside the database.
+ARTIFACTS_DIR = "artifacts"
+#: Experiment name prefix: one experiment per dataset (``fedcare/diabetes130``).
+EXPERIMENT_PREFIX = "fedcare/"
+#: Statuses a run may end with.
+END_STATUSES = ("FINISHED", "FAILED", "KILLED")
+#: Experiment tag naming the dataset.
+TAG_DATASET = "fedcare.dataset"
+
+_artifact_root: Path | None = None
+
+
+def default_tracking_uri(project_root: str | Path) -> str:
+    """The project's local SQLite store: ``sqlite:///<root>/mlflow/mlflow.db``.
+
+    Parameters
+    ----------
+    project_root
+        The project folder (the one holding ``mlflow/``).
+
+    Returns
+    -------
+    str
+        A SQLAlchemy SQLite URI with an absolute path (four slashes on POSIX).
+    """
+    db = Path(project_root).resolve() / STORE_DIR / DB_FILE
+    return f"sqlite:///{db.as_posix()}"
+
+
+def sqlite_path(tracking_uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` URI; ``None`` for other URIs or in-memory SQLite."""
+    parsed = urlparse(tracking_uri)
+    if parsed.scheme != "sqlite":
+        return None
+    path = unquote(parsed.path)
+    # sqlite:///rel.db parses to "/rel.db" and sqlite:////abs.db to "//abs.db".
+    path = path[1:] if path.startswith("/") else path
+    if not path or path == ":memory:":
+        return None
+    return Path(path).resolve()
+
+
+def artifact_root_for(tracking_uri: str) -> Path | None:
+    """Artifact root beside a SQLite store (``<db folder>/artifacts``); ``None`` otherwise."""
+    db = sqlite_path(tracking_uri)
+    return None if db is None else db.parent / ARTIFACTS_DIR
+
+
+def configure(tracking_uri: str | None = None, *, project_root: str | Path | None = None) -> str:
+    """Point MLflow (tracking and model registry) at a store.
+
+    Parameters
+    ----------
+    tracking_uri
+        Any MLflow tracking URI. ``None`` uses ``MLFLOW_TRACKING_URI`` when set, otherwise
+        :func:`default_tracking_uri` of ``project_root``.
+    project_root
+        Folder holding ``mlflow/`` for the default store (default: the working directory).
+
+    Returns
+    -------
+    str
+        The tracking URI now in use.
+    """
+    global _artifact_root
+    if tracking_uri is None:
+        tracking_uri = os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(
+            project_root if project_root is not None else Path.cwd()
+        )
+    db = sqlite_path(tracking_uri)
+    if db is not None:
+        db.parent.mkdir(parents=True, exist_ok=True)
+    _artifact_root = artifact_root_for(tracking_uri)
+    _silence_telemetry()
+    set_tracking_uri(tracking_uri)
+    # The registry lives in the same store unless the user points it elsewhere.
+    set_registry_uri(os.environ.get("MLFLOW_REGISTRY_URI") or tracking_uri)
+    return tracking_uri
+
+
+def _silence_telemetry() -> None:
+    """Drop MLflow's telemetry client if it was started before the environment said not to.
+
+    Importing :mod:`fedcare_tracking` first prevents the client from starting at all; this
+    covers a caller that imported ``mlflow`` earlier.
+    """
+    from mlflow.telemetry.client import get_telemetry_client, set_telemetry_client
+
+    if get_telemetry_client() is not None:
+        set_telemetry_client()  # re-reads MLFLOW_DISABLE_TELEMETRY and clears the client
+
+
+def client() -> MlflowClient:
+    """A client for the configured store."""
+    return MlflowClient(tracking_uri=get_tracking_uri())
+
+
+def experiment_name(dataset: str) -> str:
+    """The experiment name of a dataset (``fedcare/<dataset>``)."""
+    return f"{EXPERIMENT_PREFIX}{dataset}"
+
+
+def experiment_for(dataset: str) -> str:
+    """Get or create the dataset's experiment.
+
+    A new experiment on a SQLite store stores its artifacts under
+    ``<artifact root>/<dataset>``; on other stores the server's default applies.
+
+    Parameters
+    ----------
+    dataset
+        Dataset name (``"diabetes130"``, ``"mimic3"``).
+
+    Returns
+    -------
+    str
+        The experiment id.
+    """
+    mc = client()
+    name = experiment_name(dataset)
+    found = mc.get_experiment_by_name(name)
+    if found is not None:
+        return str(found.experiment_id)
+    location = None if _artifact_root is None else (_artifact_root / dataset).as_uri()
+    try:
+        return str(
+            mc.create_experiment(name, artifact_location=location, tags={TAG_DATASET: dataset})
+        )
+    except MlflowException as exc:
+        # Another process created it between the lookup and the create.
+        if exc.error_code != ErrorCode.Name(RESOURCE_ALREADY_EXISTS):
+            raise
+        again = mc.get_experiment_by_name(name)
+        if again is None:  # pragma: no cover - deleted in between
+            raise
+        return str(again.experiment_id)
+
+
+def start_parent_run(
+    dataset: str,
+    *,
+    run_name: str | None = None,
+    tags: Mapping[str, str] | None = None,
+    params: Mapping[str, str] | None = None,
+) -> str:
+    """Create the run of one flow run (the parent of its algorithm × seed runs).
+
+    Parameters
+    ----------
+    dataset
+        Selects the experiment (:func:`experiment_for`).
+    run_name
+        Display name (e.g. the Prefect flow-run name).
+    tags
+        Run tags (e.g. ``prefect.flow_run_id``, ``fedcare.dataset_sha256``).
+    params
+        Flow-level parameters.
+
+    Returns
+    -------
+    str
+        The run id; end it with :func:`finish_run`.
+    """
+    mc = client()
+    run = mc.create_run(experiment_for(dataset), run_name=run_name, tags=dict(tags or {}))
+    for key, value in (params or {}).items():
+        mc.log_param(run.info.run_id, key, value)
+    return str(run.info.run_id)
+
+
+def create_child_run(
+    experiment_id: str,
+    *,
+    parent_run_id: str | None,
+    run_name: str,
+    tags: Mapping[str, str],
+) -> str:
+    """Create a run, nested under ``parent_run_id`` when given (MLflow's parent-run tag)."""
+    all_tags = dict(tags)
+    if parent_run_id is not None:
+        all_tags[MLFLOW_PARENT_RUN_ID] = parent_run_id
+    run = client().create_run(experiment_id, run_name=run_name, tags=all_tags)
+    return str(run.info.run_id)
+
+
+def finish_run(run_id: str, status: str = "FINISHED") -> None:
+    """Mark a run ended with ``status`` (``FINISHED``, ``FAILED`` or ``KILLED``)."""
+    if status not in END_STATUSES:
+        raise ValueError(f"unknown run status {status!r}; expected FINISHED, FAILED or KILLED")
+    client().set_terminated(run_id, status=status)
