@@ -191,10 +191,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     finally:
         bars.close()
     document = result.to_dict()
-    # Same keys for every backend: where Stage 1 ran, and what went wrong in it (lost clients,
-    # objectives without an update); per-round participation is in rounds[].participants.
+    # Same keys for every backend; Stage 1's notes (lost clients, objectives without an update)
+    # come from the result, per-round participation is in rounds[].participants.
     document["stage1"]["backend"] = args.backend
-    document["stage1"]["notes"] = list(result.stage1.notes)
     for note in result.stage1.notes:
         print(f"fedcare: stage 1: {note}", file=sys.stderr)
     if args.out is not None:

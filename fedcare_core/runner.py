@@ -90,7 +90,11 @@ class ExperimentResult:
                 }
                 for r in self.stage1.rounds
             ],
-            "stage1": {"converged": self.stage1.converged, "rounds_run": len(self.stage1.rounds)},
+            "stage1": {
+                "converged": self.stage1.converged,
+                "rounds_run": len(self.stage1.rounds),
+                "notes": list(self.stage1.notes),
+            },
             "stage2": [
                 {
                     "client": s.client_id,
