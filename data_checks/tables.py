@@ -29,6 +29,7 @@ from fedcare_core.data.federation import (
     assign_patients,
     subsample_patients,
 )
+from fedcare_core.data.mimic3 import MIMIC3_REQUIRED_COLUMNS
 from fedcare_core.errors import DataError
 
 # --------------------------------------------------------------------------------------------
@@ -89,25 +90,8 @@ def read_diabetes130_raw(path: str | Path) -> pd.DataFrame:
 # MIMIC-III
 # --------------------------------------------------------------------------------------------
 
-#: Columns the MIMIC-III loader reads from each table (upper case). A check requires these and
-#: accepts any others. Kept in step with ``fedcare_core.data.mimic3`` by a test.
-MIMIC3_REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
-    "ADMISSIONS": (
-        "SUBJECT_ID",
-        "HADM_ID",
-        "ADMITTIME",
-        "DISCHTIME",
-        "ADMISSION_TYPE",
-        "ADMISSION_LOCATION",
-        "INSURANCE",
-        "MARITAL_STATUS",
-        "ETHNICITY",
-        "HOSPITAL_EXPIRE_FLAG",
-    ),
-    "PATIENTS": ("SUBJECT_ID", "GENDER", "DOB"),
-    "ICUSTAYS": ("SUBJECT_ID", "HADM_ID", "ICUSTAY_ID", "LOS", "FIRST_CAREUNIT", "INTIME"),
-    "LABEVENTS": ("HADM_ID", "ITEMID", "VALUENUM", "CHARTTIME"),
-}
+# MIMIC3_REQUIRED_COLUMNS (imported above) is the loader's own list: a check requires those
+# columns and accepts any others.
 
 #: The MIMIC-III tables checked, in the order they are read.
 MIMIC3_TABLES: tuple[str, ...] = tuple(MIMIC3_REQUIRED_COLUMNS)

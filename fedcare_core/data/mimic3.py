@@ -47,6 +47,7 @@ __all__ = [
     "MIMIC3_FEATURES",
     "MIMIC3_OBJECTIVES",
     "MIMIC3_PARTITION",
+    "MIMIC3_REQUIRED_COLUMNS",
     "NUMERIC_FEATURES",
     "load_mimic3",
 ]
@@ -110,6 +111,12 @@ _CHARTEVENTS = _TableSpec(
     text=("CHARTTIME",),
     optional=("ERROR",),
 )
+
+#: Columns the loader requires from each always-read table (upper case), for data checks.
+MIMIC3_REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
+    spec.name: tuple(c for c in spec.columns if c not in spec.optional)
+    for spec in (_ADMISSIONS, _PATIENTS, _ICUSTAYS, _LABEVENTS)
+}
 
 #: Window after ICU admission from which features may come.
 FEATURE_WINDOW = pd.Timedelta(hours=24)
