@@ -7,7 +7,7 @@ returns a plain :class:`ExperimentResult`; logging and printing happen elsewhere
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +16,7 @@ import torch
 from fedcare_core import __version__
 from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.cohort import Cohort
-from fedcare_core.data.federation import Federation, SplitArrays, build_federation
+from fedcare_core.data.federation import ClientData, Federation, SplitArrays, build_federation
 from fedcare_core.data.partition import FeaturePartition, with_disparity
 from fedcare_core.evaluate import EvaluationReport, Scorer, evaluate
 from fedcare_core.models import MultiObjectiveModel, PersonalModel
@@ -146,6 +146,22 @@ def _personal_scorer(model: PersonalModel) -> Scorer:
     return score
 
 
+def configure_torch(config: ExperimentConfig) -> None:
+    """Set this process's torch state for a reproducible run.
+
+    Deterministic algorithms and ``config.threads`` intra-op threads. Every process that runs
+    part of an experiment (e.g. a worker fine-tuning one client) calls it, so a client's result
+    does not depend on where it ran.
+
+    Parameters
+    ----------
+    config
+        The experiment configuration.
+    """
+    torch.use_deterministic_algorithms(True)
+    torch.set_num_threads(config.threads)
+
+
 def prepare_federation(
     cohort: Cohort, partition: FeaturePartition, config: ExperimentConfig, source: str | None
 ) -> Federation:
@@ -162,6 +178,167 @@ def prepare_federation(
     )
 
 
+def personalises(config: ExperimentConfig) -> bool:
+    """Whether the algorithm runs Stage 2 (FedCARE does; FedCARE-B deploys the global model)."""
+    return config.algorithm == "fedcare"
+
+
+def objective_kinds(federation: Federation) -> dict[str, str]:
+    """Objective name → ``"binary"`` or ``"regression"``, for every objective of the federation."""
+    return {o.name: o.kind for o in federation.objectives}
+
+
+def stage2_backbone(
+    stage1: Stage1Result, federation: Federation, config: ExperimentConfig
+) -> dict[str, torch.Tensor]:
+    """The converged backbone w* that every client's Stage 2 starts from.
+
+    Parameters
+    ----------
+    stage1
+        Stage 1's result.
+    federation
+        The clients (for the common input width).
+    config
+        The experiment configuration (model widths).
+
+    Returns
+    -------
+    dict of str to torch.Tensor
+        The backbone's state dict.
+    """
+    model = load_global_model(stage1, federation.common_width, config.model)
+    return model.backbone.state_dict()
+
+
+def run_stage2_client(
+    backbone: Mapping[str, torch.Tensor],
+    client: ClientData,
+    kinds: Mapping[str, str],
+    config: ExperimentConfig,
+) -> Stage2Result:
+    """Fine-tune one client's personalised model (Algorithm 2).
+
+    The client's random streams are keyed by the seed and its id, so clients may run in any
+    order or in separate processes (each calling :func:`configure_torch` first) with the same
+    result.
+
+    Parameters
+    ----------
+    backbone
+        :func:`stage2_backbone`.
+    client
+        The client's data.
+    kinds
+        :func:`objective_kinds`.
+    config
+        The experiment configuration.
+
+    Returns
+    -------
+    Stage2Result
+        The client's personalised model and its μ* and loss traces.
+    """
+    return fine_tune(backbone, client, kinds, config.model, config.stage2, config.seed)
+
+
+def evaluate_experiment(
+    federation: Federation,
+    config: ExperimentConfig,
+    stage1: Stage1Result,
+    stage2: Sequence[Stage2Result],
+) -> EvaluationReport:
+    """Score every client on its test split with the model it deploys.
+
+    Parameters
+    ----------
+    federation
+        The clients.
+    config
+        The experiment configuration.
+    stage1
+        Stage 1's result (the global model, deployed when the algorithm does not personalise).
+    stage2
+        One result per client when :func:`personalises` (any order), else empty.
+
+    Returns
+    -------
+    EvaluationReport
+        Per objective: pooled, mean and std over clients, per client.
+
+    Raises
+    ------
+    ValueError
+        If Stage 2 results are missing, duplicated or present when they should not be.
+    """
+    scorers: list[Scorer]
+    if personalises(config):
+        by_client = {s.client_id: s for s in stage2}
+        wanted = [c.client_id for c in federation.clients]
+        if len(stage2) != len(wanted) or set(by_client) != set(wanted):
+            raise ValueError(
+                f"Stage 2 results for clients {sorted(by_client)}; expected one for each of "
+                f"{wanted}"
+            )
+        scorers = [_personal_scorer(by_client[k].model) for k in wanted]
+    else:
+        if stage2:
+            raise ValueError(f"algorithm {config.algorithm!r} has no Stage 2 results to score")
+        global_model = load_global_model(stage1, federation.common_width, config.model)
+        scorers = [_global_scorer(global_model) for _ in federation.clients]
+    return evaluate(federation, scorers)
+
+
+def assemble_result(
+    config: ExperimentConfig,
+    federation: Federation,
+    stage1: Stage1Result,
+    stage2: Sequence[Stage2Result],
+    evaluation: EvaluationReport,
+    *,
+    timing: Mapping[str, float],
+    data_sha256: str,
+    notes: Sequence[str] = (),
+) -> ExperimentResult:
+    """Put a run's parts together as the :class:`ExperimentResult` ``run_experiment`` returns.
+
+    Parameters
+    ----------
+    config
+        The experiment configuration.
+    federation
+        The clients.
+    stage1
+        Stage 1's result.
+    stage2
+        Per-client Stage 2 results (any order; stored by client id).
+    evaluation
+        :func:`evaluate_experiment`.
+    timing
+        Seconds per phase (``partition_s``, ``stage1_s``, ``stage2_s``, ``evaluate_s``,
+        ``total_s``).
+    data_sha256
+        SHA-256 of the dataset's source file.
+    notes
+        The cohort's loading notes.
+
+    Returns
+    -------
+    ExperimentResult
+        The run's result.
+    """
+    return ExperimentResult(
+        config=config,
+        federation=federation,
+        stage1=stage1,
+        stage2=sorted(stage2, key=lambda s: s.client_id),
+        evaluation=evaluation,
+        timing=dict(timing),
+        data_sha256=data_sha256,
+        notes=list(notes),
+    )
+
+
 def run_experiment(
     cohort: Cohort,
     partition: FeaturePartition,
@@ -172,6 +349,10 @@ def run_experiment(
     stage1_runner: Stage1Runner | None = None,
 ) -> ExperimentResult:
     """Run FedCARE (or FedCARE-B) end to end in process.
+
+    The phases are the public functions above (:func:`prepare_federation`, the Stage 1
+    runner, :func:`run_stage2_client` per client, :func:`evaluate_experiment`,
+    :func:`assemble_result`); the Prefect flow calls the same ones as separate tasks.
 
     Parameters
     ----------
@@ -195,38 +376,30 @@ def run_experiment(
         Metrics, λ* trace, μ* summaries and timings.
     """
     config.validate()
-    torch.use_deterministic_algorithms(True)
-    torch.set_num_threads(config.threads)
+    configure_torch(config)
     t0 = time.perf_counter()
     federation = prepare_federation(cohort, partition, config, source)
     t1 = time.perf_counter()
     runner = stage1_runner or _local_stage1
     stage1 = runner(federation, config.model, config.stage1, config.seed, progress)
     t2 = time.perf_counter()
-    global_model = load_global_model(stage1, federation.common_width, config.model)
-    kinds = {o.name: o.kind for o in federation.objectives}
     stage2: list[Stage2Result] = []
-    scorers: list[Scorer]
-    if config.algorithm == "fedcare":
-        backbone = global_model.backbone.state_dict()
+    if personalises(config):
+        backbone = stage2_backbone(stage1, federation, config)
+        kinds = objective_kinds(federation)
         for i, client in enumerate(federation.clients):
-            stage2.append(
-                fine_tune(backbone, client, kinds, config.model, config.stage2, config.seed)
-            )
+            stage2.append(run_stage2_client(backbone, client, kinds, config))
             if progress is not None:
                 progress("stage2", i + 1, len(federation.clients))
-        scorers = [_personal_scorer(s.model) for s in stage2]
-    else:
-        scorers = [_global_scorer(global_model) for _ in federation.clients]
     t3 = time.perf_counter()
-    report = evaluate(federation, scorers)
+    report = evaluate_experiment(federation, config, stage1, stage2)
     t4 = time.perf_counter()
-    return ExperimentResult(
-        config=config,
-        federation=federation,
-        stage1=stage1,
-        stage2=stage2,
-        evaluation=report,
+    return assemble_result(
+        config,
+        federation,
+        stage1,
+        stage2,
+        report,
         timing={
             "partition_s": t1 - t0,
             "stage1_s": t2 - t1,
@@ -235,5 +408,5 @@ def run_experiment(
             "total_s": t4 - t0,
         },
         data_sha256=cohort.source_sha256,
-        notes=list(cohort.notes),
+        notes=cohort.notes,
     )

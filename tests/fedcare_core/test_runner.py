@@ -75,3 +75,34 @@ def test_unknown_option_strings_raise(bad):
 
     with pytest.raises(ConfigError, match="unknown"):
         _config().with_overrides(**bad)
+
+
+def test_phases_in_any_client_order_assemble_the_same_result():
+    """The public phases (used by the Prefect flow) reproduce run_experiment exactly."""
+    from fedcare_core import runner
+    from fedcare_core.stage1 import run_stage1
+
+    cohort, cfg = make_cohort(300), _config(seed=4)
+    expected = run_experiment(cohort, PARTITION, cfg).to_dict()
+    runner.configure_torch(cfg)
+    fed = runner.prepare_federation(cohort, PARTITION, cfg, None)
+    stage1 = run_stage1(fed, cfg.model, cfg.stage1, cfg.seed)
+    backbone = runner.stage2_backbone(stage1, fed, cfg)
+    kinds = runner.objective_kinds(fed)
+    stage2 = [runner.run_stage2_client(backbone, c, kinds, cfg) for c in reversed(fed.clients)]
+    report = runner.evaluate_experiment(fed, cfg, stage1, stage2)
+    got = runner.assemble_result(
+        cfg,
+        fed,
+        stage1,
+        stage2,
+        report,
+        timing={},
+        data_sha256=cohort.source_sha256,
+        notes=cohort.notes,
+    ).to_dict()
+    for d in (expected, got):
+        d.pop("timing")
+    assert got == expected
+    with pytest.raises(ValueError, match="expected one for each"):
+        runner.evaluate_experiment(fed, cfg, stage1, stage2[:-1])
