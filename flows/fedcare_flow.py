@@ -1,0 +1,485 @@
+"""The ``fedcare`` flow: checks → partitions → Stage 1 → parallel Stage 2 → evaluation → MLflow.
+
+Deployed as ``fedcare/full-experiment`` (``prefect.yaml``). One flow run is one MLflow parent
+run in the dataset's experiment; each algorithm × seed is a nested run with a nested run per
+client's Stage 2 (see :mod:`fedcare_tracking.log_run`). The raw tables are checked before
+anything is loaded for training, and every client partition before Stage 1: a failed check
+stops the flow with the failed expectations named, the report attached to the Prefect flow run
+(Markdown artifact) and to the MLflow parent run, which is marked ``FAILED``. No MLflow run of
+a failed flow run is ever left ``FINISHED``, except the nested runs of the algorithm × seed
+combinations that completed before the failure.
+
+Stage 2 runs every client at once: the clients are mapped over
+:class:`~prefect.task_runners.ProcessPoolTaskRunner` (one process per core; torch keeps the GIL
+for much of a small network's step, so threads would not run them in parallel). Each client's
+random streams are keyed by the seed and its id, so the results equal ``fedcare run``'s.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger, unmapped
+from prefect.runtime import flow_run as runtime_flow_run
+from prefect.task_runners import ProcessPoolTaskRunner
+
+import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
+from data_checks.validate import CheckReport, require_checks_pass
+from fedcare_core import __version__
+from fedcare_core.config import ExperimentConfig
+from fedcare_core.data.federation import Federation
+from fedcare_core.datasets import LoadedDataset
+from fedcare_core.runner import (
+    ExperimentResult,
+    assemble_result,
+    objective_kinds,
+    personalises,
+    stage2_backbone,
+)
+from fedcare_core.stage2 import Stage2Result
+from flows.params import FlowParameters, as_tuple
+from tasks.artifacts import validation_artifact_task
+from tasks.data import (
+    load_dataset_task,
+    partition_task,
+    validate_partitions_task,
+    validate_raw_task,
+)
+from tasks.tracking import (
+    TAG_FAILED_AT,
+    TAG_FLOW_RUN_NAME,
+    TAG_FLOW_STATE,
+    finish_run_task,
+    log_artifacts_task,
+    log_experiment_task,
+    register_task,
+    set_tags_task,
+    start_parent_run_task,
+)
+from tasks.training import evaluate_task, stage1_task, stage2_client_task, warm_up_task
+
+#: Flow name (deployments are ``fedcare/<deployment>``).
+FLOW_NAME = "fedcare"
+#: Where validation reports are written (one folder per flow run) unless told otherwise.
+DEFAULT_REPORTS_DIR = "results/validation"
+
+_log = logging.getLogger(__name__)
+
+
+def share_api_with_workers() -> None:
+    """Give worker processes this flow run's Prefect API when no ``PREFECT_API_URL`` is set.
+
+    A flow called as a plain function with no server configured talks to a temporary server
+    Prefect starts in this process; spawned task-runner processes would each start their own
+    (tens of seconds, and their task runs would land elsewhere). Pointing them at the same
+    server keeps one record of the flow run. Under a worker or a test harness the URL is set
+    already and nothing changes.
+    """
+    from prefect.context import FlowRunContext
+    from prefect.settings import get_current_settings
+
+    if get_current_settings().api.url:
+        return
+    ctx = FlowRunContext.get()
+    url = getattr(getattr(ctx, "client", None), "api_url", None)
+    if url:
+        os.environ["PREFECT_API_URL"] = str(url).rstrip("/")
+
+
+def warm_up_workers(configs: Sequence[ExperimentConfig], parallel: bool) -> list[Any]:
+    """Start the process pool's workers now (one warm-up task each), if Stage 2 will use them.
+
+    Returns the futures; their results (process ids) are awaited before Stage 2 is mapped.
+    """
+    if not parallel or not any(personalises(c) for c in configs):
+        return []
+    share_api_with_workers()
+    return [warm_up_task.submit(i) for i in range(stage2_workers())]
+
+
+def stage2_workers() -> int:
+    """Processes in the flow's task runner.
+
+    ``PREFECT_TASKS_RUNNER_PROCESS_POOL_MAX_WORKERS`` when set, else the number of CPUs.
+    """
+    from prefect.settings import get_current_settings
+
+    configured = get_current_settings().tasks.runner.process_pool_max_workers
+    return int(configured or os.cpu_count() or 1)
+
+
+def run_stage2(
+    backbone: dict[str, Any],
+    federation: Federation,
+    config: ExperimentConfig,
+    *,
+    parallel: bool,
+) -> list[Stage2Result]:
+    """Fine-tune every client: mapped over the flow's process pool, or one after another.
+
+    Parameters
+    ----------
+    backbone
+        The converged backbone's state dict.
+    federation
+        The clients (each task receives only its own client's data).
+    config
+        The experiment configuration.
+    parallel
+        Map over the flow's task runner (True) or run in this process, in client order.
+
+    Returns
+    -------
+    list of Stage2Result
+        One per client, in client order.
+    """
+    kinds = objective_kinds(federation)
+    if not parallel:
+        return [stage2_client_task(backbone, c, kinds, config) for c in federation.clients]
+    futures = stage2_client_task.map(
+        backbone=unmapped(backbone),
+        client=federation.clients,
+        kinds=unmapped(kinds),
+        config=unmapped(config),
+    )
+    return list(futures.result())
+
+
+def train(
+    loaded: LoadedDataset,
+    federation: Federation,
+    config: ExperimentConfig,
+    *,
+    backend: str,
+    parallel_stage2: bool,
+    partition_s: float,
+) -> ExperimentResult:
+    """Stage 1, Stage 2 (when the algorithm personalises) and evaluation of one configuration.
+
+    Parameters
+    ----------
+    loaded
+        The dataset (for provenance: checksum and loading notes).
+    federation
+        Its validated clients.
+    config
+        The algorithm × seed configuration.
+    backend
+        Stage 1 backend.
+    parallel_stage2
+        See :func:`run_stage2`.
+    partition_s
+        Seconds spent building the federation (reported in the timings).
+
+    Returns
+    -------
+    ExperimentResult
+        As ``run_experiment`` returns it.
+    """
+    t1 = time.perf_counter()
+    stage1 = stage1_task(federation, config, backend)
+    t2 = time.perf_counter()
+    stage2: list[Stage2Result] = []
+    if personalises(config):
+        backbone = stage2_backbone(stage1, federation, config)
+        stage2 = run_stage2(backbone, federation, config, parallel=parallel_stage2)
+    t3 = time.perf_counter()
+    report = evaluate_task(federation, config, stage1, stage2)
+    t4 = time.perf_counter()
+    return assemble_result(
+        config,
+        federation,
+        stage1,
+        stage2,
+        report,
+        timing={
+            "partition_s": partition_s,
+            "stage1_s": t2 - t1,
+            "stage2_s": t3 - t2,
+            "evaluate_s": t4 - t3,
+            "total_s": partition_s + (t4 - t1),
+        },
+        data_sha256=loaded.cohort.source_sha256,
+        notes=loaded.cohort.notes,
+    )
+
+
+def _federation_key(config: ExperimentConfig) -> str:
+    """Configurations with equal keys build the same federation (algorithm aside)."""
+    return json.dumps(
+        {"data": config.to_dict()["data"], "seed": config.seed, "model": config.to_dict()["model"]},
+        sort_keys=True,
+    )
+
+
+def _mlflow_location(tracking_uri: str, run_id: str, artifact_path: str) -> str:
+    if tracking_uri.startswith(("http://", "https://")):
+        return f"{tracking_uri.rstrip('/')}/#/runs/{run_id}/artifacts/{artifact_path}"
+    return f"run {run_id}, artifacts/{artifact_path} ({tracking_uri})"
+
+
+def _check(
+    report: CheckReport, *, uri: str, parent: str, artifact_path: str, stage: str, key: str
+) -> None:
+    """Attach a validation report to MLflow and Prefect, then stop if it failed."""
+    log_artifacts_task(uri, parent, report.report_dir, artifact_path)
+    validation_artifact_task(report, stage, key, _mlflow_location(uri, parent, artifact_path))
+    require_checks_pass(report)
+
+
+def _summary(result: ExperimentResult, run_id: str) -> dict[str, Any]:
+    doc = result.to_dict()
+    return {
+        "algorithm": result.config.algorithm,
+        "seed": result.config.seed,
+        "mlflow_run_id": run_id,
+        "rounds_run": doc["stage1"]["rounds_run"],
+        "pooled": {s: o["pooled"] for s, o in doc["objectives"].items()},
+        "mean_over_clients": {s: o["mean_over_clients"] for s, o in doc["objectives"].items()},
+        "timing": doc["timing"],
+    }
+
+
+def _end_open_mlflow_runs(flow: Any, flow_run: Any, state: Any) -> None:
+    """Crash/cancellation hook: mark this flow run's unfinished MLflow runs ``KILLED``."""
+    from fedcare_tracking import store
+    from fedcare_tracking.log_run import TAG_FLOW_RUN_ID
+
+    try:
+        store.configure((flow_run.parameters or {}).get("tracking_uri"))
+        mc = store.client()
+        experiments = [e.experiment_id for e in mc.search_experiments()]
+        runs = mc.search_runs(
+            experiments,
+            filter_string=f"tags.`{TAG_FLOW_RUN_ID}` = '{flow_run.id}' "
+            "AND attributes.status = 'RUNNING'",
+        )
+        for run in runs:
+            mc.set_tag(run.info.run_id, TAG_FLOW_STATE, str(state.name))
+            mc.set_terminated(run.info.run_id, status="KILLED")
+    except Exception:  # a hook must not mask the crash it reports
+        _log.exception("could not mark the flow run's MLflow runs KILLED")
+
+
+@flow(
+    name=FLOW_NAME,
+    # Prefect types task_runner for its default future type; the process pool's is a subtype.
+    task_runner=ProcessPoolTaskRunner(),  # type: ignore[arg-type]
+    on_crashed=[_end_open_mlflow_runs],
+    on_cancellation=[_end_open_mlflow_runs],
+    validate_parameters=True,
+)
+def fedcare_pipeline(
+    dataset: str = "diabetes130",
+    data_dir: str | None = None,
+    algorithm: str | list[str] = "fedcare",
+    clients: int = 10,
+    rounds: int = 100,
+    seeds: list[int] | int = 0,
+    rho: float | None = None,
+    backend: str = "local",
+    max_patients: int | None = None,
+    stage2_epochs: int | None = None,
+    config_file: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    verify_checksum: bool = True,
+    tracking_uri: str | None = None,
+    register_model: bool = True,
+    parallel_stage2: bool = True,
+    reports_dir: str = DEFAULT_REPORTS_DIR,
+    out_dir: str | None = None,
+) -> dict[str, Any]:
+    """Check, train and track FedCARE on one dataset, for each algorithm × seed.
+
+    Parameters
+    ----------
+    dataset
+        ``"diabetes130"`` or ``"mimic3"``.
+    data_dir
+        Dataset folder or file. A schedule points it at wherever new data lands, so each
+        re-training run reads the current data.
+    algorithm
+        ``"fedcare"``, ``"fedcare-b"``, or a list of algorithms.
+    clients, rounds
+        Federation size K and Stage 1 rounds T.
+    seeds
+        One seed or a list; one nested MLflow run per algorithm × seed.
+    rho
+        Feature disparity ratio (``None``: the dataset's default partition).
+    backend
+        Stage 1 backend: ``"local"``, ``"flower-sim"`` or ``"flower-deployment"``.
+    max_patients
+        Subsample the cohort (quick trials).
+    stage2_epochs
+        Stage 2 epoch budget (``None``: the configuration's, 40).
+    config_file
+        A JSON ``ExperimentConfig``; the parameters above override it.
+    overrides
+        Further configuration sections, e.g. ``{"stage1": {"solver": "slsqp"}}``.
+    verify_checksum
+        Check the Diabetes 130 file's SHA-256 (turn off to re-train on new data).
+    tracking_uri
+        MLflow tracking URI (``None``: ``$MLFLOW_TRACKING_URI``, else ``./mlflow/mlflow.db``).
+    register_model
+        Register each backbone in the model registry; ``champion`` moves only to a better one.
+    parallel_stage2
+        Fine-tune the clients in parallel processes (False: one after another, in process).
+    reports_dir
+        Folder for the validation reports (a sub-folder per flow run).
+    out_dir
+        Also write each run's ``results.json`` here (``<dataset>-<algorithm>-seed<k>.json``).
+
+    Returns
+    -------
+    dict
+        The MLflow parent run id, tracking URI, and per algorithm × seed: run id, pooled and
+        mean metrics, timings and the registry outcome.
+    """
+    logger = get_run_logger()
+    params = FlowParameters(
+        dataset=dataset,
+        data_dir=data_dir,
+        algorithms=as_tuple(algorithm),
+        seeds=as_tuple(seeds),
+        clients=clients,
+        rounds=rounds,
+        rho=rho,
+        max_patients=max_patients,
+        stage2_epochs=stage2_epochs,
+        backend=backend,
+        config_file=config_file,
+        overrides=dict(overrides or {}),
+    ).validate()
+    configs = params.experiment_configs()
+    flow_run_id = runtime_flow_run.id
+    flow_run_name = runtime_flow_run.name
+    report_root = Path(reports_dir) / (flow_run_id or time.strftime("%Y%m%dT%H%M%S"))
+
+    uri, parent = start_parent_run_task(
+        tracking_uri,
+        dataset,
+        run_name=flow_run_name,
+        tags={
+            "prefect.flow_run_id": str(flow_run_id),
+            TAG_FLOW_RUN_NAME: str(flow_run_name),
+            "fedcare.version": __version__,
+            "fedcare.dataset": dataset,
+            "fedcare.stage": "flow",
+        },
+        params=params.to_params(),
+    )
+    status, step = "FAILED", "validation"
+    runs: list[dict[str, Any]] = []
+    try:
+        warm = warm_up_workers(configs, parallel_stage2)
+        raw = validate_raw_task(dataset, data_dir, report_root / "raw")
+        _check(
+            raw,
+            uri=uri,
+            parent=parent,
+            artifact_path="validation/raw",
+            stage="raw tables",
+            key="validation-raw",
+        )
+        step = "loading"
+        loaded = load_dataset_task(configs[0], data_dir, verify_checksum)
+        set_tags_task(uri, parent, {"fedcare.dataset_sha256": loaded.cohort.source_sha256})
+
+        step = "validation"
+        federations: dict[str, tuple[Federation, CheckReport, float]] = {}
+        for config in configs:
+            key = _federation_key(config)
+            if key in federations:
+                continue
+            t0 = time.perf_counter()
+            federation = partition_task(loaded.cohort, loaded.partition, config, loaded.source)
+            seconds = time.perf_counter() - t0
+            name = f"partitions-seed{config.seed}-{len(federations)}"
+            checked = validate_partitions_task(
+                federation, loaded.cohort, config, report_root / name
+            )
+            _check(
+                checked,
+                uri=uri,
+                parent=parent,
+                artifact_path=f"validation/{name}",
+                stage=f"client partitions (seed {config.seed})",
+                key=f"validation-{name}",
+            )
+            federations[key] = (federation, checked, seconds)
+
+        pids = sorted({f.result() for f in warm})
+        if pids:
+            logger.info("Stage 2 worker processes ready: %s", pids)
+        for config in configs:
+            step = f"training {config.algorithm} seed {config.seed}"
+            federation, checked, seconds = federations[_federation_key(config)]
+            result = train(
+                loaded,
+                federation,
+                config,
+                backend=backend,
+                parallel_stage2=parallel_stage2,
+                partition_s=seconds,
+            )
+            step = f"tracking {config.algorithm} seed {config.seed}"
+            run_id = log_experiment_task(
+                uri,
+                result,
+                parent_run_id=parent,
+                flow_run_id=str(flow_run_id),
+                extra_artifacts={
+                    "validation/raw": raw.report_dir,
+                    "validation/partitions": checked.report_dir,
+                },
+                backend=backend,
+            )
+            summary = _summary(result, run_id)
+            if register_model:
+                reg = register_task(uri, result, run_id)
+                summary["registry"] = {
+                    "model": reg.model_name,
+                    "version": reg.version,
+                    "promoted": reg.promoted,
+                    "validation_score": reg.score,
+                }
+            if out_dir is not None:
+                _write_results(Path(out_dir), result, backend)
+            runs.append(summary)
+            logger.info("%s seed %d: %s", config.algorithm, config.seed, summary["pooled"])
+        status = "FINISHED"
+    finally:
+        tags = {TAG_FLOW_STATE: "Completed" if status == "FINISHED" else "Failed"}
+        if status != "FINISHED":
+            tags[TAG_FAILED_AT] = step
+        try:
+            set_tags_task(uri, parent, tags)
+        finally:
+            finish_run_task(uri, parent, status)
+    return {"tracking_uri": uri, "parent_run_id": parent, "runs": runs}
+
+
+def _write_results(out_dir: Path, result: ExperimentResult, backend: str) -> Path:
+    """Write a run's ``results.json`` atomically (as ``fedcare run --out``)."""
+    from fedcare_cli.output import write_json_atomic
+
+    doc = result.to_dict()
+    doc["stage1"]["backend"] = backend
+    path = out_dir / f"{doc['dataset']}-{doc['algorithm']}-seed{result.config.seed}.json"
+    write_json_atomic(path, doc)
+    return path
+
+
+def experiment_configs(**parameters: Any) -> Sequence[ExperimentConfig]:
+    """The configurations a flow run with these parameters trains (for tools and tests)."""
+    seeds = parameters.pop("seeds", 0)
+    algorithm = parameters.pop("algorithm", "fedcare")
+    return FlowParameters(
+        algorithms=as_tuple(algorithm), seeds=as_tuple(seeds), **parameters
+    ).experiment_configs()

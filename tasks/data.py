@@ -1,0 +1,217 @@
+"""Data tasks: check the raw tables, load the cohort, build and check the federation.
+
+A failed check raises :class:`data_checks.validate.DataCheckError` (its message names every
+failed expectation, table and column) before any training starts; the report folder (HTML and
+JSON) is kept either way so the flow can attach it to the Prefect and MLflow runs.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+from prefect import get_run_logger, task
+
+from data_checks.suites import diabetes130_raw_suite, federation_checks, mimic3_raw_suites
+from data_checks.tables import (
+    DIABETES130_TABLE,
+    read_diabetes130_raw,
+    read_mimic3_raw,
+    recompute_assignment,
+)
+from data_checks.validate import CheckReport, run_checks
+from fedcare_core.config import ExperimentConfig
+from fedcare_core.data.cohort import Cohort
+from fedcare_core.data.federation import Federation
+from fedcare_core.data.partition import FeaturePartition
+from fedcare_core.datasets import LoadedDataset, load_dataset
+from fedcare_core.errors import ConfigError, DataError
+from fedcare_core.runner import prepare_federation
+from tasks.common import IO_RETRIES, IO_RETRY_DELAY_S, NO_CACHE, retry_on_io_error
+
+
+def raw_source(dataset: str, data_dir: str | Path | None) -> Path:
+    """Where the loader will read ``dataset`` from, resolved as ``load_dataset`` does.
+
+    Parameters
+    ----------
+    dataset
+        ``"diabetes130"`` or ``"mimic3"``.
+    data_dir
+        The folder or file given (``None``: ``$FEDCARE_DATA_DIR``, then the download cache
+        for Diabetes 130).
+
+    Returns
+    -------
+    Path
+        A folder or file the raw-table readers accept.
+
+    Raises
+    ------
+    DataError
+        If no data location can be found.
+    ConfigError
+        If the dataset is unknown.
+    """
+    from fedcare_core.data.fetch import default_cache_dir
+    from fedcare_core.data.paths import resolve_data_dir
+
+    root = resolve_data_dir(data_dir)
+    if dataset == "diabetes130":
+        if root is None:
+            root = default_cache_dir() / "diabetes130"
+            if not root.is_dir():
+                raise DataError(
+                    "no data directory given: pass data_dir, set FEDCARE_DATA_DIR, or run "
+                    "'fedcare data fetch diabetes130'"
+                )
+        return root
+    if dataset == "mimic3":
+        if root is None:
+            raise DataError(
+                "MIMIC-III is credentialed data: pass data_dir pointing at the raw CSV tables"
+            )
+        # The loader's own folder lookup (tables' folder, or a root holding mimic3-demo).
+        from fedcare_core.datasets import _mimic_dir
+
+        return _mimic_dir(Path(root))
+    raise ConfigError(f"unknown dataset {dataset!r}")
+
+
+def read_raw_tables(dataset: str, source: Path) -> dict[str, pd.DataFrame]:
+    """The raw tables of ``dataset`` as the checks see them (text for Diabetes 130)."""
+    if dataset == "diabetes130":
+        return {DIABETES130_TABLE: read_diabetes130_raw(source)}
+    return read_mimic3_raw(source)
+
+
+@task(
+    name="validate-raw-tables",
+    retries=IO_RETRIES,
+    retry_delay_seconds=IO_RETRY_DELAY_S,
+    retry_condition_fn=retry_on_io_error,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def validate_raw_task(dataset: str, data_dir: str | None, report_dir: Path) -> CheckReport:
+    """Read the raw source tables and run their Great Expectations suites.
+
+    Parameters
+    ----------
+    dataset
+        The dataset.
+    data_dir
+        Its folder or file (see :func:`raw_source`).
+    report_dir
+        Where the HTML and JSON reports are written.
+
+    Returns
+    -------
+    CheckReport
+        Passed or not; the caller decides (the flow stops on failure).
+
+    Raises
+    ------
+    DataError
+        If a table cannot be found or read.
+    """
+    source = raw_source(dataset, data_dir)
+    tables = read_raw_tables(dataset, source)
+    suites = (
+        {DIABETES130_TABLE: diabetes130_raw_suite()}
+        if dataset == "diabetes130"
+        else mimic3_raw_suites()
+    )
+    report = run_checks(tables, suites, report_dir)
+    get_run_logger().info("%s", report.summary().splitlines()[0])
+    return report
+
+
+@task(
+    name="load-dataset",
+    retries=IO_RETRIES,
+    retry_delay_seconds=IO_RETRY_DELAY_S,
+    retry_condition_fn=retry_on_io_error,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def load_dataset_task(
+    config: ExperimentConfig, data_dir: str | None, verify_checksum: bool = True
+) -> LoadedDataset:
+    """Load the cohort and its default feature partition (``fedcare_core.datasets``).
+
+    Parameters
+    ----------
+    config
+        Names the dataset and label options.
+    data_dir
+        Folder or file (``None``: ``$FEDCARE_DATA_DIR`` or the download cache).
+    verify_checksum
+        Check the Diabetes 130 file's SHA-256.
+
+    Returns
+    -------
+    LoadedDataset
+        Cohort, partition and source file.
+    """
+    loaded = load_dataset(config.data, data_dir, verify_checksum=verify_checksum)
+    get_run_logger().info(
+        "loaded %s: %d rows, %d features",
+        config.data.dataset,
+        loaded.cohort.n_rows,
+        loaded.cohort.features.shape[1],
+    )
+    return loaded
+
+
+@task(name="build-federation", cache_policy=NO_CACHE, persist_result=False)
+def partition_task(
+    cohort: Cohort, partition: FeaturePartition, config: ExperimentConfig, source: str | None
+) -> Federation:
+    """Apply ρ, assign patients to clients and splits, encode each client's features.
+
+    Parameters
+    ----------
+    cohort, partition
+        From :func:`load_dataset_task`.
+    config
+        The experiment configuration (clients, ρ, split, seed).
+    source
+        The data file, for error messages.
+
+    Returns
+    -------
+    Federation
+        The clients.
+    """
+    return prepare_federation(cohort, partition, config, source)
+
+
+@task(name="validate-partitions", cache_policy=NO_CACHE, persist_result=False)
+def validate_partitions_task(
+    federation: Federation, cohort: Cohort, config: ExperimentConfig, report_dir: Path
+) -> CheckReport:
+    """Check every client's partition and that no patient is in two places.
+
+    Parameters
+    ----------
+    federation
+        The built clients.
+    cohort
+        The cohort they were built from (the patient assignment is recomputed from it; patient
+        keys are hashed with a per-run salt and never written).
+    config
+        The configuration the federation was built with.
+    report_dir
+        Where the reports are written.
+
+    Returns
+    -------
+    CheckReport
+        Passed or not.
+    """
+    assignment = recompute_assignment(cohort, config.data, config.seed)
+    tables, suites = federation_checks(federation, assignment)
+    report = run_checks(tables, suites, report_dir)
+    get_run_logger().info("%s", report.summary().splitlines()[0])
+    return report

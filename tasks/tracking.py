@@ -1,0 +1,235 @@
+"""Tracking tasks: the flow run's MLflow parent run, one algorithm × seed run, the registry.
+
+Thin wrappers over :mod:`fedcare_tracking`; they retry on I/O failures (an unreachable tracking
+server), since a retried log call only creates a new run, and a run whose logging failed is
+marked ``FAILED``, never ``FINISHED``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from prefect import get_run_logger, task
+
+import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
+from fedcare_core.runner import ExperimentResult
+from fedcare_tracking import log_run, registry, store
+from tasks.common import IO_RETRIES, IO_RETRY_DELAY_S, NO_CACHE, retry_on_io_error
+
+#: Tag naming the step at which a flow run failed (``validation``, ``training``, …).
+TAG_FAILED_AT = "fedcare.failed_at"
+#: Tag naming how a parent run's flow run ended (``Completed``, ``Failed``).
+TAG_FLOW_STATE = "prefect.flow_run_state"
+#: Tag with the Prefect flow-run name.
+TAG_FLOW_RUN_NAME = "prefect.flow_run_name"
+#: Registered model name of a dataset's and algorithm's backbone.
+MODEL_NAME_TEMPLATE = "fedcare-{dataset}-{algorithm}-backbone"
+
+
+def model_name(dataset: str, algorithm: str) -> str:
+    """Registered model name of the backbone trained by ``algorithm`` on ``dataset``."""
+    return MODEL_NAME_TEMPLATE.format(dataset=dataset, algorithm=algorithm)
+
+
+@task(
+    name="mlflow-start-parent-run",
+    retries=IO_RETRIES,
+    retry_delay_seconds=IO_RETRY_DELAY_S,
+    retry_condition_fn=retry_on_io_error,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def start_parent_run_task(
+    tracking_uri: str | None,
+    dataset: str,
+    *,
+    run_name: str | None,
+    tags: Mapping[str, str],
+    params: Mapping[str, str],
+) -> tuple[str, str]:
+    """Point MLflow at the store and create the flow run's parent run.
+
+    Parameters
+    ----------
+    tracking_uri
+        Any MLflow tracking URI (``None``: ``MLFLOW_TRACKING_URI``, else ``./mlflow/mlflow.db``).
+    dataset
+        Selects the experiment (``fedcare/<dataset>``).
+    run_name
+        Display name (the Prefect flow-run name).
+    tags, params
+        The parent run's tags (Prefect flow-run id, version) and the flow's parameters.
+
+    Returns
+    -------
+    tuple of str
+        The tracking URI in use and the parent run id.
+    """
+    uri = store.configure(tracking_uri)
+    run_id = store.start_parent_run(dataset, run_name=run_name, tags=tags, params=params)
+    get_run_logger().info("MLflow parent run %s in %s", run_id, uri)
+    return uri, run_id
+
+
+@task(
+    name="mlflow-log-artifacts",
+    retries=IO_RETRIES,
+    retry_delay_seconds=IO_RETRY_DELAY_S,
+    retry_condition_fn=retry_on_io_error,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def log_artifacts_task(tracking_uri: str, run_id: str, folder: Path, artifact_path: str) -> None:
+    """Upload a folder (e.g. a validation report) to a run's artifacts under ``artifact_path``."""
+    store.configure(tracking_uri)
+    store.client().log_artifacts(run_id, str(folder), artifact_path=artifact_path)
+
+
+@task(
+    name="mlflow-set-tags",
+    retries=IO_RETRIES,
+    retry_delay_seconds=IO_RETRY_DELAY_S,
+    retry_condition_fn=retry_on_io_error,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def set_tags_task(tracking_uri: str, run_id: str, tags: Mapping[str, str]) -> None:
+    """Set tags on a run."""
+    store.configure(tracking_uri)
+    mc = store.client()
+    for key, value in tags.items():
+        mc.set_tag(run_id, key, value)
+
+
+@task(
+    name="mlflow-log-experiment",
+    retries=IO_RETRIES,
+    retry_delay_seconds=IO_RETRY_DELAY_S,
+    retry_condition_fn=retry_on_io_error,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def log_experiment_task(
+    tracking_uri: str,
+    result: ExperimentResult,
+    *,
+    parent_run_id: str,
+    flow_run_id: str | None,
+    extra_artifacts: Mapping[str, Path],
+    backend: str,
+) -> str:
+    """Log one algorithm × seed run (nested under the parent) and its Stage 2 runs.
+
+    Parameters
+    ----------
+    tracking_uri
+        The store.
+    result
+        The run's result (models are logged from it).
+    parent_run_id
+        The flow run's MLflow run.
+    flow_run_id
+        Tagged ``prefect.flow_run_id``.
+    extra_artifacts
+        Artifact folder → local folder (the validation reports).
+    backend
+        The Stage 1 backend, tagged ``fedcare.backend``.
+
+    Returns
+    -------
+    str
+        The run id.
+    """
+    store.configure(tracking_uri)
+    run_id = log_run.log_experiment(
+        result,
+        parent_run_id=parent_run_id,
+        flow_run_id=flow_run_id,
+        extra_artifacts=dict(extra_artifacts),
+        tags={"fedcare.backend": backend},
+    )
+    get_run_logger().info(
+        "logged %s seed %d as MLflow run %s", result.config.algorithm, result.config.seed, run_id
+    )
+    return run_id
+
+
+@dataclass(frozen=True)
+class Registration:
+    """Outcome of registering a backbone.
+
+    Parameters
+    ----------
+    model_name
+        Registered model name.
+    version
+        The new version.
+    promoted
+        Whether it took the ``champion`` alias.
+    score
+        Its validation score (mean validation AUROC over the binary objectives).
+    """
+
+    model_name: str
+    version: int
+    promoted: bool
+    score: float
+
+
+@task(
+    name="mlflow-register-backbone",
+    retries=IO_RETRIES,
+    retry_delay_seconds=IO_RETRY_DELAY_S,
+    retry_condition_fn=retry_on_io_error,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def register_task(tracking_uri: str, result: ExperimentResult, run_id: str) -> Registration:
+    """Register the run's backbone; move ``champion`` only if its validation score is better.
+
+    The score is the mean, over the binary objectives, of the mean validation AUROC over
+    clients, each client scored with the model it deploys
+    (:func:`fedcare_tracking.registry.validation_score`).
+
+    Parameters
+    ----------
+    tracking_uri
+        The store.
+    result
+        The run's result.
+    run_id
+        Its MLflow run (logged with models).
+
+    Returns
+    -------
+    Registration
+        Version, whether it is now the champion, and its score.
+    """
+    store.configure(tracking_uri)
+    name = model_name(result.federation.dataset, result.config.algorithm)
+    score = registry.validation_score(result)
+    version, promoted = registry.register_backbone(run_id, name, score)
+    get_run_logger().info(
+        "registered %s version %d (validation AUROC %.4f)%s",
+        name,
+        version,
+        score,
+        "; it is the new champion" if promoted else "; the champion is unchanged",
+    )
+    return Registration(name, version, promoted, score)
+
+
+@task(
+    name="mlflow-finish-run",
+    retries=IO_RETRIES,
+    retry_delay_seconds=IO_RETRY_DELAY_S,
+    retry_condition_fn=retry_on_io_error,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def finish_run_task(tracking_uri: str, run_id: str, status: str) -> None:
+    """End a run with ``status`` (``FINISHED``, ``FAILED`` or ``KILLED``)."""
+    store.configure(tracking_uri)
+    store.finish_run(run_id, status)
