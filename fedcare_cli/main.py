@@ -84,6 +84,12 @@ def _parser() -> argparse.ArgumentParser:
         help="Flower backends: seconds to wait for all clients to connect (default 180)",
     )
     run.add_argument(
+        "--stock-supernodes",
+        action="store_true",
+        help="flower-deployment: run Flower's stock SuperNode loop (3 s idle polls, a fresh "
+        "flwr-clientapp interpreter per message) instead of the warm, poll-capped one",
+    )
+    run.add_argument(
         "--keep-workdir",
         action="store_true",
         help="Flower backends: keep the run folder (logs, per-client data) for debugging",
@@ -164,6 +170,8 @@ def build_stage1_runner(args: argparse.Namespace) -> Stage1Runner | None:
         overrides["round_timeout_s"] = args.round_timeout
     if args.startup_timeout is not None:
         overrides["startup_timeout_s"] = args.startup_timeout
+    if args.stock_supernodes:
+        overrides.update(client_exec="subprocess", node_poll_s=None)
     return make_stage1_runner(args.backend, FlowerConfig(**overrides).validate())
 
 

@@ -73,6 +73,12 @@ def _client(locate: DataLocator, context: Context) -> ClientData:
     return _CACHE[key]
 
 
+def preload(data_path: str | Path) -> None:
+    """Load a client's data folder into this process's cache (a warm parent before forking)."""
+    key = str(Path(data_path).resolve())
+    _CACHE[key] = load_client_data(key)
+
+
 def handle_query(locate: DataLocator, msg: Message, context: Context) -> Message:
     """Handshake: say which client this node serves."""
     if msg.content.config_records["config"][PROTOCOL] != PROTOCOL_VERSION:

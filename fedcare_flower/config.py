@@ -24,6 +24,10 @@ RESULT_FILE = "stage1.json"
 ERROR_FILE = "error.txt"
 
 
+#: How a deployment SuperNode runs ClientApp tasks (see :attr:`FlowerConfig.client_exec`).
+CLIENT_EXECS = ("warm", "subprocess")
+
+
 @dataclass(frozen=True)
 class FlowerConfig:
     """Transport settings of the Flower backends (all times in seconds).
@@ -56,6 +60,16 @@ class FlowerConfig:
         Per-client files are patient data: keep them only for debugging.
     workdir_parent
         Where the working folder is created (None: the system temporary folder).
+    client_exec
+        Deployment: how a SuperNode runs each ClientApp task. ``"warm"`` (default): the
+        SuperNode runs with ``--isolation process`` beside a :mod:`fedcare_flower.warm_exec`
+        SuperExec that forks each task from a process that has already imported flwr and torch.
+        ``"subprocess"``: Flower's stock behaviour, a fresh ``flwr-clientapp`` interpreter per
+        task (several CPU-seconds of imports per client per round).
+    node_poll_s
+        Deployment: cap on the SuperNodes' idle and reply polls (see
+        :mod:`fedcare_flower.supernode`; Flower's own loop waits 3 s after every empty pull).
+        None: the stock ``flower-supernode``.
     """
 
     round_timeout_s: float = 600.0
@@ -68,6 +82,8 @@ class FlowerConfig:
     sim_client_cpus: float = 1.0
     keep_workdir: bool = False
     workdir_parent: str | None = None
+    client_exec: str = "warm"
+    node_poll_s: float | None = 0.2
 
     def validate(self) -> FlowerConfig:
         """Raise :class:`ConfigError` on a non-positive time or resource; return ``self``."""
@@ -83,6 +99,12 @@ class FlowerConfig:
                 raise ConfigError(f"{name} must be > 0, got {getattr(self, name)}")
         if self.run_timeout_s is not None and not self.run_timeout_s > 0:
             raise ConfigError(f"run_timeout_s must be > 0, got {self.run_timeout_s}")
+        if self.node_poll_s is not None and not self.node_poll_s > 0:
+            raise ConfigError(f"node_poll_s must be > 0 or None, got {self.node_poll_s}")
+        if self.client_exec not in CLIENT_EXECS:
+            raise ConfigError(
+                f"client_exec must be one of {', '.join(CLIENT_EXECS)}, got {self.client_exec!r}"
+            )
         if self.sim_num_cpus is not None and self.sim_num_cpus < 1:
             raise ConfigError(f"sim_num_cpus must be ≥ 1, got {self.sim_num_cpus}")
         return self

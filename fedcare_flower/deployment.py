@@ -174,6 +174,17 @@ class DeploymentStage1Runner:
         """Process name of client ``client_id``'s SuperNode."""
         return f"supernode-{client_id}"
 
+    def supernode_command(self) -> list[str]:
+        """The SuperNode program: stock ``flower-supernode`` or the poll-capped wrapper."""
+        poll = self.flower.node_poll_s
+        if poll is None:
+            return [_executable("flower-supernode")]
+        return [sys.executable, "-m", "fedcare_flower.supernode", "--poll-s", f"{poll:g}", "--"]
+
+    def superexec_name(self, client_id: int) -> str:
+        """Process name of client ``client_id``'s warm SuperExec (``client_exec="warm"``)."""
+        return f"superexec-{client_id}"
+
     def __call__(
         self,
         federation: Federation,
@@ -247,24 +258,41 @@ class DeploymentStage1Runner:
                     f"{self.flower.process_start_timeout_s:g} s"
                 )
             time.sleep(WATCH_INTERVAL_S)
+        warm = self.flower.client_exec == "warm"
         for cid in range(k):
             node_port = free_port()
             self.ports.append(node_port)
-            sup.start(
-                self.supernode_name(cid),
-                [
-                    _executable("flower-supernode"),
-                    "--insecure",
-                    "--superlink",
-                    f"{LOOPBACK}:{link_port}",
-                    "--host",
-                    LOOPBACK,
-                    "--port",
-                    str(node_port),
-                    "--node-config",
-                    str(write_node_config(ws, cid)),
-                ],
-            )
+            node_cmd = [
+                *self.supernode_command(),
+                "--insecure",
+                "--superlink",
+                f"{LOOPBACK}:{link_port}",
+                "--host",
+                LOOPBACK,
+                "--port",
+                str(node_port),
+                "--node-config",
+                str(write_node_config(ws, cid)),
+            ]
+            if warm:
+                node_cmd += ["--isolation", "process"]
+            node = sup.start(self.supernode_name(cid), node_cmd)
+            if warm:
+                sup.start(
+                    self.superexec_name(cid),
+                    [
+                        sys.executable,
+                        "-m",
+                        "fedcare_flower.warm_exec",
+                        "--insecure",
+                        "--runtime-api-address",
+                        f"{LOOPBACK}:{node_port}",
+                        "--parent-pid",
+                        str(node.pid),
+                        "--data-path",
+                        str(ws.client_dir(cid)),
+                    ],
+                )
         sup.start(
             "flwr-run",
             [_executable("flwr"), "run", str(write_app(ws)), CONNECTION_NAME, "--stream"],
@@ -327,7 +355,10 @@ class DeploymentStage1Runner:
     def _teardown(self, k: int) -> None:
         if self.supervisor is None:
             return
-        order = [self.supernode_name(c) for c in range(k)] + ["flwr-run", "superlink"]
+        order = [self.supernode_name(c) for c in range(k)]
+        if self.flower.client_exec == "warm":
+            order += [self.superexec_name(c) for c in range(k)]
+        order += ["flwr-run", "superlink"]
         self.supervisor.stop_all(order)
 
 

@@ -1,8 +1,10 @@
 """flower-deployment: SuperLink and SuperNodes as real OS processes on loopback.
 
-The equivalence and fault tests take one to three minutes each on two cores: Flower 1.42 starts a
-fresh ``flwr-clientapp`` process (importing flwr and torch) for every message. The start-up
-tests stop the federation as soon as it is launched and take seconds.
+By default SuperNodes fork each ClientApp task from a warm SuperExec and poll every 0.2 s
+(:mod:`fedcare_flower.warm_exec`, :mod:`fedcare_flower.supernode`); the equivalence test also
+runs Flower's stock SuperNodes, which start a fresh ``flwr-clientapp`` interpreter per message
+(about a minute more on two cores). The start-up tests stop the federation as soon as it is
+launched and take seconds.
 """
 
 import os
@@ -34,11 +36,16 @@ def _assert_nothing_left(runner, tmp_path):
 
 
 @pytest.mark.slow
-def test_deployment_matches_local_and_leaves_nothing_behind(small_federation, tmp_path):
+@pytest.mark.parametrize(
+    "supernodes",
+    [{}, {"client_exec": "subprocess", "node_poll_s": None}],
+    ids=["warm", "stock"],
+)
+def test_deployment_matches_local_and_leaves_nothing_behind(small_federation, tmp_path, supernodes):
     cfg, fed = small_federation
     local = run_stage1(fed, cfg.model, cfg.stage1, cfg.seed)
     seen = []
-    runner = DeploymentStage1Runner(FlowerConfig(workdir_parent=str(tmp_path)))
+    runner = DeploymentStage1Runner(FlowerConfig(workdir_parent=str(tmp_path), **supernodes))
     dep = runner(fed, cfg.model, cfg.stage1, cfg.seed, lambda *a: seen.append(a))
     assert seen == [("stage1", t, cfg.stage1.rounds) for t in (1, 2, 3)]
     for a, b in zip(local.rounds, dep.rounds, strict=True):
@@ -53,6 +60,9 @@ def test_deployment_matches_local_and_leaves_nothing_behind(small_federation, tm
     for k in range(3):
         argv = runner.supervisor.procs[f"supernode-{k}"].args
         assert argv[argv.index("--node-config") + 1].endswith(f"node-{k}.toml")
+        warm = f"superexec-{k}" in runner.supervisor.procs
+        assert warm == (not supernodes)
+        assert ("--isolation" in argv) == warm
     _assert_nothing_left(runner, tmp_path)
 
 
@@ -103,13 +113,8 @@ def test_a_signal_at_start_up_tears_every_process_down(small_cohort, tmp_path, s
     )
     with pytest.raises(KeyboardInterrupt):
         runner(fed, cfg.model, cfg.stage1, cfg.seed, None)
-    assert set(runner.supervisor.procs) == {
-        "superlink",
-        "supernode-0",
-        "supernode-1",
-        "supernode-2",
-        "flwr-run",
-    }
+    nodes = {f"{kind}-{k}" for kind in ("supernode", "superexec") for k in range(3)}
+    assert set(runner.supervisor.procs) == {"superlink", "flwr-run", *nodes}
     _assert_nothing_left(runner, tmp_path)
     assert signal.getsignal(signal.SIGTERM) == signal.SIG_DFL
 
@@ -135,6 +140,10 @@ def test_invalid_timeouts_are_configuration_errors():
         FlowerConfig(round_timeout_s=0).validate()
     with pytest.raises(ConfigError, match="run_timeout_s"):
         DeploymentStage1Runner(FlowerConfig(run_timeout_s=-1))
+    with pytest.raises(ConfigError, match="client_exec"):
+        FlowerConfig(client_exec="thread").validate()
+    with pytest.raises(ConfigError, match="node_poll_s"):
+        FlowerConfig(node_poll_s=0).validate()
     assert Stage1Config().rounds == 100  # the runner does not change Stage 1's defaults
 
 
@@ -169,11 +178,16 @@ def test_ctrl_c_on_the_cli_mid_run_leaves_no_process(data_dir, tmp_path):
                     pids.append(int(entry))
         return pids
 
+    def rounds_done():
+        logs = list(tmp_path.glob("fedcare-flwr-*/result/rounds.jsonl"))
+        return sum(len(p.read_text().splitlines()) for p in logs)
+
     deadline = time.time() + 240
-    while not marked("flwr-clientapp") and cli.poll() is None and time.time() < deadline:
-        time.sleep(0.5)
+    while not rounds_done() and cli.poll() is None and time.time() < deadline:
+        time.sleep(0.2)
     assert cli.poll() is None, cli.communicate()
-    assert marked("flwr-clientapp"), "no ClientApp ever ran"
+    assert rounds_done() >= 1, "no round ever finished"
+    assert marked("fedcare_flower.warm_exec"), "the SuperNodes' SuperExecs are not running"
     cli.send_signal(signal.SIGINT)
     _out, err = cli.communicate(timeout=120)
     assert cli.returncode == 130, err.decode()[-2000:]
