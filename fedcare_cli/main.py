@@ -107,6 +107,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     fetch.add_argument("--url", help="download from this URL instead of the official one")
     fetch.add_argument("--quiet", action="store_true")
+    stack = sub.add_parser(
+        "stack", help="the local Prefect server, worker, deployments and MLflow server"
+    )
+    stack.add_argument(
+        "action",
+        choices=["up", "down", "status", "env"],
+        help="up: start and deploy; down: stop everything; status: report; env: print the "
+        "shell exports (PREFECT_API_URL, MLFLOW_TRACKING_URI, ...) that talk to the stack",
+    )
+    stack.add_argument("--state-dir", type=Path, help="pid files, logs, Prefect home (.stack)")
+    stack.add_argument("--mlflow-dir", type=Path, help="MLflow store folder (mlflow)")
+    stack.add_argument("--prefect-port", type=int, help="Prefect API/UI port (4200)")
+    stack.add_argument("--mlflow-port", type=int, help="MLflow server/UI port (5000)")
+    stack.add_argument(
+        "--data-dir", type=Path, help="data folder for flow runs (default: $FEDCARE_DATA_DIR)"
+    )
     return parser
 
 
@@ -240,6 +256,40 @@ def cmd_fetch(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_stack(args: argparse.Namespace) -> int:
+    """``fedcare stack up|down|status|env``."""
+    import shlex
+    from dataclasses import replace
+
+    from fedcare_stack import stack
+    from fedcare_stack.config import StackConfig
+
+    config = StackConfig(state=args.state_dir, mlflow_dir=args.mlflow_dir, data_dir=args.data_dir)
+    if args.prefect_port is not None:
+        config = replace(config, prefect_port=args.prefect_port)
+    if args.mlflow_port is not None:
+        config = replace(config, mlflow_port=args.mlflow_port)
+
+    def say(message: str) -> None:
+        print(f"fedcare stack: {message}", file=sys.stderr)
+
+    if args.action == "env":
+        for key, value in config.client_env().items():
+            print(f"export {key}={shlex.quote(value)}")
+        return 0
+    if args.action == "down":
+        stack.down(config, say=say)
+        return 0
+    services = stack.up(config, say=say) if args.action == "up" else stack.status(config)
+    for s in services:
+        state = ("running" if s.healthy else "not answering") if s.running else "stopped"
+        where = f"  {s.url}" if s.url else ""
+        print(f"{s.name:15} {state:14} pid {s.pid or '-':>7}{where}")
+    if args.action == "up":
+        print(f"Prefect UI: {config.prefect_url}   MLflow UI: {config.mlflow_url}")
+    return 0 if all(s.running and s.healthy for s in services) else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of the ``fedcare`` console script."""
     args = _parser().parse_args(argv)
@@ -248,6 +298,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_run(args)
         if args.command == "data" and args.data_command == "fetch":
             return cmd_fetch(args)
+        if args.command == "stack":
+            return cmd_stack(args)
     except FedcareError as exc:
         print(f"fedcare: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
