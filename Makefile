@@ -14,7 +14,15 @@ export PREFECT_CLI_PROMPT := false
 export MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR := false
 export DO_NOT_TRACK := 1
 
-.PHONY: install run test lint typecheck unit slow bench clean
+# `make run` passes these to `prefect deployment run` (e.g. RUN_PARAMS='-p rounds=5') and these
+# to `fedcare stack` (e.g. STACK_ARGS='--prefect-port 4300 --mlflow-port 5300').
+RUN_PARAMS ?=
+STACK_ARGS ?=
+export MLFLOW_DISABLE_TELEMETRY := true
+export GX_ANALYTICS_ENABLED := false
+
+.PHONY: install run run-direct stack-up stack-down stack-status test lint typecheck unit slow \
+	bench bench-stage2 screenshot clean
 
 $(STAMP): pyproject.toml constraints/py311-linux.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -24,13 +32,38 @@ $(STAMP): pyproject.toml constraints/py311-linux.txt
 
 install: $(STAMP)
 
-# The main job: FedCARE on Diabetes 130-US, 10 clients, 100 rounds, seed 0. Uses the data in
-# DATA_DIR when it exists, otherwise downloads the public archive into ~/.cache/fedcare.
+# The main job: bring the local stack up (Prefect server, worker, deployments, MLflow server) and
+# run the `fedcare/full-experiment` deployment (Diabetes 130-US, 10 clients, 100 rounds, seed 0)
+# on the data in DATA_DIR (downloaded into ~/.cache/fedcare when DATA_DIR does not exist), wait
+# for it, and say where the UIs are. Exits non-zero if the flow run fails. The stack stays up
+# for the UIs: `make stack-down` stops it.
 run: $(STAMP)
+	@if [ -e "$(DATA_DIR)" ]; then data="$$(realpath "$(DATA_DIR)")"; \
+	else data="$$($(BIN)/fedcare data fetch diabetes130)" || exit 1; fi; \
+	$(BIN)/fedcare stack up --data-dir "$$data" $(STACK_ARGS) || exit 1; \
+	eval "$$($(BIN)/fedcare stack env $(STACK_ARGS))"; \
+	$(BIN)/prefect deployment run fedcare/full-experiment -p data_dir="$$data" $(RUN_PARAMS) \
+		--watch; rc=$$?; \
+	echo; echo "Prefect UI: $${PREFECT_API_URL%/api}   MLflow UI: $$MLFLOW_TRACKING_URI"; \
+	echo "Stop the stack with: make stack-down"; \
+	exit $$rc
+
+# The same experiment in this process, without Prefect or MLflow (writes results JSON only).
+run-direct: $(STAMP)
 	@if [ -e "$(DATA_DIR)" ]; then data="$(DATA_DIR)"; \
 	else data="$$($(BIN)/fedcare data fetch diabetes130)" || exit 1; fi; \
 	$(BIN)/fedcare run --dataset diabetes130 --data-dir "$$data" --clients 10 --rounds 100 \
 		--seed 0 --out "$(OUT)"
+
+stack-up: $(STAMP)
+	@data="$$(realpath "$(DATA_DIR)" 2>/dev/null || echo "$(DATA_DIR)")"; \
+	$(BIN)/fedcare stack up --data-dir "$$data" $(STACK_ARGS)
+
+stack-down:
+	@if [ -x $(BIN)/fedcare ]; then $(BIN)/fedcare stack down $(STACK_ARGS); fi
+
+stack-status: $(STAMP)
+	$(BIN)/fedcare stack status $(STACK_ARGS)
 
 lint: $(STAMP)
 	$(BIN)/ruff check .
@@ -49,6 +82,13 @@ slow: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_min_norm.py --out docs/benchmarks/min_norm.md
+
+bench-stage2: $(STAMP)
+	FEDCARE_DATA_DIR="$(DATA_DIR)" $(BIN)/python benchmarks/bench_stage2_parallel.py
+
+# Headless Chromium screenshot of the MLflow UI (needs the stack up and a finished run).
+screenshot: $(STAMP)
+	$(BIN)/python scripts/mlflow_screenshot.py --out docs/mlflow_ui.png
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
+from prefect import get_run_logger
 from prefect.cache_policies import NO_CACHE
+from prefect.exceptions import MissingContextError
 
 from fedcare_core.errors import FedcareError
 
-__all__ = ["IO_RETRIES", "IO_RETRY_DELAY_S", "NO_CACHE", "retry_on_io_error"]
+__all__ = ["IO_RETRIES", "IO_RETRY_DELAY_S", "NO_CACHE", "retry_on_io_error", "run_logger"]
 
 # Every task passes cache_policy=NO_CACHE and persist_result=False: inputs are large in-memory
 # objects (cohorts, federations), not worth hashing, and results stay in memory.
@@ -42,3 +45,11 @@ def retry_on_io_error(task: Any, task_run: Any, state: Any) -> bool:
     except Exception:
         return True
     return False
+
+
+def run_logger() -> logging.Logger | logging.LoggerAdapter[logging.Logger]:
+    """Prefect's run logger inside a flow or task run; a module logger elsewhere (``.fn`` calls)."""
+    try:
+        return get_run_logger()
+    except MissingContextError:
+        return logging.getLogger("fedcare.tasks")

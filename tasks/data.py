@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pandas as pd
-from prefect import get_run_logger, task
+from prefect import task
 
 from data_checks.suites import diabetes130_raw_suite, federation_checks, mimic3_raw_suites
 from data_checks.tables import (
@@ -27,7 +27,7 @@ from fedcare_core.data.partition import FeaturePartition
 from fedcare_core.datasets import LoadedDataset, load_dataset
 from fedcare_core.errors import ConfigError, DataError
 from fedcare_core.runner import prepare_federation
-from tasks.common import IO_RETRIES, IO_RETRY_DELAY_S, NO_CACHE, retry_on_io_error
+from tasks.common import IO_RETRIES, IO_RETRY_DELAY_S, NO_CACHE, retry_on_io_error, run_logger
 
 
 def raw_source(dataset: str, data_dir: str | Path | None) -> Path:
@@ -123,7 +123,7 @@ def validate_raw_task(dataset: str, data_dir: str | None, report_dir: Path) -> C
         else mimic3_raw_suites()
     )
     report = run_checks(tables, suites, report_dir)
-    get_run_logger().info("%s", report.summary().splitlines()[0])
+    run_logger().info("%s", report.summary().splitlines()[0])
     return report
 
 
@@ -155,7 +155,7 @@ def load_dataset_task(
         Cohort, partition and source file.
     """
     loaded = load_dataset(config.data, data_dir, verify_checksum=verify_checksum)
-    get_run_logger().info(
+    run_logger().info(
         "loaded %s: %d rows, %d features",
         config.data.dataset,
         loaded.cohort.n_rows,
@@ -213,5 +213,5 @@ def validate_partitions_task(
     assignment = recompute_assignment(cohort, config.data, config.seed)
     tables, suites = federation_checks(federation, assignment)
     report = run_checks(tables, suites, report_dir)
-    get_run_logger().info("%s", report.summary().splitlines()[0])
+    run_logger().info("%s", report.summary().splitlines()[0])
     return report

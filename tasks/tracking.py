@@ -11,12 +11,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from prefect import get_run_logger, task
+from prefect import task
 
 import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
 from fedcare_core.runner import ExperimentResult
 from fedcare_tracking import log_run, registry, store
-from tasks.common import IO_RETRIES, IO_RETRY_DELAY_S, NO_CACHE, retry_on_io_error
+from tasks.common import IO_RETRIES, IO_RETRY_DELAY_S, NO_CACHE, retry_on_io_error, run_logger
 
 #: Tag naming the step at which a flow run failed (``validation``, ``training``, …).
 TAG_FAILED_AT = "fedcare.failed_at"
@@ -69,7 +69,7 @@ def start_parent_run_task(
     """
     uri = store.configure(tracking_uri)
     run_id = store.start_parent_run(dataset, run_name=run_name, tags=tags, params=params)
-    get_run_logger().info("MLflow parent run %s in %s", run_id, uri)
+    run_logger().info("MLflow parent run %s in %s", run_id, uri)
     return uri, run_id
 
 
@@ -150,7 +150,7 @@ def log_experiment_task(
         extra_artifacts=dict(extra_artifacts),
         tags={"fedcare.backend": backend},
     )
-    get_run_logger().info(
+    run_logger().info(
         "logged %s seed %d as MLflow run %s", result.config.algorithm, result.config.seed, run_id
     )
     return run_id
@@ -211,7 +211,7 @@ def register_task(tracking_uri: str, result: ExperimentResult, run_id: str) -> R
     name = model_name(result.federation.dataset, result.config.algorithm)
     score = registry.validation_score(result)
     version, promoted = registry.register_backbone(run_id, name, score)
-    get_run_logger().info(
+    run_logger().info(
         "registered %s version %d (validation AUROC %.4f)%s",
         name,
         version,

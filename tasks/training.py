@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
-from prefect import get_run_logger, task
+from prefect import task
 
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.data.federation import ClientData, Federation
@@ -24,7 +24,7 @@ from fedcare_core.runner import (
 )
 from fedcare_core.stage1 import Stage1Result, run_stage1
 from fedcare_core.stage2 import Stage2Result
-from tasks.common import NO_CACHE
+from tasks.common import NO_CACHE, run_logger
 
 #: Stage 1 backends (``fedcare_flower.BACKENDS``; repeated so that importing this module does
 #: not import Flower).
@@ -34,7 +34,7 @@ PROGRESS_EVERY = 10
 
 
 def _progress_logger() -> Any:
-    logger = get_run_logger()
+    logger = run_logger()
 
     def progress(stage: str, done: int, total: int) -> None:
         if done == total or done % PROGRESS_EVERY == 0:
@@ -93,7 +93,7 @@ def stage1_task(
     assert runner is not None  # only "local" has no runner
     result = runner(federation, config.model, config.stage1, config.seed, progress)
     for note in result.notes:
-        get_run_logger().warning("stage 1: %s", note)
+        run_logger().warning("stage 1: %s", note)
     return result
 
 
@@ -124,7 +124,7 @@ def stage2_client_task(
     """
     configure_torch(config)  # a fresh worker process starts with torch's defaults
     result = run_stage2_client(backbone, client, kinds, config)
-    get_run_logger().info(
+    run_logger().info(
         "client %d: %d steps, best epoch %d, stopped on %s",
         result.client_id,
         result.steps,
