@@ -32,6 +32,9 @@ from fedcare_flower import BACKENDS
 from fedcare_flower.config import FlowerConfig
 from fedcare_flower.runners import make_stage1_runner
 
+#: flower-deployment with Flower's stock SuperNodes (``fedcare run --stock-supernodes``).
+STOCK = "flower-deployment-stock"
+
 
 def bench(backend: str, fed: Any, cfg: ExperimentConfig) -> dict[str, Any]:
     marks: list[float] = []
@@ -45,7 +48,10 @@ def bench(backend: str, fed: Any, cfg: ExperimentConfig) -> dict[str, Any]:
         rounds = [b - a for a, b in itertools.pairwise(edges)]
         startup = 0.0
     else:
-        runner = make_stage1_runner(backend, FlowerConfig())
+        flower = FlowerConfig()
+        if backend == STOCK:  # Flower's own SuperNode loop and per-message interpreters
+            flower = FlowerConfig(client_exec="subprocess", node_poll_s=None)
+        runner = make_stage1_runner(backend.removesuffix("-stock"), flower)
         assert runner is not None
         runner(fed, cfg.model, cfg.stage1, cfg.seed, None)
         total = time.time() - t0
@@ -67,7 +73,11 @@ def main() -> None:
     ap.add_argument("--clients", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--max-patients", type=int)
-    ap.add_argument("--backends", default=",".join(BACKENDS))
+    ap.add_argument(
+        "--backends",
+        default=",".join(BACKENDS),
+        help=f"comma-separated, from {', '.join([*BACKENDS, STOCK])}",
+    )
     ap.add_argument("--out", type=Path, help="write the measurements as JSON here")
     args = ap.parse_args()
     cfg = ExperimentConfig(

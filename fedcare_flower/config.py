@@ -83,7 +83,7 @@ class FlowerConfig:
     keep_workdir: bool = False
     workdir_parent: str | None = None
     client_exec: str = "warm"
-    node_poll_s: float | None = 0.2
+    node_poll_s: float | None = 0.5
 
     def validate(self) -> FlowerConfig:
         """Raise :class:`ConfigError` on a non-positive time or resource; return ``self``."""

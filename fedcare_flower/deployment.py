@@ -71,8 +71,10 @@ CLIENT_ID_KEY = "client-id"
 WATCH_INTERVAL_S = 0.2
 #: After ``flwr run --stream`` exits, how long the result file may take to appear.
 RESULT_GRACE_S = 10.0
-#: SuperExec polling for new ClientApp/ServerApp tasks (Flower's default is 1 s).
-SUPEREXEC_POLL_S = "0.1"
+#: SuperExec polling for new ClientApp/ServerApp tasks (Flower's default is 1 s). Each poll is
+#: an HTTP request to the SuperNode: with K SuperExecs, shorter intervals cost more CPU than
+#: they save in latency on two cores (measured in docs/BENCHMARKS.md).
+SUPEREXEC_POLL_S = "0.25"
 #: Slack added to the round/start-up timeouts before a run without progress counts as stuck.
 STALL_SLACK_S = 60.0
 

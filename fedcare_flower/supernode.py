@@ -5,11 +5,11 @@ Flower 1.42's SuperNode loop (``flwr.supernode.start_client_internal``) sleeps a
 the ClientApp's reply. A FedCARE round is one message per client, so every round pays most of
 that idle wait: with sub-second local work the waits, not the arithmetic, set the pace.
 
-``python -m fedcare_flower.supernode --poll-s 0.2 -- <flower-supernode arguments>`` runs
+``python -m fedcare_flower.supernode --poll-s 0.5 -- <flower-supernode arguments>`` runs
 Flower's own ``flower-supernode`` entry point unchanged except that every ``time.sleep`` of that
 one module is capped at ``--poll-s``: the same protocol and processes, polling more often. Each
 idle pull is one small request to the SuperLink, so ``K / poll_s`` requests per second reach it
-while nodes idle (50/s for K = 10 at 0.2 s): fine on loopback or a LAN; across sites, run the
+while nodes idle (20/s for K = 10 at 0.5 s): fine on loopback or a LAN; across sites, run the
 stock ``flower-supernode`` (:attr:`fedcare_flower.config.FlowerConfig.node_poll_s` = None).
 """
 

@@ -35,7 +35,7 @@ def test_flower_backends_get_their_runner_and_timeouts():
     assert isinstance(dep, DeploymentStage1Runner)
     assert (dep.flower.round_timeout_s, dep.flower.startup_timeout_s) == (30.0, 9.0)
     assert dep.flower.keep_workdir is False
-    assert (dep.flower.client_exec, dep.flower.node_poll_s) == ("warm", 0.2)
+    assert (dep.flower.client_exec, dep.flower.node_poll_s) == ("warm", 0.5)
     assert dep.supernode_command()[1:3] == ["-m", "fedcare_flower.supernode"]
     stock = build_stage1_runner(_args("--backend", "flower-deployment", "--stock-supernodes"))
     assert (stock.flower.client_exec, stock.flower.node_poll_s) == ("subprocess", None)

@@ -1,6 +1,6 @@
 """flower-deployment: SuperLink and SuperNodes as real OS processes on loopback.
 
-By default SuperNodes fork each ClientApp task from a warm SuperExec and poll every 0.2 s
+By default SuperNodes fork each ClientApp task from a warm SuperExec and poll every 0.5 s
 (:mod:`fedcare_flower.warm_exec`, :mod:`fedcare_flower.supernode`); the equivalence test also
 runs Flower's stock SuperNodes, which start a fresh ``flwr-clientapp`` interpreter per message
 (about a minute more on two cores). The start-up tests stop the federation as soon as it is
