@@ -12,7 +12,9 @@ from typing import Any
 from fedcare_core.errors import ConfigError
 
 DATASETS = ("diabetes130", "mimic3")
-ALGORITHMS = ("fedcare", "fedcare-b")
+#: The baselines and bounds of SPEC §4 (``fedcare_core.baselines``).
+BASELINE_ALGORITHMS = ("fedavg", "fedprox", "fmgda", "fsmgda", "pafnet", "local", "centralised")
+ALGORITHMS = ("fedcare", "fedcare-b", *BASELINE_ALGORITHMS)
 CLIENT_SPLITS = ("iid", "dirichlet")
 SOLVERS = ("exact", "slsqp")
 NORMALISATIONS = ("none", "l2", "loss+")
@@ -20,6 +22,7 @@ QP_SCOPES = ("full", "backbone")
 SERVER_OPTIMIZERS = ("sgd", "adam")
 STAGE2_OPTIMIZERS = ("adam", "sgd")
 READMISSION_DEFINITIONS = ("30d", "any")
+LOCAL_OPTIMIZERS = ("adam", "sgd")
 
 
 def _check(value: str, allowed: tuple[str, ...], name: str) -> None:
@@ -107,6 +110,69 @@ class Stage2Config:
 
 
 @dataclass(frozen=True)
+class BaselineConfig:
+    """The baselines and bounds (SPEC §4; ``fedcare_core.baselines``).
+
+    The number of federated rounds T is ``stage1.rounds`` for every federated method, so
+    ``--rounds`` means the same thing everywhere. FMGDA and FSMGDA are Algorithm 1's
+    gradient-sum form and take τ, η_l, η_g, the batch size and the solver from ``stage1``.
+
+    Methods that train with a local optimiser (FedAvg, FedProx, PAFNet, Local, Centralised) use
+    the one FedCARE's Stage 2 uses (Adam, lr 1e-3, weight decay 1e-5, batch 256), so no method
+    gets a better-tuned optimiser than another. The paper gives none of these values.
+
+    Parameters
+    ----------
+    local_epochs
+        Passes over a client's training rows per round (FedAvg's E).
+    max_local_steps
+        Optional cap on mini-batch steps per round (None: ``local_epochs`` full passes).
+    lr, weight_decay, optimizer, batch_size
+        The local optimiser (optimiser state starts afresh each round: clients are stateless).
+    prox_mu
+        FedProx's μ: the local objective adds ``μ/2 ‖w − w^t‖²``. μ = 0 is FedAvg.
+    pafnet_latent
+        Width of PAFNet's common latent space (output of each client's projection layer).
+    pafnet_mask_init
+        Initial mask score s; a mask is ``2·sigmoid(s)``, so 0 starts every client at the
+        global model exactly (mask 1).
+    pafnet_temperature
+        Peer-attention temperature on the cosine similarity of clients' updates (smaller:
+        sharper preference for similar peers; ∞: FedAvg weights).
+    bound_epochs, bound_patience
+        Local and Centralised: training epochs, and epochs without validation improvement that
+        end training early (the epoch with the lowest validation loss is deployed).
+    """
+
+    local_epochs: int = 1
+    max_local_steps: int | None = None
+    lr: float = 1e-3
+    weight_decay: float = 1e-5
+    optimizer: str = "adam"
+    batch_size: int = 256
+    prox_mu: float = 0.01
+    pafnet_latent: int = 64
+    pafnet_mask_init: float = 0.0
+    pafnet_temperature: float = 0.2
+    bound_epochs: int = 40
+    bound_patience: int = 6
+
+    def validate(self) -> None:
+        """Raise :class:`ConfigError` on an invalid value."""
+        _check(self.optimizer, LOCAL_OPTIMIZERS, "baseline optimizer")
+        if self.local_epochs < 1 or self.batch_size < 1 or self.pafnet_latent < 1:
+            raise ConfigError("local_epochs, batch_size and pafnet_latent must be ≥ 1")
+        if self.max_local_steps is not None and self.max_local_steps < 1:
+            raise ConfigError("max_local_steps must be ≥ 1 (or null)")
+        if self.bound_epochs < 1 or self.bound_patience < 1:
+            raise ConfigError("bound_epochs and bound_patience must be ≥ 1")
+        _check_positive(self.lr, "baseline lr")
+        _check_positive(self.pafnet_temperature, "pafnet_temperature")
+        if self.prox_mu < 0 or self.weight_decay < 0:
+            raise ConfigError("prox_mu and weight_decay must be ≥ 0")
+
+
+@dataclass(frozen=True)
 class DataConfig:
     """Cohort, feature partition, clients and splits (SPEC §3)."""
 
@@ -153,6 +219,7 @@ class ExperimentConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     stage1: Stage1Config = field(default_factory=Stage1Config)
     stage2: Stage2Config = field(default_factory=Stage2Config)
+    baselines: BaselineConfig = field(default_factory=BaselineConfig)
 
     def validate(self) -> ExperimentConfig:
         """Check every field; return ``self`` so calls chain."""
@@ -162,11 +229,19 @@ class ExperimentConfig:
         self.data.validate()
         self.stage1.validate()
         self.stage2.validate()
+        self.baselines.validate()
         return self
 
     def to_dict(self) -> dict[str, Any]:
-        """Plain nested dict (JSON-serialisable)."""
-        return asdict(self)
+        """Plain nested dict (JSON-serialisable).
+
+        The ``baselines`` section appears only for a baseline algorithm: FedCARE's documents
+        stay as they were before the baselines existed (and it loads back with defaults).
+        """
+        out = asdict(self)
+        if self.algorithm not in BASELINE_ALGORITHMS:
+            del out["baselines"]
+        return out
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> ExperimentConfig:
@@ -176,6 +251,7 @@ class ExperimentConfig:
             "model": ModelConfig,
             "stage1": Stage1Config,
             "stage2": Stage2Config,
+            "baselines": BaselineConfig,
         }
         kwargs: dict[str, Any] = {}
         known = {f.name for f in fields(cls)}

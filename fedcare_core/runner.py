@@ -14,7 +14,7 @@ from typing import Any
 import torch
 
 from fedcare_core import __version__
-from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
+from fedcare_core.config import BASELINE_ALGORITHMS, ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.federation import ClientData, Federation, SplitArrays, build_federation
 from fedcare_core.data.partition import FeaturePartition, with_disparity
@@ -348,7 +348,10 @@ def run_experiment(
     progress: ProgressFn | None = None,
     stage1_runner: Stage1Runner | None = None,
 ) -> ExperimentResult:
-    """Run FedCARE (or FedCARE-B) end to end in process.
+    """Run FedCARE (or FedCARE-B) end to end in process; a baseline goes to its own runner.
+
+    Baselines and bounds (``config.algorithm`` in ``BASELINE_ALGORITHMS``) are dispatched to
+    :func:`fedcare_core.baselines.runner.run_baseline`, which returns the same result shape.
 
     The phases are the public functions above (:func:`prepare_federation`, the Stage 1
     runner, :func:`run_stage2_client` per client, :func:`evaluate_experiment`,
@@ -375,6 +378,17 @@ def run_experiment(
     ExperimentResult
         Metrics, λ* trace, μ* summaries and timings.
     """
+    if config.algorithm in BASELINE_ALGORITHMS:
+        from fedcare_core.baselines.runner import run_baseline
+
+        return run_baseline(
+            cohort,
+            partition,
+            config,
+            source=source,
+            progress=progress,
+            stage1_runner=stage1_runner,
+        )
     config.validate()
     configure_torch(config)
     t0 = time.perf_counter()

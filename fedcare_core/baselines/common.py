@@ -1,0 +1,107 @@
+"""Pieces the baselines share: model construction, local losses, optimisers and batches."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping, Sequence
+
+import numpy as np
+import torch
+from torch import nn
+
+from fedcare_core.config import BaselineConfig, ModelConfig
+from fedcare_core.data.federation import ClientData, SplitArrays
+from fedcare_core.evaluate import Scorer
+from fedcare_core.losses import ObjectiveLoss, make_loss
+from fedcare_core.models import FullMLP, MultiObjectiveModel
+from fedcare_core.seeding import seed_torch
+
+#: BatchNorm needs at least two rows in training mode.
+MIN_BATCH = 2
+
+ProgressFn = Callable[[str, int, int], None]
+
+
+def build_full_mlp(
+    in_dim: int, objectives: Sequence[str], config: ModelConfig, seed: int, *key: object
+) -> FullMLP:
+    """A FullMLP initialised from the random stream ``(seed, "baseline-init", *key)``."""
+    seed_torch(seed, "baseline-init", *key)
+    return FullMLP(in_dim, objectives, config)
+
+
+def client_objective_losses(
+    client: ClientData, kinds: Mapping[str, str]
+) -> dict[str, ObjectiveLoss]:
+    """Per-objective losses of a client (positive weights from its own training labels)."""
+    return {s: make_loss(kinds[s], client.train.y[:, j]) for j, s in enumerate(client.objectives)}
+
+
+def trained_parameters(model: MultiObjectiveModel, objectives: Iterable[str]) -> list[nn.Parameter]:
+    """The parameters a client's loss reaches: the backbone and the heads of its objectives."""
+    wanted = set(objectives)
+    return [
+        p
+        for n, p in model.named_parameters()
+        if n.startswith("backbone.") or n.split(".")[1] in wanted
+    ]
+
+
+def multi_objective_loss(
+    model: MultiObjectiveModel,
+    losses: Mapping[str, ObjectiveLoss],
+    objectives: Sequence[str],
+    x: torch.Tensor,
+    y: torch.Tensor,
+) -> dict[str, torch.Tensor]:
+    """Mean loss of each objective over the rows of ``x`` labelled for it (others skipped).
+
+    ``y`` holds one column per entry of ``objectives``; NaN marks an unlabelled row.
+    """
+    h = model.backbone(x)
+    out: dict[str, torch.Tensor] = {}
+    for j, s in enumerate(objectives):
+        mask = torch.isfinite(y[:, j])
+        if int(mask.sum()) == 0:
+            continue
+        out[s] = losses[s](model.heads[s](h[mask]), y[mask, j])
+    return out
+
+
+def make_optimizer(params: Sequence[nn.Parameter], config: BaselineConfig) -> torch.optim.Optimizer:
+    """The local optimiser of :class:`BaselineConfig` (fresh state)."""
+    if config.optimizer == "adam":
+        return torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay)
+    return torch.optim.SGD(params, lr=config.lr, weight_decay=config.weight_decay)
+
+
+def batch_schedule(
+    n: int, batch_size: int, epochs: int, max_steps: int | None, rng: np.random.Generator
+) -> list[np.ndarray]:
+    """Row indices of each mini-batch: ``epochs`` shuffled passes, capped at ``max_steps``.
+
+    A pass drops its incomplete last batch (as Stage 2 does) unless that leaves none.
+    """
+    batch = max(MIN_BATCH, min(batch_size, n))
+    out: list[np.ndarray] = []
+    for _ in range(epochs):
+        order = rng.permutation(n)
+        for b in range(max(1, n // batch)):
+            out.append(order[b * batch : (b + 1) * batch])
+            if max_steps is not None and len(out) >= max_steps:
+                return out
+    return out
+
+
+def split_tensors(split: SplitArrays) -> tuple[torch.Tensor, torch.Tensor]:
+    """``(x_common, y)`` of a split as tensors (on a union view, ``x_common`` is the union)."""
+    return torch.from_numpy(split.x_common), torch.from_numpy(split.y)
+
+
+def global_scorer(model: MultiObjectiveModel) -> Scorer:
+    """Scores a union-view split with a model over the union vector (evaluation mode)."""
+    model.eval()
+
+    def score(split: SplitArrays, objective: str) -> torch.Tensor:
+        return model(torch.from_numpy(split.x_common), objective)
+
+    return score

@@ -1,0 +1,293 @@
+"""FedAvg (McMahan et al., 2017) and FedProx (Li et al., 2020) on the FullMLP.
+
+Both share one local-training loop; FedProx adds the proximal term ``μ/2 ‖w − w^t‖²`` to each
+local step's loss (μ = 0 is FedAvg exactly). The server averages the clients' models:
+
+- the backbone over all clients, weights ``N_k / Σ N_j`` (training rows);
+- objective s's head over the clients pursuing s, weights ``N_{k,s} / Σ_{j∈K_s} N_{j,s}``
+  (rows labelled for s). A client never moves a head it does not train, so averaging its
+  unchanged copy in would only shrink the others' updates;
+- BatchNorm running statistics over all clients, weights ``N_k / Σ N_j`` (as in Stage 1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from fedcare_core.baselines.common import (
+    ProgressFn,
+    batch_schedule,
+    build_full_mlp,
+    client_objective_losses,
+    make_optimizer,
+    multi_objective_loss,
+    split_tensors,
+    trained_parameters,
+)
+from fedcare_core.config import BaselineConfig, ModelConfig
+from fedcare_core.data.federation import ClientData, Federation
+from fedcare_core.models import MultiObjectiveModel
+from fedcare_core.params import (
+    ParamLayout,
+    get_buffers,
+    get_params,
+    param_layout,
+    set_buffers,
+    set_params,
+)
+from fedcare_core.seeding import derive_rng, seed_torch
+from fedcare_core.stage1 import RoundInfo, Stage1Result
+
+
+@dataclass(frozen=True)
+class LocalUpdate:
+    """What a client sends back after local training: its model and counts.
+
+    Parameters
+    ----------
+    client_id
+        The client.
+    params, buffers
+        Its parameters ``w_k`` and BatchNorm statistics after local training (float32).
+    num_examples
+        N_k: its training rows.
+    objective_examples
+        N_{k,s}: its training rows labelled for each of its objectives.
+    losses
+        Mean training loss of each objective over the round's local steps.
+    """
+
+    client_id: int
+    params: np.ndarray
+    buffers: np.ndarray
+    num_examples: int
+    objective_examples: dict[str, int]
+    losses: dict[str, float]
+
+
+def proximal_term(
+    params: Sequence[torch.Tensor], anchors: Sequence[torch.Tensor], mu: float
+) -> torch.Tensor:
+    """FedProx's proximal term ``μ/2 Σ ‖p − p^t‖²``; its gradient is ``μ (w − w^t)``.
+
+    Parameters
+    ----------
+    params
+        The parameters being trained.
+    anchors
+        Their values ``w^t`` at the start of the round (detached).
+    mu
+        μ ≥ 0.
+
+    Returns
+    -------
+    torch.Tensor
+        A scalar.
+    """
+    total = torch.zeros((), dtype=torch.float32)
+    for p, a in zip(params, anchors, strict=True):
+        total = total + ((p - a) ** 2).sum()
+    return 0.5 * mu * total
+
+
+def local_train(
+    model: MultiObjectiveModel,
+    params: np.ndarray,
+    buffers: np.ndarray,
+    client: ClientData,
+    kinds: Mapping[str, str],
+    config: BaselineConfig,
+    *,
+    prox_mu: float,
+    seed: int,
+    round_idx: int,
+) -> LocalUpdate:
+    """Train a client's copy of the global model for one round (FedAvg's ClientUpdate).
+
+    Parameters
+    ----------
+    model
+        A scratch FullMLP (its weights are overwritten).
+    params, buffers
+        The broadcast ``w^t`` and BatchNorm statistics.
+    client
+        The client's union view (``x_common`` holds the union vectors).
+    kinds
+        Objective name → ``"binary"`` or ``"regression"``.
+    config
+        Local epochs, step cap, optimiser and batch size.
+    prox_mu
+        FedProx's μ (0: FedAvg; the term is then not added at all).
+    seed, round_idx
+        Key the client's mini-batch and dropout streams.
+
+    Returns
+    -------
+    LocalUpdate
+        ``w_k``, its BatchNorm statistics, counts and mean losses.
+    """
+    set_params(model, params)
+    set_buffers(model, buffers)
+    model.train()
+    trained = trained_parameters(model, client.objectives)
+    anchors = [p.detach().clone() for p in trained]
+    opt = make_optimizer(trained, config)
+    losses = client_objective_losses(client, kinds)
+    x, y = split_tensors(client.train)
+    rng = derive_rng(seed, "baseline-batch", round_idx, client.client_id)
+    seed_torch(seed, "baseline-dropout", round_idx, client.client_id)
+    sums = dict.fromkeys(client.objectives, 0.0)
+    counts = dict.fromkeys(client.objectives, 0)
+    for idx in batch_schedule(
+        client.train.n, config.batch_size, config.local_epochs, config.max_local_steps, rng
+    ):
+        rows = torch.from_numpy(idx)
+        parts = multi_objective_loss(model, losses, client.objectives, x[rows], y[rows])
+        if not parts:
+            continue
+        loss = torch.stack(list(parts.values())).sum()
+        if prox_mu > 0:
+            loss = loss + proximal_term(trained, anchors, prox_mu)
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        for s, v in parts.items():
+            sums[s] += float(v.detach())
+            counts[s] += 1
+    return LocalUpdate(
+        client_id=client.client_id,
+        params=get_params(model),
+        buffers=get_buffers(model),
+        num_examples=client.train.n,
+        objective_examples={s: client.n_labelled(s) for s in client.objectives},
+        losses={s: sums[s] / counts[s] for s in client.objectives if counts[s]},
+    )
+
+
+def aggregate_models(
+    params: np.ndarray,
+    buffers: np.ndarray,
+    updates: Sequence[LocalUpdate],
+    layout: ParamLayout,
+) -> tuple[np.ndarray, np.ndarray]:
+    """FedAvg's weighted average, per block (module docstring), in float64.
+
+    Parameters
+    ----------
+    params, buffers
+        The global ``w^t`` and statistics (kept for a head no client trained).
+    updates
+        The clients' updates.
+    layout
+        Backbone and head slices of the flat parameter vector.
+
+    Returns
+    -------
+    tuple[numpy.ndarray, numpy.ndarray]
+        ``w^{t+1}`` and the averaged BatchNorm statistics (float32).
+    """
+    out = params.astype(np.float64)
+    total = sum(u.num_examples for u in updates)
+    if total == 0:
+        return params.copy(), buffers.copy()
+    bb = layout.backbone
+    out[bb] = sum(u.num_examples / total * u.params[bb].astype(np.float64) for u in updates)
+    for s, sl in layout.heads.items():
+        contrib = [u for u in updates if u.objective_examples.get(s, 0) > 0]
+        n_s = sum(u.objective_examples[s] for u in contrib)
+        if n_s:
+            out[sl] = sum(
+                u.objective_examples[s] / n_s * u.params[sl].astype(np.float64) for u in contrib
+            )
+    buf = sum(u.num_examples / total * u.buffers.astype(np.float64) for u in updates)
+    return out.astype(np.float32), np.asarray(buf, dtype=np.float32)
+
+
+def objective_round_losses(
+    updates: Sequence[LocalUpdate], objectives: Sequence[str]
+) -> dict[str, float]:
+    """Each objective's training loss this round, weighted by N_{k,s} over its clients."""
+    acc: dict[str, float] = {}
+    weight: dict[str, int] = {}
+    for u in updates:
+        for s, v in u.losses.items():
+            n = u.objective_examples[s]
+            acc[s] = acc.get(s, 0.0) + n * v
+            weight[s] = weight.get(s, 0) + n
+    return {s: acc[s] / weight[s] for s in objectives if weight.get(s)}
+
+
+def run_fedavg(
+    federation: Federation,
+    model_config: ModelConfig,
+    config: BaselineConfig,
+    rounds: int,
+    seed: int,
+    *,
+    prox_mu: float = 0.0,
+    progress: ProgressFn | None = None,
+) -> Stage1Result:
+    """Run FedAvg (``prox_mu = 0``) or FedProx in process for ``rounds`` rounds.
+
+    Parameters
+    ----------
+    federation
+        The union view of the clients (:func:`~fedcare_core.baselines.features.union_federation`).
+    model_config
+        FullMLP widths.
+    config
+        Local training settings.
+    rounds
+        T.
+    seed
+        Experiment seed.
+    prox_mu
+        FedProx's μ.
+    progress
+        Called as ``progress("stage1", t, T)`` after each round.
+
+    Returns
+    -------
+    Stage1Result
+        The final global model and, per round, each objective's training loss and
+        ``‖w^{t+1} − w^t‖²`` (as ``d_sq_norm``; no λ*).
+    """
+    objectives = federation.objective_names
+    kinds = {o.name: o.kind for o in federation.objectives}
+    model = build_full_mlp(federation.common_width, objectives, model_config, seed)
+    layout = param_layout(model)
+    params, buffers = get_params(model), get_buffers(model)
+    trace: list[RoundInfo] = []
+    for t in range(1, rounds + 1):
+        updates = [
+            local_train(
+                model, params, buffers, c, kinds, config, prox_mu=prox_mu, seed=seed, round_idx=t
+            )
+            for c in federation.clients
+        ]
+        new_params, buffers = aggregate_models(params, buffers, updates, layout)
+        step = new_params.astype(np.float64) - params.astype(np.float64)
+        params = new_params
+        trace.append(
+            RoundInfo(
+                round=t,
+                lambdas={},
+                d_sq_norm=float(step @ step),
+                losses=objective_round_losses(updates, objectives),
+                participants=tuple(u.client_id for u in updates),
+            )
+        )
+        if progress is not None:
+            progress("stage1", t, rounds)
+    return Stage1Result(
+        params=params,
+        buffers=buffers,
+        rounds=trace,
+        converged=False,
+        objectives=objectives,
+        layout=layout,
+    )
