@@ -1,0 +1,116 @@
+import json
+
+import pytest
+
+from fedcare_core.config import (
+    BASELINE_ALGORITHMS,
+    BaselineConfig,
+    DataConfig,
+    ExperimentConfig,
+    Stage1Config,
+)
+from fedcare_core.errors import ConfigError
+from fedcare_core.runner import run_experiment
+from tests.fedcare_core.synthetic import PARTITION, make_cohort
+
+FEDERATED = ("fedavg", "fedprox", "fmgda", "fsmgda", "pafnet")
+MGDA = ("fmgda", "fsmgda")
+
+
+def _config(algorithm, seed=0):
+    return ExperimentConfig(
+        algorithm=algorithm,
+        seed=seed,
+        data=DataConfig(clients=4),
+        stage1=Stage1Config(rounds=2, batch_size=32),
+        baselines=BaselineConfig(batch_size=32, max_local_steps=4, bound_epochs=2),
+    )
+
+
+@pytest.fixture(scope="module")
+def cohort():
+    return make_cohort(240)
+
+
+@pytest.mark.parametrize("algorithm", BASELINE_ALGORITHMS)
+def test_every_baseline_runs_end_to_end_deterministically(cohort, algorithm):
+    doc = run_experiment(cohort, PARTITION, _config(algorithm, seed=3)).to_dict()
+    json.dumps(doc)
+    assert doc["algorithm"] == algorithm
+    assert doc["config"]["baselines"]["prox_mu"] == BaselineConfig().prox_mu
+    assert doc["stage2"] == []
+    assert set(doc["objectives"]) == {"early_discharge", "readmission", "los"}
+    for name, rep in doc["objectives"].items():
+        assert rep["metric"] == ("mae_days" if name == "los" else "auroc")
+        assert rep["pooled"] is not None
+        assert {c["client"] for c in rep["clients"]}
+    if algorithm in FEDERATED:
+        assert [r["round"] for r in doc["rounds"]] == [1, 2]
+        for r in doc["rounds"]:
+            assert r["loss"] and r["participants"] == [0, 1, 2, 3]
+            assert bool(r["lambda"]) == (algorithm in MGDA)
+            if algorithm in MGDA:
+                assert sum(r["lambda"].values()) == pytest.approx(1.0)
+    else:
+        assert doc["rounds"] == []
+    again = run_experiment(cohort, PARTITION, _config(algorithm, seed=3)).to_dict()
+    for d in (doc, again):
+        d.pop("timing")
+    assert again == doc
+
+
+def test_every_client_is_scored_on_its_own_test_rows(cohort):
+    doc = run_experiment(cohort, PARTITION, _config("fedavg")).to_dict()
+    n_test = {c["client"]: c["n_test"] for c in doc["clients"]}
+    for rep in doc["objectives"].values():
+        for c in rep["clients"]:
+            assert c["n_test"] <= n_test[c["client"]]
+
+
+def test_baseline_config_round_trips_and_old_documents_still_load():
+    cfg = _config("fedprox").with_overrides(baselines={"prox_mu": 0.5, "optimizer": "sgd"})
+    assert ExperimentConfig.from_dict(cfg.to_dict()) == cfg
+    old = _config("fedcare").to_dict()
+    assert "baselines" not in old  # FedCARE's documents are unchanged
+    assert ExperimentConfig.from_dict(old).baselines == BaselineConfig()
+
+
+@pytest.mark.parametrize(
+    ("bad", "match"),
+    [
+        ({"baselines": {"optimizer": "lbfgs"}}, "unknown baseline optimizer"),
+        ({"baselines": {"prox_mu": -1.0}}, "prox_mu"),
+        ({"baselines": {"pafnet_temperature": 0.0}}, "pafnet_temperature"),
+        ({"algorithm": "fedsgd"}, "unknown algorithm"),
+    ],
+)
+def test_invalid_baseline_options_raise(bad, match):
+    with pytest.raises(ConfigError, match=match):
+        _config("fedavg").with_overrides(**bad)
+
+
+def test_a_stage1_backend_is_refused_where_the_method_is_not_algorithm_1(cohort):
+    def backend(*args):  # pragma: no cover - must not be called
+        raise AssertionError
+
+    with pytest.raises(ConfigError, match="runs in process only"):
+        run_experiment(cohort, PARTITION, _config("pafnet"), stage1_runner=backend)
+
+
+def test_fmgda_runs_on_a_given_stage1_backend_with_full_batches(cohort):
+    from fedcare_core.stage1 import run_stage1
+
+    seen = {}
+
+    def backend(federation, model_config, config, seed, progress):
+        seen["batch_size"] = config.batch_size
+        seen["width"] = federation.common_width
+        return run_stage1(federation, model_config, config, seed, progress=progress)
+
+    doc = run_experiment(cohort, PARTITION, _config("fmgda"), stage1_runner=backend).to_dict()
+    local = run_experiment(cohort, PARTITION, _config("fmgda")).to_dict()
+    assert seen["batch_size"] >= max(c["n_train"] for c in doc["clients"])
+    assert seen["width"] > doc["clients"][0]["common_width"]  # the union vector
+    for d in (doc, local):
+        d.pop("timing")
+    assert doc == local
