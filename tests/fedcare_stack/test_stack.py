@@ -1,0 +1,86 @@
+"""Stack pieces without starting the real services: environment, detached processes, teardown."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from fedcare_stack import stack
+from fedcare_stack.config import LOOPBACK, TOKEN_ENV, StackConfig
+from fedcare_stack.processes import (
+    alive,
+    free_port,
+    marked_processes,
+    port_in_use,
+    read_pid,
+    start_detached,
+    stop_group,
+    sweep,
+)
+
+
+def test_environment_is_loopback_offline_and_project_bound(tmp_path: Path) -> None:
+    config = StackConfig(state=tmp_path / "s", mlflow_dir=tmp_path / "m", data_dir=tmp_path)
+    env = config.service_env("tok")
+    assert env["PREFECT_API_URL"] == f"http://{LOOPBACK}:4200/api"
+    assert env["MLFLOW_TRACKING_URI"] == f"http://{LOOPBACK}:5000"
+    assert env["PREFECT_HOME"] == str((tmp_path / "s" / "prefect").resolve())
+    assert env["PREFECT_API_DATABASE_CONNECTION_URL"].endswith("/s/prefect/prefect.db")
+    assert env["FEDCARE_PROJECT_DIR"] == str(config.project)
+    assert (config.project / "prefect.yaml").is_file()
+    assert env["FEDCARE_DATA_DIR"] == str(tmp_path.resolve())
+    assert env[TOKEN_ENV] == "tok"
+    offline = {
+        "DO_NOT_TRACK": "1",
+        "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+        "MLFLOW_DISABLE_TELEMETRY": "true",
+        "FLWR_TELEMETRY_ENABLED": "0",
+    }
+    assert offline.items() <= env.items()
+
+
+def test_detached_group_is_stopped_and_marked_processes_swept(tmp_path: Path) -> None:
+    token = "t" + str(time.time_ns())
+    # A leader with a child in its group, and a marked process in a session of its own.
+    script = "import subprocess, sys, time; subprocess.Popen([sys.executable, '-c', " \
+        "'import time; time.sleep(60)']); time.sleep(60)"  # fmt: skip
+    pid = start_detached(
+        [sys.executable, "-c", script],
+        env={TOKEN_ENV: token, "PATH": "/usr/bin:/bin"},
+        log=tmp_path / "a.log",
+        pid_file=tmp_path / "a.pid",
+        cwd=tmp_path,
+    )
+    other = start_detached(
+        [sys.executable, "-c", "import time; time.sleep(60)"],
+        env={TOKEN_ENV: token},
+        log=tmp_path / "b.log",
+        pid_file=tmp_path / "b.pid",
+        cwd=tmp_path,
+    )
+    assert read_pid(tmp_path / "a.pid") == pid
+    deadline = time.monotonic() + 20
+    while len(marked_processes(TOKEN_ENV, token)) < 3 and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert len(marked_processes(TOKEN_ENV, token)) == 3
+    assert stop_group(pid, grace_s=5) is False
+    assert not alive(pid)
+    assert marked_processes(TOKEN_ENV, token) == [other]
+    assert sweep(TOKEN_ENV, token) == [other]
+    assert marked_processes(TOKEN_ENV, token) == []
+
+
+def test_a_taken_port_is_refused_with_a_clear_message(tmp_path: Path) -> None:
+    with socket.socket() as sock:
+        sock.bind((LOOPBACK, free_port(LOOPBACK)))
+        sock.listen()
+        port = sock.getsockname()[1]
+        assert port_in_use(port, LOOPBACK)
+        config = StackConfig(state=tmp_path / "s", mlflow_dir=tmp_path / "m", prefect_port=port)
+        with pytest.raises(stack.StackError, match=f"port {port} .* taken by another program"):
+            stack.up(config, say=lambda _: None)
+    assert all(not s.running for s in stack.status(config))

@@ -1,0 +1,115 @@
+"""Integration: the real local stack runs ``fedcare/full-experiment`` twice; MLflow holds it all.
+
+Brings up a Prefect server, a process worker, the deployments of ``prefect.yaml`` and an MLflow
+tracking server (``fedcare_stack``, on free loopback ports, state in a temporary folder),
+triggers the deployment with the Prefect CLI as the README does (small settings, two seeds in
+two flow runs), then reads MLflow back over HTTP, and tears the stack down, leaving no process.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import fedcare_tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
+from fedcare_stack import stack
+from fedcare_stack.config import LOOPBACK, TOKEN_ENV, StackConfig
+from fedcare_stack.processes import free_port, marked_processes, port_in_use
+
+ROUNDS = 4
+SMALL = ["clients=3", f"rounds={ROUNDS}", "max_patients=3000", "stage2_epochs=3"]
+
+
+def _run_deployment(config: StackConfig, params: list[str], log: Path) -> int:
+    argv = [str(Path(config.python).parent / "prefect"), "deployment", "run"]
+    argv += ["fedcare/full-experiment", "--watch"]
+    for p in params:
+        argv += ["-p", p]
+    import os
+
+    env = dict(os.environ) | config.client_env()
+    with open(log, "wb") as out:
+        return subprocess.run(
+            argv, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=900, check=False
+        ).returncode
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_full_experiment_deployment_on_the_local_stack(data_dir: Path, tmp_path: Path) -> None:
+    from mlflow.tracking import MlflowClient
+
+    config = StackConfig(
+        state=tmp_path / "stack",
+        mlflow_dir=tmp_path / "mlflow",
+        prefect_port=free_port(LOOPBACK),
+        mlflow_port=free_port(LOOPBACK),
+        data_dir=data_dir,
+    )
+    t0 = time.perf_counter()
+    try:
+        stack.up(config, say=print)
+        t_up = time.perf_counter() - t0
+        for seed in (0, 1):
+            params = [f"data_dir={data_dir}", f"seeds=[{seed}]", *SMALL]
+            params.append(f"reports_dir={tmp_path / 'reports'}")
+            log = tmp_path / f"run{seed}.log"
+            rc = _run_deployment(config, params, log)
+            assert rc == 0, log.read_text()[-3000:]
+        t_runs = time.perf_counter() - t0 - t_up
+
+        mc = MlflowClient(tracking_uri=config.mlflow_url)
+        experiment = mc.get_experiment_by_name("fedcare/diabetes130")
+        assert experiment is not None
+        runs = mc.search_runs([experiment.experiment_id])
+        assert all(r.info.status == "FINISHED" for r in runs)
+        stages: dict[str, list[Any]] = {}
+        for r in runs:
+            stages.setdefault(r.data.tags["fedcare.stage"], []).append(r)
+        assert {k: len(v) for k, v in stages.items()} == {"flow": 2, "experiment": 2, "stage2": 6}
+        parents = {r.info.run_id: r for r in stages["flow"]}
+        flow_run_ids = {r.data.tags["prefect.flow_run_id"] for r in stages["flow"]}
+        assert len(flow_run_ids) == 2
+        for run in stages["experiment"]:
+            parent = parents[run.data.tags["mlflow.parentRunId"]]
+            assert run.data.tags["prefect.flow_run_id"] == parent.data.tags["prefect.flow_run_id"]
+            assert (
+                run.data.tags["fedcare.dataset_sha256"]
+                == parent.data.tags["fedcare.dataset_sha256"]
+            )
+            for objective in ("early_discharge", "readmission", "los"):
+                history = mc.get_metric_history(run.info.run_id, f"lambda.{objective}")
+                assert sorted(m.step for m in history) == list(range(1, ROUNDS + 1))
+                assert f"{objective}.pooled" in run.data.metrics
+            assert run.data.params["stage1.rounds"] == str(ROUNDS)
+            files = {a.path for a in mc.list_artifacts(run.info.run_id)}
+            assert {"results.json", "plots", "validation"} <= files
+            plots = {a.path for a in mc.list_artifacts(run.info.run_id, "plots")}
+            assert plots == {"plots/lambda_trajectory.png", "plots/metrics.png"}
+            raw = {a.path for a in mc.list_artifacts(run.info.run_id, "validation/raw")}
+            assert "validation/raw/index.html" in raw
+        for run in stages["stage2"]:
+            assert run.data.tags["mlflow.parentRunId"] in {
+                r.info.run_id for r in stages["experiment"]
+            }
+            assert mc.get_metric_history(run.info.run_id, "val_loss")
+        models = mc.search_logged_models(experiment_ids=[experiment.experiment_id])
+        names = sorted(m.name for m in models)
+        assert names.count("backbone") == 2 and len(names) == 2 + 6
+        versions = mc.search_model_versions("name='fedcare-diabetes130-fedcare-backbone'")
+        assert len(versions) == 2
+        champion = mc.get_model_version_by_alias("fedcare-diabetes130-fedcare-backbone", "champion")
+        scores = {v.version: float(v.tags["fedcare.score"]) for v in versions}
+        assert scores[champion.version] == max(scores.values())
+        print(f"stack up {t_up:.0f} s; two deployment runs {t_runs:.0f} s")
+    finally:
+        token_file = config.state_dir / "token"
+        token = token_file.read_text().strip() if token_file.exists() else ""
+        stack.down(config, say=print)
+    assert not port_in_use(config.prefect_port, LOOPBACK)
+    assert not port_in_use(config.mlflow_port, LOOPBACK)
+    assert token and marked_processes(TOKEN_ENV, token) == []
