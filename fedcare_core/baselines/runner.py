@@ -32,9 +32,6 @@ from fedcare_core.stage1 import Stage1Result, load_global_model
 if TYPE_CHECKING:
     from fedcare_core.runner import ExperimentResult, Stage1Runner
 
-#: Baselines whose training is Algorithm 1 and so can run on any Stage 1 backend.
-STAGE1_BACKEND_ALGORITHMS = ("fmgda", "fsmgda")
-
 
 def _no_rounds(
     objectives: tuple[str, ...], notes: list[str], model: MultiObjectiveModel | None = None
@@ -73,7 +70,10 @@ def run_baseline(
         Called as ``progress(stage, done, total)``: ``"stage1"`` per round, ``"local"`` per
         client, ``"centralised"`` once.
     stage1_runner
-        An Algorithm 1 backend; accepted for FMGDA and FSMGDA only.
+        Must be None: the baselines run in process. (FMGDA/FSMGDA are Algorithm 1 and
+        :func:`~fedcare_core.baselines.fmgda.run_mgda` accepts a backend, but the Flower layer's
+        client data store checks ``x_common`` against the common encoder, which the union view
+        does not satisfy; wiring that up is the Flower layer's work.)
 
     Returns
     -------
@@ -83,18 +83,17 @@ def run_baseline(
     Raises
     ------
     ConfigError
-        If the algorithm is not a baseline, or a Stage 1 backend is given for one that is not
-        Algorithm 1.
+        If the algorithm is not a baseline, or a Stage 1 backend is given.
     """
     from fedcare_core.runner import assemble_result, configure_torch, prepare_federation
 
     algorithm = config.algorithm
     if algorithm not in BASELINE_ALGORITHMS:
         raise ConfigError(f"{algorithm!r} is not a baseline")
-    if stage1_runner is not None and algorithm not in STAGE1_BACKEND_ALGORITHMS:
+    if stage1_runner is not None:
         raise ConfigError(
-            f"algorithm {algorithm!r} runs in process only; other Stage 1 backends serve "
-            f"{', '.join(('fedcare', 'fedcare-b', *STAGE1_BACKEND_ALGORITHMS))}"
+            f"algorithm {algorithm!r} runs in process only (--backend local); the Flower "
+            "backends serve fedcare and fedcare-b"
         )
     config.validate()
     configure_torch(config)
@@ -120,7 +119,6 @@ def run_baseline(
             config.seed,
             full=algorithm == "fmgda",
             progress=progress,
-            stage1_runner=stage1_runner,
         )
         scorers = _global(stage1, layout.width, config, len(federation.clients))
     elif algorithm == "pafnet":

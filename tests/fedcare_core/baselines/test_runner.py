@@ -89,28 +89,28 @@ def test_invalid_baseline_options_raise(bad, match):
         _config("fedavg").with_overrides(**bad)
 
 
-def test_a_stage1_backend_is_refused_where_the_method_is_not_algorithm_1(cohort):
+@pytest.mark.parametrize("algorithm", ["pafnet", "fmgda"])
+def test_a_stage1_backend_is_refused(cohort, algorithm):
     def backend(*args):  # pragma: no cover - must not be called
         raise AssertionError
 
     with pytest.raises(ConfigError, match="runs in process only"):
-        run_experiment(cohort, PARTITION, _config("pafnet"), stage1_runner=backend)
+        run_experiment(cohort, PARTITION, _config(algorithm), stage1_runner=backend)
 
 
-def test_fmgda_runs_on_a_given_stage1_backend_with_full_batches(cohort):
+def test_run_mgda_hands_full_batches_to_a_given_stage1_runner(union):
+    from fedcare_core.baselines.fmgda import run_mgda
+    from fedcare_core.config import ModelConfig
     from fedcare_core.stage1 import run_stage1
 
     seen = {}
 
     def backend(federation, model_config, config, seed, progress):
         seen["batch_size"] = config.batch_size
-        seen["width"] = federation.common_width
         return run_stage1(federation, model_config, config, seed, progress=progress)
 
-    doc = run_experiment(cohort, PARTITION, _config("fmgda"), stage1_runner=backend).to_dict()
-    local = run_experiment(cohort, PARTITION, _config("fmgda")).to_dict()
-    assert seen["batch_size"] >= max(c["n_train"] for c in doc["clients"])
-    assert seen["width"] > doc["clients"][0]["common_width"]  # the union vector
-    for d in (doc, local):
-        d.pop("timing")
-    assert doc == local
+    cfg = Stage1Config(rounds=1, batch_size=32)
+    got = run_mgda(union, ModelConfig(), cfg, 0, full=True, stage1_runner=backend)
+    local = run_mgda(union, ModelConfig(), cfg, 0, full=True)
+    assert seen["batch_size"] >= max(c.train.n for c in union.clients)
+    assert got.rounds == local.rounds
