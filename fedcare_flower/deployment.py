@@ -6,7 +6,10 @@ own folder, then starts
 * one ``flower-superlink`` (insecure HTTP on a free loopback port, runtime dependency
   installation disabled: the machine may be offline),
 * one ``flower-supernode`` per client, on its own free loopback port, whose node config names
-  only that client's folder (``client-id``, ``data-path``) and nothing else,
+  only that client's folder (``client-id``, ``data-path``) and nothing else; by default
+  (``FlowerConfig.client_exec="warm"``) run through :mod:`fedcare_flower.supernode` (polls
+  capped) with ``--isolation process`` and a :mod:`fedcare_flower.warm_exec` SuperExec beside
+  it that forks each ClientApp task instead of starting a new interpreter,
 * ``flwr run <app> fedcare --stream``, which packages a one-file Flower App (a ``pyproject.toml``
   naming :mod:`fedcare_flower.server_app` and :mod:`fedcare_flower.client_app`) and submits it
   to the SuperLink's Control API. The SuperLink launches the ServerApp, which reads only the
