@@ -138,7 +138,10 @@ class BaselineConfig:
         global model exactly (mask 1).
     pafnet_temperature
         Peer-attention temperature on the cosine similarity of clients' updates (smaller:
-        sharper preference for similar peers; ∞: FedAvg weights).
+        sharper preference for similar peers; ∞: FedAvg weights over the peers).
+    pafnet_self_weight
+        Share of a client's own model in its aggregate; its peers share the rest by attention
+        (FedAMP's fixed self weight).
     bound_epochs, bound_patience
         Local and Centralised: training epochs, and epochs without validation improvement that
         end training early (the epoch with the lowest validation loss is deployed).
@@ -153,7 +156,8 @@ class BaselineConfig:
     prox_mu: float = 0.01
     pafnet_latent: int = 64
     pafnet_mask_init: float = 0.0
-    pafnet_temperature: float = 0.2
+    pafnet_temperature: float = 0.05
+    pafnet_self_weight: float = 0.5
     bound_epochs: int = 40
     bound_patience: int = 6
 
@@ -168,6 +172,8 @@ class BaselineConfig:
             raise ConfigError("bound_epochs and bound_patience must be ≥ 1")
         _check_positive(self.lr, "baseline lr")
         _check_positive(self.pafnet_temperature, "pafnet_temperature")
+        if not 0 <= self.pafnet_self_weight <= 1:
+            raise ConfigError("pafnet_self_weight must lie in [0, 1]")
         if self.prox_mu < 0 or self.weight_decay < 0:
             raise ConfigError("prox_mu and weight_decay must be ≥ 0")
 

@@ -49,14 +49,16 @@ def test_masks_are_applied_and_start_at_the_identity():
 
 def test_peer_attention_rows_sum_to_one_and_favour_similar_clients():
     deltas = np.array([[1.0, 0.0, 0.0], [0.9, 0.1, 0.0], [0.0, 0.0, 1.0], [0.0, 0.2, 0.9]])
-    a = peer_attention(deltas, np.full(4, 100.0), temperature=0.2)
+    a = peer_attention(deltas, np.full(4, 100.0), temperature=0.2, self_weight=0.4)
     np.testing.assert_allclose(a.sum(axis=1), 1.0)
+    np.testing.assert_allclose(np.diag(a), 0.4)
     assert (a > 0).all()
     assert a[0, 1] > a[0, 2] and a[0, 1] > a[0, 3]
     assert a[2, 3] > a[2, 0]
-    # A large temperature gives the FedAvg (size) weights.
-    flat = peer_attention(deltas, np.array([1.0, 1.0, 2.0, 4.0]), temperature=1e9)
-    np.testing.assert_allclose(flat, np.tile([1 / 8, 1 / 8, 2 / 8, 4 / 8], (4, 1)))
+    # A large temperature gives the FedAvg (size) weights over the peers.
+    flat = peer_attention(deltas, np.array([1.0, 1.0, 2.0, 4.0]), 1e9, self_weight=0.0)
+    np.testing.assert_allclose(flat[0], [0, 1 / 7, 2 / 7, 4 / 7])
+    np.testing.assert_allclose(peer_attention(deltas[:1], np.ones(1), 0.2), [[1.0]])
 
 
 def test_attentive_aggregate_personalises_backbone_and_restricts_heads():
