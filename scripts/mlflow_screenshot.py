@@ -1,7 +1,8 @@
 """Screenshot of the MLflow UI in headless Chromium: the experiment's runs and the λ* charts.
 
 Opens the ``fedcare/<dataset>`` experiment in the MLflow UI's chart view (the runs listed on
-the left, one chart per metric), narrows the charts to ``lambda`` (λ*_s per round, one line per
+the left, nested algorithm × seed runs shown, one chart per metric), narrows the charts to
+``lambda`` (λ*_s per round, one line per
 run), and saves a PNG. Needs a running tracking server with at least one finished flow run
 (``make run``), the Debian packages ``chromium`` and ``chromium-driver``, and selenium
 (``pip install -c constraints/py311-linux.txt -e ".[ui]"``). Nothing is fetched from the
@@ -19,6 +20,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
+from urllib.parse import quote
 
 import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow loads)
 
@@ -37,6 +40,13 @@ CHROMIUM_FLAGS = (
 )
 CHROMIUM = "/usr/bin/chromium"
 CHROMEDRIVER = "/usr/bin/chromedriver"
+#: MLflow 3.17 UI elements: the metric-chart filter, a run's "show nested runs" toggle, and the
+#: assistant panel's close button.
+CHART_SEARCH = "input[placeholder='Search metric charts']"
+RUN_EXPANDER = "button[data-component-id*='runnamecellrenderer']"
+ASSISTANT_CLOSE = "button[aria-label='Close']"
+#: Runs shown: the algorithm × seed runs (nested under the flow runs), full-size only.
+RUN_FILTER = "tags.`fedcare.stage` = 'experiment' and params.`data.clients` = '{clients}'"
 
 
 def experiment_id(tracking_uri: str, dataset: str) -> str:
@@ -49,13 +59,25 @@ def experiment_id(tracking_uri: str, dataset: str) -> str:
     return str(found.experiment_id)
 
 
+def _js_click_all(driver: Any, selector: str) -> int:
+    """Click every element matching ``selector`` once (re-found after each click)."""
+    from selenium.webdriver.common.by import By
+
+    count = len(driver.find_elements(By.CSS_SELECTOR, selector))
+    for i in range(count):
+        found = driver.find_elements(By.CSS_SELECTOR, selector)
+        if i < len(found):
+            driver.execute_script("arguments[0].click()", found[i])
+            time.sleep(1.5)
+    return count
+
+
 def screenshot(url: str, out: Path, *, width: int, height: int, search: str) -> None:
-    """Load ``url``, filter the charts by ``search``, and save the window as ``out``."""
+    """Load ``url``, show the nested runs, filter the charts by ``search``, save ``out``."""
     os.environ.setdefault("SE_AVOID_STATS", "true")  # Selenium Manager: no usage statistics
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.common.keys import Keys
     from selenium.webdriver.support import expected_conditions as ec
     from selenium.webdriver.support.ui import WebDriverWait
 
@@ -67,16 +89,16 @@ def screenshot(url: str, out: Path, *, width: int, height: int, search: str) -> 
     driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
     try:
         driver.get(url)
-        wait = WebDriverWait(driver, 90)
-        box = wait.until(
-            ec.presence_of_element_located(
-                (By.CSS_SELECTOR, "input[placeholder*='Search metric charts' i]")
-            )
-        )
-        box.click()
-        box.send_keys(search, Keys.ENTER)
+        wait = WebDriverWait(driver, 120)
+        box = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, CHART_SEARCH)))
+        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, RUN_EXPANDER))
+        time.sleep(3)
+        _js_click_all(driver, ASSISTANT_CLOSE)  # the assistant side panel hides the charts
+        _js_click_all(driver, RUN_EXPANDER)  # the flow runs' nested algorithm × seed runs
+        box = driver.find_element(By.CSS_SELECTOR, CHART_SEARCH)
+        box.send_keys(search)
         wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "canvas, svg.main-svg"))
-        time.sleep(5)  # charts animate in
+        time.sleep(6)  # charts draw in
         out.parent.mkdir(parents=True, exist_ok=True)
         driver.save_screenshot(str(out))
     finally:
@@ -91,12 +113,15 @@ def main() -> None:
     )
     parser.add_argument("--dataset", default="diabetes130")
     parser.add_argument("--search", default="lambda", help="chart filter (default: lambda)")
+    parser.add_argument("--clients", type=int, default=10, help="show runs with this K only")
     parser.add_argument("--out", type=Path, default=Path("docs/mlflow_ui.png"))
     parser.add_argument("--width", type=int, default=1600)
     parser.add_argument("--height", type=int, default=1000)
     args = parser.parse_args()
     exp = experiment_id(args.tracking_uri, args.dataset)
-    url = f"{args.tracking_uri.rstrip('/')}/#/experiments/{exp}?compareRunsMode=CHART"
+    runs = quote(RUN_FILTER.format(clients=args.clients))
+    url = f"{args.tracking_uri.rstrip('/')}/#/experiments/{exp}/runs?compareRunsMode=CHART"
+    url += f"&searchFilter={runs}"
     screenshot(url, args.out, width=args.width, height=args.height, search=args.search)
     print(args.out)
 
