@@ -23,6 +23,7 @@ SERVER_OPTIMIZERS = ("sgd", "adam")
 STAGE2_OPTIMIZERS = ("adam", "sgd")
 READMISSION_DEFINITIONS = ("30d", "any")
 LOCAL_OPTIMIZERS = ("adam", "sgd")
+PAFNET_DEPLOY = ("best-val", "last")
 
 
 def _check(value: str, allowed: tuple[str, ...], name: str) -> None:
@@ -142,6 +143,10 @@ class BaselineConfig:
     pafnet_self_weight
         Share of a client's own model in its aggregate; its peers share the rest by attention
         (FedAMP's fixed self weight).
+    pafnet_deploy
+        Which of its models a PAFNet client deploys: ``"best-val"`` the one (after some round's
+        local training) with its lowest validation loss, as FedCARE's Stage 2 and the bounds
+        choose; ``"last"`` the one after the last round.
     bound_epochs, bound_patience
         Local and Centralised: training epochs, and epochs without validation improvement that
         end training early (the epoch with the lowest validation loss is deployed).
@@ -158,12 +163,14 @@ class BaselineConfig:
     pafnet_mask_init: float = 0.0
     pafnet_temperature: float = 0.05
     pafnet_self_weight: float = 0.5
+    pafnet_deploy: str = "best-val"
     bound_epochs: int = 40
     bound_patience: int = 6
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` on an invalid value."""
         _check(self.optimizer, LOCAL_OPTIMIZERS, "baseline optimizer")
+        _check(self.pafnet_deploy, PAFNET_DEPLOY, "pafnet_deploy")
         if self.local_epochs < 1 or self.batch_size < 1 or self.pafnet_latent < 1:
             raise ConfigError("local_epochs, batch_size and pafnet_latent must be ≥ 1")
         if self.max_local_steps is not None and self.max_local_steps < 1:

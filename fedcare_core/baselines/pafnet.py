@@ -17,12 +17,14 @@ module implements each on tabular rows, with every open choice recorded in ``doc
    averaged over the clients that pursue its objective only (weights renormalised over them).
 
 The shared network is the FullMLP shape over the latent space (backbone + one head per
-objective). Each client deploys its own model: projection, masks and its shared weights after
-its last round of local training.
+objective). Each client deploys its own model — projection, masks and shared weights — as it
+stood after the round of local training with its lowest validation loss (``pafnet_deploy =
+"best-val"``, the rule FedCARE's Stage 2 and the bounds follow) or after the last round.
 """
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -363,7 +365,8 @@ def run_pafnet(
     tuple[Stage1Result, list[PafnetClientModel]]
         The round trace (``d_sq_norm``: mean over clients of ‖w̄_k^{t+1} − w̄_k^t‖²; the
         ``params`` are the size-weighted mean of the clients' final shared weights, which no
-        client deploys) and each client's deployed model, in evaluation mode.
+        client deploys) and each client's deployed model (``config.pafnet_deploy``), in
+        evaluation mode.
     """
     objectives = federation.objective_names
     kinds = {o.name: o.kind for o in federation.objectives}
@@ -374,11 +377,16 @@ def run_pafnet(
     trace: list[RoundInfo] = []
     attention = np.eye(len(models))
     updates: list[LocalUpdate] = []
+    best = [(float("inf"), 0, copy.deepcopy(m.state_dict())) for m in models]
     for t in range(1, rounds + 1):
         updates = [
             pafnet_local_train(m, p, b, c, kinds, config, seed=seed, round_idx=t)
             for m, (p, b), c in zip(models, starts, federation.clients, strict=True)
         ]
+        for k, (m, c) in enumerate(zip(models, federation.clients, strict=True)):
+            val = validation_loss(m, c, kinds)
+            if t == 1 or (np.isfinite(val) and val < best[k][0]):
+                best[k] = (val, t, copy.deepcopy(m.state_dict()))
         deltas = np.stack(
             [u.params.astype(np.float64) - p for u, (p, _) in zip(updates, starts, strict=True)]
         )
@@ -416,10 +424,33 @@ def run_pafnet(
         layout=layout,
         notes=[
             "pafnet: last round's attention on peers sharing an objective "
-            f"{same_objective_attention(attention, federation):.2f} (per client, mean)"
+            f"{same_objective_attention(attention, federation):.2f} (per client, mean); "
+            f"lowest validation loss after rounds {[r for _, r, _ in best]}"
         ],
     )
+    if config.pafnet_deploy == "best-val":
+        for m, (_, _, state) in zip(models, best, strict=True):
+            m.load_state_dict(state)
     return result, [m.eval() for m in models]
+
+
+def validation_loss(
+    model: PafnetClientModel, client: ClientData, kinds: Mapping[str, str]
+) -> float:
+    """Sum over the client's objectives of its mean validation loss (NaN without rows)."""
+    if client.val.n == 0:
+        return float("nan")
+    losses = client_objective_losses(client, kinds)
+    y = torch.from_numpy(client.val.y)
+    model.eval()
+    with torch.no_grad():
+        scores = model.forward_all(torch.from_numpy(own_features(client.val)), client.objectives)
+        total = 0.0
+        for j, s in enumerate(client.objectives):
+            mask = torch.isfinite(y[:, j])
+            if int(mask.sum()):
+                total += float(losses[s](scores[s][mask], y[:, j][mask]))
+    return total
 
 
 def pafnet_scorer(model: PafnetClientModel) -> Scorer:

@@ -1,3 +1,5 @@
+import dataclasses
+
 import numpy as np
 import torch
 
@@ -95,3 +97,17 @@ def test_local_round_trains_projection_masks_and_shared_weights(federation):
     assert not np.array_equal(up.params, w0)
     np.testing.assert_array_equal(up.params, get_params(m.body))
     np.testing.assert_array_equal(up.buffers, get_buffers(m.body))
+
+
+def test_each_client_deploys_its_lowest_validation_loss_round(federation):
+    from fedcare_core.baselines.pafnet import run_pafnet, validation_loss
+
+    kinds = {o.name: o.kind for o in federation.objectives}
+    cfg = BaselineConfig(batch_size=32, max_local_steps=4, pafnet_latent=16, lr=1e-2)
+    _, last = run_pafnet(
+        federation, ModelConfig(), dataclasses.replace(cfg, pafnet_deploy="last"), 4, 0
+    )
+    result, best = run_pafnet(federation, ModelConfig(), cfg, 4, 0)
+    assert "lowest validation loss after rounds" in result.notes[0]
+    for b, la, c in zip(best, last, federation.clients, strict=True):
+        assert validation_loss(b, c, kinds) <= validation_loss(la, c, kinds)
