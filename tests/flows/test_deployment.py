@@ -38,6 +38,26 @@ def _run_deployment(config: StackConfig, params: list[str], log: Path) -> int:
         ).returncode
 
 
+def _scheduled_runs(config: StackConfig) -> list[Any]:
+    """Scheduled flow runs of the stack's server (polled: the scheduler runs every minute)."""
+    from prefect.client.orchestration import SyncPrefectClient
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterState
+    from prefect.client.schemas.filters import FlowRunFilterStateType as StateType
+    from prefect.client.schemas.objects import StateType as Kind
+
+    deadline = time.monotonic() + 150
+    with SyncPrefectClient(config.prefect_api_url) as client:
+        while True:
+            runs = client.read_flow_runs(
+                flow_run_filter=FlowRunFilter(
+                    state=FlowRunFilterState(type=StateType(any_=[Kind.SCHEDULED]))
+                )
+            )
+            if runs or time.monotonic() > deadline:
+                return list(runs)
+            time.sleep(5)
+
+
 @pytest.mark.slow
 @pytest.mark.realdata
 def test_full_experiment_deployment_on_the_local_stack(data_dir: Path, tmp_path: Path) -> None:
@@ -105,6 +125,12 @@ def test_full_experiment_deployment_on_the_local_stack(data_dir: Path, tmp_path:
         champion = mc.get_model_version_by_alias("fedcare-diabetes130-fedcare-backbone", "champion")
         scores = {v.version: float(v.tags["fedcare.score"]) for v in versions}
         assert scores[champion.version] == max(scores.values())
+
+        # The weekly re-training schedule produced scheduled runs reading its data_dir
+        # (the server's scheduler fails with SQLAlchemy 2.1, hence the 2.0 pin).
+        scheduled = _scheduled_runs(config)
+        assert scheduled and all(r.parameters["data_dir"] == str(data_dir) for r in scheduled)
+        assert all(r.parameters["verify_checksum"] is False for r in scheduled)
         print(f"stack up {t_up:.0f} s; two deployment runs {t_runs:.0f} s")
     finally:
         token_file = config.state_dir / "token"
