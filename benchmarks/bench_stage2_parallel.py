@@ -9,6 +9,8 @@ times Stage 2 of all K clients four ways on the same backbone:
   ``ProcessPoolTaskRunner`` whose workers were started beforehand (the flow starts them during
   Stage 1);
 * ``process pool, cold`` — the same with the workers' start-up inside the timed step;
+* ``plain process pool`` — ``concurrent.futures.ProcessPoolExecutor`` (spawn, as many workers as
+  CPUs, started beforehand) without Prefect: separates Prefect's overhead from the machine's;
 * ``thread pool`` — ``ThreadPoolTaskRunner`` with as many threads as CPUs, for comparison (the
   GIL; and threads share torch's global dropout generator, so its results are not reproducible).
 
@@ -51,6 +53,20 @@ from tasks.training import warm_up_task
 STATE: dict[str, Any] = {}
 
 
+def _fine_tune(args: tuple[Any, Any, Any, ExperimentConfig]) -> Any:
+    backbone, client, kinds, config = args
+    configure_torch(config)
+    return run_stage2_client(backbone, client, kinds, config)
+
+
+def plain_pool(executor: Any, kinds: dict[str, str]) -> tuple[float, list[Any]]:
+    """Stage 2 over a started ``ProcessPoolExecutor`` (no Prefect)."""
+    jobs = [(STATE["backbone"], c, kinds, STATE["config"]) for c in STATE["federation"].clients]
+    t = time.perf_counter()
+    out = list(executor.map(_fine_tune, jobs))
+    return time.perf_counter() - t, out
+
+
 def _signature(results: list[Any]) -> list[Any]:
     return [(r.client_id, r.mu_trace, r.val_loss, r.steps) for r in results]
 
@@ -69,7 +85,7 @@ def processes(warm: bool) -> tuple[float, list[Any]]:
     return _timed_stage2(warm)
 
 
-@flow(name="bench-stage2-threads", task_runner=ThreadPoolTaskRunner(max_workers=os.cpu_count()))
+@flow(name="bench-stage2-threads", task_runner=ThreadPoolTaskRunner(max_workers=os.cpu_count()))  # type: ignore[arg-type]
 def threads() -> tuple[float, list[Any]]:
     return _timed_stage2(False)
 
@@ -102,6 +118,13 @@ def main() -> None:
     rows: dict[str, list[float]] = {}
     reference: list[Any] | None = None
     same: dict[str, bool] = {}
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    executor = ProcessPoolExecutor(
+        stage2_workers(), mp_context=multiprocessing.get_context("spawn")
+    )
+    list(executor.map(abs, range(stage2_workers())))  # start the workers
     with prefect_test_harness(server_startup_timeout=180):
         for _ in range(args.repeats):
             t = time.perf_counter()
@@ -113,12 +136,14 @@ def main() -> None:
             for name, fn in (
                 ("process pool, warm (the flow)", lambda: processes(True)),
                 ("process pool, cold", lambda: processes(False)),
+                ("plain process pool (no Prefect)", lambda: plain_pool(executor, kinds)),
                 ("thread pool", threads),
             ):
                 seconds, results = fn()
                 rows.setdefault(name, []).append(seconds)
                 same[name] = same.get(name, True) and _signature(results) == reference
                 print(f"{name}: {seconds:.1f} s", flush=True)
+    executor.shutdown()
     base = min(rows["sequential (in process)"])
     load = os.getloadavg()
     lines = [
