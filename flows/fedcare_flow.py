@@ -32,7 +32,7 @@ from prefect.task_runners import ProcessPoolTaskRunner
 import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
 from data_checks.validate import CheckReport, require_checks_pass
 from fedcare_core import __version__
-from fedcare_core.config import ExperimentConfig
+from fedcare_core.config import BASELINE_ALGORITHMS, ExperimentConfig
 from fedcare_core.data.federation import Federation
 from fedcare_core.datasets import LoadedDataset
 from fedcare_core.runner import (
@@ -62,7 +62,13 @@ from tasks.tracking import (
     set_tags_task,
     start_parent_run_task,
 )
-from tasks.training import evaluate_task, stage1_task, stage2_client_task, warm_up_task
+from tasks.training import (
+    baseline_task,
+    evaluate_task,
+    stage1_task,
+    stage2_client_task,
+    warm_up_task,
+)
 
 #: Flow name (deployments are ``fedcare/<deployment>``).
 FLOW_NAME = "fedcare"
@@ -182,6 +188,8 @@ def train(
     ExperimentResult
         As ``run_experiment`` returns it.
     """
+    if is_baseline(config):
+        return baseline_task(loaded.cohort, loaded.partition, config, loaded.source)
     t1 = time.perf_counter()
     stage1 = stage1_task(federation, config, backend)
     t2 = time.perf_counter()
@@ -208,6 +216,11 @@ def train(
         data_sha256=loaded.cohort.source_sha256,
         notes=loaded.cohort.notes,
     )
+
+
+def is_baseline(config: ExperimentConfig) -> bool:
+    """Whether the algorithm is a baseline or bound (run whole by the core's baseline runner)."""
+    return config.algorithm in BASELINE_ALGORITHMS
 
 
 def _federation_key(config: ExperimentConfig) -> str:
@@ -439,9 +452,10 @@ def fedcare_pipeline(
                     "validation/partitions": checked.report_dir,
                 },
                 backend=backend,
+                models=not is_baseline(config),
             )
             summary = _summary(result, run_id)
-            if register_model:
+            if register_model and not is_baseline(config):
                 reg = register_task(uri, result, run_id)
                 summary["registry"] = {
                     "model": reg.model_name,

@@ -15,7 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fedcare_core.config import ExperimentConfig
+from fedcare_core.config import BASELINE_ALGORITHMS, ExperimentConfig
 from fedcare_core.errors import ConfigError
 
 #: Stage 1 backends the flow accepts (as ``fedcare run --backend``).
@@ -65,12 +65,17 @@ class FlowParameters:
         Raises
         ------
         ConfigError
-            On an unknown backend, no algorithm or seed, repeated values, or any invalid
-            configuration value.
+            On an unknown backend, a baseline with a Flower backend, no algorithm or seed,
+            repeated values, or any invalid configuration value.
         """
         if self.backend not in BACKENDS:
             raise ConfigError(
                 f"unknown backend {self.backend!r}; expected one of {', '.join(BACKENDS)}"
+            )
+        baselines = sorted(set(self.algorithms) & set(BASELINE_ALGORITHMS))
+        if baselines and self.backend != "local":
+            raise ConfigError(
+                f"baselines {baselines} run in process only: use backend 'local' for them"
             )
         for name, values in (("algorithm", self.algorithms), ("seed", self.seeds)):
             if not values:

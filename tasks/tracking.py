@@ -119,6 +119,7 @@ def log_experiment_task(
     flow_run_id: str | None,
     extra_artifacts: Mapping[str, Path],
     backend: str,
+    models: bool = True,
 ) -> str:
     """Log one algorithm × seed run (nested under the parent) and its Stage 2 runs.
 
@@ -136,6 +137,9 @@ def log_experiment_task(
         Artifact folder → local folder (the validation reports).
     backend
         The Stage 1 backend, tagged ``fedcare.backend``.
+    models
+        Log the backbone and personalised models (off for baselines, whose union-width
+        networks are not FedCARE's backbone).
 
     Returns
     -------
@@ -149,6 +153,7 @@ def log_experiment_task(
         flow_run_id=flow_run_id,
         extra_artifacts=dict(extra_artifacts),
         tags={"fedcare.backend": backend},
+        models=models,
     )
     run_logger().info(
         "logged %s seed %d as MLflow run %s", result.config.algorithm, result.config.seed, run_id

@@ -15,11 +15,15 @@ import torch
 from prefect import task
 
 from fedcare_core.config import ExperimentConfig
+from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.federation import ClientData, Federation
+from fedcare_core.data.partition import FeaturePartition
 from fedcare_core.evaluate import EvaluationReport
 from fedcare_core.runner import (
+    ExperimentResult,
     configure_torch,
     evaluate_experiment,
+    run_experiment,
     run_stage2_client,
 )
 from fedcare_core.stage1 import Stage1Result, run_stage1
@@ -132,6 +136,34 @@ def stage2_client_task(
         result.stopped,
     )
     return result
+
+
+@task(name="baseline", cache_policy=NO_CACHE, persist_result=False)
+def baseline_task(
+    cohort: Cohort,
+    partition: FeaturePartition,
+    config: ExperimentConfig,
+    source: str | None,
+) -> ExperimentResult:
+    """Run a baseline or bound (FedAvg, FedProx, FMGDA, FSMGDA, PAFNet, local, centralised).
+
+    Baselines have no Stage 2 to fan out: ``run_experiment`` dispatches them to their own
+    runner in the core, in process (they refuse a Flower backend).
+
+    Parameters
+    ----------
+    cohort, partition, source
+        From the load task.
+    config
+        The configuration; ``config.algorithm`` is a baseline.
+
+    Returns
+    -------
+    ExperimentResult
+        As ``fedcare run --algorithm <baseline>`` returns it.
+    """
+    configure_torch(config)
+    return run_experiment(cohort, partition, config, source=source, progress=_progress_logger())
 
 
 @task(name="warm-up-worker", cache_policy=NO_CACHE, persist_result=False)

@@ -13,7 +13,13 @@ from fedcare_core.runner import (
     run_experiment,
     stage2_backbone,
 )
-from tasks.training import evaluate_task, stage1_task, stage2_client_task, warm_up_task
+from tasks.training import (
+    baseline_task,
+    evaluate_task,
+    stage1_task,
+    stage2_client_task,
+    warm_up_task,
+)
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 
 
@@ -51,6 +57,29 @@ def test_unknown_backend_and_flower_option_are_config_errors() -> None:
         stage1_task.fn(federation, config, "ray")
     with pytest.raises(ConfigError, match="unknown Flower option"):
         stage1_task.fn(federation, config, "flower-sim", {"no_such_option": 1})
+
+
+def test_baseline_task_is_run_experiment_and_logs_without_models(tmp_path) -> None:
+    from fedcare_tracking import store
+    from tasks.tracking import log_experiment_task, start_parent_run_task
+
+    cohort = make_cohort(300)
+    config = _config().with_overrides(algorithm="fedavg")
+    expected = run_experiment(cohort, PARTITION, config).to_dict()
+    result = baseline_task.fn(cohort, PARTITION, config, None)
+    got = result.to_dict()
+    for doc in (expected, got):
+        doc.pop("timing")
+    assert got == expected and got["algorithm"] == "fedavg"
+    uri, parent = start_parent_run_task.fn(
+        store.default_tracking_uri(tmp_path), "synthetic", run_name="f", tags={}, params={}
+    )
+    run_id = log_experiment_task.fn(
+        uri, result, parent_run_id=parent, flow_run_id=None, extra_artifacts={},
+        backend="local", models=False,
+    )  # fmt: skip
+    run = store.client().get_run(run_id)
+    assert run.info.status == "FINISHED" and run.data.tags["fedcare.algorithm"] == "fedavg"
 
 
 def test_warm_up_returns_its_process_id() -> None:
