@@ -318,7 +318,8 @@ def fedcare_pipeline(
         Dataset folder or file. A schedule points it at wherever new data lands, so each
         re-training run reads the current data.
     algorithm
-        ``"fedcare"``, ``"fedcare-b"``, or a list of algorithms.
+        ``"fedcare"``, ``"fedcare-b"``, a baseline or bound (``"fedavg"``, ``"pafnet"``, …; run
+        whole by the core's baseline runner), or a list of algorithms.
     clients, rounds
         Federation size K and Stage 1 rounds T.
     seeds
