@@ -92,6 +92,51 @@ def batch_schedule(
     return out
 
 
+def train_on_batches(
+    opt: torch.optim.Optimizer,
+    batches: Iterable[np.ndarray],
+    objectives: Sequence[str],
+    objective_losses: Callable[[torch.Tensor], dict[str, torch.Tensor]],
+    regulariser: Callable[[], torch.Tensor] | None = None,
+) -> dict[str, float]:
+    """One optimiser step per mini-batch on the sum of its objectives' losses.
+
+    Parameters
+    ----------
+    opt
+        The local optimiser.
+    batches
+        Row indices of each mini-batch (:func:`batch_schedule`).
+    objectives
+        The client's objectives (the order of the returned means).
+    objective_losses
+        Rows → the loss of each objective labelled among them (a batch with none is skipped).
+    regulariser
+        A term added to every batch's loss (FedProx's proximal term), or None.
+
+    Returns
+    -------
+    dict
+        Mean batch loss of each objective that had a labelled batch.
+    """
+    sums = dict.fromkeys(objectives, 0.0)
+    counts = dict.fromkeys(objectives, 0)
+    for idx in batches:
+        parts = objective_losses(torch.from_numpy(idx))
+        if not parts:
+            continue
+        loss = torch.stack(list(parts.values())).sum()
+        if regulariser is not None:
+            loss = loss + regulariser()
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        for s, v in parts.items():
+            sums[s] += float(v.detach())
+            counts[s] += 1
+    return {s: sums[s] / counts[s] for s in objectives if counts[s]}
+
+
 def split_tensors(split: SplitArrays) -> tuple[torch.Tensor, torch.Tensor]:
     """``(x_common, y)`` of a split as tensors (on a union view, ``x_common`` is the union)."""
     return torch.from_numpy(split.x_common), torch.from_numpy(split.y)

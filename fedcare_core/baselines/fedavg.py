@@ -26,6 +26,7 @@ from fedcare_core.baselines.common import (
     make_optimizer,
     multi_objective_loss,
     split_tensors,
+    train_on_batches,
     trained_parameters,
 )
 from fedcare_core.config import BaselineConfig, ModelConfig
@@ -140,31 +141,23 @@ def local_train(
     x, y = split_tensors(client.train)
     rng = derive_rng(seed, "baseline-batch", round_idx, client.client_id)
     seed_torch(seed, "baseline-dropout", round_idx, client.client_id)
-    sums = dict.fromkeys(client.objectives, 0.0)
-    counts = dict.fromkeys(client.objectives, 0)
-    for idx in batch_schedule(
+    batches = batch_schedule(
         client.train.n, config.batch_size, config.local_epochs, config.max_local_steps, rng
-    ):
-        rows = torch.from_numpy(idx)
-        parts = multi_objective_loss(model, losses, client.objectives, x[rows], y[rows])
-        if not parts:
-            continue
-        loss = torch.stack(list(parts.values())).sum()
-        if prox_mu > 0:
-            loss = loss + proximal_term(trained, anchors, prox_mu)
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        for s, v in parts.items():
-            sums[s] += float(v.detach())
-            counts[s] += 1
+    )
+    means = train_on_batches(
+        opt,
+        batches,
+        client.objectives,
+        lambda rows: multi_objective_loss(model, losses, client.objectives, x[rows], y[rows]),
+        (lambda: proximal_term(trained, anchors, prox_mu)) if prox_mu > 0 else None,
+    )
     return LocalUpdate(
         client_id=client.client_id,
         params=get_params(model),
         buffers=get_buffers(model),
         num_examples=client.train.n,
         objective_examples={s: client.n_labelled(s) for s in client.objectives},
-        losses={s: sums[s] / counts[s] for s in client.objectives if counts[s]},
+        losses=means,
     )
 
 

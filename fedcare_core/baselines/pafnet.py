@@ -38,6 +38,7 @@ from fedcare_core.baselines.common import (
     build_full_mlp,
     client_objective_losses,
     make_optimizer,
+    train_on_batches,
     trained_parameters,
 )
 from fedcare_core.baselines.fedavg import LocalUpdate, objective_round_losses
@@ -294,33 +295,27 @@ def pafnet_local_train(
     y = torch.from_numpy(client.train.y)
     rng = derive_rng(seed, "pafnet-batch", round_idx, client.client_id)
     seed_torch(seed, "pafnet-dropout", round_idx, client.client_id)
-    sums = dict.fromkeys(client.objectives, 0.0)
-    counts = dict.fromkeys(client.objectives, 0)
-    for idx in batch_schedule(
-        client.train.n, config.batch_size, config.local_epochs, config.max_local_steps, rng
-    ):
-        rows = torch.from_numpy(idx)
+
+    def objective_losses(rows: torch.Tensor) -> dict[str, torch.Tensor]:
         scores = model.forward_all(x[rows], client.objectives)
         parts: dict[str, torch.Tensor] = {}
         for j, s in enumerate(client.objectives):
             mask = torch.isfinite(y[rows, j])
             if int(mask.sum()):
                 parts[s] = losses[s](scores[s][mask], y[rows, j][mask])
-        if not parts:
-            continue
-        opt.zero_grad(set_to_none=True)
-        torch.stack(list(parts.values())).sum().backward()
-        opt.step()
-        for s, v in parts.items():
-            sums[s] += float(v.detach())
-            counts[s] += 1
+        return parts
+
+    batches = batch_schedule(
+        client.train.n, config.batch_size, config.local_epochs, config.max_local_steps, rng
+    )
+    means = train_on_batches(opt, batches, client.objectives, objective_losses)
     return LocalUpdate(
         client_id=client.client_id,
         params=get_params(model.body),
         buffers=get_buffers(model.body),
         num_examples=client.train.n,
         objective_examples={s: client.n_labelled(s) for s in client.objectives},
-        losses={s: sums[s] / counts[s] for s in client.objectives if counts[s]},
+        losses=means,
     )
 
 
