@@ -13,6 +13,7 @@ import torch
 from torch import nn
 
 from fedcare_core.config import ModelConfig
+from fedcare_core.dropout import StreamDropout
 
 
 class Backbone(nn.Module):
@@ -30,7 +31,7 @@ class Backbone(nn.Module):
         self.bn1 = nn.BatchNorm1d(cfg.hidden)
         self.fc2 = nn.Linear(cfg.hidden, cfg.hidden)
         self.bn2 = nn.BatchNorm1d(cfg.hidden)
-        self.drop = nn.Dropout(cfg.dropout)
+        self.drop = StreamDropout(cfg.dropout)
         self.proj = nn.Linear(cfg.hidden, cfg.representation)
         self.norm = nn.LayerNorm(cfg.representation)
 
@@ -52,10 +53,10 @@ class Head(nn.Module):
         self.net = nn.Sequential(
             nn.Linear(in_dim, h1),
             nn.ReLU(),
-            nn.Dropout(cfg.head_dropout),
+            StreamDropout(cfg.head_dropout),
             nn.Linear(h1, h2),
             nn.ReLU(),
-            nn.Dropout(cfg.head_dropout),
+            StreamDropout(cfg.head_dropout),
             nn.Linear(h2, 1),
         )
 

@@ -11,6 +11,8 @@ import zlib
 import numpy as np
 import torch
 
+from fedcare_core.dropout import seed_masks
+
 
 def _key(parts: tuple[object, ...]) -> list[int]:
     out: list[int] = []
@@ -45,7 +47,9 @@ def torch_generator(seed: int, *parts: object) -> torch.Generator:
 
 
 def seed_torch(seed: int, *parts: object) -> None:
-    """Seed torch's global CPU RNG (used by dropout) for the stream named by ``parts``."""
+    """Seed torch's global CPU RNG and the dropout mask stream for the stream named by ``parts``."""
     # The default generator alone: torch.manual_seed also walks every accelerator backend,
     # ~300x slower, and this runs once per client, objective and round.
-    torch.default_generator.manual_seed(derive_seed(seed, *parts))
+    derived = derive_seed(seed, *parts)
+    torch.default_generator.manual_seed(derived)
+    seed_masks(derived)
