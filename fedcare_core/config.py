@@ -127,7 +127,10 @@ class BaselineConfig:
     local_epochs
         Passes over a client's training rows per round (FedAvg's E).
     max_local_steps
-        Optional cap on mini-batch steps per round (None: ``local_epochs`` full passes).
+        Cap on mini-batch steps per round. The default 5 is Stage 1's τ: every federated
+        method does the same local work per round as FedCARE (τ steps of 256 rows), so the
+        comparison holds compute and communication equal. None: ``local_epochs`` full passes
+        (FedAvg's E; at K = 10 one pass is about 27 steps, 5× FedCARE's local work).
     lr, weight_decay, optimizer, batch_size
         The local optimiser (optimiser state starts afresh each round: clients are stateless).
     prox_mu
@@ -153,7 +156,7 @@ class BaselineConfig:
     """
 
     local_epochs: int = 1
-    max_local_steps: int | None = None
+    max_local_steps: int | None = 5
     lr: float = 1e-3
     weight_decay: float = 1e-5
     optimizer: str = "adam"

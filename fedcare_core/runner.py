@@ -397,6 +397,51 @@ def run_experiment(
     runner = stage1_runner or _local_stage1
     stage1 = runner(federation, config.model, config.stage1, config.seed, progress)
     t2 = time.perf_counter()
+    return finish_experiment(
+        cohort,
+        config,
+        federation,
+        stage1,
+        timing={"partition_s": t1 - t0, "stage1_s": t2 - t1},
+        progress=progress,
+    )
+
+
+def finish_experiment(
+    cohort: Cohort,
+    config: ExperimentConfig,
+    federation: Federation,
+    stage1: Stage1Result,
+    *,
+    timing: Mapping[str, float],
+    progress: ProgressFn | None = None,
+) -> ExperimentResult:
+    """Stage 2 (when the algorithm personalises), evaluation and the result, after Stage 1.
+
+    FedCARE and FedCARE-B of one setting share Stage 1: the experiment engine runs it once
+    and calls this for each.
+
+    Parameters
+    ----------
+    cohort
+        The loaded dataset (checksum and loading notes).
+    config
+        The experiment configuration.
+    federation
+        The clients Stage 1 ran on.
+    stage1
+        Stage 1's result.
+    timing
+        ``partition_s`` and ``stage1_s``; Stage 2's and evaluation's seconds are added.
+    progress
+        Called as ``progress("stage2", done, K)``.
+
+    Returns
+    -------
+    ExperimentResult
+        As :func:`run_experiment` returns.
+    """
+    t2 = time.perf_counter()
     stage2: list[Stage2Result] = []
     if personalises(config):
         backbone = stage2_backbone(stage1, federation, config)
@@ -408,6 +453,7 @@ def run_experiment(
     t3 = time.perf_counter()
     report = evaluate_experiment(federation, config, stage1, stage2)
     t4 = time.perf_counter()
+    before = timing["partition_s"] + timing["stage1_s"]
     return assemble_result(
         config,
         federation,
@@ -415,11 +461,11 @@ def run_experiment(
         stage2,
         report,
         timing={
-            "partition_s": t1 - t0,
-            "stage1_s": t2 - t1,
+            "partition_s": timing["partition_s"],
+            "stage1_s": timing["stage1_s"],
             "stage2_s": t3 - t2,
             "evaluate_s": t4 - t3,
-            "total_s": t4 - t0,
+            "total_s": before + (t4 - t2),
         },
         data_sha256=cohort.source_sha256,
         notes=cohort.notes,

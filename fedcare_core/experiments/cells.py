@@ -1,0 +1,151 @@
+"""The experiments of paper §V as grids of cells: one cell is one run (algorithm, seed, K, ρ).
+
+A cell's :attr:`Cell.key` names its result file; cells that mean the same run share a key, so
+the K = 10 cells of the client sweep are the comparison's and a programme runs each once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from fedcare_core.config import ExperimentConfig
+from fedcare_core.errors import ConfigError
+
+#: Every method of paper §V-B, the two bounds included, in the tables' order.
+COMPARISON_ALGORITHMS = (
+    "fedavg",
+    "fedprox",
+    "fmgda",
+    "fsmgda",
+    "pafnet",
+    "fedcare-b",
+    "fedcare",
+    "local",
+    "centralised",
+)
+#: Client counts of paper §V-C (Fig. 5).
+CLIENT_COUNTS = (3, 5, 10, 20, 30)
+#: Disparity ratios of paper §V-D (Fig. 6–7).
+DISPARITY_RATIOS = (0.1, 0.2, 0.3, 0.4, 0.5)
+#: Ablations the paper lacks (SPEC §1): name → configuration sections to override.
+ABLATIONS: dict[str, dict[str, dict[str, Any]]] = {
+    "paper": {},
+    "solver-slsqp": {"stage1": {"solver": "slsqp"}},
+    "normalise-l2": {"stage1": {"normalise": "l2"}},
+    "normalise-loss+": {"stage1": {"normalise": "loss+"}},
+    "qp-scope-backbone": {"stage1": {"qp_scope": "backbone"}},
+}
+EXPERIMENTS = ("comparison", "clients", "disparity", "ablation")
+
+
+@dataclass(frozen=True)
+class Cell:
+    """One run of an experiment grid.
+
+    Parameters
+    ----------
+    algorithm
+        A name of :data:`fedcare_core.config.ALGORITHMS`.
+    seed
+        Experiment seed.
+    clients
+        K.
+    rho
+        Disparity ratio ρ, or None for the dataset's default partition.
+    variant
+        Ablation name (:data:`ABLATIONS`); ``"paper"`` is the SPEC's configuration.
+    """
+
+    algorithm: str
+    seed: int
+    clients: int
+    rho: float | None = None
+    variant: str = "paper"
+
+    @property
+    def key(self) -> str:
+        """File-name-safe identity of the run (no experiment name: equal runs share it)."""
+        rho = "default" if self.rho is None else f"{self.rho:g}"
+        return f"{self.variant}__{self.algorithm}__K{self.clients}__rho{rho}__seed{self.seed}"
+
+    def config(self, base: ExperimentConfig) -> ExperimentConfig:
+        """``base`` with this cell's algorithm, seed, K, ρ and ablation applied (validated)."""
+        if self.variant not in ABLATIONS:
+            raise ConfigError(f"unknown ablation {self.variant!r}; choose from {sorted(ABLATIONS)}")
+        sections: dict[str, Any] = {
+            name: dict(values) for name, values in ABLATIONS[self.variant].items()
+        }
+        sections.setdefault("data", {}).update(clients=self.clients, rho=self.rho)
+        return replace(base, algorithm=self.algorithm, seed=self.seed).with_overrides(**sections)
+
+    def stage1_key(self) -> tuple[Any, ...]:
+        """Cells with equal keys share Stage 1 (FedCARE and FedCARE-B of the same setting)."""
+        algorithm = "fedcare" if self.algorithm in ("fedcare", "fedcare-b") else self.algorithm
+        return (self.variant, algorithm, self.clients, self.rho, self.seed)
+
+
+def _seeds(seeds: int | Sequence[int]) -> list[int]:
+    out = list(range(seeds)) if isinstance(seeds, int) else [int(s) for s in seeds]
+    if not out:
+        raise ConfigError("at least one seed is needed")
+    return out
+
+
+def comparison(
+    seeds: int | Sequence[int],
+    clients: int = 10,
+    algorithms: Sequence[str] = COMPARISON_ALGORITHMS,
+) -> list[Cell]:
+    """Paper §V-B (Tables III–V, Fig. 3–4): every algorithm at one K, over seeds."""
+    return [Cell(a, s, clients) for s in _seeds(seeds) for a in algorithms]
+
+
+def clients_sweep(
+    seeds: int | Sequence[int],
+    counts: Sequence[int] = CLIENT_COUNTS,
+    algorithms: Sequence[str] = COMPARISON_ALGORITHMS,
+) -> list[Cell]:
+    """Paper §V-C (Fig. 5): the algorithms at each K, over seeds."""
+    return [Cell(a, s, k) for k in counts for s in _seeds(seeds) for a in algorithms]
+
+
+def disparity_sweep(
+    seeds: int | Sequence[int],
+    ratios: Sequence[float] = DISPARITY_RATIOS,
+    clients: int = 10,
+) -> list[Cell]:
+    """Paper §V-D (Fig. 6–7): FedCARE against FedCARE-B at each ρ, over seeds."""
+    return [
+        Cell(a, s, clients, rho)
+        for r in ratios
+        for s in _seeds(seeds)
+        for a in ("fedcare-b", "fedcare")
+        for rho in (float(r),)
+    ]
+
+
+def ablation(
+    seeds: int | Sequence[int],
+    variants: Sequence[str] = tuple(ABLATIONS),
+    clients: int = 10,
+) -> list[Cell]:
+    """λ* solver, gradient normalisation and QP scope (SPEC §1), FedCARE and FedCARE-B."""
+    unknown = sorted(set(variants) - set(ABLATIONS))
+    if unknown:
+        raise ConfigError(f"unknown ablation(s) {unknown}; choose from {sorted(ABLATIONS)}")
+    return [
+        Cell(a, s, clients, None, v)
+        for v in variants
+        for s in _seeds(seeds)
+        for a in ("fedcare-b", "fedcare")
+    ]
+
+
+def unique(cells: Iterable[Cell]) -> list[Cell]:
+    """The cells once each, in first-seen order."""
+    seen: dict[str, Cell] = {}
+    for c in cells:
+        seen.setdefault(c.key, c)
+    return list(seen.values())

@@ -1,0 +1,265 @@
+"""Run a grid of cells fast: processes across cores, one data load per process, shared Stage 1.
+
+The engine changes where and how often work happens, never what a run computes:
+
+- **Processes across cores.** Jobs go to a pool of ``workers`` processes (``spawn``), each
+  with one intra-op thread; the longest jobs are submitted first so the cores finish together.
+- **One data load per process.** A worker loads and checks the dataset once and keeps it for
+  every job it runs; each cell still builds its own federation from its configuration.
+- **Shared Stage 1.** FedCARE-B is FedCARE's Stage 1 without Stage 2, so a FedCARE and a
+  FedCARE-B cell of the same setting run Stage 1 once and both are scored from it.
+- **Resumable.** Each cell's results document is written atomically to ``<out>/<key>.json``;
+  cells whose file exists are not run again.
+
+Every cell's document equals ``run_experiment``'s for the same configuration apart from
+``timing`` (tested in ``tests/fedcare_core/experiments/test_engine.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fedcare_core.config import ExperimentConfig
+from fedcare_core.datasets import LoadedDataset, load_dataset
+from fedcare_core.experiments.cells import Cell
+
+#: Rough relative cost per algorithm (row passes at K = 10, in millions), for scheduling only.
+_COST = {
+    "fedcare": 2.7,
+    "fedavg": 1.4,
+    "fedprox": 1.5,
+    "fsmgda": 1.3,
+    "pafnet": 1.8,
+    "fmgda": 12.0,
+    "local": 2.0,
+    "centralised": 2.5,
+}
+
+
+@dataclass(frozen=True)
+class DataSpec:
+    """Where a worker loads the dataset from.
+
+    Parameters
+    ----------
+    data_dir
+        Dataset folder or file (None: ``FEDCARE_DATA_DIR``).
+    verify_checksum
+        Check the Diabetes 130 file's published SHA-256.
+    """
+
+    data_dir: str | None
+    verify_checksum: bool = True
+
+
+@dataclass(frozen=True)
+class Job:
+    """Cells run together in one process: one cell, or FedCARE and FedCARE-B sharing Stage 1."""
+
+    cells: tuple[Cell, ...]
+
+    @property
+    def cost(self) -> float:
+        """Estimated relative cost (for longest-first scheduling)."""
+        cell = self.cells[0]
+        algorithm = "fedcare" if cell.algorithm == "fedcare-b" else cell.algorithm
+        per_k = _COST.get(algorithm, 2.0)
+        if algorithm in ("fmgda", "local", "centralised"):
+            return per_k
+        if algorithm == "fedcare":
+            return 0.13 * cell.clients + 1.4
+        return per_k * cell.clients / 10
+
+
+@dataclass(frozen=True)
+class CellOutcome:
+    """A finished cell: where its document is and how long its job took."""
+
+    cell: Cell
+    path: Path
+    seconds: float
+    skipped: bool = False
+
+
+def plan_jobs(cells: Sequence[Cell]) -> list[Job]:
+    """Group cells into jobs (shared Stage 1), longest first."""
+    groups: dict[tuple[Any, ...], list[Cell]] = {}
+    for cell in cells:
+        groups.setdefault(cell.stage1_key(), []).append(cell)
+    jobs: list[Job] = []
+    for group in groups.values():
+        shared = [c for c in group if c.algorithm in ("fedcare", "fedcare-b")]
+        jobs.extend(Job((c,)) for c in group if c not in shared)
+        if shared:
+            jobs.append(Job(tuple(shared)))
+    return sorted(jobs, key=lambda j: -j.cost)
+
+
+_loaded: dict[tuple[str, str | None, bool], LoadedDataset] = {}
+
+
+def _dataset(config: ExperimentConfig, spec: DataSpec) -> LoadedDataset:
+    key = (config.data.dataset + ":" + config.data.readmission, spec.data_dir, spec.verify_checksum)
+    if key not in _loaded:
+        _loaded[key] = load_dataset(
+            config.data, spec.data_dir, verify_checksum=spec.verify_checksum
+        )
+    return _loaded[key]
+
+
+def _write_atomic(path: Path, document: dict[str, Any]) -> None:
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(document, indent=1, sort_keys=True, allow_nan=True))
+    os.replace(tmp, path)
+
+
+def run_job(job: Job, base: ExperimentConfig, spec: DataSpec, out_dir: str) -> list[dict[str, Any]]:
+    """Run one job and write its cells' documents; returns ``[{"key", "path", "seconds"}]``.
+
+    Parameters
+    ----------
+    job
+        One cell, or FedCARE and FedCARE-B cells of the same setting (Stage 1 run once).
+    base
+        The configuration every cell starts from.
+    spec
+        Where the dataset is.
+    out_dir
+        Folder for the documents.
+    """
+    from fedcare_core.runner import (
+        configure_torch,
+        finish_experiment,
+        prepare_federation,
+        run_experiment,
+    )
+    from fedcare_core.stage1 import run_stage1
+
+    t_start = time.perf_counter()
+    first = job.cells[0].config(base)
+    loaded = _dataset(first, spec)
+    out = Path(out_dir)
+    written: list[dict[str, Any]] = []
+    if len(job.cells) == 1 and job.cells[0].algorithm not in ("fedcare", "fedcare-b"):
+        cell = job.cells[0]
+        result = run_experiment(loaded.cohort, loaded.partition, first, source=loaded.source)
+        path = out / f"{cell.key}.json"
+        _write_atomic(path, result.to_dict())
+        return [{"key": cell.key, "path": str(path), "seconds": time.perf_counter() - t_start}]
+    configure_torch(first)
+    t0 = time.perf_counter()
+    federation = prepare_federation(loaded.cohort, loaded.partition, first, loaded.source)
+    t1 = time.perf_counter()
+    stage1 = run_stage1(federation, first.model, first.stage1, first.seed)
+    t2 = time.perf_counter()
+    for cell in job.cells:
+        t3 = time.perf_counter()
+        result = finish_experiment(
+            loaded.cohort,
+            cell.config(base),
+            federation,
+            stage1,
+            timing={"partition_s": t1 - t0, "stage1_s": t2 - t1},
+        )
+        path = out / f"{cell.key}.json"
+        _write_atomic(path, result.to_dict())
+        written.append({"key": cell.key, "path": str(path), "seconds": time.perf_counter() - t3})
+    return written
+
+
+def _init_worker() -> None:
+    os.environ.setdefault("OMP_NUM_THREADS", "1")
+
+
+OnDone = Callable[[CellOutcome, int, int], None]
+
+
+def run_cells(
+    cells: Sequence[Cell],
+    base: ExperimentConfig,
+    spec: DataSpec,
+    out_dir: str | Path,
+    *,
+    workers: int = 2,
+    on_done: OnDone | None = None,
+) -> list[CellOutcome]:
+    """Run every cell (skipping those already written) and return where each document is.
+
+    Parameters
+    ----------
+    cells
+        The grid (duplicates by key are run once).
+    base
+        The configuration every cell starts from (its algorithm, seed, K and ρ are replaced).
+    spec
+        Where the dataset is.
+    out_dir
+        Folder for one ``<key>.json`` per cell (created).
+    workers
+        Processes; 0 runs every job in this process (no pool), the reference order.
+    on_done
+        Called as ``on_done(outcome, done, total)`` after each cell.
+
+    Returns
+    -------
+    list[CellOutcome]
+        One per unique cell, in the order given.
+
+    Raises
+    ------
+    Exception
+        The first job's error; the other jobs are cancelled and no document is half-written.
+    """
+    from fedcare_core.experiments.cells import unique
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    todo = unique(cells)
+    outcomes: dict[str, CellOutcome] = {}
+    pending: list[Cell] = []
+    for cell in todo:
+        path = out / f"{cell.key}.json"
+        if path.is_file():
+            outcomes[cell.key] = CellOutcome(cell, path, 0.0, skipped=True)
+        else:
+            pending.append(cell)
+    total = len(todo)
+    by_key = {c.key: c for c in todo}
+
+    def record(rows: list[dict[str, Any]]) -> None:
+        for row in rows:
+            outcome = CellOutcome(by_key[row["key"]], Path(row["path"]), float(row["seconds"]))
+            outcomes[row["key"]] = outcome
+            if on_done is not None:
+                on_done(outcome, len(outcomes), total)
+
+    jobs = plan_jobs(pending)
+    if workers <= 0:
+        for job in jobs:
+            record(run_job(job, base, spec, str(out)))
+    elif jobs:
+        ctx = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(
+            max_workers=min(workers, len(jobs)), mp_context=ctx, initializer=_init_worker
+        ) as pool:
+            futures: set[Future[list[dict[str, Any]]]] = {
+                pool.submit(run_job, job, base, spec, str(out)) for job in jobs
+            }
+            try:
+                while futures:
+                    done, futures = wait(futures, return_when=FIRST_COMPLETED)
+                    for fut in done:
+                        record(fut.result())
+            except BaseException:
+                for fut in futures:
+                    fut.cancel()
+                raise
+    return [outcomes[c.key] for c in todo]

@@ -1,0 +1,162 @@
+"""Result documents → one row per run → mean ± std tables (CSV and Markdown).
+
+``avg_auroc`` is the mean of a run's binary objectives' pooled AUROC, the paper's "average
+AUROC" (Fig. 3, 5, 6); each objective's pooled value and its mean over clients are kept too.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from fedcare_core.experiments.cells import Cell
+
+#: Columns identifying a setting (a table row before averaging over seeds).
+SETTING = ["variant", "algorithm", "clients", "rho"]
+
+
+def _number(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) else math.nan
+
+
+def run_row(cell: Cell, document: dict[str, Any]) -> dict[str, Any]:
+    """One run's metrics as a flat row.
+
+    Parameters
+    ----------
+    cell
+        The run's cell.
+    document
+        Its results document (``ExperimentResult.to_dict``).
+
+    Returns
+    -------
+    dict
+        Setting columns, ``seed``, per objective ``<name>`` (pooled) and ``<name>.client_mean``,
+        ``avg_auroc``, Stage 1's ``rounds_run`` and the run's ``seconds``.
+    """
+    row: dict[str, Any] = {
+        "variant": cell.variant,
+        "algorithm": cell.algorithm,
+        "clients": cell.clients,
+        "rho": math.nan if cell.rho is None else cell.rho,
+        "seed": cell.seed,
+    }
+    aurocs = []
+    for name, entry in document["objectives"].items():
+        row[name] = _number(entry.get("pooled"))
+        row[f"{name}.client_mean"] = _number(entry.get("mean_over_clients"))
+        if entry.get("metric") == "auroc" and math.isfinite(row[name]):
+            aurocs.append(row[name])
+    row["avg_auroc"] = sum(aurocs) / len(aurocs) if aurocs else math.nan
+    row["rounds_run"] = document.get("stage1", {}).get("rounds_run", 0)
+    row["seconds"] = _number(document.get("timing", {}).get("total_s"))
+    return row
+
+
+def load_rows(cells: Iterable[Cell], out_dir: str | Path) -> pd.DataFrame:
+    """Read every cell's document from ``out_dir`` into a frame (one row per run)."""
+    rows = []
+    for cell in cells:
+        doc = json.loads((Path(out_dir) / f"{cell.key}.json").read_text())
+        rows.append(run_row(cell, doc))
+    return pd.DataFrame(rows)
+
+
+def metric_columns(frame: pd.DataFrame) -> list[str]:
+    """The metric columns of a runs frame, in a stable order."""
+    fixed = set(SETTING) | {"seed", "rounds_run", "seconds"}
+    return [c for c in frame.columns if c not in fixed]
+
+
+def aggregate(frame: pd.DataFrame, by: Sequence[str] = SETTING) -> pd.DataFrame:
+    """Mean, std (ddof 1) and count of every metric over seeds, per setting.
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per setting; columns ``<metric>.mean``, ``<metric>.std`` and ``n``.
+    """
+    metrics = metric_columns(frame)
+    keyed = frame.assign(rho=frame["rho"].fillna(-1.0))
+    grouped = keyed.groupby(list(by), sort=False, dropna=False)
+    out = grouped[metrics].agg(["mean", "std"])
+    out.columns = [f"{pair[0]}.{pair[1]}" for pair in out.columns]
+    out["n"] = grouped.size()
+    out = out.reset_index()
+    out["rho"] = out["rho"].where(out["rho"] >= 0)
+    return out
+
+
+def mean_std(mean: float, std: float, digits: int) -> str:
+    """``0.781 ± 0.012`` (``n/a`` when undefined; no ± for a single run)."""
+    if not math.isfinite(mean):
+        return "n/a"
+    if not math.isfinite(std):
+        return f"{mean:.{digits}f}"
+    return f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def markdown_table(
+    agg: pd.DataFrame,
+    index: Sequence[str],
+    metrics: Sequence[tuple[str, str, int]],
+) -> str:
+    """A Markdown table of ``mean ± std`` cells.
+
+    Parameters
+    ----------
+    agg
+        :func:`aggregate`'s output.
+    index
+        Setting columns shown as the leading columns.
+    metrics
+        ``(metric, header, digits)`` per metric column.
+    """
+    heads = list(index) + [h for _, h, _ in metrics] + ["runs"]
+    lines = [
+        "| " + " | ".join(heads) + " |",
+        "| " + " | ".join(["---"] * len(index) + ["---:"] * (len(metrics) + 1)) + " |",
+    ]
+    for _, row in agg.iterrows():
+        cells = [_fmt_setting(row[c]) for c in index]
+        for m, _, digits in metrics:
+            cells.append(
+                mean_std(row.get(f"{m}.mean", math.nan), row.get(f"{m}.std", math.nan), digits)
+            )
+        cells.append(str(int(row["n"])))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def _fmt_setting(value: Any) -> str:
+    if isinstance(value, float):
+        return "default" if math.isnan(value) else f"{value:g}"
+    return str(value)
+
+
+def pivot(agg: pd.DataFrame, rows: str, columns: str, metric: str, digits: int) -> str:
+    """A Markdown grid of ``metric`` mean ± std with one row per ``rows`` value."""
+    row_values = list(dict.fromkeys(agg[rows]))
+    col_values = list(dict.fromkeys(agg[columns]))
+    lines = [
+        f"| {rows} | " + " | ".join(_fmt_setting(c) for c in col_values) + " |",
+        "| --- | " + " | ".join("---:" for _ in col_values) + " |",
+    ]
+    for r in row_values:
+        cells = []
+        for c in col_values:
+            hit = agg[(agg[rows] == r) & (agg[columns] == c)]
+            if hit.empty:
+                cells.append("")
+            else:
+                cells.append(
+                    mean_std(hit[f"{metric}.mean"].iloc[0], hit[f"{metric}.std"].iloc[0], digits)
+                )
+        lines.append(f"| {_fmt_setting(r)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
