@@ -81,11 +81,15 @@ class Job:
 
 @dataclass(frozen=True)
 class CellOutcome:
-    """A finished cell: where its document is and how long its job took."""
+    """A finished cell: where its document is, its wall seconds and its process's CPU seconds.
+
+    A FedCARE / FedCARE-B pair that shared Stage 1 charges Stage 1 to the first of them.
+    """
 
     cell: Cell
     path: Path
     seconds: float
+    cpu_seconds: float = 0.0
     skipped: bool = False
 
 
@@ -144,6 +148,7 @@ def run_job(job: Job, base: ExperimentConfig, spec: DataSpec, out_dir: str) -> l
     from fedcare_core.stage1 import run_stage1
 
     t_start = time.perf_counter()
+    cpu_start = time.process_time()
     first = job.cells[0].config(base)
     loaded = _dataset(first, spec)
     out = Path(out_dir)
@@ -153,15 +158,22 @@ def run_job(job: Job, base: ExperimentConfig, spec: DataSpec, out_dir: str) -> l
         result = run_experiment(loaded.cohort, loaded.partition, first, source=loaded.source)
         path = out / f"{cell.key}.json"
         _write_atomic(path, result.to_dict())
-        return [{"key": cell.key, "path": str(path), "seconds": time.perf_counter() - t_start}]
+        return [
+            {
+                "key": cell.key,
+                "path": str(path),
+                "seconds": time.perf_counter() - t_start,
+                "cpu_seconds": time.process_time() - cpu_start,
+            }
+        ]
     configure_torch(first)
     t0 = time.perf_counter()
     federation = prepare_federation(loaded.cohort, loaded.partition, first, loaded.source)
     t1 = time.perf_counter()
     stage1 = run_stage1(federation, first.model, first.stage1, first.seed)
     t2 = time.perf_counter()
-    for cell in job.cells:
-        t3 = time.perf_counter()
+    for i, cell in enumerate(job.cells):
+        t3, c3 = time.perf_counter(), time.process_time()
         result = finish_experiment(
             loaded.cohort,
             cell.config(base),
@@ -171,7 +183,14 @@ def run_job(job: Job, base: ExperimentConfig, spec: DataSpec, out_dir: str) -> l
         )
         path = out / f"{cell.key}.json"
         _write_atomic(path, result.to_dict())
-        written.append({"key": cell.key, "path": str(path), "seconds": time.perf_counter() - t3})
+        written.append(
+            {
+                "key": cell.key,
+                "path": str(path),
+                "seconds": time.perf_counter() - (t_start if i == 0 else t3),
+                "cpu_seconds": time.process_time() - (cpu_start if i == 0 else c3),
+            }
+        )
     return written
 
 
@@ -236,7 +255,12 @@ def run_cells(
 
     def record(rows: list[dict[str, Any]]) -> None:
         for row in rows:
-            outcome = CellOutcome(by_key[row["key"]], Path(row["path"]), float(row["seconds"]))
+            outcome = CellOutcome(
+                by_key[row["key"]],
+                Path(row["path"]),
+                float(row["seconds"]),
+                float(row.get("cpu_seconds", 0.0)),
+            )
             outcomes[row["key"]] = outcome
             if on_done is not None:
                 on_done(outcome, len(outcomes), total)
