@@ -25,7 +25,7 @@ from fedcare_core.config import (
     SOLVERS,
     ExperimentConfig,
 )
-from fedcare_core.errors import FedcareError
+from fedcare_core.errors import ConfigError, FedcareError
 
 if TYPE_CHECKING:
     from fedcare_core.runner import Stage1Runner
@@ -70,8 +70,9 @@ def _parser() -> argparse.ArgumentParser:
         "--backend",
         choices=BACKENDS,
         default="local",
-        help="where Stage 1 runs: in process, Flower's Simulation Engine, or SuperLink/"
-        "SuperNode processes on loopback (default local)",
+        help="where Stage 1 (or FedAvg/FedProx/FMGDA/FSMGDA's rounds) runs: in process, "
+        "Flower's Simulation Engine, or SuperLink/SuperNode processes on loopback "
+        "(default local; PAFNet, local and centralised: local only)",
     )
     run.add_argument(
         "--round-timeout",
@@ -194,10 +195,15 @@ def build_stage1_runner(args: argparse.Namespace) -> Stage1Runner | None:
 def cmd_run(args: argparse.Namespace) -> int:
     """``fedcare run``."""
     from fedcare_cli.output import ProgressBars, results_table, write_json_atomic
+    from fedcare_core.baselines.backend import backend_refusal
     from fedcare_core.datasets import load_dataset
     from fedcare_core.runner import run_experiment
 
     config = build_config(args)
+    # Before loading data: PAFNet and the bounds run in process only (the message says why).
+    refusal = backend_refusal(config.algorithm, args.backend)
+    if refusal is not None:
+        raise ConfigError(refusal)
     stage1_runner = build_stage1_runner(args)
     if not args.quiet:
         print(f"Loading {config.data.dataset} …", file=sys.stderr)

@@ -88,14 +88,27 @@ def handle_query(locate: DataLocator, msg: Message, context: Context) -> Message
 
 
 def handle_train(locate: DataLocator, msg: Message, context: Context) -> Message:
-    """One Stage 1 round: τ local steps per objective from ``w^t``, reply with every Δ_{k,s}."""
+    """One round: Stage 1's local steps, or a FedAvg/FedProx client's local training.
+
+    Stage 1: τ local steps per objective from ``w^t``, replying with every Δ_{k,s}; with a
+    union layout in the instruction (FMGDA/FSMGDA) on the client's union vectors, embedded
+    here from its own features. A FedAvg or FedProx message goes to
+    :func:`fedcare_flower.baselines.baseline_train`.
+    """
     import torch
 
     from fedcare_core.models import MultiObjectiveModel
     from fedcare_core.stage1 import client_update
+    from fedcare_flower.baselines import baseline_train, is_baseline_message, union_view
 
+    if is_baseline_message(msg.content):
+        key = str(locate(context).resolve())
+        reply = baseline_train(_client(locate, context), key, msg.content)
+        return Message(reply, reply_to=msg)
     instr = decode_train_instruction(msg.content)
     client = _client(locate, context)
+    if instr.union_layout is not None:
+        client = union_view(client, str(locate(context).resolve()), instr.union_layout)
     width = client.train.x_common.shape[1]
     if width != instr.common_width:
         raise ProtocolError(

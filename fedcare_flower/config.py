@@ -13,7 +13,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from fedcare_core.config import ModelConfig, Stage1Config
+from fedcare_core.config import BaselineConfig, ModelConfig, Stage1Config
 from fedcare_core.errors import ConfigError
 
 #: File names inside a run's result folder.
@@ -130,6 +130,17 @@ class RunPlan:
         Folder the server writes its per-round log and the final model to.
     round_timeout_s, startup_timeout_s, pull_interval_s
         See :class:`FlowerConfig`.
+    algorithm
+        ``"fedcare"`` (Algorithm 1: FedCARE, FedCARE-B, FMGDA, FSMGDA) or a baseline run by
+        Flower's own strategies (``"fedavg"``, ``"fedprox"``; :mod:`fedcare_flower.baselines`).
+    baselines
+        The baselines' settings (FedAvg/FedProx local training, FedProx's μ).
+    union_common_width, union_columns
+        A baseline's union layout (:class:`~fedcare_core.baselines.features.UnionLayout`):
+        column names, no rows. Each client embeds its own features into it; ``common_width``
+        is then the union width. None: the clients' common features as they are.
+    threads
+        Torch intra-op threads of a baseline's ClientApp (``ExperimentConfig.threads``).
     """
 
     objectives: tuple[tuple[str, str], ...]
@@ -142,6 +153,11 @@ class RunPlan:
     round_timeout_s: float = 600.0
     startup_timeout_s: float = 180.0
     pull_interval_s: float = 0.2
+    algorithm: str = "fedcare"
+    baselines: BaselineConfig | None = None
+    union_common_width: int | None = None
+    union_columns: tuple[str, ...] = ()
+    threads: int = 1
 
     @property
     def objective_names(self) -> tuple[str, ...]:
@@ -163,10 +179,13 @@ class RunPlan:
         raw: dict[str, Any] = json.loads(text)
         model = dict(raw.pop("model"))
         model["head_hidden"] = tuple(model["head_hidden"])
+        baselines = raw.pop("baselines", None)
         return cls(
             objectives=tuple((str(n), str(k)) for n, k in raw.pop("objectives")),
             model=ModelConfig(**model),
             stage1=Stage1Config(**raw.pop("stage1")),
+            baselines=None if baselines is None else BaselineConfig(**baselines),
+            union_columns=tuple(str(c) for c in raw.pop("union_columns", ())),
             **raw,
         )
 

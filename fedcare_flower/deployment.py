@@ -38,7 +38,9 @@ from typing import Any
 
 import tomli_w
 
-from fedcare_core.config import ModelConfig, Stage1Config
+from fedcare_core.baselines.backend import FEDERATED_BASELINES
+from fedcare_core.baselines.features import UnionLayout
+from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.federation import Federation
 from fedcare_core.stage1 import Stage1Result
 from fedcare_flower.client_app import DATA_PATH_KEY
@@ -63,6 +65,7 @@ from fedcare_flower.workspace import (
     Workspace,
     child_pythonpath,
     collect_result,
+    prepare_baseline_workspace,
     prepare_workspace,
     remove_workspace,
 )
@@ -163,6 +166,9 @@ class DeploymentStage1Runner:
         Start-up and per-round wall times of the last run.
     """
 
+    #: Baselines whose rounds this runner runs (``fedcare_core.baselines.backend``).
+    federated_baselines = FEDERATED_BASELINES
+
     def __init__(
         self,
         flower: FlowerConfig | None = None,
@@ -200,15 +206,39 @@ class DeploymentStage1Runner:
     ) -> Stage1Result:
         """Start the federation, run Stage 1 on it, tear it down, return the result."""
         timer = RoundTimer(time.time())
-        self.timing = timer
         ws = prepare_workspace(federation, model_config, config, seed, self.flower)
-        self.workspace = ws
+        return self._run(ws, timer, len(federation.clients), config.rounds, progress)
+
+    def run_federated_baseline(
+        self,
+        algorithm: str,
+        federation: Federation,
+        layout: UnionLayout,
+        config: ExperimentConfig,
+        progress: ProgressFn | None,
+    ) -> Stage1Result:
+        """A baseline's rounds (:class:`fedcare_core.baselines.backend.BaselineBackend`)."""
+        timer = RoundTimer(time.time())
+        ws = prepare_baseline_workspace(algorithm, federation, layout, config, self.flower)
         k = len(federation.clients)
+        return self._run(ws, timer, k, ws.plan.stage1.rounds, progress)
+
+    def _run(
+        self,
+        ws: Workspace,
+        timer: RoundTimer,
+        k: int,
+        rounds: int,
+        progress: ProgressFn | None,
+    ) -> Stage1Result:
+        """Start the federation on the workspace's plan, wait, tear down, remove the folder."""
+        self.timing = timer
+        self.workspace = ws
         try:
             with signals_raise():
                 try:
                     self._start(ws, k)
-                    return self._wait(ws, config.rounds, progress)
+                    return self._wait(ws, rounds, progress)
                 finally:
                     timer.finish(ws)
                     with signals_blocked():

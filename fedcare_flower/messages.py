@@ -20,7 +20,9 @@ Round t, server → client (message type ``train``)
     ``"config"`` ConfigRecord: ``server-round`` (int, t), ``seed`` (int), ``objectives``
     (list[str]), ``kinds`` (list[str], ``binary``/``regression``), ``common-width`` (int),
     ``model-config`` and ``stage1-config`` (str, JSON of the core's frozen dataclasses),
-    ``protocol`` (int).
+    ``protocol`` (int), and for FMGDA/FSMGDA ``union-layout`` (bytes, UTF-8 JSON: the
+    baselines' union feature layout, column names only; the client trains on its union
+    vectors).
 Round t reply
     ``"arrays"`` ArrayRecord: ``delta.<s>`` (float32, P: the accumulated gradient Δ_{k,s} of
     eq. 7; shape ``(0,)`` when the client does not pursue ``s``) and ``buffers`` (float32, B).
@@ -73,6 +75,7 @@ COUNT_PREFIX = "num-examples."
 LOSS_PREFIX = "loss."
 LAMBDA_PREFIX = "lambda."
 D_SQ_NORM = "d-sq-norm"
+UNION_LAYOUT = "union-layout"
 
 
 class ProtocolError(ValueError):
@@ -92,6 +95,7 @@ class TrainInstruction:
     stage1: Stage1Config
     params: np.ndarray
     buffers: np.ndarray
+    union_layout: bytes | None = None
 
 
 def _array(a: np.ndarray) -> Array:
@@ -163,6 +167,7 @@ def encode_train_instruction(
     model: ModelConfig,
     stage1: Stage1Config,
     arrays: ArrayRecord,
+    union_layout: bytes | None = None,
 ) -> RecordDict:
     """Content of the ``train`` message of round ``server_round``."""
     config = ConfigRecord(
@@ -177,6 +182,8 @@ def encode_train_instruction(
             "stage1-config": json.dumps(asdict(stage1)),
         }
     )
+    if union_layout is not None:
+        config[UNION_LAYOUT] = union_layout
     return RecordDict({ARRAYS: arrays, CONFIG: config})
 
 
@@ -200,6 +207,7 @@ def decode_train_instruction(content: RecordDict) -> TrainInstruction:
             stage1=Stage1Config(**json.loads(cast(str, config["stage1-config"]))),
             params=params,
             buffers=buffers,
+            union_layout=cast(bytes, config[UNION_LAYOUT]) if UNION_LAYOUT in config else None,
         )
     except KeyError as exc:
         raise ProtocolError(f"train message lacks {exc}") from None

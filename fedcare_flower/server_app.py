@@ -1,5 +1,9 @@
 """The FedCARE ServerApp: runs :class:`~fedcare_flower.strategy.FedCareStrategy` on a Grid.
 
+A plan for FedAvg or FedProx runs Flower's own strategies instead
+(:func:`fedcare_flower.baselines.run_baseline_server`); FMGDA and FSMGDA are Algorithm 1 and
+run on :class:`~fedcare_flower.strategy.FedCareStrategy` over the union layout.
+
 It reads a :class:`~fedcare_flower.config.RunPlan` (federation metadata and configuration; no
 client data) and writes its outcome to the plan's result folder (see
 :mod:`fedcare_flower.results`). ``app`` (the one a SuperLink loads) finds the plan through the
@@ -17,6 +21,7 @@ from flwr.app import Context
 from flwr.serverapp import Grid, ServerApp
 
 from fedcare_core.stage1 import RoundInfo
+from fedcare_flower.baselines import FEDAVG_FAMILY, run_baseline_server
 from fedcare_flower.config import RunPlan
 from fedcare_flower.results import append_round, write_error, write_stage1_result
 from fedcare_flower.strategy import FedCareStrategy
@@ -73,7 +78,11 @@ def build_server_app(
     @server_app.main()
     def main(grid: Grid, context: Context) -> None:
         path = plan_path if plan_path is not None else str(context.run_config[PLAN_PATH_KEY])
-        run_server(grid, RunPlan.read(path), on_round)
+        plan = RunPlan.read(path)
+        if plan.algorithm in FEDAVG_FAMILY:
+            run_baseline_server(grid, plan, on_round)
+        else:
+            run_server(grid, plan, on_round)
 
     return server_app
 

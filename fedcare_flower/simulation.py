@@ -23,7 +23,9 @@ import uuid
 import warnings
 from typing import Any
 
-from fedcare_core.config import ModelConfig, Stage1Config
+from fedcare_core.baselines.backend import FEDERATED_BASELINES
+from fedcare_core.baselines.features import UnionLayout
+from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.federation import Federation
 from fedcare_core.stage1 import RoundInfo, Stage1Result
 from fedcare_flower.client_app import build_client_app, simulation_locator
@@ -35,8 +37,10 @@ from fedcare_flower.workspace import (
     FlowerRunError,
     ProgressFn,
     RoundTimer,
+    Workspace,
     child_pythonpath,
     collect_result,
+    prepare_baseline_workspace,
     prepare_workspace,
     remove_workspace,
 )
@@ -58,6 +62,9 @@ class SimulationStage1Runner:
         The environment marker of the last run's processes (see
         :mod:`fedcare_flower.processes`).
     """
+
+    #: Baselines whose rounds this runner runs (``fedcare_core.baselines.backend``).
+    federated_baselines = FEDERATED_BASELINES
 
     def __init__(self, flower: FlowerConfig | None = None) -> None:
         self.flower = (flower or FlowerConfig()).validate()
@@ -88,17 +95,49 @@ class SimulationStage1Runner:
         progress: ProgressFn | None,
     ) -> Stage1Result:
         """Run Stage 1 and return the same :class:`Stage1Result` as the in-process runner."""
+        self._check_ray()
+        timer = RoundTimer(time.time())
+        ws = prepare_workspace(federation, model_config, config, seed, self.flower)
+        return self._simulate(ws, timer, len(federation.clients), config.rounds, progress)
+
+    def run_federated_baseline(
+        self,
+        algorithm: str,
+        federation: Federation,
+        layout: UnionLayout,
+        config: ExperimentConfig,
+        progress: ProgressFn | None,
+    ) -> Stage1Result:
+        """A baseline's rounds (:class:`fedcare_core.baselines.backend.BaselineBackend`)."""
+        self._check_ray()
+        timer = RoundTimer(time.time())
+        ws = prepare_baseline_workspace(algorithm, federation, layout, config, self.flower)
+        k = len(federation.clients)
+        return self._simulate(ws, timer, k, ws.plan.stage1.rounds, progress)
+
+    @staticmethod
+    def _check_ray() -> None:
         import ray
-        from flwr.simulation import run_simulation
 
         if ray.is_initialized():
             raise FlowerRunError(
                 "Ray is already initialised in this process; flower-sim needs a private "
                 "Ray instance (run it in a fresh process)"
             )
-        timer = RoundTimer(time.time())
+
+    def _simulate(
+        self,
+        ws: Workspace,
+        timer: RoundTimer,
+        num_clients: int,
+        rounds: int,
+        progress: ProgressFn | None,
+    ) -> Stage1Result:
+        """Run the workspace's plan on the Simulation Engine; always remove the workspace."""
+        import ray
+        from flwr.simulation import run_simulation
+
         self.timing = timer
-        ws = prepare_workspace(federation, model_config, config, seed, self.flower)
         ray_dir = tempfile.mkdtemp(prefix="fcray-")  # short: Ray's socket paths are length-limited
         saved = {
             k: os.environ.get(k)
@@ -112,7 +151,7 @@ class SimulationStage1Runner:
 
         def on_round(info: RoundInfo, _wall_s: float) -> None:
             if progress is not None:
-                progress("stage1", info.round, config.rounds)
+                progress("stage1", info.round, rounds)
 
         try:
             with warnings.catch_warnings():
@@ -120,7 +159,7 @@ class SimulationStage1Runner:
                 run_simulation(
                     server_app=build_server_app(ws.plan_path, on_round),
                     client_app=build_client_app(simulation_locator(ws.clients_dir)),
-                    num_supernodes=len(federation.clients),
+                    num_supernodes=num_clients,
                     backend_config=self.backend_config(ray_dir),
                 )
             timer.finish(ws)

@@ -36,6 +36,7 @@ from flwr.serverapp.strategy import Result, Strategy
 
 from fedcare_core.params import get_buffers, get_params, param_layout
 from fedcare_core.stage1 import ClientUpdate, RoundInfo, ServerState, build_model, server_step
+from fedcare_flower.baselines import encode_union_layout, plan_union_layout
 from fedcare_flower.config import RunPlan
 from fedcare_flower.messages import (
     ProtocolError,
@@ -108,6 +109,10 @@ class FedCareStrategy(Strategy):
         self._seen: set[int] = set()  # every node id ever handshaken or dropped
         self._in_flight: dict[str, int] = {}  # message id → node id of the round being waited on
         self._on_round = on_round
+        # FMGDA/FSMGDA: Algorithm 1 on the baselines' union vectors (each client embeds its own)
+        self._union_layout = None
+        if plan.union_common_width is not None:
+            self._union_layout = encode_union_layout(plan_union_layout(plan))
 
     # ---- Strategy API ---------------------------------------------------------------------
 
@@ -140,6 +145,7 @@ class FedCareStrategy(Strategy):
             model=self.plan.model,
             stage1=self.plan.stage1,
             arrays=arrays,
+            union_layout=self._union_layout,
         )
         ttl = self.plan.round_timeout_s + TTL_MARGIN_S
         return [

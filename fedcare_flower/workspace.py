@@ -20,7 +20,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fedcare_core.config import ModelConfig, Stage1Config
+from fedcare_core.baselines.features import UnionLayout
+from fedcare_core.config import BaselineConfig, ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.client_store import save_client_data
 from fedcare_core.data.federation import Federation
 from fedcare_core.errors import ConfigError, FedcareError
@@ -90,8 +91,17 @@ def prepare_workspace(
     stage1_config: Stage1Config,
     seed: int,
     flower: FlowerConfig,
+    *,
+    algorithm: str = "fedcare",
+    baselines: BaselineConfig | None = None,
+    union: UnionLayout | None = None,
+    threads: int = 1,
 ) -> Workspace:
     """Create the working folder: one data folder per client and the server's plan.
+
+    Each client's folder holds its own encoded features as prepared. With ``union`` (a
+    baseline's FullMLP input) the plan carries the union layout, the model's input width is
+    the union width, and each client embeds its features itself.
 
     Raises
     ------
@@ -108,7 +118,7 @@ def prepare_workspace(
     (root / "logs").mkdir()
     plan = RunPlan(
         objectives=tuple((o.name, o.kind) for o in federation.objectives),
-        common_width=federation.common_width,
+        common_width=federation.common_width if union is None else union.width,
         model=model_config,
         stage1=stage1_config,
         seed=seed,
@@ -117,6 +127,11 @@ def prepare_workspace(
         round_timeout_s=flower.round_timeout_s,
         startup_timeout_s=flower.startup_timeout_s,
         pull_interval_s=flower.pull_interval_s,
+        algorithm=algorithm,
+        baselines=baselines,
+        union_common_width=None if union is None else union.common_width,
+        union_columns=() if union is None else union.columns,
+        threads=threads,
     )
     ws = Workspace(root, plan)
     try:
@@ -127,6 +142,46 @@ def prepare_workspace(
         shutil.rmtree(root, ignore_errors=True)
         raise
     return ws
+
+
+def prepare_baseline_workspace(
+    algorithm: str,
+    federation: Federation,
+    layout: UnionLayout,
+    config: ExperimentConfig,
+    flower: FlowerConfig,
+) -> Workspace:
+    """The working folder of a baseline's federated rounds (FedAvg, FedProx, FMGDA, FSMGDA).
+
+    FMGDA and FSMGDA are Algorithm 1 on the union vectors with their Stage 1 settings
+    (:func:`fedcare_core.baselines.fmgda.mgda_config`: FMGDA's batch covers every client's
+    training rows); FedAvg and FedProx take their local training from ``config.baselines``
+    and T from ``config.stage1.rounds``.
+
+    Raises
+    ------
+    ConfigError
+        For an algorithm no Flower strategy here runs.
+    """
+    from fedcare_core.baselines.backend import FEDERATED_BASELINES
+    from fedcare_core.baselines.fmgda import mgda_config
+
+    if algorithm not in FEDERATED_BASELINES:
+        raise ConfigError(f"no Flower run for baseline {algorithm!r}")
+    stage1 = config.stage1
+    if algorithm in ("fmgda", "fsmgda"):
+        stage1 = mgda_config(stage1, federation, full=algorithm == "fmgda")
+    return prepare_workspace(
+        federation,
+        config.model,
+        stage1,
+        config.seed,
+        flower,
+        algorithm=algorithm,
+        baselines=config.baselines,
+        union=layout,
+        threads=config.threads,
+    )
 
 
 def remove_workspace(ws: Workspace, keep: bool) -> None:

@@ -189,7 +189,7 @@ def train(
         As ``run_experiment`` returns it.
     """
     if is_baseline(config):
-        return baseline_task(loaded.cohort, loaded.partition, config, loaded.source)
+        return baseline_task(loaded.cohort, loaded.partition, config, loaded.source, backend)
     t1 = time.perf_counter()
     stage1 = stage1_task(federation, config, backend)
     t2 = time.perf_counter()
@@ -327,7 +327,8 @@ def fedcare_pipeline(
     rho
         Feature disparity ratio (``None``: the dataset's default partition).
     backend
-        Stage 1 backend: ``"local"``, ``"flower-sim"`` or ``"flower-deployment"``.
+        Stage 1 backend: ``"local"``, ``"flower-sim"`` or ``"flower-deployment"`` (also the
+        rounds of FedAvg, FedProx, FMGDA and FSMGDA; PAFNet and the bounds need ``"local"``).
     max_patients
         Subsample the cohort (quick trials).
     stage2_epochs

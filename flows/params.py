@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from fedcare_core.baselines.backend import backend_refusal
 from fedcare_core.config import BASELINE_ALGORITHMS, ExperimentConfig
 from fedcare_core.errors import ConfigError
 
@@ -65,18 +66,18 @@ class FlowParameters:
         Raises
         ------
         ConfigError
-            On an unknown backend, a baseline with a Flower backend, no algorithm or seed,
+            On an unknown backend, a baseline that runs in process only (PAFNet, the bounds)
+            with a Flower backend, no algorithm or seed,
             repeated values, or any invalid configuration value.
         """
         if self.backend not in BACKENDS:
             raise ConfigError(
                 f"unknown backend {self.backend!r}; expected one of {', '.join(BACKENDS)}"
             )
-        baselines = sorted(set(self.algorithms) & set(BASELINE_ALGORITHMS))
-        if baselines and self.backend != "local":
-            raise ConfigError(
-                f"baselines {baselines} run in process only: use backend 'local' for them"
-            )
+        for algorithm in sorted(set(self.algorithms) & set(BASELINE_ALGORITHMS)):
+            refusal = backend_refusal(algorithm, self.backend)
+            if refusal is not None:
+                raise ConfigError(refusal.replace("--backend local", "backend 'local'"))
         for name, values in (("algorithm", self.algorithms), ("seed", self.seeds)):
             if not values:
                 raise ConfigError(f"at least one {name} is needed")

@@ -21,6 +21,7 @@ from fedcare_core.data.partition import FeaturePartition
 from fedcare_core.evaluate import EvaluationReport
 from fedcare_core.runner import (
     ExperimentResult,
+    Stage1Runner,
     configure_torch,
     evaluate_experiment,
     run_experiment,
@@ -45,6 +46,24 @@ def _progress_logger() -> Any:
             logger.info("%s: %d/%d", stage, done, total)
 
     return progress
+
+
+def _flower_runner(backend: str, flower_options: Mapping[str, Any] | None) -> Stage1Runner | None:
+    """The Flower runner of ``backend`` (None for ``"local"``); Flower is imported only here."""
+    from fedcare_core.errors import ConfigError
+
+    if backend not in BACKENDS:
+        raise ConfigError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
+    if backend == "local":
+        return None
+    from fedcare_flower.config import FlowerConfig
+    from fedcare_flower.runners import make_stage1_runner
+
+    try:
+        flower = FlowerConfig(**dict(flower_options or {})).validate()
+    except TypeError as exc:
+        raise ConfigError(f"unknown Flower option: {exc}") from None
+    return make_stage1_runner(backend, flower)
 
 
 @task(name="stage1", cache_policy=NO_CACHE, persist_result=False)
@@ -86,14 +105,7 @@ def stage1_task(
     progress = _progress_logger()
     if backend == "local":
         return run_stage1(federation, config.model, config.stage1, config.seed, progress=progress)
-    from fedcare_flower.config import FlowerConfig
-    from fedcare_flower.runners import make_stage1_runner
-
-    try:
-        flower = FlowerConfig(**dict(flower_options or {})).validate()
-    except TypeError as exc:
-        raise ConfigError(f"unknown Flower option: {exc}") from None
-    runner = make_stage1_runner(backend, flower)
+    runner = _flower_runner(backend, flower_options)
     assert runner is not None  # only "local" has no runner
     result = runner(federation, config.model, config.stage1, config.seed, progress)
     for note in result.notes:
@@ -144,11 +156,15 @@ def baseline_task(
     partition: FeaturePartition,
     config: ExperimentConfig,
     source: str | None,
+    backend: str = "local",
+    flower_options: Mapping[str, Any] | None = None,
 ) -> ExperimentResult:
     """Run a baseline or bound (FedAvg, FedProx, FMGDA, FSMGDA, PAFNet, local, centralised).
 
     Baselines have no Stage 2 to fan out: ``run_experiment`` dispatches them to their own
-    runner in the core, in process (they refuse a Flower backend).
+    runner in the core. FedAvg, FedProx, FMGDA and FSMGDA run their rounds on ``backend``
+    (``fedcare run --backend``); PAFNet and the bounds run in process only and refuse a Flower
+    backend with the reason.
 
     Parameters
     ----------
@@ -156,14 +172,26 @@ def baseline_task(
         From the load task.
     config
         The configuration; ``config.algorithm`` is a baseline.
+    backend
+        ``"local"``, ``"flower-sim"`` or ``"flower-deployment"``.
+    flower_options
+        :class:`fedcare_flower.config.FlowerConfig` fields for the Flower backends.
 
     Returns
     -------
     ExperimentResult
-        As ``fedcare run --algorithm <baseline>`` returns it.
+        As ``fedcare run --algorithm <baseline> --backend <backend>`` returns it.
     """
     configure_torch(config)
-    return run_experiment(cohort, partition, config, source=source, progress=_progress_logger())
+    runner = _flower_runner(backend, flower_options)
+    return run_experiment(
+        cohort,
+        partition,
+        config,
+        source=source,
+        progress=_progress_logger(),
+        stage1_runner=runner,
+    )
 
 
 @task(name="warm-up-worker", cache_policy=NO_CACHE, persist_result=False)

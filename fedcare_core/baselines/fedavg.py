@@ -214,6 +214,50 @@ def objective_round_losses(
     return {s: acc[s] / weight[s] for s in objectives if weight.get(s)}
 
 
+def server_round(
+    params: np.ndarray,
+    buffers: np.ndarray,
+    updates: Sequence[LocalUpdate],
+    layout: ParamLayout,
+    objectives: Sequence[str],
+    round_idx: int,
+) -> tuple[np.ndarray, np.ndarray, RoundInfo]:
+    """FedAvg's server side of one round: the new global model and the round's trace.
+
+    The in-process loop (:func:`run_fedavg`) and the Flower strategy
+    (``fedcare_flower.baselines``) both call this, so they compute on the same floats.
+
+    Parameters
+    ----------
+    params, buffers
+        ``w^t`` and its BatchNorm statistics.
+    updates
+        The clients' updates, in client-id order (the order of the floating-point sums).
+    layout
+        Backbone and head slices of the flat parameter vector.
+    objectives
+        Every objective of the federation.
+    round_idx
+        t.
+
+    Returns
+    -------
+    tuple
+        ``w^{t+1}``, its statistics, and the round's :class:`RoundInfo` (no λ*;
+        ``d_sq_norm`` is ``‖w^{t+1} − w^t‖²``).
+    """
+    new_params, new_buffers = aggregate_models(params, buffers, updates, layout)
+    step = new_params.astype(np.float64) - params.astype(np.float64)
+    info = RoundInfo(
+        round=round_idx,
+        lambdas={},
+        d_sq_norm=float(step @ step),
+        losses=objective_round_losses(updates, objectives),
+        participants=tuple(u.client_id for u in updates),
+    )
+    return new_params, new_buffers, info
+
+
 def run_fedavg(
     federation: Federation,
     model_config: ModelConfig,
@@ -262,18 +306,8 @@ def run_fedavg(
             )
             for c in federation.clients
         ]
-        new_params, buffers = aggregate_models(params, buffers, updates, layout)
-        step = new_params.astype(np.float64) - params.astype(np.float64)
-        params = new_params
-        trace.append(
-            RoundInfo(
-                round=t,
-                lambdas={},
-                d_sq_norm=float(step @ step),
-                losses=objective_round_losses(updates, objectives),
-                participants=tuple(u.client_id for u in updates),
-            )
-        )
+        params, buffers, info = server_round(params, buffers, updates, layout, objectives, t)
+        trace.append(info)
         if progress is not None:
             progress("stage1", t, rounds)
     return Stage1Result(

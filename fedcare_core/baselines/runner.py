@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from fedcare_core.baselines.backend import BaselineBackend, backend_refusal
 from fedcare_core.baselines.bounds import run_centralised, run_local
 from fedcare_core.baselines.common import ProgressFn, global_scorer
 from fedcare_core.baselines.features import union_federation
@@ -70,10 +71,12 @@ def run_baseline(
         Called as ``progress(stage, done, total)``: ``"stage1"`` per round, ``"local"`` per
         client, ``"centralised"`` once.
     stage1_runner
-        Must be None: the baselines run in process. (FMGDA/FSMGDA are Algorithm 1 and
-        :func:`~fedcare_core.baselines.fmgda.run_mgda` accepts a backend, but the Flower layer's
-        client data store checks ``x_common`` against the common encoder, which the union view
-        does not satisfy; wiring that up is the Flower layer's work.)
+        None: in process. A federated backend (a
+        :class:`~fedcare_core.baselines.backend.BaselineBackend`, e.g. the Flower runners)
+        runs the rounds of the baselines it lists (FedAvg, FedProx, FMGDA, FSMGDA); the union
+        layout, evaluation and the results document stay here, so the document is the
+        in-process one. PAFNet and the bounds refuse a backend
+        (:data:`~fedcare_core.baselines.backend.IN_PROCESS_ONLY` says why).
 
     Returns
     -------
@@ -83,18 +86,27 @@ def run_baseline(
     Raises
     ------
     ConfigError
-        If the algorithm is not a baseline, or a Stage 1 backend is given.
+        If the algorithm is not a baseline, or a backend is given that cannot run it.
     """
     from fedcare_core.runner import assemble_result, configure_torch, prepare_federation
 
     algorithm = config.algorithm
     if algorithm not in BASELINE_ALGORITHMS:
         raise ConfigError(f"{algorithm!r} is not a baseline")
+    backend: BaselineBackend | None = None
     if stage1_runner is not None:
-        raise ConfigError(
-            f"algorithm {algorithm!r} runs in process only (--backend local); the Flower "
-            "backends serve fedcare and fedcare-b"
-        )
+        refusal = backend_refusal(algorithm, "federated")
+        if refusal is not None:
+            raise ConfigError(refusal)
+        if (
+            not isinstance(stage1_runner, BaselineBackend)
+            or algorithm not in stage1_runner.federated_baselines
+        ):
+            raise ConfigError(
+                f"algorithm {algorithm!r} needs --backend local: this backend runs Stage 1 "
+                "of fedcare/fedcare-b only"
+            )
+        backend = stage1_runner
     config.validate()
     configure_torch(config)
     t0 = time.perf_counter()
@@ -107,19 +119,25 @@ def run_baseline(
     scored = union
     if algorithm in ("fedavg", "fedprox"):
         mu = base.prox_mu if algorithm == "fedprox" else 0.0
-        stage1 = run_fedavg(
-            union, config.model, base, rounds, config.seed, prox_mu=mu, progress=progress
-        )
+        if backend is not None:
+            stage1 = backend.run_federated_baseline(algorithm, federation, layout, config, progress)
+        else:
+            stage1 = run_fedavg(
+                union, config.model, base, rounds, config.seed, prox_mu=mu, progress=progress
+            )
         scorers = _global(stage1, layout.width, config, len(federation.clients))
     elif algorithm in ("fmgda", "fsmgda"):
-        stage1 = run_mgda(
-            union,
-            config.model,
-            config.stage1,
-            config.seed,
-            full=algorithm == "fmgda",
-            progress=progress,
-        )
+        if backend is not None:
+            stage1 = backend.run_federated_baseline(algorithm, federation, layout, config, progress)
+        else:
+            stage1 = run_mgda(
+                union,
+                config.model,
+                config.stage1,
+                config.seed,
+                full=algorithm == "fmgda",
+                progress=progress,
+            )
         scorers = _global(stage1, layout.width, config, len(federation.clients))
     elif algorithm == "pafnet":
         stage1, models = run_pafnet(

@@ -53,7 +53,7 @@ def test_algorithm_times_seed_and_overrides() -> None:
     ("kwargs", "message"),
     [
         ({"backend": "ray"}, "unknown backend"),
-        ({"algorithms": ("fedavg",), "backend": "flower-sim"}, "run in process only"),
+        ({"algorithms": ("pafnet",), "backend": "flower-sim"}, "runs in process only"),
         ({"seeds": ()}, "at least one seed"),
         ({"algorithms": ("fedcare", "fedcare")}, "repeated algorithms"),
         ({"algorithms": ("fedavg2",)}, "unknown algorithm"),

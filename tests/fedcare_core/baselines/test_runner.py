@@ -89,13 +89,51 @@ def test_invalid_baseline_options_raise(bad, match):
         _config("fedavg").with_overrides(**bad)
 
 
-@pytest.mark.parametrize("algorithm", ["pafnet", "fmgda"])
-def test_a_stage1_backend_is_refused(cohort, algorithm):
+@pytest.mark.parametrize(
+    ("algorithm", "match"),
+    [
+        ("pafnet", "runs in process only .*PAFNet.s clients are stateful"),
+        ("local", "runs in process only"),
+        ("centralised", "runs in process only"),
+        # FMGDA can run over a federated backend, but not over a Stage 1-only runner
+        ("fmgda", "needs --backend local: this backend runs Stage 1 of fedcare/fedcare-b only"),
+    ],
+)
+def test_a_stage1_backend_is_refused(cohort, algorithm, match):
     def backend(*args):  # pragma: no cover - must not be called
         raise AssertionError
 
-    with pytest.raises(ConfigError, match="runs in process only"):
+    with pytest.raises(ConfigError, match=match):
         run_experiment(cohort, PARTITION, _config(algorithm), stage1_runner=backend)
+
+
+def test_a_baseline_backend_runs_the_rounds_and_the_rest_stays_in_process(cohort):
+    from fedcare_core.baselines.backend import BaselineBackend
+    from fedcare_core.baselines.features import union_federation
+    from fedcare_core.baselines.fedavg import run_fedavg
+
+    calls = []
+
+    class InProcessBackend:
+        federated_baselines = ("fedavg",)
+
+        def run_federated_baseline(self, algorithm, federation, layout, config, progress):
+            calls.append((algorithm, layout.width))
+            union = union_federation(federation)[0]
+            return run_fedavg(
+                union, config.model, config.baselines, config.stage1.rounds, config.seed
+            )
+
+    backend = InProcessBackend()
+    assert isinstance(backend, BaselineBackend)
+    config = _config("fedavg")
+    got = run_experiment(cohort, PARTITION, config, stage1_runner=backend).to_dict()
+    local = run_experiment(cohort, PARTITION, config).to_dict()
+    got.pop("timing"), local.pop("timing")
+    assert got == local
+    assert [a for a, _ in calls] == ["fedavg"]
+    with pytest.raises(ConfigError, match="fedcare/fedcare-b only"):
+        run_experiment(cohort, PARTITION, _config("fedprox"), stage1_runner=backend)
 
 
 def test_run_mgda_hands_full_batches_to_a_given_stage1_runner(union):
