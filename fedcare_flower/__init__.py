@@ -4,7 +4,9 @@
 there), ``client_app`` and ``strategy`` call :func:`fedcare_core.stage1.client_update` and
 :func:`fedcare_core.stage1.server_step`, ``server_app`` wires the strategy into a ServerApp,
 and ``simulation`` / ``deployment`` are :data:`fedcare_core.runner.Stage1Runner` implementations
-for Flower's Simulation Engine and for SuperLink/SuperNode processes. Nothing in
+for Flower's Simulation Engine and for SuperLink/SuperNode processes. ``baselines`` runs
+FedAvg/FedProx on Flower's own strategies (the runners also run FMGDA/FSMGDA on
+``FedCareStrategy``: :class:`fedcare_core.baselines.backend.BaselineBackend`). Nothing in
 ``fedcare_core`` imports this package.
 """
 
