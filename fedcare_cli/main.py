@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fedcare_cli import experiment
 from fedcare_core.config import (
     ALGORITHMS,
     CLIENT_SPLITS,
@@ -124,6 +125,7 @@ def _parser() -> argparse.ArgumentParser:
     stack.add_argument(
         "--data-dir", type=Path, help="data folder for flow runs (default: $FEDCARE_DATA_DIR)"
     )
+    experiment.add_parser(sub)
     return parser
 
 
@@ -306,6 +308,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_fetch(args)
         if args.command == "stack":
             return cmd_stack(args)
+        if args.command == "experiment":
+            return experiment.cmd_experiment(args)
     except FedcareError as exc:
         print(f"fedcare: error: {exc}", file=sys.stderr)
         return EXIT_ERROR

@@ -25,6 +25,10 @@ COMPARISON_ALGORITHMS = (
     "local",
     "centralised",
 )
+#: The client sweep's default methods. FMGDA is left out: its full local gradients cost as much
+#: at every K as at K = 10 and would be most of the sweep's time; Centralised pools every
+#: client's rows, so K changes only its test split. Both can be asked for by name.
+CLIENTS_ALGORITHMS = ("fedavg", "fedprox", "fsmgda", "pafnet", "fedcare-b", "fedcare", "local")
 #: Client counts of paper §V-C (Fig. 5).
 CLIENT_COUNTS = (3, 5, 10, 20, 30)
 #: Disparity ratios of paper §V-D (Fig. 6–7).
@@ -105,7 +109,7 @@ def comparison(
 def clients_sweep(
     seeds: int | Sequence[int],
     counts: Sequence[int] = CLIENT_COUNTS,
-    algorithms: Sequence[str] = COMPARISON_ALGORITHMS,
+    algorithms: Sequence[str] = CLIENTS_ALGORITHMS,
 ) -> list[Cell]:
     """Paper §V-C (Fig. 5): the algorithms at each K, over seeds."""
     return [Cell(a, s, k) for k in counts for s in _seeds(seeds) for a in algorithms]
@@ -149,3 +153,51 @@ def unique(cells: Iterable[Cell]) -> list[Cell]:
     for c in cells:
         seen.setdefault(c.key, c)
     return list(seen.values())
+
+
+#: The programme of issue 5 / docs/RESULTS.md: the comparison, the client sweep and the
+#: disparity sweep (the ablations are run on their own).
+PROGRAMME = ("comparison", "clients", "disparity")
+
+
+def experiment_cells(
+    experiment: str,
+    seeds: int | Sequence[int],
+    *,
+    clients: int = 10,
+    counts: Sequence[int] = CLIENT_COUNTS,
+    ratios: Sequence[float] = DISPARITY_RATIOS,
+    algorithms: Sequence[str] | None = None,
+    variants: Sequence[str] = tuple(ABLATIONS),
+) -> list[Cell]:
+    """The grid of one experiment.
+
+    Parameters
+    ----------
+    experiment
+        ``comparison``, ``clients``, ``disparity`` or ``ablation``.
+    seeds
+        A count (seeds 0..n−1) or the seeds themselves.
+    clients
+        K of the comparison, disparity and ablation grids.
+    counts, ratios
+        The client sweep's K values and the disparity sweep's ρ values.
+    algorithms
+        The methods of the comparison or client sweep (None: their defaults).
+    variants
+        The ablations to run.
+
+    Returns
+    -------
+    list[Cell]
+        The experiment's cells.
+    """
+    if experiment == "comparison":
+        return comparison(seeds, clients, algorithms or COMPARISON_ALGORITHMS)
+    if experiment == "clients":
+        return clients_sweep(seeds, counts, algorithms or CLIENTS_ALGORITHMS)
+    if experiment == "disparity":
+        return disparity_sweep(seeds, ratios, clients)
+    if experiment == "ablation":
+        return ablation(seeds, variants, clients)
+    raise ConfigError(f"unknown experiment {experiment!r}; choose from {list(EXPERIMENTS)}")

@@ -17,13 +17,14 @@ Every cell's document equals ``run_experiment``'s for the same configuration apa
 
 from __future__ import annotations
 
+import hashlib
 import json
 import multiprocessing
 import os
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -91,6 +92,19 @@ class CellOutcome:
     seconds: float
     cpu_seconds: float = 0.0
     skipped: bool = False
+
+
+def base_fingerprint(base: ExperimentConfig) -> str:
+    """A short hash of everything in ``base`` that a cell does not replace.
+
+    Cell documents live under ``<out>/cells/<fingerprint>/``, so a grid run with other rounds,
+    learning rates or a subsample never reuses another configuration's documents.
+    """
+    neutral = replace(
+        base, algorithm="fedcare", seed=0, data=replace(base.data, clients=10, rho=None)
+    )
+    text = json.dumps(asdict(neutral), sort_keys=True, default=str)
+    return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
 def plan_jobs(cells: Sequence[Cell]) -> list[Job]:

@@ -60,12 +60,19 @@ def run_row(cell: Cell, document: dict[str, Any]) -> dict[str, Any]:
 
 
 def load_rows(cells: Iterable[Cell], out_dir: str | Path) -> pd.DataFrame:
-    """Read every cell's document from ``out_dir`` into a frame (one row per run)."""
+    """Read every cell's document from ``out_dir`` into a frame (one row per run).
+
+    ``frame.attrs["metrics"]`` maps each objective to its metric (``auroc`` or ``mae``).
+    """
     rows = []
+    metrics: dict[str, str] = {}
     for cell in cells:
         doc = json.loads((Path(out_dir) / f"{cell.key}.json").read_text())
         rows.append(run_row(cell, doc))
-    return pd.DataFrame(rows)
+        metrics.update({name: entry["metric"] for name, entry in doc["objectives"].items()})
+    frame = pd.DataFrame(rows)
+    frame.attrs["metrics"] = metrics
+    return frame
 
 
 def metric_columns(frame: pd.DataFrame) -> list[str]:

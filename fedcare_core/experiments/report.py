@@ -1,0 +1,106 @@
+"""An experiment's tables: per-run and summary CSVs and a Markdown report, from its cells.
+
+Pure: returns file name → text; the caller writes the files (and logs them to MLflow).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from fedcare_core.experiments.cells import Cell
+from fedcare_core.experiments.summary import aggregate, load_rows, markdown_table, pivot
+
+_LABELS = {"auroc": "AUROC", "mae_days": "MAE (days)"}
+
+
+def _objectives(frame: pd.DataFrame) -> list[tuple[str, str]]:
+    """(objective, metric) pairs: binary objectives first, then regression ones."""
+    metrics: dict[str, str] = frame.attrs.get("metrics", {})
+    return sorted(metrics.items(), key=lambda item: (item[1] != "auroc", item[0]))
+
+
+def _metric_spec(frame: pd.DataFrame, suffix: str = "") -> list[tuple[str, str, int]]:
+    spec: list[tuple[str, str, int]] = []
+    pairs = _objectives(frame)
+    for name, metric in pairs:
+        if metric != "auroc" and not suffix and spec:
+            spec.append(("avg_auroc", "avg AUROC", 4))
+        spec.append((name + suffix, f"{name} {_LABELS.get(metric, metric)}", _digits(metric)))
+    if not suffix and all(m == "auroc" for _, m in pairs):
+        spec.append(("avg_auroc", "avg AUROC", 4))
+    return spec
+
+
+def _digits(metric: str) -> int:
+    return 4 if metric == "auroc" else 3
+
+
+def experiment_tables(
+    experiment: str, cells: Sequence[Cell], cells_dir: str | Path, *, dataset: str
+) -> tuple[dict[str, str], pd.DataFrame, pd.DataFrame]:
+    """Build an experiment's tables from its cells' documents.
+
+    Parameters
+    ----------
+    experiment
+        ``comparison``, ``clients``, ``disparity`` or ``ablation``.
+    cells
+        The experiment's grid (every document must exist in ``cells_dir``).
+    cells_dir
+        Where the engine wrote the documents.
+    dataset
+        For the report's title.
+
+    Returns
+    -------
+    tuple
+        File name → text (``<experiment>_runs.csv``, ``<experiment>_summary.csv``,
+        ``<experiment>.md``), the per-run frame and the summary frame.
+    """
+    runs = load_rows(cells, cells_dir)
+    summary = aggregate(runs)
+    seeds = sorted(set(runs["seed"]))
+    title = (
+        f"# {experiment} — {dataset}\n\n{len(runs)} runs; seeds {seeds[0]}–{seeds[-1]} "
+        f"({len(seeds)}); mean ± std over seeds (ddof 1); pooled test metrics unless marked "
+        "'client mean' (mean over clients of each client's own test metric).\n\n"
+    )
+    body: list[str] = [title]
+    if experiment == "comparison":
+        body += [
+            "## Pooled metrics\n\n",
+            markdown_table(summary, ["algorithm"], _metric_spec(runs)),
+            "\n## Mean over clients\n\n",
+            markdown_table(summary, ["algorithm"], _metric_spec(runs, ".client_mean")),
+        ]
+    elif experiment == "clients":
+        body += [
+            "## Average AUROC (pooled) by K\n\n",
+            pivot(summary, "algorithm", "clients", "avg_auroc", 4),
+        ]
+        for name, metric in _objectives(runs):
+            body += [
+                f"\n## {name} ({metric}) by K\n\n",
+                pivot(summary, "algorithm", "clients", name, _digits(metric)),
+            ]
+    elif experiment == "disparity":
+        body += [
+            "## Average AUROC (pooled) by ρ\n\n",
+            pivot(summary, "rho", "algorithm", "avg_auroc", 4),
+        ]
+        for name, metric in _objectives(runs):
+            body += [
+                f"\n## {name} ({metric}) by ρ\n\n",
+                pivot(summary, "rho", "algorithm", name, _digits(metric)),
+            ]
+    else:
+        body += [markdown_table(summary, ["variant", "algorithm"], _metric_spec(runs))]
+    files = {
+        f"{experiment}_runs.csv": runs.to_csv(index=False),
+        f"{experiment}_summary.csv": summary.to_csv(index=False),
+        f"{experiment}.md": "".join(body),
+    }
+    return files, runs, summary

@@ -1,0 +1,159 @@
+"""PNG figures of an experiment (paper Fig. 3–7), drawn from its summary frame.
+
+The summary is :func:`fedcare_core.experiments.summary.aggregate`'s output: one row per setting
+with ``<metric>.mean`` and ``<metric>.std`` columns. Error bars are ± one standard deviation
+over seeds.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import pandas as pd
+from matplotlib.figure import Figure
+
+from fedcare_tracking.plots import PANEL_SIZE, _save
+
+
+def _bars(summary: pd.DataFrame, metric: str, ylabel: str, title: str, path: Path) -> Path:
+    fig = Figure(figsize=(PANEL_SIZE[0] * 1.3, PANEL_SIZE[1] * 1.2), layout="constrained")
+    ax = fig.subplots()
+    names = [str(a) for a in summary["algorithm"]]
+    means = summary[f"{metric}.mean"].to_numpy(dtype=float)
+    stds = summary[f"{metric}.std"].fillna(0.0).to_numpy(dtype=float)
+    ax.bar(range(len(names)), means, yerr=stds, capsize=3, color="tab:blue", alpha=0.8)
+    ax.set_xticks(range(len(names)), names, rotation=30, ha="right")
+    finite = [m for m in means if math.isfinite(m)]
+    if finite and metric != "los" and not metric.startswith("los"):
+        low = min(finite) - 2 * (max(stds) if len(stds) else 0.0)
+        ax.set_ylim(max(0.0, low - 0.02), min(1.0, max(finite) + max(stds) + 0.02))
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(axis="y", alpha=0.3)
+    return _save(fig, path)
+
+
+def _lines(
+    summary: pd.DataFrame, x: str, series: str, metric: str, ylabel: str, title: str, path: Path
+) -> Path:
+    fig = Figure(figsize=(PANEL_SIZE[0] * 1.2, PANEL_SIZE[1] * 1.2), layout="constrained")
+    ax = fig.subplots()
+    for name, group in summary.groupby(series, sort=False):
+        group = group.sort_values(x)
+        ax.errorbar(
+            group[x],
+            group[f"{metric}.mean"],
+            yerr=group[f"{metric}.std"].fillna(0.0),
+            marker="o",
+            capsize=3,
+            label=str(name),
+        )
+    ax.set_xlabel("K (clients)" if x == "clients" else "ρ (disparity ratio)")
+    ax.set_xticks(sorted(set(summary[x])))
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small", ncols=2)
+    return _save(fig, path)
+
+
+def experiment_figures(
+    experiment: str, summary: pd.DataFrame, out_dir: str | Path, *, dataset: str
+) -> list[Path]:
+    """Write the experiment's figures and return their paths.
+
+    Parameters
+    ----------
+    experiment
+        ``comparison`` (Fig. 3–4), ``clients`` (Fig. 5), ``disparity`` (Fig. 6–7) or
+        ``ablation``.
+    summary
+        The aggregated frame.
+    out_dir
+        Folder for the PNGs.
+    dataset
+        For the titles.
+
+    Returns
+    -------
+    list[Path]
+        The PNGs written.
+    """
+    out = Path(out_dir)
+    has_los = "los.mean" in summary.columns
+    paths: list[Path] = []
+    if experiment in ("comparison", "ablation"):
+        frame = summary
+        if experiment == "ablation":
+            frame = summary.assign(algorithm=summary["variant"] + " / " + summary["algorithm"])
+        tag = "fig3" if experiment == "comparison" else "ablation"
+        paths.append(
+            _bars(
+                frame,
+                "avg_auroc",
+                "average AUROC (pooled)",
+                f"{dataset}: average AUROC",
+                out / f"{tag}_avg_auroc.png",
+            )
+        )
+        if has_los:
+            tag = "fig4" if experiment == "comparison" else "ablation"
+            paths.append(
+                _bars(
+                    frame,
+                    "los",
+                    "LOS MAE (days)",
+                    f"{dataset}: length-of-stay MAE",
+                    out / f"{tag}_los_mae.png",
+                )
+            )
+    elif experiment == "clients":
+        paths.append(
+            _lines(
+                summary,
+                "clients",
+                "algorithm",
+                "avg_auroc",
+                "average AUROC (pooled)",
+                f"{dataset}: average AUROC by K",
+                out / "fig5_avg_auroc_by_k.png",
+            )
+        )
+        if has_los:
+            paths.append(
+                _lines(
+                    summary,
+                    "clients",
+                    "algorithm",
+                    "los",
+                    "LOS MAE (days)",
+                    f"{dataset}: LOS MAE by K",
+                    out / "fig5_los_mae_by_k.png",
+                )
+            )
+    elif experiment == "disparity":
+        paths.append(
+            _lines(
+                summary,
+                "rho",
+                "algorithm",
+                "avg_auroc",
+                "average AUROC (pooled)",
+                f"{dataset}: average AUROC by ρ",
+                out / "fig6_avg_auroc_by_rho.png",
+            )
+        )
+        if has_los:
+            paths.append(
+                _lines(
+                    summary,
+                    "rho",
+                    "algorithm",
+                    "los",
+                    "LOS MAE (days)",
+                    f"{dataset}: LOS MAE by ρ",
+                    out / "fig7_los_mae_by_rho.png",
+                )
+            )
+    return paths
