@@ -17,7 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fedcare_core.config import ALGORITHMS, DATASETS, DataConfig, ExperimentConfig
+from fedcare_core.config import ALGORITHMS, DATASETS
 from fedcare_core.experiments.cells import (
     ABLATIONS,
     CLIENT_COUNTS,
@@ -25,6 +25,7 @@ from fedcare_core.experiments.cells import (
     EXPERIMENTS,
     PROGRAMME,
     experiment_cells,
+    grid_base,
 )
 
 
@@ -80,26 +81,17 @@ def add_parser(sub: Any) -> None:
     exp.add_argument("--quiet", action="store_true", help="no per-run lines")
 
 
-def base_config(args: argparse.Namespace) -> ExperimentConfig:
-    """The configuration every cell starts from."""
-    base = ExperimentConfig(data=DataConfig(dataset=args.dataset))
-    sections: dict[str, dict[str, Any]] = {}
-    if args.rounds is not None:
-        sections["stage1"] = {"rounds": args.rounds}
-    if args.max_patients is not None:
-        sections["data"] = {"dataset": args.dataset, "max_patients": args.max_patients}
-    if args.stage2_epochs is not None:
-        sections["stage2"] = {"epochs": args.stage2_epochs}
-        sections["baselines"] = {"bound_epochs": args.stage2_epochs}
-    return base.with_overrides(**sections) if sections else base.validate()
-
-
 def cmd_experiment(args: argparse.Namespace) -> int:
     """Run one experiment or the programme; print where the outputs are and the wall time."""
     from fedcare_core.experiments.engine import DataSpec, base_fingerprint, run_cells
     from fedcare_tracking.experiment_log import log_experiment_run, write_outputs
 
-    base = base_config(args)
+    base = grid_base(
+        args.dataset,
+        rounds=args.rounds,
+        max_patients=args.max_patients,
+        stage2_epochs=args.stage2_epochs,
+    )
     out = args.out or Path(".experiments") / args.dataset
     cells_dir = out / "cells" / base_fingerprint(base)
     spec = DataSpec(args.data_dir or os.environ.get("FEDCARE_DATA_DIR"), not args.no_verify)

@@ -10,7 +10,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from fedcare_core.config import ExperimentConfig
+from fedcare_core.config import DataConfig, ExperimentConfig
 from fedcare_core.errors import ConfigError
 
 #: Every method of paper §V-B, the two bounds included, in the tables' order.
@@ -201,3 +201,34 @@ def experiment_cells(
     if experiment == "ablation":
         return ablation(seeds, variants, clients)
     raise ConfigError(f"unknown experiment {experiment!r}; choose from {list(EXPERIMENTS)}")
+
+
+def grid_base(
+    dataset: str,
+    *,
+    rounds: int | None = None,
+    max_patients: int | None = None,
+    stage2_epochs: int | None = None,
+) -> ExperimentConfig:
+    """The configuration every cell of a grid starts from: the SPEC's defaults on ``dataset``.
+
+    Parameters
+    ----------
+    dataset
+        ``diabetes130`` or ``mimic3``.
+    rounds
+        Federated rounds T (None: 100).
+    max_patients
+        Subsample the cohort (quick trials).
+    stage2_epochs
+        Epoch budget of Stage 2 and of the Local / Centralised bounds (None: 40).
+    """
+    sections: dict[str, dict[str, Any]] = {}
+    if rounds is not None:
+        sections["stage1"] = {"rounds": rounds}
+    if max_patients is not None:
+        sections["data"] = {"max_patients": max_patients}
+    if stage2_epochs is not None:
+        sections["stage2"] = {"epochs": stage2_epochs}
+        sections["baselines"] = {"bound_epochs": stage2_epochs}
+    return ExperimentConfig(data=DataConfig(dataset=dataset)).with_overrides(**sections)

@@ -1,0 +1,236 @@
+"""The paper's experiments as Prefect flows, one per experiment (paper §V, SPEC §3–4).
+
+``fedcare-comparison`` (Tables III–V, Fig. 3–4), ``fedcare-clients`` (Fig. 5),
+``fedcare-disparity`` (Fig. 6–7) and ``fedcare-ablation`` (λ* solver, normalisation, QP scope)
+share one body: the raw tables are checked (Great Expectations) before any training, the grid
+runs on the experiment engine (worker processes, FedCARE and FedCARE-B sharing Stage 1,
+resumable per-cell documents), the tables and figures are written, and the experiment is logged
+as one MLflow parent run with a nested run per setting and every table and figure as an
+artifact. A failed check or run stops the flow before anything is logged to MLflow.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from prefect import flow, get_run_logger
+from prefect.runtime import flow_run as runtime_flow_run
+
+import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
+from data_checks.validate import require_checks_pass
+from fedcare_core import __version__
+from fedcare_core.experiments.cells import (
+    ABLATIONS,
+    CLIENT_COUNTS,
+    DISPARITY_RATIOS,
+    experiment_cells,
+    grid_base,
+)
+from fedcare_core.experiments.engine import DataSpec, base_fingerprint
+from tasks.data import validate_raw_task
+from tasks.experiments import log_experiment_task, run_grid_task, write_outputs_task
+
+#: Default output folder, relative to the flow run's working directory (the project).
+DEFAULT_OUT = ".experiments"
+
+
+def run_experiment_flow(
+    experiment: str,
+    *,
+    dataset: str,
+    data_dir: str | None,
+    seeds: int,
+    clients: int = 10,
+    counts: list[int] | None = None,
+    ratios: list[float] | None = None,
+    algorithms: list[str] | None = None,
+    variants: list[str] | None = None,
+    rounds: int | None = None,
+    max_patients: int | None = None,
+    stage2_epochs: int | None = None,
+    workers: int | None = None,
+    out_dir: str | None = None,
+    tracking_uri: str | None = None,
+    verify_checksum: bool = True,
+) -> dict[str, Any]:
+    """The body every experiment flow runs (see the module docstring)."""
+    logger = get_run_logger()
+    base = grid_base(dataset, rounds=rounds, max_patients=max_patients, stage2_epochs=stage2_epochs)
+    cells = experiment_cells(
+        experiment,
+        seeds,
+        clients=clients,
+        counts=counts or list(CLIENT_COUNTS),
+        ratios=ratios or list(DISPARITY_RATIOS),
+        algorithms=algorithms,
+        variants=variants or list(ABLATIONS),
+    )
+    out = Path(out_dir or DEFAULT_OUT) / dataset
+    cells_dir = out / "cells" / base_fingerprint(base)
+    flow_run_id = str(runtime_flow_run.id)
+    raw = validate_raw_task(dataset, data_dir, out / "validation" / flow_run_id)
+    require_checks_pass(raw)
+    spec = DataSpec(data_dir or os.environ.get("FEDCARE_DATA_DIR"), verify_checksum)
+    n_workers = workers or os.cpu_count() or 1
+    outcomes = run_grid_task(cells, base, spec, cells_dir, n_workers)
+    outputs = write_outputs_task(experiment, cells, cells_dir, out / experiment, dataset)
+    params = {
+        "experiment": experiment,
+        "dataset": dataset,
+        "seeds": str(seeds),
+        "cells": str(len(outcomes)),
+        "rounds": str(base.stage1.rounds),
+        "base_fingerprint": base_fingerprint(base),
+        "workers": str(n_workers),
+    }
+    uri, run_id = log_experiment_task(
+        outputs,
+        tracking_uri,
+        dataset,
+        params,
+        {"prefect.flow_run_id": flow_run_id, "fedcare.version": __version__},
+        f"{experiment}-{runtime_flow_run.name}",
+    )
+    logger.info("%s: %d runs; MLflow run %s (%s)", experiment, len(outcomes), run_id, uri)
+    return {
+        "experiment": experiment,
+        "runs": len(outcomes),
+        "ran": sum(not o.skipped for o in outcomes),
+        "files": [str(p) for p in outputs.files],
+        "mlflow_run_id": run_id,
+        "tracking_uri": uri,
+    }
+
+
+@flow(name="fedcare-comparison", validate_parameters=True)
+def comparison_flow(
+    dataset: str = "diabetes130",
+    data_dir: str | None = None,
+    seeds: int = 10,
+    clients: int = 10,
+    algorithms: list[str] | None = None,
+    rounds: int | None = None,
+    max_patients: int | None = None,
+    stage2_epochs: int | None = None,
+    workers: int | None = None,
+    out_dir: str | None = None,
+    tracking_uri: str | None = None,
+    verify_checksum: bool = True,
+) -> dict[str, Any]:
+    """Every algorithm × seeds at K clients (paper Tables III–V, Fig. 3–4)."""
+    return run_experiment_flow(
+        "comparison",
+        dataset=dataset,
+        data_dir=data_dir,
+        seeds=seeds,
+        clients=clients,
+        algorithms=algorithms,
+        rounds=rounds,
+        max_patients=max_patients,
+        stage2_epochs=stage2_epochs,
+        workers=workers,
+        out_dir=out_dir,
+        tracking_uri=tracking_uri,
+        verify_checksum=verify_checksum,
+    )
+
+
+@flow(name="fedcare-clients", validate_parameters=True)
+def clients_flow(
+    dataset: str = "diabetes130",
+    data_dir: str | None = None,
+    seeds: int = 10,
+    counts: list[int] | None = None,
+    algorithms: list[str] | None = None,
+    rounds: int | None = None,
+    max_patients: int | None = None,
+    stage2_epochs: int | None = None,
+    workers: int | None = None,
+    out_dir: str | None = None,
+    tracking_uri: str | None = None,
+    verify_checksum: bool = True,
+) -> dict[str, Any]:
+    """The algorithms at K ∈ counts (paper Fig. 5)."""
+    return run_experiment_flow(
+        "clients",
+        dataset=dataset,
+        data_dir=data_dir,
+        seeds=seeds,
+        counts=counts,
+        algorithms=algorithms,
+        rounds=rounds,
+        max_patients=max_patients,
+        stage2_epochs=stage2_epochs,
+        workers=workers,
+        out_dir=out_dir,
+        tracking_uri=tracking_uri,
+        verify_checksum=verify_checksum,
+    )
+
+
+@flow(name="fedcare-disparity", validate_parameters=True)
+def disparity_flow(
+    dataset: str = "diabetes130",
+    data_dir: str | None = None,
+    seeds: int = 10,
+    clients: int = 10,
+    ratios: list[float] | None = None,
+    rounds: int | None = None,
+    max_patients: int | None = None,
+    stage2_epochs: int | None = None,
+    workers: int | None = None,
+    out_dir: str | None = None,
+    tracking_uri: str | None = None,
+    verify_checksum: bool = True,
+) -> dict[str, Any]:
+    """FedCARE against FedCARE-B at ρ ∈ ratios (paper Fig. 6–7)."""
+    return run_experiment_flow(
+        "disparity",
+        dataset=dataset,
+        data_dir=data_dir,
+        seeds=seeds,
+        clients=clients,
+        ratios=ratios,
+        rounds=rounds,
+        max_patients=max_patients,
+        stage2_epochs=stage2_epochs,
+        workers=workers,
+        out_dir=out_dir,
+        tracking_uri=tracking_uri,
+        verify_checksum=verify_checksum,
+    )
+
+
+@flow(name="fedcare-ablation", validate_parameters=True)
+def ablation_flow(
+    dataset: str = "diabetes130",
+    data_dir: str | None = None,
+    seeds: int = 10,
+    clients: int = 10,
+    variants: list[str] | None = None,
+    rounds: int | None = None,
+    max_patients: int | None = None,
+    stage2_epochs: int | None = None,
+    workers: int | None = None,
+    out_dir: str | None = None,
+    tracking_uri: str | None = None,
+    verify_checksum: bool = True,
+) -> dict[str, Any]:
+    """λ* solver, gradient normalisation and QP scope, FedCARE and FedCARE-B."""
+    return run_experiment_flow(
+        "ablation",
+        dataset=dataset,
+        data_dir=data_dir,
+        seeds=seeds,
+        clients=clients,
+        variants=variants,
+        rounds=rounds,
+        max_patients=max_patients,
+        stage2_epochs=stage2_epochs,
+        workers=workers,
+        out_dir=out_dir,
+        tracking_uri=tracking_uri,
+        verify_checksum=verify_checksum,
+    )

@@ -1,0 +1,73 @@
+"""Experiment grids: sizes, keys, shared Stage 1 and configuration of a cell."""
+
+from __future__ import annotations
+
+import pytest
+
+from fedcare_core.config import ExperimentConfig
+from fedcare_core.errors import ConfigError
+from fedcare_core.experiments.cells import (
+    CLIENTS_ALGORITHMS,
+    COMPARISON_ALGORITHMS,
+    Cell,
+    ablation,
+    clients_sweep,
+    comparison,
+    disparity_sweep,
+    experiment_cells,
+    unique,
+)
+from fedcare_core.experiments.engine import base_fingerprint, plan_jobs
+
+
+def test_grid_sizes_follow_the_paper():
+    assert len(comparison(10)) == 10 * len(COMPARISON_ALGORITHMS)
+    assert len(clients_sweep(10)) == 5 * 10 * len(CLIENTS_ALGORITHMS)
+    assert len(disparity_sweep(10)) == 5 * 10 * 2
+    assert {c.rho for c in disparity_sweep(2)} == {0.1, 0.2, 0.3, 0.4, 0.5}
+    assert {c.algorithm for c in disparity_sweep(2)} == {"fedcare", "fedcare-b"}
+
+
+def test_the_k10_cells_of_the_client_sweep_are_the_comparisons():
+    programme = comparison(3) + clients_sweep(3)
+    shared = {c.key for c in comparison(3)} & {c.key for c in clients_sweep(3)}
+    assert len(shared) == 3 * len(set(COMPARISON_ALGORITHMS) & set(CLIENTS_ALGORITHMS))
+    assert len(unique(programme)) == len(programme) - len(shared)
+
+
+def test_fedcare_and_fedcare_b_of_one_setting_share_a_job():
+    jobs = plan_jobs(comparison(2, algorithms=("fedcare", "fedcare-b", "fedavg")))
+    shared = [j for j in jobs if len(j.cells) == 2]
+    assert len(jobs) == 4 and len(shared) == 2
+    for job in shared:
+        assert {c.algorithm for c in job.cells} == {"fedcare", "fedcare-b"}
+        assert len({(c.seed, c.clients, c.rho, c.variant) for c in job.cells}) == 1
+    assert [j.cost for j in jobs] == sorted((j.cost for j in jobs), reverse=True)
+
+
+def test_a_cell_sets_algorithm_seed_k_rho_and_its_ablation():
+    base = ExperimentConfig()
+    cfg = Cell("fedcare-b", 4, 20, 0.3, "normalise-l2").config(base)
+    assert (cfg.algorithm, cfg.seed, cfg.data.clients, cfg.data.rho) == ("fedcare-b", 4, 20, 0.3)
+    assert cfg.stage1.normalise == "l2"
+    assert cfg.stage1.rounds == base.stage1.rounds
+    assert Cell("fedcare", 0, 10, None, "qp-scope-backbone").config(base).stage1.qp_scope == (
+        "backbone"
+    )
+    assert {c.variant for c in ablation(1)} >= {"paper", "solver-slsqp", "normalise-l2"}
+
+
+def test_unknown_names_are_refused():
+    with pytest.raises(ConfigError, match="unknown ablation"):
+        ablation(1, variants=("nope",))
+    with pytest.raises(ConfigError, match="unknown experiment"):
+        experiment_cells("tables", 1)
+    with pytest.raises(ConfigError, match="at least one seed"):
+        comparison(0)
+
+
+def test_the_fingerprint_ignores_what_cells_replace_and_sees_the_rest():
+    base = ExperimentConfig()
+    moved = base.with_overrides(algorithm="fedavg", seed=3, data={"clients": 30, "rho": 0.2})
+    assert base_fingerprint(moved) == base_fingerprint(base)
+    assert base_fingerprint(base.with_overrides(stage1={"rounds": 5})) != base_fingerprint(base)

@@ -1,0 +1,77 @@
+"""The experiment engine gives the reference path's numbers, and resumes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fedcare_core.config import (
+    BaselineConfig,
+    DataConfig,
+    ExperimentConfig,
+    Stage1Config,
+    Stage2Config,
+)
+from fedcare_core.datasets import load_dataset
+from fedcare_core.errors import DataError
+from fedcare_core.experiments.cells import Cell
+from fedcare_core.experiments.engine import DataSpec, run_cells
+from fedcare_core.runner import run_experiment
+
+BASE = ExperimentConfig(
+    data=DataConfig(clients=3, max_patients=900),
+    stage1=Stage1Config(rounds=3),
+    stage2=Stage2Config(epochs=2),
+    baselines=BaselineConfig(bound_epochs=2),
+)
+CELLS = [
+    Cell("fedcare", 0, 3),
+    Cell("fedcare-b", 0, 3),
+    Cell("fedavg", 0, 3),
+    Cell("fedcare", 1, 3, 0.3),
+    Cell("fedcare-b", 1, 3, 0.3),
+]
+
+
+def _without_timing(doc: dict) -> dict:
+    return {k: v for k, v in doc.items() if k != "timing"}
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_engine_documents_equal_run_experiment(tmp_path: Path, data_dir: Path, workers: int):
+    """The fast path (shared Stage 1, worker processes, one load) = the reference path."""
+    out = tmp_path / "cells"
+    outcomes = run_cells(CELLS, BASE, DataSpec(str(data_dir)), out, workers=workers)
+    assert [o.cell for o in outcomes] == CELLS
+    loaded = load_dataset(BASE.data, data_dir)
+    for outcome in outcomes:
+        doc = json.loads(outcome.path.read_text())
+        reference = run_experiment(
+            loaded.cohort, loaded.partition, outcome.cell.config(BASE), source=loaded.source
+        ).to_dict()
+        assert _without_timing(doc) == json.loads(json.dumps(_without_timing(reference)))
+    pair = {o.cell.algorithm: json.loads(o.path.read_text()) for o in outcomes[:2]}
+    assert pair["fedcare"]["rounds"] == pair["fedcare-b"]["rounds"]
+    assert pair["fedcare-b"]["stage2"] == [] and len(pair["fedcare"]["stage2"]) == 3
+
+
+def test_written_cells_are_not_run_again(tmp_path: Path, data_dir: Path):
+    spec = DataSpec(str(data_dir))
+    first = run_cells(CELLS[:2], BASE, spec, tmp_path, workers=0)
+    stamp = [o.path.stat().st_mtime_ns for o in first]
+    seen: list[str] = []
+    again = run_cells(
+        CELLS[:2], BASE, spec, tmp_path, workers=0, on_done=lambda o, d, n: seen.append(o.cell.key)
+    )
+    assert all(o.skipped for o in again) and not seen
+    assert [o.path.stat().st_mtime_ns for o in again] == stamp
+
+
+def test_a_failing_job_raises_and_leaves_no_document(tmp_path: Path):
+    spec = DataSpec(str(tmp_path / "missing"))
+    with pytest.raises(DataError, match="path does not exist"):
+        run_cells(CELLS[:1], BASE, spec, tmp_path / "out", workers=0)
+    assert not list((tmp_path / "out").glob("*.json"))
+    assert not list((tmp_path / "out").glob(".*.tmp"))
