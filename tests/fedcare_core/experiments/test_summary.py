@@ -1,0 +1,82 @@
+"""Run documents → rows → mean ± std tables."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+
+from fedcare_core.experiments.cells import Cell
+from fedcare_core.experiments.report import experiment_tables
+from fedcare_core.experiments.summary import aggregate, load_rows, mean_std
+
+
+def _doc(early: float, readm: float | None, los: float) -> dict:
+    return {
+        "objectives": {
+            "early_discharge": {"metric": "auroc", "pooled": early, "mean_over_clients": early},
+            "readmission": {
+                "metric": "auroc",
+                "pooled": readm,
+                "mean_over_clients": readm,
+                **({} if readm is not None else {"reason": "one class"}),
+            },
+            "los": {"metric": "mae_days", "pooled": los, "mean_over_clients": los + 0.1},
+        },
+        "stage1": {"rounds_run": 3},
+        "timing": {"total_s": 1.5},
+    }
+
+
+@pytest.fixture
+def grid(tmp_path: Path) -> tuple[list[Cell], Path]:
+    values = {
+        Cell("fedcare", 0, 3): _doc(0.70, 0.60, 2.0),
+        Cell("fedcare", 1, 3): _doc(0.80, 0.62, 1.0),
+        Cell("fedavg", 0, 3): _doc(0.60, None, 3.0),
+        Cell("fedavg", 1, 3): _doc(0.64, 0.50, 3.0),
+    }
+    for cell, doc in values.items():
+        (tmp_path / f"{cell.key}.json").write_text(json.dumps(doc))
+    return list(values), tmp_path
+
+
+def test_rows_mean_and_std_over_seeds(grid):
+    cells, folder = grid
+    runs = load_rows(cells, folder)
+    assert runs.attrs["metrics"] == {
+        "early_discharge": "auroc",
+        "readmission": "auroc",
+        "los": "mae_days",
+    }
+    first = runs.iloc[0]
+    assert first["avg_auroc"] == pytest.approx(0.65)
+    # An undefined AUROC is left out of the run's average, not counted as zero.
+    assert runs.iloc[2]["avg_auroc"] == pytest.approx(0.60)
+    agg = aggregate(runs).set_index("algorithm")
+    assert agg.loc["fedcare", "early_discharge.mean"] == pytest.approx(0.75)
+    assert agg.loc["fedcare", "early_discharge.std"] == pytest.approx(math.sqrt(0.005))
+    assert agg.loc["fedcare", "los.client_mean.mean"] == pytest.approx(1.6)
+    assert agg.loc["fedavg", "readmission.mean"] == pytest.approx(0.50)
+    assert int(agg.loc["fedavg", "n"]) == 2
+    assert math.isnan(agg.loc["fedcare", "rho"])
+
+
+def test_comparison_report_has_both_tables(grid):
+    cells, folder = grid
+    files, _, summary = experiment_tables("comparison", cells, folder, dataset="toy")
+    md = files["comparison.md"]
+    assert (
+        "| fedcare | 0.7500 ± 0.0707 | 0.6100 ± 0.0141 | 0.6800 ± 0.0424 | 1.500 ± 0.707 | 2 |"
+        in md
+    )
+    assert "## Mean over clients" in md
+    assert files["comparison_summary.csv"].count("\n") == 1 + len(summary)
+
+
+def test_mean_std_formatting():
+    assert mean_std(0.5, float("nan"), 3) == "0.500"
+    assert mean_std(float("nan"), 0.1, 3) == "n/a"
+    assert mean_std(1.23456, 0.01, 2) == "1.23 ± 0.01"
