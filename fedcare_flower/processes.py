@@ -24,20 +24,17 @@ from pathlib import Path
 from types import FrameType
 from typing import IO
 
-LOOPBACK = "127.0.0.1"
+import fedcare_procs as procs
+from fedcare_procs import LOOPBACK, free_port, marked_processes, port_open
+
+__all__ = ["LOOPBACK", "free_port", "port_open"]
+
 TOKEN_ENV = "FEDCARE_RUN_TOKEN"
 PR_SET_PDEATHSIG = 1
 
 
 class Terminated(BaseException):
     """Raised in the runner's thread when the process receives SIGTERM or SIGHUP."""
-
-
-def free_port(host: str = LOOPBACK) -> int:
-    """A TCP port on ``host`` that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
 
 
 def port_is_free(port: int, host: str = LOOPBACK) -> bool:
@@ -51,32 +48,9 @@ def port_is_free(port: int, host: str = LOOPBACK) -> bool:
     return True
 
 
-def port_open(port: int, host: str = LOOPBACK) -> bool:
-    """Whether something accepts TCP connections on ``host:port``."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.settimeout(0.5)
-        return s.connect_ex((host, port)) == 0
-
-
 def processes_with_token(token: str) -> list[int]:
-    """PIDs of live (non-zombie) processes whose environment carries ``TOKEN_ENV=token``.
-
-    Reads ``/proc`` (Linux); processes of other users are not readable and are skipped.
-    """
-    needle = f"{TOKEN_ENV}={token}".encode()
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if needle not in (entry / "environ").read_bytes().split(b"\0"):
-                continue
-            stat = (entry / "stat").read_text()
-        except OSError:
-            continue
-        if stat.rsplit(")", 1)[-1].split()[0] != "Z":
-            found.append(int(entry.name))
-    return found
+    """PIDs of live (non-zombie) processes whose environment carries ``TOKEN_ENV=token``."""
+    return marked_processes(TOKEN_ENV, token)
 
 
 def terminate_marked(token: str, grace_s: float, *, wait_first: bool = False) -> list[int]:
@@ -85,25 +59,7 @@ def terminate_marked(token: str, grace_s: float, *, wait_first: bool = False) ->
     With ``wait_first`` the processes first get ``grace_s`` to exit on their own (e.g. Ray's
     workers after ``ray.shutdown()``). Returns the PIDs found at the start.
     """
-
-    def wait(limit: float) -> bool:
-        deadline = time.monotonic() + limit
-        while processes_with_token(token):
-            if time.monotonic() >= deadline:
-                return False
-            time.sleep(0.05)
-        return True
-
-    found = processes_with_token(token)
-    if not found or (wait_first and wait(grace_s)):
-        return found
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in processes_with_token(token):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(pid, sig)
-        if wait(grace_s):
-            break
-    return found
+    return procs.terminate_marked(TOKEN_ENV, token, grace_s, wait_first=wait_first)
 
 
 def _pdeathsig() -> Callable[[], None] | None:

@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import httpx
+
+from fedcare_procs import alive, free_port, marked_processes, port_open, terminate_marked
+
+__all__ = ["alive", "free_port", "marked_processes"]
 
 #: Seconds a service gets to stop after SIGTERM before SIGKILL.
 STOP_GRACE_S = 15.0
@@ -19,16 +22,7 @@ _POLL_S = 0.25
 
 def port_in_use(port: int, host: str) -> bool:
     """Whether something accepts connections on ``host:port``."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.settimeout(0.5)
-        return sock.connect_ex((host, port)) == 0
-
-
-def free_port(host: str) -> int:
-    """A port the OS reports free on ``host`` (for tests)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return int(sock.getsockname()[1])
+    return port_open(port, host)
 
 
 def read_pid(pid_file: Path) -> int | None:
@@ -37,17 +31,6 @@ def read_pid(pid_file: Path) -> int | None:
         return int(pid_file.read_text().strip())
     except (OSError, ValueError):
         return None
-
-
-def alive(pid: int | None) -> bool:
-    """Whether ``pid`` is a live process (not a zombie)."""
-    if pid is None:
-        return False
-    try:
-        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-    except (OSError, IndexError):
-        return False
-    return state not in ("Z", "X")
 
 
 def start_detached(
@@ -134,38 +117,9 @@ def group_members(pgid: int) -> list[int]:
     return out
 
 
-def marked_processes(env_name: str, token: str) -> list[int]:
-    """Live processes whose environment holds ``env_name=token`` (this user's only)."""
-    needle = f"{env_name}={token}".encode()
-    out = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if needle in (entry / "environ").read_bytes().split(b"\0") and alive(int(entry.name)):
-                out.append(int(entry.name))
-        except OSError:
-            continue
-    return out
-
-
 def sweep(env_name: str, token: str, grace_s: float = 5.0) -> list[int]:
     """Stop every process still carrying the marker (TERM, then KILL); return their pids."""
-    found = marked_processes(env_name, token)
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in marked_processes(env_name, token):
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and marked_processes(env_name, token):
-            for pid in found:
-                _reap(pid)
-            time.sleep(_POLL_S)
-        if not marked_processes(env_name, token):
-            break
-    return found
+    return terminate_marked(env_name, token, grace_s)
 
 
 def wait_http(url: str, timeout_s: float, *, pid: int | None = None) -> bool:

@@ -1,0 +1,114 @@
+"""Linux process and port utilities shared by the Flower layer and the local stack.
+
+Both supervise child processes on loopback: they pick free ports, wait for one to answer, and
+find and stop every process that carries a marker in its environment (``NAME=token``), so
+nothing they started outlives them. Neither layer imports the other; both import this.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import time
+from pathlib import Path
+
+LOOPBACK = "127.0.0.1"
+#: Seconds between checks while waiting for marked processes to exit.
+_POLL_S = 0.05
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A TCP port on ``host`` that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def port_open(port: int, host: str = LOOPBACK) -> bool:
+    """Whether something accepts TCP connections on ``host:port``."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex((host, port)) == 0
+
+
+def alive(pid: int | None) -> bool:
+    """Whether ``pid`` is a live process (neither gone nor a zombie)."""
+    if pid is None:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state not in ("Z", "X")
+
+
+def marked_processes(env_name: str, token: str) -> list[int]:
+    """PIDs of live processes whose environment holds ``env_name=token``.
+
+    Reads ``/proc``; other users' processes are not readable and are skipped, and so is this
+    process.
+    """
+    needle = f"{env_name}={token}".encode()
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle not in (entry / "environ").read_bytes().split(b"\0"):
+                continue
+        except OSError:
+            continue
+        if alive(int(entry.name)):
+            found.append(int(entry.name))
+    return found
+
+
+def _reap(pid: int) -> None:
+    """Collect ``pid``'s exit status if it is our child (so it does not stay a zombie)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)
+
+
+def terminate_marked(
+    env_name: str, token: str, grace_s: float, *, wait_first: bool = False
+) -> list[int]:
+    """End every live process carrying ``env_name=token``: SIGTERM, then SIGKILL.
+
+    Parameters
+    ----------
+    env_name, token
+        The marker.
+    grace_s
+        Seconds each signal gets before the next step.
+    wait_first
+        Give the processes ``grace_s`` to exit on their own first (e.g. Ray's workers after
+        ``ray.shutdown()``).
+
+    Returns
+    -------
+    list[int]
+        The PIDs found at the start.
+    """
+    found = marked_processes(env_name, token)
+
+    def gone_within(limit: float) -> bool:
+        deadline = time.monotonic() + limit
+        while marked_processes(env_name, token):
+            for pid in found:
+                _reap(pid)
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(_POLL_S)
+        return True
+
+    if not found or (wait_first and gone_within(grace_s)):
+        return found
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in marked_processes(env_name, token):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        if gone_within(grace_s):
+            break
+    return found
