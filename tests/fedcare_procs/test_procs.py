@@ -14,7 +14,8 @@ from fedcare_procs import alive, free_port, marked_processes, port_open, termina
 def test_a_marked_process_is_found_and_stopped_even_if_it_ignores_sigterm():
     token = uuid.uuid4().hex
     ignore_term = (
-        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); time.sleep(60)"
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "print('ready', flush=True); time.sleep(60)"
     )
     proc = subprocess.Popen(
         [sys.executable, "-c", ignore_term],
