@@ -38,6 +38,7 @@ DEFAULT_OUT = ".experiments"
 
 def run_experiment_flow(
     experiment: str,
+    /,
     *,
     dataset: str,
     data_dir: str | None,
@@ -55,7 +56,11 @@ def run_experiment_flow(
     tracking_uri: str | None = None,
     verify_checksum: bool = True,
 ) -> dict[str, Any]:
-    """The body every experiment flow runs (see the module docstring)."""
+    """The body every experiment flow runs (see the module docstring).
+
+    Each flow passes its own parameters through (``**locals()`` first thing in its body), so a
+    flow's signature is the one place its parameters and defaults are written.
+    """
     logger = get_run_logger()
     base = grid_base(dataset, rounds=rounds, max_patients=max_patients, stage2_epochs=stage2_epochs)
     cells = experiment_cells(
@@ -120,21 +125,7 @@ def comparison_flow(
     verify_checksum: bool = True,
 ) -> dict[str, Any]:
     """Every algorithm × seeds at K clients (paper Tables III–V, Fig. 3–4)."""
-    return run_experiment_flow(
-        "comparison",
-        dataset=dataset,
-        data_dir=data_dir,
-        seeds=seeds,
-        clients=clients,
-        algorithms=algorithms,
-        rounds=rounds,
-        max_patients=max_patients,
-        stage2_epochs=stage2_epochs,
-        workers=workers,
-        out_dir=out_dir,
-        tracking_uri=tracking_uri,
-        verify_checksum=verify_checksum,
-    )
+    return run_experiment_flow("comparison", **locals())
 
 
 @flow(name="fedcare-clients", validate_parameters=True)
@@ -153,21 +144,7 @@ def clients_flow(
     verify_checksum: bool = True,
 ) -> dict[str, Any]:
     """The algorithms at K ∈ counts (paper Fig. 5)."""
-    return run_experiment_flow(
-        "clients",
-        dataset=dataset,
-        data_dir=data_dir,
-        seeds=seeds,
-        counts=counts,
-        algorithms=algorithms,
-        rounds=rounds,
-        max_patients=max_patients,
-        stage2_epochs=stage2_epochs,
-        workers=workers,
-        out_dir=out_dir,
-        tracking_uri=tracking_uri,
-        verify_checksum=verify_checksum,
-    )
+    return run_experiment_flow("clients", **locals())
 
 
 @flow(name="fedcare-disparity", validate_parameters=True)
@@ -186,21 +163,7 @@ def disparity_flow(
     verify_checksum: bool = True,
 ) -> dict[str, Any]:
     """FedCARE against FedCARE-B at ρ ∈ ratios (paper Fig. 6–7)."""
-    return run_experiment_flow(
-        "disparity",
-        dataset=dataset,
-        data_dir=data_dir,
-        seeds=seeds,
-        clients=clients,
-        ratios=ratios,
-        rounds=rounds,
-        max_patients=max_patients,
-        stage2_epochs=stage2_epochs,
-        workers=workers,
-        out_dir=out_dir,
-        tracking_uri=tracking_uri,
-        verify_checksum=verify_checksum,
-    )
+    return run_experiment_flow("disparity", **locals())
 
 
 @flow(name="fedcare-ablation", validate_parameters=True)
@@ -219,18 +182,4 @@ def ablation_flow(
     verify_checksum: bool = True,
 ) -> dict[str, Any]:
     """λ* solver, gradient normalisation and QP scope, FedCARE and FedCARE-B."""
-    return run_experiment_flow(
-        "ablation",
-        dataset=dataset,
-        data_dir=data_dir,
-        seeds=seeds,
-        clients=clients,
-        variants=variants,
-        rounds=rounds,
-        max_patients=max_patients,
-        stage2_epochs=stage2_epochs,
-        workers=workers,
-        out_dir=out_dir,
-        tracking_uri=tracking_uri,
-        verify_checksum=verify_checksum,
-    )
+    return run_experiment_flow("ablation", **locals())

@@ -38,6 +38,22 @@ def _digits(metric: str) -> int:
     return 4 if metric == "auroc" else 3
 
 
+def _grids(
+    summary: pd.DataFrame, runs: pd.DataFrame, rows: str, columns: str, label: str
+) -> list[str]:
+    """Average AUROC, then each objective, as ``rows`` × ``columns`` grids of mean ± std."""
+    out = [
+        f"## Average AUROC (pooled) by {label}\n\n",
+        pivot(summary, rows, columns, "avg_auroc", 4),
+    ]
+    for name, metric in _objectives(runs):
+        out += [
+            f"\n## {name} ({metric}) by {label}\n\n",
+            pivot(summary, rows, columns, name, _digits(metric)),
+        ]
+    return out
+
+
 def experiment_tables(
     experiment: str, cells: Sequence[Cell], cells_dir: str | Path, *, dataset: str
 ) -> tuple[dict[str, str], pd.DataFrame, pd.DataFrame]:
@@ -77,25 +93,9 @@ def experiment_tables(
             markdown_table(summary, ["algorithm"], _metric_spec(runs, ".client_mean")),
         ]
     elif experiment == "clients":
-        body += [
-            "## Average AUROC (pooled) by K\n\n",
-            pivot(summary, "algorithm", "clients", "avg_auroc", 4),
-        ]
-        for name, metric in _objectives(runs):
-            body += [
-                f"\n## {name} ({metric}) by K\n\n",
-                pivot(summary, "algorithm", "clients", name, _digits(metric)),
-            ]
+        body += _grids(summary, runs, "algorithm", "clients", "K")
     elif experiment == "disparity":
-        body += [
-            "## Average AUROC (pooled) by ρ\n\n",
-            pivot(summary, "rho", "algorithm", "avg_auroc", 4),
-        ]
-        for name, metric in _objectives(runs):
-            body += [
-                f"\n## {name} ({metric}) by ρ\n\n",
-                pivot(summary, "rho", "algorithm", name, _digits(metric)),
-            ]
+        body += _grids(summary, runs, "rho", "algorithm", "ρ")
     else:
         body += [markdown_table(summary, ["variant", "algorithm"], _metric_spec(runs))]
     files = {
