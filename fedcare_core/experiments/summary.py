@@ -167,3 +167,46 @@ def pivot(agg: pd.DataFrame, rows: str, columns: str, metric: str, digits: int) 
                 )
         lines.append(f"| {_fmt_setting(r)} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
+
+
+def paired_differences(
+    frame: pd.DataFrame, reference: str, metrics: Sequence[str], by: Sequence[str] = SETTING
+) -> pd.DataFrame:
+    """Per-seed differences ``reference − algorithm``, averaged over seeds.
+
+    Runs of one seed share their clients, splits and objective draw, so the paired difference
+    removes the seed-to-seed spread that both methods share; its std says whether a gap is
+    larger than what the seeds alone move.
+
+    Parameters
+    ----------
+    frame
+        A runs frame (:func:`load_rows`).
+    reference
+        The algorithm the others are compared with (e.g. ``"fedcare"``).
+    metrics
+        Metric columns to compare.
+    by
+        Setting columns (the algorithm's column is among them).
+
+    Returns
+    -------
+    pandas.DataFrame
+        One row per other setting: ``<metric>.mean`` / ``<metric>.std`` of the difference,
+        ``<metric>.wins`` (seeds where the reference is better: higher AUROC, lower error is
+        decided by the caller's sign) and ``n``.
+    """
+    keys = [c for c in by if c != "algorithm"] + ["seed"]
+    keyed = frame.assign(rho=frame["rho"].fillna(-1.0))
+    ref = keyed[keyed["algorithm"] == reference].set_index(keys)[list(metrics)]
+    rows = []
+    for algorithm, group in keyed[keyed["algorithm"] != reference].groupby("algorithm", sort=False):
+        diff = ref - group.set_index(keys)[list(metrics)]
+        diff = diff.dropna(how="all")
+        row: dict[str, object] = {"algorithm": algorithm, "n": len(diff)}
+        for m in metrics:
+            row[f"{m}.mean"] = float(diff[m].mean())
+            row[f"{m}.std"] = float(diff[m].std())
+            row[f"{m}.positive"] = int((diff[m] > 0).sum())
+        rows.append(row)
+    return pd.DataFrame(rows)

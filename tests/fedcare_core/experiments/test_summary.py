@@ -10,7 +10,7 @@ import pytest
 
 from fedcare_core.experiments.cells import Cell
 from fedcare_core.experiments.report import experiment_tables
-from fedcare_core.experiments.summary import aggregate, load_rows, mean_std
+from fedcare_core.experiments.summary import aggregate, load_rows, mean_std, paired_differences
 
 
 def _doc(early: float, readm: float | None, los: float) -> dict:
@@ -80,3 +80,15 @@ def test_mean_std_formatting():
     assert mean_std(0.5, float("nan"), 3) == "0.500"
     assert mean_std(float("nan"), 0.1, 3) == "n/a"
     assert mean_std(1.23456, 0.01, 2) == "1.23 ± 0.01"
+
+
+def test_paired_differences_match_seeds(grid):
+    cells, folder = grid
+    runs = load_rows(cells, folder)
+    diff = paired_differences(runs, "fedcare", ["early_discharge", "readmission", "los"])
+    row = diff.set_index("algorithm").loc["fedavg"]
+    assert row["early_discharge.mean"] == pytest.approx(0.13)
+    assert row["early_discharge.positive"] == 2
+    assert row["readmission.mean"] == pytest.approx(0.12)  # seed 0 has no readmission AUROC
+    assert row["los.mean"] == pytest.approx(-1.5)  # FedCARE's lower error: a negative Δ
+    assert int(row["n"]) == 2
