@@ -310,6 +310,8 @@ DIABETES130_PARTITION = FeaturePartition(
             "metformin-pioglitazone",
         ),
     },
+    # Undeclared vocabulary (each client encodes its own top values): never shared.
+    private_only=("medical_specialty",),
 )
 
 

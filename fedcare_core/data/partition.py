@@ -21,10 +21,15 @@ class FeaturePartition:
     private
         Objective name → private features held by clients pursuing that objective. A client with
         several objectives holds the union of their pools.
+    private_only
+        Features that can never be shared: categorical features without a declared vocabulary,
+        which each client encodes with its own most frequent values. :func:`with_disparity`
+        never moves them into the common set.
     """
 
     common: tuple[str, ...]
     private: Mapping[str, tuple[str, ...]]
+    private_only: tuple[str, ...] = ()
 
     def private_for(self, objectives: tuple[str, ...] | list[str]) -> tuple[str, ...]:
         """Private features of a client pursuing ``objectives`` (union of pools, stable order)."""
@@ -61,9 +66,10 @@ def with_disparity(partition: FeaturePartition, rho: float, seed: int = 0) -> Fe
     width is ``d_u* = round(ρ n)``. If ``d_u*`` exceeds the largest pool, ``d_u* - max|pool|``
     common features, chosen by a seeded permutation (no feature is favoured by hand), leave the
     common set and join *every* pool. If it is smaller, each pool gives up features (again a
-    seeded choice) to the common set. The returned partition's :meth:`disparity_ratio` equals
-    ``d_u* / (d_c' + d_u*)``; when features move into the common set, ``d_c'`` grows, which is
-    the honest consequence of declaring a feature shared.
+    seeded choice, skipping the partition's ``private_only`` features) to the common set. The
+    returned partition's :meth:`disparity_ratio` equals ``d_u* / (d_c' + d_u*)``; when features
+    move into the common set, ``d_c'`` grows, which is the honest consequence of declaring a
+    feature shared.
 
     Parameters
     ----------
@@ -100,8 +106,19 @@ def with_disparity(partition: FeaturePartition, rho: float, seed: int = 0) -> Fe
         for name in sorted(private):
             pool = private[name]
             n_move = max(0, len(pool) - target)
-            idx = sorted(rng.permutation(len(pool))[:n_move].tolist())
+            order = [int(i) for i in rng.permutation(len(pool))]
+            movable = [i for i in order if pool[i] not in partition.private_only]
+            if n_move > len(movable):
+                raise ConfigError(
+                    f"rho={rho} would move {n_move} of pool {name!r}'s features into the common "
+                    f"set, but only {len(movable)} may be shared"
+                )
+            idx = sorted(movable[:n_move])
             moved = [pool[i] for i in idx]
             private[name] = [f for f in pool if f not in moved]
             common.extend(f for f in moved if f not in common)
-    return FeaturePartition(common=tuple(common), private={k: tuple(v) for k, v in private.items()})
+    return FeaturePartition(
+        common=tuple(common),
+        private={k: tuple(v) for k, v in private.items()},
+        private_only=partition.private_only,
+    )

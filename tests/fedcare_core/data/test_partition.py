@@ -55,3 +55,31 @@ def test_disparity_is_seeded():
 def test_invalid_rho_raises(rho):
     with pytest.raises(ConfigError, match="rho"):
         with_disparity(BASE, rho)
+
+
+@pytest.mark.parametrize("seed", range(10))
+@pytest.mark.parametrize("rho", [0.1, 0.2, 0.3])
+def test_private_only_features_never_become_common(rho, seed):
+    from fedcare_core.data.diabetes130 import DIABETES130_PARTITION
+
+    out = with_disparity(DIABETES130_PARTITION, rho, seed=seed)
+    assert "medical_specialty" not in out.common
+    assert "medical_specialty" in out.private["early_discharge"]
+    assert out.private_only == ("medical_specialty",)
+    assert max(len(p) for p in out.private.values()) == round(rho * 29)
+
+
+def test_a_pool_that_cannot_shrink_enough_is_refused():
+    stuck = FeaturePartition(
+        common=("c0", "c1"), private={"a": ("p0", "p1")}, private_only=("p0", "p1")
+    )
+    with pytest.raises(ConfigError, match="only 0 may be shared"):
+        with_disparity(stuck, 0.3)
+
+
+def test_shrinking_skips_private_only_but_keeps_other_pools_choice():
+    marked = FeaturePartition(BASE.common, BASE.private, private_only=("a0", "a1"))
+    plain = with_disparity(BASE, 0.1, seed=5)
+    out = with_disparity(marked, 0.1, seed=5)
+    assert {"a0", "a1"} <= set(out.private["a"])
+    assert out.private["b"] == plain.private["b"] and out.private["c"] == plain.private["c"]
