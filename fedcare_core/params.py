@@ -83,3 +83,13 @@ def set_buffers(model: nn.Module, flat: np.ndarray) -> None:
         n = b.numel()
         b.copy_(torch.as_tensor(np.asarray(flat[pos : pos + n], dtype=np.float32)).view_as(b))
         pos += n
+
+
+def squared_norm(vector: np.ndarray) -> float:
+    """``‖v‖²`` in float64, the same in every process.
+
+    ``v @ v`` goes to BLAS, whose reduction order depends on how many threads it runs (a
+    Flower ServerApp runs with one, a test process may run with two), so the last digits could
+    differ between an in-process and a federated run. NumPy's pairwise sum does not thread.
+    """
+    return float(np.sum(np.square(vector, dtype=np.float64)))

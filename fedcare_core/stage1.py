@@ -25,6 +25,7 @@ from fedcare_core.params import (
     param_layout,
     set_buffers,
     set_params,
+    squared_norm,
 )
 from fedcare_core.seeding import derive_rng, seed_torch
 
@@ -291,7 +292,7 @@ def server_step(
     if not deltas:
         return state, RoundInfo(round_idx, {}, float("nan"), {}, participants, missing)
     direction, lambdas = descent_direction(deltas, losses, layout, config)
-    d_sq = float(direction @ direction)
+    d_sq = squared_norm(direction)
     new = _apply(state, direction, config)
     total = sum(u.num_examples for u in updates)
     if total:

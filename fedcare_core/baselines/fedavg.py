@@ -39,6 +39,7 @@ from fedcare_core.params import (
     param_layout,
     set_buffers,
     set_params,
+    squared_norm,
 )
 from fedcare_core.seeding import derive_rng, seed_torch
 from fedcare_core.stage1 import RoundInfo, Stage1Result
@@ -251,7 +252,7 @@ def server_round(
     info = RoundInfo(
         round=round_idx,
         lambdas={},
-        d_sq_norm=float(step @ step),
+        d_sq_norm=squared_norm(step),
         losses=objective_round_losses(updates, objectives),
         participants=tuple(u.client_id for u in updates),
     )
