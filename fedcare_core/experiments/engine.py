@@ -107,6 +107,11 @@ def base_fingerprint(base: ExperimentConfig) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
+def cells_dir(out_dir: str | Path, base: ExperimentConfig) -> Path:
+    """Where a grid on ``base`` keeps its cell documents: ``<out>/cells/<fingerprint>``."""
+    return Path(out_dir) / "cells" / base_fingerprint(base)
+
+
 def plan_jobs(cells: Sequence[Cell]) -> list[Job]:
     """Group cells into jobs (shared Stage 1), longest first."""
     groups: dict[tuple[Any, ...], list[Cell]] = {}
@@ -208,10 +213,6 @@ def run_job(job: Job, base: ExperimentConfig, spec: DataSpec, out_dir: str) -> l
     return written
 
 
-def _init_worker() -> None:
-    os.environ.setdefault("OMP_NUM_THREADS", "1")
-
-
 OnDone = Callable[[CellOutcome, int, int], None]
 
 
@@ -285,9 +286,7 @@ def run_cells(
             record(run_job(job, base, spec, str(out)))
     elif jobs:
         ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(
-            max_workers=min(workers, len(jobs)), mp_context=ctx, initializer=_init_worker
-        ) as pool:
+        with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=ctx) as pool:
             futures: set[Future[list[dict[str, Any]]]] = {
                 pool.submit(run_job, job, base, spec, str(out)) for job in jobs
             }

@@ -193,8 +193,8 @@ def paired_differences(
     -------
     pandas.DataFrame
         One row per other setting: ``<metric>.mean`` / ``<metric>.std`` of the difference,
-        ``<metric>.wins`` (seeds where the reference is better: higher AUROC, lower error is
-        decided by the caller's sign) and ``n``.
+        ``<metric>.positive`` (seeds with a positive difference; for an error metric the
+        reference is ahead on the others) and ``n``.
     """
     keys = [c for c in by if c != "algorithm"] + ["seed"]
     keyed = frame.assign(rho=frame["rho"].fillna(-1.0))
