@@ -72,13 +72,24 @@ def load_dataset(
             raise DataError(
                 "MIMIC-III is credentialed data: pass --data-dir pointing at the raw CSV tables"
             )
-        mimic_dir = _mimic_dir(Path(root))
+        mimic_dir = find_mimic_dir(Path(root))
         return LoadedDataset(load_mimic3(mimic_dir), MIMIC3_PARTITION, str(mimic_dir))
     raise ConfigError(f"unknown dataset {config.dataset!r}")
 
 
-def _mimic_dir(root: Path) -> Path:
-    """Accept the tables' folder itself, or a datasets root holding ``mimic3-demo``."""
+def find_mimic_dir(root: Path) -> Path:
+    """The MIMIC-III tables' folder: ``root`` itself, or its first sub-folder holding the tables.
+
+    Parameters
+    ----------
+    root
+        The tables' folder, or a datasets root holding e.g. ``mimic3-demo``.
+
+    Returns
+    -------
+    Path
+        The folder with ``ICUSTAYS.csv`` (``root`` when none is found, so the loader names it).
+    """
     if any(p.name.upper().startswith("ICUSTAYS.CSV") for p in root.glob("*")):
         return root
     for candidate in sorted(root.iterdir()) if root.is_dir() else []:

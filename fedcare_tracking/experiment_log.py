@@ -21,7 +21,7 @@ from fedcare_core.experiments.cells import Cell
 from fedcare_core.experiments.report import experiment_tables
 from fedcare_tracking import store
 from fedcare_tracking.experiment_plots import experiment_figures
-from fedcare_tracking.log_run import _log_batch, _now_ms
+from fedcare_tracking.log_run import log_batch_chunked, now_ms
 
 #: Tag naming the experiment of a parent run (``comparison``, ``clients``, ...).
 TAG_EXPERIMENT = "fedcare.experiment"
@@ -127,7 +127,7 @@ def log_experiment_run(
     )
     try:
         experiment_id = mc.get_run(parent).info.experiment_id
-        now = _now_ms()
+        now = now_ms()
         for _, row in outputs.summary.iterrows():
             child = store.create_child_run(
                 experiment_id,
@@ -147,7 +147,7 @@ def log_experiment_run(
                 "rho": "default" if not _finite(row["rho"]) else f"{float(row['rho']):g}",
                 "seeds": str(int(row["n"])),
             }
-            _log_batch(mc, child, metrics=metrics, params=setting)
+            log_batch_chunked(mc, child, metrics=metrics, params=setting)
             store.finish_run(child)
         for path in outputs.files:
             folder = "figures" if path.suffix == ".png" else "tables"

@@ -13,7 +13,7 @@ from pathlib import Path
 import pandas as pd
 from matplotlib.figure import Figure
 
-from fedcare_tracking.plots import PANEL_SIZE, _save
+from fedcare_tracking.plots import PANEL_SIZE, save_figure
 
 
 def _bars(summary: pd.DataFrame, metric: str, ylabel: str, title: str, path: Path) -> Path:
@@ -31,7 +31,7 @@ def _bars(summary: pd.DataFrame, metric: str, ylabel: str, title: str, path: Pat
     ax.set_ylabel(ylabel)
     ax.set_title(title)
     ax.grid(axis="y", alpha=0.3)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def _lines(
@@ -55,7 +55,7 @@ def _lines(
     ax.set_title(title)
     ax.grid(alpha=0.3)
     ax.legend(fontsize="small", ncols=2)
-    return _save(fig, path)
+    return save_figure(fig, path)
 
 
 def experiment_figures(

@@ -153,8 +153,8 @@ def log_experiment(
     )
     try:
         params = flatten_params(config)
-        _log_batch(mc, run_id, params=params)
-        _log_batch(mc, run_id, metrics=_round_metrics(doc["rounds"]) + _final_metrics(doc))
+        log_batch_chunked(mc, run_id, params=params)
+        log_batch_chunked(mc, run_id, metrics=_round_metrics(doc["rounds"]) + _final_metrics(doc))
         _log_artifacts(mc, run_id, doc, extras)
         if source is not None:
             model_id = _log_backbone(source, run_id, experiment_id, params)
@@ -207,13 +207,14 @@ def _metrics(values: Iterable[tuple[str, Any, int]], timestamp: int) -> list[Met
     return out
 
 
-def _now_ms() -> int:
+def now_ms() -> int:
+    """Wall-clock time in milliseconds, MLflow's timestamp unit."""
     return int(time.time() * 1000)
 
 
 def _round_metrics(rounds: Sequence[Mapping[str, Any]]) -> list[Metric]:
     """Per-round Stage 1 trace: λ*_s, ‖d‖², loss per objective, participants (step = round)."""
-    now = _now_ms()
+    now = now_ms()
     values: list[tuple[str, Any, int]] = []
     for r in rounds:
         step = int(r["round"])
@@ -237,10 +238,10 @@ def _final_metrics(doc: Mapping[str, Any]) -> list[Metric]:
     if "converged" in stage1:
         values.append(("stage1.converged", float(bool(stage1["converged"])), 0))
     values += [(f"timing.{k}", v, 0) for k, v in doc.get("timing", {}).items()]
-    return _metrics(values, _now_ms())
+    return _metrics(values, now_ms())
 
 
-def _log_batch(
+def log_batch_chunked(
     mc: MlflowClient,
     run_id: str,
     *,
@@ -248,7 +249,17 @@ def _log_batch(
     params: Mapping[str, str] | None = None,
     tags: Mapping[str, str] | None = None,
 ) -> None:
-    """``log_batch`` in chunks that respect MLflow's per-request limits."""
+    """``MlflowClient.log_batch`` in chunks that respect MLflow's per-request limits.
+
+    Parameters
+    ----------
+    mc
+        The tracking client.
+    run_id
+        The run to log to.
+    metrics, params, tags
+        What to log; each is sent in as many requests as the limits require.
+    """
     for i in range(0, len(metrics), MAX_METRICS_PER_BATCH):
         mc.log_batch(run_id, metrics=list(metrics[i : i + MAX_METRICS_PER_BATCH]))
     plist = [Param(k, v) for k, v in (params or {}).items()]
@@ -399,7 +410,7 @@ def _log_stage2(
             (c for c in doc.get("clients", []) if c.get("client") == k), {}
         )
         params = {f"client.{key}": param_value(v) for key, v in info.items()}
-        now = _now_ms()
+        now = now_ms()
         values: list[tuple[str, Any, int]] = []
         for epoch, mu in enumerate(entry.get("mu_trace", []), start=1):
             values += [(f"mu.{s}", v, epoch) for s, v in mu.items()]
@@ -411,7 +422,7 @@ def _log_stage2(
             values += [
                 (f"{s}.test", c.get("value"), 0) for c in rep.get("clients", []) if c["client"] == k
             ]
-        _log_batch(mc, run_id, params=params, metrics=_metrics(values, now))
+        log_batch_chunked(mc, run_id, params=params, metrics=_metrics(values, now))
         if result is not None:
             _log_personal(mc, result, k, run_id, experiment_id)
     except BaseException:

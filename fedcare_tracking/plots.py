@@ -30,7 +30,8 @@ def _finite(value: Any) -> bool:
     return isinstance(value, int | float) and math.isfinite(value)
 
 
-def _save(fig: Figure, path: Path) -> Path:
+def save_figure(fig: Figure, path: Path) -> Path:
+    """Render ``fig`` to a PNG at ``path`` (parents created) without a display; returns ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     FigureCanvasAgg(fig)
     fig.savefig(path, format="png", dpi=DPI)
@@ -75,7 +76,7 @@ def lambda_trajectory(rounds: Sequence[Mapping[str, Any]], path: str | Path) -> 
     ax_d.set_ylabel("‖d‖²")
     ax_d.set_xlabel("round")
     ax_d.xaxis.set_major_locator(MaxNLocator(integer=True))
-    return _save(fig, Path(path))
+    return save_figure(fig, Path(path))
 
 
 def metrics_chart(objectives: Mapping[str, Mapping[str, Any]], path: str | Path) -> Path:
@@ -115,4 +116,4 @@ def metrics_chart(objectives: Mapping[str, Mapping[str, Any]], path: str | Path)
         ax.set_title(name)
         if not clients:
             ax.text(0.5, 0.5, "no defined values", ha="center", va="center", transform=ax.transAxes)
-    return _save(fig, Path(path))
+    return save_figure(fig, Path(path))

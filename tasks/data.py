@@ -72,9 +72,9 @@ def raw_source(dataset: str, data_dir: str | Path | None) -> Path:
                 "MIMIC-III is credentialed data: pass data_dir pointing at the raw CSV tables"
             )
         # The loader's own folder lookup (tables' folder, or a root holding mimic3-demo).
-        from fedcare_core.datasets import _mimic_dir
+        from fedcare_core.datasets import find_mimic_dir
 
-        return _mimic_dir(Path(root))
+        return find_mimic_dir(Path(root))
     raise ConfigError(f"unknown dataset {dataset!r}")
 
 
