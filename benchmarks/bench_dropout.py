@@ -13,23 +13,16 @@ Run from anywhere with the project installed::
 from __future__ import annotations
 
 import argparse
-import platform
-import statistics
 import sys
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 import torch
+from step_timing import caption, emit, median_ms, sgd_step, single_thread
 from torch import nn
 
 from fedcare_core.config import ModelConfig
-from fedcare_core.dropout import StreamDropout, seed_masks
-from fedcare_core.losses import ObjectiveLoss
+from fedcare_core.dropout import StreamDropout
 from fedcare_core.models import MultiObjectiveModel
-
-BATCH = 256
-CHUNK = 50
 
 
 def _model(kind: str, width: int) -> MultiObjectiveModel:
@@ -45,23 +38,6 @@ def _model(kind: str, width: int) -> MultiObjectiveModel:
     return model.train()
 
 
-def _stepper(kind: str, width: int) -> Callable[[], None]:
-    model = _model(kind, width)
-    params = list(model.parameters())
-    x = torch.randn(BATCH, width)
-    y = (torch.rand(BATCH) > 0.5).float()
-    loss_fn = ObjectiveLoss("binary", 2.0)
-
-    def step() -> None:
-        loss = loss_fn(model(x, "y"), y)
-        grads = torch.autograd.grad(loss, params)
-        with torch.no_grad():
-            for p, g in zip(params, grads, strict=True):
-                p.sub_(1e-3 * g)
-
-    return step
-
-
 def main() -> int:
     """Print (and optionally write) the Markdown table."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -69,27 +45,11 @@ def main() -> int:
     parser.add_argument("--width", type=int, default=93, help="common-feature width (Diabetes)")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    torch.set_num_threads(1)
-    torch.use_deterministic_algorithms(True)
-    seed_masks(0)
+    single_thread()
     kinds = ("torch", "stream", "none")
-    steppers = {k: _stepper(k, args.width) for k in kinds}
-    times: dict[str, list[float]] = {k: [] for k in kinds}
-    for step in steppers.values():
-        for _ in range(20):
-            step()
-    for _ in range(max(1, args.steps // CHUNK)):
-        for kind in kinds:
-            step = steppers[kind]
-            for _ in range(CHUNK):
-                t0 = time.perf_counter()
-                step()
-                times[kind].append(time.perf_counter() - t0)
-    med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    med = median_ms({k: sgd_step(_model(k, args.width), args.width) for k in kinds}, args.steps)
     lines = [
-        f"Stage 1 local step, batch {BATCH}, width {args.width}, 1 thread; "
-        f"torch {torch.__version__}, Python {platform.python_version()}, "
-        f"{platform.machine()}; median of {len(times['torch'])} steps each.",
+        caption(args.width, args.steps),
         "",
         "| dropout | ms / step | vs torch |",
         "| --- | ---: | ---: |",
@@ -97,11 +57,7 @@ def main() -> int:
     labels = {"torch": "torch.nn.Dropout", "stream": "StreamDropout", "none": "none (off)"}
     for kind in kinds:
         lines.append(f"| {labels[kind]} | {med[kind]:.2f} | {med['torch'] / med[kind]:.2f}× |")
-    text = "\n".join(lines) + "\n"
-    sys.stdout.write(text)
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
+    emit(lines, args.out)
     return 0
 
 

@@ -20,41 +20,19 @@ Run from anywhere with the project installed::
 from __future__ import annotations
 
 import argparse
-import platform
-import statistics
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+from step_timing import BATCH, caption, emit, median_ms, sgd_step, single_thread
 from torch import nn
 
 from fedcare_core.config import ModelConfig
-from fedcare_core.dropout import keep_threshold, seed_masks
-from fedcare_core.losses import ObjectiveLoss
+from fedcare_core.dropout import keep_threshold
 from fedcare_core.models import MultiObjectiveModel
-
-BATCH = 256
-CHUNK = 50
-
-
-def _full_step(model: MultiObjectiveModel, width: int) -> Callable[[], None]:
-    params = list(model.parameters())
-    x = torch.randn(BATCH, width)
-    y = (torch.rand(BATCH) > 0.5).float()
-    loss_fn = ObjectiveLoss("binary", 2.0)
-
-    def step() -> None:
-        loss = loss_fn(model(x, "y"), y)
-        grads = torch.autograd.grad(loss, params)
-        with torch.no_grad():
-            for p, g in zip(params, grads, strict=True):
-                p.sub_(1e-3 * g)
-
-    return step
 
 
 def _gemm_step(model: MultiObjectiveModel) -> Callable[[], None]:
@@ -137,33 +115,19 @@ def main() -> int:
     parser.add_argument("--lanes", type=int, default=10, help="clients in the batched program")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
-    torch.set_num_threads(1)
-    torch.use_deterministic_algorithms(True)
-    seed_masks(0)
+    single_thread()
     torch.manual_seed(0)
     model = MultiObjectiveModel(args.width, ["y"], ModelConfig()).train()
     steppers = {
-        "full": _full_step(model, args.width),
+        "full": sgd_step(model, args.width),
         "gemm": _gemm_step(model),
         "batched": _batched_step(model, args.width, args.lanes),
     }
-    times: dict[str, list[float]] = {k: [] for k in steppers}
-    for step in steppers.values():
-        for _ in range(20):
-            step()
-    for _ in range(max(1, args.steps // CHUNK)):
-        for kind, step in steppers.items():
-            for _ in range(CHUNK):
-                t0 = time.perf_counter()
-                step()
-                times[kind].append(time.perf_counter() - t0)
-    med = {k: statistics.median(v) * 1e3 for k, v in times.items()}
+    med = median_ms(steppers, args.steps)
     med["batched"] /= args.lanes
     rest = med["full"] - med["gemm"]
     lines = [
-        f"Stage 1 local step, batch {BATCH}, width {args.width}, 1 thread; "
-        f"torch {torch.__version__}, Python {platform.python_version()}, "
-        f"{platform.machine()}; median of {len(times['full'])} steps each.",
+        caption(args.width, args.steps),
         "",
         "| part | ms / step | share |",
         "| --- | ---: | ---: |",
@@ -174,11 +138,7 @@ def main() -> int:
         f"| {args.lanes} clients as one batched program, per client | {med['batched']:.2f} "
         f"| {100 * med['batched'] / med['full']:.0f} % |",
     ]
-    text = "\n".join(lines) + "\n"
-    sys.stdout.write(text)
-    if args.out is not None:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text)
+    emit(lines, args.out)
     return 0
 
 
