@@ -83,6 +83,7 @@ slow: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_min_norm.py --out docs/benchmarks/min_norm.md
 	$(BIN)/python benchmarks/bench_dropout.py --out docs/benchmarks/dropout.md
+	$(BIN)/python benchmarks/bench_local_step.py --out docs/benchmarks/local_step.md
 
 bench-stage2: $(STAMP)
 	FEDCARE_DATA_DIR="$(DATA_DIR)" $(BIN)/python benchmarks/bench_stage2_parallel.py
