@@ -166,7 +166,9 @@ def test_ctrl_c_on_the_cli_mid_run_leaves_no_process(data_dir, tmp_path):
     mark = uuid.uuid4().hex
     env = {**os.environ, "FEDCARE_TEST_MARK": mark, "TMPDIR": str(tmp_path)}
     argv = [sys.executable, "-m", "fedcare_cli", "run", "--dataset", "diabetes130"]
-    argv += ["--data-dir", str(data_dir), "--clients", "3", "--rounds", "5"]
+    # Many rounds, though it is interrupted after the first: on a loaded machine a short run
+    # could finish between two polls, and there would be nothing left to interrupt.
+    argv += ["--data-dir", str(data_dir), "--clients", "3", "--rounds", "50"]
     argv += ["--max-patients", "1500", "--quiet", "--backend", "flower-deployment"]
     cli = subprocess.Popen(argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
 
