@@ -31,7 +31,7 @@ from step_timing import BATCH, caption, emit, median_ms, sgd_step, single_thread
 from torch import nn
 
 from fedcare_core.config import ModelConfig
-from fedcare_core.dropout import keep_threshold
+from fedcare_core.dropout import keep_mask
 from fedcare_core.models import MultiObjectiveModel
 
 
@@ -73,13 +73,7 @@ def _batched_step(model: MultiObjectiveModel, width: int, lanes: int) -> Callabl
     streams = [np.random.PCG64(i) for i in range(lanes)]
 
     def mask(width_: int, p: float) -> torch.Tensor:
-        n = BATCH * width_
-        out = np.empty((lanes, n), dtype=np.float32)
-        for i, stream in enumerate(streams):
-            words = np.asarray(stream.random_raw((n + 3) // 4), dtype=np.uint64)
-            out[i] = words.view(np.uint16)[:n] < keep_threshold(p)
-        out *= np.float32(1.0 / (1.0 - p))
-        return torch.from_numpy(out.reshape(lanes, BATCH, width_))
+        return torch.stack([keep_mask((BATCH, width_), p, stream) for stream in streams])
 
     def lin(h: torch.Tensor, w: torch.Tensor, b: torch.Tensor) -> torch.Tensor:
         return torch.baddbmm(b[:, None, :], h, w.transpose(1, 2))

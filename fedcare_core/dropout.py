@@ -40,7 +40,9 @@ def keep_threshold(p: float) -> int:
     return round((1.0 - p) * _LEVELS)
 
 
-def keep_mask(shape: tuple[int, ...], p: float) -> torch.Tensor:
+def keep_mask(
+    shape: tuple[int, ...], p: float, stream: np.random.BitGenerator | None = None
+) -> torch.Tensor:
     """A float32 mask of ``0`` (dropped) and ``1 / (1 - p)`` (kept) from the mask stream.
 
     Parameters
@@ -49,6 +51,8 @@ def keep_mask(shape: tuple[int, ...], p: float) -> torch.Tensor:
         Shape of the activations to mask.
     p
         Drop probability in ``[0, 1)``.
+    stream
+        The bit generator to draw from; the process-wide mask stream when omitted.
 
     Returns
     -------
@@ -56,7 +60,7 @@ def keep_mask(shape: tuple[int, ...], p: float) -> torch.Tensor:
         The scaled mask, ready to multiply the activations with.
     """
     n = int(np.prod(shape))
-    words = _stream.random_raw((n + 3) // 4)
+    words = (_stream if stream is None else stream).random_raw((n + 3) // 4)
     uniforms = np.asarray(words, dtype=np.uint64).view(np.uint16)[:n]
     mask = (uniforms < keep_threshold(p)).astype(np.float32)
     mask *= np.float32(1.0 / (1.0 - p))
