@@ -83,8 +83,7 @@ def add_parser(sub: Any) -> None:
 
 def cmd_experiment(args: argparse.Namespace) -> int:
     """Run one experiment or the programme; print where the outputs are and the wall time."""
-    from fedcare_core.experiments.engine import DataSpec, base_fingerprint, run_cells
-    from fedcare_core.experiments.engine import cells_dir as grid_cells_dir
+    from fedcare_core.experiments.engine import DataSpec, base_fingerprint, cell_store, run_cells
     from fedcare_tracking.experiment_log import log_experiment_run, write_outputs
 
     base = grid_base(
@@ -94,7 +93,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
         stage2_epochs=args.stage2_epochs,
     )
     out = args.out or Path(".experiments") / args.dataset
-    cells_dir = grid_cells_dir(out, base)
+    cells_dir = cell_store(out, base)
     spec = DataSpec(args.data_dir or os.environ.get("FEDCARE_DATA_DIR"), not args.no_verify)
     names = list(PROGRAMME) if args.name == "programme" else [args.name]
     timing: dict[str, Any] = {"workers": args.workers, "experiments": {}}

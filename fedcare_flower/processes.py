@@ -166,7 +166,13 @@ def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
 
 @contextlib.contextmanager
 def signals_raise() -> Iterator[None]:
-    """Turn SIGTERM/SIGHUP into an exception in the main thread, so ``finally`` runs."""
+    """Turn SIGTERM/SIGHUP/SIGINT into exceptions in the main thread, so ``finally`` runs.
+
+    SIGTERM and SIGHUP raise :class:`Terminated`; SIGINT raises ``KeyboardInterrupt`` whatever
+    handler an earlier library left installed (a handler that only sets a flag would let the
+    processes outlive the interrupted run), unless the caller chose to ignore SIGINT. The
+    previous handlers are restored on exit.
+    """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -174,12 +180,17 @@ def signals_raise() -> Iterator[None]:
     def handler(signum: int, _frame: FrameType | None) -> None:
         raise Terminated(signal.Signals(signum).name)
 
+    def interrupt(_signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
     previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
+    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, interrupt)
     try:
         yield
     finally:
         for s, h in previous.items():
-            signal.signal(s, h)
+            signal.signal(s, signal.SIG_DFL if h is None else h)
 
 
 @contextlib.contextmanager

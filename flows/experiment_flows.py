@@ -28,8 +28,7 @@ from fedcare_core.experiments.cells import (
     experiment_cells,
     grid_base,
 )
-from fedcare_core.experiments.engine import DataSpec, base_fingerprint
-from fedcare_core.experiments.engine import cells_dir as grid_cells_dir
+from fedcare_core.experiments.engine import DataSpec, base_fingerprint, cell_store
 from tasks.data import validate_raw_task
 from tasks.experiments import log_experiment_task, run_grid_task, write_outputs_task
 
@@ -74,7 +73,7 @@ def run_experiment_flow(
         variants=variants or list(ABLATIONS),
     )
     out = Path(out_dir or DEFAULT_OUT) / dataset
-    cells_dir = grid_cells_dir(out, base)
+    cells_dir = cell_store(out, base)
     flow_run_id = str(runtime_flow_run.id)
     raw = validate_raw_task(dataset, data_dir, out / "validation" / flow_run_id)
     require_checks_pass(raw)

@@ -107,7 +107,7 @@ def base_fingerprint(base: ExperimentConfig) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def cells_dir(out_dir: str | Path, base: ExperimentConfig) -> Path:
+def cell_store(out_dir: str | Path, base: ExperimentConfig) -> Path:
     """Where a grid on ``base`` keeps its cell documents: ``<out>/cells/<fingerprint>``."""
     return Path(out_dir) / "cells" / base_fingerprint(base)
 

@@ -111,15 +111,10 @@ def test_a_signal_at_start_up_tears_every_process_down(small_cohort, tmp_path, s
         FlowerConfig(workdir_parent=str(tmp_path), shutdown_grace_s=3.0),
         on_started=lambda r: os.kill(os.getpid(), sig),
     )
-    # SIGINT's disposition is process-wide: a library used by an earlier test in this process
-    # may have left its own handler installed (seen once, under load, as "DID NOT RAISE"). What
-    # is tested is the runner under Python's default, a KeyboardInterrupt.
-    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        with pytest.raises(KeyboardInterrupt):
-            runner(fed, cfg.model, cfg.stage1, cfg.seed, None)
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    # SIGINT's handler is process-wide and an earlier test's library may have left its own (seen
+    # once, under load, as "DID NOT RAISE"); the runner's signals_raise overrides it while it runs.
+    with pytest.raises(KeyboardInterrupt):
+        runner(fed, cfg.model, cfg.stage1, cfg.seed, None)
     nodes = {f"{kind}-{k}" for kind in ("supernode", "superexec") for k in range(3)}
     assert set(runner.supervisor.procs) == {"superlink", "flwr-run", *nodes}
     _assert_nothing_left(runner, tmp_path)
