@@ -19,6 +19,7 @@ from fedcare_core.data.federation import ClientData, SplitArrays
 from fedcare_core.losses import ObjectiveLoss, make_loss
 from fedcare_core.models import PersonalModel
 from fedcare_core.moo import min_norm_weights
+from fedcare_core.optim import local_optimizer
 from fedcare_core.seeding import derive_rng, seed_torch
 
 #: BatchNorm needs at least two rows in training mode.
@@ -149,12 +150,7 @@ def fine_tune(
     model = build_personal_model(backbone_state, client, model_config, seed)
     losses = {s: make_loss(kinds[s], client.train.y[:, j]) for j, s in enumerate(client.objectives)}
     params = [p for p in model.parameters()]
-    if config.optimizer == "adam":
-        opt: torch.optim.Optimizer = torch.optim.Adam(
-            params, lr=config.lr, weight_decay=config.weight_decay
-        )
-    else:
-        opt = torch.optim.SGD(params, lr=config.lr, weight_decay=config.weight_decay)
+    opt = local_optimizer(params, config.optimizer, lr=config.lr, weight_decay=config.weight_decay)
     xc, xu, y = _tensors(client.train)
     n = client.train.n
     batch = max(MIN_BATCH, min(config.batch_size, n))

@@ -13,6 +13,7 @@ from fedcare_core.data.federation import ClientData, SplitArrays
 from fedcare_core.evaluate import Scorer
 from fedcare_core.losses import ObjectiveLoss, make_loss
 from fedcare_core.models import FullMLP, MultiObjectiveModel
+from fedcare_core.optim import local_optimizer
 from fedcare_core.seeding import seed_torch
 
 #: BatchNorm needs at least two rows in training mode.
@@ -69,9 +70,7 @@ def multi_objective_loss(
 
 def make_optimizer(params: Sequence[nn.Parameter], config: BaselineConfig) -> torch.optim.Optimizer:
     """The local optimiser of :class:`BaselineConfig` (fresh state)."""
-    if config.optimizer == "adam":
-        return torch.optim.Adam(params, lr=config.lr, weight_decay=config.weight_decay)
-    return torch.optim.SGD(params, lr=config.lr, weight_decay=config.weight_decay)
+    return local_optimizer(params, config.optimizer, lr=config.lr, weight_decay=config.weight_decay)
 
 
 def batch_schedule(
