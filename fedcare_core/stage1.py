@@ -175,19 +175,24 @@ def client_update(
             for i, (n, p) in enumerate(zip(names, model.parameters(), strict=True))
             if n.startswith("backbone.") or n.startswith(f"heads.{s}.")
         ]
-        acc = torch.zeros(int(offsets[-1]), dtype=torch.float32)
+        stepped: list[torch.Tensor] = [p for _, p in chosen]
+        sums = [torch.zeros_like(p) for p in stepped]
         loss_total = 0.0
         for step in range(config.local_steps):
             start = (step * batch) % max(len(order), 1)
             idx = np.take(order, np.arange(start, start + batch), mode="wrap")
             idx_t = torch.from_numpy(idx)
             loss = losses[s](model(x[idx_t], s), y_all[idx_t, j])
-            grads = torch.autograd.grad(loss, [p for _, p in chosen])
+            grads = torch.autograd.grad(loss, stepped)
             with torch.no_grad():
-                for (i, p), g in zip(chosen, grads, strict=True):
-                    acc[offsets[i] : offsets[i + 1]] += g.reshape(-1)
-                    p.sub_(config.local_lr * g)
+                # One multi-tensor call per operation instead of a Python loop over the
+                # tensors: the same arithmetic (Σ g; p − η_l·g, the product rounded first).
+                torch._foreach_add_(sums, grads)
+                torch._foreach_sub_(stepped, torch._foreach_mul(grads, config.local_lr))
             loss_total += float(loss.detach())
+        acc = torch.zeros(int(offsets[-1]), dtype=torch.float32)
+        for (i, _), g_sum in zip(chosen, sums, strict=True):
+            acc[offsets[i] : offsets[i + 1]] = g_sum.reshape(-1)
         updates[s] = ObjectiveUpdate(
             delta=acc.numpy(),
             num_examples=len(labelled),

@@ -5,6 +5,7 @@ import torch
 from fedcare_core.config import DataConfig, ModelConfig, Stage1Config
 from fedcare_core.data.federation import build_federation
 from fedcare_core.params import ParamLayout, get_buffers, get_params, param_layout
+from fedcare_core.seeding import derive_rng
 from fedcare_core.stage1 import (
     ClientUpdate,
     ObjectiveUpdate,
@@ -116,6 +117,49 @@ def test_client_update_single_step_is_the_gradient(fed):
     for other, sl in layout.heads.items():
         if other != s:
             assert not up.objectives[s].delta[sl].any()
+
+
+def test_client_update_equals_a_plain_per_tensor_sgd_loop_bit_for_bit(fed):
+    """τ steps of p ← p − η_l·g with Δ = Σ g, written the obvious way, give the same bits."""
+    client = fed.clients[1]
+    s = client.objectives[0]
+    j = client.objectives.index(s)
+    mcfg = ModelConfig(dropout=0.0, head_dropout=0.0)
+    model = build_model(fed.common_width, fed.objective_names, mcfg, seed=3)
+    params, bufs = get_params(model), get_buffers(model)
+    cfg = Stage1Config(local_steps=4, batch_size=16, local_lr=0.05)
+    up = client_update(model, params, bufs, client, KINDS, cfg, seed=0, round_idx=2)
+
+    ref = build_model(fed.common_width, fed.objective_names, mcfg, seed=3).train()
+    labelled = np.flatnonzero(np.isfinite(client.train.y[:, j]))
+    order = labelled[
+        derive_rng(0, "stage1-batch", 2, client.client_id, s).permutation(len(labelled))
+    ]
+    loss_fn = client_losses(client, KINDS)[s]
+    x, y = torch.from_numpy(client.train.x_common), torch.from_numpy(client.train.y[:, j])
+    stepped = [
+        p
+        for n, p in ref.named_parameters()
+        if not n.startswith("heads.") or n.startswith(f"heads.{s}.")
+    ]
+    sums = [torch.zeros_like(p) for p in stepped]
+    for step in range(cfg.local_steps):
+        idx = torch.from_numpy(np.take(order, np.arange(step * 16, step * 16 + 16), mode="wrap"))
+        grads = torch.autograd.grad(loss_fn(ref(x[idx], s), y[idx]), stepped)
+        with torch.no_grad():
+            for p, g, acc in zip(stepped, grads, sums, strict=True):
+                acc += g
+                p.sub_(cfg.local_lr * g)
+
+    layout = param_layout(ref)
+    expected = np.zeros(layout.total, np.float32)
+    offsets = np.cumsum([0] + [p.numel() for p in ref.parameters()])
+    positions = {id(p): i for i, p in enumerate(ref.parameters())}
+    for p, acc in zip(stepped, sums, strict=True):
+        i = positions[id(p)]
+        expected[offsets[i] : offsets[i + 1]] = acc.reshape(-1).numpy()
+    assert np.abs(expected).sum() > 0
+    np.testing.assert_array_equal(up.objectives[s].delta, expected)
 
 
 def test_run_stage1_is_deterministic_and_records_lambda(fed):
