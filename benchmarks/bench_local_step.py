@@ -58,6 +58,29 @@ def _gemm_step(model: MultiObjectiveModel) -> Callable[[], None]:
     return step
 
 
+def _model_params(model: MultiObjectiveModel) -> list[torch.Tensor]:
+    """The step's 18 parameter tensors, in the order the hand-written programs unpack them."""
+    bb = model.backbone
+    head = [m for m in model.heads["y"].modules() if isinstance(m, nn.Linear)]
+    return [
+        bb.fc1.weight, bb.fc1.bias, bb.bn1.weight, bb.bn1.bias,
+        bb.fc2.weight, bb.fc2.bias, bb.bn2.weight, bb.bn2.bias,
+        bb.proj.weight, bb.proj.bias, bb.norm.weight, bb.norm.bias,
+        head[0].weight, head[0].bias, head[1].weight, head[1].bias, head[2].weight, head[2].bias,
+    ]  # fmt: skip
+
+
+def _mask_shapes() -> list[tuple[int, float]]:
+    """(width, drop probability) of the step's four dropout layers, in forward order."""
+    cfg = ModelConfig()
+    return [
+        (cfg.hidden, cfg.dropout),
+        (cfg.hidden, cfg.dropout),
+        (cfg.head_hidden[0], cfg.head_dropout),
+        (cfg.head_hidden[1], cfg.head_dropout),
+    ]
+
+
 def _batched_step(model: MultiObjectiveModel, width: int, lanes: int) -> Callable[[], None]:
     """``lanes`` copies of the model stepped as one program; returns one step of all lanes."""
     cfg = ModelConfig()
@@ -157,29 +180,15 @@ def _manual_grads(
     ]  # fmt: skip
 
 
-def _model_params(model: MultiObjectiveModel) -> list[torch.Tensor]:
-    """The step's 18 parameter tensors, in the order the hand-written programs unpack them."""
-    bb = model.backbone
-    head = [m for m in model.heads["y"].modules() if isinstance(m, nn.Linear)]
-    return [
-        bb.fc1.weight, bb.fc1.bias, bb.bn1.weight, bb.bn1.bias,
-        bb.fc2.weight, bb.fc2.bias, bb.bn2.weight, bb.bn2.bias,
-        bb.proj.weight, bb.proj.bias, bb.norm.weight, bb.norm.bias,
-        head[0].weight, head[0].bias, head[1].weight, head[1].bias, head[2].weight, head[2].bias,
-    ]  # fmt: skip
-
-
 def _check_manual_grads(model: MultiObjectiveModel, width: int) -> float:
     """Largest difference between the hand-written and autograd gradients, on one batch."""
     cfg = ModelConfig()
     params = _model_params(model)
     x = torch.randn(BATCH, width)
     y = (torch.rand(BATCH) > 0.5).float()
-    shapes = [(cfg.hidden, cfg.dropout)] * 2 + [
-        (cfg.head_hidden[0], cfg.head_dropout),
-        (cfg.head_hidden[1], cfg.head_dropout),
+    masks = [
+        keep_mask((BATCH, w), p, np.random.PCG64(i)) for i, (w, p) in enumerate(_mask_shapes())
     ]
-    masks = [keep_mask((BATCH, w), p, np.random.PCG64(i)) for i, (w, p) in enumerate(shapes)]
     w1, b1, g1, e1, w2, b2, g2, e2, wp, bp, gl, el, wa, ba, wb, bb, wc, bc = params
     a1 = torch.relu(F.batch_norm(F.linear(x, w1, b1), None, None, g1, e1, True)) * masks[0]
     a2 = torch.relu(F.batch_norm(F.linear(a1, w2, b2), None, None, g2, e2, True)) * masks[1]
@@ -194,14 +203,10 @@ def _check_manual_grads(model: MultiObjectiveModel, width: int) -> float:
 
 
 def _manual_step(model: MultiObjectiveModel, width: int) -> Callable[[], None]:
-    cfg = ModelConfig()
     params = [p.detach().clone() for p in _model_params(model)]
     x = torch.randn(BATCH, width)
     y = (torch.rand(BATCH, 1) > 0.5).float()
-    shapes = [(cfg.hidden, cfg.dropout)] * 2 + [
-        (cfg.head_hidden[0], cfg.head_dropout),
-        (cfg.head_hidden[1], cfg.head_dropout),
-    ]
+    shapes = _mask_shapes()
 
     def step() -> None:
         masks = [keep_mask((BATCH, w), p) for w, p in shapes]

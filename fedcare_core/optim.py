@@ -16,8 +16,7 @@ from collections.abc import Iterable
 import torch
 from torch import nn
 
-#: Names :func:`local_optimizer` accepts.
-OPTIMIZERS = ("adam", "sgd")
+from fedcare_core.config import LOCAL_OPTIMIZERS
 
 
 def local_optimizer(
@@ -48,4 +47,4 @@ def local_optimizer(
         return torch.optim.Adam(params, lr=lr, weight_decay=weight_decay, foreach=True)
     if name == "sgd":
         return torch.optim.SGD(params, lr=lr, weight_decay=weight_decay, foreach=True)
-    raise ValueError(f"unknown optimizer {name!r}; expected one of {OPTIMIZERS}")
+    raise ValueError(f"unknown optimizer {name!r}; expected one of {LOCAL_OPTIMIZERS}")

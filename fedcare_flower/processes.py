@@ -180,12 +180,9 @@ def signals_raise() -> Iterator[None]:
     def handler(signum: int, _frame: FrameType | None) -> None:
         raise Terminated(signal.Signals(signum).name)
 
-    def interrupt(_signum: int, _frame: FrameType | None) -> None:
-        raise KeyboardInterrupt
-
     previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
     if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        previous[signal.SIGINT] = signal.signal(signal.SIGINT, interrupt)
+        previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         yield
     finally:
