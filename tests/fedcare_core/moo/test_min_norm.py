@@ -31,18 +31,20 @@ def assert_on_simplex(w: np.ndarray, s: int) -> None:
     assert w.sum() == pytest.approx(1.0, abs=1e-12)
 
 
-def brute_force(gram: np.ndarray) -> float:
+def brute_force(gram: np.ndarray) -> tuple[float, np.ndarray]:
     """Exhaustive reference: the best affine minimiser of any subset that lies in the simplex.
 
     The optimum is the affine minimiser of its own support, so enumerating all 2^S − 1 supports
-    (least squares, so dependent subsets are fine) and keeping feasible ones finds it.
+    (least squares, so dependent subsets are fine) and keeping feasible ones finds it. Returns
+    the value and its weights: the value carries the weights' own rounding (it can come out a
+    few ulps below zero), so comparisons use :func:`rounding_level` of both weight vectors.
     """
     s = gram.shape[0]
     scale = float(np.diag(gram).max())
     if scale == 0.0:
-        return 0.0
+        return 0.0, np.full(s, 1.0 / s)
     gram = gram / scale  # keeps lstsq's cut-off meaningful whatever the gradients' size
-    best = np.inf
+    best, best_lam = np.inf, np.full(s, 1.0 / s)
     for k in range(1, s + 1):
         for subset in itertools.combinations(range(s), k):
             idx = list(subset)
@@ -56,8 +58,10 @@ def brute_force(gram: np.ndarray) -> float:
                 lam = np.zeros(s)
                 lam[idx] = np.clip(alpha, 0.0, None)
                 lam /= lam.sum()
-                best = min(best, float(lam @ gram @ lam))
-    return best * scale
+                value = float(lam @ gram @ lam)
+                if value < best:
+                    best, best_lam = value, lam
+    return best * scale, best_lam
 
 
 def rounding_level(gram: np.ndarray, *weights: np.ndarray) -> float:
@@ -209,8 +213,8 @@ def test_exact_matches_exhaustive_search(s: int) -> None:
         g = a @ a.T
         w, sq = min_norm_weights(g)
         assert_on_simplex(w, s)
-        best = brute_force(g)
-        assert sq <= best + 1e-12 * max(best, 0.0) + rounding_level(g, w)
+        best, best_w = brute_force(g)
+        assert sq <= best + 1e-12 * max(best, 0.0) + rounding_level(g, w, best_w)
 
 
 # --- degenerate input -----------------------------------------------------------------------
@@ -247,7 +251,8 @@ def test_duplicate_gradients_among_others(method: str, s: int) -> None:
         w, sq = min_norm_weights(g, method)
         assert_on_simplex(w, s)
         if method == "exact":
-            assert sq <= brute_force(g) + rounding_level(g, w)
+            best, best_w = brute_force(g)
+            assert sq <= best + rounding_level(g, w, best_w)
 
 
 @pytest.mark.parametrize("method", SOLVERS)
@@ -304,7 +309,8 @@ def test_huge_scale_differences_match_exhaustive_search(s: int) -> None:
         g = a @ a.T
         w, sq = min_norm_weights(g)
         assert_on_simplex(w, s)
-        assert sq <= max(brute_force(g), 0.0) + rounding_level(g, w)
+        best, best_w = brute_force(g)
+        assert sq <= max(best, 0.0) + rounding_level(g, w, best_w)
 
 
 def test_near_duplicate_gradients_pick_the_shortest() -> None:
