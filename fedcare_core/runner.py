@@ -6,7 +6,9 @@ returns a plain :class:`ExperimentResult`; logging and printing happen elsewhere
 
 from __future__ import annotations
 
+import os
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +17,7 @@ import torch
 
 from fedcare_core import __version__
 from fedcare_core.config import BASELINE_ALGORITHMS, ExperimentConfig, ModelConfig, Stage1Config
+from fedcare_core.cpu_kernels import ENV, kernel_path, kernel_path_mismatch
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.federation import ClientData, Federation, SplitArrays, build_federation
 from fedcare_core.data.partition import FeaturePartition, with_disparity
@@ -77,6 +80,7 @@ class ExperimentResult:
             "dataset": fed.dataset,
             "algorithm": self.config.algorithm,
             "fedcare_version": __version__,
+            "cpu_kernels": kernel_path(),
             "config": self.config.to_dict(),
             "objectives": objectives,
             "rounds": [
@@ -151,7 +155,9 @@ def configure_torch(config: ExperimentConfig) -> None:
 
     Deterministic algorithms and ``config.threads`` intra-op threads. Every process that runs
     part of an experiment (e.g. a worker fine-tuning one client) calls it, so a client's result
-    does not depend on where it ran.
+    does not depend on where it ran. Warns (``RuntimeWarning``) when torch does not run the CPU
+    kernels :mod:`fedcare_core.cpu_kernels` pinned, since results then differ from other
+    machines' in their last bits.
 
     Parameters
     ----------
@@ -160,6 +166,9 @@ def configure_torch(config: ExperimentConfig) -> None:
     """
     torch.use_deterministic_algorithms(True)
     torch.set_num_threads(config.threads)
+    mismatch = kernel_path_mismatch(os.environ.get(ENV), kernel_path())
+    if mismatch is not None:
+        warnings.warn(mismatch, RuntimeWarning, stacklevel=2)
 
 
 def prepare_federation(

@@ -47,6 +47,8 @@ _log = logging.getLogger(__name__)
 TAG_DATASET_SHA256 = "fedcare.dataset_sha256"
 #: FedCARE version that produced the run.
 TAG_VERSION = "fedcare.version"
+#: Torch's CPU kernel path that produced the numbers (``fedcare_core.cpu_kernels``).
+TAG_CPU_KERNELS = "fedcare.cpu_kernels"
 #: Prefect flow-run id of the flow that ran the experiment.
 TAG_FLOW_RUN_ID = "prefect.flow_run_id"
 #: Dataset, algorithm and seed, for searching runs.
@@ -187,6 +189,8 @@ def _provenance_tags(
         TAG_DATASET_SHA256: str(doc.get("data", {}).get("sha256", "")),
         TAG_VERSION: str(doc.get("fedcare_version", __version__)),
     }
+    if "cpu_kernels" in doc:
+        out[TAG_CPU_KERNELS] = str(doc["cpu_kernels"])
     if flow_run_id is not None:
         out[TAG_FLOW_RUN_ID] = flow_run_id
     out.update({k: str(v) for k, v in (tags or {}).items()})

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from fedcare_core import __version__
+from fedcare_core.cpu_kernels import kernel_path
 from fedcare_core.losses import predict
 from fedcare_core.stage1 import load_global_model
 from fedcare_tracking import log_run, store
@@ -44,6 +45,7 @@ def test_run_is_nested_in_the_dataset_experiment_with_provenance_tags(logged):
     assert tags["mlflow.parentRunId"] == logged.parent_id
     assert tags[log_run.TAG_DATASET_SHA256] == "0" * 64
     assert tags[log_run.TAG_VERSION] == __version__
+    assert tags[log_run.TAG_CPU_KERNELS] == kernel_path()
     assert tags[log_run.TAG_FLOW_RUN_ID] == FLOW_RUN_ID
     assert tags["fedcare.metric.los"] == "mae_days"
 
