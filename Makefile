@@ -35,15 +35,16 @@ install: $(STAMP)
 # The main job: bring the local stack up (Prefect server, worker, deployments, MLflow server) and
 # run the `fedcare/full-experiment` deployment (Diabetes 130-US, 10 clients, 100 rounds, seed 0)
 # on the data in DATA_DIR (downloaded into ~/.cache/fedcare when DATA_DIR does not exist), wait
-# for it, and say where the UIs are. Exits non-zero if the flow run fails. The stack stays up
+# for it (`fedcare stack run`: Prefect's --watch, with a state poll beside it), and say where the
+# UIs are. Exits non-zero if the flow run fails. The stack stays up
 # for the UIs: `make stack-down` stops it.
 run: $(STAMP)
 	@if [ -e "$(DATA_DIR)" ]; then data="$$(realpath "$(DATA_DIR)")"; \
 	else data="$$($(BIN)/fedcare data fetch diabetes130)" || exit 1; fi; \
 	$(BIN)/fedcare stack up --data-dir "$$data" $(STACK_ARGS) || exit 1; \
 	eval "$$($(BIN)/fedcare stack env $(STACK_ARGS))"; \
-	$(BIN)/prefect deployment run fedcare/full-experiment -p data_dir="$$data" $(RUN_PARAMS) \
-		--watch; rc=$$?; \
+	$(BIN)/fedcare stack run fedcare/full-experiment $(STACK_ARGS) -p data_dir="$$data" \
+		$(RUN_PARAMS); rc=$$?; \
 	echo; echo "Prefect UI: $${PREFECT_API_URL%/api}   MLflow UI: $$MLFLOW_TRACKING_URI"; \
 	echo "Stop the stack with: make stack-down"; \
 	exit $$rc

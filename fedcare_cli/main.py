@@ -114,9 +114,22 @@ def _parser() -> argparse.ArgumentParser:
     )
     stack.add_argument(
         "action",
-        choices=["up", "down", "status", "env"],
+        choices=["up", "down", "status", "env", "run"],
         help="up: start and deploy; down: stop everything; status: report; env: print the "
-        "shell exports (PREFECT_API_URL, MLFLOW_TRACKING_URI, ...) that talk to the stack",
+        "shell exports (PREFECT_API_URL, MLFLOW_TRACKING_URI, ...) that talk to the stack; "
+        "run: run a deployment and wait for it (prefect deployment run --watch, with a state "
+        "poll beside it in case the watch misses the end)",
+    )
+    stack.add_argument(
+        "deployment", nargs="?", help="run: flow/deployment, e.g. fedcare/full-experiment"
+    )
+    stack.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="run: a flow parameter, as prefect deployment run -p takes it (repeatable)",
     )
     stack.add_argument("--state-dir", type=Path, help="pid files, logs, Prefect home (.stack)")
     stack.add_argument("--mlflow-dir", type=Path, help="MLflow store folder (mlflow)")
@@ -265,7 +278,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_stack(args: argparse.Namespace) -> int:
-    """``fedcare stack up|down|status|env``."""
+    """``fedcare stack up|down|status|env|run``."""
     import shlex
     from dataclasses import replace
 
@@ -281,6 +294,13 @@ def cmd_stack(args: argparse.Namespace) -> int:
     def say(message: str) -> None:
         print(f"fedcare stack: {message}", file=sys.stderr)
 
+    if args.action == "run":
+        from fedcare_stack.run import run_deployment
+
+        if not args.deployment:
+            say("run needs a deployment, e.g. fedcare stack run fedcare/full-experiment")
+            return 2
+        return run_deployment(config, args.deployment, args.param, out=sys.stdout, say=say)
     if args.action == "env":
         for key, value in config.client_env().items():
             print(f"export {key}={shlex.quote(value)}")

@@ -2,13 +2,13 @@
 
 Brings up a Prefect server, a process worker, the deployments of ``prefect.yaml`` and an MLflow
 tracking server (``fedcare_stack``, on free loopback ports, state in a temporary folder),
-triggers the deployment with the Prefect CLI as the README does (small settings, two seeds in
-two flow runs), then reads MLflow back over HTTP, and tears the stack down, leaving no process.
+triggers the deployment with the Prefect CLI as ``make run`` does (``fedcare stack run``; small
+settings, two seeds in two flow runs), then reads MLflow back over HTTP, and tears the stack
+down, leaving no process.
 """
 
 from __future__ import annotations
 
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -19,23 +19,18 @@ import fedcare_tracking  # noqa: F401  (MLflow environment defaults before mlflo
 from fedcare_stack import stack
 from fedcare_stack.config import LOOPBACK, TOKEN_ENV, StackConfig
 from fedcare_stack.processes import free_port, marked_processes, port_in_use
+from fedcare_stack.run import run_deployment
 
 ROUNDS = 4
 SMALL = ["clients=3", f"rounds={ROUNDS}", "max_patients=3000", "stage2_epochs=3"]
 
 
 def _run_deployment(config: StackConfig, params: list[str], log: Path) -> int:
-    argv = [str(Path(config.python).parent / "prefect"), "deployment", "run"]
-    argv += ["fedcare/full-experiment", "--watch"]
-    for p in params:
-        argv += ["-p", p]
-    import os
-
-    env = dict(os.environ) | config.client_env()
-    with open(log, "wb") as out:
-        return subprocess.run(
-            argv, env=env, stdout=out, stderr=subprocess.STDOUT, timeout=900, check=False
-        ).returncode
+    """``make run``'s wait: ``prefect deployment run --watch`` under ``fedcare stack run``."""
+    with open(log, "w") as out:
+        return run_deployment(
+            config, "fedcare/full-experiment", params, out=out, say=lambda m: print(m, file=out)
+        )
 
 
 def _scheduled_runs(config: StackConfig) -> list[Any]:

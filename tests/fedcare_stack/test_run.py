@@ -1,0 +1,105 @@
+"""``fedcare stack run``: the watch's output passes through, and a watch that misses the end of
+its flow run is stopped by the state poll (a stand-in for ``prefect deployment run --watch``;
+the real one runs in ``tests/flows/test_deployment.py``)."""
+
+from __future__ import annotations
+
+import io
+import sys
+import time
+from pathlib import Path
+
+from fedcare_stack.config import StackConfig
+from fedcare_stack.run import run_deployment, watch_command
+
+RUN_ID = "3f2b8f56-6c8f-4db8-95cb-0aa04d86b844"
+
+
+def fake_watch(tail: str) -> list[str]:
+    """A watch that prints Prefect's flow-run header, then runs ``tail`` (Python)."""
+    header = f"print('Created flow run.'); print('└── UUID: {RUN_ID}', flush=True); "
+    return [sys.executable, "-c", header + tail]
+
+
+class States:
+    """A state reader that answers ``answers`` in turn (the last one from then on)."""
+
+    def __init__(self, *answers: str | None) -> None:
+        self.answers = list(answers)
+        self.asked: list[str] = []
+
+    def __call__(self, flow_run_id: str) -> str | None:
+        self.asked.append(flow_run_id)
+        return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
+
+
+def run(tmp_path: Path, argv: list[str], states: States, grace_s: float = 0.5):  # type: ignore[no-untyped-def]
+    out, said = io.StringIO(), []
+    started = time.monotonic()
+    rc = run_deployment(
+        StackConfig(state=tmp_path / "stack"),
+        "fedcare/full-experiment",
+        [],
+        out=out,
+        say=said.append,
+        read_state=states,
+        argv=argv,
+        poll_s=0.05,
+        grace_s=grace_s,
+    )
+    return rc, out.getvalue(), said, time.monotonic() - started
+
+
+def test_a_watch_that_misses_a_completed_run_is_stopped_with_success(tmp_path: Path) -> None:
+    states = States("RUNNING", "RUNNING", "COMPLETED")
+    rc, out, said, took = run(tmp_path, fake_watch("import time; time.sleep(20)"), states)
+    assert rc == 0
+    assert f"UUID: {RUN_ID}" in out
+    assert states.asked and set(states.asked) == {RUN_ID}
+    assert len(said) == 1 and "COMPLETED" in said[0] and "missed" in said[0]
+    assert took < 10
+
+
+def test_a_missed_failed_run_exits_non_zero(tmp_path: Path) -> None:
+    rc, _, said, _ = run(tmp_path, fake_watch("import time; time.sleep(20)"), States("FAILED"))
+    assert rc == 1
+    assert "FAILED" in said[0]
+
+
+def test_a_watch_that_ends_by_itself_keeps_its_exit_status(tmp_path: Path) -> None:
+    # The watch sees the end itself (within the grace period): its status and output stand.
+    tail = "import time; time.sleep(0.3); print('Flow run finished in state Failed.'); exit(1)"
+    rc, out, said, _ = run(tmp_path, fake_watch(tail), States("FAILED"), grace_s=30.0)
+    assert rc == 1
+    assert out.splitlines()[-1] == "Flow run finished in state Failed."
+    assert said == []
+
+
+def test_an_unreachable_api_leaves_the_watch_in_charge(tmp_path: Path) -> None:
+    def down(flow_run_id: str) -> str | None:
+        raise ConnectionError("refused")
+
+    tail = "import time; time.sleep(0.5); exit(0)"
+    out, said = io.StringIO(), []
+    rc = run_deployment(
+        StackConfig(state=tmp_path / "stack"),
+        "fedcare/full-experiment",
+        [],
+        out=out,
+        say=said.append,
+        read_state=down,
+        argv=fake_watch(tail),
+        poll_s=0.05,
+        grace_s=0.1,
+    )
+    assert rc == 0 and said == []
+
+
+def test_the_watch_command_is_prefects_own(tmp_path: Path) -> None:
+    config = StackConfig(state=tmp_path / "stack")
+    argv = watch_command(config, "fedcare/full-experiment", ["seeds=[1]", "rounds=5"])
+    assert Path(argv[0]).name == "prefect"
+    assert argv[1:] == [
+        "deployment", "run", "fedcare/full-experiment", "--watch",
+        "-p", "seeds=[1]", "-p", "rounds=5",
+    ]  # fmt: skip
