@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from fedcare_stack.config import StackConfig
 from fedcare_stack.run import run_deployment, watch_command
 
@@ -103,3 +105,23 @@ def test_the_watch_command_is_prefects_own(tmp_path: Path) -> None:
         "deployment", "run", "fedcare/full-experiment", "--watch",
         "-p", "seeds=[1]", "-p", "rounds=5",
     ]  # fmt: skip
+
+
+def test_the_cli_passes_deployment_and_parameters(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import fedcare_stack.run as run_module
+    from fedcare_cli.main import main
+
+    calls: list[tuple[str, list[str], int]] = []
+
+    def fake(config: StackConfig, deployment: str, params: list[str], **_: object) -> int:
+        calls.append((deployment, list(params), config.prefect_port))
+        return 3
+
+    monkeypatch.setattr(run_module, "run_deployment", fake)
+    argv = ["stack", "run", "fedcare/full-experiment", "-p", "seeds=[1]", "-p", "rounds=5"]
+    assert main([*argv, "--state-dir", str(tmp_path), "--prefect-port", "4300"]) == 3
+    assert calls == [("fedcare/full-experiment", ["seeds=[1]", "rounds=5"], 4300)]
+    assert main(["stack", "run", "--state-dir", str(tmp_path)]) == 2
+    assert "run needs a deployment" in capsys.readouterr().err
