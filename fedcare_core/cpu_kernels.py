@@ -1,12 +1,13 @@
 """One CPU kernel path for torch, so that a seed gives the same numbers on every x86-64 machine.
 
-ATen, torch's operator library, picks its vectorised CPU kernels (elementwise operations and
-reductions such as BatchNorm's batch statistics) by the widest instruction set the CPU has:
-AVX2 on most machines, AVX-512 on newer ones. The two accumulate in different orders, so the
-same seed and configuration gave different numbers on the two kinds of machine: seed 0 of the
-Diabetes 130 comparison differed by up to 0.014 days (FedProx's LOS MAE) and 0.003 AUROC
-(PAFNet's readmission) between an AVX2 and an AVX-512 machine, where each machine on its own
-repeats its numbers bit for bit.
+ATen, torch's operator library, picks its vectorised CPU kernels by the widest instruction
+set the CPU has: AVX2 on most machines, AVX-512 on newer ones. Its AVX2 and AVX-512 Sigmoid and
+Softplus (the heads' output activations) differ in the last bit for some inputs (of the
+operations probed, only these did), and training amplifies that, so the same seed and
+configuration gave different numbers on the two kinds of machine: seed 0 of the Diabetes 130
+comparison differed by up to 0.014 days (FedProx's LOS MAE) and 0.003 AUROC (PAFNet's
+readmission) between an AVX2 and an AVX-512 machine, where each machine on its own repeats its
+numbers bit for bit.
 
 Torch reads the environment variable ``ATEN_CPU_CAPABILITY`` once, at the first vectorised
 operation of a process. :func:`pin_kernel_path`, called when :mod:`fedcare_core` is imported

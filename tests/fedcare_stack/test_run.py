@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fedcare_stack.config import StackConfig
-from fedcare_stack.run import run_deployment, watch_command
+from fedcare_stack.run import StateReader, run_deployment, watch_command
 
 RUN_ID = "3f2b8f56-6c8f-4db8-95cb-0aa04d86b844"
 
@@ -35,7 +35,10 @@ class States:
         return self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
 
 
-def run(tmp_path: Path, argv: list[str], states: States, grace_s: float = 0.5):  # type: ignore[no-untyped-def]
+def run(
+    tmp_path: Path, argv: list[str], states: StateReader, grace_s: float = 0.5
+) -> tuple[int, str, list[str], float]:
+    """Run :func:`run_deployment` with a stand-in watch; returns (status, output, said, seconds)."""
     out, said = io.StringIO(), []
     started = time.monotonic()
     rc = run_deployment(
@@ -81,18 +84,8 @@ def test_an_unreachable_api_leaves_the_watch_in_charge(tmp_path: Path) -> None:
     def down(flow_run_id: str) -> str | None:
         raise ConnectionError("refused")
 
-    tail = "import time; time.sleep(0.5); exit(0)"
-    out, said = io.StringIO(), []
-    rc = run_deployment(
-        StackConfig(state=tmp_path / "stack"),
-        "fedcare/full-experiment",
-        [],
-        out=out,
-        say=said.append,
-        read_state=down,
-        argv=fake_watch(tail),
-        poll_s=0.05,
-        grace_s=0.1,
+    rc, _, said, _ = run(
+        tmp_path, fake_watch("import time; time.sleep(0.5); exit(0)"), down, grace_s=0.1
     )
     assert rc == 0 and said == []
 
