@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from fedcare_core.config import ALGORITHMS, DATASETS
+from fedcare_core.algorithms import ALGORITHM_NAMES
+from fedcare_core.config import DATASETS
 from fedcare_core.experiments.cells import (
     ABLATIONS,
     CLIENT_COUNTS,
@@ -62,7 +63,7 @@ def add_parser(sub: Any) -> None:
     exp.add_argument(
         "--algorithms",
         type=_names,
-        help=f"comma-separated methods for comparison/clients (from {', '.join(ALGORITHMS)})",
+        help=f"comma-separated methods for comparison/clients (from {', '.join(ALGORITHM_NAMES)})",
     )
     exp.add_argument(
         "--variants",

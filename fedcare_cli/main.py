@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fedcare_cli import experiment
+from fedcare_core.algorithms import ALGORITHM_NAMES, validate_config
 from fedcare_core.config import (
-    ALGORITHMS,
     CLIENT_SPLITS,
     DATASETS,
     NORMALISATIONS,
@@ -29,7 +29,7 @@ from fedcare_core.config import (
 from fedcare_core.errors import ConfigError, FedcareError
 
 if TYPE_CHECKING:
-    from fedcare_core.runner import Stage1Runner
+    from fedcare_core.algorithms.base import Stage1Runner
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -49,7 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--config", type=Path, help="JSON file with an ExperimentConfig; flags win")
     run.add_argument("--dataset", choices=DATASETS)
     run.add_argument("--data-dir", help="dataset folder or file (default: $FEDCARE_DATA_DIR)")
-    run.add_argument("--algorithm", choices=ALGORITHMS)
+    run.add_argument("--algorithm", choices=ALGORITHM_NAMES)
     run.add_argument("--clients", type=int, help="number of clients K (default 10)")
     run.add_argument("--rounds", type=int, help="Stage 1 rounds T (default 100)")
     run.add_argument("--seed", type=int, help="experiment seed (default 0)")
@@ -181,7 +181,7 @@ def build_config(args: argparse.Namespace) -> ExperimentConfig:
             section[key] = value
     if "solver" in stage1:
         stage2["solver"] = stage1["solver"]
-    return base.with_overrides(**top, data=data, stage1=stage1, stage2=stage2)
+    return validate_config(base.with_overrides(**top, data=data, stage1=stage1, stage2=stage2))
 
 
 def build_stage1_runner(args: argparse.Namespace) -> Stage1Runner | None:
@@ -210,7 +210,7 @@ def build_stage1_runner(args: argparse.Namespace) -> Stage1Runner | None:
 def cmd_run(args: argparse.Namespace) -> int:
     """``fedcare run``."""
     from fedcare_cli.output import ProgressBars, results_table, write_json_atomic
-    from fedcare_core.baselines.backend import backend_refusal
+    from fedcare_core.algorithms import backend_refusal
     from fedcare_core.datasets import load_dataset
     from fedcare_core.runner import run_experiment
 

@@ -12,9 +12,9 @@ from typing import Any
 from fedcare_core.errors import ConfigError
 
 DATASETS = ("diabetes130", "mimic3")
-#: The baselines and bounds of SPEC §4 (``fedcare_core.baselines``).
-BASELINE_ALGORITHMS = ("fedavg", "fedprox", "fmgda", "fsmgda", "pafnet", "local", "centralised")
-ALGORITHMS = ("fedcare", "fedcare-b", *BASELINE_ALGORITHMS)
+#: FedCARE's own methods, whose documents have no ``baselines`` section (the algorithm names
+#: are the registry's, :mod:`fedcare_core.algorithms`).
+FEDCARE_DOCUMENT_ALGORITHMS = ("fedcare", "fedcare-b")
 CLIENT_SPLITS = ("iid", "dirichlet")
 SOLVERS = ("exact", "slsqp")
 NORMALISATIONS = ("none", "l2", "loss+")
@@ -238,8 +238,13 @@ class ExperimentConfig:
     baselines: BaselineConfig = field(default_factory=BaselineConfig)
 
     def validate(self) -> ExperimentConfig:
-        """Check every field; return ``self`` so calls chain."""
-        _check(self.algorithm, ALGORITHMS, "algorithm")
+        """Check every field; return ``self`` so calls chain.
+
+        The algorithm's name is checked against the registry by
+        :func:`fedcare_core.algorithms.validate_config` (this module cannot import it).
+        """
+        if not isinstance(self.algorithm, str) or not self.algorithm:
+            raise ConfigError(f"algorithm must be a name, got {self.algorithm!r}")
         if self.threads < 1:
             raise ConfigError(f"threads must be ≥ 1, got {self.threads}")
         self.data.validate()
@@ -251,11 +256,11 @@ class ExperimentConfig:
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (JSON-serialisable).
 
-        The ``baselines`` section appears only for a baseline algorithm: FedCARE's documents
-        stay as they were before the baselines existed (and it loads back with defaults).
+        The ``baselines`` section appears for every algorithm but FedCARE's own: FedCARE's
+        documents stay as they were before the baselines existed (and load back with defaults).
         """
         out = asdict(self)
-        if self.algorithm not in BASELINE_ALGORITHMS:
+        if self.algorithm in FEDCARE_DOCUMENT_ALGORITHMS:
             del out["baselines"]
         return out
 

@@ -7,7 +7,7 @@ in-process loop over both. The Flower layer calls the first two from its ClientA
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -15,7 +15,6 @@ import torch
 
 from fedcare_core.config import ModelConfig, Stage1Config
 from fedcare_core.data.federation import ClientData, Federation
-from fedcare_core.losses import ObjectiveLoss, make_loss
 from fedcare_core.models import MultiObjectiveModel
 from fedcare_core.moo import min_norm_weights, normalisation_divisors, normalised_gram
 from fedcare_core.params import (
@@ -28,12 +27,11 @@ from fedcare_core.params import (
     squared_norm,
 )
 from fedcare_core.seeding import derive_rng, seed_torch
+from fedcare_core.training import MIN_BATCH, ProgressFn, client_losses, objective_kinds
 
 #: Adam constants for the optional server optimiser (Kingma & Ba defaults).
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
-#: BatchNorm needs at least two rows in training mode.
-MIN_BATCH = 2
 
 
 @dataclass(frozen=True)
@@ -112,11 +110,6 @@ def build_model(
     """The global model ``w^0``, initialised from the experiment seed."""
     seed_torch(seed, "stage1-init")
     return MultiObjectiveModel(in_dim, objectives, config)
-
-
-def client_losses(client: ClientData, kinds: Mapping[str, str]) -> dict[str, ObjectiveLoss]:
-    """Per-objective losses of a client (positive weights from its own training labels)."""
-    return {s: make_loss(kinds[s], client.train.y[:, j]) for j, s in enumerate(client.objectives)}
 
 
 def client_update(
@@ -323,9 +316,6 @@ def _apply(state: ServerState, direction: np.ndarray, config: Stage1Config) -> S
     return ServerState((params - step).astype(np.float32), state.buffers, m, v, t)
 
 
-ProgressFn = Callable[[str, int, int], None]
-
-
 def run_stage1(
     federation: Federation,
     model_config: ModelConfig,
@@ -353,7 +343,7 @@ def run_stage1(
         ``w*``, its BatchNorm statistics and the per-round λ* / ‖d‖² trace.
     """
     objectives = federation.objective_names
-    kinds = {o.name: o.kind for o in federation.objectives}
+    kinds = objective_kinds(federation)
     model = build_model(federation.common_width, objectives, model_config, seed)
     layout = param_layout(model)
     state = ServerState(get_params(model), get_buffers(model))

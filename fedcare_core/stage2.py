@@ -7,23 +7,26 @@ reads ``[h(x_c), x_u]``, then descends along ``Σ_s μ*_s g_s`` with μ* the loc
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
 
 from fedcare_core.config import ModelConfig, Stage2Config
 from fedcare_core.data.federation import ClientData, SplitArrays
-from fedcare_core.losses import ObjectiveLoss, make_loss
+from fedcare_core.losses import ObjectiveLoss
 from fedcare_core.models import PersonalModel
 from fedcare_core.moo import min_norm_weights
 from fedcare_core.optim import local_optimizer
 from fedcare_core.seeding import derive_rng, seed_torch
-
-#: BatchNorm needs at least two rows in training mode.
-MIN_BATCH = 2
+from fedcare_core.training import (
+    KeepBest,
+    batch_rows,
+    client_losses,
+    epoch_batches,
+    masked_objective_losses,
+)
 
 
 @dataclass(frozen=True)
@@ -93,15 +96,8 @@ def objective_losses(
     y: torch.Tensor,
 ) -> dict[str, torch.Tensor]:
     """Mean loss of each objective over the rows labelled for it (others skipped)."""
-    out: dict[str, torch.Tensor] = {}
-    h = model.backbone(xc)
-    z = torch.cat([h, xu], dim=1)
-    for j, s in enumerate(objectives):
-        mask = torch.isfinite(y[:, j])
-        if int(mask.sum()) == 0:
-            continue
-        out[s] = losses[s](model.heads[s](z[mask]), y[mask, j])
-    return out
+    z = torch.cat([model.backbone(xc), xu], dim=1)
+    return masked_objective_losses(objectives, y, losses, lambda s, mask: model.heads[s](z[mask]))
 
 
 def _val_loss(
@@ -117,6 +113,69 @@ def _val_loss(
         xc, xu, y = _tensors(split)
         parts = objective_losses(model, losses, client.objectives, xc, xu, y)
     return float(sum(float(v) for v in parts.values()))
+
+
+def descend(
+    parts: Mapping[str, torch.Tensor], params: list[torch.nn.Parameter], solver: str
+) -> tuple[np.ndarray, float]:
+    """Set every parameter's gradient to the min-norm direction ``Σ_s μ*_s g_s`` (eq. 14).
+
+    Parameters
+    ----------
+    parts
+        The batch's loss of each objective (at least one).
+    params
+        The parameters the direction is over.
+    solver
+        The min-norm solver.
+
+    Returns
+    -------
+    tuple[numpy.ndarray, float]
+        μ* (one weight per entry of ``parts``, in its order) and ``‖Σ μ* g‖²``.
+    """
+    names = list(parts)
+    if len(names) == 1:
+        for p in params:
+            p.grad = None
+        parts[names[0]].backward()
+        return np.ones(1), sum(float((p.grad**2).sum()) for p in params if p.grad is not None)
+    grads = []
+    for s in names:
+        gs = torch.autograd.grad(parts[s], params, retain_graph=True, allow_unused=True)
+        grads.append(
+            torch.cat(
+                [
+                    (g if g is not None else torch.zeros_like(p)).reshape(-1)
+                    for g, p in zip(gs, params, strict=True)
+                ]
+            )
+        )
+    mat = torch.stack(grads).double()
+    mu, sq = min_norm_weights((mat @ mat.T).numpy(), method=solver)
+    direction = (torch.from_numpy(mu) @ mat).float()
+    pos = 0
+    for p in params:
+        k = p.numel()
+        p.grad = direction[pos : pos + k].view_as(p).clone()
+        pos += k
+    return mu, sq
+
+
+@dataclass
+class _Trace:
+    """What fine-tuning records, epoch by epoch."""
+
+    objectives: tuple[str, ...]
+    steps: int = 0
+    stopped: str = "budget"
+    mu_trace: list[dict[str, float]] = field(default_factory=list)
+    train_loss: list[float] = field(default_factory=list)
+    val_loss: list[float] = field(default_factory=list)
+    mu_sum: dict[str, float] = field(default_factory=dict)
+
+    def mu_mean(self) -> dict[str, float]:
+        return {s: self.mu_sum.get(s, 0.0) / max(self.steps, 1) for s in self.objectives}
 
 
 def fine_tune(
@@ -148,93 +207,69 @@ def fine_tune(
         φ_k* and its μ* and loss traces.
     """
     model = build_personal_model(backbone_state, client, model_config, seed)
-    losses = {s: make_loss(kinds[s], client.train.y[:, j]) for j, s in enumerate(client.objectives)}
-    params = [p for p in model.parameters()]
+    losses = client_losses(client, kinds)
+    params = list(model.parameters())
     opt = local_optimizer(params, config.optimizer, lr=config.lr, weight_decay=config.weight_decay)
-    xc, xu, y = _tensors(client.train)
-    n = client.train.n
-    batch = max(MIN_BATCH, min(config.batch_size, n))
     rng = derive_rng(seed, "stage2-batch", client.client_id)
     seed_torch(seed, "stage2-dropout", client.client_id)
-    best_val = float("inf")
-    best_state = copy.deepcopy(model.state_dict())
-    best_epoch, since_best, steps, stopped = 0, 0, 0, "budget"
-    mu_trace: list[dict[str, float]] = []
-    train_trace: list[float] = []
-    val_trace: list[float] = []
-    mu_sum = dict.fromkeys(client.objectives, 0.0)
+    keep = KeepBest(model, config.patience, has_validation=client.val.n > 0)
+    trace = _Trace(client.objectives, mu_sum=dict.fromkeys(client.objectives, 0.0))
     for epoch in range(1, config.epochs + 1):
-        model.train()
-        order = rng.permutation(n)
-        n_batches = max(1, n // batch)
-        epoch_mu = dict.fromkeys(client.objectives, 0.0)
-        epoch_loss = 0.0
-        for b in range(n_batches):
-            idx = torch.from_numpy(order[b * batch : (b + 1) * batch])
-            if len(idx) < MIN_BATCH:
-                continue
-            parts = objective_losses(model, losses, client.objectives, xc[idx], xu[idx], y[idx])
-            if not parts:
-                continue
-            names = list(parts)
-            if len(names) == 1:
-                mu = np.ones(1)
-                opt.zero_grad(set_to_none=True)
-                parts[names[0]].backward()
-                sq = sum(float((p.grad**2).sum()) for p in params if p.grad is not None)
-            else:
-                grads = []
-                for s in names:
-                    gs = torch.autograd.grad(parts[s], params, retain_graph=True, allow_unused=True)
-                    grads.append(
-                        torch.cat(
-                            [
-                                (g if g is not None else torch.zeros_like(p)).reshape(-1)
-                                for g, p in zip(gs, params, strict=True)
-                            ]
-                        )
-                    )
-                mat = torch.stack(grads).double()
-                mu, sq = min_norm_weights((mat @ mat.T).numpy(), method=config.solver)
-                direction = (torch.from_numpy(mu) @ mat).float()
-                pos = 0
-                for p in params:
-                    k = p.numel()
-                    p.grad = direction[pos : pos + k].view_as(p).clone()
-                    pos += k
-            opt.step()
-            steps += 1
-            epoch_loss += float(sum(float(v.detach()) for v in parts.values()))
-            for s, w in zip(names, mu, strict=True):
-                epoch_mu[s] += float(w) / n_batches
-                mu_sum[s] += float(w)
-            if sq <= config.epsilon:
-                stopped = "epsilon"
-                break
-        mu_trace.append(epoch_mu)
-        train_trace.append(epoch_loss / n_batches)
+        _train_epoch(model, params, opt, losses, client, config, rng, trace)
         val = _val_loss(model, losses, client, client.val)
-        val_trace.append(val)
-        if epoch == 1 or not np.isfinite(val) or val < best_val:
-            best_val, best_epoch, since_best = val, epoch, 0
-            best_state = copy.deepcopy(model.state_dict())
-        else:
-            since_best += 1
-        if stopped == "epsilon":
+        trace.val_loss.append(val)
+        keep.update(epoch, val)
+        if trace.stopped == "epsilon":
             break
-        if since_best >= config.patience:
-            stopped = "patience"
+        if keep.exhausted:
+            trace.stopped = "patience"
             break
-    model.load_state_dict(best_state)
-    model.eval()
+    keep.restore()
     return Stage2Result(
         client_id=client.client_id,
         model=model,
-        mu_mean={s: v / max(steps, 1) for s, v in mu_sum.items()},
-        mu_trace=mu_trace,
-        train_loss=train_trace,
-        val_loss=val_trace,
-        steps=steps,
-        best_epoch=best_epoch,
-        stopped=stopped,
+        mu_mean=trace.mu_mean(),
+        mu_trace=trace.mu_trace,
+        train_loss=trace.train_loss,
+        val_loss=trace.val_loss,
+        steps=trace.steps,
+        best_epoch=keep.best_epoch,
+        stopped=trace.stopped,
     )
+
+
+def _train_epoch(
+    model: PersonalModel,
+    params: list[torch.nn.Parameter],
+    opt: torch.optim.Optimizer,
+    losses: Mapping[str, ObjectiveLoss],
+    client: ClientData,
+    config: Stage2Config,
+    rng: np.random.Generator,
+    trace: _Trace,
+) -> None:
+    """One pass of min-norm descent over the client's training rows; stops early on ε."""
+    model.train()
+    xc, xu, y = _tensors(client.train)
+    n = client.train.n
+    # μ* and the loss are averaged over the pass's nominal batch count, skipped batches included.
+    n_batches = max(1, n // batch_rows(n, config.batch_size))
+    epoch_mu = dict.fromkeys(client.objectives, 0.0)
+    epoch_loss = 0.0
+    for rows in epoch_batches(n, config.batch_size, rng):
+        idx = torch.from_numpy(rows)
+        parts = objective_losses(model, losses, client.objectives, xc[idx], xu[idx], y[idx])
+        if not parts:
+            continue
+        mu, sq = descend(parts, params, config.solver)
+        opt.step()
+        trace.steps += 1
+        epoch_loss += float(sum(float(v.detach()) for v in parts.values()))
+        for s, w in zip(parts, mu, strict=True):
+            epoch_mu[s] += float(w) / n_batches
+            trace.mu_sum[s] += float(w)
+        if sq <= config.epsilon:
+            trace.stopped = "epsilon"
+            break
+    trace.mu_trace.append(epoch_mu)
+    trace.train_loss.append(epoch_loss / n_batches)

@@ -6,7 +6,7 @@ there), ``client_app`` and ``strategy`` call :func:`fedcare_core.stage1.client_u
 and ``simulation`` / ``deployment`` are :data:`fedcare_core.runner.Stage1Runner` implementations
 for Flower's Simulation Engine and for SuperLink/SuperNode processes. ``baselines`` runs
 FedAvg/FedProx on Flower's own strategies (the runners also run FMGDA/FSMGDA on
-``FedCareStrategy``: :class:`fedcare_core.baselines.backend.BaselineBackend`). Nothing in
+``FedCareStrategy``: :class:`fedcare_core.algorithms.base.BaselineBackend`). Nothing in
 ``fedcare_core`` imports this package.
 """
 

@@ -38,7 +38,7 @@ from typing import Any
 
 import tomli_w
 
-from fedcare_core.baselines.backend import FEDERATED_BASELINES
+from fedcare_core import algorithms
 from fedcare_core.baselines.features import UnionLayout
 from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.federation import Federation
@@ -166,8 +166,8 @@ class DeploymentStage1Runner:
         Start-up and per-round wall times of the last run.
     """
 
-    #: Baselines whose rounds this runner runs (``fedcare_core.baselines.backend``).
-    federated_baselines = FEDERATED_BASELINES
+    #: Baselines whose rounds this runner runs (``fedcare_core.algorithms.federated_baselines``).
+    federated_baselines = algorithms.federated_baselines()
 
     def __init__(
         self,
@@ -217,7 +217,7 @@ class DeploymentStage1Runner:
         config: ExperimentConfig,
         progress: ProgressFn | None,
     ) -> Stage1Result:
-        """A baseline's rounds (:class:`fedcare_core.baselines.backend.BaselineBackend`)."""
+        """A baseline's rounds (:class:`fedcare_core.algorithms.base.BaselineBackend`)."""
         timer = RoundTimer(time.time())
         ws = prepare_baseline_workspace(algorithm, federation, layout, config, self.flower)
         k = len(federation.clients)

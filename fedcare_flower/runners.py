@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from fedcare_core.algorithms.base import Stage1Runner
 from fedcare_core.errors import ConfigError
-from fedcare_core.runner import Stage1Runner
 from fedcare_flower import BACKENDS
 from fedcare_flower.config import FlowerConfig
 

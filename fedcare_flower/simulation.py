@@ -23,7 +23,7 @@ import uuid
 import warnings
 from typing import Any
 
-from fedcare_core.baselines.backend import FEDERATED_BASELINES
+from fedcare_core import algorithms
 from fedcare_core.baselines.features import UnionLayout
 from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.federation import Federation
@@ -63,8 +63,8 @@ class SimulationStage1Runner:
         :mod:`fedcare_flower.processes`).
     """
 
-    #: Baselines whose rounds this runner runs (``fedcare_core.baselines.backend``).
-    federated_baselines = FEDERATED_BASELINES
+    #: Baselines whose rounds this runner runs (``fedcare_core.algorithms.federated_baselines``).
+    federated_baselines = algorithms.federated_baselines()
 
     def __init__(self, flower: FlowerConfig | None = None) -> None:
         self.flower = (flower or FlowerConfig()).validate()
@@ -108,7 +108,7 @@ class SimulationStage1Runner:
         config: ExperimentConfig,
         progress: ProgressFn | None,
     ) -> Stage1Result:
-        """A baseline's rounds (:class:`fedcare_core.baselines.backend.BaselineBackend`)."""
+        """A baseline's rounds (:class:`fedcare_core.algorithms.base.BaselineBackend`)."""
         self._check_ray()
         timer = RoundTimer(time.time())
         ws = prepare_baseline_workspace(algorithm, federation, layout, config, self.flower)

@@ -163,10 +163,10 @@ def prepare_baseline_workspace(
     ConfigError
         For an algorithm no Flower strategy here runs.
     """
-    from fedcare_core.baselines.backend import FEDERATED_BASELINES
+    from fedcare_core.algorithms import federated_baselines
     from fedcare_core.baselines.fmgda import mgda_config
 
-    if algorithm not in FEDERATED_BASELINES:
+    if algorithm not in federated_baselines():
         raise ConfigError(f"no Flower run for baseline {algorithm!r}")
     stage1 = config.stage1
     if algorithm in ("fmgda", "fsmgda"):

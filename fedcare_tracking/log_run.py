@@ -30,7 +30,7 @@ from mlflow.tracking import MlflowClient
 from mlflow.utils.validation import MAX_METRICS_PER_BATCH, MAX_PARAMS_TAGS_PER_BATCH
 
 from fedcare_core import __version__
-from fedcare_core.runner import ExperimentResult
+from fedcare_core.results import ExperimentResult
 from fedcare_core.stage1 import load_global_model
 from fedcare_tracking import plots, store
 from fedcare_tracking.params import flatten_params, param_value

@@ -22,7 +22,7 @@ from mlflow.protos.databricks_pb2 import (
 
 from fedcare_core.data.federation import SplitArrays
 from fedcare_core.evaluate import evaluate
-from fedcare_core.runner import ExperimentResult
+from fedcare_core.results import ExperimentResult
 from fedcare_core.stage1 import load_global_model
 from fedcare_tracking import store
 from fedcare_tracking.log_run import TAG_BACKBONE_MODEL_ID

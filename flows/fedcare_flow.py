@@ -25,24 +25,19 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, get_run_logger, unmapped
+from prefect import flow, get_run_logger
 from prefect.runtime import flow_run as runtime_flow_run
 from prefect.task_runners import ProcessPoolTaskRunner
 
 import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
 from data_checks.validate import CheckReport, require_checks_pass
 from fedcare_core import __version__
-from fedcare_core.config import BASELINE_ALGORITHMS, ExperimentConfig
+from fedcare_core.algorithms import FEDCARE_ALGORITHMS, get_algorithm
+from fedcare_core.config import ExperimentConfig
 from fedcare_core.data.federation import Federation
 from fedcare_core.datasets import LoadedDataset
-from fedcare_core.runner import (
-    ExperimentResult,
-    assemble_result,
-    objective_kinds,
-    personalises,
-    stage2_backbone,
-)
-from fedcare_core.stage2 import Stage2Result
+from fedcare_core.results import DataProvenance, ExperimentResult
+from fedcare_core.runner import run_algorithm
 from flows.params import FlowParameters, as_tuple
 from tasks.artifacts import validation_artifact_task
 from tasks.data import (
@@ -62,13 +57,7 @@ from tasks.tracking import (
     set_tags_task,
     start_parent_run_task,
 )
-from tasks.training import (
-    baseline_task,
-    evaluate_task,
-    stage1_task,
-    stage2_client_task,
-    warm_up_task,
-)
+from tasks.training import PrefectExecutor, flower_backend, progress_logger, warm_up_task
 
 #: Flow name (deployments are ``fedcare/<deployment>``).
 FLOW_NAME = "fedcare"
@@ -103,7 +92,7 @@ def warm_up_workers(configs: Sequence[ExperimentConfig], parallel: bool) -> list
 
     Returns the futures; their results (process ids) are awaited before Stage 2 is mapped.
     """
-    if not parallel or not any(personalises(c) for c in configs):
+    if not parallel or not any(get_algorithm(c.algorithm).personal_phase for c in configs):
         return []
     share_api_with_workers()
     return [warm_up_task.submit(i) for i in range(stage2_workers())]
@@ -120,43 +109,6 @@ def stage2_workers() -> int:
     return int(configured or os.cpu_count() or 1)
 
 
-def run_stage2(
-    backbone: dict[str, Any],
-    federation: Federation,
-    config: ExperimentConfig,
-    *,
-    parallel: bool,
-) -> list[Stage2Result]:
-    """Fine-tune every client: mapped over the flow's process pool, or one after another.
-
-    Parameters
-    ----------
-    backbone
-        The converged backbone's state dict.
-    federation
-        The clients (each task receives only its own client's data).
-    config
-        The experiment configuration.
-    parallel
-        Map over the flow's task runner (True) or run in this process, in client order.
-
-    Returns
-    -------
-    list of Stage2Result
-        One per client, in client order.
-    """
-    kinds = objective_kinds(federation)
-    if not parallel:
-        return [stage2_client_task(backbone, c, kinds, config) for c in federation.clients]
-    futures = stage2_client_task.map(
-        backbone=unmapped(backbone),
-        client=federation.clients,
-        kinds=unmapped(kinds),
-        config=unmapped(config),
-    )
-    return list(futures.result())
-
-
 def train(
     loaded: LoadedDataset,
     federation: Federation,
@@ -166,7 +118,7 @@ def train(
     parallel_stage2: bool,
     partition_s: float,
 ) -> ExperimentResult:
-    """Stage 1, Stage 2 (when the algorithm personalises) and evaluation of one configuration.
+    """Run one configuration through the run pipeline, its phases as this flow's tasks.
 
     Parameters
     ----------
@@ -177,50 +129,35 @@ def train(
     config
         The algorithm × seed configuration.
     backend
-        Stage 1 backend.
+        Where the federated rounds run (``"local"``, ``"flower-sim"``, ``"flower-deployment"``).
     parallel_stage2
-        See :func:`run_stage2`.
+        Map the per-client phase (Stage 2, Local's fits) over the flow's process pool (True)
+        or run it in the flow's process, in client order.
     partition_s
         Seconds spent building the federation (reported in the timings).
 
     Returns
     -------
     ExperimentResult
-        As ``run_experiment`` returns it.
+        As ``fedcare run`` returns it.
     """
-    if is_baseline(config):
-        return baseline_task(loaded.cohort, loaded.partition, config, loaded.source, backend)
-    t1 = time.perf_counter()
-    stage1 = stage1_task(federation, config, backend)
-    t2 = time.perf_counter()
-    stage2: list[Stage2Result] = []
-    if personalises(config):
-        backbone = stage2_backbone(stage1, federation, config)
-        stage2 = run_stage2(backbone, federation, config, parallel=parallel_stage2)
-    t3 = time.perf_counter()
-    report = evaluate_task(federation, config, stage1, stage2)
-    t4 = time.perf_counter()
-    return assemble_result(
-        config,
+    result = run_algorithm(
         federation,
-        stage1,
-        stage2,
-        report,
-        timing={
-            "partition_s": partition_s,
-            "stage1_s": t2 - t1,
-            "stage2_s": t3 - t2,
-            "evaluate_s": t4 - t3,
-            "total_s": partition_s + (t4 - t1),
-        },
-        data_sha256=loaded.cohort.source_sha256,
-        notes=loaded.cohort.notes,
+        config,
+        provenance=DataProvenance.of(loaded.cohort),
+        backend=flower_backend(backend),
+        executor=PrefectExecutor(parallel=parallel_stage2),
+        progress=progress_logger(),
+        timing={"partition_s": partition_s},
     )
+    for note in result.stage1.notes:
+        get_run_logger().warning("stage 1: %s", note)
+    return result
 
 
 def is_baseline(config: ExperimentConfig) -> bool:
-    """Whether the algorithm is a baseline or bound (run whole by the core's baseline runner)."""
-    return config.algorithm in BASELINE_ALGORITHMS
+    """Whether the algorithm is a baseline or bound (no backbone to log or register)."""
+    return config.algorithm not in FEDCARE_ALGORITHMS
 
 
 def _federation_key(config: ExperimentConfig) -> str:

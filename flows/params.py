@@ -15,8 +15,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from fedcare_core.baselines.backend import backend_refusal
-from fedcare_core.config import BASELINE_ALGORITHMS, ExperimentConfig
+from fedcare_core.algorithms import backend_refusal, validate_config
+from fedcare_core.config import ExperimentConfig
 from fedcare_core.errors import ConfigError
 
 #: Stage 1 backends the flow accepts (as ``fedcare run --backend``).
@@ -74,7 +74,7 @@ class FlowParameters:
             raise ConfigError(
                 f"unknown backend {self.backend!r}; expected one of {', '.join(BACKENDS)}"
             )
-        for algorithm in sorted(set(self.algorithms) & set(BASELINE_ALGORITHMS)):
+        for algorithm in self.algorithms:
             refusal = backend_refusal(algorithm, self.backend)
             if refusal is not None:
                 raise ConfigError(refusal.replace("--backend local", "backend 'local'"))
@@ -125,7 +125,11 @@ class FlowParameters:
                 sections[section][key] = value
         try:
             return [
-                base.with_overrides(**(top | {"algorithm": algorithm, "seed": seed}), **sections)
+                validate_config(
+                    base.with_overrides(
+                        **(top | {"algorithm": algorithm, "seed": seed}), **sections
+                    )
+                )
                 for algorithm in self.algorithms
                 for seed in self.seeds
             ]

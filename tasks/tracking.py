@@ -14,7 +14,7 @@ from pathlib import Path
 from prefect import task
 
 import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
-from fedcare_core.runner import ExperimentResult
+from fedcare_core.results import ExperimentResult
 from fedcare_tracking import log_run, registry, store
 from tasks.common import IO_RETRIES, IO_RETRY_DELAY_S, NO_CACHE, retry_on_io_error, run_logger
 

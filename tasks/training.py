@@ -1,44 +1,37 @@
-"""Training tasks: Stage 1 on a chosen backend, Stage 2 of one client, evaluation.
+"""Training as Prefect tasks: the run pipeline's phases, each a task on the flow's runner.
 
-Each is a call to a public function of :mod:`fedcare_core.runner` (the same phases
-``run_experiment`` runs), so the flow's results equal ``fedcare run``'s for the same
-configuration and seed. No retries: a failed computation is a bug or bad data, not a glitch.
+The flow does not orchestrate a run itself: it calls :func:`fedcare_core.runner.run_algorithm`
+with a :class:`PrefectExecutor`, which runs each once-per-run phase (the rounds, the
+evaluation) as a task in the flow's process and maps a per-client phase (FedCARE's Stage 2,
+Local's fits) over the flow's task runner, one task per client. So the flow's results equal
+``fedcare run``'s for the same configuration and seed. No retries: a failed computation is a
+bug or bad data, not a glitch.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
-import torch
-from prefect import task
+from prefect import task, unmapped
 
-from fedcare_core.config import ExperimentConfig
-from fedcare_core.data.cohort import Cohort
-from fedcare_core.data.federation import ClientData, Federation
-from fedcare_core.data.partition import FeaturePartition
-from fedcare_core.evaluate import EvaluationReport
-from fedcare_core.runner import (
-    ExperimentResult,
-    Stage1Runner,
-    configure_torch,
-    evaluate_experiment,
-    run_experiment,
-    run_stage2_client,
-)
-from fedcare_core.stage1 import Stage1Result, run_stage1
-from fedcare_core.stage2 import Stage2Result
+from fedcare_core.algorithms.base import Stage1Runner
+from fedcare_core.errors import ConfigError
+from fedcare_core.training import ProgressFn
 from tasks.common import NO_CACHE, run_logger
+
+T = TypeVar("T")
 
 #: Stage 1 backends (``fedcare_flower.BACKENDS``; repeated so that importing this module does
 #: not import Flower).
 BACKENDS = ("local", "flower-sim", "flower-deployment")
-#: Log Stage 1 progress every this many rounds.
+#: Log a phase's progress every this many units (rounds, clients).
 PROGRESS_EVERY = 10
 
 
-def _progress_logger() -> Any:
+def progress_logger() -> ProgressFn:
+    """A progress callback that logs every :data:`PROGRESS_EVERY` units and the last."""
     logger = run_logger()
 
     def progress(stage: str, done: int, total: int) -> None:
@@ -48,10 +41,16 @@ def _progress_logger() -> Any:
     return progress
 
 
-def _flower_runner(backend: str, flower_options: Mapping[str, Any] | None) -> Stage1Runner | None:
-    """The Flower runner of ``backend`` (None for ``"local"``); Flower is imported only here."""
-    from fedcare_core.errors import ConfigError
+def flower_backend(
+    backend: str, flower_options: Mapping[str, Any] | None = None
+) -> Stage1Runner | None:
+    """The federated backend called ``backend`` (None for ``"local"``); Flower imported only here.
 
+    Raises
+    ------
+    ConfigError
+        For an unknown backend or Flower option.
+    """
     if backend not in BACKENDS:
         raise ConfigError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
     if backend == "local":
@@ -66,137 +65,65 @@ def _flower_runner(backend: str, flower_options: Mapping[str, Any] | None) -> St
     return make_stage1_runner(backend, flower)
 
 
-@task(name="stage1", cache_policy=NO_CACHE, persist_result=False)
-def stage1_task(
-    federation: Federation,
-    config: ExperimentConfig,
-    backend: str = "local",
-    flower_options: Mapping[str, Any] | None = None,
-) -> Stage1Result:
-    """Federated multi-objective training of the shared backbone (Algorithm 1).
+@task(name="phase", cache_policy=NO_CACHE, persist_result=False)
+def phase_task(fn: Callable[..., Any], args: Sequence[Any]) -> Any:
+    """One once-per-run phase of a run (the task run is named after the phase)."""
+    return fn(*args)
+
+
+@task(name="client", cache_policy=NO_CACHE, persist_result=False)
+def client_task(fn: Callable[..., Any], item: Any, shared: Sequence[Any]) -> Any:
+    """One client's task of a per-client phase, in whatever worker process runs it."""
+    return fn(item, *shared)
+
+
+class PrefectExecutor:
+    """Runs a run's phases as Prefect tasks (see the module docstring).
 
     Parameters
     ----------
-    federation
-        The clients.
-    config
-        The experiment configuration.
-    backend
-        ``"local"`` (in process), ``"flower-sim"`` or ``"flower-deployment"``.
-    flower_options
-        :class:`fedcare_flower.config.FlowerConfig` fields for the Flower backends
-        (e.g. ``round_timeout_s``).
-
-    Returns
-    -------
-    Stage1Result
-        ``w*`` and the per-round λ*, ‖d‖², losses and participants.
-
-    Raises
-    ------
-    ConfigError
-        For an unknown backend or Flower option.
+    parallel
+        Map a per-client phase over the flow's task runner (True) or run its tasks one after
+        another in the flow's process.
     """
-    from fedcare_core.errors import ConfigError
 
-    if backend not in BACKENDS:
-        raise ConfigError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
-    configure_torch(config)
-    progress = _progress_logger()
-    if backend == "local":
-        return run_stage1(federation, config.model, config.stage1, config.seed, progress=progress)
-    runner = _flower_runner(backend, flower_options)
-    assert runner is not None  # only "local" has no runner
-    result = runner(federation, config.model, config.stage1, config.seed, progress)
-    for note in result.notes:
-        run_logger().warning("stage 1: %s", note)
-    return result
+    def __init__(self, *, parallel: bool) -> None:
+        self.parallel = parallel
 
+    def run(self, phase: str, fn: Callable[..., T], /, *args: Any) -> T:
+        """Run ``fn(*args)`` as the task ``phase``, in the flow's process."""
+        return cast(T, phase_task.with_options(name=phase)(fn, args))
 
-@task(name="stage2-client", cache_policy=NO_CACHE, persist_result=False)
-def stage2_client_task(
-    backbone: Mapping[str, torch.Tensor],
-    client: ClientData,
-    kinds: Mapping[str, str],
-    config: ExperimentConfig,
-) -> Stage2Result:
-    """Fine-tune one client's personalised model (Algorithm 2), in whatever process runs it.
-
-    Parameters
-    ----------
-    backbone
-        ``fedcare_core.runner.stage2_backbone``.
-    client
-        The client's data (only this client's: a worker process receives nothing else).
-    kinds
-        Objective kinds.
-    config
-        The experiment configuration.
-
-    Returns
-    -------
-    Stage2Result
-        The personalised model and its μ* and loss traces.
-    """
-    configure_torch(config)  # a fresh worker process starts with torch's defaults
-    result = run_stage2_client(backbone, client, kinds, config)
-    run_logger().info(
-        "client %d: %d steps, best epoch %d, stopped on %s",
-        result.client_id,
-        result.steps,
-        result.best_epoch,
-        result.stopped,
-    )
-    return result
-
-
-@task(name="baseline", cache_policy=NO_CACHE, persist_result=False)
-def baseline_task(
-    cohort: Cohort,
-    partition: FeaturePartition,
-    config: ExperimentConfig,
-    source: str | None,
-    backend: str = "local",
-    flower_options: Mapping[str, Any] | None = None,
-) -> ExperimentResult:
-    """Run a baseline or bound (FedAvg, FedProx, FMGDA, FSMGDA, PAFNet, local, centralised).
-
-    Baselines have no Stage 2 to fan out: ``run_experiment`` dispatches them to their own
-    runner in the core. FedAvg, FedProx, FMGDA and FSMGDA run their rounds on ``backend``
-    (``fedcare run --backend``); PAFNet and the bounds run in process only and refuse a Flower
-    backend with the reason.
-
-    Parameters
-    ----------
-    cohort, partition, source
-        From the load task.
-    config
-        The configuration; ``config.algorithm`` is a baseline.
-    backend
-        ``"local"``, ``"flower-sim"`` or ``"flower-deployment"``.
-    flower_options
-        :class:`fedcare_flower.config.FlowerConfig` fields for the Flower backends.
-
-    Returns
-    -------
-    ExperimentResult
-        As ``fedcare run --algorithm <baseline> --backend <backend>`` returns it.
-    """
-    configure_torch(config)
-    runner = _flower_runner(backend, flower_options)
-    return run_experiment(
-        cohort,
-        partition,
-        config,
-        source=source,
-        progress=_progress_logger(),
-        stage1_runner=runner,
-    )
+    def map(
+        self,
+        phase: str,
+        fn: Callable[..., T],
+        items: Sequence[Any],
+        /,
+        *shared: Any,
+        progress: ProgressFn | None = None,
+    ) -> list[T]:
+        """One ``<phase>-client`` task per item: ``fn(item, *shared)``, results in item order."""
+        named = client_task.with_options(name=f"{phase}-client")
+        if self.parallel:
+            futures = named.map(unmapped(fn), list(items), unmapped(shared))
+            results: list[T] = []
+            for i, future in enumerate(futures):
+                results.append(future.result())
+                if progress is not None:
+                    progress(phase, i + 1, len(items))
+            return results
+        out: list[T] = []
+        for i, item in enumerate(items):
+            out.append(cast(T, named(fn, item, shared)))
+            if progress is not None:
+                progress(phase, i + 1, len(items))
+        return out
 
 
 @task(name="warm-up-worker", cache_policy=NO_CACHE, persist_result=False)
 def warm_up_task(index: int) -> int:
-    """Import torch and the Stage 2 code in a fresh worker process; return its process id.
+    """Import torch and the training code in a fresh worker process; return its process id.
 
     Submitted once per worker when the flow starts, so the workers' start-up (a new Python,
     importing Prefect and torch: seconds each) overlaps Stage 1 instead of delaying Stage 2.
@@ -211,31 +138,7 @@ def warm_up_task(index: int) -> int:
     int
         The worker's process id.
     """
+    import fedcare_core.runner
     import fedcare_core.stage2  # noqa: F401
 
     return os.getpid()
-
-
-@task(name="evaluate", cache_policy=NO_CACHE, persist_result=False)
-def evaluate_task(
-    federation: Federation,
-    config: ExperimentConfig,
-    stage1: Stage1Result,
-    stage2: Sequence[Stage2Result],
-) -> EvaluationReport:
-    """Score every client on its test split with the model it deploys.
-
-    Parameters
-    ----------
-    federation, config, stage1
-        As for the other tasks.
-    stage2
-        The Stage 2 results (empty for FedCARE-B).
-
-    Returns
-    -------
-    EvaluationReport
-        Pooled and per-client metrics per objective.
-    """
-    configure_torch(config)
-    return evaluate_experiment(federation, config, stage1, list(stage2))

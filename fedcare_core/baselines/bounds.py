@@ -14,7 +14,6 @@ Both train a FullMLP on union vectors with the baselines' optimiser, for up to
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -22,8 +21,6 @@ import numpy as np
 import torch
 
 from fedcare_core.baselines.common import (
-    ProgressFn,
-    batch_schedule,
     build_full_mlp,
     make_optimizer,
     multi_objective_loss,
@@ -32,7 +29,16 @@ from fedcare_core.config import BaselineConfig, ModelConfig
 from fedcare_core.data.federation import ClientData, Federation
 from fedcare_core.losses import ObjectiveLoss, make_loss
 from fedcare_core.models import FullMLP, MultiObjectiveModel
+from fedcare_core.params import ParamLayout, get_buffers, get_params, param_layout
 from fedcare_core.seeding import derive_rng, seed_torch
+from fedcare_core.stage1 import Stage1Result
+from fedcare_core.training import (
+    KeepBest,
+    ProgressFn,
+    batch_schedule,
+    client_losses,
+    objective_kinds,
+)
 
 
 @dataclass(frozen=True)
@@ -118,10 +124,10 @@ def fit(
     x, y = torch.from_numpy(train.x), torch.from_numpy(train.y)
     rng = derive_rng(seed, "bound-batch", *key)
     seed_torch(seed, "bound-dropout", *key)
-    best_val, best_epoch, since_best, stopped = float("inf"), 0, 0, "budget"
-    best_state = copy.deepcopy(model.state_dict())
+    keep = KeepBest(model, config.bound_patience, has_validation=len(val.y) > 0)
     train_trace: list[float] = []
     val_trace: list[float] = []
+    stopped = "budget"
     for epoch in range(1, config.bound_epochs + 1):
         model.train()
         total, steps = 0.0, 0
@@ -137,19 +143,57 @@ def fit(
             total += float(loss.detach())
             steps += 1
         train_trace.append(total / max(steps, 1))
-        val_loss = _loss_value(model, losses, objectives, val)
-        val_trace.append(val_loss)
-        if epoch == 1 or not np.isfinite(val_loss) or val_loss < best_val:
-            best_val, best_epoch, since_best = val_loss, epoch, 0
-            best_state = copy.deepcopy(model.state_dict())
-        else:
-            since_best += 1
-        if since_best >= config.bound_patience:
+        val_trace.append(_loss_value(model, losses, objectives, val))
+        keep.update(epoch, val_trace[-1])
+        if keep.exhausted:
             stopped = "patience"
             break
-    model.load_state_dict(best_state)
-    model.eval()
-    return FitResult(model, train_trace, val_trace, best_epoch, stopped)
+    keep.restore()
+    return FitResult(model, train_trace, val_trace, keep.best_epoch, stopped)
+
+
+def fit_local_client(
+    client: ClientData,
+    kinds: Mapping[str, str],
+    width: int,
+    model_config: ModelConfig,
+    config: BaselineConfig,
+    seed: int,
+) -> FitResult:
+    """Train one client alone (the Local bound), on its union vectors.
+
+    Parameters
+    ----------
+    client
+        The client's union view.
+    kinds
+        Objective name → kind.
+    width
+        The union vector's width.
+    model_config
+        FullMLP widths.
+    config
+        Training settings.
+    seed
+        Experiment seed (the client's streams are keyed by its id).
+
+    Returns
+    -------
+    FitResult
+        The client's model (heads for its own objectives only).
+    """
+    model = build_full_mlp(width, client.objectives, model_config, seed, "local", client.client_id)
+    return fit(
+        model,
+        client.objectives,
+        client_losses(client, kinds),
+        LabelledArrays(client.train.x_common, client.train.y),
+        LabelledArrays(client.val.x_common, client.val.y),
+        config,
+        seed,
+        "local",
+        client.client_id,
+    )
 
 
 def run_local(
@@ -160,7 +204,7 @@ def run_local(
     *,
     progress: ProgressFn | None = None,
 ) -> list[FitResult]:
-    """Train each client alone (the Local bound).
+    """Train each client alone (the Local bound), one after another.
 
     Parameters
     ----------
@@ -178,31 +222,42 @@ def run_local(
     Returns
     -------
     list[FitResult]
-        One trained model per client (heads for its own objectives only), in client order.
+        One trained model per client, in client order.
     """
-    kinds = {o.name: o.kind for o in federation.objectives}
+    kinds = objective_kinds(federation)
     out: list[FitResult] = []
     for i, c in enumerate(federation.clients):
-        model = build_full_mlp(
-            federation.common_width, c.objectives, model_config, seed, "local", c.client_id
-        )
-        losses = {s: make_loss(kinds[s], c.train.y[:, j]) for j, s in enumerate(c.objectives)}
-        out.append(
-            fit(
-                model,
-                c.objectives,
-                losses,
-                LabelledArrays(c.train.x_common, c.train.y),
-                LabelledArrays(c.val.x_common, c.val.y),
-                config,
-                seed,
-                "local",
-                c.client_id,
-            )
-        )
+        out.append(fit_local_client(c, kinds, federation.common_width, model_config, config, seed))
         if progress is not None:
             progress("local", i + 1, len(federation.clients))
     return out
+
+
+def no_rounds(
+    objectives: tuple[str, ...], notes: list[str], model: MultiObjectiveModel | None = None
+) -> Stage1Result:
+    """The rounds' result of a method without federated rounds (a bound).
+
+    Parameters
+    ----------
+    objectives
+        The federation's objectives.
+    notes
+        What the document's ``stage1.notes`` says.
+    model
+        The pooled model (Centralised), stored as the global model; None: no parameters.
+
+    Returns
+    -------
+    Stage1Result
+        No rounds, not converged.
+    """
+    if model is not None:
+        params, buffers, layout = get_params(model), get_buffers(model), param_layout(model)
+    else:
+        params = buffers = np.zeros(0, dtype=np.float32)
+        layout = ParamLayout(total=0, backbone=slice(0, 0), heads={})
+    return Stage1Result(params, buffers, [], False, objectives, layout, notes)
 
 
 def pooled(clients: Sequence[ClientData], objectives: Sequence[str], split: str) -> LabelledArrays:

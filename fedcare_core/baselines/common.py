@@ -9,17 +9,12 @@ import torch
 from torch import nn
 
 from fedcare_core.config import BaselineConfig, ModelConfig
-from fedcare_core.data.federation import ClientData, SplitArrays
-from fedcare_core.evaluate import Scorer
-from fedcare_core.losses import ObjectiveLoss, make_loss
+from fedcare_core.data.federation import SplitArrays
+from fedcare_core.losses import ObjectiveLoss
 from fedcare_core.models import FullMLP, MultiObjectiveModel
 from fedcare_core.optim import local_optimizer
 from fedcare_core.seeding import seed_torch
-
-#: BatchNorm needs at least two rows in training mode.
-MIN_BATCH = 2
-
-ProgressFn = Callable[[str, int, int], None]
+from fedcare_core.training import masked_objective_losses
 
 
 def build_full_mlp(
@@ -28,13 +23,6 @@ def build_full_mlp(
     """A FullMLP initialised from the random stream ``(seed, "baseline-init", *key)``."""
     seed_torch(seed, "baseline-init", *key)
     return FullMLP(in_dim, objectives, config)
-
-
-def client_objective_losses(
-    client: ClientData, kinds: Mapping[str, str]
-) -> dict[str, ObjectiveLoss]:
-    """Per-objective losses of a client (positive weights from its own training labels)."""
-    return {s: make_loss(kinds[s], client.train.y[:, j]) for j, s in enumerate(client.objectives)}
 
 
 def trained_parameters(model: MultiObjectiveModel, objectives: Iterable[str]) -> list[nn.Parameter]:
@@ -59,36 +47,12 @@ def multi_objective_loss(
     ``y`` holds one column per entry of ``objectives``; NaN marks an unlabelled row.
     """
     h = model.backbone(x)
-    out: dict[str, torch.Tensor] = {}
-    for j, s in enumerate(objectives):
-        mask = torch.isfinite(y[:, j])
-        if int(mask.sum()) == 0:
-            continue
-        out[s] = losses[s](model.heads[s](h[mask]), y[mask, j])
-    return out
+    return masked_objective_losses(objectives, y, losses, lambda s, mask: model.heads[s](h[mask]))
 
 
 def make_optimizer(params: Sequence[nn.Parameter], config: BaselineConfig) -> torch.optim.Optimizer:
     """The local optimiser of :class:`BaselineConfig` (fresh state)."""
     return local_optimizer(params, config.optimizer, lr=config.lr, weight_decay=config.weight_decay)
-
-
-def batch_schedule(
-    n: int, batch_size: int, epochs: int, max_steps: int | None, rng: np.random.Generator
-) -> list[np.ndarray]:
-    """Row indices of each mini-batch: ``epochs`` shuffled passes, capped at ``max_steps``.
-
-    A pass drops its incomplete last batch (as Stage 2 does) unless that leaves none.
-    """
-    batch = max(MIN_BATCH, min(batch_size, n))
-    out: list[np.ndarray] = []
-    for _ in range(epochs):
-        order = rng.permutation(n)
-        for b in range(max(1, n // batch)):
-            out.append(order[b * batch : (b + 1) * batch])
-            if max_steps is not None and len(out) >= max_steps:
-                return out
-    return out
 
 
 def train_on_batches(
@@ -105,7 +69,7 @@ def train_on_batches(
     opt
         The local optimiser.
     batches
-        Row indices of each mini-batch (:func:`batch_schedule`).
+        Row indices of each mini-batch (:func:`fedcare_core.training.batch_schedule`).
     objectives
         The client's objectives (the order of the returned means).
     objective_losses
@@ -139,13 +103,3 @@ def train_on_batches(
 def split_tensors(split: SplitArrays) -> tuple[torch.Tensor, torch.Tensor]:
     """``(x_common, y)`` of a split as tensors (on a union view, ``x_common`` is the union)."""
     return torch.from_numpy(split.x_common), torch.from_numpy(split.y)
-
-
-def global_scorer(model: MultiObjectiveModel) -> Scorer:
-    """Scores a union-view split with a model over the union vector (evaluation mode)."""
-    model.eval()
-
-    def score(split: SplitArrays, objective: str) -> torch.Tensor:
-        return model(torch.from_numpy(split.x_common), objective)
-
-    return score

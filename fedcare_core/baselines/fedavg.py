@@ -19,10 +19,7 @@ import numpy as np
 import torch
 
 from fedcare_core.baselines.common import (
-    ProgressFn,
-    batch_schedule,
     build_full_mlp,
-    client_objective_losses,
     make_optimizer,
     multi_objective_loss,
     split_tensors,
@@ -43,6 +40,7 @@ from fedcare_core.params import (
 )
 from fedcare_core.seeding import derive_rng, seed_torch
 from fedcare_core.stage1 import RoundInfo, Stage1Result
+from fedcare_core.training import ProgressFn, batch_schedule, client_losses, objective_kinds
 
 
 @dataclass(frozen=True)
@@ -138,7 +136,7 @@ def local_train(
     trained = trained_parameters(model, client.objectives)
     anchors = [p.detach().clone() for p in trained]
     opt = make_optimizer(trained, config)
-    losses = client_objective_losses(client, kinds)
+    losses = client_losses(client, kinds)
     x, y = split_tensors(client.train)
     rng = derive_rng(seed, "baseline-batch", round_idx, client.client_id)
     seed_torch(seed, "baseline-dropout", round_idx, client.client_id)
@@ -295,7 +293,7 @@ def run_fedavg(
         ``‖w^{t+1} − w^t‖²`` (as ``d_sq_norm``; no λ*).
     """
     objectives = federation.objective_names
-    kinds = {o.name: o.kind for o in federation.objectives}
+    kinds = objective_kinds(federation)
     model = build_full_mlp(federation.common_width, objectives, model_config, seed)
     layout = param_layout(model)
     params, buffers = get_params(model), get_buffers(model)

@@ -18,15 +18,11 @@ client's training set. τ, η_l, η_g, ε, the solver, normalisation and QP scop
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
-from fedcare_core.baselines.common import ProgressFn
 from fedcare_core.config import ModelConfig, Stage1Config
 from fedcare_core.data.federation import Federation
 from fedcare_core.stage1 import Stage1Result, run_stage1
-
-if TYPE_CHECKING:
-    from fedcare_core.runner import Stage1Runner
+from fedcare_core.training import ProgressFn
 
 
 def mgda_config(config: Stage1Config, federation: Federation, *, full: bool) -> Stage1Config:
@@ -60,7 +56,6 @@ def run_mgda(
     *,
     full: bool,
     progress: ProgressFn | None = None,
-    stage1_runner: Stage1Runner | None = None,
 ) -> Stage1Result:
     """Run FMGDA (``full=True``) or FSMGDA on the union view of the clients.
 
@@ -78,8 +73,6 @@ def run_mgda(
         Full local gradients (FMGDA) or mini-batch ones (FSMGDA).
     progress
         Called as ``progress("stage1", t, T)``.
-    stage1_runner
-        Executes Algorithm 1 elsewhere (e.g. the Flower backend); default in process.
 
     Returns
     -------
@@ -87,6 +80,4 @@ def run_mgda(
         The global FullMLP and the per-round λ*, ‖d‖² and losses.
     """
     cfg = mgda_config(config, federation, full=full)
-    if stage1_runner is not None:
-        return stage1_runner(federation, model_config, cfg, seed, progress)
     return run_stage1(federation, model_config, cfg, seed, progress=progress)

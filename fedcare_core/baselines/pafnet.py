@@ -24,7 +24,6 @@ stood after the round of local training with its lowest validation loss (``pafne
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -33,10 +32,7 @@ from torch import nn
 from torch.func import functional_call
 
 from fedcare_core.baselines.common import (
-    ProgressFn,
-    batch_schedule,
     build_full_mlp,
-    client_objective_losses,
     make_optimizer,
     train_on_batches,
     trained_parameters,
@@ -56,6 +52,14 @@ from fedcare_core.params import (
 )
 from fedcare_core.seeding import derive_rng, seed_torch
 from fedcare_core.stage1 import RoundInfo, Stage1Result
+from fedcare_core.training import (
+    KeepBest,
+    ProgressFn,
+    batch_schedule,
+    client_losses,
+    masked_objective_losses,
+    objective_kinds,
+)
 
 #: Norms below this count as "no update" when computing cosine similarities.
 MIN_NORM = 1e-12
@@ -290,7 +294,7 @@ def pafnet_local_train(
         *trained_parameters(model.body, client.objectives),
     ]
     opt = make_optimizer(trained, config)
-    losses = client_objective_losses(client, kinds)
+    losses = client_losses(client, kinds)
     x = torch.from_numpy(own_features(client.train))
     y = torch.from_numpy(client.train.y)
     rng = derive_rng(seed, "pafnet-batch", round_idx, client.client_id)
@@ -298,12 +302,9 @@ def pafnet_local_train(
 
     def objective_losses(rows: torch.Tensor) -> dict[str, torch.Tensor]:
         scores = model.forward_all(x[rows], client.objectives)
-        parts: dict[str, torch.Tensor] = {}
-        for j, s in enumerate(client.objectives):
-            mask = torch.isfinite(y[rows, j])
-            if int(mask.sum()):
-                parts[s] = losses[s](scores[s][mask], y[rows, j][mask])
-        return parts
+        return masked_objective_losses(
+            client.objectives, y[rows], losses, lambda s, mask: scores[s][mask]
+        )
 
     batches = batch_schedule(
         client.train.n, config.batch_size, config.local_epochs, config.max_local_steps, rng
@@ -364,7 +365,7 @@ def run_pafnet(
         evaluation mode.
     """
     objectives = federation.objective_names
-    kinds = {o.name: o.kind for o in federation.objectives}
+    kinds = objective_kinds(federation)
     models, w0, b0 = build_client_models(federation, model_config, config, seed)
     layout = param_layout(models[0].body)
     starts = [(w0, b0) for _ in models]
@@ -372,16 +373,18 @@ def run_pafnet(
     trace: list[RoundInfo] = []
     attention = np.eye(len(models))
     updates: list[LocalUpdate] = []
-    best = [(float("inf"), 0, copy.deepcopy(m.state_dict())) for m in models]
+    # No patience: every round runs, and each client keeps its best-validation state.
+    best = [
+        KeepBest(m, None, has_validation=c.val.n > 0)
+        for m, c in zip(models, federation.clients, strict=True)
+    ]
     for t in range(1, rounds + 1):
         updates = [
             pafnet_local_train(m, p, b, c, kinds, config, seed=seed, round_idx=t)
             for m, (p, b), c in zip(models, starts, federation.clients, strict=True)
         ]
-        for k, (m, c) in enumerate(zip(models, federation.clients, strict=True)):
-            val = validation_loss(m, c, kinds)
-            if t == 1 or (np.isfinite(val) and val < best[k][0]):
-                best[k] = (val, t, copy.deepcopy(m.state_dict()))
+        for keep, m, c in zip(best, models, federation.clients, strict=True):
+            keep.update(t, validation_loss(m, c, kinds))
         deltas = np.stack(
             [u.params.astype(np.float64) - p for u, (p, _) in zip(updates, starts, strict=True)]
         )
@@ -420,12 +423,12 @@ def run_pafnet(
         notes=[
             "pafnet: last round's attention on peers sharing an objective "
             f"{same_objective_attention(attention, federation):.2f} (per client, mean); "
-            f"lowest validation loss after rounds {[r for _, r, _ in best]}"
+            f"lowest validation loss after rounds {[keep.best_epoch for keep in best]}"
         ],
     )
     if config.pafnet_deploy == "best-val":
-        for m, (_, _, state) in zip(models, best, strict=True):
-            m.load_state_dict(state)
+        for keep in best:
+            keep.restore()
     return result, [m.eval() for m in models]
 
 
@@ -435,17 +438,15 @@ def validation_loss(
     """Sum over the client's objectives of its mean validation loss (NaN without rows)."""
     if client.val.n == 0:
         return float("nan")
-    losses = client_objective_losses(client, kinds)
+    losses = client_losses(client, kinds)
     y = torch.from_numpy(client.val.y)
     model.eval()
     with torch.no_grad():
         scores = model.forward_all(torch.from_numpy(own_features(client.val)), client.objectives)
-        total = 0.0
-        for j, s in enumerate(client.objectives):
-            mask = torch.isfinite(y[:, j])
-            if int(mask.sum()):
-                total += float(losses[s](scores[s][mask], y[:, j][mask]))
-    return total
+        parts = masked_objective_losses(
+            client.objectives, y, losses, lambda s, mask: scores[s][mask]
+        )
+    return float(sum(float(v) for v in parts.values()))
 
 
 def pafnet_scorer(model: PafnetClientModel) -> Scorer:

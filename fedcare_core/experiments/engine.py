@@ -31,6 +31,7 @@ from typing import Any
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.datasets import LoadedDataset, load_dataset
 from fedcare_core.experiments.cells import Cell
+from fedcare_core.stage1 import Stage1Result
 
 #: Rough relative cost per algorithm (row passes at K = 10, in millions), for scheduling only.
 _COST = {
@@ -147,6 +148,9 @@ def _write_atomic(path: Path, document: dict[str, Any]) -> None:
 def run_job(job: Job, base: ExperimentConfig, spec: DataSpec, out_dir: str) -> list[dict[str, Any]]:
     """Run one job and write its cells' documents; returns ``[{"key", "path", "seconds"}]``.
 
+    The job's cells share one federation (they differ in the algorithm only); FedCARE and
+    FedCARE-B share the rounds too: the second is scored from the first's Stage 1.
+
     Parameters
     ----------
     job
@@ -158,48 +162,29 @@ def run_job(job: Job, base: ExperimentConfig, spec: DataSpec, out_dir: str) -> l
     out_dir
         Folder for the documents.
     """
-    from fedcare_core.runner import (
-        configure_torch,
-        finish_experiment,
-        prepare_federation,
-        run_experiment,
-    )
-    from fedcare_core.stage1 import run_stage1
+    from fedcare_core.results import DataProvenance
+    from fedcare_core.runner import prepare_federation, run_algorithm
 
-    t_start = time.perf_counter()
-    cpu_start = time.process_time()
+    t_start, cpu_start = time.perf_counter(), time.process_time()
     first = job.cells[0].config(base)
     loaded = _dataset(first, spec)
-    out = Path(out_dir)
-    written: list[dict[str, Any]] = []
-    if len(job.cells) == 1 and job.cells[0].algorithm not in ("fedcare", "fedcare-b"):
-        cell = job.cells[0]
-        result = run_experiment(loaded.cohort, loaded.partition, first, source=loaded.source)
-        path = out / f"{cell.key}.json"
-        _write_atomic(path, result.to_dict())
-        return [
-            {
-                "key": cell.key,
-                "path": str(path),
-                "seconds": time.perf_counter() - t_start,
-                "cpu_seconds": time.process_time() - cpu_start,
-            }
-        ]
-    configure_torch(first)
     t0 = time.perf_counter()
     federation = prepare_federation(loaded.cohort, loaded.partition, first, loaded.source)
-    t1 = time.perf_counter()
-    stage1 = run_stage1(federation, first.model, first.stage1, first.seed)
-    t2 = time.perf_counter()
+    timing = {"partition_s": time.perf_counter() - t0}
+    provenance = DataProvenance.of(loaded.cohort)
+    out = Path(out_dir)
+    written: list[dict[str, Any]] = []
+    shared: Any = None
     for i, cell in enumerate(job.cells):
         t3, c3 = time.perf_counter(), time.process_time()
-        result = finish_experiment(
-            loaded.cohort,
-            cell.config(base),
+        result = run_algorithm(
             federation,
-            stage1,
-            timing={"partition_s": t1 - t0, "stage1_s": t2 - t1},
+            cell.config(base),
+            provenance=provenance,
+            stage1=None if shared is None else shared.stage1,
+            timing=timing if shared is None else shared.timing,
         )
+        shared = _SharedStage1(result.stage1, {k: result.timing[k] for k in _SHARED_TIMING})
         path = out / f"{cell.key}.json"
         _write_atomic(path, result.to_dict())
         written.append(
@@ -211,6 +196,16 @@ def run_job(job: Job, base: ExperimentConfig, spec: DataSpec, out_dir: str) -> l
             }
         )
     return written
+
+
+#: The timings a cell that reuses another's Stage 1 reports as its own.
+_SHARED_TIMING = ("partition_s", "stage1_s")
+
+
+@dataclass(frozen=True)
+class _SharedStage1:
+    stage1: Stage1Result
+    timing: dict[str, float]
 
 
 OnDone = Callable[[CellOutcome, int, int], None]

@@ -64,7 +64,6 @@ def test_personalisation_learns_signal_on_synthetic_data():
 @pytest.mark.parametrize(
     "bad",
     [
-        {"algorithm": "fedsgd"},
         {"stage1": {"solver": "qp"}},
         {"stage1": {"normalise": "l3"}},
         {"stage1": {"qp_scope": "x"}},
@@ -77,32 +76,64 @@ def test_unknown_option_strings_raise(bad):
         _config().with_overrides(**bad)
 
 
-def test_phases_in_any_client_order_assemble_the_same_result():
-    """The public phases (used by the Prefect flow) reproduce run_experiment exactly."""
-    from fedcare_core import runner
-    from fedcare_core.stage1 import run_stage1
+class ReversedExecutor:
+    """Runs a per-client phase's clients last to first (an executor may run them in any order)."""
+
+    def __init__(self):
+        self.phases = []
+
+    def run(self, phase, fn, *args):
+        self.phases.append(phase)
+        return fn(*args)
+
+    def map(self, phase, fn, items, *shared, progress=None):
+        self.phases.append(phase)
+        done = {i: fn(item, *shared) for i, item in reversed(list(enumerate(items)))}
+        return [done[i] for i in range(len(items))]
+
+
+def test_clients_in_any_order_give_the_same_result():
+    """The per-client phase goes through the executor; its order changes no number."""
+    from fedcare_core.executors import ProcessPool
 
     cohort, cfg = make_cohort(300), _config(seed=4)
     expected = run_experiment(cohort, PARTITION, cfg).to_dict()
-    runner.configure_torch(cfg)
-    fed = runner.prepare_federation(cohort, PARTITION, cfg, None)
-    stage1 = run_stage1(fed, cfg.model, cfg.stage1, cfg.seed)
-    backbone = runner.stage2_backbone(stage1, fed, cfg)
-    kinds = runner.objective_kinds(fed)
-    stage2 = [runner.run_stage2_client(backbone, c, kinds, cfg) for c in reversed(fed.clients)]
-    report = runner.evaluate_experiment(fed, cfg, stage1, stage2)
-    got = runner.assemble_result(
-        cfg,
-        fed,
-        stage1,
-        stage2,
-        report,
-        timing={},
-        data_sha256=cohort.source_sha256,
-        notes=cohort.notes,
-    ).to_dict()
-    for d in (expected, got):
+    executor = ReversedExecutor()
+    got = run_experiment(cohort, PARTITION, cfg, executor=executor).to_dict()
+    pooled = run_experiment(cohort, PARTITION, cfg, executor=ProcessPool(2)).to_dict()
+    for d in (expected, got, pooled):
         d.pop("timing")
+    assert executor.phases == ["stage1", "stage2", "evaluate"]
     assert got == expected
+    assert pooled == expected
+
+
+def test_a_missing_stage2_result_is_refused():
+    from fedcare_core.algorithms import get_algorithm
+    from fedcare_core.algorithms.base import Rounds, RunInputs
+    from fedcare_core.runner import prepare_federation
+
+    cohort, cfg = make_cohort(300), _config()
+    fed = prepare_federation(cohort, PARTITION, cfg, None)
+    result = run_experiment(cohort, PARTITION, cfg)
+    inputs = RunInputs(fed, fed, None, cfg)
     with pytest.raises(ValueError, match="expected one for each"):
-        runner.evaluate_experiment(fed, cfg, stage1, stage2[:-1])
+        get_algorithm("fedcare").scorers(inputs, Rounds(result.stage1), result.stage2[:-1])
+
+
+def test_a_shared_stage1_gives_fedcare_b_its_own_document():
+    """The engine scores FedCARE-B from FedCARE's Stage 1: the same as running it alone."""
+    from fedcare_core.results import DataProvenance
+    from fedcare_core.runner import prepare_federation, run_algorithm
+
+    cohort = make_cohort(300)
+    alone = run_experiment(cohort, PARTITION, _config("fedcare-b", seed=2)).to_dict()
+    fed = prepare_federation(cohort, PARTITION, _config(seed=2), None)
+    provenance = DataProvenance.of(cohort)
+    first = run_algorithm(fed, _config(seed=2), provenance=provenance)
+    shared = run_algorithm(
+        fed, _config("fedcare-b", seed=2), provenance=provenance, stage1=first.stage1
+    ).to_dict()
+    for d in (alone, shared):
+        d.pop("timing")
+    assert shared == alone

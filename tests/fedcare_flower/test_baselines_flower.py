@@ -12,8 +12,8 @@ import json
 from typing import Any
 
 import pytest
-
 from fedcare_core.baselines.backend import FEDERATED_BASELINES
+
 from fedcare_core.config import BaselineConfig, ExperimentConfig
 from fedcare_core.errors import ConfigError
 from fedcare_core.runner import run_experiment

@@ -1,30 +1,22 @@
-"""Training tasks through ``.fn`` equal the runner's phases."""
+"""The Prefect executor runs the pipeline's phases as tasks and gives run_experiment's result."""
 
 from __future__ import annotations
 
 import pytest
+from prefect import flow
+from prefect.task_runners import ThreadPoolTaskRunner
 
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config
 from fedcare_core.errors import ConfigError
-from fedcare_core.runner import (
-    assemble_result,
-    objective_kinds,
-    prepare_federation,
-    run_experiment,
-    stage2_backbone,
-)
-from tasks.training import (
-    baseline_task,
-    evaluate_task,
-    stage1_task,
-    stage2_client_task,
-    warm_up_task,
-)
+from fedcare_core.results import DataProvenance
+from fedcare_core.runner import prepare_federation, run_algorithm, run_experiment
+from tasks.training import PrefectExecutor, flower_backend, warm_up_task
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 
 
-def _config() -> ExperimentConfig:
+def _config(algorithm: str = "fedcare") -> ExperimentConfig:
     return ExperimentConfig(
+        algorithm=algorithm,
         seed=2,
         data=DataConfig(clients=3),
         stage1=Stage1Config(rounds=2, batch_size=32),
@@ -32,45 +24,49 @@ def _config() -> ExperimentConfig:
     )
 
 
-def test_tasks_reproduce_run_experiment() -> None:
-    cohort, config = make_cohort(300), _config()
+@pytest.mark.parametrize("algorithm", ["fedcare", "local", "fedavg"])
+@pytest.mark.parametrize("parallel", [False, True])
+def test_phases_as_tasks_reproduce_run_experiment(algorithm: str, parallel: bool) -> None:
+    cohort, config = make_cohort(300), _config(algorithm)
     expected = run_experiment(cohort, PARTITION, config).to_dict()
     federation = prepare_federation(cohort, PARTITION, config, None)
-    stage1 = stage1_task.fn(federation, config, "local")
-    backbone = stage2_backbone(stage1, federation, config)
-    kinds = objective_kinds(federation)
-    stage2 = [stage2_client_task.fn(backbone, c, kinds, config) for c in federation.clients]
-    report = evaluate_task.fn(federation, config, stage1, stage2)
-    got = assemble_result(
-        config, federation, stage1, stage2, report, timing={}, data_sha256=cohort.source_sha256
-    ).to_dict()
+
+    # One thread stands in for the flow's process pool (threads share torch's random state, so
+    # two would not be reproducible; tests/flows runs the real process pool).
+    @flow(task_runner=ThreadPoolTaskRunner(max_workers=1))  # type: ignore[arg-type]
+    def run() -> dict:
+        return run_algorithm(
+            federation,
+            config,
+            provenance=DataProvenance.of(cohort),
+            executor=PrefectExecutor(parallel=parallel),
+        ).to_dict()
+
+    got = run()
     for doc in (expected, got):
         doc.pop("timing")
-        doc["data"].pop("notes")
     assert got == expected
 
 
 def test_unknown_backend_and_flower_option_are_config_errors() -> None:
-    cohort, config = make_cohort(300), _config()
-    federation = prepare_federation(cohort, PARTITION, config, None)
     with pytest.raises(ConfigError, match="unknown backend"):
-        stage1_task.fn(federation, config, "ray")
+        flower_backend("ray")
     with pytest.raises(ConfigError, match="unknown Flower option"):
-        stage1_task.fn(federation, config, "flower-sim", {"no_such_option": 1})
+        flower_backend("flower-sim", {"no_such_option": 1})
+    assert flower_backend("local") is None
 
 
-def test_baseline_task_is_run_experiment_and_logs_without_models(tmp_path) -> None:
+def test_warm_up_returns_its_process_id() -> None:
+    import os
+
+    assert warm_up_task.fn(0) == os.getpid()
+
+
+def test_a_baseline_result_logs_without_models(tmp_path) -> None:
     from fedcare_tracking import store
     from tasks.tracking import log_experiment_task, start_parent_run_task
 
-    cohort = make_cohort(300)
-    config = _config().with_overrides(algorithm="fedavg")
-    expected = run_experiment(cohort, PARTITION, config).to_dict()
-    result = baseline_task.fn(cohort, PARTITION, config, None)
-    got = result.to_dict()
-    for doc in (expected, got):
-        doc.pop("timing")
-    assert got == expected and got["algorithm"] == "fedavg"
+    result = run_experiment(make_cohort(300), PARTITION, _config("fedavg"))
     uri, parent = start_parent_run_task.fn(
         store.default_tracking_uri(tmp_path), "synthetic", run_name="f", tags={}, params={}
     )
@@ -80,9 +76,3 @@ def test_baseline_task_is_run_experiment_and_logs_without_models(tmp_path) -> No
     )  # fmt: skip
     run = store.client().get_run(run_id)
     assert run.info.status == "FINISHED" and run.data.tags["fedcare.algorithm"] == "fedavg"
-
-
-def test_warm_up_returns_its_process_id() -> None:
-    import os
-
-    assert warm_up_task.fn(0) == os.getpid()

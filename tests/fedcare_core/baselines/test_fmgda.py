@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from fedcare_core.baselines.common import client_objective_losses
+from fedcare_core.training import client_losses
 from fedcare_core.baselines.fmgda import mgda_config
 from fedcare_core.config import ModelConfig, Stage1Config
 from fedcare_core.params import get_buffers, get_params, set_buffers, set_params
@@ -18,7 +18,7 @@ def _gradient(model, params, buffers, client, kinds, rows):
     set_buffers(model, buffers)
     model.train()
     s = client.objectives[0]
-    loss = client_objective_losses(client, kinds)[s]
+    loss = client_losses(client, kinds)[s]
     x = torch.from_numpy(client.train.x_common[rows])
     y = torch.from_numpy(client.train.y[rows, 0])
     model.zero_grad()

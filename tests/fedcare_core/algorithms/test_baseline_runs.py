@@ -2,8 +2,8 @@ import json
 
 import pytest
 
+from fedcare_core.algorithms import BASELINE_ALGORITHMS, validate_config
 from fedcare_core.config import (
-    BASELINE_ALGORITHMS,
     BaselineConfig,
     DataConfig,
     ExperimentConfig,
@@ -86,7 +86,7 @@ def test_baseline_config_round_trips_and_old_documents_still_load():
 )
 def test_invalid_baseline_options_raise(bad, match):
     with pytest.raises(ConfigError, match=match):
-        _config("fedavg").with_overrides(**bad)
+        validate_config(_config("fedavg").with_overrides(**bad))
 
 
 @pytest.mark.parametrize(
@@ -108,7 +108,8 @@ def test_a_stage1_backend_is_refused(cohort, algorithm, match):
 
 
 def test_a_baseline_backend_runs_the_rounds_and_the_rest_stays_in_process(cohort):
-    from fedcare_core.baselines.backend import BaselineBackend
+    from fedcare_core.algorithms.base import BaselineBackend
+
     from fedcare_core.baselines.features import union_federation
     from fedcare_core.baselines.fedavg import run_fedavg
 
@@ -134,21 +135,3 @@ def test_a_baseline_backend_runs_the_rounds_and_the_rest_stays_in_process(cohort
     assert [a for a, _ in calls] == ["fedavg"]
     with pytest.raises(ConfigError, match="fedcare/fedcare-b only"):
         run_experiment(cohort, PARTITION, _config("fedprox"), stage1_runner=backend)
-
-
-def test_run_mgda_hands_full_batches_to_a_given_stage1_runner(union):
-    from fedcare_core.baselines.fmgda import run_mgda
-    from fedcare_core.config import ModelConfig
-    from fedcare_core.stage1 import run_stage1
-
-    seen = {}
-
-    def backend(federation, model_config, config, seed, progress):
-        seen["batch_size"] = config.batch_size
-        return run_stage1(federation, model_config, config, seed, progress=progress)
-
-    cfg = Stage1Config(rounds=1, batch_size=32)
-    got = run_mgda(union, ModelConfig(), cfg, 0, full=True, stage1_runner=backend)
-    local = run_mgda(union, ModelConfig(), cfg, 0, full=True)
-    assert seen["batch_size"] >= max(c.train.n for c in union.clients)
-    assert got.rounds == local.rounds

@@ -1,0 +1,204 @@
+"""What an algorithm declares: its phases, the model each client deploys, its Flower support.
+
+A run has the same phases whatever the algorithm and wherever it executes
+(:func:`fedcare_core.runner.run_algorithm` drives them):
+
+1. **view** — the clients as the algorithm trains and scores them (the prepared federation, or
+   the baselines' union view);
+2. **rounds** — the federated rounds (Stage 1 for FedCARE), in process or on a federated
+   backend; bounds without communication train here too (Centralised) or do nothing (Local);
+3. **personalisation** — an optional per-client phase after the rounds (FedCARE's Stage 2,
+   Local's per-client fits), one independent task per client, fanned out by the executor;
+4. **deployment** — which model each client is scored with; evaluation is common to all.
+
+An algorithm is one subclass of :class:`Algorithm` in its own module, listed in the registry
+(:mod:`fedcare_core.algorithms`).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from torch import nn
+
+from fedcare_core.baselines.features import UnionLayout
+from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
+from fedcare_core.data.federation import ClientData, Federation
+from fedcare_core.evaluate import Scorer
+from fedcare_core.stage1 import Stage1Result
+from fedcare_core.stage2 import Stage2Result
+from fedcare_core.training import ProgressFn
+
+
+class Stage1Runner(Protocol):
+    """A federated backend for FedCARE's rounds (Algorithm 1), e.g. Flower's simulation."""
+
+    def __call__(
+        self,
+        federation: Federation,
+        model_config: ModelConfig,
+        config: Stage1Config,
+        seed: int,
+        progress: ProgressFn | None,
+        /,
+    ) -> Stage1Result:
+        """Run Stage 1 over ``federation``; return what the in-process loop returns."""
+        ...
+
+
+@runtime_checkable
+class BaselineBackend(Protocol):
+    """A Stage 1 runner that also runs the federated rounds of some baselines."""
+
+    #: The baselines it runs (those whose :attr:`Algorithm.flower` is set).
+    federated_baselines: tuple[str, ...]
+
+    def run_federated_baseline(
+        self,
+        algorithm: str,
+        federation: Federation,
+        layout: UnionLayout,
+        config: ExperimentConfig,
+        progress: ProgressFn | None,
+    ) -> Stage1Result:
+        """Run ``algorithm``'s rounds and return the global FullMLP and the round trace.
+
+        Parameters
+        ----------
+        algorithm
+            One of :attr:`federated_baselines`.
+        federation
+            The clients as prepared (their own encoded features; each client builds its
+            union vectors from ``layout``, which holds column names, no rows).
+        layout
+            The union layout (:func:`~fedcare_core.baselines.features.union_layout`).
+        config
+            The experiment configuration (rounds, seed, model, ``baselines``, ``stage1``).
+        progress
+            Called as ``progress("stage1", t, T)`` after each round.
+
+        Returns
+        -------
+        Stage1Result
+            What the in-process runner returns for the same configuration and seed.
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """What every phase of one run works on.
+
+    Parameters
+    ----------
+    federation
+        The prepared (and validated) federation: what the result document describes.
+    view
+        The clients as this algorithm trains and scores them (``federation`` itself, or the
+        union view of the baselines that train one FullMLP over every feature).
+    layout
+        The union layout when ``view`` is the union view, else None.
+    config
+        The run's configuration.
+    """
+
+    federation: Federation
+    view: Federation
+    layout: UnionLayout | None
+    config: ExperimentConfig
+
+
+@dataclass(frozen=True)
+class Rounds:
+    """The rounds phase's outcome.
+
+    Parameters
+    ----------
+    stage1
+        The global model (or a stand-in without rounds) and the per-round trace.
+    models
+        Models the rounds trained that are not the global model: each client's own model
+        (PAFNet), or the pooled model (Centralised).
+    """
+
+    stage1: Stage1Result
+    models: Sequence[nn.Module] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class Personalisation:
+    """The per-client phase's work: the clients to map over and what every task shares."""
+
+    clients: Sequence[ClientData]
+    shared: Any
+
+
+class Algorithm(ABC):
+    """One method: its phases and what each client deploys.
+
+    Subclasses set the class attributes and implement :meth:`rounds` and :meth:`scorers`;
+    an algorithm with a per-client phase sets :attr:`personal_phase` and implements
+    :meth:`personalisation` and :meth:`personalise_client`.
+    """
+
+    #: The name ``--algorithm`` and the configuration use.
+    name: ClassVar[str]
+    #: Federated rounds that a backend (Flower) can run; False: in process only.
+    flower: ClassVar[bool] = False
+    #: Why the algorithm runs in process only (when :attr:`flower` is False).
+    in_process_reason: ClassVar[str] = ""
+    #: The per-client phase's progress name (``"stage2"``, ``"local"``), or None.
+    personal_phase: ClassVar[str | None] = None
+    #: ``"global"``: every client deploys one model; ``"personal"``: each its own.
+    deploys: ClassVar[str] = "global"
+
+    def view(self, federation: Federation) -> tuple[Federation, UnionLayout | None]:
+        """The clients as this algorithm trains and scores them (default: as prepared)."""
+        return federation, None
+
+    def accepts(self, backend: object) -> bool:
+        """Whether ``backend`` (a federated backend) can run this algorithm's rounds."""
+        return self.flower
+
+    @abstractmethod
+    def rounds(
+        self, inputs: RunInputs, backend: Stage1Runner | None, progress: ProgressFn | None
+    ) -> Rounds:
+        """Run the federated rounds (in process when ``backend`` is None)."""
+
+    def personalisation(self, inputs: RunInputs, rounds: Rounds) -> Personalisation:
+        """The per-client phase's clients and shared inputs (only with :attr:`personal_phase`)."""
+        raise NotImplementedError(f"{self.name} has no per-client phase")
+
+    def personalise_client(self, shared: Any, client: ClientData, config: ExperimentConfig) -> Any:
+        """One client's task of the per-client phase (independent of every other client's)."""
+        raise NotImplementedError(f"{self.name} has no per-client phase")
+
+    @abstractmethod
+    def scorers(
+        self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]
+    ) -> tuple[Federation, list[Scorer]]:
+        """The clients to score (their feature view) and the model each deploys."""
+
+    def stage1_record(
+        self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]
+    ) -> Stage1Result:
+        """The ``rounds``/``stage1`` part of the document (default: the rounds' result)."""
+        return rounds.stage1
+
+    def stage2_record(self, personal: Sequence[Any]) -> list[Stage2Result]:
+        """The ``stage2`` part of the document (only FedCARE's Stage 2 fills it)."""
+        return []
+
+
+class FederatedBaseline(Algorithm):
+    """A baseline whose rounds a :class:`BaselineBackend` that lists it can run."""
+
+    flower = True
+
+    def accepts(self, backend: object) -> bool:
+        """Only a backend that runs this baseline's rounds (see :class:`BaselineBackend`)."""
+        return isinstance(backend, BaselineBackend) and self.name in backend.federated_baselines

@@ -1,0 +1,47 @@
+"""Centralised (a bound, SPEC §4): one FullMLP on every client's training rows pooled.
+
+The ceiling for federated learning over these clients' data; every client deploys it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from fedcare_core.algorithms.base import Rounds, RunInputs, Stage1Runner
+from fedcare_core.algorithms.union_view import UnionBound
+from fedcare_core.baselines.bounds import no_rounds, run_centralised
+from fedcare_core.data.federation import Federation
+from fedcare_core.evaluate import Scorer, global_scorer
+from fedcare_core.training import ProgressFn
+
+
+class Centralised(UnionBound):
+    """Centralised: the pooled model at every client."""
+
+    name = "centralised"
+    in_process_reason = (
+        "Centralised pools every client's rows in one place: there is no federated round to run"
+    )
+
+    def rounds(
+        self, inputs: RunInputs, backend: Stage1Runner | None, progress: ProgressFn | None
+    ) -> Rounds:
+        """The pooled fit (reported as one unit of ``"centralised"`` progress)."""
+        config = inputs.config
+        fitted = run_centralised(inputs.view, config.model, config.baselines, config.seed)
+        if progress is not None:
+            progress("centralised", 1, 1)
+        stage1 = no_rounds(
+            inputs.federation.objective_names,
+            [f"centralised: best epoch {fitted.best_epoch} ({fitted.stopped})"],
+            fitted.model,
+        )
+        return Rounds(stage1, (fitted.model,))
+
+    def scorers(
+        self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]
+    ) -> tuple[Federation, list[Scorer]]:
+        """The pooled model at every client, over its union vectors."""
+        model = rounds.models[0]
+        return inputs.view, [global_scorer(model) for _ in inputs.view.clients]  # type: ignore[arg-type]

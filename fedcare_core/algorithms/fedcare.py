@@ -1,0 +1,136 @@
+"""FedCARE (paper Algorithms 1 and 2): federated rounds for w*, then per-client Stage 2.
+
+Stage 1 runs in process (:func:`fedcare_core.stage1.run_stage1`) or on a federated backend
+(Flower); Stage 2 fine-tunes each client's personalised model, one independent task per client,
+and each client deploys its own model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import torch
+
+from fedcare_core.algorithms.base import Algorithm, Personalisation, Rounds, RunInputs, Stage1Runner
+from fedcare_core.config import ExperimentConfig
+from fedcare_core.data.federation import ClientData, Federation
+from fedcare_core.evaluate import Scorer, global_scorer, personal_scorer
+from fedcare_core.stage1 import Stage1Result, load_global_model, run_stage1
+from fedcare_core.stage2 import Stage2Result, fine_tune
+from fedcare_core.training import ProgressFn, objective_kinds
+
+
+def stage1_rounds(
+    inputs: RunInputs, backend: Stage1Runner | None, progress: ProgressFn | None
+) -> Rounds:
+    """Algorithm 1 over the prepared federation, in process or on ``backend``."""
+    config = inputs.config
+    if backend is None:
+        stage1 = run_stage1(
+            inputs.federation, config.model, config.stage1, config.seed, progress=progress
+        )
+    else:
+        stage1 = backend(inputs.federation, config.model, config.stage1, config.seed, progress)
+    return Rounds(stage1)
+
+
+def stage2_backbone(
+    stage1: Stage1Result, federation: Federation, config: ExperimentConfig
+) -> dict[str, torch.Tensor]:
+    """The converged backbone w* that every client's Stage 2 starts from.
+
+    Parameters
+    ----------
+    stage1
+        Stage 1's result.
+    federation
+        The clients (for the common input width).
+    config
+        The experiment configuration (model widths).
+
+    Returns
+    -------
+    dict of str to torch.Tensor
+        The backbone's state dict.
+    """
+    model = load_global_model(stage1, federation.common_width, config.model)
+    return model.backbone.state_dict()
+
+
+def global_scorers(inputs: RunInputs, stage1: Stage1Result) -> tuple[Federation, list[Scorer]]:
+    """Every client scored with the global model w* (over the common features)."""
+    model = load_global_model(stage1, inputs.federation.common_width, inputs.config.model)
+    return inputs.federation, [global_scorer(model) for _ in inputs.federation.clients]
+
+
+class FedCare(Algorithm):
+    """FedCARE: Stage 1, then each client's Stage 2; each client deploys its own model."""
+
+    name = "fedcare"
+    flower = True
+    personal_phase = "stage2"
+    deploys = "personal"
+
+    def rounds(
+        self, inputs: RunInputs, backend: Stage1Runner | None, progress: ProgressFn | None
+    ) -> Rounds:
+        """Stage 1 (Algorithm 1)."""
+        return stage1_rounds(inputs, backend, progress)
+
+    def personalisation(self, inputs: RunInputs, rounds: Rounds) -> Personalisation:
+        """Every client of the federation, sharing w*'s backbone and the objective kinds."""
+        backbone = stage2_backbone(rounds.stage1, inputs.federation, inputs.config)
+        shared = (backbone, objective_kinds(inputs.federation))
+        return Personalisation(inputs.federation.clients, shared)
+
+    def personalise_client(
+        self, shared: Any, client: ClientData, config: ExperimentConfig
+    ) -> Stage2Result:
+        """Algorithm 2 at one client (its random streams keyed by the seed and its id)."""
+        backbone, kinds = shared
+        return run_stage2_client(backbone, client, kinds, config)
+
+    def scorers(
+        self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]
+    ) -> tuple[Federation, list[Scorer]]:
+        """Each client's personalised model, over its common and private features."""
+        by_client = {s.client_id: s for s in personal}
+        wanted = [c.client_id for c in inputs.federation.clients]
+        if len(personal) != len(wanted) or set(by_client) != set(wanted):
+            raise ValueError(
+                f"Stage 2 results for clients {sorted(by_client)}; expected one for each of "
+                f"{wanted}"
+            )
+        return inputs.federation, [personal_scorer(by_client[k].model) for k in wanted]
+
+    def stage2_record(self, personal: Sequence[Any]) -> list[Stage2Result]:
+        """The clients' Stage 2 traces."""
+        return list(personal)
+
+
+def run_stage2_client(
+    backbone: Mapping[str, torch.Tensor],
+    client: ClientData,
+    kinds: Mapping[str, str],
+    config: ExperimentConfig,
+) -> Stage2Result:
+    """Fine-tune one client's personalised model (Algorithm 2).
+
+    Parameters
+    ----------
+    backbone
+        :func:`stage2_backbone`.
+    client
+        The client's data.
+    kinds
+        Objective kinds.
+    config
+        The experiment configuration.
+
+    Returns
+    -------
+    Stage2Result
+        The client's personalised model and its μ* and loss traces.
+    """
+    return fine_tune(backbone, client, kinds, config.model, config.stage2, config.seed)

@@ -1,0 +1,31 @@
+"""FedCARE-B: FedCARE's Stage 1 alone; every client deploys the global model w*."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from fedcare_core.algorithms.base import Algorithm, Rounds, RunInputs, Stage1Runner
+from fedcare_core.algorithms.fedcare import global_scorers, stage1_rounds
+from fedcare_core.data.federation import Federation
+from fedcare_core.evaluate import Scorer
+from fedcare_core.training import ProgressFn
+
+
+class FedCareB(Algorithm):
+    """FedCARE without Stage 2 (the ablation of personalisation)."""
+
+    name = "fedcare-b"
+    flower = True
+
+    def rounds(
+        self, inputs: RunInputs, backend: Stage1Runner | None, progress: ProgressFn | None
+    ) -> Rounds:
+        """Stage 1 (Algorithm 1), exactly as FedCARE's."""
+        return stage1_rounds(inputs, backend, progress)
+
+    def scorers(
+        self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]
+    ) -> tuple[Federation, list[Scorer]]:
+        """The global model w* at every client."""
+        return global_scorers(inputs, rounds.stage1)

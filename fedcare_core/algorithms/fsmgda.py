@@ -1,0 +1,12 @@
+"""FSMGDA: FMGDA with stochastic (mini-batch) local gradients, on the union view."""
+
+from __future__ import annotations
+
+from fedcare_core.algorithms.fmgda import Fmgda
+
+
+class Fsmgda(Fmgda):
+    """FMGDA's rounds with mini-batch local gradients."""
+
+    name = "fsmgda"
+    full_gradients = False

@@ -1,0 +1,51 @@
+"""PAFNet (Molaei et al.): client-specific projections, trainable masks, peer-attentive rounds.
+
+Each client trains on its own features (no union view) and deploys its own model, which the
+rounds produce (:func:`fedcare_core.baselines.pafnet.run_pafnet`). In process only: the
+clients are stateful across rounds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from fedcare_core.algorithms.base import Algorithm, Rounds, RunInputs, Stage1Runner
+from fedcare_core.baselines.pafnet import pafnet_scorer, run_pafnet
+from fedcare_core.data.federation import Federation
+from fedcare_core.evaluate import Scorer
+from fedcare_core.training import ProgressFn
+
+
+class Pafnet(Algorithm):
+    """PAFNet; each client deploys the model its rounds left it."""
+
+    name = "pafnet"
+    in_process_reason = (
+        "PAFNet's clients are stateful (their projection layers and masks persist across "
+        "rounds and never leave the client), the server keeps one peer-attentive aggregate "
+        "per client, and each client deploys its own best-validation model, which the "
+        "in-process evaluation needs; none of that fits a stateless ClientApp yet"
+    )
+    deploys = "personal"
+
+    def rounds(
+        self, inputs: RunInputs, backend: Stage1Runner | None, progress: ProgressFn | None
+    ) -> Rounds:
+        """PAFNet's rounds; each client's deployed model comes with them."""
+        config = inputs.config
+        stage1, models = run_pafnet(
+            inputs.federation,
+            config.model,
+            config.baselines,
+            config.stage1.rounds,
+            config.seed,
+            progress=progress,
+        )
+        return Rounds(stage1, models)
+
+    def scorers(
+        self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]
+    ) -> tuple[Federation, list[Scorer]]:
+        """Each client's own PAFNet model, over its own features."""
+        return inputs.federation, [pafnet_scorer(m) for m in rounds.models]  # type: ignore[arg-type]

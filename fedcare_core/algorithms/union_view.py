@@ -1,0 +1,52 @@
+"""The union view shared by the baselines that train one FullMLP over every feature.
+
+FedAvg, FedProx, FMGDA, FSMGDA, Local and Centralised see each client's rows as union vectors
+(:func:`fedcare_core.baselines.features.union_federation`: every feature any client holds, zero
+where the client lacks it); those that deploy one global model score it over the same view.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from fedcare_core.algorithms.base import Algorithm, FederatedBaseline, Rounds, RunInputs
+from fedcare_core.baselines.features import UnionLayout, union_federation
+from fedcare_core.data.federation import Federation
+from fedcare_core.evaluate import Scorer, global_scorer
+from fedcare_core.stage1 import load_global_model
+
+
+def union_view(federation: Federation) -> tuple[Federation, UnionLayout | None]:
+    """The union view of the clients and its layout."""
+    return union_federation(federation)
+
+
+def union_layout(inputs: RunInputs) -> UnionLayout:
+    """The run's union layout (present for every union-view algorithm)."""
+    if inputs.layout is None:
+        raise ValueError("this algorithm needs the union view")
+    return inputs.layout
+
+
+class UnionBound(Algorithm):
+    """A bound without federated rounds, trained on the union view."""
+
+    def view(self, federation: Federation) -> tuple[Federation, UnionLayout | None]:
+        """The union view."""
+        return union_view(federation)
+
+
+class GlobalUnionBaseline(FederatedBaseline):
+    """A federated baseline whose global FullMLP over the union view every client deploys."""
+
+    def view(self, federation: Federation) -> tuple[Federation, UnionLayout | None]:
+        """The union view."""
+        return union_view(federation)
+
+    def scorers(
+        self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]
+    ) -> tuple[Federation, list[Scorer]]:
+        """The global FullMLP at every client, over its union vectors."""
+        model = load_global_model(rounds.stage1, union_layout(inputs).width, inputs.config.model)
+        return inputs.view, [global_scorer(model) for _ in inputs.view.clients]
