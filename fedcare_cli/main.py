@@ -45,6 +45,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", required=True)
 
+    _add_run_parser(sub)
+    _add_data_parser(sub)
+    _add_stack_parser(sub)
+    experiment.add_parser(sub)
+    return parser
+
+
+def _add_run_parser(sub: Any) -> None:
+    """``fedcare run``'s options."""
     run = sub.add_parser("run", help="run an experiment end to end")
     run.add_argument("--config", type=Path, help="JSON file with an ExperimentConfig; flags win")
     run.add_argument("--dataset", choices=DATASETS)
@@ -100,6 +109,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--no-verify", action="store_true", help="skip the dataset checksum")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
 
+
+def _add_data_parser(sub: Any) -> None:
+    """``fedcare data fetch``'s options."""
     data = sub.add_parser("data", help="dataset utilities")
     data_sub = data.add_subparsers(dest="data_command", required=True)
     fetch = data_sub.add_parser("fetch", help="download a public dataset into the cache")
@@ -109,6 +121,10 @@ def _parser() -> argparse.ArgumentParser:
     )
     fetch.add_argument("--url", help="download from this URL instead of the official one")
     fetch.add_argument("--quiet", action="store_true")
+
+
+def _add_stack_parser(sub: Any) -> None:
+    """``fedcare stack``'s options."""
     stack = sub.add_parser(
         "stack", help="the local Prefect server, worker, deployments and MLflow server"
     )
@@ -138,8 +154,6 @@ def _parser() -> argparse.ArgumentParser:
     stack.add_argument(
         "--data-dir", type=Path, help="data folder for flow runs (default: $FEDCARE_DATA_DIR)"
     )
-    experiment.add_parser(sub)
-    return parser
 
 
 def build_config(args: argparse.Namespace) -> ExperimentConfig:

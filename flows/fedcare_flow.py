@@ -22,6 +22,7 @@ import logging
 import os
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -174,15 +175,6 @@ def _mlflow_location(tracking_uri: str, run_id: str, artifact_path: str) -> str:
     return f"run {run_id}, artifacts/{artifact_path} ({tracking_uri})"
 
 
-def _check(
-    report: CheckReport, *, uri: str, parent: str, artifact_path: str, stage: str, key: str
-) -> None:
-    """Attach a validation report to MLflow and Prefect, then stop if it failed."""
-    log_artifacts_task(uri, parent, report.report_dir, artifact_path)
-    validation_artifact_task(report, stage, key, _mlflow_location(uri, parent, artifact_path))
-    require_checks_pass(report)
-
-
 def _summary(result: ExperimentResult, run_id: str) -> dict[str, Any]:
     doc = result.to_dict()
     return {
@@ -252,48 +244,33 @@ def fedcare_pipeline(
     dataset
         ``"diabetes130"`` or ``"mimic3"``.
     data_dir
-        Dataset folder or file. A schedule points it at wherever new data lands, so each
-        re-training run reads the current data.
+        Dataset folder or file (a schedule points it at wherever new data lands).
     algorithm
-        ``"fedcare"``, ``"fedcare-b"``, a baseline or bound (``"fedavg"``, ``"pafnet"``, …; run
-        whole by the core's baseline runner), or a list of algorithms.
-    clients, rounds
-        Federation size K and Stage 1 rounds T.
-    seeds
-        One seed or a list; one nested MLflow run per algorithm × seed.
-    rho
-        Feature disparity ratio (``None``: the dataset's default partition).
+        A registered algorithm (``"fedcare"``, ``"fedcare-b"``, a baseline or bound) or a list.
+    clients, rounds, seeds
+        K, Stage 1 rounds T, and one seed or a list (a nested MLflow run per algorithm × seed).
+    rho, max_patients, stage2_epochs
+        Disparity ratio, cohort subsample and Stage 2 epochs (``None``: the configuration's).
     backend
-        Stage 1 backend: ``"local"``, ``"flower-sim"`` or ``"flower-deployment"`` (also the
-        rounds of FedAvg, FedProx, FMGDA and FSMGDA; PAFNet and the bounds need ``"local"``).
-    max_patients
-        Subsample the cohort (quick trials).
-    stage2_epochs
-        Stage 2 epoch budget (``None``: the configuration's, 40).
-    config_file
-        A JSON ``ExperimentConfig``; the parameters above override it.
-    overrides
-        Further configuration sections, e.g. ``{"stage1": {"solver": "slsqp"}}``.
+        Where the rounds run: ``"local"``, ``"flower-sim"`` or ``"flower-deployment"``.
+    config_file, overrides
+        A JSON ``ExperimentConfig`` and further sections (``{"stage1": {"solver": "slsqp"}}``).
     verify_checksum
         Check the Diabetes 130 file's SHA-256 (turn off to re-train on new data).
     tracking_uri
         MLflow tracking URI (``None``: ``$MLFLOW_TRACKING_URI``, else ``./mlflow/mlflow.db``).
     register_model
-        Register each backbone in the model registry; ``champion`` moves only to a better one.
+        Register each backbone; ``champion`` moves only to a better one.
     parallel_stage2
-        Fine-tune the clients in parallel processes (False: one after another, in process).
-    reports_dir
-        Folder for the validation reports (a sub-folder per flow run).
-    out_dir
-        Also write each run's ``results.json`` here (``<dataset>-<algorithm>-seed<k>.json``).
+        Run the per-client phase in parallel processes (False: in process, in client order).
+    reports_dir, out_dir
+        Validation reports (a folder per flow run); also write each ``results.json`` here.
 
     Returns
     -------
     dict
-        The MLflow parent run id, tracking URI, and per algorithm × seed: run id, pooled and
-        mean metrics, timings and the registry outcome.
+        Tracking URI, parent run id, and per algorithm × seed its run id, metrics and timings.
     """
-    logger = get_run_logger()
     params = FlowParameters(
         dataset=dataset,
         data_dir=data_dir,
@@ -310,112 +287,169 @@ def fedcare_pipeline(
     ).validate()
     configs = params.experiment_configs()
     flow_run_id = runtime_flow_run.id
-    flow_run_name = runtime_flow_run.name
     report_root = Path(reports_dir) / (flow_run_id or time.strftime("%Y%m%dT%H%M%S"))
-
-    uri, parent = start_parent_run_task(
-        tracking_uri,
-        dataset,
-        run_name=flow_run_name,
-        tags={
-            "prefect.flow_run_id": str(flow_run_id),
-            TAG_FLOW_RUN_NAME: str(flow_run_name),
-            "fedcare.version": __version__,
-            "fedcare.dataset": dataset,
-            "fedcare.stage": "flow",
-        },
-        params=params.to_params(),
-    )
-    status, step = "FAILED", "validation"
+    run = _ParentRun.start(tracking_uri, params)
     runs: list[dict[str, Any]] = []
     try:
         warm = warm_up_workers(configs, parallel_stage2)
         raw = validate_raw_task(dataset, data_dir, report_root / "raw")
-        _check(
-            raw,
-            uri=uri,
-            parent=parent,
-            artifact_path="validation/raw",
-            stage="raw tables",
-            key="validation-raw",
-        )
-        step = "loading"
+        run.check(raw, artifact_path="validation/raw", stage="raw tables", key="validation-raw")
+        run.step = "loading"
         loaded = load_dataset_task(configs[0], data_dir, verify_checksum)
-        set_tags_task(uri, parent, {"fedcare.dataset_sha256": loaded.cohort.source_sha256})
-
-        step = "validation"
-        federations: dict[str, tuple[Federation, CheckReport, float]] = {}
-        for config in configs:
-            key = _federation_key(config)
-            if key in federations:
-                continue
-            t0 = time.perf_counter()
-            federation = partition_task(loaded.cohort, loaded.partition, config, loaded.source)
-            seconds = time.perf_counter() - t0
-            name = f"partitions-seed{config.seed}-{len(federations)}"
-            checked = validate_partitions_task(
-                federation, loaded.cohort, config, report_root / name
-            )
-            _check(
-                checked,
-                uri=uri,
-                parent=parent,
-                artifact_path=f"validation/{name}",
-                stage=f"client partitions (seed {config.seed})",
-                key=f"validation-{name}",
-            )
-            federations[key] = (federation, checked, seconds)
-
+        set_tags_task(run.uri, run.parent, {"fedcare.dataset_sha256": loaded.cohort.source_sha256})
+        run.step = "validation"
+        federations = _checked_federations(configs, loaded, run, report_root)
         pids = sorted({f.result() for f in warm})
         if pids:
-            logger.info("Stage 2 worker processes ready: %s", pids)
-        for config in configs:
-            step = f"training {config.algorithm} seed {config.seed}"
-            federation, checked, seconds = federations[_federation_key(config)]
-            result = train(
-                loaded,
-                federation,
-                config,
-                backend=backend,
-                parallel_stage2=parallel_stage2,
-                partition_s=seconds,
-            )
-            step = f"tracking {config.algorithm} seed {config.seed}"
-            run_id = log_experiment_task(
-                uri,
-                result,
-                parent_run_id=parent,
-                flow_run_id=str(flow_run_id),
-                extra_artifacts={
-                    "validation/raw": raw.report_dir,
-                    "validation/partitions": checked.report_dir,
-                },
-                backend=backend,
-                models=not is_baseline(config),
-            )
-            summary = _summary(result, run_id)
-            if register_model and not is_baseline(config):
-                reg = register_task(uri, result, run_id)
-                summary["registry"] = {
-                    "model": reg.model_name,
-                    "version": reg.version,
-                    "promoted": reg.promoted,
-                    "validation_score": reg.score,
-                }
-            if out_dir is not None:
-                _write_results(Path(out_dir), result, backend)
-            runs.append(summary)
-            logger.info("%s seed %d: %s", config.algorithm, config.seed, summary["pooled"])
-        status = "FINISHED"
+            get_run_logger().info("Stage 2 worker processes ready: %s", pids)
+        runs = _train_and_log(
+            configs,
+            loaded,
+            federations,
+            run,
+            raw,
+            backend=backend,
+            parallel_stage2=parallel_stage2,
+            register_model=register_model,
+            out_dir=out_dir,
+        )
+        run.status = "FINISHED"
     finally:
-        tags = {TAG_FLOW_STATE: "Completed" if status == "FINISHED" else "Failed"}
-        if status != "FINISHED":
-            tags[TAG_FAILED_AT] = step
+        run.close()
+    return {"tracking_uri": run.uri, "parent_run_id": run.parent, "runs": runs}
+
+
+@dataclass
+class _ParentRun:
+    """The flow run's MLflow parent run, and how far the flow got (named if it fails)."""
+
+    uri: str
+    parent: str
+    flow_run_id: str
+    status: str = "FAILED"
+    step: str = "validation"
+
+    @classmethod
+    def start(cls, tracking_uri: str | None, params: FlowParameters) -> _ParentRun:
+        """Start the parent run, tagged with the Prefect flow run."""
+        flow_run_id, flow_run_name = runtime_flow_run.id, runtime_flow_run.name
+        uri, parent = start_parent_run_task(
+            tracking_uri,
+            params.dataset,
+            run_name=flow_run_name,
+            tags={
+                "prefect.flow_run_id": str(flow_run_id),
+                TAG_FLOW_RUN_NAME: str(flow_run_name),
+                "fedcare.version": __version__,
+                "fedcare.dataset": params.dataset,
+                "fedcare.stage": "flow",
+            },
+            params=params.to_params(),
+        )
+        return cls(uri, parent, str(flow_run_id))
+
+    def check(self, report: CheckReport, *, artifact_path: str, stage: str, key: str) -> None:
+        """Attach a validation report to MLflow and Prefect, then stop if it failed."""
+        log_artifacts_task(self.uri, self.parent, report.report_dir, artifact_path)
+        where = _mlflow_location(self.uri, self.parent, artifact_path)
+        validation_artifact_task(report, stage, key, where)
+        require_checks_pass(report)
+
+    def log(
+        self, result: ExperimentResult, backend: str, extra: dict[str, Path], *, register: bool
+    ) -> dict[str, Any]:
+        """Log one algorithm × seed as a nested run (and register its backbone); its summary."""
+        config = result.config
+        run_id = log_experiment_task(
+            self.uri,
+            result,
+            parent_run_id=self.parent,
+            flow_run_id=self.flow_run_id,
+            extra_artifacts=extra,
+            backend=backend,
+            models=not is_baseline(config),
+        )
+        summary = _summary(result, run_id)
+        if register and not is_baseline(config):
+            reg = register_task(self.uri, result, run_id)
+            summary["registry"] = {
+                "model": reg.model_name,
+                "version": reg.version,
+                "promoted": reg.promoted,
+                "validation_score": reg.score,
+            }
+        get_run_logger().info("%s seed %d: %s", config.algorithm, config.seed, summary["pooled"])
+        return summary
+
+    def close(self) -> None:
+        """Tag the parent run with the flow's outcome (and where it failed), then end it."""
+        tags = {TAG_FLOW_STATE: "Completed" if self.status == "FINISHED" else "Failed"}
+        if self.status != "FINISHED":
+            tags[TAG_FAILED_AT] = self.step
         try:
-            set_tags_task(uri, parent, tags)
+            set_tags_task(self.uri, self.parent, tags)
         finally:
-            finish_run_task(uri, parent, status)
-    return {"tracking_uri": uri, "parent_run_id": parent, "runs": runs}
+            finish_run_task(self.uri, self.parent, self.status)
+
+
+def _train_and_log(
+    configs: Sequence[ExperimentConfig],
+    loaded: LoadedDataset,
+    federations: dict[str, tuple[Federation, CheckReport, float]],
+    run: _ParentRun,
+    raw: CheckReport,
+    *,
+    backend: str,
+    parallel_stage2: bool,
+    register_model: bool,
+    out_dir: str | None,
+) -> list[dict[str, Any]]:
+    """Train each algorithm × seed on its checked federation and log it; the summaries."""
+    runs: list[dict[str, Any]] = []
+    for config in configs:
+        federation, checked, seconds = federations[_federation_key(config)]
+        run.step = f"training {config.algorithm} seed {config.seed}"
+        result = train(
+            loaded,
+            federation,
+            config,
+            backend=backend,
+            parallel_stage2=parallel_stage2,
+            partition_s=seconds,
+        )
+        run.step = f"tracking {config.algorithm} seed {config.seed}"
+        extra = {"validation/raw": raw.report_dir, "validation/partitions": checked.report_dir}
+        runs.append(run.log(result, backend, extra, register=register_model))
+        if out_dir is not None:
+            _write_results(Path(out_dir), result, backend)
+    return runs
+
+
+def _checked_federations(
+    configs: Sequence[ExperimentConfig],
+    loaded: LoadedDataset,
+    run: _ParentRun,
+    report_root: Path,
+) -> dict[str, tuple[Federation, CheckReport, float]]:
+    """Build each distinct federation once and check its partitions (stop on a failed check)."""
+    federations: dict[str, tuple[Federation, CheckReport, float]] = {}
+    for config in configs:
+        key = _federation_key(config)
+        if key in federations:
+            continue
+        t0 = time.perf_counter()
+        federation = partition_task(loaded.cohort, loaded.partition, config, loaded.source)
+        seconds = time.perf_counter() - t0
+        name = f"partitions-seed{config.seed}-{len(federations)}"
+        checked = validate_partitions_task(federation, loaded.cohort, config, report_root / name)
+        run.check(
+            checked,
+            artifact_path=f"validation/{name}",
+            stage=f"client partitions (seed {config.seed})",
+            key=f"validation-{name}",
+        )
+        federations[key] = (federation, checked, seconds)
+    return federations
 
 
 def _write_results(out_dir: Path, result: ExperimentResult, backend: str) -> Path:
