@@ -60,7 +60,6 @@ from fedcare_core.config import BaselineConfig, ModelConfig
 from fedcare_core.data.federation import ClientData
 from fedcare_core.params import get_buffers, get_params, param_layout
 from fedcare_core.stage1 import RoundInfo, ServerState
-from fedcare_flower.config import RunPlan
 from fedcare_flower.messages import (
     ARRAYS,
     CLIENT_ID,
@@ -78,6 +77,7 @@ from fedcare_flower.messages import (
     model_from_arrays,
 )
 from fedcare_flower.results import append_round, write_error, write_stage1_result
+from fedcare_flower.run_plan import RunPlan
 
 LOGGER = logging.getLogger(__name__)
 

@@ -44,7 +44,7 @@ from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.federation import Federation
 from fedcare_core.stage1 import Stage1Result
 from fedcare_flower.client_app import DATA_PATH_KEY
-from fedcare_flower.config import FlowerConfig
+from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.processes import (
     LOOPBACK,
     ProcessSupervisor,

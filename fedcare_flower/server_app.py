@@ -4,7 +4,7 @@ A plan for FedAvg or FedProx runs Flower's own strategies instead
 (:func:`fedcare_flower.baselines.run_baseline_server`); FMGDA and FSMGDA are Algorithm 1 and
 run on :class:`~fedcare_flower.strategy.FedCareStrategy` over the union layout.
 
-It reads a :class:`~fedcare_flower.config.RunPlan` (federation metadata and configuration; no
+It reads a :class:`~fedcare_flower.run_plan.RunPlan` (federation metadata and configuration; no
 client data) and writes its outcome to the plan's result folder (see
 :mod:`fedcare_flower.results`). ``app`` (the one a SuperLink loads) finds the plan through the
 run config key ``plan-path``; the simulation passes the path directly to
@@ -22,8 +22,8 @@ from flwr.serverapp import Grid, ServerApp
 
 from fedcare_core.stage1 import RoundInfo
 from fedcare_flower.baselines import FEDAVG_FAMILY, run_baseline_server
-from fedcare_flower.config import RunPlan
 from fedcare_flower.results import append_round, write_error, write_stage1_result
+from fedcare_flower.run_plan import RunPlan
 from fedcare_flower.strategy import FedCareStrategy
 
 #: Run-config key holding the plan's path (``[tool.flwr.app.config]`` of the generated app).

@@ -29,7 +29,7 @@ from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.federation import Federation
 from fedcare_core.stage1 import RoundInfo, Stage1Result
 from fedcare_flower.client_app import build_client_app, simulation_locator
-from fedcare_flower.config import FlowerConfig
+from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.processes import TOKEN_ENV, terminate_marked
 from fedcare_flower.server_app import build_server_app
 from fedcare_flower.workspace import (

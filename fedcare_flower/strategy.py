@@ -37,7 +37,6 @@ from flwr.serverapp.strategy import Result, Strategy
 from fedcare_core.params import get_buffers, get_params, param_layout
 from fedcare_core.stage1 import ClientUpdate, RoundInfo, ServerState, build_model, server_step
 from fedcare_flower.baselines import encode_union_layout, plan_union_layout
-from fedcare_flower.config import RunPlan
 from fedcare_flower.messages import (
     ProtocolError,
     decode_client_update,
@@ -48,6 +47,7 @@ from fedcare_flower.messages import (
     model_from_arrays,
     round_metrics,
 )
+from fedcare_flower.run_plan import RunPlan
 
 LOGGER = logging.getLogger(__name__)
 #: Flower's error code for a destination node that missed its heartbeats.

@@ -10,7 +10,7 @@ Flower's own ``flower-supernode`` entry point unchanged except that every ``time
 one module is capped at ``--poll-s``: the same protocol and processes, polling more often. Each
 idle pull is one small request to the SuperLink, so ``K / poll_s`` requests per second reach it
 while nodes idle (20/s for K = 10 at 0.5 s): fine on loopback or a LAN; across sites, run the
-stock ``flower-supernode`` (:attr:`fedcare_flower.config.FlowerConfig.node_poll_s` = None).
+stock ``flower-supernode`` (:attr:`fedcare_flower.flower_options.FlowerConfig.node_poll_s` = None).
 """
 
 from __future__ import annotations

@@ -56,7 +56,7 @@ def _flower_runner(backend: str, flower_options: Mapping[str, Any] | None) -> St
         raise ConfigError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
     if backend == "local":
         return None
-    from fedcare_flower.config import FlowerConfig
+    from fedcare_flower.flower_options import FlowerConfig
     from fedcare_flower.runners import make_stage1_runner
 
     try:
@@ -84,7 +84,7 @@ def stage1_task(
     backend
         ``"local"`` (in process), ``"flower-sim"`` or ``"flower-deployment"``.
     flower_options
-        :class:`fedcare_flower.config.FlowerConfig` fields for the Flower backends
+        :class:`fedcare_flower.flower_options.FlowerConfig` fields for the Flower backends
         (e.g. ``round_timeout_s``).
 
     Returns
@@ -175,7 +175,7 @@ def baseline_task(
     backend
         ``"local"``, ``"flower-sim"`` or ``"flower-deployment"``.
     flower_options
-        :class:`fedcare_flower.config.FlowerConfig` fields for the Flower backends.
+        :class:`fedcare_flower.flower_options.FlowerConfig` fields for the Flower backends.
 
     Returns
     -------

@@ -26,7 +26,7 @@ from fedcare_flower.baselines import (
     run_baseline_server,
 )
 from fedcare_flower.client_app import DATA_PATH_KEY, build_client_app, node_config_data_path
-from fedcare_flower.config import FlowerConfig
+from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.server_app import run_server
 from fedcare_flower.workspace import (
     collect_result,

@@ -16,9 +16,10 @@ from fedcare_core.stage1 import (
     server_step,
 )
 from fedcare_flower.client_app import build_client_app, node_config_data_path
-from fedcare_flower.config import FlowerConfig, RunPlan
+from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.messages import ProtocolError, encode_client_update, encode_identity
 from fedcare_flower.results import read_rounds, read_stage1_result
+from fedcare_flower.run_plan import RunPlan
 from fedcare_flower.server_app import run_server
 from fedcare_flower.strategy import FedCareStrategy
 from fedcare_flower.workspace import Workspace, prepare_workspace
