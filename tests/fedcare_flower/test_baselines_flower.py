@@ -23,7 +23,6 @@ from fedcare_flower.baselines import (
     UnionFedAvg,
     UnionFedProx,
     make_strategy,
-    run_baseline_server,
 )
 from fedcare_flower.client_app import DATA_PATH_KEY, build_client_app, node_config_data_path
 from fedcare_flower.flower_options import FlowerConfig
@@ -78,8 +77,7 @@ class LoopbackBackend:
                 if progress is not None:
                     progress("stage1", info.round, rounds)
 
-            serve = run_baseline_server if algorithm in FEDAVG_FAMILY else run_server
-            self.strategy = serve(self.grid, ws.plan, on_round)
+            self.strategy = run_server(self.grid, ws.plan, on_round)
             return collect_result(ws, "loopback")
         finally:
             remove_workspace(ws, keep=False)
