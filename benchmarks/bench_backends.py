@@ -29,7 +29,7 @@ from fedcare_core.datasets import load_dataset
 from fedcare_core.runner import prepare_federation
 from fedcare_core.stage1 import run_stage1
 from fedcare_flower import BACKENDS
-from fedcare_flower.config import FlowerConfig
+from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.runners import make_stage1_runner
 
 #: flower-deployment with Flower's stock SuperNodes (``fedcare run --stock-supernodes``).

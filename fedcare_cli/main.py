@@ -203,7 +203,7 @@ def build_stage1_runner(args: argparse.Namespace) -> Stage1Runner | None:
     if args.backend == "local":
         return None
     try:
-        from fedcare_flower.config import FlowerConfig
+        from fedcare_flower.flower_options import FlowerConfig
         from fedcare_flower.runners import make_stage1_runner
     except ModuleNotFoundError as exc:
         raise FedcareError(

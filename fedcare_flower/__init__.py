@@ -7,7 +7,9 @@ and ``simulation`` / ``deployment`` are :data:`fedcare_core.runner.Stage1Runner`
 for Flower's Simulation Engine and for SuperLink/SuperNode processes. ``baselines`` runs
 FedAvg/FedProx on Flower's own strategies (the runners also run FMGDA/FSMGDA on
 ``FedCareStrategy``: :class:`fedcare_core.algorithms.base.BaselineBackend`). Nothing in
-``fedcare_core`` imports this package.
+``fedcare_core`` imports this package. Everything here uses Flower's public API except
+``flwr_internals``, the one module that touches its internals (the deployment speed-ups),
+behind a check of the flwr version.
 """
 
 BACKENDS = ("local", "flower-sim", "flower-deployment")

@@ -1,8 +1,11 @@
 """FedAvg and FedProx baselines over Flower, with Flower's own strategies.
 
 The server runs :class:`flwr.serverapp.strategy.FedAvg` / :class:`~flwr.serverapp.strategy.FedProx`
-(Flower's round loop, node sampling, message construction, reply checks and FedProx's
-``proximal-mu`` config entry) subclassed in one place only: :meth:`UnionFedAvg.aggregate_train`.
+(Flower's round loop, node sampling, message construction and FedProx's ``proximal-mu`` config
+entry) subclassed in one place only: :meth:`UnionFedAvg.aggregate_train`, which splits error
+replies from results with the public ``Message.has_error()`` (not FedAvg's private reply check)
+and decodes every key the core's aggregation reads. The ServerApp runs it on a
+:class:`~fedcare_flower.polling.PollingGrid` (:func:`fedcare_flower.server_app.run_server`).
 Flower's aggregation averages every array of every reply with one weight per client
 (``num-examples``), in float32. The core's FedAvg (:mod:`fedcare_core.baselines.fedavg`)
 averages per block: the backbone over all clients by N_k, head s over the clients pursuing s by
@@ -27,8 +30,7 @@ Reply
     ``"arrays"`` ArrayRecord: ``params``, ``buffers`` (``w_k`` after local training).
     ``"metrics"`` MetricRecord: ``num-examples`` (N_k), ``client-id``, and for **every**
     objective ``num-examples.<s>`` (N_{k,s}; 0 = not pursued) and ``loss.<s>`` (mean local
-    loss; 0.0 when not pursued), so all replies carry the same keys, as Flower's reply check
-    requires.
+    loss; 0.0 when not pursued), so all replies carry the same keys.
 """
 
 from __future__ import annotations
@@ -38,7 +40,6 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import asdict
-from pathlib import Path
 from typing import Any, cast
 
 from flwr.app import (
@@ -60,7 +61,6 @@ from fedcare_core.config import BaselineConfig, ModelConfig
 from fedcare_core.data.federation import ClientData
 from fedcare_core.params import get_buffers, get_params, param_layout
 from fedcare_core.stage1 import RoundInfo, ServerState
-from fedcare_flower.config import RunPlan
 from fedcare_flower.messages import (
     ARRAYS,
     CLIENT_ID,
@@ -77,7 +77,7 @@ from fedcare_flower.messages import (
     model_arrays,
     model_from_arrays,
 )
-from fedcare_flower.results import append_round, write_error, write_stage1_result
+from fedcare_flower.run_plan import RunPlan
 
 LOGGER = logging.getLogger(__name__)
 
@@ -270,7 +270,7 @@ class UnionFedAvg(FedAvg):
 
     Everything but :meth:`aggregate_train` is Flower's: sampling (all connected nodes, once
     ``min_available_nodes`` = K have joined), the round loop of
-    :meth:`~flwr.serverapp.strategy.Strategy.start`, message construction and reply checks.
+    :meth:`~flwr.serverapp.strategy.Strategy.start` and message construction.
     :meth:`configure_train` only notes ``w^t`` and which nodes were asked.
 
     Parameters
@@ -299,6 +299,7 @@ class UnionFedAvg(FedAvg):
         self.state = ServerState(get_params(model), get_buffers(model))
         self.rounds: list[RoundInfo] = []
         self.notes: list[str] = []
+        self.converged = False  # FedAvg/FedProx run their T rounds (no ‖d‖² stopping rule)
         self._on_round = on_round
         self._asked: set[int] = set()
         self._round_start = 0.0
@@ -322,7 +323,9 @@ class UnionFedAvg(FedAvg):
     ) -> tuple[ArrayRecord | None, MetricRecord | None]:
         """The core's FedAvg server step on the replies, in client-id order."""
         replies = list(replies)
-        valid, errors = self._check_and_log_replies(replies, is_train=True)
+        valid = [m for m in replies if not m.has_error()]
+        errors = [m for m in replies if m.has_error()]
+        LOGGER.info("round %d: %d results and %d failures", server_round, len(valid), len(errors))
         for msg in errors:
             self._note(
                 f"round {server_round}: node {msg.metadata.src_node_id} failed: {msg.error.reason}"
@@ -373,87 +376,3 @@ def make_strategy(plan: RunPlan, on_round: RoundHook | None = None) -> UnionFedA
     if plan.algorithm == "fedavg":
         return UnionFedAvg(plan, on_round=on_round)
     raise ProtocolError(f"no Flower strategy for {plan.algorithm!r}")
-
-
-class PollingGrid(Grid):
-    """A Grid that waits for replies with a short poll instead of the SuperLink grid's 3 s.
-
-    Every call is the wrapped grid's; only :meth:`send_and_receive` is re-implemented (push,
-    then pull every ``interval`` seconds until all replies are in or ``timeout`` passes).
-    """
-
-    def __init__(self, grid: Grid, interval: float) -> None:
-        self.grid = grid
-        self.interval = interval
-
-    def set_run(self, run: Any) -> None:
-        """Delegated."""
-        self.grid.set_run(run)
-
-    @property
-    def run(self) -> Any:
-        """Delegated."""
-        return self.grid.run
-
-    def create_message(self, *args: Any, **kwargs: Any) -> Message:
-        """Delegated."""
-        return self.grid.create_message(*args, **kwargs)
-
-    def get_node_ids(self) -> Iterable[int]:
-        """Delegated."""
-        return self.grid.get_node_ids()
-
-    def push_messages(self, messages: Iterable[Message]) -> Iterable[str]:
-        """Delegated."""
-        return self.grid.push_messages(messages)
-
-    def pull_messages(self, message_ids: Iterable[str]) -> Iterable[Message]:
-        """Delegated."""
-        return self.grid.pull_messages(message_ids)
-
-    def send_and_receive(
-        self, messages: Iterable[Message], *, timeout: float | None = None
-    ) -> Iterable[Message]:
-        """Push, then pull every ``interval`` s until all replied or ``timeout`` passed."""
-        pending = set(self.push_messages(list(messages)))
-        deadline = None if timeout is None else time.time() + timeout
-        out: list[Message] = []
-        while pending:
-            got = list(self.pull_messages(pending))
-            out.extend(got)
-            pending.difference_update(m.metadata.reply_to_message_id for m in got)
-            if not pending or (deadline is not None and time.time() >= deadline):
-                break
-            time.sleep(self.interval)
-        return out
-
-
-def run_baseline_server(
-    grid: Grid, plan: RunPlan, on_round: RoundHook | None = None
-) -> UnionFedAvg:
-    """Run FedAvg/FedProx's rounds on ``grid`` and write the result folder (as Stage 1's)."""
-    out = Path(plan.result_dir)
-
-    def record(info: RoundInfo, wall_s: float) -> None:
-        append_round(out, info, wall_s)
-        if on_round is not None:
-            on_round(info, wall_s)
-
-    try:
-        strategy = make_strategy(plan, on_round=record)
-        strategy.start(
-            PollingGrid(grid, plan.pull_interval_s),
-            strategy.initial_arrays(),
-            num_rounds=plan.stage1.rounds,
-            timeout=plan.round_timeout_s,
-            train_config=baseline_train_config(plan),
-        )
-        write_stage1_result(
-            out, strategy.state, strategy.rounds, converged=False, notes=strategy.notes
-        )
-    except BaseException:
-        import traceback
-
-        write_error(out, traceback.format_exc())
-        raise
-    return strategy

@@ -9,7 +9,10 @@ own folder, then starts
   only that client's folder (``client-id``, ``data-path``) and nothing else; by default
   (``FlowerConfig.client_exec="warm"``) run through :mod:`fedcare_flower.supernode` (polls
   capped) with ``--isolation process`` and a :mod:`fedcare_flower.warm_exec` SuperExec beside
-  it that forks each ClientApp task instead of starting a new interpreter,
+  it that forks each ClientApp task instead of starting a new interpreter. Both fast paths
+  use Flower internals (:mod:`fedcare_flower.flwr_internals`): on a flwr version they were not
+  verified on, :func:`stock_if_unverified` turns them off with one warning and the runner
+  starts Flower's stock SuperNodes,
 * ``flwr run <app> fedcare --stream``, which packages a one-file Flower App (a ``pyproject.toml``
   naming :mod:`fedcare_flower.server_app` and :mod:`fedcare_flower.client_app`) and submits it
   to the SuperLink's Control API. The SuperLink launches the ServerApp, which reads only the
@@ -33,6 +36,7 @@ import os
 import sys
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -44,11 +48,13 @@ from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.federation import Federation
 from fedcare_core.stage1 import Stage1Result
 from fedcare_flower.client_app import DATA_PATH_KEY
-from fedcare_flower.config import FlowerConfig
+from fedcare_flower.flower_options import FlowerConfig
+from fedcare_flower.flwr_internals import fast_paths_enabled
 from fedcare_flower.processes import (
     LOOPBACK,
     ProcessSupervisor,
     Terminated,
+    executable,
     free_port,
     port_open,
     processes_with_token,
@@ -85,10 +91,21 @@ SUPEREXEC_POLL_S = "0.25"
 STALL_SLACK_S = 60.0
 
 
-def _executable(name: str) -> str:
-    """A console script of this environment (next to the running interpreter)."""
-    candidate = Path(sys.executable).parent / name
-    return str(candidate) if candidate.exists() else name
+def stock_if_unverified(flower: FlowerConfig) -> FlowerConfig:
+    """``flower`` with the SuperNode fast paths off where the installed flwr is unverified.
+
+    The warm SuperExec and the capped polls only change speed; on a flwr version the seam was
+    not verified on they are turned off together, with one warning, rather than patched into
+    a Flower whose internals may have moved.
+    """
+    if flower.client_exec == "subprocess" and flower.node_poll_s is None:
+        return flower  # the stock SuperNode was asked for: nothing to turn off
+    if fast_paths_enabled(
+        "warm SuperExec and capped SuperNode polls (flower-deployment)",
+        "Flower's stock flower-supernode (a fresh flwr-clientapp per message, 3 s idle polls)",
+    ):
+        return flower
+    return replace(flower, client_exec="subprocess", node_poll_s=None)
 
 
 def write_app(ws: Workspace) -> Path:
@@ -150,7 +167,8 @@ class DeploymentStage1Runner:
     Parameters
     ----------
     flower
-        Timeouts and teardown settings.
+        Timeouts, teardown settings and how SuperNodes run tasks (:attr:`flower` holds them as
+        used: :func:`stock_if_unverified`).
     on_started
         Called with the runner once every process has been started (tests use it to reach
         :attr:`supervisor`, e.g. to kill a SuperNode).
@@ -174,7 +192,7 @@ class DeploymentStage1Runner:
         flower: FlowerConfig | None = None,
         on_started: Callable[[DeploymentStage1Runner], None] | None = None,
     ) -> None:
-        self.flower = (flower or FlowerConfig()).validate()
+        self.flower = stock_if_unverified((flower or FlowerConfig()).validate())
         self.on_started = on_started
         self.supervisor: ProcessSupervisor | None = None
         self.ports: list[int] = []
@@ -189,7 +207,7 @@ class DeploymentStage1Runner:
         """The SuperNode program: stock ``flower-supernode`` or the poll-capped wrapper."""
         poll = self.flower.node_poll_s
         if poll is None:
-            return [_executable("flower-supernode")]
+            return [executable("flower-supernode")]
         return [sys.executable, "-m", "fedcare_flower.supernode", "--poll-s", f"{poll:g}", "--"]
 
     def superexec_name(self, client_id: int) -> str:
@@ -272,7 +290,7 @@ class DeploymentStage1Runner:
         sup.start(
             "superlink",
             [
-                _executable("flower-superlink"),
+                executable("flower-superlink"),
                 "--insecure",
                 "--host",
                 LOOPBACK,
@@ -330,7 +348,7 @@ class DeploymentStage1Runner:
                 )
         sup.start(
             "flwr-run",
-            [_executable("flwr"), "run", str(write_app(ws)), CONNECTION_NAME, "--stream"],
+            [executable("flwr"), "run", str(write_app(ws)), CONNECTION_NAME, "--stream"],
         )
         if self.on_started is not None:
             self.on_started(self)

@@ -37,6 +37,12 @@ class Terminated(BaseException):
     """Raised in the runner's thread when the process receives SIGTERM or SIGHUP."""
 
 
+def executable(name: str) -> str:
+    """A console script of this environment (next to the running interpreter), else ``name``."""
+    candidate = Path(sys.executable).parent / name
+    return str(candidate) if candidate.exists() else name
+
+
 def port_is_free(port: int, host: str = LOOPBACK) -> bool:
     """Whether ``port`` can be bound on ``host`` (nothing listening, nothing stale)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:

@@ -21,7 +21,7 @@ import numpy as np
 
 from fedcare_core.params import param_layout
 from fedcare_core.stage1 import RoundInfo, ServerState, Stage1Result, build_model
-from fedcare_flower.config import (
+from fedcare_flower.run_plan import (
     ERROR_FILE,
     RESULT_ARRAYS_FILE,
     RESULT_FILE,

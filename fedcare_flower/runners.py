@@ -5,7 +5,7 @@ from __future__ import annotations
 from fedcare_core.algorithms.base import Stage1Runner
 from fedcare_core.errors import ConfigError
 from fedcare_flower import BACKENDS
-from fedcare_flower.config import FlowerConfig
+from fedcare_flower.flower_options import FlowerConfig
 
 
 def make_stage1_runner(backend: str, flower: FlowerConfig | None = None) -> Stage1Runner | None:

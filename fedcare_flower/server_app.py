@@ -1,10 +1,13 @@
-"""The FedCARE ServerApp: runs :class:`~fedcare_flower.strategy.FedCareStrategy` on a Grid.
+"""The FedCARE ServerApp: runs the plan's strategy with Flower's round loop on a polling Grid.
 
-A plan for FedAvg or FedProx runs Flower's own strategies instead
-(:func:`fedcare_flower.baselines.run_baseline_server`); FMGDA and FSMGDA are Algorithm 1 and
-run on :class:`~fedcare_flower.strategy.FedCareStrategy` over the union layout.
+:func:`run_server` is the one server entry point: it picks
+:class:`~fedcare_flower.strategy.FedCareStrategy` (FedCARE, FedCARE-B, and FMGDA/FSMGDA, which
+are Algorithm 1 over the union layout) or, for FedAvg and FedProx, Flower's own strategies
+(:func:`fedcare_flower.baselines.make_strategy`), runs Flower's
+:meth:`~flwr.serverapp.strategy.Strategy.start` on a
+:class:`~fedcare_flower.polling.PollingGrid`, and writes the result folder.
 
-It reads a :class:`~fedcare_flower.config.RunPlan` (federation metadata and configuration; no
+It reads a :class:`~fedcare_flower.run_plan.RunPlan` (federation metadata and configuration; no
 client data) and writes its outcome to the plan's result folder (see
 :mod:`fedcare_flower.results`). ``app`` (the one a SuperLink loads) finds the plan through the
 run config key ``plan-path``; the simulation passes the path directly to
@@ -21,9 +24,10 @@ from flwr.app import Context
 from flwr.serverapp import Grid, ServerApp
 
 from fedcare_core.stage1 import RoundInfo
-from fedcare_flower.baselines import FEDAVG_FAMILY, run_baseline_server
-from fedcare_flower.config import RunPlan
+from fedcare_flower import baselines
+from fedcare_flower.polling import PollingGrid
 from fedcare_flower.results import append_round, write_error, write_stage1_result
+from fedcare_flower.run_plan import RunPlan
 from fedcare_flower.strategy import FedCareStrategy
 
 #: Run-config key holding the plan's path (``[tool.flwr.app.config]`` of the generated app).
@@ -31,12 +35,21 @@ PLAN_PATH_KEY = "plan-path"
 
 
 RoundHook = Callable[[RoundInfo, float], None]
+ServerStrategy = FedCareStrategy | baselines.UnionFedAvg
 
 
-def run_server(grid: Grid, plan: RunPlan, on_round: RoundHook | None = None) -> FedCareStrategy:
-    """Run Stage 1 on ``grid`` and write the result folder; return the finished strategy.
+def make_strategy(plan: RunPlan, on_round: RoundHook | None = None) -> ServerStrategy:
+    """The plan's strategy: Flower's FedAvg/FedProx for those baselines, else Algorithm 1."""
+    if plan.algorithm in baselines.FEDAVG_FAMILY:
+        return baselines.make_strategy(plan, on_round)
+    return FedCareStrategy(plan, on_round=on_round)
 
-    ``on_round(info, wall_s)`` is called after each round, once the round is on disk.
+
+def run_server(grid: Grid, plan: RunPlan, on_round: RoundHook | None = None) -> ServerStrategy:
+    """Run the plan's rounds on ``grid`` and write the result folder; return the strategy.
+
+    ``on_round(info, wall_s)`` is called after each round, once the round is on disk. On any
+    failure the traceback goes to the result folder's error file and the exception propagates.
     """
     out = Path(plan.result_dir)
 
@@ -45,13 +58,15 @@ def run_server(grid: Grid, plan: RunPlan, on_round: RoundHook | None = None) -> 
         if on_round is not None:
             on_round(info, wall_s)
 
-    strategy = FedCareStrategy(plan, on_round=record)
     try:
+        strategy = make_strategy(plan, on_round=record)
+        is_baseline = plan.algorithm in baselines.FEDAVG_FAMILY
         strategy.start(
-            grid,
+            PollingGrid(grid, plan.pull_interval_s),
             strategy.initial_arrays(),
             num_rounds=plan.stage1.rounds,
             timeout=plan.round_timeout_s,
+            train_config=baselines.baseline_train_config(plan) if is_baseline else None,
         )
         write_stage1_result(
             out,
@@ -78,11 +93,7 @@ def build_server_app(
     @server_app.main()
     def main(grid: Grid, context: Context) -> None:
         path = plan_path if plan_path is not None else str(context.run_config[PLAN_PATH_KEY])
-        plan = RunPlan.read(path)
-        if plan.algorithm in FEDAVG_FAMILY:
-            run_baseline_server(grid, plan, on_round)
-        else:
-            run_server(grid, plan, on_round)
+        run_server(grid, RunPlan.read(path), on_round)
 
     return server_app
 

@@ -7,10 +7,21 @@ in deployment). The Ray instance is private to the run: it is started with
 its own temporary folder, and shut down before returning. A process that already has Ray
 initialised is refused rather than shared.
 
-Flower 1.42 marks :func:`flwr.simulation.run_simulation` deprecated in favour of ``flwr run``
-with a local simulation federation; that path starts a long-lived background SuperLink that
-outlives the command, which this project's no-orphan-process rule forbids, so the Python API is
-used until Flower removes it.
+Why the deprecated :func:`flwr.simulation.run_simulation`
+    It is public API (``flwr.simulation.__all__``), and the only one of Flower 1.42 that runs a
+    simulation in the calling process. Flower 1.42 deprecates it (a ``DEPRECATED FEATURE``
+    warning in Flower's log at every call, not a Python warning) in favour of ``flwr run``,
+    whose every simulation path goes through a SuperLink: the managed local SuperLink
+    (``address = ":local:"``) is started on demand and keeps running in the background after
+    the command, which this project's no-orphan-process rule forbids; a
+    ``flower-superlink --simulation`` started and torn down by this runner would run the
+    ServerApp and the ClientApps in a ``flwr-simulation`` process of the SuperLink's, so the
+    in-process round hook and the data locator handed to the ClientApp would not reach them,
+    and Ray's private-instance settings (:meth:`SimulationStage1Runner.backend_config`) would
+    have to travel as federation options.
+    That is the deployment runner with another SuperLink mode, not a simulation; so this
+    runner keeps the Python API until Flower removes it, and ``flower-deployment`` is the
+    SuperLink path.
 """
 
 from __future__ import annotations
@@ -29,7 +40,7 @@ from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.federation import Federation
 from fedcare_core.stage1 import RoundInfo, Stage1Result
 from fedcare_flower.client_app import build_client_app, simulation_locator
-from fedcare_flower.config import FlowerConfig
+from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.processes import TOKEN_ENV, terminate_marked
 from fedcare_flower.server_app import build_server_app
 from fedcare_flower.workspace import (
@@ -154,6 +165,8 @@ class SimulationStage1Runner:
                 progress("stage1", info.round, rounds)
 
         try:
+            # Flower's Ray transport sets a process-wide "once" DeprecationWarning filter when
+            # imported, and Ray raises its own: keep both inside the run, restore the caller's.
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)
                 run_simulation(

@@ -6,17 +6,23 @@ and ‖d‖²). The strategy keeps the :class:`~fedcare_core.stage1.ServerState`
 :class:`~fedcare_core.stage1.RoundInfo` list, so the run returns the same trace as the
 in-process runner.
 
-:meth:`FedCareStrategy.start` replaces Flower's generic loop for three reasons that are part of
-the algorithm or of fault handling, not of logging: Stage 1 stops when ‖d‖² ≤ ε (Algorithm 1);
-the server must know which client each node serves, so it starts with a ``query`` handshake; and
-the round's wait must record *which* clients did not answer. It waits with ``push_messages`` /
-``pull_messages`` at :attr:`RunPlan.pull_interval_s` rather than ``send_and_receive``'s fixed
-3-second sleep.
+The round loop is Flower's own :meth:`Strategy.start <flwr.serverapp.strategy.Strategy.start>`;
+what Algorithm 1 and the fault policy need beyond it lives in the hooks Flower's strategies
+override. :meth:`FedCareStrategy.configure_train` first learns which client each node serves (a
+``query`` handshake on the grid it is given: all K clients before round 1, new nodes before
+later rounds) and drops nodes that left. :meth:`FedCareStrategy.aggregate_train` records *which*
+clients did not answer. Stage 1 stops when ‖d‖² ≤ ε: Flower's loop has no early exit, so after
+that round (or once no client is left) :meth:`configure_train` sends nothing and the remaining
+iterations of Flower's loop neither send nor aggregate. The ServerApp runs it on a
+:class:`~fedcare_flower.polling.PollingGrid` (:func:`fedcare_flower.server_app.run_server`),
+which polls for replies at :attr:`RunPlan.pull_interval_s` rather than every 3 s, and names the
+node behind each of the SuperLink's own error replies.
 
 Faults: a client that returns an error (its ClientApp raised) or does not answer within the
 round timeout is skipped for that round and asked again the next; a slow hospital is not
 expelled for one slow round. A node the SuperLink reports unavailable (it missed its heartbeats:
-Flower's ``NODE_UNAVAILABLE`` error, or it no longer appears in ``grid.get_node_ids()``) is
+Flower's ``NODE_UNAVAILABLE`` error code, read from Flower through
+:mod:`fedcare_flower.flwr_internals`, or it no longer appears in ``grid.get_node_ids()``) is
 dropped from the run; if its SuperNode reconnects it appears as a new node, answers the
 handshake, and rejoins. Objectives with no replying client keep their heads
 (``RoundInfo.missing_objectives``). Every loss is logged and kept in :attr:`notes` with the
@@ -32,12 +38,12 @@ from dataclasses import dataclass
 
 from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord
 from flwr.serverapp import Grid
-from flwr.serverapp.strategy import Result, Strategy
+from flwr.serverapp.strategy import Strategy
 
 from fedcare_core.params import get_buffers, get_params, param_layout
 from fedcare_core.stage1 import ClientUpdate, RoundInfo, ServerState, build_model, server_step
 from fedcare_flower.baselines import encode_union_layout, plan_union_layout
-from fedcare_flower.config import RunPlan
+from fedcare_flower.flwr_internals import node_unavailable_error_code
 from fedcare_flower.messages import (
     ProtocolError,
     decode_client_update,
@@ -48,10 +54,10 @@ from fedcare_flower.messages import (
     model_from_arrays,
     round_metrics,
 )
+from fedcare_flower.polling import PollingGrid
+from fedcare_flower.run_plan import RunPlan
 
 LOGGER = logging.getLogger(__name__)
-#: Flower's error code for a destination node that missed its heartbeats.
-NODE_UNAVAILABLE = 5
 #: Extra lifetime of an instruction beyond the round timeout, so a late node cannot act on it.
 TTL_MARGIN_S = 30.0
 
@@ -73,24 +79,22 @@ class ClientLoss:
         return f"round {self.round}: {who} (node {self.node_id}) {what}: {self.reason}"
 
 
-@dataclass
-class _Exchange:
-    """Replies of one push/pull exchange and the nodes that did not answer in time."""
-
-    replies: list[Message]
-    unanswered: list[int]
-
-
 class FedCareStrategy(Strategy):
     """Stage 1 of FedCARE (paper Algorithm 1) on a Flower Grid.
+
+    Run it with Flower's :meth:`~flwr.serverapp.strategy.Strategy.start` on a
+    :class:`~fedcare_flower.polling.PollingGrid` (:func:`fedcare_flower.server_app.run_server`
+    does). On another grid it still runs, but the SuperLink's own error replies cannot be
+    traced to their node, so a node it reports unavailable is only dropped once it leaves
+    ``grid.get_node_ids()``.
 
     Parameters
     ----------
     plan
         Objectives, model and Stage 1 configuration, seed, K and timeouts.
     on_round
-        Called with each round's :class:`RoundInfo` after the global step (the ServerApp
-        uses it to stream progress to disk).
+        Called with each round's :class:`RoundInfo` and wall time after the global step (the
+        ServerApp uses it to stream progress to disk).
     """
 
     def __init__(
@@ -106,8 +110,13 @@ class FedCareStrategy(Strategy):
         self.notes: list[str] = []
         self.converged = False
         self.clients: dict[int, int] = {}  # node id → client id, for nodes still in the run
+        self._node_unavailable = node_unavailable_error_code()  # fails here, before any round
         self._seen: set[int] = set()  # every node id ever handshaken or dropped
-        self._in_flight: dict[str, int] = {}  # message id → node id of the round being waited on
+        self._grid: Grid | None = None  # the grid of the round being waited on
+        self._asked: list[int] = []  # nodes sent the round's instruction
+        self._started = False
+        self._stopped = False  # converged or no client left: later rounds send nothing
+        self._round_start = 0.0
         self._on_round = on_round
         # FMGDA/FSMGDA: Algorithm 1 on the baselines' union vectors (each client embeds its own)
         self._union_layout = None
@@ -136,7 +145,17 @@ class FedCareStrategy(Strategy):
     def configure_train(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
     ) -> Iterable[Message]:
-        """One ``train`` message per client still in the run, carrying ``w^t``."""
+        """One ``train`` message carrying ``w^t`` per client still in the run.
+
+        Before round 1 it waits for the K clients' handshakes (or the start-up timeout); before
+        every round it drops the nodes that left and greets new ones. After convergence, or
+        once no client is left, it returns no message.
+        """
+        self._grid = grid
+        self._asked = []
+        if self._stopped or not self._admit(server_round, arrays, grid):
+            return []
+        self._round_start = time.time()
         content = encode_train_instruction(
             server_round=server_round,
             seed=self.plan.seed,
@@ -148,10 +167,12 @@ class FedCareStrategy(Strategy):
             union_layout=self._union_layout,
         )
         ttl = self.plan.round_timeout_s + TTL_MARGIN_S
-        return [
+        messages = [
             Message(content, node, MessageType.TRAIN, group_id=str(server_round), ttl=ttl)
             for node in sorted(self.clients, key=self.clients.__getitem__)
         ]
+        self._asked = [m.metadata.dst_node_id for m in messages]
+        return messages
 
     def aggregate_train(
         self, server_round: int, replies: Iterable[Message]
@@ -159,38 +180,12 @@ class FedCareStrategy(Strategy):
         """Decode the replies, run the core's server step, and return ``w^{t+1}`` and λ*.
 
         Replies are ordered by client id before aggregation, so the floating-point sums are
-        the in-process runner's, whichever order the replies arrived in.
+        the in-process runner's, whichever order the replies arrived in. A round that sent
+        nothing (after convergence) aggregates nothing.
         """
-        updates: list[ClientUpdate] = []
-        answered: set[int] = set()
-        for msg in replies:
-            node = self._in_flight.get(msg.metadata.reply_to_message_id, msg.metadata.src_node_id)
-            answered.add(node)
-            client = self.clients.get(node)
-            if msg.has_error():
-                dropped = msg.error.code == NODE_UNAVAILABLE
-                self._lose(
-                    server_round, node, f"error {msg.error.code}: {msg.error.reason}", dropped
-                )
-                continue
-            try:
-                update = decode_client_update(msg.content, self.objectives)
-            except ProtocolError as exc:
-                self._lose(server_round, node, f"malformed reply: {exc}", dropped=False)
-                continue
-            if client is not None and update.client_id != client:
-                self._lose(
-                    server_round,
-                    node,
-                    f"replied as client {update.client_id}, handshake said {client}",
-                    dropped=True,
-                )
-                continue
-            updates.append(update)
-        for node in set(self._in_flight.values()) - answered:
-            timeout = self.plan.round_timeout_s
-            self._lose(server_round, node, f"no reply within {timeout:g} s", dropped=False)
-        self._in_flight = {}
+        if self._stopped:
+            return None, None
+        updates = self._collect(server_round, replies)
         updates.sort(key=lambda u: u.client_id)
         self.state, info = server_step(
             self.state, updates, self.objectives, self.layout, self.plan.stage1, server_round
@@ -201,6 +196,18 @@ class FedCareStrategy(Strategy):
                 f"round {server_round}: no update for {', '.join(info.missing_objectives)}; "
                 "their heads kept their last values"
             )
+        LOGGER.info(
+            "round %d: λ*=%s ‖d‖²=%.3g participants=%s",
+            server_round,
+            {k: round(v, 4) for k, v in info.lambdas.items()},
+            info.d_sq_norm,
+            list(info.participants),
+        )
+        if self._on_round is not None:
+            self._on_round(info, time.time() - self._round_start)
+        if info.d_sq_norm <= self.plan.stage1.epsilon:
+            self.converged = self._stopped = True
+            LOGGER.info("round %d: ‖d‖² ≤ ε; Stage 1 converged", server_round)
         return model_arrays(self.state.params, self.state.buffers), round_metrics(
             info, self.objectives
         )
@@ -217,59 +224,25 @@ class FedCareStrategy(Strategy):
         """Nothing to aggregate (see :meth:`configure_evaluate`)."""
         return None
 
-    def start(
-        self,
-        grid: Grid,
-        initial_arrays: ArrayRecord,
-        num_rounds: int = 3,
-        timeout: float = 3600,
-        train_config: ConfigRecord | None = None,
-        evaluate_config: ConfigRecord | None = None,
-        evaluate_fn: Callable[[int, ArrayRecord], MetricRecord | None] | None = None,
-    ) -> Result:
-        """Handshake, then rounds until ‖d‖² ≤ ε or ``num_rounds``.
+    # ---- membership -----------------------------------------------------------------------
 
-        ``timeout`` is the per-round wait; the evaluation arguments are accepted for API
-        compatibility and unused.
-        """
-        self.summary()
-        result = Result()
-        arrays = initial_arrays
-        self.state.params, self.state.buffers = model_from_arrays(initial_arrays)
-        self.discover(grid, wait_for_all=True)
-        for t in range(1, num_rounds + 1):
-            online = set(grid.get_node_ids())
-            for node in [n for n in self.clients if n not in online]:
-                self._lose(t, node, "left the federation (SuperLink: node offline)", dropped=True)
-            self.discover(grid, wait_for_all=False)
-            if not self.clients:
-                self.notes.append(f"round {t}: no client left; Stage 1 stopped")
-                LOGGER.error("round %d: no client left; Stage 1 stopped", t)
-                break
-            t0 = time.time()
-            messages = list(self.configure_train(t, arrays, train_config or ConfigRecord(), grid))
-            exchange = self._exchange(grid, messages, timeout)
-            agg_arrays, metrics = self.aggregate_train(t, exchange.replies)
-            if agg_arrays is not None:
-                arrays = result.arrays = agg_arrays
-            if metrics is not None:
-                result.train_metrics_clientapp[t] = metrics
-            info = self.rounds[-1]
-            LOGGER.info(
-                "round %d: λ*=%s ‖d‖²=%.3g participants=%s",
-                t,
-                {k: round(v, 4) for k, v in info.lambdas.items()},
-                info.d_sq_norm,
-                list(info.participants),
+    def _admit(self, server_round: int, arrays: ArrayRecord, grid: Grid) -> bool:
+        """Handshakes and departures before a round; False when no client is left."""
+        if not self._started:
+            self._started = True
+            self.state.params, self.state.buffers = model_from_arrays(arrays)
+            self.discover(grid, wait_for_all=True)
+        online = set(grid.get_node_ids())
+        for node in [n for n in self.clients if n not in online]:
+            self._lose(
+                server_round, node, "left the federation (SuperLink: node offline)", dropped=True
             )
-            if self._on_round is not None:
-                self._on_round(info, time.time() - t0)
-            if info.d_sq_norm <= self.plan.stage1.epsilon:
-                self.converged = True
-                break
-        return result
-
-    # ---- transport ------------------------------------------------------------------------
+        self.discover(grid, wait_for_all=False)
+        if not self.clients:
+            self.notes.append(f"round {server_round}: no client left; Stage 1 stopped")
+            LOGGER.error("round %d: no client left; Stage 1 stopped", server_round)
+            self._stopped = True
+        return not self._stopped
 
     def discover(self, grid: Grid, *, wait_for_all: bool) -> None:
         """Handshake with nodes not seen before, learning which client each serves.
@@ -292,8 +265,7 @@ class FedCareStrategy(Strategy):
                 ]
                 remaining = max(deadline - time.time(), self.plan.pull_interval_s)
                 wait = remaining if wait_for_all else self.plan.round_timeout_s
-                exchange = self._exchange(grid, messages, wait)
-                self._register(exchange)
+                self._register(grid, new, grid.send_and_receive(messages, timeout=wait))
             if not wait_for_all or len(self.clients) >= self.plan.num_clients:
                 break
             if time.time() >= deadline:
@@ -305,11 +277,12 @@ class FedCareStrategy(Strategy):
                 LOGGER.warning(self.notes[-1])
                 break
             time.sleep(max(self.plan.pull_interval_s, 0.2))
-        self._in_flight = {}
 
-    def _register(self, exchange: _Exchange) -> None:
-        for msg in exchange.replies:
-            node = self._in_flight[msg.metadata.reply_to_message_id]
+    def _register(self, grid: Grid, asked: Sequence[int], replies: Iterable[Message]) -> None:
+        answered: set[int] = set()
+        for msg in replies:
+            node = _node_of(grid, msg)
+            answered.add(node)
             self._seen.add(node)
             if msg.has_error():
                 LOGGER.warning("handshake with node %d failed: %s", node, msg.error.reason)
@@ -324,30 +297,45 @@ class FedCareStrategy(Strategy):
             if not 0 <= client_id < self.plan.num_clients:
                 raise ProtocolError(f"node {node} claims unknown client {client_id}")
             self.clients[node] = client_id
-        for node in exchange.unanswered:
+        for node in [n for n in asked if n not in answered]:
             # not marked seen: a node that is slow to start is asked again next time
             LOGGER.warning("node %d did not answer the handshake in time", node)
 
-    def _exchange(self, grid: Grid, messages: Sequence[Message], timeout: float) -> _Exchange:
-        """Push ``messages`` and pull replies until all arrived or ``timeout`` seconds pass."""
-        if not messages:
-            return _Exchange([], [])
-        ids = list(grid.push_messages(messages))
-        self._in_flight = {
-            mid: msg.metadata.dst_node_id for mid, msg in zip(ids, messages, strict=True)
-        }
-        pending = set(ids)
-        replies: list[Message] = []
-        deadline = time.time() + timeout
-        while pending:
-            for reply in grid.pull_messages(pending):
-                if reply.metadata.reply_to_message_id in pending:
-                    pending.discard(reply.metadata.reply_to_message_id)
-                    replies.append(reply)
-            if not pending or time.time() >= deadline:
-                break
-            time.sleep(self.plan.pull_interval_s)
-        return _Exchange(replies, [self._in_flight[m] for m in sorted(pending)])
+    # ---- replies --------------------------------------------------------------------------
+
+    def _collect(self, server_round: int, replies: Iterable[Message]) -> list[ClientUpdate]:
+        """The round's valid updates; every error, bad reply and silence becomes a loss."""
+        updates: list[ClientUpdate] = []
+        answered: set[int] = set()
+        for msg in replies:
+            node = _node_of(self._grid, msg)
+            answered.add(node)
+            client = self.clients.get(node)
+            if msg.has_error():
+                dropped = msg.error.code == self._node_unavailable
+                self._lose(
+                    server_round, node, f"error {msg.error.code}: {msg.error.reason}", dropped
+                )
+                continue
+            try:
+                update = decode_client_update(msg.content, self.objectives)
+            except ProtocolError as exc:
+                self._lose(server_round, node, f"malformed reply: {exc}", dropped=False)
+                continue
+            if client is not None and update.client_id != client:
+                self._lose(
+                    server_round,
+                    node,
+                    f"replied as client {update.client_id}, handshake said {client}",
+                    dropped=True,
+                )
+                continue
+            updates.append(update)
+        timeout = self.plan.round_timeout_s
+        for node in sorted(set(self._asked) - answered):
+            self._lose(server_round, node, f"no reply within {timeout:g} s", dropped=False)
+        self._asked = []
+        return updates
 
     def _lose(self, server_round: int, node: int, reason: str, dropped: bool) -> None:
         loss = ClientLoss(server_round, self.clients.get(node), node, reason, dropped)
@@ -357,3 +345,10 @@ class FedCareStrategy(Strategy):
         self.losses.append(loss)
         self.notes.append(loss.describe())
         LOGGER.warning(loss.describe())
+
+
+def _node_of(grid: Grid | None, reply: Message) -> int:
+    """The node a reply is about (the SuperLink's own error replies name only the message)."""
+    if isinstance(grid, PollingGrid):
+        return grid.node_of(reply)
+    return reply.metadata.src_node_id

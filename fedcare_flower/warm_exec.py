@@ -1,20 +1,24 @@
 """A warm SuperExec for a SuperNode: each ClientApp task runs in a process forked, not started.
 
 Flower runs every message a SuperNode receives in a fresh ``flwr-clientapp`` process, which
-handles that one message and exits (``flwr.supernode.runtime.run_clientapp``). Starting it means
-a new interpreter importing ``flwr`` and ``torch``: several CPU-seconds per client per round,
-far more than the round's arithmetic. This module keeps Flower's one-process-per-message model
-and its Runtime API protocol unchanged and removes only that start-up cost:
+handles that one message and exits. Starting it means a new interpreter importing ``flwr`` and
+``torch``: several CPU-seconds per client per round, far more than the round's arithmetic. This
+module keeps Flower's one-process-per-message model and its Runtime API protocol unchanged and
+removes only that start-up cost:
 
 * the SuperNode runs with ``--isolation process`` (Flower's documented mode for a SuperExec
   that the operator starts), and
 * ``python -m fedcare_flower.warm_exec --runtime-api-address HOST:PORT --insecure`` is that
-  SuperExec: Flower's own :func:`flwr.supercore.superexec.run_superexec.run_superexec` loop
-  (task acquisition, tokens, heartbeats), with an executor that forks a child per
-  ClientApp task from a process that has already imported ``flwr``, ``torch`` and the
-  FedCARE ClientApp (and, with ``--data-path``, loaded this client's data folder). The child
-  calls Flower's :func:`~flwr.supernode.runtime.run_clientapp.run_clientapp` with the task's
-  token, exactly as ``flwr-clientapp --token`` would, and exits.
+  SuperExec: Flower's own SuperExec loop (task acquisition, tokens, heartbeats), with an
+  executor that forks a child per ClientApp task from a process that has already imported
+  ``flwr``, ``torch`` and the FedCARE ClientApp (and, with ``--data-path``, loaded this
+  client's data folder). The child runs Flower's ClientApp process body with the task's token,
+  exactly as ``flwr-clientapp --token`` would, and exits.
+
+Every Flower internal this needs is in :mod:`fedcare_flower.flwr_internals`. On a flwr version
+it was not verified on, this command warns once and runs Flower's own ``flower-superexec`` with
+the same connection arguments instead (a fresh ``flwr-clientapp`` per task: slower, same
+results).
 
 The parent never runs torch code, so no intra-op thread pool exists when it forks. Task types
 other than ClientApp fall back to Flower's subprocess executor. The children watch the parent
@@ -30,20 +34,23 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-CLIENT_APP_TASK = "flwr-clientapp"
+from fedcare_flower import flwr_internals
+from fedcare_flower.flwr_internals import TaskSpec
+from fedcare_flower.processes import executable
+
+#: Flower's documented SuperExec command, run instead on an unverified flwr.
+STOCK_SUPEREXEC = "flower-superexec"
 
 
 class ForkExecutor:
     """A Flower SuperExec executor that forks ClientApp task processes from a warm parent.
 
-    It implements the executor protocol of ``flwr.supercore.superexec.executor``
-    (``get_eligible_capacity``, ``wait_for_capacity``, ``launch``, ``reconcile``, ``close``).
+    It implements Flower's executor protocol (``get_eligible_capacity``,
+    ``wait_for_capacity``, ``launch``, ``reconcile``, ``close``; pinned by the seam's tests).
     """
 
     def __init__(self) -> None:
-        from flwr.supercore.superexec.executor.subprocess_executor import SubprocessExecutor
-
-        self._fallback = SubprocessExecutor()
+        self._fallback = flwr_internals.subprocess_executor()
         self.children: set[int] = set()
 
     def get_eligible_capacity(
@@ -61,19 +68,17 @@ class ForkExecutor:
         """No capacity gate: return at once."""
         del args, kwargs
 
-    def launch(self, spec: Any) -> Any:
+    def launch(self, spec: TaskSpec) -> Any:
         """Fork a child that runs Flower's ClientApp process body for ``spec.token``."""
-        from flwr.supercore.superexec.executor.types import LaunchResult
-
-        if str(spec.task_type) != CLIENT_APP_TASK:
+        if not flwr_internals.is_clientapp_task(spec):
             return self._fallback.launch(spec)
         sys.stdout.flush()
         sys.stderr.flush()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the child, which leaves through os._exit
-            os._exit(_run_task(spec))
+            os._exit(run_task(spec))
         self.children.add(pid)
-        return LaunchResult.accepted()
+        return flwr_internals.launch_accepted()
 
     def reconcile(self) -> None:
         """Reap children that have exited (no zombies)."""
@@ -95,24 +100,12 @@ class ForkExecutor:
         self.reconcile()
 
 
-def _run_task(spec: Any) -> int:  # pragma: no cover - child process
+def run_task(spec: TaskSpec) -> int:
     """The child's body: Flower's ``flwr-clientapp`` for one task, then an exit code."""
-    from flwr.supercore.tls import validate_and_resolve_root_certificates
-    from flwr.supernode.runtime.run_clientapp import run_clientapp
-
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, signal.SIG_DFL)
     try:
-        run_clientapp(
-            runtime_api_address=spec.runtime_api_address,
-            token=spec.token,
-            insecure=spec.insecure,
-            certificates=validate_and_resolve_root_certificates(
-                spec.root_certificates_path, spec.insecure
-            ),
-            parent_pid=spec.parent_pid,
-            runtime_dependency_install=spec.runtime_dependency_install,
-        )
+        flwr_internals.run_clientapp_task(spec)
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else 1
     except BaseException:  # any failure is this task's exit status
@@ -146,8 +139,7 @@ def warm_up(data_path: str | None) -> None:
     # The first call imports torch._dynamo/_inductor (seconds); make it here, once. It starts
     # no thread, so forking afterwards stays safe.
     torch.use_deterministic_algorithms(True)
-
-    import flwr.supernode.runtime.run_clientapp  # noqa: F401
+    flwr_internals.preload_clientapp_runtime()
 
     import fedcare_core.stage1  # noqa: F401
     import fedcare_flower.client_app as client_app
@@ -156,19 +148,32 @@ def warm_up(data_path: str | None) -> None:
         client_app.preload(data_path)
 
 
+def stock_superexec_argv(args: argparse.Namespace) -> list[str]:
+    """``flower-superexec`` with this command's connection arguments (no warm start-up)."""
+    argv = [executable(STOCK_SUPEREXEC), "--runtime-api-address", args.runtime_api_address]
+    if args.insecure:
+        argv.append("--insecure")
+    if args.root_certificates is not None:
+        argv += ["--root-certificates", args.root_certificates]
+    if args.parent_pid is not None:
+        argv += ["--parent-pid", str(args.parent_pid)]
+    return argv
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Run the warm SuperExec until the SuperNode (or ``--parent-pid``) goes away."""
     args = _parser().parse_args(argv)
     if not args.insecure and args.root_certificates is None:
         raise SystemExit("give --insecure or --root-certificates")
+    if not flwr_internals.fast_paths_enabled(
+        "warm SuperExec", f"Flower's {STOCK_SUPEREXEC} (a fresh flwr-clientapp per task)"
+    ):
+        stock = stock_superexec_argv(args)
+        # exec, not a child: the SuperNode's supervisor keeps this process (and pid) in charge
+        os.execvp(stock[0], stock)
     warm_up(args.data_path)
-
-    import flwr.supercore.superexec.run_superexec as superexec
-
-    executor = ForkExecutor()
-    # ``run_superexec`` builds its executor from a type name; hand it this one instead.
-    superexec.get_executor = lambda *a, **k: executor
-    superexec.run_superexec(
+    flwr_internals.run_superexec_with(
+        ForkExecutor(),
         runtime_api_address=args.runtime_api_address,
         insecure=args.insecure,
         root_certificates_path=args.root_certificates,

@@ -27,8 +27,9 @@ from fedcare_core.data.federation import Federation
 from fedcare_core.errors import ConfigError, FedcareError
 from fedcare_core.stage1 import Stage1Result
 from fedcare_flower.client_app import client_folder_name
-from fedcare_flower.config import PLAN_FILE, FlowerConfig, RunPlan
+from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.results import read_error, read_rounds, read_stage1_result, result_ready
+from fedcare_flower.run_plan import PLAN_FILE, RunPlan
 
 #: Environment every Flower process of a run gets (no network calls from an offline machine).
 FLOWER_ENV = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1"}

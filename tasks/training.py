@@ -55,7 +55,7 @@ def flower_backend(
         raise ConfigError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
     if backend == "local":
         return None
-    from fedcare_flower.config import FlowerConfig
+    from fedcare_flower.flower_options import FlowerConfig
     from fedcare_flower.runners import make_stage1_runner
 
     try:

@@ -12,8 +12,8 @@ import json
 from typing import Any
 
 import pytest
-from fedcare_core.baselines.backend import FEDERATED_BASELINES
 
+from fedcare_core.algorithms import federated_baselines
 from fedcare_core.config import BaselineConfig, ExperimentConfig
 from fedcare_core.errors import ConfigError
 from fedcare_core.runner import run_experiment
@@ -23,10 +23,9 @@ from fedcare_flower.baselines import (
     UnionFedAvg,
     UnionFedProx,
     make_strategy,
-    run_baseline_server,
 )
 from fedcare_flower.client_app import DATA_PATH_KEY, build_client_app, node_config_data_path
-from fedcare_flower.config import FlowerConfig
+from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.server_app import run_server
 from fedcare_flower.workspace import (
     collect_result,
@@ -53,7 +52,7 @@ def _document(result: Any) -> str:
 class LoopbackBackend:
     """A BaselineBackend running the Flower apps on a LoopbackGrid (one process, no Ray)."""
 
-    federated_baselines = FEDERATED_BASELINES
+    federated_baselines = federated_baselines()
 
     def __init__(self, workdir: str) -> None:
         self.flower = FlowerConfig(workdir_parent=workdir, pull_interval_s=0.01)
@@ -78,8 +77,7 @@ class LoopbackBackend:
                 if progress is not None:
                     progress("stage1", info.round, rounds)
 
-            serve = run_baseline_server if algorithm in FEDAVG_FAMILY else run_server
-            self.strategy = serve(self.grid, ws.plan, on_round)
+            self.strategy = run_server(self.grid, ws.plan, on_round)
             return collect_result(ws, "loopback")
         finally:
             remove_workspace(ws, keep=False)
@@ -206,6 +204,6 @@ def test_cli_refuses_pafnet_on_flower_before_loading_data(tmp_path, capsys):
 def test_flow_parameters_accept_the_federated_baselines_on_flower(backend):
     from flows.params import FlowParameters
 
-    FlowParameters(algorithms=("fedcare", *FEDERATED_BASELINES), backend=backend).validate()
+    FlowParameters(algorithms=("fedcare", *federated_baselines()), backend=backend).validate()
     with pytest.raises(ConfigError, match="backend 'local'"):
         FlowParameters(algorithms=("fedavg", "centralised"), backend=backend).validate()

@@ -16,8 +16,8 @@ import pytest
 from fedcare_core.config import Stage1Config
 from fedcare_core.runner import prepare_federation
 from fedcare_core.stage1 import run_stage1
-from fedcare_flower.config import FlowerConfig
 from fedcare_flower.deployment import DeploymentStage1Runner
+from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.processes import port_is_free, processes_with_token
 from fedcare_flower.workspace import FlowerRunError
 from tests.fedcare_core.synthetic import PARTITION

@@ -20,7 +20,7 @@ from fedcare_core.config import (
 from fedcare_core.datasets import load_dataset
 from fedcare_core.runner import run_experiment
 from fedcare_flower import BACKENDS
-from fedcare_flower.config import FlowerConfig
+from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.runners import make_stage1_runner
 
 LAMBDA_TOL = 1e-5

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from fedcare_core.stage1 import run_stage1
-from fedcare_flower.config import FlowerConfig
+from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.processes import processes_with_token
 from fedcare_flower.simulation import SimulationStage1Runner
 

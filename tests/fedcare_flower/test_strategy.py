@@ -16,9 +16,10 @@ from fedcare_core.stage1 import (
     server_step,
 )
 from fedcare_flower.client_app import build_client_app, node_config_data_path
-from fedcare_flower.config import FlowerConfig, RunPlan
+from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.messages import ProtocolError, encode_client_update, encode_identity
 from fedcare_flower.results import read_rounds, read_stage1_result
+from fedcare_flower.run_plan import RunPlan
 from fedcare_flower.server_app import run_server
 from fedcare_flower.strategy import FedCareStrategy
 from fedcare_flower.workspace import Workspace, prepare_workspace
@@ -245,6 +246,36 @@ def test_a_node_the_superlink_reports_offline_is_dropped(small_federation, tmp_p
     assert "lost" in strategy.notes[0] and "Node Unavailable" in strategy.notes[0]
     round3 = [m for m in lb.grid.sent if m.metadata.group_id == "3"]
     assert sorted(m.metadata.dst_node_id for m in round3) == [1000, 1002]
+
+
+def test_the_superlinks_own_node_unavailable_reply_drops_the_right_client(
+    small_federation, tmp_path, task_identity
+):
+    # The SuperLink answers for a dead node itself (src = the SuperLink, not the node): only
+    # the PollingGrid's record of the instruction says which client it was.
+    from flwr.server.superlink.linkstate.utils import (
+        create_message_error_unavailable_res_message,
+    )
+
+    class SuperLinkGrid(LoopbackGrid):
+        def push_messages(self, messages):
+            messages = list(messages)
+            ids = super().push_messages(messages)
+            for mid, msg in zip(ids, messages, strict=True):
+                if msg.metadata.dst_node_id == 1001 and msg.metadata.group_id == "2":
+                    self.replies[mid] = create_message_error_unavailable_res_message(
+                        msg.metadata, "node_unavail"
+                    )
+            return ids
+
+    lb = _loopback(small_federation, tmp_path)
+    lb.grid.__class__ = SuperLinkGrid
+    strategy = run_server(lb.grid, lb.plan)
+    assert [r.participants for r in strategy.rounds] == [(0, 1, 2), (0, 2), (0, 2)]
+    assert [(x.round, x.client_id, x.node_id, x.dropped) for x in strategy.losses] == [
+        (2, 1, 1001, True)
+    ]
+    assert strategy.clients == {1000: 0, 1002: 2}
 
 
 def test_a_node_that_leaves_is_dropped_and_a_reconnected_one_rejoins(

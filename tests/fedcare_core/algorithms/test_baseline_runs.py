@@ -109,7 +109,6 @@ def test_a_stage1_backend_is_refused(cohort, algorithm, match):
 
 def test_a_baseline_backend_runs_the_rounds_and_the_rest_stays_in_process(cohort):
     from fedcare_core.algorithms.base import BaselineBackend
-
     from fedcare_core.baselines.features import union_federation
     from fedcare_core.baselines.fedavg import run_fedavg
 

@@ -2,11 +2,11 @@ import numpy as np
 import pytest
 import torch
 
-from fedcare_core.training import client_losses
 from fedcare_core.baselines.fmgda import mgda_config
 from fedcare_core.config import ModelConfig, Stage1Config
 from fedcare_core.params import get_buffers, get_params, set_buffers, set_params
 from fedcare_core.stage1 import build_model, client_update
+from fedcare_core.training import client_losses
 
 #: No dropout, so one local step's Δ is a deterministic gradient.
 NO_DROPOUT = ModelConfig(dropout=0.0, head_dropout=0.0)
