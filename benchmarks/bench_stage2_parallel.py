@@ -5,7 +5,7 @@ times Stage 2 of all K clients four ways on the same backbone:
 
 * ``sequential`` — ``run_stage2_client`` for each client in this process (what ``fedcare run``
   does);
-* ``process pool, warm`` — the flow's step: ``run_stage2`` mapped over Prefect's
+* ``process pool, warm`` — the flow's step: ``PrefectExecutor.map`` over Prefect's
   ``ProcessPoolTaskRunner`` whose workers were started beforehand (the flow starts them during
   Stage 1);
 * ``process pool, cold`` — the same with the workers' start-up inside the timed step;
@@ -36,18 +36,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from prefect import flow
 from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
 
+from fedcare_core.algorithms.fedcare import run_stage2_client, stage2_backbone
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config
 from fedcare_core.datasets import load_dataset
-from fedcare_core.runner import (
-    configure_torch,
-    objective_kinds,
-    prepare_federation,
-    run_stage2_client,
-    stage2_backbone,
-)
+from fedcare_core.runner import configure_torch, personalise_one, prepare_federation
 from fedcare_core.stage1 import run_stage1
-from flows.fedcare_flow import run_stage2, stage2_workers
-from tasks.training import warm_up_task
+from fedcare_core.training import objective_kinds
+from flows.fedcare_flow import stage2_workers
+from tasks.training import PrefectExecutor, warm_up_task
 
 #: What the timed flows work on (module state: flow parameters are sent to the API as JSON).
 STATE: dict[str, Any] = {}
@@ -75,8 +71,11 @@ def _timed_stage2(warm: bool) -> tuple[float, list[Any]]:
     if warm:
         for f in [warm_up_task.submit(i) for i in range(stage2_workers())]:
             f.result()
+    shared = (STATE["backbone"], objective_kinds(STATE["federation"]))
     t = time.perf_counter()
-    out = run_stage2(STATE["backbone"], STATE["federation"], STATE["config"], parallel=True)
+    out = PrefectExecutor(parallel=True).map(
+        "stage2", personalise_one, STATE["federation"].clients, "fedcare", shared, STATE["config"]
+    )
     return time.perf_counter() - t, out
 
 
