@@ -28,7 +28,7 @@ from fedcare_core.data.diabetes130 import DIABETES130_COLUMNS
 from fedcare_core.data.federation import SPLITS, build_federation
 from fedcare_core.data.mimic3 import schema
 from fedcare_core.errors import DataError
-from tests.fedcare_core.data.mimic3_synthetic import write_synthetic_mimic3
+from tests.fedcare_core.data.mimic3.synthetic import write_synthetic_mimic3
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 
 TINY_CSV = (
