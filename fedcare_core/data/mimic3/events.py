@@ -28,7 +28,14 @@ from fedcare_core.data.mimic3.items import (
 from fedcare_core.data.mimic3.reader import iter_table
 from fedcare_core.data.mimic3.schema import CHARTEVENTS, LABEVENTS
 
-__all__ = ["aggregate", "concat_events", "metavision_gcs", "stream_labs", "stream_vitals"]
+__all__ = [
+    "EVENT_COLUMNS",
+    "aggregate",
+    "concat_events",
+    "metavision_gcs",
+    "stream_labs",
+    "stream_vitals",
+]
 
 #: Columns of a retained event: cohort position, variable code, value, file row.
 EVENT_COLUMNS = ["_POS", "CODE", "VALUE", "_ROW"]
