@@ -71,6 +71,9 @@ INDEX_HTML = "index.html"
 #: Name of the machine-readable summary written in ``report_dir``.
 SUMMARY_JSON = "summary.json"
 
+#: One table's outcome: name, passed, expectations evaluated, expectations failed.
+_TableStatus = tuple[str, bool, int, int]
+
 
 @dataclass(frozen=True)
 class Failure:
@@ -202,15 +205,35 @@ def run_checks(
         names map to one file.
 
     """
-    import great_expectations as gx
-    from great_expectations.data_context.types.base import (
-        DataContextConfig,
-        InMemoryStoreBackendDefaults,
-        ProgressBarsConfig,
+    stems = _check_names(tables, suites)
+    out = Path(report_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    context, source = _ephemeral_context()
+    failures: list[Failure] = []
+    statuses: list[_TableStatus] = []
+    suite_names: set[str] = set()
+    for name, df in tables.items():
+        result = _validate(context, source, name, df, suites[name], suite_names)
+        table_failures = [_failure(name, r) for r in result.results if not r.success]
+        failures.extend(table_failures)
+        statuses.append((name, bool(result.success), len(result.results), len(table_failures)))
+        _write_table_report(out, stems[name], result)
+    report = CheckReport(
+        passed=not failures,
+        failures=failures,
+        tables=tuple(tables),
+        n_expectations=sum(n for _, _, n, _ in statuses),
+        html_report=out / INDEX_HTML,
+        report_dir=out,
     )
-    from great_expectations.render.renderer import ValidationResultsPageRenderer
-    from great_expectations.render.view import DefaultJinjaPageView
+    _write_summary(report, statuses, stems)
+    return report
 
+
+def _check_names(
+    tables: Mapping[str, pd.DataFrame], suites: Mapping[str, ExpectationSuite]
+) -> dict[str, str]:
+    """The report file stem of each table; raise unless tables and suites match one to one."""
     if not tables:
         raise ValueError("no tables to check")
     if set(tables) != set(suites):
@@ -220,8 +243,17 @@ def run_checks(
     stems = {name: _file_stem(name) for name in tables}
     if len(set(stems.values())) != len(stems):
         raise ValueError(f"table names collide as file names: {sorted(stems)}")
-    out = Path(report_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    return stems
+
+
+def _ephemeral_context() -> tuple[Any, Any]:
+    """A fresh in-memory Great Expectations context and its pandas data source."""
+    import great_expectations as gx
+    from great_expectations.data_context.types.base import (
+        DataContextConfig,
+        InMemoryStoreBackendDefaults,
+        ProgressBarsConfig,
+    )
 
     # In memory only: no Data Docs site (the pages are rendered below), no analytics, no bars.
     config = DataContextConfig(
@@ -230,63 +262,73 @@ def run_checks(
         progress_bars=ProgressBarsConfig(globally=False),
     )
     context = gx.get_context(mode="ephemeral", project_config=config)
-    source = context.data_sources.add_pandas(name="fedcare_checks")
-    failures: list[Failure] = []
-    statuses: list[tuple[str, bool, int, int]] = []  # table, passed, evaluated, failed
-    n_expectations = 0
-    suite_names: set[str] = set()
-    for name, df in tables.items():
-        batch = source.add_dataframe_asset(name=name).add_batch_definition_whole_dataframe(
-            name=f"{name}__whole"
-        )
-        # Suite names must be unique in a context; a suite serving several tables gets prefixes.
-        suite_name = suites[name].name
-        if suite_name in suite_names:
-            suite_name = f"{name}__{suite_name}"
-        suite_names.add(suite_name)
-        suite = context.suites.add(_copy_suite(suites[name], name=suite_name))
-        definition = context.validation_definitions.add(
-            gx.ValidationDefinition(name=f"{name}__validation", data=batch, suite=suite)
-        )
-        result = definition.run(batch_parameters={"dataframe": df}, result_format=RESULT_FORMAT)
-        _redact(result)
-        table_failures = [_failure(name, r) for r in result.results if not r.success]
-        failures.extend(table_failures)
-        n_expectations += len(result.results)
-        statuses.append((name, bool(result.success), len(result.results), len(table_failures)))
+    return context, context.data_sources.add_pandas(name="fedcare_checks")
 
-        stem = stems[name]
-        (out / f"{stem}.json").write_text(
-            json.dumps(result.to_json_dict(), indent=2, default=str), encoding="utf-8"
-        )
-        document = ValidationResultsPageRenderer().render(result)
-        (out / f"{stem}.html").write_text(DefaultJinjaPageView().render(document), encoding="utf-8")
 
-    report = CheckReport(
-        passed=not failures,
-        failures=failures,
-        tables=tuple(tables),
-        n_expectations=n_expectations,
-        html_report=out / INDEX_HTML,
-        report_dir=out,
+def _validate(
+    context: Any,
+    source: Any,
+    name: str,
+    df: pd.DataFrame,
+    suite: ExpectationSuite,
+    suite_names: set[str],
+) -> Any:
+    """Run a copy of ``suite`` on ``df`` in ``context``; return the redacted result.
+
+    ``suite_names`` holds the suite names already used in the context, and is updated.
+    """
+    import great_expectations as gx
+
+    batch = source.add_dataframe_asset(name=name).add_batch_definition_whole_dataframe(
+        name=f"{name}__whole"
     )
+    # Suite names must be unique in a context; a suite serving several tables gets prefixes.
+    suite_name = suite.name
+    if suite_name in suite_names:
+        suite_name = f"{name}__{suite_name}"
+    suite_names.add(suite_name)
+    added = context.suites.add(_copy_suite(suite, name=suite_name))
+    definition = context.validation_definitions.add(
+        gx.ValidationDefinition(name=f"{name}__validation", data=batch, suite=added)
+    )
+    result = definition.run(batch_parameters={"dataframe": df}, result_format=RESULT_FORMAT)
+    _redact(result)
+    return result
+
+
+def _write_table_report(out: Path, stem: str, result: Any) -> None:
+    """Write one table's validation result as JSON and as the page Great Expectations renders."""
+    from great_expectations.render.renderer import ValidationResultsPageRenderer
+    from great_expectations.render.view import DefaultJinjaPageView
+
+    (out / f"{stem}.json").write_text(
+        json.dumps(result.to_json_dict(), indent=2, default=str), encoding="utf-8"
+    )
+    document = ValidationResultsPageRenderer().render(result)
+    (out / f"{stem}.html").write_text(DefaultJinjaPageView().render(document), encoding="utf-8")
+
+
+def _write_summary(
+    report: CheckReport, statuses: list[_TableStatus], stems: Mapping[str, str]
+) -> None:
+    """Write ``index.html`` and ``summary.json`` in the report folder."""
+    out = report.report_dir
     (out / INDEX_HTML).write_text(_index_html(report, statuses, stems), encoding="utf-8")
     (out / SUMMARY_JSON).write_text(
         json.dumps(
             {
                 "passed": report.passed,
-                "n_expectations": n_expectations,
+                "n_expectations": report.n_expectations,
                 "tables": [
                     {"table": t, "passed": ok, "expectations": n, "failed": nf}
                     for t, ok, n, nf in statuses
                 ],
-                "failures": [f.__dict__ for f in failures],
+                "failures": [f.__dict__ for f in report.failures],
             },
             indent=2,
         ),
         encoding="utf-8",
     )
-    return report
 
 
 def _file_stem(name: str) -> str:
@@ -371,9 +413,7 @@ def _failure(table: str, r: Any) -> Failure:
     )
 
 
-def _index_html(
-    report: CheckReport, statuses: list[tuple[str, bool, int, int]], stems: Mapping[str, str]
-) -> str:
+def _index_html(report: CheckReport, statuses: list[_TableStatus], stems: Mapping[str, str]) -> str:
     esc = html.escape
     verdict = "PASSED" if report.passed else "FAILED"
     rows = "\n".join(

@@ -224,47 +224,95 @@ def build_federation(
         If a client's training split has no positive (or no negative) label for a binary
         objective it pursues, or no labelled row at all for an objective.
     """
+    _check_partition(cohort, partition)
+    if config.max_patients is not None:
+        cohort = subsample_patients(cohort, config.max_patients, seed)
+    client_objectives = draw_client_objectives(
+        tuple(o.name for o in cohort.objectives), config, seed
+    )
+    pursued = {name for objs in client_objectives for name in objs}
+    client_of_row = assign_patients(cohort, config, seed)
+    encoding = _Encoding(partition, frozenset(cohort.numeric_features), max_categories)
+    clients: list[ClientData] = []
+    common_width = -1
+    for k, objs in enumerate(client_objectives):
+        rows = np.flatnonzero(client_of_row == k)
+        splits = _split_patients(cohort.patient[rows], config, seed, k)
+        frames, labels = _client_splits(cohort, rows, splits, objs)
+        _check_labels(cohort, objs, labels["train"], k, source)
+        client = encoding.client(cohort, k, objs, frames, labels)
+        # Unreachable while fit_encoder insists on declared vocabularies for shared features.
+        if common_width not in (-1, client.common_encoder.width):  # pragma: no cover
+            raise ConfigError("clients disagree on the common feature layout")
+        common_width = client.common_encoder.width
+        clients.append(client)
+    return Federation(
+        dataset=cohort.dataset,
+        objectives=tuple(o for o in cohort.objectives if o.name in pursued),
+        partition=partition,
+        clients=tuple(clients),
+        common_width=common_width,
+    )
+
+
+def _check_partition(cohort: Cohort, partition: FeaturePartition) -> None:
+    """Raise :class:`ConfigError` if the partition names a feature the cohort lacks."""
     missing = [f for f in partition.all_features if f not in cohort.features.columns]
     if missing:
         raise ConfigError(f"feature partition names unknown feature(s): {missing}")
-    if config.max_patients is not None:
-        cohort = subsample_patients(cohort, config.max_patients, seed)
-    all_names = tuple(o.name for o in cohort.objectives)
-    client_objectives = draw_client_objectives(all_names, config, seed)
-    pursued = {name for objs in client_objectives for name in objs}
-    objectives = tuple(o for o in cohort.objectives if o.name in pursued)
-    client_of_row = assign_patients(cohort, config, seed)
-    numeric = set(cohort.numeric_features)
-    clients: list[ClientData] = []
-    common_width = -1
-    for k in range(config.clients):
-        objs = client_objectives[k]
-        rows = np.flatnonzero(client_of_row == k)
-        splits = _split_patients(cohort.patient[rows], config, seed, k)
-        private = partition.private_for(objs)
-        frames: dict[str, pd.DataFrame] = {}
-        labels: dict[str, np.ndarray] = {}
-        for name, pats in splits.items():
-            sel = rows[np.isin(cohort.patient[rows], pats)]
-            frames[name] = cohort.features.iloc[sel]
-            labels[name] = np.array(
-                cohort.labels.iloc[sel][list(objs)].to_numpy(dtype=np.float32), copy=True
-            )
-        _check_labels(cohort, objs, labels["train"], k, source)
+
+
+def _client_splits(
+    cohort: Cohort, rows: np.ndarray, splits: dict[str, np.ndarray], objs: tuple[str, ...]
+) -> tuple[dict[str, pd.DataFrame], dict[str, np.ndarray]]:
+    """Raw features and float32 labels (client objectives only) of each split of a client.
+
+    ``rows`` are the client's cohort rows and ``splits`` its patients per split.
+    """
+    frames: dict[str, pd.DataFrame] = {}
+    labels: dict[str, np.ndarray] = {}
+    for name, pats in splits.items():
+        sel = rows[np.isin(cohort.patient[rows], pats)]
+        frames[name] = cohort.features.iloc[sel]
+        labels[name] = np.array(
+            cohort.labels.iloc[sel][list(objs)].to_numpy(dtype=np.float32), copy=True
+        )
+    return frames, labels
+
+
+@dataclass(frozen=True)
+class _Encoding:
+    """How each client's encoders are fitted: the partition, numeric features, vocabulary cap."""
+
+    partition: FeaturePartition
+    numeric: frozenset[str]
+    max_categories: int
+
+    def client(
+        self,
+        cohort: Cohort,
+        client_id: int,
+        objs: tuple[str, ...],
+        frames: dict[str, pd.DataFrame],
+        labels: dict[str, np.ndarray],
+    ) -> ClientData:
+        """Fit the client's encoders on its training rows and encode every split."""
+        common = self.partition.common
+        private = self.partition.private_for(objs)
         common_enc = fit_encoder(
             frames["train"],
-            partition.common,
-            [c for c in partition.common if c in numeric],
-            shared=partition.common,
+            common,
+            [c for c in common if c in self.numeric],
+            shared=common,
             vocabularies=cohort.vocabularies,
-            max_categories=max_categories,
+            max_categories=self.max_categories,
         )
         private_enc = fit_encoder(
             frames["train"],
             private,
-            [c for c in private if c in numeric],
+            [c for c in private if c in self.numeric],
             vocabularies=cohort.vocabularies,
-            max_categories=max_categories,
+            max_categories=self.max_categories,
         )
         arrays = {
             name: SplitArrays(
@@ -274,34 +322,23 @@ def build_federation(
             )
             for name in SPLITS
         }
-        if common_width not in (-1, common_enc.width):  # pragma: no cover - guarded above
-            raise ConfigError("clients disagree on the common feature layout")
-        common_width = common_enc.width
-        clients.append(
-            ClientData(
-                client_id=k,
-                objectives=objs,
-                common_features=partition.common,
-                private_features=private,
-                common_encoder=common_enc,
-                private_encoder=private_enc,
-                train=arrays["train"],
-                val=arrays["val"],
-                test=arrays["test"],
-            )
+        return ClientData(
+            client_id=client_id,
+            objectives=objs,
+            common_features=common,
+            private_features=private,
+            common_encoder=common_enc,
+            private_encoder=private_enc,
+            train=arrays["train"],
+            val=arrays["val"],
+            test=arrays["test"],
         )
-    return Federation(
-        dataset=cohort.dataset,
-        objectives=objectives,
-        partition=partition,
-        clients=tuple(clients),
-        common_width=common_width,
-    )
 
 
 def _check_labels(
     cohort: Cohort, objs: tuple[str, ...], y: np.ndarray, client: int, source: str | None
 ) -> None:
+    """Raise if a client cannot learn an objective: no labelled, positive or negative row."""
     for j, name in enumerate(objs):
         col = y[:, j]
         col = col[np.isfinite(col)]

@@ -24,11 +24,11 @@ from data_checks.tables import (
     recompute_assignment,
 )
 from fedcare_core.config import DataConfig
-from fedcare_core.data import mimic3
 from fedcare_core.data.diabetes130 import DIABETES130_COLUMNS
 from fedcare_core.data.federation import SPLITS, build_federation
+from fedcare_core.data.mimic3 import schema
 from fedcare_core.errors import DataError
-from tests.fedcare_core.data.mimic3_synthetic import write_synthetic_mimic3
+from tests.fedcare_core.data.mimic3.synthetic import write_synthetic_mimic3
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 
 TINY_CSV = (
@@ -38,8 +38,7 @@ TINY_CSV = (
 
 def test_mimic3_required_columns_are_what_the_loader_reads() -> None:
     specs = {
-        s.name: s
-        for s in (mimic3._ADMISSIONS, mimic3._PATIENTS, mimic3._ICUSTAYS, mimic3._LABEVENTS)
+        s.name: s for s in (schema.ADMISSIONS, schema.PATIENTS, schema.ICUSTAYS, schema.LABEVENTS)
     }
     assert set(specs) == set(MIMIC3_REQUIRED_COLUMNS)
     for name, spec in specs.items():

@@ -1,0 +1,262 @@
+"""The MIMIC-III loader: read the tables, keep the adult ICU stays, derive labels and features."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from fedcare_core.data.cohort import Cohort
+from fedcare_core.data.mimic3.categories import static_features
+from fedcare_core.data.mimic3.dates import TimeStats, parse_times
+from fedcare_core.data.mimic3.definition import (
+    CATEGORICAL_FEATURES,
+    MIMIC3_FEATURES,
+    MIMIC3_OBJECTIVES,
+    MIMIC3_VOCABULARIES,
+    NUMERIC_FEATURES,
+    VITAL_COLUMNS,
+)
+from fedcare_core.data.mimic3.events import stream_labs, stream_vitals
+from fedcare_core.data.mimic3.labels import build_labels
+from fedcare_core.data.mimic3.reader import file_sha256, find_table, read_header, read_small
+from fedcare_core.data.mimic3.schema import (
+    ADMISSIONS,
+    CHARTEVENTS,
+    ICUSTAYS,
+    LABEVENTS,
+    PATIENTS,
+)
+from fedcare_core.data.mimic3.stays import join_stays
+from fedcare_core.errors import DataError
+
+__all__ = ["load_mimic3"]
+
+
+def load_mimic3(
+    data_dir: str | Path, *, chunksize: int = 2_000_000, min_age: float = 18.0
+) -> Cohort:
+    """Load the adult MIMIC-III ICU-stay cohort with its three objectives.
+
+    Parameters
+    ----------
+    data_dir
+        Directory holding the MIMIC-III v1.4 CSV tables ``ADMISSIONS``, ``PATIENTS``,
+        ``ICUSTAYS``, ``LABEVENTS`` and optionally ``CHARTEVENTS``, each as ``NAME.csv`` or
+        ``NAME.csv.gz`` (file names and column headers in upper or lower case).
+    chunksize
+        Rows per chunk when streaming the tables; the result does not depend on it.
+    min_age
+        Minimum age in years at ICU admission (``INTIME``).
+
+    Returns
+    -------
+    Cohort
+        One row per adult ICU stay: the 46 features of :data:`MIMIC3_FEATURES`, labels
+        ``mortality``, ``readmission`` and ``los``, ``patient`` = integer codes of
+        ``SUBJECT_ID`` (0..n_patients-1, in ascending id order), ``strata`` =
+        ``ADMISSION_LOCATION`` (``"UNKNOWN"`` when missing), ``source_sha256`` = SHA-256 of the
+        ICUSTAYS file and notes on how the cohort was built.
+
+    Raises
+    ------
+    DataError
+        If the directory or a required table is missing, a required column is missing, a file
+        is empty, a numeric column holds text, a date cannot be parsed, or keys repeat.
+
+    """
+    if chunksize < 1:
+        raise ValueError(f"chunksize must be positive, got {chunksize}")
+    sources = _locate_tables(data_dir)
+    stats = TimeStats({}, {})
+    icu, notes = _read_icustays(sources.icustays, chunksize, stats)
+    adm = _read_admissions(sources.admissions, icu, chunksize, stats)
+    pat = _read_patients(sources.patients, icu, chunksize, stats)
+    stays, age, stay_notes = join_stays(icu, adm, pat, min_age=min_age, root=sources.root)
+    labels, label_notes = build_labels(stays, adm)
+    static = static_features(stays, age)
+    labs, vitals, event_notes = _event_features(sources, stays, adm, chunksize, stats)
+    features = pd.concat([static, labs, vitals], axis=1)[list(MIMIC3_FEATURES)]
+    for col in NUMERIC_FEATURES:
+        features[col] = features[col].astype(np.float64)
+    _, patient = np.unique(stays["SUBJECT_ID"].to_numpy(dtype=np.int64), return_inverse=True)
+    return Cohort(
+        dataset="mimic3",
+        features=features,
+        numeric_features=NUMERIC_FEATURES,
+        categorical_features=CATEGORICAL_FEATURES,
+        labels=labels,
+        objectives=MIMIC3_OBJECTIVES,
+        patient=patient.astype(np.int64),
+        strata=static["admission_location"].fillna("UNKNOWN").astype("str").rename("strata"),
+        source_sha256=file_sha256(sources.icustays),
+        notes=(*notes, *stay_notes, *label_notes, *event_notes, *_two_digit_notes(stats)),
+        vocabularies=MIMIC3_VOCABULARIES,
+    )
+
+
+@dataclass(frozen=True)
+class _Sources:
+    """The files of one MIMIC-III directory."""
+
+    root: Path
+    icustays: Path
+    admissions: Path
+    patients: Path
+    labevents: Path
+    chartevents: Path | None
+
+
+def _locate_tables(data_dir: str | Path) -> _Sources:
+    """Find every table, and check the big tables' headers before anything large is read."""
+    root = Path(data_dir)
+    if not root.is_dir():
+        raise DataError(f"MIMIC-III directory {root} does not exist or is not a directory")
+    icu_path = find_table(root, "ICUSTAYS", required=True)
+    adm_path = find_table(root, "ADMISSIONS", required=True)
+    pat_path = find_table(root, "PATIENTS", required=True)
+    lab_path = find_table(root, "LABEVENTS", required=True)
+    chart_path = find_table(root, "CHARTEVENTS", required=False)
+    assert icu_path is not None and adm_path is not None
+    assert pat_path is not None and lab_path is not None
+    # Fail fast on missing columns in the big tables before reading anything large.
+    read_header(lab_path, LABEVENTS)
+    if chart_path is not None:
+        read_header(chart_path, CHARTEVENTS)
+    return _Sources(root, icu_path, adm_path, pat_path, lab_path, chart_path)
+
+
+def _check_unique(df: pd.DataFrame, key: str, path: Path, table: str) -> None:
+    """Raise :class:`DataError` if ``key`` repeats in ``df`` (rows named)."""
+    dup = df[key].duplicated(keep=False) & df[key].notna()
+    if dup.any():
+        raise DataError(
+            f"duplicate {key} values in the {table} table",
+            file=str(path),
+            column=key,
+            rows=df.loc[dup, "_ROW"].tolist(),
+        )
+
+
+def _check_flag(df: pd.DataFrame, col: str, path: Path, table: str) -> None:
+    """Raise :class:`DataError` if ``col`` holds values other than 0, 1 or missing."""
+    bad = df[col].notna() & ~df[col].isin([0.0, 1.0])
+    if bad.any():
+        raise DataError(
+            f"{col} in the {table} table must be 0 or 1",
+            file=str(path),
+            column=col,
+            rows=df.loc[bad, "_ROW"].tolist(),
+        )
+
+
+def _read_icustays(path: Path, chunksize: int, stats: TimeStats) -> tuple[pd.DataFrame, list[str]]:
+    """ICU stays with a parsed ``INTIME``, less those without a key; notes on both counts."""
+    icu = read_small(path, ICUSTAYS, chunksize)
+    notes = [f"ICUSTAYS: {len(icu)} ICU stays read"]
+    _check_unique(icu, "ICUSTAY_ID", path, "ICUSTAYS")
+    icu["INTIME"] = parse_times(
+        icu["INTIME"],
+        rows=icu["_ROW"].to_numpy(),
+        path=path,
+        column="INTIME",
+        anchor=None,
+        rule="nearest",
+        stats=stats,
+        table="ICUSTAYS",
+    )
+    missing_key = icu[["SUBJECT_ID", "HADM_ID", "ICUSTAY_ID"]].isna().any(axis=1)
+    if missing_key.any():
+        notes.append(
+            f"excluded {int(missing_key.sum())} stays without SUBJECT_ID, HADM_ID or ICUSTAY_ID"
+        )
+        icu = icu.loc[~missing_key]
+    return icu, notes
+
+
+def _read_admissions(
+    path: Path, icu: pd.DataFrame, chunksize: int, stats: TimeStats
+) -> pd.DataFrame:
+    """Admissions with parsed ``ADMITTIME`` and ``DISCHTIME``, centuries anchored on ``icu``."""
+    adm = read_small(path, ADMISSIONS, chunksize)
+    _check_unique(adm, "HADM_ID", path, "ADMISSIONS")
+    _check_flag(adm, "HOSPITAL_EXPIRE_FLAG", path, "ADMISSIONS")
+    # Anchor: the admission's own first ICU INTIME, else the subject's first ICU INTIME.
+    intime_by_hadm = icu.groupby("HADM_ID")["INTIME"].min()
+    first_intime = icu.groupby("SUBJECT_ID")["INTIME"].min()
+    anchor = adm["HADM_ID"].map(intime_by_hadm).astype("datetime64[us]")
+    anchor = anchor.fillna(adm["SUBJECT_ID"].map(first_intime).astype("datetime64[us]"))
+    for col in ("ADMITTIME", "DISCHTIME"):
+        adm[col] = parse_times(
+            adm[col],
+            rows=adm["_ROW"].to_numpy(),
+            path=path,
+            column=col,
+            anchor=anchor,
+            rule="nearest",
+            stats=stats,
+            table="ADMISSIONS",
+        )
+    return adm
+
+
+def _read_patients(path: Path, icu: pd.DataFrame, chunksize: int, stats: TimeStats) -> pd.DataFrame:
+    """Patients with a parsed ``DOB``: the latest date not after the patient's first ICU stay."""
+    pat = read_small(path, PATIENTS, chunksize)
+    _check_unique(pat, "SUBJECT_ID", path, "PATIENTS")
+    first_intime = icu.groupby("SUBJECT_ID")["INTIME"].min()
+    pat["DOB"] = parse_times(
+        pat["DOB"],
+        rows=pat["_ROW"].to_numpy(),
+        path=path,
+        column="DOB",
+        anchor=pat["SUBJECT_ID"].map(first_intime).astype("datetime64[us]"),
+        rule="latest_not_after",
+        stats=stats,
+        table="PATIENTS",
+    )
+    return pat
+
+
+def _event_features(
+    sources: _Sources, stays: pd.DataFrame, adm: pd.DataFrame, chunksize: int, stats: TimeStats
+) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
+    """Lab and vital-sign aggregates of the cohort stays (vitals all NaN without CHARTEVENTS)."""
+    admit_by_hadm = adm.set_index("HADM_ID")["ADMITTIME"]
+    labs, n_lab_rows = stream_labs(
+        sources.labevents, stays[["HADM_ID", "INTIME"]], admit_by_hadm, chunksize, stats
+    )
+    notes = [f"LABEVENTS: {n_lab_rows} lab values in the first 24 h used"]
+    if sources.chartevents is not None:
+        vitals, n_chart_rows, n_error = stream_vitals(
+            sources.chartevents, stays[["ICUSTAY_ID", "INTIME"]], chunksize, stats
+        )
+        notes.append(
+            f"CHARTEVENTS: {n_chart_rows} vital-sign values in the first 24 h used"
+            + (f" ({n_error} rows with ERROR = 1 ignored)" if n_error else "")
+        )
+        return labs, vitals, notes
+    n_rows = len(stays)
+    vitals = pd.DataFrame(
+        {c: np.full(n_rows, np.nan) for c in VITAL_COLUMNS}, index=pd.RangeIndex(n_rows)
+    )
+    notes.append(
+        "CHARTEVENTS absent: the 15 vital-sign features are all missing (NaN) "
+        "and left to imputation"
+    )
+    return labs, vitals, notes
+
+
+def _two_digit_notes(stats: TimeStats) -> list[str]:
+    """One note per column that held two-digit years, in the order the columns were read."""
+    notes = []
+    for key, n in stats.two_digit.items():
+        lost = stats.unresolved.get(key, 0)
+        notes.append(
+            f"{key}: {n} values written with two-digit years (M/D/YY); century restored "
+            "from the patient's ICU stay times"
+            + (f", {lost} left missing (patient without ICU stay)" if lost else "")
+        )
+    return notes

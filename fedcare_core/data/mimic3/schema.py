@@ -1,0 +1,82 @@
+"""The MIMIC-III tables the loader reads: which columns, read as numbers or as text.
+
+Names are upper case, as in the MIMIC-III v1.4 release; the reader matches them against a file's
+header case-insensitively. Discharge-time columns are deliberately absent, so they can never
+become features.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = [
+    "ADMISSIONS",
+    "CHARTEVENTS",
+    "ICUSTAYS",
+    "LABEVENTS",
+    "MIMIC3_REQUIRED_COLUMNS",
+    "PATIENTS",
+    "TableSpec",
+]
+
+
+@dataclass(frozen=True)
+class TableSpec:
+    """Columns read from one MIMIC-III table.
+
+    Parameters
+    ----------
+    name
+        Table name, upper case (``"ICUSTAYS"``).
+    numeric
+        Columns read as float64 (identifiers, item ids, values, flags).
+    text
+        Columns read as strings (categories and date/times, parsed later).
+    optional
+        Columns (from ``numeric`` or ``text``) that may be absent from the file.
+
+    """
+
+    name: str
+    numeric: tuple[str, ...]
+    text: tuple[str, ...]
+    optional: tuple[str, ...] = ()
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        """Every column the loader reads, numeric first."""
+        return self.numeric + self.text
+
+
+ADMISSIONS = TableSpec(
+    "ADMISSIONS",
+    numeric=("SUBJECT_ID", "HADM_ID", "HOSPITAL_EXPIRE_FLAG"),
+    text=(
+        "ADMITTIME",
+        "DISCHTIME",
+        "ADMISSION_TYPE",
+        "ADMISSION_LOCATION",
+        "INSURANCE",
+        "MARITAL_STATUS",
+        "ETHNICITY",
+    ),
+)
+PATIENTS = TableSpec("PATIENTS", numeric=("SUBJECT_ID",), text=("GENDER", "DOB"))
+ICUSTAYS = TableSpec(
+    "ICUSTAYS",
+    numeric=("SUBJECT_ID", "HADM_ID", "ICUSTAY_ID", "LOS"),
+    text=("FIRST_CAREUNIT", "INTIME"),
+)
+LABEVENTS = TableSpec("LABEVENTS", numeric=("HADM_ID", "ITEMID", "VALUENUM"), text=("CHARTTIME",))
+CHARTEVENTS = TableSpec(
+    "CHARTEVENTS",
+    numeric=("ICUSTAY_ID", "ITEMID", "VALUENUM", "ERROR"),
+    text=("CHARTTIME",),
+    optional=("ERROR",),
+)
+
+#: Columns the loader requires from each always-read table (upper case), for data checks.
+MIMIC3_REQUIRED_COLUMNS: dict[str, tuple[str, ...]] = {
+    spec.name: tuple(c for c in spec.columns if c not in spec.optional)
+    for spec in (ADMISSIONS, PATIENTS, ICUSTAYS, LABEVENTS)
+}

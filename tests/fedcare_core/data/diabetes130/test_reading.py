@@ -1,0 +1,219 @@
+"""Bad input: every failure is a DataError naming file, column and rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedcare_core.data.diabetes130 import DIABETES130_COLUMNS
+from fedcare_core.data.diabetes130.reading import (
+    Checker,
+    check_columns,
+    data_rows,
+    numeric_column,
+    read_table,
+)
+from fedcare_core.errors import DataError
+from tests.fedcare_core.data.diabetes130.helpers import (
+    N_FIXTURE_ROWS,
+    fixture_bytes,
+    fixture_lines,
+    load_tiny,
+    set_field,
+    write_csv,
+)
+
+
+def test_empty_file(tmp_path: Path) -> None:
+    csv = tmp_path / "diabetic_data.csv"
+    csv.write_bytes(b"")
+    with pytest.raises(DataError) as ei:
+        load_tiny(csv)
+    assert ei.value.file == str(csv)
+    assert "empty" in str(ei.value)
+
+
+def test_header_only(tmp_path: Path) -> None:
+    csv = write_csv(tmp_path / "diabetic_data.csv", fixture_lines()[:1])
+    with pytest.raises(DataError) as ei:
+        load_tiny(csv)
+    assert ei.value.file == str(csv)
+    assert "no data rows" in str(ei.value)
+
+
+def test_missing_column(tmp_path: Path) -> None:
+    idx = DIABETES130_COLUMNS.index("weight")
+    lines = [",".join(f for k, f in enumerate(ln.split(",")) if k != idx) for ln in fixture_lines()]
+    csv = write_csv(tmp_path / "diabetic_data.csv", lines)
+    with pytest.raises(DataError) as ei:
+        load_tiny(csv)
+    msg = str(ei.value)
+    assert str(csv) in msg and "'weight'" in msg
+    assert ei.value.column == "weight"
+    assert "unexpected" not in msg
+
+
+def test_renamed_column(tmp_path: Path) -> None:
+    lines = fixture_lines()
+    lines[0] = lines[0].replace("A1Cresult", "A1C_result")
+    csv = write_csv(tmp_path / "diabetic_data.csv", lines)
+    with pytest.raises(DataError) as ei:
+        load_tiny(csv)
+    msg = str(ei.value)
+    assert "missing column(s): 'A1Cresult'" in msg
+    assert "unexpected column(s): 'A1C_result'" in msg
+    assert str(csv) in msg
+
+
+def test_non_numeric_value(tmp_path: Path) -> None:
+    lines = set_field(fixture_lines(), 3, "num_lab_procedures", "many")
+    lines = set_field(lines, 7, "num_lab_procedures", "12a")
+    csv = write_csv(tmp_path / "diabetic_data.csv", lines)
+    with pytest.raises(DataError) as ei:
+        load_tiny(csv)
+    e = ei.value
+    assert (e.file, e.column, e.rows) == (str(csv), "num_lab_procedures", (3, 7))
+    assert "rows 3, 7" in str(e) and "non-numeric" in str(e)
+
+
+def test_non_numeric_code_column(tmp_path: Path) -> None:
+    csv = write_csv(
+        tmp_path / "diabetic_data.csv",
+        set_field(fixture_lines(), 12, "admission_source_id", "Emergency"),
+    )
+    with pytest.raises(DataError) as ei:
+        load_tiny(csv)
+    assert (ei.value.column, ei.value.rows) == ("admission_source_id", (12,))
+
+
+def test_time_in_hospital_out_of_domain(tmp_path: Path) -> None:
+    lines = set_field(fixture_lines(), 2, "time_in_hospital", "0")
+    lines = set_field(lines, 5, "time_in_hospital", "15")
+    lines = set_field(lines, 9, "time_in_hospital", "?")
+    csv = write_csv(tmp_path / "diabetic_data.csv", lines)
+    with pytest.raises(DataError) as ei:
+        load_tiny(csv)
+    e = ei.value
+    assert (e.file, e.column, e.rows) == (str(csv), "time_in_hospital", (2, 5, 9))
+    assert "1 to 14" in str(e)
+
+
+def test_time_in_hospital_fraction(tmp_path: Path) -> None:
+    csv = write_csv(
+        tmp_path / "diabetic_data.csv",
+        set_field(fixture_lines(), 4, "time_in_hospital", "2.5"),
+    )
+    with pytest.raises(DataError) as ei:
+        load_tiny(csv)
+    assert (ei.value.column, ei.value.rows) == ("time_in_hospital", (4,))
+
+
+def test_readmitted_out_of_domain(tmp_path: Path) -> None:
+    lines = set_field(fixture_lines(), 6, "readmitted", "YES")
+    lines = set_field(lines, 11, "readmitted", "?")
+    csv = write_csv(tmp_path / "diabetic_data.csv", lines)
+    with pytest.raises(DataError) as ei:
+        load_tiny(csv)
+    e = ei.value
+    assert (e.file, e.column, e.rows) == (str(csv), "readmitted", (6, 11))
+    assert "NO, <30, >30" in str(e)
+
+
+def test_missing_patient_nbr(tmp_path: Path) -> None:
+    csv = write_csv(
+        tmp_path / "diabetic_data.csv", set_field(fixture_lines(), 13, "patient_nbr", "?")
+    )
+    with pytest.raises(DataError) as ei:
+        load_tiny(csv)
+    assert (ei.value.column, ei.value.rows) == ("patient_nbr", (13,))
+
+
+@pytest.mark.parametrize("cut", [20, 100, -3])
+def test_truncated_file(tmp_path: Path, cut: int) -> None:
+    """A download cut mid-row: the last row is short; the error names it and says truncated."""
+    data = fixture_bytes()
+    last_line_start = data.rstrip(b"\r\n").rfind(b"\n") + 1
+    end = last_line_start + cut if cut > 0 else len(data) + cut
+    csv = tmp_path / "diabetic_data.csv"
+    csv.write_bytes(data[:end])
+    with pytest.raises(DataError) as ei:
+        load_tiny(csv)
+    e = ei.value
+    assert e.file == str(csv)
+    assert e.rows == (N_FIXTURE_ROWS,)
+    assert "truncated" in str(e)
+
+
+def test_short_row_in_the_middle(tmp_path: Path) -> None:
+    lines = fixture_lines()
+    lines[17] = ",".join(lines[17].split(",")[:30])
+    csv = write_csv(tmp_path / "diabetic_data.csv", lines)
+    with pytest.raises(DataError) as ei:
+        load_tiny(csv)
+    assert ei.value.rows == (17,)
+    assert "fewer than 50 fields" in str(ei.value)
+
+
+def test_ragged_row_too_many_fields(tmp_path: Path) -> None:
+    lines = fixture_lines()
+    lines[9] += ",extra,fields"
+    csv = write_csv(tmp_path / "diabetic_data.csv", lines)
+    with pytest.raises(DataError) as ei:
+        load_tiny(csv)
+    assert ei.value.file == str(csv)
+    assert "malformed CSV" in str(ei.value)
+
+
+def test_not_utf8(tmp_path: Path) -> None:
+    lines = set_field(fixture_lines(), 3, "medical_specialty", "PLACEHOLDER")
+    data = write_csv(tmp_path / "x.csv", lines).read_bytes().replace(b"PLACEHOLDER", b"\xff\xfe")
+    csv = tmp_path / "diabetic_data.csv"
+    csv.write_bytes(data)
+    with pytest.raises(DataError) as ei:
+        load_tiny(csv)
+    assert ei.value.file == str(csv)
+
+
+# ---------------------------------------------------------------------------------------------
+# The reading pieces on hand-made input
+# ---------------------------------------------------------------------------------------------
+
+
+def test_data_rows_are_one_based() -> None:
+    assert data_rows(np.array([False, True, False, True])) == [2, 4]
+    assert data_rows(pd.Series([False, False])) == []
+
+
+def test_checker_adds_the_truncation_hint_only_for_an_unterminated_last_row() -> None:
+    cut = Checker("f.csv", n_rows=3, ends_with_newline=False)
+    assert "looks truncated" in str(cut.error("bad", "c", np.array([False, False, True])))
+    assert "looks truncated" not in str(cut.error("bad", "c", np.array([True, False, False])))
+    whole = Checker("f.csv", n_rows=3, ends_with_newline=True)
+    err = whole.error("bad", "c", np.array([False, False, True]))
+    assert (err.file, err.column, err.rows) == ("f.csv", "c", (3,))
+    assert "truncated" not in str(err)
+
+
+def test_check_columns_returns_unexpected_columns() -> None:
+    df = pd.DataFrame(columns=[*DIABETES130_COLUMNS, "extra"])
+    assert check_columns(df, "f.csv") == ["extra"]
+
+
+def test_read_table_keeps_none_and_na_as_strings() -> None:
+    lines = set_field(set_field(fixture_lines(), 1, "race", "NA"), 2, "race", "?")
+    df, unexpected, chk = read_table(("\n".join(lines) + "\n").encode(), "f.csv")
+    assert unexpected == [] and chk.n_rows == N_FIXTURE_ROWS and chk.ends_with_newline
+    assert df.loc[0, "race"] == "NA" and pd.isna(df.loc[1, "race"])
+    assert df.loc[0, "A1Cresult"] == "None"
+
+
+def test_numeric_column_accepts_whole_numbers_and_rejects_inf() -> None:
+    chk = Checker("f.csv", n_rows=2, ends_with_newline=True)
+    df = pd.DataFrame({"num_lab_procedures": ["3", "inf"], "encounter_id": [1.0, 2.0]})
+    np.testing.assert_array_equal(numeric_column(df, "encounter_id", chk), [1.0, 2.0])
+    with pytest.raises(DataError, match="infinite") as err:
+        numeric_column(df, "num_lab_procedures", chk)
+    assert err.value.rows == (2,)
