@@ -297,7 +297,7 @@ def cmd_stack(args: argparse.Namespace) -> int:
     from dataclasses import replace
 
     from fedcare_stack import stack
-    from fedcare_stack.config import StackConfig
+    from fedcare_stack.settings import StackConfig
 
     config = StackConfig(state=args.state_dir, mlflow_dir=args.mlflow_dir, data_dir=args.data_dir)
     if args.prefect_port is not None:

@@ -17,7 +17,7 @@ from fedcare_core.config import ModelConfig, Stage1Config
 from fedcare_core.data.federation import ClientData, Federation
 from fedcare_core.models import MultiObjectiveModel
 from fedcare_core.moo import min_norm_weights, normalisation_divisors, normalised_gram
-from fedcare_core.params import (
+from fedcare_core.param_vectors import (
     ParamLayout,
     get_buffers,
     get_params,

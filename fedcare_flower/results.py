@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from fedcare_core.params import param_layout
+from fedcare_core.param_vectors import param_layout
 from fedcare_core.stage1 import RoundInfo, ServerState, Stage1Result, build_model
 from fedcare_flower.run_plan import (
     ERROR_FILE,

@@ -40,7 +40,7 @@ from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricReco
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
-from fedcare_core.params import get_buffers, get_params, param_layout
+from fedcare_core.param_vectors import get_buffers, get_params, param_layout
 from fedcare_core.stage1 import ClientUpdate, RoundInfo, ServerState, build_model, server_step
 from fedcare_flower.baselines import encode_union_layout, plan_union_layout
 from fedcare_flower.flwr_internals import node_unavailable_error_code

@@ -8,7 +8,7 @@ they started; ``fedcare stack status`` reports them. Each service runs detached 
 session, with a pid file and a log under ``.stack/``, and carries an environment marker so
 teardown leaves no orphans (flow-run processes, task-runner workers included).
 
-Modules: :mod:`~fedcare_stack.config` (ports, folders, the environment every service gets),
+Modules: :mod:`~fedcare_stack.settings` (ports, folders, the environment every service gets),
 :mod:`~fedcare_stack.processes` (detached processes, pid files, marker sweep) and
 :mod:`~fedcare_stack.stack` (up, down, status).
 """

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TextIO
 from uuid import UUID
 
-from fedcare_stack.config import StackConfig
+from fedcare_stack.settings import StackConfig
 
 #: Prefect's final state types.
 FINAL_STATES = frozenset({"COMPLETED", "FAILED", "CRASHED", "CANCELLED"})

@@ -10,7 +10,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fedcare_core.errors import FedcareError
-from fedcare_stack.config import LOOPBACK, TOKEN_ENV, WORK_POOL, StackConfig
 from fedcare_stack.processes import (
     alive,
     log_tail,
@@ -21,6 +20,7 @@ from fedcare_stack.processes import (
     sweep,
     wait_http,
 )
+from fedcare_stack.settings import LOOPBACK, TOKEN_ENV, WORK_POOL, StackConfig
 
 #: Services in start order (stopped in reverse).
 SERVICES = ("prefect-server", "mlflow-server", "prefect-worker")

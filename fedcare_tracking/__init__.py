@@ -1,7 +1,7 @@
 """MLflow tracking of FedCARE runs: a thin layer that logs a finished run's results.
 
 Modules: :mod:`~fedcare_tracking.store` (tracking URI, experiments, parent runs),
-:mod:`~fedcare_tracking.params` (configuration → params), :mod:`~fedcare_tracking.plots`,
+:mod:`~fedcare_tracking.mlflow_params` (configuration → params), :mod:`~fedcare_tracking.plots`,
 :mod:`~fedcare_tracking.serving` (the exported model wrappers),
 :mod:`~fedcare_tracking.log_run` (:func:`~fedcare_tracking.log_run.log_experiment`) and
 :mod:`~fedcare_tracking.registry` (backbone registration and the ``champion`` alias).

@@ -33,7 +33,7 @@ from fedcare_core import __version__
 from fedcare_core.results import ExperimentResult
 from fedcare_core.stage1 import load_global_model
 from fedcare_tracking import plots, store
-from fedcare_tracking.params import flatten_params, param_value
+from fedcare_tracking.mlflow_params import flatten_params, param_value
 from fedcare_tracking.serving import (
     GlobalPredictor,
     PersonalPredictor,

@@ -39,7 +39,7 @@ from fedcare_core.data.federation import Federation
 from fedcare_core.datasets import LoadedDataset
 from fedcare_core.results import DataProvenance, ExperimentResult
 from fedcare_core.runner import run_algorithm
-from flows.params import FlowParameters, as_tuple
+from flows.flow_parameters import FlowParameters, as_tuple
 from tasks.artifacts import validation_artifact_task
 from tasks.data import (
     load_dataset_task,

@@ -29,7 +29,7 @@ from fedcare_core.config import BaselineConfig, ModelConfig
 from fedcare_core.data.federation import ClientData, Federation
 from fedcare_core.losses import ObjectiveLoss, make_loss
 from fedcare_core.models import FullMLP, MultiObjectiveModel
-from fedcare_core.params import ParamLayout, get_buffers, get_params, param_layout
+from fedcare_core.param_vectors import ParamLayout, get_buffers, get_params, param_layout
 from fedcare_core.seeding import derive_rng, seed_torch
 from fedcare_core.stage1 import Stage1Result
 from fedcare_core.training import (

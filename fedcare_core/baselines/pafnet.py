@@ -42,7 +42,7 @@ from fedcare_core.config import BaselineConfig, ModelConfig
 from fedcare_core.data.federation import ClientData, Federation, SplitArrays
 from fedcare_core.evaluate import Scorer
 from fedcare_core.models import MultiObjectiveModel
-from fedcare_core.params import (
+from fedcare_core.param_vectors import (
     ParamLayout,
     get_buffers,
     get_params,

@@ -202,7 +202,7 @@ def test_cli_refuses_pafnet_on_flower_before_loading_data(tmp_path, capsys):
 
 @pytest.mark.parametrize("backend", ["flower-sim", "flower-deployment"])
 def test_flow_parameters_accept_the_federated_baselines_on_flower(backend):
-    from flows.params import FlowParameters
+    from flows.flow_parameters import FlowParameters
 
     FlowParameters(algorithms=("fedcare", *federated_baselines()), backend=backend).validate()
     with pytest.raises(ConfigError, match="backend 'local'"):

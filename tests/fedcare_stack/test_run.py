@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from fedcare_stack.config import StackConfig
 from fedcare_stack.run import StateReader, run_deployment, watch_command
+from fedcare_stack.settings import StackConfig
 
 RUN_ID = "3f2b8f56-6c8f-4db8-95cb-0aa04d86b844"
 

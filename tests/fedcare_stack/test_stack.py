@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from fedcare_stack import stack
-from fedcare_stack.config import LOOPBACK, TOKEN_ENV, StackConfig
 from fedcare_stack.processes import (
     alive,
     free_port,
@@ -21,6 +20,7 @@ from fedcare_stack.processes import (
     stop_group,
     sweep,
 )
+from fedcare_stack.settings import LOOPBACK, TOKEN_ENV, StackConfig
 
 
 def test_environment_is_loopback_offline_and_project_bound(tmp_path: Path) -> None:

@@ -15,7 +15,7 @@ from fedcare_core.cpu_kernels import kernel_path
 from fedcare_core.losses import predict
 from fedcare_core.stage1 import load_global_model
 from fedcare_tracking import log_run, store
-from fedcare_tracking.params import flatten_params
+from fedcare_tracking.mlflow_params import flatten_params
 from tests.fedcare_tracking.conftest import FLOW_RUN_ID, PATIENT_OFFSET, artifact_dir
 
 pytestmark = [

@@ -17,9 +17,9 @@ import pytest
 
 import fedcare_tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
 from fedcare_stack import stack
-from fedcare_stack.config import LOOPBACK, TOKEN_ENV, StackConfig
 from fedcare_stack.processes import free_port, marked_processes, port_in_use
 from fedcare_stack.run import run_deployment
+from fedcare_stack.settings import LOOPBACK, TOKEN_ENV, StackConfig
 
 ROUNDS = 4
 SMALL = ["clients=3", f"rounds={ROUNDS}", "max_patients=3000", "stage2_epochs=3"]

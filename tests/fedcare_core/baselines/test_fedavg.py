@@ -10,7 +10,7 @@ from fedcare_core.baselines.fedavg import (
     run_fedavg,
 )
 from fedcare_core.config import BaselineConfig, ModelConfig
-from fedcare_core.params import ParamLayout, get_buffers, get_params, param_layout
+from fedcare_core.param_vectors import ParamLayout, get_buffers, get_params, param_layout
 
 QUICK = BaselineConfig(batch_size=32, max_local_steps=3)
 

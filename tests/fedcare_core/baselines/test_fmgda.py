@@ -4,7 +4,7 @@ import torch
 
 from fedcare_core.baselines.fmgda import mgda_config
 from fedcare_core.config import ModelConfig, Stage1Config
-from fedcare_core.params import get_buffers, get_params, set_buffers, set_params
+from fedcare_core.param_vectors import get_buffers, get_params, set_buffers, set_params
 from fedcare_core.stage1 import build_model, client_update
 from fedcare_core.training import client_losses
 

@@ -13,7 +13,7 @@ from fedcare_core.baselines.pafnet import (
     peer_attention,
 )
 from fedcare_core.config import BaselineConfig, ModelConfig
-from fedcare_core.params import ParamLayout, get_buffers, get_params
+from fedcare_core.param_vectors import ParamLayout, get_buffers, get_params
 
 OBJECTIVES = ("a", "b")
 

@@ -9,7 +9,7 @@ import pytest
 
 from fedcare_cli.main import _parser, build_config
 from fedcare_core.errors import ConfigError
-from flows.params import FlowParameters, as_tuple
+from flows.flow_parameters import FlowParameters, as_tuple
 
 
 def test_same_configuration_as_the_cli(tmp_path: Path) -> None:

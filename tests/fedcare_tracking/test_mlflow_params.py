@@ -1,7 +1,7 @@
 import pytest
 
 from fedcare_core.config import ExperimentConfig
-from fedcare_tracking.params import (
+from fedcare_tracking.mlflow_params import (
     MAX_PARAM_VALUE_LENGTH,
     TRUNCATION_MARK,
     flatten_params,

@@ -138,7 +138,7 @@ class FlowParameters:
 
     def to_params(self) -> dict[str, str]:
         """The parameters as MLflow params of the parent run (``flow.<name>``)."""
-        from fedcare_tracking.params import flatten_params
+        from fedcare_tracking.mlflow_params import flatten_params
 
         return flatten_params(asdict(self), prefix="flow")
 
