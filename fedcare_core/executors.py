@@ -70,7 +70,7 @@ class InProcess:
         return out
 
 
-class ProcessPool:
+class ProcessPool(InProcess):
     """Per-client tasks over worker processes (``spawn``); once-per-run phases in process.
 
     Each task's arguments are pickled to its worker: a client's task carries only that
@@ -87,10 +87,6 @@ class ProcessPool:
     def __init__(self, workers: int, pool: FuturesExecutor | None = None) -> None:
         self.workers = workers
         self.pool = pool
-
-    def run(self, phase: str, fn: Callable[..., T], /, *args: Any) -> T:
-        """Call ``fn(*args)`` in this process."""
-        return fn(*args)
 
     def map(
         self,

@@ -10,6 +10,17 @@ import pytest
 REPO_ROOT = Path(__file__).resolve().parents[1]
 
 
+def _project_packages() -> tuple[str, ...]:
+    import tomllib
+
+    config = tomllib.loads((REPO_ROOT / "pyproject.toml").read_text())
+    return tuple(config["tool"]["mypy"]["files"])
+
+
+#: The project's packages: those mypy checks (``[tool.mypy] files`` in pyproject.toml).
+PROJECT_PACKAGES = _project_packages()
+
+
 def shared_data_dir() -> Path | None:
     """Return the real-data directory (``FEDCARE_DATA_DIR`` or ``../shared/datasets``), if any."""
     env = os.environ.get("FEDCARE_DATA_DIR")

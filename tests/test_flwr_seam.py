@@ -27,19 +27,9 @@ from pathlib import Path
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
-#: The project's packages (``[tool.mypy] files``).
-PACKAGES = (
-    "fedcare_core",
-    "fedcare_cli",
-    "fedcare_flower",
-    "fedcare_tracking",
-    "data_checks",
-    "flows",
-    "tasks",
-    "fedcare_stack",
-    "fedcare_procs",
-)
+from tests.conftest import PROJECT_PACKAGES, REPO_ROOT
+
+PACKAGES = PROJECT_PACKAGES
 SEAM = REPO_ROOT / "fedcare_flower" / "flwr_internals.py"
 #: flwr's public modules: those of Flower's Python API reference (flower.ai/docs/framework/
 #: ref-api/flwr.html for 1.42: agentapp, app, client, clientapp, common, server, serverapp,

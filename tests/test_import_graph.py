@@ -10,26 +10,13 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from tests.conftest import REPO_ROOT
-
-PACKAGES = (
-    "fedcare_core",
-    "fedcare_cli",
-    "fedcare_flower",
-    "fedcare_tracking",
-    "data_checks",
-    "flows",
-    "tasks",
-    "fedcare_stack",
-    "fedcare_procs",
-    "fedcare_grid",
-)
+from tests.conftest import PROJECT_PACKAGES, REPO_ROOT
 
 
 def project_modules(root: Path) -> dict[str, Path]:
     """Dotted module name → file, for every module of the project's packages."""
     modules: dict[str, Path] = {}
-    for package in PACKAGES:
+    for package in PROJECT_PACKAGES:
         for path in sorted((root / package).rglob("*.py")):
             parts = list(path.relative_to(root).with_suffix("").parts)
             if parts[-1] == "__init__":

@@ -6,9 +6,10 @@ same rounds with Flower's own FedAvg strategy (``fedcare_flower.baselines``).
 
 from __future__ import annotations
 
-from fedcare_core.algorithms.base import BaselineBackend, Rounds, RunInputs, Stage1Runner
-from fedcare_core.algorithms.union_view import GlobalUnionBaseline, union_layout
+from fedcare_core.algorithms.base import RunInputs
+from fedcare_core.algorithms.union_view import GlobalUnionBaseline
 from fedcare_core.baselines.fedavg import run_fedavg
+from fedcare_core.stage1 import Stage1Result
 from fedcare_core.training import ProgressFn
 
 
@@ -21,18 +22,10 @@ class FedAvg(GlobalUnionBaseline):
         """μ of the proximal term (0: plain FedAvg)."""
         return 0.0
 
-    def rounds(
-        self, inputs: RunInputs, backend: Stage1Runner | None, progress: ProgressFn | None
-    ) -> Rounds:
-        """The rounds, in process or on a backend that runs this baseline."""
+    def in_process_rounds(self, inputs: RunInputs, progress: ProgressFn | None) -> Stage1Result:
+        """FedAvg's rounds over the union view."""
         config = inputs.config
-        if isinstance(backend, BaselineBackend):
-            return Rounds(
-                backend.run_federated_baseline(
-                    self.name, inputs.federation, union_layout(inputs), config, progress
-                )
-            )
-        stage1 = run_fedavg(
+        return run_fedavg(
             inputs.view,
             config.model,
             config.baselines,
@@ -41,4 +34,3 @@ class FedAvg(GlobalUnionBaseline):
             prox_mu=self.proximal_mu(inputs),
             progress=progress,
         )
-        return Rounds(stage1)

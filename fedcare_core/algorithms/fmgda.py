@@ -6,9 +6,10 @@ local step a full pass (:func:`fedcare_core.baselines.fmgda.run_mgda` with ``ful
 
 from __future__ import annotations
 
-from fedcare_core.algorithms.base import BaselineBackend, Rounds, RunInputs, Stage1Runner
-from fedcare_core.algorithms.union_view import GlobalUnionBaseline, union_layout
+from fedcare_core.algorithms.base import RunInputs
+from fedcare_core.algorithms.union_view import GlobalUnionBaseline
 from fedcare_core.baselines.fmgda import run_mgda
+from fedcare_core.stage1 import Stage1Result
 from fedcare_core.training import ProgressFn
 
 
@@ -19,18 +20,10 @@ class Fmgda(GlobalUnionBaseline):
     #: Full local gradients (FMGDA) or mini-batch ones (FSMGDA).
     full_gradients = True
 
-    def rounds(
-        self, inputs: RunInputs, backend: Stage1Runner | None, progress: ProgressFn | None
-    ) -> Rounds:
-        """The rounds, in process or on a backend that runs this baseline."""
+    def in_process_rounds(self, inputs: RunInputs, progress: ProgressFn | None) -> Stage1Result:
+        """Algorithm 1 over the union view with this method's local gradients."""
         config = inputs.config
-        if isinstance(backend, BaselineBackend):
-            return Rounds(
-                backend.run_federated_baseline(
-                    self.name, inputs.federation, union_layout(inputs), config, progress
-                )
-            )
-        stage1 = run_mgda(
+        return run_mgda(
             inputs.view,
             config.model,
             config.stage1,
@@ -38,4 +31,3 @@ class Fmgda(GlobalUnionBaseline):
             full=self.full_gradients,
             progress=progress,
         )
-        return Rounds(stage1)

@@ -7,14 +7,23 @@ where the client lacks it); those that deploy one global model score it over the
 
 from __future__ import annotations
 
+from abc import abstractmethod
 from collections.abc import Sequence
 from typing import Any
 
-from fedcare_core.algorithms.base import Algorithm, FederatedBaseline, Rounds, RunInputs
+from fedcare_core.algorithms.base import (
+    Algorithm,
+    BaselineBackend,
+    FederatedBaseline,
+    Rounds,
+    RunInputs,
+    Stage1Runner,
+)
 from fedcare_core.baselines.features import UnionLayout, union_federation
 from fedcare_core.data.federation import Federation
 from fedcare_core.evaluate import Scorer, global_scorer
-from fedcare_core.stage1 import load_global_model
+from fedcare_core.stage1 import Stage1Result, load_global_model
+from fedcare_core.training import ProgressFn
 
 
 def union_view(federation: Federation) -> tuple[Federation, UnionLayout | None]:
@@ -43,6 +52,23 @@ class GlobalUnionBaseline(FederatedBaseline):
     def view(self, federation: Federation) -> tuple[Federation, UnionLayout | None]:
         """The union view."""
         return union_view(federation)
+
+    def rounds(
+        self, inputs: RunInputs, backend: Stage1Runner | None, progress: ProgressFn | None
+    ) -> Rounds:
+        """The rounds, in process or on a backend that runs this baseline."""
+        if isinstance(backend, BaselineBackend):
+            layout = union_layout(inputs)
+            return Rounds(
+                backend.run_federated_baseline(
+                    self.name, inputs.federation, layout, inputs.config, progress
+                )
+            )
+        return Rounds(self.in_process_rounds(inputs, progress))
+
+    @abstractmethod
+    def in_process_rounds(self, inputs: RunInputs, progress: ProgressFn | None) -> Stage1Result:
+        """The rounds over the union view, in this process."""
 
     def scorers(
         self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]
