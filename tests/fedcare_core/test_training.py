@@ -35,7 +35,7 @@ def _run(losses: list[float], patience: int | None, *, has_validation: bool = Tr
         if keep.exhausted:
             break
     keep.restore()
-    return keep, float(model.weight), epochs
+    return keep, float(model.weight.detach()), epochs
 
 
 def test_keeps_the_lowest_finite_loss_and_restores_its_weights():
