@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -46,36 +47,31 @@ def loopback_cluster(tmp_path: Path) -> Iterator[tuple[str, str]]:
     port = free_port()
     address = f"tcp://{LOOPBACK}:{port}"
     loopback_http = ["--dashboard-address", f"{LOOPBACK}:0"]
+    scheduler = ["scheduler", "--host", LOOPBACK, "--port", str(port), *loopback_http]
+    procs: list[subprocess.Popen[bytes]] = []
     try:
-        _spawn(
-            ["scheduler", "--host", LOOPBACK, "--port", str(port), *loopback_http],
-            env,
-            tmp_path / "scheduler.log",
-        )
+        procs.append(_spawn(scheduler, env, tmp_path / "scheduler.log"))
         deadline = time.monotonic() + START_S
         while not port_open(port):
             assert time.monotonic() < deadline, (tmp_path / "scheduler.log").read_text()
             time.sleep(0.2)
         for i in range(2):
-            one_thread = ["--nthreads", "1", "--nworkers", "1", "--name", f"w{i}"]
-            _spawn(
-                [
-                    "worker",
-                    address,
-                    "--host",
-                    LOOPBACK,
-                    *one_thread,
-                    "--no-dashboard",
-                    *loopback_http,
-                ],
-                env,
-                tmp_path / f"worker{i}.log",
-            )
+            worker = ["worker", address, "--host", LOOPBACK, "--nthreads", "1", "--nworkers", "1"]
+            worker += ["--name", f"w{i}", "--no-dashboard", *loopback_http]
+            procs.append(_spawn(worker, env, tmp_path / f"worker{i}.log"))
         with Client(address, set_as_default=False) as client:
             client.wait_for_workers(2, timeout=START_S)
         yield address, token
     finally:
+        # Workers first, each closing its own worker process (so nothing is left to init), then
+        # the scheduler; then a sweep for anything still carrying the marker.
+        for proc in reversed(procs):
+            proc.terminate()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=20)
         terminate_marked(MARK, token, grace_s=10)
+        for proc in procs:
+            proc.wait(timeout=10)
         assert marked_processes(MARK, token) == []
 
 
