@@ -3,9 +3,9 @@
 ``fedcare experiment comparison|clients|disparity|ablation`` runs one experiment;
 ``fedcare experiment programme`` runs the comparison, the client sweep and the disparity sweep
 one after another and reports the whole programme's wall time. Runs go through the experiment
-engine (processes across cores, shared Stage 1, resumable); outputs land in
-``<out>/<experiment>/`` (CSV and Markdown tables, PNG figures) and, with ``--mlflow``, in one
-MLflow parent run per experiment.
+engine on Dask (a local cluster of one worker process per core, or an existing cluster with
+``--dask-address``; shared Stage 1, resumable); outputs land in ``<out>/<experiment>/`` (CSV and
+Markdown tables, PNG figures) and, with ``--mlflow``, in one MLflow parent run per experiment.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ import json
 import os
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fedcare_core.algorithms import ALGORITHM_NAMES
-from fedcare_core.config import DATASETS
+from fedcare_core.config import DATASETS, ExperimentConfig
 from fedcare_core.experiments.cells import (
     ABLATIONS,
     CLIENT_COUNTS,
@@ -28,6 +28,11 @@ from fedcare_core.experiments.cells import (
     experiment_cells,
     grid_base,
 )
+
+if TYPE_CHECKING:
+    from distributed import Client
+
+    from fedcare_core.experiments.engine import DataSpec
 
 
 def _ints(text: str) -> list[int]:
@@ -74,7 +79,17 @@ def add_parser(sub: Any) -> None:
     exp.add_argument("--rounds", type=int, help="Stage 1 / federated rounds T (default 100)")
     exp.add_argument("--max-patients", type=int, help="subsample the cohort (quick trials)")
     exp.add_argument("--stage2-epochs", type=int, help="Stage 2 / bounds epoch budget")
-    exp.add_argument("--workers", type=int, default=os.cpu_count() or 1, help="processes")
+    exp.add_argument(
+        "--workers",
+        type=int,
+        help="worker processes of the local Dask cluster (default: one per core)",
+    )
+    exp.add_argument(
+        "--dask-address",
+        metavar="tcp://HOST:PORT",
+        help="run on an existing Dask cluster (its scheduler) instead of a local one; --out must "
+        "then be a folder every worker reaches at the same path",
+    )
     exp.add_argument("--out", type=Path, help="output folder (default .experiments/<dataset>)")
     exp.add_argument("--mlflow", action="store_true", help="log each experiment to MLflow")
     exp.add_argument("--tracking-uri", help="MLflow tracking URI (default: the project's store)")
@@ -84,8 +99,8 @@ def add_parser(sub: Any) -> None:
 
 def cmd_experiment(args: argparse.Namespace) -> int:
     """Run one experiment or the programme; print where the outputs are and the wall time."""
-    from fedcare_core.experiments.engine import DataSpec, base_fingerprint, cell_store, run_cells
-    from fedcare_tracking.experiment_log import log_experiment_run, write_outputs
+    from fedcare_core.experiments.engine import DataSpec, cell_store
+    from fedcare_grid import cluster_workers, grid_client
 
     base = grid_base(
         args.dataset,
@@ -97,55 +112,84 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     cells_dir = cell_store(out, base)
     spec = DataSpec(args.data_dir or os.environ.get("FEDCARE_DATA_DIR"), not args.no_verify)
     names = list(PROGRAMME) if args.name == "programme" else [args.name]
-    timing: dict[str, Any] = {"workers": args.workers, "experiments": {}}
     t_all = time.perf_counter()
-    for name in names:
-        cells = experiment_cells(
-            name,
-            args.seeds,
-            clients=args.clients,
-            counts=args.counts,
-            ratios=args.ratios,
-            algorithms=args.algorithms,
-            variants=args.variants,
-        )
-        t0 = time.perf_counter()
-
-        def say(outcome: Any, done: int, total: int, name: str = name) -> None:
-            if not args.quiet:
-                print(
-                    f"[{name} {done}/{total}] {outcome.cell.key}: {outcome.seconds:.1f} s",
-                    flush=True,
-                )
-
-        outcomes = run_cells(cells, base, spec, cells_dir, workers=args.workers, on_done=say)
-        outputs = write_outputs(name, cells, cells_dir, out / name, dataset=args.dataset)
-        seconds = time.perf_counter() - t0
-        timing["experiments"][name] = {
-            "wall_s": seconds,
-            "cells": len(outcomes),
-            "ran": sum(not o.skipped for o in outcomes),
-            "cpu_s": sum(o.cpu_seconds for o in outcomes),
+    # One cluster for the whole programme: its workers keep their loaded dataset between
+    # experiments.
+    with grid_client(args.dask_address, args.workers) as client:
+        workers = cluster_workers(client)
+        where = args.dask_address or "a local cluster"
+        print(f"{args.name}: {workers} Dask worker(s) on {where}", flush=True)
+        timing: dict[str, Any] = {
+            "workers": workers,
+            "dask_address": args.dask_address,
+            "experiments": {},
         }
-        print(f"{name}: {len(outcomes)} runs in {seconds:.0f} s → {out / name}")
-        if args.mlflow:
-            from fedcare_tracking import store
-
-            store.configure(args.tracking_uri)
-            run_id = log_experiment_run(
-                outputs,
-                dataset=args.dataset,
-                params={
-                    "experiment": name,
-                    "seeds": str(args.seeds),
-                    "cells": str(len(cells)),
-                    "base_fingerprint": base_fingerprint(base),
-                    "rounds": str(base.stage1.rounds),
-                    "workers": str(args.workers),
-                },
+        for name in names:
+            timing["experiments"][name] = _run_experiment(
+                name, args, base, spec, cells_dir, client, workers
             )
-            print(f"{name}: MLflow run {run_id}")
     timing["wall_s"] = time.perf_counter() - t_all
     (out / f"timing_{args.name}.json").write_text(json.dumps(timing, indent=2) + "\n")
-    print(f"{args.name}: {timing['wall_s']:.0f} s wall on {args.workers} worker(s)")
+    print(f"{args.name}: {timing['wall_s']:.0f} s wall on {workers} worker(s)")
     return 0
+
+
+def _run_experiment(
+    name: str,
+    args: argparse.Namespace,
+    base: ExperimentConfig,
+    spec: DataSpec,
+    cells_dir: Path,
+    client: Client,
+    workers: int,
+) -> dict[str, Any]:
+    """Run one experiment's grid on the cluster, write its outputs, log it; return its timing."""
+    from fedcare_core.experiments.engine import CellOutcome, base_fingerprint
+    from fedcare_grid import run_grid
+    from fedcare_tracking.experiment_log import log_experiment_run, write_outputs
+
+    out = args.out or Path(".experiments") / args.dataset
+    cells = experiment_cells(
+        name,
+        args.seeds,
+        clients=args.clients,
+        counts=args.counts,
+        ratios=args.ratios,
+        algorithms=args.algorithms,
+        variants=args.variants,
+    )
+    t0 = time.perf_counter()
+
+    def say(outcome: CellOutcome, done: int, total: int) -> None:
+        if not args.quiet:
+            print(
+                f"[{name} {done}/{total}] {outcome.cell.key}: {outcome.seconds:.1f} s", flush=True
+            )
+
+    outcomes = run_grid(cells, base, spec, cells_dir, client, on_done=say)
+    outputs = write_outputs(name, cells, cells_dir, out / name, dataset=args.dataset)
+    seconds = time.perf_counter() - t0
+    print(f"{name}: {len(outcomes)} runs in {seconds:.0f} s → {out / name}")
+    if args.mlflow:
+        from fedcare_tracking import store
+
+        store.configure(args.tracking_uri)
+        run_id = log_experiment_run(
+            outputs,
+            dataset=args.dataset,
+            params={
+                "experiment": name,
+                "seeds": str(args.seeds),
+                "cells": str(len(cells)),
+                "base_fingerprint": base_fingerprint(base),
+                "rounds": str(base.stage1.rounds),
+                "workers": str(workers),
+            },
+        )
+        print(f"{name}: MLflow run {run_id}")
+    return {
+        "wall_s": seconds,
+        "cells": len(outcomes),
+        "ran": sum(not o.skipped for o in outcomes),
+        "cpu_s": sum(o.cpu_seconds for o in outcomes),
+    }

@@ -3,10 +3,16 @@
 ``fedcare-comparison`` (Tables III–V, Fig. 3–4), ``fedcare-clients`` (Fig. 5),
 ``fedcare-disparity`` (Fig. 6–7) and ``fedcare-ablation`` (λ* solver, normalisation, QP scope)
 share one body: the raw tables are checked (Great Expectations) before any training, the grid
-runs on the experiment engine (worker processes, FedCARE and FedCARE-B sharing Stage 1,
-resumable per-cell documents), the tables and figures are written, and the experiment is logged
-as one MLflow parent run with a nested run per setting and every table and figure as an
+runs as the ``fedcare-grid`` subflow, the tables and figures are written, and the experiment is
+logged as one MLflow parent run with a nested run per setting and every table and figure as an
 artifact. A failed check or run stops the flow before anything is logged to MLflow.
+
+The grid's jobs are Prefect tasks (``run-job``, one per job: one cell, or FedCARE and FedCARE-B
+sharing Stage 1) on ``prefect-dask``'s ``DaskTaskRunner``: a local cluster of ``workers``
+processes on loopback, or the existing cluster at ``dask_address``. The runner is chosen per flow
+run from those parameters (``grid_flow.with_options(task_runner=...)``), so a deployment run can
+name a cluster. The documents are the CLI's (``fedcare experiment``): the same
+:func:`~fedcare_core.experiments.engine.run_job`, the same per-cell files, resumable.
 """
 
 from __future__ import annotations
@@ -16,24 +22,93 @@ from pathlib import Path
 from typing import Any
 
 from prefect import flow, get_run_logger
+from prefect.futures import as_completed
 from prefect.runtime import flow_run as runtime_flow_run
+from prefect.task_runners import TaskRunner
+from prefect_dask.task_runners import DaskTaskRunner, PrefectDaskFuture
 
 import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
 from data_checks.validate import require_checks_pass
 from fedcare_core import __version__
+from fedcare_core.config import ExperimentConfig
+from fedcare_core.errors import ConfigError
 from fedcare_core.experiments.cells import (
     ABLATIONS,
     CLIENT_COUNTS,
     DISPARITY_RATIOS,
+    Cell,
     experiment_cells,
     grid_base,
 )
-from fedcare_core.experiments.engine import DataSpec, base_fingerprint, cell_store
+from fedcare_core.experiments.engine import (
+    CellOutcome,
+    DataSpec,
+    GridRun,
+    base_fingerprint,
+    cell_store,
+)
+from fedcare_grid import local_cluster_kwargs
 from tasks.data import validate_raw_task
-from tasks.experiments import log_experiment_task, run_grid_task, write_outputs_task
+from tasks.experiments import log_experiment_task, run_job_task, write_outputs_task
 
 #: Default output folder, relative to the flow run's working directory (the project).
 DEFAULT_OUT = ".experiments"
+
+
+# TaskRunner[Any]: prefect-dask 0.3.7 subclasses the bare TaskRunner, whose future type then
+# defaults to PrefectConcurrentFuture, which Flow.with_options' annotation does not accept.
+def grid_task_runner(dask_address: str | None, workers: int | None) -> TaskRunner[Any]:
+    """A grid's ``DaskTaskRunner``: the cluster at ``dask_address``, or a local cluster.
+
+    Parameters
+    ----------
+    dask_address
+        An existing scheduler, e.g. ``tcp://10.0.0.5:8786`` (None: a local cluster).
+    workers
+        Worker processes of the local cluster (None: one per core), on loopback, one thread
+        each (:func:`fedcare_grid.local_cluster_kwargs`).
+
+    Raises
+    ------
+    ConfigError
+        Both given (an existing cluster has its own workers), or ``workers`` below 1.
+    """
+    if dask_address is not None:
+        if workers is not None:
+            raise ConfigError(
+                f"workers sizes the local cluster; the cluster at {dask_address} has its own"
+            )
+        return DaskTaskRunner(address=dask_address)
+    return DaskTaskRunner(cluster_kwargs=local_cluster_kwargs(workers))
+
+
+@flow(name="fedcare-grid", validate_parameters=False, persist_result=False)
+def grid_flow(
+    cells: list[Cell], base: ExperimentConfig, spec: DataSpec, cells_dir: str
+) -> list[CellOutcome]:
+    """Run a grid's unwritten jobs as ``run-job`` tasks on this flow run's (Dask) task runner.
+
+    Jobs are submitted longest first (the scheduler starts them in that order); each cell is
+    logged as it arrives. On the first failure the jobs not yet finished are cancelled and the
+    error is raised; leaving the flow closes a local cluster the runner started.
+    """
+    logger = get_run_logger()
+
+    def say(outcome: CellOutcome, done: int, total: int) -> None:
+        logger.info("%d/%d %s: %.1f s", done, total, outcome.cell.key, outcome.seconds)
+
+    grid = GridRun(cells, cells_dir, say)
+    spec = spec.resolved()
+    futures = [run_job_task.submit(job, base, spec, str(grid.out)) for job in grid.jobs]
+    try:
+        for future in as_completed(futures):
+            grid.record(future.result())
+    except BaseException:
+        for pending in futures:
+            if isinstance(pending, PrefectDaskFuture):
+                pending.wrapped_future.cancel()
+        raise
+    return grid.outcomes()
 
 
 def run_experiment_flow(
@@ -52,6 +127,7 @@ def run_experiment_flow(
     max_patients: int | None = None,
     stage2_epochs: int | None = None,
     workers: int | None = None,
+    dask_address: str | None = None,
     out_dir: str | None = None,
     tracking_uri: str | None = None,
     verify_checksum: bool = True,
@@ -78,8 +154,8 @@ def run_experiment_flow(
     raw = validate_raw_task(dataset, data_dir, out / "validation" / flow_run_id)
     require_checks_pass(raw)
     spec = DataSpec(data_dir or os.environ.get("FEDCARE_DATA_DIR"), verify_checksum)
-    n_workers = workers or os.cpu_count() or 1
-    outcomes = run_grid_task(cells, base, spec, cells_dir, n_workers)
+    runner = grid_task_runner(dask_address, workers)
+    outcomes = grid_flow.with_options(task_runner=runner)(cells, base, spec, str(cells_dir))
     outputs = write_outputs_task(experiment, cells, cells_dir, out / experiment, dataset)
     params = {
         "experiment": experiment,
@@ -88,7 +164,8 @@ def run_experiment_flow(
         "cells": str(len(outcomes)),
         "rounds": str(base.stage1.rounds),
         "base_fingerprint": base_fingerprint(base),
-        "workers": str(n_workers),
+        "workers": str(workers or os.cpu_count() or 1) if dask_address is None else "cluster",
+        "dask_address": dask_address or "local",
     }
     uri, run_id = log_experiment_task(
         outputs,
@@ -120,6 +197,7 @@ def comparison_flow(
     max_patients: int | None = None,
     stage2_epochs: int | None = None,
     workers: int | None = None,
+    dask_address: str | None = None,
     out_dir: str | None = None,
     tracking_uri: str | None = None,
     verify_checksum: bool = True,
@@ -139,6 +217,7 @@ def clients_flow(
     max_patients: int | None = None,
     stage2_epochs: int | None = None,
     workers: int | None = None,
+    dask_address: str | None = None,
     out_dir: str | None = None,
     tracking_uri: str | None = None,
     verify_checksum: bool = True,
@@ -158,6 +237,7 @@ def disparity_flow(
     max_patients: int | None = None,
     stage2_epochs: int | None = None,
     workers: int | None = None,
+    dask_address: str | None = None,
     out_dir: str | None = None,
     tracking_uri: str | None = None,
     verify_checksum: bool = True,
@@ -177,6 +257,7 @@ def ablation_flow(
     max_patients: int | None = None,
     stage2_epochs: int | None = None,
     workers: int | None = None,
+    dask_address: str | None = None,
     out_dir: str | None = None,
     tracking_uri: str | None = None,
     verify_checksum: bool = True,

@@ -1,37 +1,58 @@
-"""Tasks of the experiment flows: run a grid on the engine, write its outputs, log to MLflow."""
+"""Tasks of the experiment flows: run one job of a grid, write the outputs, log to MLflow."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
+from prefect.runtime import task_run as runtime_task_run
 
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.experiments.cells import Cell
-from fedcare_core.experiments.engine import CellOutcome, DataSpec, run_cells
+from fedcare_core.experiments.engine import DataSpec, Job, run_job
 from fedcare_tracking import store
 from fedcare_tracking.experiment_log import ExperimentOutputs, log_experiment_run, write_outputs
-from tasks.common import run_logger
 
 
-@task(name="run-grid", cache_policy=NO_CACHE, persist_result=False)
-def run_grid_task(
-    cells: Sequence[Cell],
-    base: ExperimentConfig,
-    spec: DataSpec,
-    cells_dir: Path,
-    workers: int,
-) -> list[CellOutcome]:
-    """Run every cell on the experiment engine (worker processes; written cells are kept)."""
-    logger = run_logger()
+def _job_run_name() -> str:
+    """A job's task run is named after its cells (``fedcare`` and ``fedcare-b`` for a pair)."""
+    job = runtime_task_run.parameters["job"]
+    return "+".join(cell.key for cell in job.cells)
 
-    def say(outcome: CellOutcome, done: int, total: int) -> None:
-        logger.info("%d/%d %s: %.1f s", done, total, outcome.cell.key, outcome.seconds)
 
-    return run_cells(cells, base, spec, cells_dir, workers=workers, on_done=say)
+# No retries: a job is the maths (a failed run is a result to look at, not an I/O hiccup).
+@task(
+    name="run-job",
+    task_run_name=_job_run_name,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def run_job_task(
+    job: Job, base: ExperimentConfig, spec: DataSpec, out_dir: str
+) -> list[dict[str, Any]]:
+    """One job of a grid on a Dask worker: :func:`~fedcare_core.experiments.engine.run_job`.
+
+    Parameters
+    ----------
+    job
+        One cell, or FedCARE and FedCARE-B cells of one setting (Stage 1 run once).
+    base
+        The configuration every cell starts from.
+    spec
+        Where the dataset is (an absolute path: the worker reads it itself).
+    out_dir
+        The cells' documents folder (absolute, reachable by every worker).
+
+    Returns
+    -------
+    list[dict[str, Any]]
+        ``run_job``'s rows: each cell's key, document path and seconds.
+    """
+    return run_job(job, base, spec, out_dir)
 
 
 @task(name="write-experiment-outputs", cache_policy=NO_CACHE, persist_result=False)

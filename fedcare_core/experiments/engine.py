@@ -1,15 +1,20 @@
-"""Run a grid of cells fast: processes across cores, one data load per process, shared Stage 1.
+"""The pure pieces of the experiment engine: jobs, one job's run, resumable bookkeeping.
 
 The engine changes where and how often work happens, never what a run computes:
 
-- **Processes across cores.** Jobs go to a pool of ``workers`` processes (``spawn``), each
-  with one intra-op thread; the longest jobs are submitted first so the cores finish together.
-- **One data load per process.** A worker loads and checks the dataset once and keeps it for
-  every job it runs; each cell still builds its own federation from its configuration.
+- **Jobs anywhere.** A job (:class:`Job`) is one cell, or FedCARE and FedCARE-B sharing Stage
+  1; :func:`run_job` runs one in whatever process it is called from and writes its documents.
+  Grids run on Dask (:mod:`fedcare_grid`, and the experiment flows on ``prefect-dask``): one
+  worker process per core with one thread each, the longest jobs first so the cores finish
+  together. :func:`run_cells` runs them here, one after another: the reference order, with no
+  cluster. This module imports no scheduler.
+- **One data load per process.** :func:`_dataset` keeps each process's loaded dataset for every
+  job it runs later (a Dask worker is a long-lived process); each cell still builds its own
+  federation from its configuration.
 - **Shared Stage 1.** FedCARE-B is FedCARE's Stage 1 without Stage 2, so a FedCARE and a
   FedCARE-B cell of the same setting run Stage 1 once and both are scored from it.
 - **Resumable.** Each cell's results document is written atomically to ``<out>/<key>.json``;
-  cells whose file exists are not run again.
+  cells whose file exists are not run again (:class:`GridRun`).
 
 Every cell's document equals ``run_experiment``'s for the same configuration apart from
 ``timing`` (tested in ``tests/fedcare_core/experiments/test_engine.py``).
@@ -19,18 +24,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-import multiprocessing
 import os
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.datasets import LoadedDataset, load_dataset
-from fedcare_core.experiments.cells import Cell
+from fedcare_core.experiments.cells import Cell, unique
 from fedcare_core.stage1 import Stage1Result
 
 #: Rough relative cost per algorithm (row passes at K = 10, in millions), for scheduling only.
@@ -60,6 +63,12 @@ class DataSpec:
 
     data_dir: str | None
     verify_checksum: bool = True
+
+    def resolved(self) -> DataSpec:
+        """The spec with an absolute ``data_dir`` (workers resolve a relative one elsewhere)."""
+        if self.data_dir is None:
+            return self
+        return replace(self, data_dir=str(Path(self.data_dir).expanduser().resolve()))
 
 
 @dataclass(frozen=True)
@@ -211,16 +220,93 @@ class _SharedStage1:
 OnDone = Callable[[CellOutcome, int, int], None]
 
 
+class GridRun:
+    """The bookkeeping of one grid run, shared by every executor of its jobs.
+
+    Finds the cells whose documents are already written (skipped: an interrupted grid resumes),
+    plans the rest as jobs (:func:`plan_jobs`, longest first) and records each job's rows as
+    they arrive. The in-process :func:`run_cells` and the Dask layer (:mod:`fedcare_grid`) both
+    drive one, so a grid's outcomes do not depend on where its jobs ran.
+
+    Parameters
+    ----------
+    cells
+        The grid (duplicates by key are run once).
+    out_dir
+        Folder for one ``<key>.json`` per cell (created; made absolute, since workers on other
+        processes or machines resolve a relative path against their own working folder).
+    on_done
+        Called as ``on_done(outcome, done, total)`` after each cell that ran.
+
+    Attributes
+    ----------
+    out
+        The absolute documents folder.
+    cells
+        The unique cells, in the order given.
+    jobs
+        The jobs still to run, longest first.
+    """
+
+    def __init__(
+        self, cells: Sequence[Cell], out_dir: str | Path, on_done: OnDone | None = None
+    ) -> None:
+        self.out = Path(out_dir).resolve()
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.cells = unique(cells)
+        self._by_key = {c.key: c for c in self.cells}
+        self._on_done = on_done
+        self._outcomes: dict[str, CellOutcome] = {}
+        pending: list[Cell] = []
+        for cell in self.cells:
+            path = self.out / f"{cell.key}.json"
+            if path.is_file():
+                self._outcomes[cell.key] = CellOutcome(cell, path, 0.0, skipped=True)
+            else:
+                pending.append(cell)
+        self.jobs = plan_jobs(pending)
+
+    @property
+    def total(self) -> int:
+        """Number of unique cells in the grid."""
+        return len(self.cells)
+
+    def record(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Record one finished job's rows (what :func:`run_job` returns) and report each cell."""
+        for row in rows:
+            outcome = CellOutcome(
+                self._by_key[row["key"]],
+                Path(row["path"]),
+                float(row["seconds"]),
+                float(row.get("cpu_seconds", 0.0)),
+            )
+            self._outcomes[row["key"]] = outcome
+            if self._on_done is not None:
+                self._on_done(outcome, len(self._outcomes), self.total)
+
+    def outcomes(self) -> list[CellOutcome]:
+        """One outcome per unique cell, in the order given (every job must have been recorded).
+
+        Raises
+        ------
+        KeyError
+            A cell whose job was not recorded.
+        """
+        return [self._outcomes[c.key] for c in self.cells]
+
+
 def run_cells(
     cells: Sequence[Cell],
     base: ExperimentConfig,
     spec: DataSpec,
     out_dir: str | Path,
     *,
-    workers: int = 2,
     on_done: OnDone | None = None,
 ) -> list[CellOutcome]:
-    """Run every cell (skipping those already written) and return where each document is.
+    """Run every cell in this process, one job after another (the reference order).
+
+    Grids run on Dask through :func:`fedcare_grid.run_grid`; this sequential path is what its
+    documents are tested against, and needs no cluster.
 
     Parameters
     ----------
@@ -232,8 +318,6 @@ def run_cells(
         Where the dataset is.
     out_dir
         Folder for one ``<key>.json`` per cell (created).
-    workers
-        Processes; 0 runs every job in this process (no pool), the reference order.
     on_done
         Called as ``on_done(outcome, done, total)`` after each cell.
 
@@ -245,53 +329,9 @@ def run_cells(
     Raises
     ------
     Exception
-        The first job's error; the other jobs are cancelled and no document is half-written.
+        The first job's error; no document is half-written.
     """
-    from fedcare_core.experiments.cells import unique
-
-    out = Path(out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    todo = unique(cells)
-    outcomes: dict[str, CellOutcome] = {}
-    pending: list[Cell] = []
-    for cell in todo:
-        path = out / f"{cell.key}.json"
-        if path.is_file():
-            outcomes[cell.key] = CellOutcome(cell, path, 0.0, skipped=True)
-        else:
-            pending.append(cell)
-    total = len(todo)
-    by_key = {c.key: c for c in todo}
-
-    def record(rows: list[dict[str, Any]]) -> None:
-        for row in rows:
-            outcome = CellOutcome(
-                by_key[row["key"]],
-                Path(row["path"]),
-                float(row["seconds"]),
-                float(row.get("cpu_seconds", 0.0)),
-            )
-            outcomes[row["key"]] = outcome
-            if on_done is not None:
-                on_done(outcome, len(outcomes), total)
-
-    jobs = plan_jobs(pending)
-    if workers <= 0:
-        for job in jobs:
-            record(run_job(job, base, spec, str(out)))
-    elif jobs:
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(workers, len(jobs)), mp_context=ctx) as pool:
-            futures: set[Future[list[dict[str, Any]]]] = {
-                pool.submit(run_job, job, base, spec, str(out)) for job in jobs
-            }
-            try:
-                while futures:
-                    done, futures = wait(futures, return_when=FIRST_COMPLETED)
-                    for fut in done:
-                        record(fut.result())
-            except BaseException:
-                for fut in futures:
-                    fut.cancel()
-                raise
-    return [outcomes[c.key] for c in todo]
+    grid = GridRun(cells, out_dir, on_done)
+    for job in grid.jobs:
+        grid.record(run_job(job, base, spec, str(grid.out)))
+    return grid.outcomes()

@@ -5,10 +5,16 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 import fedcare_tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
-from flows.experiment_flows import comparison_flow, disparity_flow
+from fedcare_cli.main import main as fedcare
+from fedcare_core.errors import ConfigError
+from fedcare_core.experiments.cells import experiment_cells
+from fedcare_core.experiments.engine import plan_jobs
+from fedcare_grid import LOOPBACK
+from flows.experiment_flows import comparison_flow, disparity_flow, grid_task_runner
 from tests.tasks.test_data import write_clean_table
 
 TINY = {"seeds": 2, "rounds": 2, "max_patients": 900, "stage2_epochs": 2, "workers": 2}
@@ -85,3 +91,93 @@ def test_a_corrupted_table_stops_the_comparison_before_any_run(
     assert not (tmp_path / "out" / "diabetes130" / "cells").exists()
     assert not (tmp_path / "out" / "diabetes130" / "comparison").exists()
     assert _runs(uri) == []
+
+
+def _grid_task_runs(parent_flow_run_id: object) -> list:
+    """The task runs of the ``fedcare-grid`` subflow of one experiment flow run."""
+    from prefect import get_client
+    from prefect.client.schemas.filters import (
+        FlowRunFilter,
+        FlowRunFilterId,
+        FlowRunFilterParentTaskRunId,
+    )
+
+    def of(flow_run_ids: list) -> FlowRunFilter:
+        return FlowRunFilter(id=FlowRunFilterId(any_=flow_run_ids))
+
+    with get_client(sync_client=True) as client:
+        wrappers = client.read_task_runs(flow_run_filter=of([parent_flow_run_id]))
+        parent_ids = FlowRunFilterParentTaskRunId(any_=[t.id for t in wrappers])
+        (grid,) = client.read_flow_runs(
+            flow_run_filter=FlowRunFilter(parent_task_run_id=parent_ids)
+        )
+        assert grid.name and client.read_flow(grid.flow_id).name == "fedcare-grid"
+        return list(client.read_task_runs(flow_run_filter=of([grid.id])))
+
+
+def _runs_table(path: Path) -> pd.DataFrame:
+    return pd.read_csv(path).drop(columns=["seconds"])
+
+
+@pytest.mark.realdata
+def test_the_comparison_flow_runs_one_dask_task_per_job_and_matches_the_cli(
+    prefect_harness: None, data_dir: Path, tmp_path: Path
+) -> None:
+    methods = ["fedavg", "fedcare-b", "fedcare"]
+    grid = {"seeds": 2, "rounds": 2, "max_patients": 900, "stage2_epochs": 2, "clients": 3}
+    cli_args = [f"--{k.replace('_', '-')}={v}" for k, v in grid.items()]
+    assert (
+        fedcare(
+            [
+                "experiment",
+                "comparison",
+                "--data-dir",
+                str(data_dir),
+                "--workers",
+                "2",
+                "--algorithms",
+                ",".join(methods),
+                "--out",
+                str(tmp_path / "cli" / "diabetes130"),
+                "--quiet",
+                *cli_args,
+            ]
+        )
+        == 0
+    )
+    state = comparison_flow(
+        data_dir=str(data_dir),
+        algorithms=methods,
+        workers=2,
+        out_dir=str(tmp_path / "flow"),
+        tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}",
+        return_state=True,
+        **grid,
+    )
+    result = state.result()
+    assert result["runs"] == 6 and result["ran"] == 6
+    table = "diabetes130/comparison/comparison_runs.csv"
+    flow_runs, cli_runs = (
+        _runs_table(tmp_path / "flow" / table),
+        _runs_table(tmp_path / "cli" / table),
+    )
+    assert len(flow_runs) == 6
+    pd.testing.assert_frame_equal(flow_runs, cli_runs)
+
+    jobs = plan_jobs(experiment_cells("comparison", 2, clients=3, algorithms=methods))
+    task_runs = _grid_task_runs(state.state_details.flow_run_id)
+    assert sorted(t.name for t in task_runs) == sorted(
+        "+".join(c.key for c in job.cells) for job in jobs
+    )
+    assert all(t.state is not None and t.state.is_completed() for t in task_runs)
+
+
+def test_the_grid_task_runner_is_a_loopback_cluster_or_the_named_one() -> None:
+    local = grid_task_runner(None, 3)
+    assert local.cluster_kwargs["n_workers"] == 3  # type: ignore[attr-defined]
+    assert local.cluster_kwargs["host"] == LOOPBACK  # type: ignore[attr-defined]
+    assert local.cluster_kwargs["threads_per_worker"] == 1  # type: ignore[attr-defined]
+    remote = grid_task_runner("tcp://10.0.0.5:8786", None)
+    assert remote.address == "tcp://10.0.0.5:8786"  # type: ignore[attr-defined]
+    with pytest.raises(ConfigError, match="has its own"):
+        grid_task_runner("tcp://10.0.0.5:8786", 2)

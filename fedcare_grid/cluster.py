@@ -1,0 +1,108 @@
+"""Where a grid runs: a local Dask cluster on loopback, or an existing scheduler.
+
+A local cluster is one worker process per core (``processes=True``), one thread each: the
+networks are small, so a second thread in one process gains less than a second process, and a
+process keeps its own loaded dataset (:func:`fedcare_core.experiments.engine._dataset`) for every
+job it runs. Every socket it opens (scheduler, nannies, workers, the scheduler's HTTP server)
+listens on 127.0.0.1 only; a cluster across machines is started by hand (``dask scheduler``,
+``dask worker``, README "Across machines") and named by its address.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from distributed import Client, LocalCluster
+
+from fedcare_core.errors import ConfigError
+
+#: The only interface a local cluster listens on.
+LOOPBACK = "127.0.0.1"
+#: Seconds to wait for an existing scheduler to answer before giving up.
+CONNECT_TIMEOUT_S = 30
+
+
+def local_cluster_kwargs(workers: int | None = None) -> dict[str, Any]:
+    """Keyword arguments of a local ``LocalCluster`` (and ``DaskTaskRunner``'s ``cluster_kwargs``).
+
+    Parameters
+    ----------
+    workers
+        Worker processes (None: one per core).
+
+    Returns
+    -------
+    dict[str, Any]
+        ``n_workers``, one thread per worker, processes, and loopback-only addresses.
+
+    Raises
+    ------
+    ConfigError
+        ``workers`` below 1.
+    """
+    n = workers if workers is not None else (os.cpu_count() or 1)
+    if n < 1:
+        raise ConfigError(f"workers must be ≥ 1, got {n}")
+    return {
+        "n_workers": n,
+        "threads_per_worker": 1,
+        "processes": True,
+        # Scheduler, nannies and workers bind here; a random free port each.
+        "host": LOOPBACK,
+        "scheduler_port": 0,
+        # LocalCluster's default ":8787" binds the scheduler's HTTP server to every interface;
+        # loopback and a free port instead (two grids at once do not collide either).
+        "dashboard_address": f"{LOOPBACK}:0",
+        "worker_dashboard_address": None,
+    }
+
+
+@contextmanager
+def grid_client(address: str | None = None, workers: int | None = None) -> Iterator[Client]:
+    """A Dask client for a grid; a local cluster it starts is closed on leaving.
+
+    Parameters
+    ----------
+    address
+        An existing scheduler, e.g. ``tcp://10.0.0.5:8786`` (None: start a local cluster).
+    workers
+        Worker processes of the local cluster (None: one per core). An existing cluster has
+        its own workers, so giving both is an error.
+
+    Yields
+    ------
+    Client
+        Not set as Dask's default client, so nothing else in the process picks it up.
+
+    Raises
+    ------
+    ConfigError
+        ``address`` and ``workers`` both given, ``workers`` below 1, or no scheduler answering
+        at ``address``.
+    """
+    if address is not None:
+        if workers is not None:
+            raise ConfigError(
+                "workers sizes the local cluster; an existing cluster at "
+                f"{address} runs the grid on its own workers"
+            )
+        try:
+            client = Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
+        except (OSError, TimeoutError) as exc:
+            raise ConfigError(f"no Dask scheduler answers at {address}: {exc}") from exc
+        with client:
+            yield client
+        return
+    kwargs = local_cluster_kwargs(workers)
+    # Leaving the block closes the client, then the cluster: its nannies stop their workers,
+    # so no worker of ours is left running (or writing a cell) after an error or Ctrl-C.
+    with LocalCluster(**kwargs) as cluster, Client(cluster, set_as_default=False) as client:
+        yield client
+
+
+def cluster_workers(client: Client) -> int:
+    """How many worker processes the client's cluster has right now."""
+    return len(client.nthreads())
