@@ -99,8 +99,28 @@ def grid_client(address: str | None = None, workers: int | None = None) -> Itera
     kwargs = local_cluster_kwargs(workers)
     # Leaving the block closes the client, then the cluster: its nannies stop their workers,
     # so no worker of ours is left running (or writing a cell) after an error or Ctrl-C.
-    with LocalCluster(**kwargs) as cluster, Client(cluster, set_as_default=False) as client:
-        yield client
+    before = dict(os.environ)
+    try:
+        with LocalCluster(**kwargs) as cluster:
+            restore_environment(before)
+            with Client(cluster, set_as_default=False) as client:
+                yield client
+    finally:
+        restore_environment(before)
+
+
+def restore_environment(before: dict[str, str]) -> None:
+    """Put this process's environment back as ``before``, after starting a local cluster.
+
+    A nanny running in this process sets its ``pre-spawn-environ`` (``OMP_NUM_THREADS=1`` and
+    the like, meant for its worker) in ``os.environ`` before spawning the worker, so every
+    process this one starts later would inherit it (and a torch started later would run one
+    thread). Called once the workers are up and again when the cluster has closed (a worker
+    the nanny restarted sets them anew).
+    """
+    for key in set(os.environ) - set(before):
+        del os.environ[key]
+    os.environ.update(before)
 
 
 def cluster_workers(client: Client) -> int:

@@ -154,6 +154,20 @@ def test_a_local_cluster_listens_on_loopback_only() -> None:
     assert {addr.ip for addr in listening} == {LOOPBACK}
 
 
+def test_a_local_cluster_leaves_this_processs_environment_as_it_was(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS", "OPENBLAS_NUM_THREADS"):
+        monkeypatch.delenv(name, raising=False)
+    before = dict(os.environ)
+    with grid_client(workers=1) as client:
+        # The worker got the nanny's one-thread settings; this process did not keep them.
+        worker_env = client.run(lambda: os.environ.get("OMP_NUM_THREADS"))
+        assert list(worker_env.values()) == ["1"]
+        assert dict(os.environ) == before
+    assert dict(os.environ) == before
+
+
 def test_options_are_checked(monkeypatch: pytest.MonkeyPatch) -> None:
     with pytest.raises(ConfigError, match="workers must be ≥ 1"):
         local_cluster_kwargs(0)
