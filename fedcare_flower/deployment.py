@@ -47,6 +47,7 @@ from fedcare_core.baselines.features import UnionLayout
 from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.federation import Federation
 from fedcare_core.stage1 import Stage1Result
+from fedcare_core.training import ProgressFn
 from fedcare_flower.client_app import DATA_PATH_KEY
 from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.flwr_internals import fast_paths_enabled
@@ -66,7 +67,6 @@ from fedcare_flower.server_app import PLAN_PATH_KEY
 from fedcare_flower.workspace import (
     FLOWER_ENV,
     FlowerRunError,
-    ProgressFn,
     RoundTimer,
     Workspace,
     child_pythonpath,

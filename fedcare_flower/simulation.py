@@ -39,6 +39,7 @@ from fedcare_core.baselines.features import UnionLayout
 from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.federation import Federation
 from fedcare_core.stage1 import RoundInfo, Stage1Result
+from fedcare_core.training import ProgressFn
 from fedcare_flower.client_app import build_client_app, simulation_locator
 from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.processes import TOKEN_ENV, terminate_marked
@@ -46,7 +47,6 @@ from fedcare_flower.server_app import build_server_app
 from fedcare_flower.workspace import (
     FLOWER_ENV,
     FlowerRunError,
-    ProgressFn,
     RoundTimer,
     Workspace,
     child_pythonpath,

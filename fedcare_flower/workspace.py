@@ -16,7 +16,6 @@ import os
 import shutil
 import tempfile
 import time
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,8 +32,6 @@ from fedcare_flower.run_plan import PLAN_FILE, RunPlan
 
 #: Environment every Flower process of a run gets (no network calls from an offline machine).
 FLOWER_ENV = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1"}
-
-ProgressFn = Callable[[str, int, int], None]
 
 
 class FlowerRunError(FedcareError):
