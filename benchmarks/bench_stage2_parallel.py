@@ -1,18 +1,18 @@
-"""Stage 2 wall time: the flow's parallel step (process pool) vs. clients one after another.
+"""Stage 2 wall time: the flow's parallel step vs. clients one after another.
 
 Builds the Diabetes 130 federation (K clients, seed 0), runs Stage 1 once in process, then
-times Stage 2 of all K clients four ways on the same backbone:
+times Stage 2 of all K clients on the same backbone, each way through the pipeline's executor
+(``personalise_one`` per client):
 
-* ``sequential`` — ``run_stage2_client`` for each client in this process (what ``fedcare run``
-  does);
-* ``process pool, warm`` — the flow's step: ``PrefectExecutor.map`` over Prefect's
-  ``ProcessPoolTaskRunner`` whose workers were started beforehand (the flow starts them during
-  Stage 1);
-* ``process pool, cold`` — the same with the workers' start-up inside the timed step;
+* ``sequential`` — in this process (what ``fedcare run`` does);
+* ``the flow's step`` — ``PrefectExecutor`` with a started ``WorkerPool``: one Prefect task per
+  client on the flow's threads, each computing in a plain ``spawn`` process pool;
+* ``ProcessPoolTaskRunner`` — the tasks mapped over Prefect's process-pool task runner (the
+  flow's step before), its workers started beforehand;
 * ``plain process pool`` — ``concurrent.futures.ProcessPoolExecutor`` (spawn, as many workers as
-  CPUs, started beforehand) without Prefect: separates Prefect's overhead from the machine's;
-* ``thread pool`` — ``ThreadPoolTaskRunner`` with as many threads as CPUs, for comparison (the
-  GIL; and threads share torch's global dropout generator, so its results are not reproducible).
+  CPUs, started beforehand) without Prefect: the machine's own speed-up;
+* ``thread pool`` — Prefect tasks on threads computing in the flow process, for comparison (the
+  GIL; threads share torch's global dropout generator, so its results are not reproducible).
 
 Each parallel result is compared with the sequential one (μ* traces and validation losses).
 Prefect runs against a temporary server (``prefect_test_harness``).
@@ -36,30 +36,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from prefect import flow
 from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
 
-from fedcare_core.algorithms.fedcare import run_stage2_client, stage2_backbone
+from fedcare_core.algorithms.fedcare import stage2_backbone
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config
 from fedcare_core.datasets import load_dataset
+from fedcare_core.executors import InProcess, ProcessPool
 from fedcare_core.runner import configure_torch, personalise_one, prepare_federation
 from fedcare_core.stage1 import run_stage1
 from fedcare_core.training import objective_kinds
-from flows.fedcare_flow import stage2_workers
-from tasks.training import PrefectExecutor, warm_up_task
+from tasks.training import PrefectExecutor, WorkerPool, pool_size
 
 #: What the timed flows work on (module state: flow parameters are sent to the API as JSON).
 STATE: dict[str, Any] = {}
+#: The started WorkerPool.
+WORKERS: dict[str, WorkerPool] = {}
 
 
-def _fine_tune(args: tuple[Any, Any, Any, ExperimentConfig]) -> Any:
-    backbone, client, kinds, config = args
-    configure_torch(config)
-    return run_stage2_client(backbone, client, kinds, config)
-
-
-def plain_pool(executor: Any, kinds: dict[str, str]) -> tuple[float, list[Any]]:
-    """Stage 2 over a started ``ProcessPoolExecutor`` (no Prefect)."""
-    jobs = [(STATE["backbone"], c, kinds, STATE["config"]) for c in STATE["federation"].clients]
+def _stage2(executor: Any) -> tuple[float, list[Any]]:
+    federation, config = STATE["federation"], STATE["config"]
+    shared = (STATE["backbone"], objective_kinds(federation))
     t = time.perf_counter()
-    out = list(executor.map(_fine_tune, jobs))
+    out = executor.map("stage2", personalise_one, federation.clients, "fedcare", shared, config)
     return time.perf_counter() - t, out
 
 
@@ -67,26 +63,26 @@ def _signature(results: list[Any]) -> list[Any]:
     return [(r.client_id, r.mu_trace, r.val_loss, r.steps) for r in results]
 
 
-def _timed_stage2(warm: bool) -> tuple[float, list[Any]]:
-    if warm:
-        for f in [warm_up_task.submit(i) for i in range(stage2_workers())]:
-            f.result()
-    shared = (STATE["backbone"], objective_kinds(STATE["federation"]))
-    t = time.perf_counter()
-    out = PrefectExecutor(parallel=True).map(
-        "stage2", personalise_one, STATE["federation"].clients, "fedcare", shared, STATE["config"]
-    )
-    return time.perf_counter() - t, out
+@flow(name="bench-stage2-start-pool", task_runner=ThreadPoolTaskRunner())  # type: ignore[arg-type]
+def start_pool(workers: int) -> WorkerPool:
+    pool = WorkerPool(workers)
+    pool.ready()
+    return pool
 
 
-@flow(name="bench-stage2-processes", task_runner=ProcessPoolTaskRunner())  # type: ignore[arg-type]
-def processes(warm: bool) -> tuple[float, list[Any]]:
-    return _timed_stage2(warm)
+@flow(name="bench-stage2-flow-step", task_runner=ThreadPoolTaskRunner())  # type: ignore[arg-type]
+def flow_step() -> tuple[float, list[Any]]:
+    return _stage2(PrefectExecutor(WORKERS["pool"].pool))
+
+
+@flow(name="bench-stage2-task-runner", task_runner=ProcessPoolTaskRunner())  # type: ignore[arg-type]
+def task_runner_processes() -> tuple[float, list[Any]]:
+    return _stage2(PrefectExecutor(None, map_over_runner=True))
 
 
 @flow(name="bench-stage2-threads", task_runner=ThreadPoolTaskRunner(max_workers=os.cpu_count()))  # type: ignore[arg-type]
 def threads() -> tuple[float, list[Any]]:
-    return _timed_stage2(False)
+    return _stage2(PrefectExecutor(None, map_over_runner=True))
 
 
 def main() -> None:
@@ -112,7 +108,6 @@ def main() -> None:
     STATE.update(
         backbone=stage2_backbone(stage1, federation, config), federation=federation, config=config
     )
-    kinds = objective_kinds(federation)
 
     rows: dict[str, list[float]] = {}
     reference: list[Any] | None = None
@@ -120,34 +115,36 @@ def main() -> None:
     import multiprocessing
     from concurrent.futures import ProcessPoolExecutor
 
-    executor = ProcessPoolExecutor(
-        stage2_workers(), mp_context=multiprocessing.get_context("spawn")
-    )
-    list(executor.map(abs, range(stage2_workers())))  # start the workers
+    workers = pool_size()
+    executor = ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    list(executor.map(abs, range(workers)))  # start the workers
     with prefect_test_harness(server_startup_timeout=180):
+        WORKERS["pool"] = start_pool(workers)
+        task_runner_processes()  # start the task runner's workers (not timed)
         for _ in range(args.repeats):
-            t = time.perf_counter()
-            seq = [
-                run_stage2_client(STATE["backbone"], c, kinds, config) for c in federation.clients
-            ]
-            rows.setdefault("sequential (in process)", []).append(time.perf_counter() - t)
+            seconds, seq = _stage2(InProcess())
+            rows.setdefault("sequential (in process)", []).append(seconds)
             reference = _signature(seq)
             for name, fn in (
-                ("process pool, warm (the flow)", lambda: processes(True)),
-                ("process pool, cold", lambda: processes(False)),
-                ("plain process pool (no Prefect)", lambda: plain_pool(executor, kinds)),
-                ("thread pool", threads),
+                ("the flow's step (tasks on threads, WorkerPool)", flow_step),
+                ("ProcessPoolTaskRunner (the step before)", task_runner_processes),
+                (
+                    "plain process pool (no Prefect)",
+                    lambda: _stage2(ProcessPool(workers, executor)),
+                ),
+                ("Prefect tasks on threads, no processes", threads),
             ):
                 seconds, results = fn()
                 rows.setdefault(name, []).append(seconds)
                 same[name] = same.get(name, True) and _signature(results) == reference
                 print(f"{name}: {seconds:.1f} s", flush=True)
+        WORKERS["pool"].close()
     executor.shutdown()
     base = min(rows["sequential (in process)"])
     load = os.getloadavg()
     lines = [
         f"Stage 2 of {args.clients} clients (Diabetes 130, seed 0, Stage 1 {args.rounds} rounds), "
-        f"{os.cpu_count()} CPUs, {stage2_workers()} pool workers, best of {args.repeats}; "
+        f"{os.cpu_count()} CPUs, {workers} pool workers, best of {args.repeats}; "
         f"load average at the end {load[0]:.1f} / {load[1]:.1f} / {load[2]:.1f}.",
         "",
         "| mode | wall time (s) | speed-up vs sequential | results equal sequential |",
@@ -164,4 +161,11 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    # Run as the importable module ``bench_stage2_parallel``, not ``__main__``: Prefect's process
+    # pool cloudpickles the flow-run context, and a flow of ``__main__`` would travel by value
+    # with every global it reaches (the whole federation in STATE) to each task, as a flow of the
+    # project's own modules (``flows.fedcare_flow``) never does.
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    import bench_stage2_parallel
+
+    bench_stage2_parallel.main()

@@ -9,17 +9,17 @@ stops the flow with the failed expectations named, the report attached to the Pr
 a failed flow run is ever left ``FINISHED``, except the nested runs of the algorithm × seed
 combinations that completed before the failure.
 
-Stage 2 runs every client at once: the clients are mapped over
-:class:`~prefect.task_runners.ProcessPoolTaskRunner` (one process per core; torch keeps the GIL
-for much of a small network's step, so threads would not run them in parallel). Each client's
-random streams are keyed by the seed and its id, so the results equal ``fedcare run``'s.
+Stage 2 runs every client at once: one ``stage2-client`` task per client, on the flow's
+threads, each computing in a worker process of the flow's :class:`~tasks.training.WorkerPool`
+(one per core, started when the flow starts; torch keeps the GIL for much of a small network's
+step, so threads alone would not run them in parallel). Each client's random streams are keyed
+by the seed and its id, so the results equal ``fedcare run``'s.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-import os
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -28,7 +28,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run as runtime_flow_run
-from prefect.task_runners import ProcessPoolTaskRunner
+from prefect.task_runners import ThreadPoolTaskRunner
 
 import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
 from data_checks.validate import CheckReport, require_checks_pass
@@ -58,7 +58,13 @@ from tasks.tracking import (
     set_tags_task,
     start_parent_run_task,
 )
-from tasks.training import PrefectExecutor, flower_backend, progress_logger, warm_up_task
+from tasks.training import (
+    PrefectExecutor,
+    WorkerPool,
+    flower_backend,
+    pool_size,
+    progress_logger,
+)
 
 #: Flow name (deployments are ``fedcare/<deployment>``).
 FLOW_NAME = "fedcare"
@@ -68,46 +74,15 @@ DEFAULT_REPORTS_DIR = "results/validation"
 _log = logging.getLogger(__name__)
 
 
-def share_api_with_workers() -> None:
-    """Give worker processes this flow run's Prefect API when no ``PREFECT_API_URL`` is set.
+def start_workers(configs: Sequence[ExperimentConfig], parallel: bool) -> WorkerPool | None:
+    """Start the worker processes now, if a per-client phase will use them (None: it won't).
 
-    A flow called as a plain function with no server configured talks to a temporary server
-    Prefect starts in this process; spawned task-runner processes would each start their own
-    (tens of seconds, and their task runs would land elsewhere). Pointing them at the same
-    server keeps one record of the flow run. Under a worker or a test harness the URL is set
-    already and nothing changes.
-    """
-    from prefect.context import FlowRunContext
-    from prefect.settings import get_current_settings
-
-    if get_current_settings().api.url:
-        return
-    ctx = FlowRunContext.get()
-    url = getattr(getattr(ctx, "client", None), "api_url", None)
-    if url:
-        os.environ["PREFECT_API_URL"] = str(url).rstrip("/")
-
-
-def warm_up_workers(configs: Sequence[ExperimentConfig], parallel: bool) -> list[Any]:
-    """Start the process pool's workers now (one warm-up task each), if Stage 2 will use them.
-
-    Returns the futures; their results (process ids) are awaited before Stage 2 is mapped.
+    Their start-up (a new Python importing torch: seconds each) then overlaps the data checks
+    and Stage 1.
     """
     if not parallel or not any(get_algorithm(c.algorithm).personal_phase for c in configs):
-        return []
-    share_api_with_workers()
-    return [warm_up_task.submit(i) for i in range(stage2_workers())]
-
-
-def stage2_workers() -> int:
-    """Processes in the flow's task runner.
-
-    ``PREFECT_TASKS_RUNNER_PROCESS_POOL_MAX_WORKERS`` when set, else the number of CPUs.
-    """
-    from prefect.settings import get_current_settings
-
-    configured = get_current_settings().tasks.runner.process_pool_max_workers
-    return int(configured or os.cpu_count() or 1)
+        return None
+    return WorkerPool(pool_size())
 
 
 def train(
@@ -116,7 +91,7 @@ def train(
     config: ExperimentConfig,
     *,
     backend: str,
-    parallel_stage2: bool,
+    workers: WorkerPool | None,
     partition_s: float,
 ) -> ExperimentResult:
     """Run one configuration through the run pipeline, its phases as this flow's tasks.
@@ -131,9 +106,9 @@ def train(
         The algorithm × seed configuration.
     backend
         Where the federated rounds run (``"local"``, ``"flower-sim"``, ``"flower-deployment"``).
-    parallel_stage2
-        Map the per-client phase (Stage 2, Local's fits) over the flow's process pool (True)
-        or run it in the flow's process, in client order.
+    workers
+        The worker processes the per-client phase (Stage 2, Local's fits) computes in, one
+        task per client; None: in the flow's process, in client order.
     partition_s
         Seconds spent building the federation (reported in the timings).
 
@@ -147,7 +122,7 @@ def train(
         config,
         provenance=DataProvenance.of(loaded.cohort),
         backend=flower_backend(backend),
-        executor=PrefectExecutor(parallel=parallel_stage2),
+        executor=PrefectExecutor(workers.pool if workers is not None else None),
         progress=progress_logger(),
         timing={"partition_s": partition_s},
     )
@@ -211,8 +186,8 @@ def _end_open_mlflow_runs(flow: Any, flow_run: Any, state: Any) -> None:
 
 @flow(
     name=FLOW_NAME,
-    # Prefect types task_runner for its default future type; the process pool's is a subtype.
-    task_runner=ProcessPoolTaskRunner(),  # type: ignore[arg-type]
+    # Per-client tasks wait on threads; they compute in the flow's WorkerPool processes.
+    task_runner=ThreadPoolTaskRunner(),  # type: ignore[arg-type]
     on_crashed=[_end_open_mlflow_runs],
     on_cancellation=[_end_open_mlflow_runs],
     validate_parameters=True,
@@ -290,8 +265,8 @@ def fedcare_pipeline(
     report_root = Path(reports_dir) / (flow_run_id or time.strftime("%Y%m%dT%H%M%S"))
     run = _ParentRun.start(tracking_uri, params)
     runs: list[dict[str, Any]] = []
+    workers = start_workers(configs, parallel_stage2)
     try:
-        warm = warm_up_workers(configs, parallel_stage2)
         raw = validate_raw_task(dataset, data_dir, report_root / "raw")
         run.check(raw, artifact_path="validation/raw", stage="raw tables", key="validation-raw")
         run.step = "loading"
@@ -299,9 +274,8 @@ def fedcare_pipeline(
         set_tags_task(run.uri, run.parent, {"fedcare.dataset_sha256": loaded.cohort.source_sha256})
         run.step = "validation"
         federations = _checked_federations(configs, loaded, run, report_root)
-        pids = sorted({f.result() for f in warm})
-        if pids:
-            get_run_logger().info("Stage 2 worker processes ready: %s", pids)
+        if workers is not None:
+            get_run_logger().info("Stage 2 worker processes ready: %s", workers.ready())
         runs = _train_and_log(
             configs,
             loaded,
@@ -309,12 +283,14 @@ def fedcare_pipeline(
             run,
             raw,
             backend=backend,
-            parallel_stage2=parallel_stage2,
+            workers=workers,
             register_model=register_model,
             out_dir=out_dir,
         )
         run.status = "FINISHED"
     finally:
+        if workers is not None:
+            workers.close()
         run.close()
     return {"tracking_uri": run.uri, "parent_run_id": run.parent, "runs": runs}
 
@@ -400,7 +376,7 @@ def _train_and_log(
     raw: CheckReport,
     *,
     backend: str,
-    parallel_stage2: bool,
+    workers: WorkerPool | None,
     register_model: bool,
     out_dir: str | None,
 ) -> list[dict[str, Any]]:
@@ -414,7 +390,7 @@ def _train_and_log(
             federation,
             config,
             backend=backend,
-            parallel_stage2=parallel_stage2,
+            workers=workers,
             partition_s=seconds,
         )
         run.step = f"tracking {config.algorithm} seed {config.seed}"

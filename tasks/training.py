@@ -1,17 +1,27 @@
-"""Training as Prefect tasks: the run pipeline's phases, each a task on the flow's runner.
+"""Training as Prefect tasks: the run pipeline's phases, each a task of the flow.
 
 The flow does not orchestrate a run itself: it calls :func:`fedcare_core.runner.run_algorithm`
 with a :class:`PrefectExecutor`, which runs each once-per-run phase (the rounds, the
 evaluation) as a task in the flow's process and maps a per-client phase (FedCARE's Stage 2,
-Local's fits) over the flow's task runner, one task per client. So the flow's results equal
-``fedcare run``'s for the same configuration and seed. No retries: a failed computation is a
-bug or bad data, not a glitch.
+Local's fits) as one task per client. So the flow's results equal ``fedcare run``'s for the
+same configuration and seed. No retries: a failed computation is a bug or bad data, not a
+glitch.
+
+A per-client task runs on one of the flow's threads and hands its computation to a plain
+``concurrent.futures`` process pool (:func:`worker_pool`, started when the flow starts): the
+clients run in parallel processes at the speed of a bare process pool, and each still has its
+own task run (state, duration). Mapping the tasks over Prefect's ``ProcessPoolTaskRunner``
+instead costs about 0.25 s per task in Prefect's task engine around the worker (the call and
+the flow-run context cloudpickled and hydrated, states and events forwarded back, the result
+pickled) and 0.4–0.6 s before the first task starts (docs/BENCHMARKS.md, "Parallel Stage 2").
 """
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
 from typing import Any, TypeVar, cast
 
 from prefect import task, unmapped
@@ -72,9 +82,22 @@ def phase_task(fn: Callable[..., Any], args: Sequence[Any]) -> Any:
 
 
 @task(name="client", cache_policy=NO_CACHE, persist_result=False)
-def client_task(fn: Callable[..., Any], item: Any, shared: Sequence[Any]) -> Any:
-    """One client's task of a per-client phase, in whatever worker process runs it."""
-    return fn(item, *shared)
+def client_task(
+    fn: Callable[..., Any], item: Any, shared: Sequence[Any], pool: Executor | None = None
+) -> Any:
+    """One client's task of a per-client phase: ``fn(item, *shared)``, in ``pool`` if given.
+
+    The task itself runs on a thread of the flow process; with a pool it waits for the
+    computation in a worker process (which receives this client's data only).
+    """
+    if pool is None:
+        return fn(item, *shared)
+    return pool.submit(fn, item, *shared).result()
+
+
+def worker_pool(workers: int) -> ProcessPoolExecutor:
+    """The process pool a flow's per-client tasks compute in (``spawn``: fresh interpreters)."""
+    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
 
 
 class PrefectExecutor:
@@ -82,13 +105,18 @@ class PrefectExecutor:
 
     Parameters
     ----------
-    parallel
-        Map a per-client phase over the flow's task runner (True) or run its tasks one after
-        another in the flow's process.
+    pool
+        The worker processes a per-client phase computes in (:func:`worker_pool`), its tasks
+        mapped over the flow's threads; None: the tasks run one after another in the flow's
+        process.
+    map_over_runner
+        Without a pool, map the tasks over the flow's task runner anyway, computing wherever
+        it runs them (for the benchmark of Prefect's own process pool).
     """
 
-    def __init__(self, *, parallel: bool) -> None:
-        self.parallel = parallel
+    def __init__(self, pool: Executor | None = None, *, map_over_runner: bool = False) -> None:
+        self.pool = pool
+        self.map_over_runner = map_over_runner
 
     def run(self, phase: str, fn: Callable[..., T], /, *args: Any) -> T:
         """Run ``fn(*args)`` as the task ``phase``, in the flow's process."""
@@ -105,8 +133,8 @@ class PrefectExecutor:
     ) -> list[T]:
         """One ``<phase>-client`` task per item: ``fn(item, *shared)``, results in item order."""
         named = client_task.with_options(name=f"{phase}-client")
-        if self.parallel:
-            futures = named.map(unmapped(fn), list(items), unmapped(shared))
+        if self.pool is not None or self.map_over_runner:
+            futures = named.map(unmapped(fn), list(items), unmapped(shared), unmapped(self.pool))
             results: list[T] = []
             for i, future in enumerate(futures):
                 results.append(future.result())
@@ -121,15 +149,26 @@ class PrefectExecutor:
         return out
 
 
-@task(name="warm-up-worker", cache_policy=NO_CACHE, persist_result=False)
-def warm_up_task(index: int) -> int:
-    """Import torch and the training code in a fresh worker process; return its process id.
+def warm_up() -> int:
+    """Import torch and the training code in this (worker) process; return its process id."""
+    import fedcare_core.runner
+    import fedcare_core.stage2  # noqa: F401
 
-    Submitted once per worker when the flow starts, so the workers' start-up (a new Python,
-    importing Prefect and torch: seconds each) overlaps Stage 1 instead of delaying Stage 2.
+    return os.getpid()
+
+
+@task(name="warm-up-worker", cache_policy=NO_CACHE, persist_result=False)
+def warm_up_task(pool: Executor, index: int) -> int:
+    """Start one worker of ``pool`` and import the training code in it; its process id.
+
+    Submitted once per worker when the flow starts, so the workers' start-up (a new Python
+    importing torch: seconds each) overlaps the data checks and Stage 1 instead of delaying
+    Stage 2.
 
     Parameters
     ----------
+    pool
+        The flow's :func:`worker_pool`.
     index
         Which worker (for the task-run name only).
 
@@ -138,7 +177,32 @@ def warm_up_task(index: int) -> int:
     int
         The worker's process id.
     """
-    import fedcare_core.runner
-    import fedcare_core.stage2  # noqa: F401
+    return pool.submit(warm_up).result()
 
-    return os.getpid()
+
+class WorkerPool:
+    """The flow's worker processes for per-client tasks, started and warmed when it starts.
+
+    Parameters
+    ----------
+    workers
+        Processes (one per core by default, :func:`pool_size`).
+    """
+
+    def __init__(self, workers: int) -> None:
+        self.pool = worker_pool(workers)
+        self._warm = [warm_up_task.submit(self.pool, i) for i in range(workers)]
+
+    def ready(self) -> list[int]:
+        """Wait until every worker has started; their process ids."""
+        return sorted({f.result() for f in self._warm})
+
+    def close(self) -> None:
+        """Stop the workers (tasks not started are cancelled)."""
+        self.pool.shutdown(wait=True, cancel_futures=True)
+
+
+def pool_size() -> int:
+    """Worker processes of a flow's :class:`WorkerPool`: ``FEDCARE_STAGE2_WORKERS``, else CPUs."""
+    configured = os.environ.get("FEDCARE_STAGE2_WORKERS")
+    return int(configured) if configured else (os.cpu_count() or 1)

@@ -10,7 +10,7 @@ from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stag
 from fedcare_core.errors import ConfigError
 from fedcare_core.results import DataProvenance
 from fedcare_core.runner import prepare_federation, run_algorithm, run_experiment
-from tasks.training import PrefectExecutor, flower_backend, warm_up_task
+from tasks.training import PrefectExecutor, flower_backend, warm_up_task, worker_pool
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 
 
@@ -31,18 +31,21 @@ def test_phases_as_tasks_reproduce_run_experiment(algorithm: str, parallel: bool
     expected = run_experiment(cohort, PARTITION, config).to_dict()
     federation = prepare_federation(cohort, PARTITION, config, None)
 
-    # One thread stands in for the flow's process pool (threads share torch's random state, so
-    # two would not be reproducible; tests/flows runs the real process pool).
-    @flow(task_runner=ThreadPoolTaskRunner(max_workers=1))  # type: ignore[arg-type]
-    def run() -> dict:
+    # As the flow: tasks on two threads, each computing in one of two worker processes.
+    @flow(task_runner=ThreadPoolTaskRunner(max_workers=2))  # type: ignore[arg-type]
+    def run(pool: object) -> dict:
         return run_algorithm(
             federation,
             config,
             provenance=DataProvenance.of(cohort),
-            executor=PrefectExecutor(parallel=parallel),
+            executor=PrefectExecutor(pool),  # type: ignore[arg-type]
         ).to_dict()
 
-    got = run()
+    if parallel:
+        with worker_pool(2) as pool:
+            got = _in_flow(run, pool)
+    else:
+        got = _in_flow(run, None)
     for doc in (expected, got):
         doc.pop("timing")
     assert got == expected
@@ -56,10 +59,17 @@ def test_unknown_backend_and_flower_option_are_config_errors() -> None:
     assert flower_backend("local") is None
 
 
-def test_warm_up_returns_its_process_id() -> None:
+def _in_flow(flow_fn, pool):
+    return flow_fn.with_options(validate_parameters=False)(pool)
+
+
+def test_warm_up_starts_a_worker_and_returns_its_process_id() -> None:
     import os
 
-    assert warm_up_task.fn(0) == os.getpid()
+    with worker_pool(1) as pool:
+        pid = warm_up_task.fn(pool, 0)
+        assert pid != os.getpid()
+        assert pool.submit(os.getpid).result() == pid
 
 
 def test_a_baseline_result_logs_without_models(tmp_path) -> None:
