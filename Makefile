@@ -22,7 +22,7 @@ export MLFLOW_DISABLE_TELEMETRY := true
 export GX_ANALYTICS_ENABLED := false
 
 .PHONY: install run run-direct stack-up stack-down stack-status test lint typecheck unit slow \
-	bench bench-stage2 screenshot clean
+	bench bench-stage2 bench-dask screenshot clean
 
 $(STAMP): pyproject.toml constraints/py311-linux.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -88,6 +88,10 @@ bench: $(STAMP)
 
 bench-stage2: $(STAMP)
 	FEDCARE_DATA_DIR="$(DATA_DIR)" $(BIN)/python benchmarks/bench_stage2_parallel.py
+
+# An experiment grid on a local Dask cluster with one worker, then two (docs/benchmarks/dask_grid.md).
+bench-dask: $(STAMP)
+	FEDCARE_DATA_DIR="$(DATA_DIR)" $(BIN)/python benchmarks/bench_dask_grid.py
 
 # Headless Chromium screenshot of the MLflow UI (needs the stack up and a finished run).
 screenshot: $(STAMP)
