@@ -7,7 +7,7 @@ in-process loop over both. The Flower layer calls the first two from its ClientA
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -89,6 +89,36 @@ class ServerState:
     adam_m: np.ndarray | None = None
     adam_v: np.ndarray | None = None
     step: int = 0
+
+
+@dataclass(frozen=True)
+class Stage1Snapshot:
+    """Everything :func:`run_stage1` carries from one round to the next (a checkpoint's content).
+
+    Every client's random streams are derived from ``(seed, round, client, objective)`` and every
+    client takes part in every round, so the loop keeps no random state across rounds: the server
+    state, the trace and the convergence flag determine the rest of the run.
+
+    Parameters
+    ----------
+    round
+        The last completed round (1-based).
+    state
+        ``w^{round+1}``: parameters, BatchNorm statistics and server optimiser state.
+    rounds
+        The trace of rounds ``1..round``.
+    converged
+        Whether ‖d‖² ≤ ε was reached (the loop stops after this round).
+    """
+
+    round: int
+    state: ServerState
+    rounds: tuple[RoundInfo, ...]
+    converged: bool
+
+
+#: Called with the snapshot after each completed round (e.g. to write a checkpoint).
+RoundCallback = Callable[[Stage1Snapshot], None]
 
 
 @dataclass(frozen=True)
@@ -323,6 +353,8 @@ def run_stage1(
     seed: int,
     *,
     progress: ProgressFn | None = None,
+    start: Stage1Snapshot | None = None,
+    on_round: RoundCallback | None = None,
 ) -> Stage1Result:
     """Run Algorithm 1 in process: every client, every round, until ‖d‖² ≤ ε or T rounds.
 
@@ -336,6 +368,11 @@ def run_stage1(
         Experiment seed (initialisation and every client's random streams).
     progress
         Called as ``progress("stage1", round, T)`` after each round.
+    start
+        Continue after this snapshot's round (a restored checkpoint) instead of from ``w^0``;
+        the result is bit-identical to the uninterrupted loop's.
+    on_round
+        Called with the :class:`Stage1Snapshot` after each round, before ``progress``.
 
     Returns
     -------
@@ -349,7 +386,12 @@ def run_stage1(
     state = ServerState(get_params(model), get_buffers(model))
     rounds: list[RoundInfo] = []
     converged = False
-    for t in range(1, config.rounds + 1):
+    if start is not None:
+        _check_snapshot(start, state, config)
+        state, rounds, converged = start.state, list(start.rounds), start.converged
+    # A converged snapshot ends the loop; otherwise continue with the round after it.
+    last = len(rounds) if converged else config.rounds
+    for t in range(len(rounds) + 1, last + 1):
         updates = [
             client_update(
                 model, state.params, state.buffers, c, kinds, config, seed=seed, round_idx=t
@@ -358,10 +400,12 @@ def run_stage1(
         ]
         state, info = server_step(state, updates, objectives, layout, config, t)
         rounds.append(info)
+        converged = info.d_sq_norm <= config.epsilon
+        if on_round is not None:
+            on_round(Stage1Snapshot(t, state, tuple(rounds), converged))
         if progress is not None:
             progress("stage1", t, config.rounds)
-        if info.d_sq_norm <= config.epsilon:
-            converged = True
+        if converged:
             break
     return Stage1Result(
         params=state.params,
@@ -371,6 +415,22 @@ def run_stage1(
         objectives=objectives,
         layout=layout,
     )
+
+
+def _check_snapshot(snap: Stage1Snapshot, fresh: ServerState, config: Stage1Config) -> None:
+    """Refuse a snapshot that cannot continue this loop (wrong model shape or round count)."""
+    if snap.state.params.shape != fresh.params.shape or (
+        snap.state.buffers.shape != fresh.buffers.shape
+    ):
+        raise ValueError(
+            f"snapshot holds {snap.state.params.size} parameters and {snap.state.buffers.size} "
+            f"buffer values; this model has {fresh.params.size} and {fresh.buffers.size}"
+        )
+    if not 0 <= snap.round <= config.rounds or len(snap.rounds) != snap.round:
+        raise ValueError(
+            f"snapshot of round {snap.round} with {len(snap.rounds)} recorded rounds cannot "
+            f"continue a run of {config.rounds} rounds"
+        )
 
 
 def load_global_model(

@@ -1,0 +1,299 @@
+"""Stage 1 checkpoints: one file per run, written atomically, read back without pickle.
+
+A checkpoint is a :class:`~fedcare_core.stage1.Stage1Snapshot` (what the loop carries from one
+round to the next) as a numpy ``.npz`` archive: the float arrays as they are (``params`` and
+``buffers`` float32, the server Adam moments float64) and everything else as UTF-8 JSON in a
+``meta`` byte array, so :func:`numpy.load` reads it with ``allow_pickle=False``. JSON floats
+are written with ``repr`` and read back to the same bits.
+
+A checkpoint is written to a temporary file in the same folder, flushed to disk (``fsync``) and
+renamed over the previous one (``os.replace``), then the folder is synced: a process killed at
+any moment (SIGKILL included) leaves the previous checkpoint or the new one, never a mixture.
+
+:class:`CheckpointedStage1` is a Stage 1 runner (the :class:`Stage1Runner` protocol the Flower
+backends implement) that runs the in-process loop from the last checkpoint, if any, and writes
+one after every round.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import tempfile
+import zipfile
+from collections.abc import Callable
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fedcare_core.config import ModelConfig, Stage1Config
+from fedcare_core.data.federation import Federation
+from fedcare_core.errors import FedcareError
+from fedcare_core.stage1 import RoundInfo, ServerState, Stage1Result, Stage1Snapshot, run_stage1
+from fedcare_core.training import ProgressFn
+
+#: The ``format`` a checkpoint's metadata names; another value is refused.
+CHECKPOINT_FORMAT = "fedcare-stage1-checkpoint/1"
+#: The arrays a checkpoint may hold (the Adam moments only with the Adam server optimiser).
+ARRAY_KEYS = ("params", "buffers", "adam_m", "adam_v")
+
+
+class CheckpointError(FedcareError):
+    """A checkpoint that cannot be read, or that belongs to another run."""
+
+
+def write_atomic(path: Path, data: bytes) -> None:
+    """Replace ``path`` with ``data`` atomically and durably; the file is owner-only (0600).
+
+    Parameters
+    ----------
+    path
+        The file to write; its folder must exist.
+    data
+        The new contents.
+    """
+    path = Path(path)
+    # mkstemp creates the file with mode 0600, which os.replace keeps.
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+    _fsync_folder(path.parent)
+
+
+def _fsync_folder(folder: Path) -> None:
+    """Make a rename in ``folder`` durable (a no-op where folders cannot be opened)."""
+    try:
+        fd = os.open(folder, os.O_RDONLY)
+    except OSError:  # pragma: no cover - platforms without directory file descriptors
+        return
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _digest(arrays: dict[str, np.ndarray]) -> str:
+    h = hashlib.sha256()
+    for key in sorted(arrays):
+        h.update(key.encode())
+        h.update(str(arrays[key].dtype).encode())
+        h.update(np.ascontiguousarray(arrays[key]).tobytes())
+    return h.hexdigest()
+
+
+def encode_snapshot(snapshot: Stage1Snapshot, fingerprint: str) -> bytes:
+    """A snapshot as the bytes of an ``.npz`` checkpoint.
+
+    Parameters
+    ----------
+    snapshot
+        The loop's state after a round.
+    fingerprint
+        :func:`stage1_fingerprint` of the run, checked again on load.
+
+    Returns
+    -------
+    bytes
+        The archive.
+    """
+    state = snapshot.state
+    arrays = {"params": state.params, "buffers": state.buffers}
+    if state.adam_m is not None and state.adam_v is not None:
+        arrays |= {"adam_m": state.adam_m, "adam_v": state.adam_v}
+    meta = {
+        "format": CHECKPOINT_FORMAT,
+        "fingerprint": fingerprint,
+        "round": snapshot.round,
+        "converged": snapshot.converged,
+        "server_step": state.step,
+        "rounds": [
+            {
+                "round": r.round,
+                "lambdas": r.lambdas,
+                "d_sq_norm": r.d_sq_norm,
+                "losses": r.losses,
+                "participants": list(r.participants),
+                "missing_objectives": list(r.missing_objectives),
+            }
+            for r in snapshot.rounds
+        ],
+        "digest": _digest(arrays),
+    }
+    encoded = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
+    buf = io.BytesIO()
+    payload: dict[str, Any] = arrays | {"meta": encoded}
+    np.savez(buf, **payload)
+    return buf.getvalue()
+
+
+def decode_snapshot(data: bytes, source: str) -> tuple[Stage1Snapshot, str]:
+    """Read an ``.npz`` checkpoint back (no pickle); return the snapshot and its fingerprint.
+
+    Parameters
+    ----------
+    data
+        The archive's bytes.
+    source
+        The file's name, for error messages.
+
+    Raises
+    ------
+    CheckpointError
+        If the archive is truncated, corrupt, of another format, or its arrays fail their digest.
+    """
+    try:
+        with np.load(io.BytesIO(data), allow_pickle=False) as archive:
+            arrays = {k: np.array(archive[k]) for k in ARRAY_KEYS if k in archive.files}
+            meta: dict[str, Any] = json.loads(archive["meta"].tobytes().decode())
+        if meta.get("format") != CHECKPOINT_FORMAT:
+            raise ValueError(f"format {meta.get('format')!r}, expected {CHECKPOINT_FORMAT!r}")
+        if meta["digest"] != _digest(arrays):
+            raise ValueError("its arrays do not match their recorded digest")
+        rounds = tuple(
+            RoundInfo(
+                round=int(r["round"]),
+                lambdas={k: float(v) for k, v in r["lambdas"].items()},
+                d_sq_norm=float(r["d_sq_norm"]),
+                losses={k: float(v) for k, v in r["losses"].items()},
+                participants=tuple(int(p) for p in r["participants"]),
+                missing_objectives=tuple(str(s) for s in r["missing_objectives"]),
+            )
+            for r in meta["rounds"]
+        )
+        state = ServerState(
+            arrays["params"],
+            arrays["buffers"],
+            arrays.get("adam_m"),
+            arrays.get("adam_v"),
+            int(meta["server_step"]),
+        )
+        snapshot = Stage1Snapshot(int(meta["round"]), state, rounds, bool(meta["converged"]))
+        return snapshot, str(meta["fingerprint"])
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError, TypeError) as exc:
+        raise CheckpointError(
+            f"checkpoint {source} is unreadable, truncated or corrupt ({exc}); delete it to "
+            "restart Stage 1 from round 1"
+        ) from None
+
+
+def save_checkpoint(path: Path, snapshot: Stage1Snapshot, fingerprint: str) -> None:
+    """Write ``snapshot`` to ``path`` atomically (:func:`write_atomic`)."""
+    write_atomic(path, encode_snapshot(snapshot, fingerprint))
+
+
+def load_checkpoint(path: Path, fingerprint: str | None = None) -> Stage1Snapshot | None:
+    """The snapshot in ``path``, or None when there is no checkpoint yet.
+
+    Parameters
+    ----------
+    path
+        The checkpoint file.
+    fingerprint
+        When given, the run's :func:`stage1_fingerprint`; a checkpoint of another run is refused.
+
+    Raises
+    ------
+    CheckpointError
+        If the file is unreadable or corrupt, or belongs to another run.
+    """
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    snapshot, recorded = decode_snapshot(data, str(path))
+    if fingerprint is not None and recorded != fingerprint:
+        raise CheckpointError(
+            f"checkpoint {path} belongs to another run (its configuration, seed or data differ)"
+        )
+    return snapshot
+
+
+def stage1_fingerprint(
+    federation: Federation, model_config: ModelConfig, config: Stage1Config, seed: int
+) -> str:
+    """SHA-256 of everything Stage 1's result depends on: settings, seed and training data.
+
+    Parameters
+    ----------
+    federation
+        The clients (their ids, objectives and training arrays are hashed).
+    model_config, config, seed
+        The architecture, Stage 1 settings and seed.
+
+    Returns
+    -------
+    str
+        The hex digest a checkpoint records and a resumed run checks.
+    """
+    settings = {
+        "model": asdict(model_config),
+        "stage1": asdict(config),
+        "seed": seed,
+        "objectives": list(federation.objective_names),
+        "common_width": federation.common_width,
+        "clients": [[c.client_id, list(c.objectives)] for c in federation.clients],
+    }
+    h = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
+    for c in federation.clients:
+        for arr in (c.train.x_common, c.train.y):
+            h.update(str(arr.dtype).encode() + str(arr.shape).encode())
+            h.update(np.ascontiguousarray(arr).tobytes())
+    return h.hexdigest()
+
+
+class CheckpointedStage1:
+    """Stage 1 in process, resumed from ``path`` when it holds a checkpoint, saved every round.
+
+    A :class:`~fedcare_core.algorithms.base.Stage1Runner`: ``run_algorithm(backend=...)`` runs
+    FedCARE's rounds with it exactly as the in-process loop would, bit for bit.
+
+    Parameters
+    ----------
+    path
+        The checkpoint file (created after the first round).
+    say
+        Told, in one line, where the run starts (e.g. printed to stderr).
+    """
+
+    def __init__(self, path: Path, say: Callable[[str], None] | None = None) -> None:
+        self.path = Path(path)
+        self.say = say
+
+    def __call__(
+        self,
+        federation: Federation,
+        model_config: ModelConfig,
+        config: Stage1Config,
+        seed: int,
+        progress: ProgressFn | None,
+        /,
+    ) -> Stage1Result:
+        """Run (or continue) Stage 1, writing a checkpoint after every round."""
+        fingerprint = stage1_fingerprint(federation, model_config, config, seed)
+        start = load_checkpoint(self.path, fingerprint)
+        if self.say is not None and start is not None:
+            nxt = (
+                "Stage 1 done"
+                if start.converged or start.round >= config.rounds
+                else (f"Stage 1 continues at round {start.round + 1} of {config.rounds}")
+            )
+            self.say(f"checkpoint of round {start.round} restored; {nxt}")
+
+        def save(snapshot: Stage1Snapshot) -> None:
+            save_checkpoint(self.path, snapshot, fingerprint)
+
+        return run_stage1(
+            federation, model_config, config, seed, progress=progress, start=start, on_round=save
+        )
