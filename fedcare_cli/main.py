@@ -30,6 +30,7 @@ from fedcare_core.errors import ConfigError, FedcareError
 
 if TYPE_CHECKING:
     from fedcare_core.algorithms.base import Stage1Runner
+    from fedcare_core.run_dir import RunData, RunFolder
 
 EXIT_ERROR = 2
 EXIT_INTERRUPTED = 130
@@ -108,6 +109,23 @@ def _add_run_parser(sub: Any) -> None:
     run.add_argument("--out", type=Path, help="write results JSON here")
     run.add_argument("--no-verify", action="store_true", help="skip the dataset checksum")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
+    keep = run.add_mutually_exclusive_group()
+    keep.add_argument(
+        "--run-dir",
+        type=Path,
+        metavar="DIR",
+        help="keep the run's state in DIR (new or empty; owner-only): config.json, for "
+        "fedcare/fedcare-b a checkpoint after every Stage 1 round, and results.json at the end "
+        "(other algorithms: config and results only; --resume reruns them from the start). "
+        "--backend local only",
+    )
+    keep.add_argument(
+        "--resume",
+        type=Path,
+        metavar="DIR",
+        help="continue the run kept in DIR (by --run-dir) from its last checkpoint, to the "
+        "uninterrupted run's results; takes no other option but --out and --quiet",
+    )
 
 
 def _add_data_parser(sub: Any) -> None:
@@ -221,22 +239,82 @@ def build_stage1_runner(args: argparse.Namespace) -> Stage1Runner | None:
     return make_stage1_runner(args.backend, FlowerConfig(**overrides).validate())
 
 
+#: ``fedcare run`` options that ``--resume`` accepts (the rest come from the run's config.json).
+RESUME_OPTIONS = ("command", "resume", "out", "quiet")
+
+
+def resume_conflicts(args: argparse.Namespace) -> list[str]:
+    """The options given with ``--resume`` that it does not take, as ``--flag`` names."""
+    defaults = vars(_parser().parse_args(["run"]))
+    return [
+        "--" + key.replace("_", "-")
+        for key, value in vars(args).items()
+        if key not in RESUME_OPTIONS and value != defaults.get(key)
+    ]
+
+
+def open_run_folder(args: argparse.Namespace) -> tuple[RunFolder, ExperimentConfig, RunData]:
+    """``--resume DIR``: the run folder, its configuration and its data, or a clear refusal."""
+    from fedcare_core.run_dir import RunFolder
+
+    given = resume_conflicts(args)
+    if given:
+        raise ConfigError(
+            f"--resume takes no other training options (got {', '.join(given)}): the run's "
+            f"settings are in {Path(args.resume) / 'config.json'}"
+        )
+    folder = RunFolder.open(args.resume)
+    config, data = folder.read_config()
+    return folder, config, data
+
+
 def cmd_run(args: argparse.Namespace) -> int:
-    """``fedcare run``."""
+    """``fedcare run`` (with ``--run-dir`` or ``--resume``: a run that survives being killed)."""
     from fedcare_cli.output import ProgressBars, results_table, write_json_atomic
     from fedcare_core.algorithms import backend_refusal
     from fedcare_core.datasets import load_dataset
+    from fedcare_core.run_dir import RunData, RunFolder
     from fedcare_core.runner import run_experiment
 
-    config = build_config(args)
+    folder: RunFolder | None = None
+    recorded: RunData | None = None
+    if args.resume is not None:
+        folder, config, recorded = open_run_folder(args)
+        if folder.is_complete():
+            print(f"fedcare: the run in {folder.root} is complete: {folder.results_path}")
+            document = folder.read_results()
+            if args.out is not None:
+                write_json_atomic(args.out, document)
+            print(results_table(document))
+            return 0
+        data_dir, verify = recorded.path, recorded.verify_checksum
+    else:
+        config = build_config(args)
+        data_dir, verify = args.data_dir, not args.no_verify
+    if args.run_dir is not None and args.backend != "local":
+        raise ConfigError(
+            "--run-dir checkpoints Stage 1 in process only (--backend local): the Flower "
+            "backends are not checkpointed yet"
+        )
     # Before loading data: PAFNet and the bounds run in process only (the message says why).
     refusal = backend_refusal(config.algorithm, args.backend)
     if refusal is not None:
         raise ConfigError(refusal)
     stage1_runner = build_stage1_runner(args)
+    if args.run_dir is not None:
+        folder = RunFolder.create(args.run_dir)
     if not args.quiet:
         print(f"Loading {config.data.dataset} …", file=sys.stderr)
-    loaded = load_dataset(config.data, args.data_dir, verify_checksum=not args.no_verify)
+    loaded = load_dataset(config.data, data_dir, verify_checksum=verify)
+    if folder is not None:
+        if recorded is not None:
+            folder.check_data(recorded, loaded.cohort.source_sha256)
+        else:
+            source = str(Path(loaded.source).resolve())
+            folder.write_config(config, RunData(source, verify, loaded.cohort.source_sha256))
+        stage1_runner = folder.stage1_runner(
+            config.algorithm, lambda line: print(f"fedcare: resume: {line}", file=sys.stderr)
+        )
     bars = ProgressBars(enabled=not args.quiet)
     try:
         result = run_experiment(
@@ -255,6 +333,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     document["stage1"]["backend"] = args.backend
     for note in result.stage1.notes:
         print(f"fedcare: stage 1: {note}", file=sys.stderr)
+    if folder is not None:
+        folder.write_results(document)
     if args.out is not None:
         write_json_atomic(args.out, document)
     print(results_table(document))
