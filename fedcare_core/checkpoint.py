@@ -282,6 +282,9 @@ class CheckpointedStage1:
     ) -> Stage1Result:
         """Run (or continue) Stage 1, writing a checkpoint after every round."""
         fingerprint = stage1_fingerprint(federation, model_config, config, seed)
+        # A process killed while writing leaves its temporary file (never the checkpoint).
+        for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):
+            stale.unlink(missing_ok=True)
         start = load_checkpoint(self.path, fingerprint)
         if self.say is not None and start is not None:
             nxt = (

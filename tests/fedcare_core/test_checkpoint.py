@@ -132,6 +132,8 @@ def test_resume_after_a_crash_equals_the_uninterrupted_run(
         with pytest.raises(Crash):
             CheckpointedStage1(path)(fed, ModelConfig(), cfg, 1, None)
     assert load_checkpoint(path).round == crash_round
+    stale = tmp_path / ".stage1.npz.abc123.tmp"  # what a kill mid-write leaves
+    stale.write_bytes(b"half a checkpoint")
     done = []
     said = []
     resumed = CheckpointedStage1(path, said.append)(
@@ -142,6 +144,7 @@ def test_resume_after_a_crash_equals_the_uninterrupted_run(
     assert done == list(range(crash_round + 1, cfg.rounds + 1))
     assert f"round {crash_round + 1} of 5" in said[0]
     assert load_checkpoint(path).round == cfg.rounds
+    assert not stale.exists()
 
 
 def test_a_complete_checkpoint_runs_no_more_rounds(fed, tmp_path):
