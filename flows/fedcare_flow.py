@@ -239,7 +239,7 @@ def fedcare_pipeline(
     parallel_stage2
         Run the per-client phase in parallel processes (False: in process, in client order).
     reports_dir, out_dir
-        Validation reports (a folder per flow run); also write each ``results.json`` here.
+        Validation reports (a folder per flow run); also each ``results.json`` (out_dir).
 
     Returns
     -------
@@ -264,7 +264,6 @@ def fedcare_pipeline(
     flow_run_id = runtime_flow_run.id
     report_root = Path(reports_dir) / (flow_run_id or time.strftime("%Y%m%dT%H%M%S"))
     run = _ParentRun.start(tracking_uri, params)
-    runs: list[dict[str, Any]] = []
     workers = start_workers(configs, parallel_stage2)
     try:
         raw = validate_raw_task(dataset, data_dir, report_root / "raw")
