@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import json
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from tqdm import tqdm
+
+from fedcare_core.checkpoint import write_atomic
+from fedcare_core.results import document_json
 
 STAGE_LABELS = {"stage1": "Stage 1 (federated rounds)", "stage2": "Stage 2 (personalisation)"}
 STAGE_UNITS = {"stage1": "round", "stage2": "client"}
@@ -85,38 +85,7 @@ def results_table(results: dict[str, Any]) -> str:
 
 
 def write_json_atomic(path: Path, document: dict[str, Any]) -> None:
-    """Write ``document`` to ``path`` via a temporary file, so no half-written file remains."""
+    """Write ``document`` to ``path`` atomically (owner-only), so no half-written file remains."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            json.dump(_finite(document), fh, indent=2, allow_nan=False, default=_json_default)
-            fh.write("\n")
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _json_default(obj: object) -> Any:
-    import numpy as np
-
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, tuple):
-        return list(obj)
-    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
-
-
-def _finite(obj: Any) -> Any:
-    """Replace NaN/inf floats by None (JSON has no NaN)."""
-    import math
-
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
-    return obj
+    write_atomic(path, document_json(document).encode())

@@ -6,6 +6,8 @@ A leaf of the run pipeline: the algorithms (:mod:`fedcare_core.algorithms`) and 
 
 from __future__ import annotations
 
+import json
+import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -201,3 +203,41 @@ def assemble_result(
         data_sha256=provenance.sha256,
         notes=list(provenance.notes),
     )
+
+
+def document_json(document: Mapping[str, Any]) -> str:
+    """A results document as JSON text (NaN and infinities as ``null``, numpy scalars as numbers).
+
+    Parameters
+    ----------
+    document
+        :meth:`ExperimentResult.to_dict` (or any JSON-like mapping).
+
+    Returns
+    -------
+    str
+        Indented JSON, ending in a newline.
+    """
+    text = json.dumps(_finite(document), indent=2, allow_nan=False, default=_json_default)
+    return text + "\n"
+
+
+def _json_default(obj: object) -> Any:
+    import numpy as np
+
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, tuple):
+        return list(obj)
+    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
+
+
+def _finite(obj: Any) -> Any:
+    """Replace NaN/inf floats by None (JSON has no NaN)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, Mapping):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj

@@ -14,7 +14,6 @@ complete.
 from __future__ import annotations
 
 import json
-import math
 import os
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -25,6 +24,7 @@ from fedcare_core.algorithms import FEDCARE_ALGORITHMS, validate_config
 from fedcare_core.checkpoint import CheckpointedStage1, write_atomic
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.errors import DataError, FedcareError
+from fedcare_core.results import document_json
 
 #: The ``format`` of ``config.json``; another value is refused.
 RUN_FORMAT = "fedcare-run/1"
@@ -167,8 +167,7 @@ class RunFolder:
 
     def write_results(self, document: dict[str, Any]) -> None:
         """Write the result document (NaN and infinities as null, like ``--out``)."""
-        text = json.dumps(_finite(document), indent=2, allow_nan=False, default=_json_default)
-        write_atomic(self.results_path, (text + "\n").encode())
+        write_atomic(self.results_path, document_json(document).encode())
 
     def read_results(self) -> dict[str, Any]:
         """The result document of a complete run."""
@@ -187,23 +186,3 @@ class RunFolder:
         if algorithm not in FEDCARE_ALGORITHMS:
             return None
         return CheckpointedStage1(self.checkpoint_path, say)
-
-
-def _json_default(obj: object) -> Any:
-    import numpy as np
-
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, tuple):
-        return list(obj)
-    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
-
-
-def _finite(obj: Any) -> Any:
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, dict):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
-    return obj
