@@ -302,8 +302,7 @@ class DeploymentStage1Runner:
         )
         self._wait_for_superlink(sup, link_port)
         if security.node_auth:
-            for cid in range(k):
-                register_node(sup, security.node_keys(cid).public_key, cid)
+            register_nodes(sup, {cid: security.node_keys(cid).public_key for cid in range(k)})
         for cid in range(k):
             self._start_node(ws, sup, security, cid, link_port)
         sup.start(
@@ -449,25 +448,32 @@ class DeploymentStage1Runner:
         self.supervisor.stop_all(order)
 
 
-def register_node(sup: ProcessSupervisor, public_key: Path, client_id: int) -> None:
-    """Register a SuperNode's public key with the run's SuperLink (``flwr supernode register``).
+def register_nodes(sup: ProcessSupervisor, public_keys: dict[int, Path]) -> None:
+    """Register SuperNodes' public keys with the run's SuperLink (``flwr supernode register``).
 
     Flower 1.42's node authentication admits only SuperNodes whose public key the SuperLink's
     Control API was given beforehand; this is the documented CLI for it, over the run's TLS
-    connection (``FLWR_HOME``'s ``config.toml``).
+    connection (``FLWR_HOME``'s ``config.toml``). The K commands run at once (each is mostly an
+    interpreter start); every one must succeed.
     """
-    name = f"register-{client_id}"
-    proc = sup.start(
-        name, [executable("flwr"), "supernode", "register", str(public_key), CONNECTION_NAME]
-    )
-    try:
-        code = proc.wait(timeout=REGISTER_TIMEOUT_S)
-    except subprocess.TimeoutExpired:
-        code = None
-    if code != 0:
-        raise FlowerRunError(
-            f"registering SuperNode {client_id}'s public key failed:\n" + sup.log_tail(name)
+    procs = {
+        cid: sup.start(
+            f"register-{cid}",
+            [executable("flwr"), "supernode", "register", str(key), CONNECTION_NAME],
         )
+        for cid, key in public_keys.items()
+    }
+    deadline = time.monotonic() + REGISTER_TIMEOUT_S
+    for cid, proc in procs.items():
+        try:
+            code: int | None = proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
+        except subprocess.TimeoutExpired:
+            code = None
+        if code != 0:
+            raise FlowerRunError(
+                f"registering SuperNode {cid}'s public key failed:\n"
+                + sup.log_tail(f"register-{cid}")
+            )
 
 
 def describe_processes(token: str) -> str:
