@@ -220,6 +220,7 @@ def test_deployment_sockets_are_loopback(small_cohort, tmp_path):
 @pytest.mark.slow
 def test_simulation_listens_only_on_loopback(small_cohort, tmp_path):
     cfg, fed = _tiny(small_cohort)
+    before = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
     runner = SimulationStage1Runner(FlowerConfig(workdir_parent=str(tmp_path), sim_num_cpus=2))
     seen = []
     runner(fed, cfg.model, cfg.stage1, cfg.seed, lambda *a: seen.append(listening(os.getpid())))
@@ -227,7 +228,7 @@ def test_simulation_listens_only_on_loopback(small_cohort, tmp_path):
     ray_sockets = [s for s in seen[0] if s[0] != os.getpid()]
     assert len(ray_sockets) >= 3, seen[0]  # GCS, raylet, workers at least
     assert outside_loopback(seen[0]) == [], seen[0]
-    assert "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER" not in os.environ  # restored
+    assert os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER") == before  # restored
 
 
 @pytest.mark.slow
@@ -250,3 +251,15 @@ def test_a_tls_deployment_matches_local(small_federation, tmp_path, flower):
     assert ("--enable-supernode-auth" in link) == bool(flower)
     assert sockets and outside_loopback([s for snap in sockets for s in snap]) == []
     _assert_nothing_left(runner, tmp_path)
+
+
+def test_a_ray_that_would_not_bind_to_loopback_is_refused(monkeypatch):
+    import ray.util
+
+    from fedcare_flower.workspace import FlowerRunError
+
+    before = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
+    monkeypatch.setattr(ray.util, "get_node_ip_address", lambda: "192.0.2.2")
+    with pytest.raises(FlowerRunError, match="RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER=0"):
+        SimulationStage1Runner._check_ray()
+    assert os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER") == before  # restored
