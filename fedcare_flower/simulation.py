@@ -30,7 +30,9 @@ import contextlib
 import ipaddress
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import time
 import uuid
 import warnings
@@ -211,6 +213,13 @@ class SimulationStage1Runner:
             if progress is not None:
                 progress("stage1", info.round, rounds)
 
+        # ray.init installs its own SIGTERM handler (sys.exit) in the main thread and never
+        # removes it: put the caller's back afterwards, as for the environment.
+        handlers = (
+            {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+            if threading.current_thread() is threading.main_thread()
+            else {}
+        )
         try:
             # Flower's Ray transport sets a process-wide "once" DeprecationWarning filter when
             # imported, and Ray raises its own: keep both inside the run, restore the caller's.
@@ -227,6 +236,8 @@ class SimulationStage1Runner:
         finally:
             if ray.is_initialized():
                 ray.shutdown()
+            for sig, handler in handlers.items():
+                signal.signal(sig, signal.SIG_DFL if handler is None else handler)
             terminate_marked(self.token, self.flower.shutdown_grace_s, wait_first=True)
             for key, value in saved.items():
                 if value is None:

@@ -221,6 +221,7 @@ def test_deployment_sockets_are_loopback(small_cohort, tmp_path):
 def test_simulation_listens_only_on_loopback(small_cohort, tmp_path):
     cfg, fed = _tiny(small_cohort)
     before = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
+    sigterm = signal.getsignal(signal.SIGTERM)
     runner = SimulationStage1Runner(FlowerConfig(workdir_parent=str(tmp_path), sim_num_cpus=2))
     seen = []
     runner(fed, cfg.model, cfg.stage1, cfg.seed, lambda *a: seen.append(listening(os.getpid())))
@@ -229,6 +230,7 @@ def test_simulation_listens_only_on_loopback(small_cohort, tmp_path):
     assert len(ray_sockets) >= 3, seen[0]  # GCS, raylet, workers at least
     assert outside_loopback(seen[0]) == [], seen[0]
     assert os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER") == before  # restored
+    assert signal.getsignal(signal.SIGTERM) == sigterm  # ray.init's handler removed
 
 
 @pytest.mark.slow
