@@ -102,6 +102,18 @@ def _add_run_parser(sub: Any) -> None:
         "flwr-clientapp interpreter per message) instead of the warm, poll-capped one",
     )
     run.add_argument(
+        "--insecure",
+        action="store_true",
+        help="flower-deployment: plain HTTP between the Flower processes instead of TLS with a "
+        "per-run certificate authority (the default)",
+    )
+    run.add_argument(
+        "--node-auth",
+        action="store_true",
+        help="flower-deployment: SuperNode authentication; the SuperLink admits only nodes "
+        "whose per-run public key was registered with it (needs TLS)",
+    )
+    run.add_argument(
         "--keep-workdir",
         action="store_true",
         help="Flower backends: keep the run folder (logs, per-client data) for debugging",
@@ -236,6 +248,13 @@ def build_stage1_runner(args: argparse.Namespace) -> Stage1Runner | None:
         overrides["startup_timeout_s"] = args.startup_timeout
     if args.stock_supernodes:
         overrides.update(client_exec="subprocess", node_poll_s=None)
+    if args.insecure or args.node_auth:
+        overrides.update(insecure=args.insecure, node_auth=args.node_auth)
+    if args.insecure and args.backend == "flower-deployment":
+        print(
+            "fedcare: warning: --insecure: the Flower processes talk plain HTTP (no TLS)",
+            file=sys.stderr,
+        )
     return make_stage1_runner(args.backend, FlowerConfig(**overrides).validate())
 
 

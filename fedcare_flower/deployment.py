@@ -3,8 +3,11 @@
 The runner (a :data:`fedcare_core.runner.Stage1Runner`) materialises each client's data in its
 own folder, then starts
 
-* one ``flower-superlink`` (insecure HTTP on a free loopback port, runtime dependency
-  installation disabled: the machine may be offline),
+* one ``flower-superlink`` (HTTPS on a free loopback port with a per-run CA and certificate,
+  :mod:`fedcare_flower.tls`; ``FlowerConfig.insecure`` opts out; with
+  ``FlowerConfig.node_auth`` it admits only SuperNodes whose public key was registered, one
+  ``flwr supernode register`` per node; runtime dependency installation disabled: the machine
+  may be offline),
 * one ``flower-supernode`` per client, on its own free loopback port, whose node config names
   only that client's folder (``client-id``, ``data-path``) and nothing else; by default
   (``FlowerConfig.client_exec="warm"``) run through :mod:`fedcare_flower.supernode` (polls
@@ -33,6 +36,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -64,6 +68,7 @@ from fedcare_flower.processes import (
 )
 from fedcare_flower.results import read_error, read_rounds, result_ready
 from fedcare_flower.server_app import PLAN_PATH_KEY
+from fedcare_flower.tls import RunSecurity
 from fedcare_flower.workspace import (
     FLOWER_ENV,
     FlowerRunError,
@@ -87,6 +92,8 @@ RESULT_GRACE_S = 10.0
 #: an HTTP request to the SuperNode: with K SuperExecs, shorter intervals cost more CPU than
 #: they save in latency on two cores (measured in docs/BENCHMARKS.md).
 SUPEREXEC_POLL_S = "0.25"
+#: How long ``flwr supernode register`` may take (an interpreter start and one request).
+REGISTER_TIMEOUT_S = 120.0
 #: Slack added to the round/start-up timeouts before a run without progress counts as stuck.
 STALL_SLACK_S = 60.0
 
@@ -138,16 +145,19 @@ def write_app(ws: Workspace) -> Path:
     return app_dir
 
 
-def write_flwr_home(ws: Workspace, link_port: int) -> Path:
-    """A private ``FLWR_HOME`` whose ``config.toml`` names the run's SuperLink."""
+def write_flwr_home(
+    ws: Workspace, link_port: int, security: dict[str, str | bool] | None = None
+) -> Path:
+    """A private ``FLWR_HOME`` whose ``config.toml`` names the run's SuperLink.
+
+    ``security`` holds the connection's TLS keys (:meth:`RunSecurity.connection`: the run's
+    CA as ``root-certificates``, or ``insecure = true``; None: insecure).
+    """
     home = ws.root / "flwr-home"
     home.mkdir(exist_ok=True)
-    doc = {
-        "superlink": {
-            "default": CONNECTION_NAME,
-            CONNECTION_NAME: {"address": f"{LOOPBACK}:{link_port}", "insecure": True},
-        }
-    }
+    connection: dict[str, str | bool] = {"address": f"{LOOPBACK}:{link_port}"}
+    connection.update(security or {"insecure": True})
+    doc = {"superlink": {"default": CONNECTION_NAME, CONNECTION_NAME: connection}}
     (home / "config.toml").write_text(tomli_w.dumps(doc))
     return home
 
@@ -198,6 +208,7 @@ class DeploymentStage1Runner:
         self.ports: list[int] = []
         self.timing: RoundTimer | None = None
         self.workspace: Workspace | None = None
+        self.security: RunSecurity | None = None
 
     def supernode_name(self, client_id: int) -> str:
         """Process name of client ``client_id``'s SuperNode."""
@@ -269,13 +280,47 @@ class DeploymentStage1Runner:
     def _start(self, ws: Workspace, k: int) -> None:
         link_port = free_port()
         self.ports = [link_port]
+        security = RunSecurity(
+            ws.root / "credentials", insecure=self.flower.insecure, node_auth=self.flower.node_auth
+        )
+        self.security = security
+        sup = ProcessSupervisor(
+            ws.logs_dir, self._env(ws, link_port, security), self.flower.shutdown_grace_s
+        )
+        self.supervisor = sup
+        sup.start(
+            "superlink",
+            [
+                executable("flower-superlink"),
+                *security.superlink_args(),
+                "--host",
+                LOOPBACK,
+                "--port",
+                str(link_port),
+                "--disable-runtime-dependency-installation",
+            ],
+        )
+        self._wait_for_superlink(sup, link_port)
+        if security.node_auth:
+            register_nodes(sup, {cid: security.node_keys(cid).public_key for cid in range(k)})
+        for cid in range(k):
+            self._start_node(ws, sup, security, cid, link_port)
+        sup.start(
+            "flwr-run",
+            [executable("flwr"), "run", str(write_app(ws)), CONNECTION_NAME, "--stream"],
+        )
+        if self.on_started is not None:
+            self.on_started(self)
+
+    def _env(self, ws: Workspace, link_port: int, security: RunSecurity) -> dict[str, str]:
+        """The environment of every process of the run."""
         env = dict(os.environ)
         env.update(FLOWER_ENV)
         env.update(
             {
                 "PYTHONPATH": child_pythonpath(),
                 "PATH": os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
-                "FLWR_HOME": str(write_flwr_home(ws, link_port)),
+                "FLWR_HOME": str(write_flwr_home(ws, link_port, security.connection())),
                 "FLWR_SUPEREXEC_TASK_POLL_INTERVAL": SUPEREXEC_POLL_S,
                 "PYTHONUNBUFFERED": "1",
                 # K ClientApp processes share the machine: one intra-op thread each avoids
@@ -285,20 +330,9 @@ class DeploymentStage1Runner:
             }
         )
         env.pop("RAY_ADDRESS", None)
-        sup = ProcessSupervisor(ws.logs_dir, env, self.flower.shutdown_grace_s)
-        self.supervisor = sup
-        sup.start(
-            "superlink",
-            [
-                executable("flower-superlink"),
-                "--insecure",
-                "--host",
-                LOOPBACK,
-                "--port",
-                str(link_port),
-                "--disable-runtime-dependency-installation",
-            ],
-        )
+        return env
+
+    def _wait_for_superlink(self, sup: ProcessSupervisor, link_port: int) -> None:
         deadline = time.monotonic() + self.flower.process_start_timeout_s
         while not port_open(link_port):
             if not sup.alive("superlink"):
@@ -311,47 +345,46 @@ class DeploymentStage1Runner:
                     f"{self.flower.process_start_timeout_s:g} s"
                 )
             time.sleep(WATCH_INTERVAL_S)
+
+    def _start_node(
+        self, ws: Workspace, sup: ProcessSupervisor, security: RunSecurity, cid: int, link: int
+    ) -> None:
+        """Client ``cid``'s SuperNode (and, warm, its SuperExec) on a free loopback port."""
         warm = self.flower.client_exec == "warm"
-        for cid in range(k):
-            node_port = free_port()
-            self.ports.append(node_port)
-            node_cmd = [
-                *self.supernode_command(),
-                "--insecure",
-                "--superlink",
-                f"{LOOPBACK}:{link_port}",
-                "--host",
-                LOOPBACK,
-                "--port",
-                str(node_port),
-                "--node-config",
-                str(write_node_config(ws, cid)),
-            ]
-            if warm:
-                node_cmd += ["--isolation", "process"]
-            node = sup.start(self.supernode_name(cid), node_cmd)
-            if warm:
-                sup.start(
-                    self.superexec_name(cid),
-                    [
-                        sys.executable,
-                        "-m",
-                        "fedcare_flower.warm_exec",
-                        "--insecure",
-                        "--runtime-api-address",
-                        f"{LOOPBACK}:{node_port}",
-                        "--parent-pid",
-                        str(node.pid),
-                        "--data-path",
-                        str(ws.client_dir(cid)),
-                    ],
-                )
-        sup.start(
-            "flwr-run",
-            [executable("flwr"), "run", str(write_app(ws)), CONNECTION_NAME, "--stream"],
-        )
-        if self.on_started is not None:
-            self.on_started(self)
+        node_port = free_port()
+        self.ports.append(node_port)
+        node_cmd = [
+            *self.supernode_command(),
+            *security.supernode_args(cid),
+            "--superlink",
+            f"{LOOPBACK}:{link}",
+            "--host",
+            LOOPBACK,
+            "--port",
+            str(node_port),
+            *security.runtime_server_args(),
+            "--node-config",
+            str(write_node_config(ws, cid)),
+        ]
+        if warm:
+            node_cmd += ["--isolation", "process"]
+        node = sup.start(self.supernode_name(cid), node_cmd)
+        if warm:
+            sup.start(
+                self.superexec_name(cid),
+                [
+                    sys.executable,
+                    "-m",
+                    "fedcare_flower.warm_exec",
+                    *security.client_args(),
+                    "--runtime-api-address",
+                    f"{LOOPBACK}:{node_port}",
+                    "--parent-pid",
+                    str(node.pid),
+                    "--data-path",
+                    str(ws.client_dir(cid)),
+                ],
+            )
 
     def stall_limits(self) -> tuple[float, float]:
         """Seconds without a finished round before the run counts as stuck.
@@ -413,6 +446,34 @@ class DeploymentStage1Runner:
             order += [self.superexec_name(c) for c in range(k)]
         order += ["flwr-run", "superlink"]
         self.supervisor.stop_all(order)
+
+
+def register_nodes(sup: ProcessSupervisor, public_keys: dict[int, Path]) -> None:
+    """Register SuperNodes' public keys with the run's SuperLink (``flwr supernode register``).
+
+    Flower 1.42's node authentication admits only SuperNodes whose public key the SuperLink's
+    Control API was given beforehand; this is the documented CLI for it, over the run's TLS
+    connection (``FLWR_HOME``'s ``config.toml``). The K commands run at once (each is mostly an
+    interpreter start); every one must succeed.
+    """
+    procs = {
+        cid: sup.start(
+            f"register-{cid}",
+            [executable("flwr"), "supernode", "register", str(key), CONNECTION_NAME],
+        )
+        for cid, key in public_keys.items()
+    }
+    deadline = time.monotonic() + REGISTER_TIMEOUT_S
+    for cid, proc in procs.items():
+        try:
+            code: int | None = proc.wait(timeout=max(deadline - time.monotonic(), 0.1))
+        except subprocess.TimeoutExpired:
+            code = None
+        if code != 0:
+            raise FlowerRunError(
+                f"registering SuperNode {cid}'s public key failed:\n"
+                + sup.log_tail(f"register-{cid}")
+            )
 
 
 def describe_processes(token: str) -> str:

@@ -57,6 +57,12 @@ class FlowerConfig:
         Deployment: cap on the SuperNodes' idle and reply polls (see
         :mod:`fedcare_flower.supernode`; Flower's own loop waits 3 s after every empty pull).
         None: the stock ``flower-supernode``.
+    insecure
+        Deployment: plain HTTP between the processes (the explicit opt-out). By default every
+        connection is TLS with a per-run CA and certificate (:mod:`fedcare_flower.tls`).
+    node_auth
+        Deployment: SuperNode authentication (Flower's node keys): the SuperLink admits only
+        nodes whose per-run public key was registered with it. Needs TLS.
     """
 
     round_timeout_s: float = 600.0
@@ -71,6 +77,8 @@ class FlowerConfig:
     workdir_parent: str | None = None
     client_exec: str = "warm"
     node_poll_s: float | None = 0.5
+    insecure: bool = False
+    node_auth: bool = False
 
     def validate(self) -> FlowerConfig:
         """Raise :class:`ConfigError` on a non-positive time or resource; return ``self``."""
@@ -94,4 +102,6 @@ class FlowerConfig:
             )
         if self.sim_num_cpus is not None and self.sim_num_cpus < 1:
             raise ConfigError(f"sim_num_cpus must be ≥ 1, got {self.sim_num_cpus}")
+        if self.insecure and self.node_auth:
+            raise ConfigError("node_auth needs TLS: it cannot be combined with insecure")
         return self

@@ -26,12 +26,17 @@ Why the deprecated :func:`flwr.simulation.run_simulation`
 
 from __future__ import annotations
 
+import contextlib
+import ipaddress
 import os
 import shutil
+import signal
 import tempfile
+import threading
 import time
 import uuid
 import warnings
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 from fedcare_core import algorithms
@@ -42,7 +47,7 @@ from fedcare_core.stage1 import RoundInfo, Stage1Result
 from fedcare_core.training import ProgressFn
 from fedcare_flower.client_app import build_client_app, simulation_locator
 from fedcare_flower.flower_options import FlowerConfig
-from fedcare_flower.processes import TOKEN_ENV, terminate_marked
+from fedcare_flower.processes import LOOPBACK, TOKEN_ENV, terminate_marked
 from fedcare_flower.server_app import build_server_app
 from fedcare_flower.workspace import (
     FLOWER_ENV,
@@ -55,6 +60,27 @@ from fedcare_flower.workspace import (
     prepare_workspace,
     remove_workspace,
 )
+
+#: Ray's switch for multi-node clusters, off: Ray's node IP is then loopback, and with it every
+#: socket of its processes (GCS, raylet, object manager, workers, agents). Ray on Linux otherwise
+#: resolves even ``_node_ip_address="127.0.0.1"`` to the machine's routable address and binds
+#: its gRPC servers there and on ``::`` (measured with Ray 2.55.1; see docs/DESIGN.md).
+RAY_LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+
+
+@contextlib.contextmanager
+def environment(values: Mapping[str, str]) -> Iterator[None]:
+    """Set ``values`` in ``os.environ`` for the block; restore the previous values."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
 
 
 class SimulationStage1Runner:
@@ -83,10 +109,16 @@ class SimulationStage1Runner:
         self.token = ""
 
     def backend_config(self, ray_dir: str) -> dict[str, Any]:
-        """Flower's backend config: a private local Ray instance with bounded resources."""
+        """Flower's backend config: a private local Ray instance with bounded resources.
+
+        Its node IP is loopback (:data:`RAY_LOOPBACK_ENV` makes Ray resolve
+        ``_node_ip_address`` to it), the dashboard is off and bound to loopback if it were on.
+        """
         return {
             "init_args": {
                 "address": "local",
+                "_node_ip_address": LOOPBACK,
+                "dashboard_host": LOOPBACK,
                 "num_cpus": self.flower.sim_num_cpus or os.cpu_count() or 1,
                 "num_gpus": 0,
                 "include_dashboard": False,
@@ -128,12 +160,22 @@ class SimulationStage1Runner:
 
     @staticmethod
     def _check_ray() -> None:
-        import ray
+        """Refuse an initialised Ray, and a Ray that would not bind to loopback."""
+        with environment(RAY_LOOPBACK_ENV):
+            import ray  # Ray reads RAY_LOOPBACK_ENV when first imported
 
-        if ray.is_initialized():
+            if ray.is_initialized():
+                raise FlowerRunError(
+                    "Ray is already initialised in this process; flower-sim needs a private "
+                    "Ray instance (run it in a fresh process)"
+                )
+            node_ip = ray.util.get_node_ip_address()
+        if not ipaddress.ip_address(node_ip).is_loopback:
             raise FlowerRunError(
-                "Ray is already initialised in this process; flower-sim needs a private "
-                "Ray instance (run it in a fresh process)"
+                f"Ray would listen on {node_ip}, not loopback: it was imported in this process "
+                "before flower-sim could configure it; set "
+                + " ".join(f"{k}={v}" for k, v in RAY_LOOPBACK_ENV.items())
+                + " in the environment (or run flower-sim in a fresh process)"
             )
 
     def _simulate(
@@ -152,9 +194,16 @@ class SimulationStage1Runner:
         ray_dir = tempfile.mkdtemp(prefix="fcray-")  # short: Ray's socket paths are length-limited
         saved = {
             k: os.environ.get(k)
-            for k in (*FLOWER_ENV, "PYTHONPATH", TOKEN_ENV, "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO")
+            for k in (
+                *FLOWER_ENV,
+                *RAY_LOOPBACK_ENV,
+                "PYTHONPATH",
+                TOKEN_ENV,
+                "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO",
+            )
         }
         os.environ.update(FLOWER_ENV)
+        os.environ.update(RAY_LOOPBACK_ENV)  # Ray's own processes read it too
         os.environ["PYTHONPATH"] = child_pythonpath()
         os.environ["RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO"] = "0"  # no GPUs; silences Ray's notice
         # Ray's processes inherit this marker; after shutdown none may be left carrying it.
@@ -164,6 +213,13 @@ class SimulationStage1Runner:
             if progress is not None:
                 progress("stage1", info.round, rounds)
 
+        # ray.init installs its own SIGTERM handler (sys.exit) in the main thread and never
+        # removes it: put the caller's back afterwards, as for the environment.
+        handlers = (
+            {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+            if threading.current_thread() is threading.main_thread()
+            else {}
+        )
         try:
             # Flower's Ray transport sets a process-wide "once" DeprecationWarning filter when
             # imported, and Ray raises its own: keep both inside the run, restore the caller's.
@@ -180,6 +236,8 @@ class SimulationStage1Runner:
         finally:
             if ray.is_initialized():
                 ray.shutdown()
+            for sig, handler in handlers.items():
+                signal.signal(sig, signal.SIG_DFL if handler is None else handler)
             terminate_marked(self.token, self.flower.shutdown_grace_s, wait_first=True)
             for key, value in saved.items():
                 if value is None:

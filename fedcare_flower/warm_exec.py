@@ -8,12 +8,13 @@ removes only that start-up cost:
 
 * the SuperNode runs with ``--isolation process`` (Flower's documented mode for a SuperExec
   that the operator starts), and
-* ``python -m fedcare_flower.warm_exec --runtime-api-address HOST:PORT --insecure`` is that
-  SuperExec: Flower's own SuperExec loop (task acquisition, tokens, heartbeats), with an
-  executor that forks a child per ClientApp task from a process that has already imported
-  ``flwr``, ``torch`` and the FedCARE ClientApp (and, with ``--data-path``, loaded this
-  client's data folder). The child runs Flower's ClientApp process body with the task's token,
-  exactly as ``flwr-clientapp --token`` would, and exits.
+* ``python -m fedcare_flower.warm_exec --runtime-api-address HOST:PORT --root-certificates
+  ca.pem`` (or ``--insecure`` for a plain-HTTP runtime API) is that SuperExec: Flower's own
+  SuperExec loop (task acquisition, tokens, heartbeats), with an executor that forks a child
+  per ClientApp task from a process that has already imported ``flwr``, ``torch`` and the
+  FedCARE ClientApp (and, with ``--data-path``, loaded this client's data folder). The
+  child runs Flower's ClientApp process body with the task's token, exactly as
+  ``flwr-clientapp --token`` would, and exits.
 
 Every Flower internal this needs is in :mod:`fedcare_flower.flwr_internals`. On a flwr version
 it was not verified on, this command warns once and runs Flower's own ``flower-superexec`` with

@@ -52,3 +52,16 @@ def test_unknown_or_invalid_backend_settings_are_rejected(capsys):
 
     with pytest.raises(ConfigError, match="unknown backend"):
         make_stage1_runner("flower-grpc")
+
+
+def test_tls_is_the_default_and_insecure_or_node_auth_are_flags(capsys):
+    dep = build_stage1_runner(_args("--backend", "flower-deployment"))
+    assert (dep.flower.insecure, dep.flower.node_auth) == (False, False)
+    assert capsys.readouterr().err == ""
+    plain = build_stage1_runner(_args("--backend", "flower-deployment", "--insecure"))
+    assert plain.flower.insecure is True
+    assert "--insecure" in capsys.readouterr().err  # one warning line
+    auth = build_stage1_runner(_args("--backend", "flower-deployment", "--node-auth"))
+    assert auth.flower.node_auth is True and auth.flower.insecure is False
+    with pytest.raises(ConfigError, match="TLS"):
+        build_stage1_runner(_args("--backend", "flower-deployment", "--insecure", "--node-auth"))
