@@ -67,3 +67,37 @@ def test_modified_or_missing_files_raise_data_error(federation, tmp_path):
     (folder / META_FILE).write_text(json.dumps(meta))
     with pytest.raises(DataError, match="format version"):
         load_client_data(folder)
+
+
+def test_folder_and_files_are_owner_only_from_creation(federation, tmp_path, monkeypatch):
+    import os
+    import stat
+
+    # A permissive umask: the modes must come from the creation calls, not the caller's umask.
+    old = os.umask(0o002)
+    try:
+        folder = save_client_data(federation.clients[0], tmp_path / "clients" / "c0")
+    finally:
+        os.umask(old)
+    assert stat.S_IMODE(folder.stat().st_mode) == 0o700
+    assert stat.S_IMODE(folder.parent.stat().st_mode) == 0o700
+    for name in (ARRAYS_FILE, META_FILE):
+        assert stat.S_IMODE((folder / name).stat().st_mode) == 0o600
+    assert sorted(p.name for p in folder.iterdir()) == sorted([ARRAYS_FILE, META_FILE])
+
+
+def test_one_file_image_round_trips_and_is_checked(federation, tmp_path):
+    from fedcare_core.data.client_store import client_data_bytes
+
+    client = federation.clients[1]
+    image = tmp_path / "image"
+    image.write_bytes(client_data_bytes(client))
+    _assert_same(client, load_client_data(image))
+    raw = bytearray(image.read_bytes())
+    raw[len(raw) // 3] ^= 0xFF  # a flipped byte inside a member: the zip's CRC-32 catches it
+    image.write_bytes(bytes(raw))
+    with pytest.raises(DataError):
+        load_client_data(image)
+    image.write_bytes(client_data_bytes(client)[:100])
+    with pytest.raises(DataError):
+        load_client_data(image)
