@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 import subprocess
 import time
@@ -31,6 +32,9 @@ WORKER_TIMEOUT_S = 90.0
 #: Seconds a one-shot Prefect CLI call (work pool, deploy) may take.
 CLI_TIMEOUT_S = 300.0
 TOKEN_FILE = "token"
+#: Modes of the state folder (and its sub-folders) and of the token file.
+PRIVATE_DIR_MODE = 0o700
+PRIVATE_FILE_MODE = 0o600
 
 Say = Callable[[str], None]
 
@@ -103,9 +107,31 @@ def _token(config: StackConfig) -> str:
         token = ""
     if not token or not any(alive(read_pid(_pid_file(config, s))) for s in SERVICES):
         token = secrets.token_hex(16)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(token + "\n")
+        private_dir(path.parent)
+        write_private(path, token + "\n")
     return token
+
+
+def private_dir(path: Path) -> Path:
+    """Create ``path`` owner-only (0700); tighten a looser one an older version left."""
+    path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+    if path.stat().st_mode & 0o077:
+        path.chmod(PRIVATE_DIR_MODE)
+    return path
+
+
+def write_private(path: Path, text: str) -> None:
+    """Replace ``path`` by a file created owner-only (0600) from the start.
+
+    Written to a temporary file then renamed, so an older file's looser mode never carries
+    over (``O_CREAT`` keeps an existing file's mode).
+    """
+    tmp = path.with_name(f".{path.name}.tmp")
+    tmp.unlink(missing_ok=True)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
 
 
 def _running(config: StackConfig, name: str) -> int | None:
@@ -213,8 +239,10 @@ def up(config: StackConfig, say: Say = print) -> list[ServiceStatus]:
     StackError
         If a port is taken, or a service does not start or answer in time (with its log).
     """
-    for path in (config.state_dir, config.prefect_home, config.logs_dir, config.mlflow_store):
-        path.mkdir(parents=True, exist_ok=True)
+    # The state folder holds the token, pid files, logs and Prefect's database: owner-only.
+    for path in (config.state_dir, config.prefect_home, config.logs_dir, config.pids_dir):
+        private_dir(path)
+    config.mlflow_store.mkdir(parents=True, exist_ok=True)
     token = _token(config)
     try:
         prefect_pid = _start(config, "prefect-server", token, say)

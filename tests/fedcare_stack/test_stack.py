@@ -84,3 +84,26 @@ def test_a_taken_port_is_refused_with_a_clear_message(tmp_path: Path) -> None:
         with pytest.raises(stack.StackError, match=f"port {port} .* taken by another program"):
             stack.up(config, say=lambda _: None)
     assert all(not s.running for s in stack.status(config))
+
+
+def test_the_token_file_and_state_folder_are_owner_only(tmp_path: Path) -> None:
+    import os
+    import stat as st
+
+    config = StackConfig(state=tmp_path / "s", mlflow_dir=tmp_path / "m")
+    old = os.umask(0o002)  # a permissive umask must not loosen them
+    try:
+        token = stack._token(config)
+    finally:
+        os.umask(old)
+    path = config.state_dir / stack.TOKEN_FILE
+    assert path.read_text().strip() == token
+    assert st.S_IMODE(path.stat().st_mode) == 0o600
+    assert st.S_IMODE(config.state_dir.stat().st_mode) == 0o700
+    # What an older version left world-readable is replaced owner-only.
+    path.chmod(0o644)
+    config.state_dir.chmod(0o755)
+    assert stack._token(config) != token  # no service runs: a fresh token
+    assert st.S_IMODE(path.stat().st_mode) == 0o600
+    assert st.S_IMODE(config.state_dir.stat().st_mode) == 0o700
+    assert sorted(p.name for p in config.state_dir.iterdir()) == [stack.TOKEN_FILE]
