@@ -1,7 +1,8 @@
 """The FedCARE ClientApp: a thin adapter around :func:`fedcare_core.stage1.client_update`.
 
-A client process knows only where its own data folder is (see
-:mod:`fedcare_core.data.client_store`); everything else (objectives, model and Stage 1
+A client process knows only where its own data is (a folder or a one-file image, see
+:mod:`fedcare_core.data.client_store`; in a deployment an anonymous memory file of the runner's,
+:func:`fedcare_flower.workspace.memory_handover`); everything else (objectives, model and Stage 1
 configuration, seed, round, ``w^t``) arrives in the message, so the app holds no state between
 messages and gives the same update whichever process runs it.
 
@@ -66,16 +67,25 @@ def simulation_locator(data_dir: str | Path) -> DataLocator:
     return partial(partition_data_path, str(data_dir))
 
 
+def data_key(path: str | Path) -> str:
+    """The cache key of a data path: absolute, symlinks not followed.
+
+    A memory file's ``/proc/<pid>/fd/<n>`` is a link to a name no file system holds
+    (``/memfd:... (deleted)``): it must be opened as given, never resolved.
+    """
+    return str(Path(path).absolute())
+
+
 def _client(locate: DataLocator, context: Context) -> ClientData:
-    key = str(locate(context).resolve())
+    key = data_key(locate(context))
     if key not in _CACHE:
         _CACHE[key] = load_client_data(key)
     return _CACHE[key]
 
 
 def preload(data_path: str | Path) -> None:
-    """Load a client's data folder into this process's cache (a warm parent before forking)."""
-    key = str(Path(data_path).resolve())
+    """Load a client's data into this process's cache (a warm parent before forking)."""
+    key = data_key(data_path)
     _CACHE[key] = load_client_data(key)
 
 
@@ -102,13 +112,13 @@ def handle_train(locate: DataLocator, msg: Message, context: Context) -> Message
     from fedcare_flower.baselines import baseline_train, is_baseline_message, union_view
 
     if is_baseline_message(msg.content):
-        key = str(locate(context).resolve())
+        key = data_key(locate(context))
         reply = baseline_train(_client(locate, context), key, msg.content)
         return Message(reply, reply_to=msg)
     instr = decode_train_instruction(msg.content)
     client = _client(locate, context)
     if instr.union_layout is not None:
-        client = union_view(client, str(locate(context).resolve()), instr.union_layout)
+        client = union_view(client, data_key(locate(context)), instr.union_layout)
     width = client.train.x_common.shape[1]
     if width != instr.common_width:
         raise ProtocolError(

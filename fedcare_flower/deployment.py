@@ -1,7 +1,9 @@
 """``--backend flower-deployment``: a real Flower federation of separate OS processes on loopback.
 
-The runner (a :data:`fedcare_core.runner.Stage1Runner`) materialises each client's data in its
-own folder, then starts
+The runner (a :data:`fedcare_core.runner.Stage1Runner`) hands each client's data over in an
+anonymous memory file of its own (:func:`fedcare_flower.workspace.memory_handover`: nothing on
+any disk, gone when the runner's process dies; with ``--keep-workdir``, an owner-only folder
+instead), then starts
 
 * one ``flower-superlink`` (HTTPS on a free loopback port with a per-run CA and certificate,
   :mod:`fedcare_flower.tls`; ``FlowerConfig.insecure`` opts out; with
@@ -49,6 +51,7 @@ import tomli_w
 from fedcare_core import algorithms
 from fedcare_core.baselines.features import UnionLayout
 from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
+from fedcare_core.data.client_store import FOLDER_MODE
 from fedcare_core.data.federation import Federation
 from fedcare_core.stage1 import Stage1Result
 from fedcare_core.training import ProgressFn
@@ -79,6 +82,7 @@ from fedcare_flower.workspace import (
     prepare_baseline_workspace,
     prepare_workspace,
     remove_workspace,
+    write_private,
 )
 
 CONNECTION_NAME = "fedcare"
@@ -118,7 +122,7 @@ def stock_if_unverified(flower: FlowerConfig) -> FlowerConfig:
 def write_app(ws: Workspace) -> Path:
     """A one-file Flower App: ``pyproject.toml`` naming this package's ServerApp/ClientApp."""
     app_dir = ws.root / "app"
-    app_dir.mkdir(exist_ok=True)
+    app_dir.mkdir(exist_ok=True, mode=FOLDER_MODE)
     doc: dict[str, Any] = {
         "build-system": {"requires": ["hatchling"], "build-backend": "hatchling.build"},
         "project": {
@@ -141,7 +145,7 @@ def write_app(ws: Workspace) -> Path:
             }
         },
     }
-    (app_dir / "pyproject.toml").write_text(tomli_w.dumps(doc))
+    write_private(app_dir / "pyproject.toml", tomli_w.dumps(doc))
     return app_dir
 
 
@@ -154,21 +158,20 @@ def write_flwr_home(
     CA as ``root-certificates``, or ``insecure = true``; None: insecure).
     """
     home = ws.root / "flwr-home"
-    home.mkdir(exist_ok=True)
+    home.mkdir(exist_ok=True, mode=FOLDER_MODE)
     connection: dict[str, str | bool] = {"address": f"{LOOPBACK}:{link_port}"}
     connection.update(security or {"insecure": True})
     doc = {"superlink": {"default": CONNECTION_NAME, CONNECTION_NAME: connection}}
-    (home / "config.toml").write_text(tomli_w.dumps(doc))
+    write_private(home / "config.toml", tomli_w.dumps(doc))
     return home
 
 
 def write_node_config(ws: Workspace, client_id: int) -> Path:
     """Client ``client_id``'s SuperNode config (a TOML file: paths need no shell quoting)."""
     path = ws.root / "nodes" / f"node-{client_id}.toml"
-    path.parent.mkdir(exist_ok=True)
-    doc = {CLIENT_ID_KEY: client_id, DATA_PATH_KEY: str(ws.client_dir(client_id))}
-    path.write_text(tomli_w.dumps(doc))
-    return path
+    path.parent.mkdir(exist_ok=True, mode=FOLDER_MODE)
+    doc = {CLIENT_ID_KEY: client_id, DATA_PATH_KEY: ws.data_path(client_id)}
+    return write_private(path, tomli_w.dumps(doc))
 
 
 class DeploymentStage1Runner:
@@ -210,6 +213,11 @@ class DeploymentStage1Runner:
         self.workspace: Workspace | None = None
         self.security: RunSecurity | None = None
 
+    @property
+    def in_memory(self) -> bool:
+        """Client data in memory files, not on disk (files only for ``keep_workdir``)."""
+        return not self.flower.keep_workdir
+
     def supernode_name(self, client_id: int) -> str:
         """Process name of client ``client_id``'s SuperNode."""
         return f"supernode-{client_id}"
@@ -235,7 +243,9 @@ class DeploymentStage1Runner:
     ) -> Stage1Result:
         """Start the federation, run Stage 1 on it, tear it down, return the result."""
         timer = RoundTimer(time.time())
-        ws = prepare_workspace(federation, model_config, config, seed, self.flower)
+        ws = prepare_workspace(
+            federation, model_config, config, seed, self.flower, in_memory=self.in_memory
+        )
         return self._run(ws, timer, len(federation.clients), config.rounds, progress)
 
     def run_federated_baseline(
@@ -248,7 +258,9 @@ class DeploymentStage1Runner:
     ) -> Stage1Result:
         """A baseline's rounds (:class:`fedcare_core.algorithms.base.BaselineBackend`)."""
         timer = RoundTimer(time.time())
-        ws = prepare_baseline_workspace(algorithm, federation, layout, config, self.flower)
+        ws = prepare_baseline_workspace(
+            algorithm, federation, layout, config, self.flower, in_memory=self.in_memory
+        )
         k = len(federation.clients)
         return self._run(ws, timer, k, ws.plan.stage1.rounds, progress)
 
@@ -382,7 +394,7 @@ class DeploymentStage1Runner:
                     "--parent-pid",
                     str(node.pid),
                     "--data-path",
-                    str(ws.client_dir(cid)),
+                    ws.data_path(cid),
                 ],
             )
 

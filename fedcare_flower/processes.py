@@ -31,6 +31,9 @@ __all__ = ["LOOPBACK", "free_port", "port_open"]
 
 TOKEN_ENV = "FEDCARE_RUN_TOKEN"
 PR_SET_PDEATHSIG = 1
+#: The started processes' umask: the files they create are owner-only (0600, folders 0700).
+CHILD_UMASK = 0o077
+CHILD_FILE_MODE = 0o600
 
 
 class Terminated(BaseException):
@@ -111,7 +114,10 @@ class ProcessSupervisor:
         """Start ``argv`` as process ``name``."""
         if name in self.procs:
             raise ValueError(f"process {name!r} already started")
-        log = open(self.logs_dir / f"{name}.log", "ab")  # closed in stop_all
+        path = self.logs_dir / f"{name}.log"
+        # Owner-only from creation (0600), like every file of the run folder.
+        flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
+        log = os.fdopen(os.open(path, flags, CHILD_FILE_MODE), "ab")  # closed in stop_all
         self._logs[name] = log
         preexec = self._preexec if threading.get_ident() == self._thread else None
         proc = subprocess.Popen(
@@ -122,6 +128,7 @@ class ProcessSupervisor:
             env=self.env,
             start_new_session=True,
             preexec_fn=preexec,  # only calls prctl: safe after fork
+            umask=CHILD_UMASK,  # what Flower's processes write (state, results) is owner-only
         )
         self.procs[name] = proc
         return proc

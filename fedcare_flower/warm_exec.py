@@ -12,8 +12,9 @@ removes only that start-up cost:
   ca.pem`` (or ``--insecure`` for a plain-HTTP runtime API) is that SuperExec: Flower's own
   SuperExec loop (task acquisition, tokens, heartbeats), with an executor that forks a child
   per ClientApp task from a process that has already imported ``flwr``, ``torch`` and the
-  FedCARE ClientApp (and, with ``--data-path``, loaded this client's data folder). The
-  child runs Flower's ClientApp process body with the task's token, exactly as
+  FedCARE ClientApp (and, with ``--data-path``, loaded this client's data: a folder, or the
+  runner's memory file, :func:`fedcare_flower.workspace.memory_handover`). The child
+  runs Flower's ClientApp process body with the task's token, exactly as
   ``flwr-clientapp --token`` would, and exits.
 
 Every Flower internal this needs is in :mod:`fedcare_flower.flwr_internals`. On a flwr version
@@ -129,7 +130,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--insecure", action="store_true", help="plain HTTP to the SuperNode")
     parser.add_argument("--root-certificates", help="CA bundle for TLS to the SuperNode")
     parser.add_argument("--parent-pid", type=int, help="stop when this process exits")
-    parser.add_argument("--data-path", help="this client's data folder, loaded once up front")
+    parser.add_argument(
+        "--data-path", help="this client's data (folder or memory file), loaded once up front"
+    )
     return parser
 
 

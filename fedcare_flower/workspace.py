@@ -1,28 +1,45 @@
-"""A Flower run's working folder: per-client data folders, the plan, results and logs.
+"""A Flower run's working folder (the plan, results and logs) and its clients' data.
 
-Layout (created private, mode 0700, because ``clients/`` holds patient-level arrays)::
+Layout (every folder created 0700 and every file this process writes 0600)::
 
-    <root>/clients/client-<k>/   one folder per client (fedcare_core.data.client_store)
+    <root>/clients/client-<k>/   one folder per client (fedcare_core.data.client_store),
+                                 only when the data goes through files (see below)
     <root>/plan.json             the server's RunPlan (no client data)
     <root>/result/               what the ServerApp writes (fedcare_flower.results)
     <root>/logs/                 deployment: one log per process
 
-The folder is deleted when the run ends unless :attr:`FlowerConfig.keep_workdir` is set.
+With ``in_memory`` (flower-deployment unless ``--keep-workdir``) no client data is written to
+any file system: each client's data is one anonymous memory file (``memfd_create``, mode
+0600) held open by this process only, and its node is told the path
+``/proc/<this pid>/fd/<n>`` (:attr:`Workspace.data_paths`), which opens it only while this
+process lives. When this process dies, even by SIGKILL, the kernel closes its descriptors and
+the memory is freed: there is no file to leave behind. Otherwise (simulation, kept folders)
+the data goes into ``clients/``.
+
+The folder is deleted when the run ends unless :attr:`FlowerConfig.keep_workdir` is set; a
+kept folder that holds client data says so in one line on stderr.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from fedcare_core.baselines.features import UnionLayout
 from fedcare_core.config import BaselineConfig, ExperimentConfig, ModelConfig, Stage1Config
-from fedcare_core.data.client_store import save_client_data
-from fedcare_core.data.federation import Federation
+from fedcare_core.data.client_store import (
+    FILE_MODE,
+    FOLDER_MODE,
+    client_data_bytes,
+    save_client_data,
+)
+from fedcare_core.data.federation import ClientData, Federation
 from fedcare_core.errors import ConfigError, FedcareError
 from fedcare_core.stage1 import Stage1Result
 from fedcare_flower.client_app import client_folder_name
@@ -44,6 +61,11 @@ class Workspace:
 
     root: Path
     plan: RunPlan
+    #: What each client's node loads, by client id: ``/proc/<pid>/fd/<n>`` of an anonymous
+    #: memory file, or empty when the data is in :meth:`client_dir` folders.
+    data_paths: tuple[str, ...] = ()
+    #: The memory files' descriptors (closed by :func:`remove_workspace`).
+    memory_fds: tuple[int, ...] = ()
 
     @property
     def clients_dir(self) -> Path:
@@ -53,6 +75,17 @@ class Workspace:
     def client_dir(self, client_id: int) -> Path:
         """Client ``client_id``'s data folder."""
         return self.clients_dir / client_folder_name(client_id)
+
+    def data_path(self, client_id: int) -> str:
+        """Where client ``client_id``'s node loads its data (a memory file or its folder)."""
+        if self.data_paths:
+            return self.data_paths[client_id]
+        return str(self.client_dir(client_id))
+
+    @property
+    def holds_client_files(self) -> bool:
+        """Whether client data lies in files under :attr:`root` (not in memory files)."""
+        return self.clients_dir.exists()
 
     @property
     def plan_path(self) -> Path:
@@ -94,10 +127,13 @@ def prepare_workspace(
     baselines: BaselineConfig | None = None,
     union: UnionLayout | None = None,
     threads: int = 1,
+    in_memory: bool = False,
 ) -> Workspace:
-    """Create the working folder: one data folder per client and the server's plan.
+    """Create the working folder and the server's plan, and hand over each client's data.
 
-    Each client's folder holds its own encoded features as prepared. With ``union`` (a
+    Each client's data (its own encoded features as prepared) goes into a folder of its own,
+    or, with ``in_memory`` where the platform has ``memfd_create`` (Linux), into an anonymous
+    memory file of its own that no file system holds (:func:`memory_handover`). With ``union`` (a
     baseline's FullMLP input) the plan carries the union layout, the model's input width is
     the union width, and each client embeds its features itself.
 
@@ -109,11 +145,11 @@ def prepare_workspace(
     ids = [c.client_id for c in federation.clients]
     if ids != list(range(len(ids))):
         raise ConfigError(f"clients must be numbered 0..K-1 in order, got {ids}")
+    # mkdtemp creates the folder 0700 itself; its sub-folders are created 0700 too.
     root = Path(tempfile.mkdtemp(prefix="fedcare-flwr-", dir=flower.workdir_parent))
-    os.chmod(root, 0o700)
     result_dir = root / "result"
-    result_dir.mkdir()
-    (root / "logs").mkdir()
+    result_dir.mkdir(mode=FOLDER_MODE)
+    (root / "logs").mkdir(mode=FOLDER_MODE)
     plan = RunPlan(
         objectives=tuple((o.name, o.kind) for o in federation.objectives),
         common_width=federation.common_width if union is None else union.width,
@@ -133,13 +169,65 @@ def prepare_workspace(
     )
     ws = Workspace(root, plan)
     try:
+        write_private(ws.plan_path, plan.to_json() + "\n")
+        if in_memory and hasattr(os, "memfd_create"):
+            paths, fds = memory_handover(federation.clients)
+            return Workspace(root, plan, paths, fds)
         for client in federation.clients:
             save_client_data(client, ws.client_dir(client.client_id))
-        plan.write(ws.plan_path)
     except BaseException:
         shutil.rmtree(root, ignore_errors=True)
         raise
     return ws
+
+
+def memory_handover(clients: Sequence[ClientData]) -> tuple[tuple[str, ...], tuple[int, ...]]:
+    """Each client's data in an anonymous memory file of its own; the paths that open them.
+
+    The files (``memfd_create``, close-on-exec, mode 0600) have no name in any file system:
+    the only way in is ``/proc/<this pid>/fd/<n>``, for processes of the same user, while
+    this process lives. No child inherits the descriptors; a node process opens the path,
+    reads the data and closes it. When this process exits, however it exits, the kernel
+    closes the descriptors and frees the memory.
+
+    Returns
+    -------
+    tuple
+        The paths (by client id) and the descriptors (closed by :func:`close_memory_files`).
+    """
+    paths: list[str] = []
+    fds: list[int] = []
+    try:
+        for client in clients:
+            fd = os.memfd_create(f"fedcare-client-{client.client_id}", os.MFD_CLOEXEC)
+            fds.append(fd)
+            # A memory file starts 0777 but has no name anyone could open it by before this.
+            os.fchmod(fd, FILE_MODE)
+            data = memoryview(client_data_bytes(client))
+            while data:
+                data = data[os.write(fd, data) :]
+            paths.append(f"/proc/{os.getpid()}/fd/{fd}")
+    except BaseException:
+        close_memory_files(fds)
+        raise
+    return tuple(paths), tuple(fds)
+
+
+def close_memory_files(fds: tuple[int, ...] | list[int]) -> None:
+    """Close memory files of :func:`memory_handover` (their memory is freed with the last)."""
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def write_private(path: Path, text: str) -> Path:
+    """Write ``text`` to a file created owner-only (0600) from the start."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
+    with os.fdopen(fd, "w") as fh:
+        fh.write(text)
+    return path
 
 
 def prepare_baseline_workspace(
@@ -148,6 +236,8 @@ def prepare_baseline_workspace(
     layout: UnionLayout,
     config: ExperimentConfig,
     flower: FlowerConfig,
+    *,
+    in_memory: bool = False,
 ) -> Workspace:
     """The working folder of a baseline's federated rounds (FedAvg, FedProx, FMGDA, FSMGDA).
 
@@ -179,13 +269,24 @@ def prepare_baseline_workspace(
         baselines=config.baselines,
         union=layout,
         threads=config.threads,
+        in_memory=in_memory,
     )
 
 
 def remove_workspace(ws: Workspace, keep: bool) -> None:
-    """Delete the working folder (client data included) unless ``keep``."""
+    """Free the memory files; delete the working folder (client data included) unless ``keep``.
+
+    A kept folder holding client files says so, where, and that it is owner-only, on stderr.
+    """
+    close_memory_files(ws.memory_fds)
     if not keep:
         shutil.rmtree(ws.root, ignore_errors=True)
+    elif ws.holds_client_files:
+        print(
+            f"fedcare: kept {ws.root}: it holds patient-level client data in {ws.clients_dir} "
+            "(owner-only: folders 0700, files 0600); delete it when done",
+            file=sys.stderr,
+        )
 
 
 def collect_result(ws: Workspace, where: str) -> Stage1Result:

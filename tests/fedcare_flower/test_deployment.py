@@ -22,6 +22,7 @@ from fedcare_flower.processes import port_is_free, processes_with_token
 from fedcare_flower.workspace import FlowerRunError
 from tests.fedcare_core.synthetic import PARTITION
 from tests.fedcare_flower.conftest import small_config
+from tests.fedcare_flower.test_workspace import client_files
 
 LAMBDA_TOL = 1e-5
 PARAM_TOL = 1e-4
@@ -45,9 +46,16 @@ def test_deployment_matches_local_and_leaves_nothing_behind(small_federation, tm
     cfg, fed = small_federation
     local = run_stage1(fed, cfg.model, cfg.stage1, cfg.seed)
     seen = []
+    on_disk = []  # client data files found while the rounds run: none (memory files only)
     runner = DeploymentStage1Runner(FlowerConfig(workdir_parent=str(tmp_path), **supernodes))
-    dep = runner(fed, cfg.model, cfg.stage1, cfg.seed, lambda *a: seen.append(a))
+
+    def progress(*a):
+        seen.append(a)
+        on_disk.extend(client_files(tmp_path))
+
+    dep = runner(fed, cfg.model, cfg.stage1, cfg.seed, progress)
     assert seen == [("stage1", t, cfg.stage1.rounds) for t in (1, 2, 3)]
+    assert on_disk == []
     for a, b in zip(local.rounds, dep.rounds, strict=True):
         for s in a.lambdas:
             assert b.lambdas[s] == pytest.approx(a.lambdas[s], abs=LAMBDA_TOL)
@@ -60,6 +68,7 @@ def test_deployment_matches_local_and_leaves_nothing_behind(small_federation, tm
     for k in range(3):
         argv = runner.supervisor.procs[f"supernode-{k}"].args
         assert argv[argv.index("--node-config") + 1].endswith(f"node-{k}.toml")
+        assert runner.workspace.data_path(k).startswith(f"/proc/{os.getpid()}/fd/")
         warm = f"superexec-{k}" in runner.supervisor.procs
         assert warm == (not supernodes)
         assert ("--isolation" in argv) == warm
