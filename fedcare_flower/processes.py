@@ -86,6 +86,21 @@ def _pdeathsig() -> Callable[[], None] | None:
     return preexec
 
 
+def die_with_parent(parent_pid: int, sig: int = signal.SIGKILL) -> None:
+    """Have the kernel send ``sig`` to this process when its parent dies (Linux; else no-op).
+
+    For a process forked, not started through :class:`ProcessSupervisor` (a forked child does
+    not inherit its parent's death signal). If the parent ``parent_pid`` is already gone, the
+    signal is sent at once.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, sig)
+    if os.getppid() != parent_pid:  # died before the prctl took effect
+        os.kill(os.getpid(), sig)
+
+
 class ProcessSupervisor:
     """Starts named processes in their own sessions and guarantees they are gone at the end.
 

@@ -24,7 +24,8 @@ results).
 
 The parent never runs torch code, so no intra-op thread pool exists when it forks. Task types
 other than ClientApp fall back to Flower's subprocess executor. The children watch the parent
-(``--parent-pid``) like any ``flwr-clientapp`` and stop when it dies.
+(``--parent-pid``) like any ``flwr-clientapp``, and the kernel kills them when it dies
+(``PR_SET_PDEATHSIG``), so no task keeps the client's data after the SuperExec is gone.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ from typing import Any
 
 from fedcare_flower import flwr_internals
 from fedcare_flower.flwr_internals import TaskSpec
-from fedcare_flower.processes import executable
+from fedcare_flower.processes import die_with_parent, executable
 
 #: Flower's documented SuperExec command, run instead on an unverified flwr.
 STOCK_SUPEREXEC = "flower-superexec"
@@ -76,8 +77,13 @@ class ForkExecutor:
             return self._fallback.launch(spec)
         sys.stdout.flush()
         sys.stderr.flush()
+        parent = os.getpid()
         pid = os.fork()
         if pid == 0:  # pragma: no cover - runs in the child, which leaves through os._exit
+            # A task outliving this process would keep the client's data and its sockets:
+            # Flower's own parent watch asks it to stop gracefully, which a task blocked on
+            # a dead SuperNode may never do (seen after a SIGKILL of the runner).
+            die_with_parent(parent)
             os._exit(run_task(spec))
         self.children.add(pid)
         return flwr_internals.launch_accepted()
