@@ -1,7 +1,8 @@
 """SIGKILL of ``fedcare run --backend flower-deployment`` mid-run leaves no client data behind.
 
 The real CLI runs a small Diabetes 130 federation; once round 1 has finished (so every node has
-loaded its client's data), the ``fedcare`` process is killed with SIGKILL: no handler, no
+loaded its client's data; with ``--stock-supernodes`` every ClientApp reads it anew), the
+``fedcare`` process is killed with SIGKILL: no handler, no
 ``finally``, no teardown. Afterwards no client data file may exist anywhere under the run
 folder's parent, and within a few seconds no process of the run (SuperLink, SuperNodes, warm
 SuperExecs, ClientApps) may be left: they die with their parent
@@ -38,7 +39,8 @@ def _rounds_done(parent: Path) -> int:
     return sum(len(p.read_text().splitlines()) for p in logs)
 
 
-def test_sigkill_mid_run_leaves_no_client_data_and_no_process(data_dir, tmp_path):
+@pytest.mark.parametrize("supernodes", [[], ["--stock-supernodes"]], ids=["warm", "stock"])
+def test_sigkill_mid_run_leaves_no_client_data_and_no_process(data_dir, tmp_path, supernodes):
     mark = uuid.uuid4().hex
     path = os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])
     # TMPDIR: the run folder (/tmp/fedcare-flwr-*) is created under tmp_path.
@@ -46,7 +48,7 @@ def test_sigkill_mid_run_leaves_no_client_data_and_no_process(data_dir, tmp_path
     argv = [sys.executable, "-m", "fedcare_cli", "run", "--dataset", "diabetes130"]
     argv += ["--data-dir", str(data_dir), "--max-patients", "3000", "--clients", "3"]
     argv += ["--rounds", "50", "--stage2-epochs", "1", "--quiet"]
-    argv += ["--backend", "flower-deployment"]
+    argv += ["--backend", "flower-deployment", *supernodes]
     cli = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + START_S
