@@ -124,3 +124,31 @@ def test_a_sigkilled_holder_leaves_no_client_data(tmp_path):
     time.sleep(0.1)
     assert not any(os.path.exists(p) for p in paths)
     assert client_files(tmp_path) == []
+
+
+def test_a_kept_deployment_folder_is_owner_only_and_says_so(small_cohort, tmp_path, capsys):
+    from fedcare_core.runner import prepare_federation
+    from fedcare_flower.deployment import DeploymentStage1Runner
+    from tests.fedcare_core.synthetic import PARTITION
+    from tests.fedcare_flower.conftest import small_config
+
+    cfg = small_config(rounds=1)
+    fed = prepare_federation(small_cohort, PARTITION, cfg, None)
+    flower = FlowerConfig(workdir_parent=str(tmp_path), shutdown_grace_s=3.0, keep_workdir=True)
+    runner = DeploymentStage1Runner(
+        flower, on_started=lambda r: os.kill(os.getpid(), signal.SIGINT)
+    )
+    assert not runner.in_memory  # the user asked to keep the files
+    with pytest.raises(KeyboardInterrupt):
+        runner(fed, cfg.model, cfg.stage1, cfg.seed, None)
+    root = runner.workspace.root
+    assert len(client_files(root)) == 2 * len(fed.clients)
+    folders = [p for p in root.rglob("*") if p.is_dir()] + [root]
+    assert {p: _mode(p) for p in folders if _mode(p) != 0o700} == {}
+    # Every file is owner-only, the logs included; only the TLS certificates (public) are not.
+    public = {root / "credentials" / "ca.pem", root / "credentials" / "server.pem"}
+    files = [p for p in root.rglob("*") if p.is_file() and p not in public]
+    assert {p: oct(_mode(p)) for p in files if _mode(p) != 0o600} == {}
+    assert any(p.suffix == ".log" for p in files)
+    err = capsys.readouterr().err
+    assert f"kept {root}: it holds patient-level client data" in err
