@@ -13,7 +13,7 @@ SuperNode's node config key ``data-path``. The simulation builds its own app wit
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import partial
 from pathlib import Path
 
@@ -62,8 +62,19 @@ def client_folder_name(client_id: int) -> str:
     return f"client-{client_id}"
 
 
-def simulation_locator(data_dir: str | Path) -> DataLocator:
-    """A picklable locator for simulated nodes (Ray ships it to its actors)."""
+def memory_data_path(paths: tuple[str, ...], context: Context) -> Path:
+    """Simulation with the memory handover: the partition's ``/proc/<pid>/fd/<n>``."""
+    return Path(paths[int(context.node_config[PARTITION_ID_KEY])])
+
+
+def simulation_locator(data_dir: str | Path, data_paths: Sequence[str] = ()) -> DataLocator:
+    """A picklable locator for simulated nodes (Ray ships it to its actors).
+
+    With ``data_paths`` (the workspace's memory files, by client id) each node reads its
+    client's memory file; otherwise its folder under ``data_dir``.
+    """
+    if data_paths:
+        return partial(memory_data_path, tuple(data_paths))
     return partial(partition_data_path, str(data_dir))
 
 

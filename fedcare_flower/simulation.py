@@ -108,6 +108,11 @@ class SimulationStage1Runner:
         self.timing: RoundTimer | None = None
         self.token = ""
 
+    @property
+    def in_memory(self) -> bool:
+        """Client data in memory files, not on disk (files only for ``keep_workdir``)."""
+        return not self.flower.keep_workdir
+
     def backend_config(self, ray_dir: str) -> dict[str, Any]:
         """Flower's backend config: a private local Ray instance with bounded resources.
 
@@ -140,7 +145,9 @@ class SimulationStage1Runner:
         """Run Stage 1 and return the same :class:`Stage1Result` as the in-process runner."""
         self._check_ray()
         timer = RoundTimer(time.time())
-        ws = prepare_workspace(federation, model_config, config, seed, self.flower)
+        ws = prepare_workspace(
+            federation, model_config, config, seed, self.flower, in_memory=self.in_memory
+        )
         return self._simulate(ws, timer, len(federation.clients), config.rounds, progress)
 
     def run_federated_baseline(
@@ -154,7 +161,9 @@ class SimulationStage1Runner:
         """A baseline's rounds (:class:`fedcare_core.algorithms.base.BaselineBackend`)."""
         self._check_ray()
         timer = RoundTimer(time.time())
-        ws = prepare_baseline_workspace(algorithm, federation, layout, config, self.flower)
+        ws = prepare_baseline_workspace(
+            algorithm, federation, layout, config, self.flower, in_memory=self.in_memory
+        )
         k = len(federation.clients)
         return self._simulate(ws, timer, k, ws.plan.stage1.rounds, progress)
 
@@ -227,7 +236,7 @@ class SimulationStage1Runner:
                 warnings.simplefilter("ignore", DeprecationWarning)
                 run_simulation(
                     server_app=build_server_app(ws.plan_path, on_round),
-                    client_app=build_client_app(simulation_locator(ws.clients_dir)),
+                    client_app=build_client_app(simulation_locator(ws.clients_dir, ws.data_paths)),
                     num_supernodes=num_clients,
                     backend_config=self.backend_config(ray_dir),
                 )
