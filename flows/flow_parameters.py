@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fedcare_core.algorithms import backend_refusal, get_algorithm, validate_config
 from fedcare_core.config import (
@@ -29,7 +29,11 @@ from fedcare_core.config_fields import (
     field_kinds,
     show,
 )
-from fedcare_core.errors import ConfigError
+from fedcare_core.errors import ConfigError, FedcareError
+from fedcare_core.output_paths import check_output_dir
+
+if TYPE_CHECKING:
+    from prefect.states import State
 
 #: Stage 1 backends the flow accepts (as ``fedcare run --backend``).
 BACKENDS = ("local", "flower-sim", "flower-deployment")
@@ -214,6 +218,36 @@ def _check_overrides(overrides: object) -> None:
                 )
         elif key not in TOP_LEVEL_FIELDS:
             raise ConfigError(f"invalid configuration override: unknown key {key!r}")
+
+
+def check_output_dirs(**folders: str | None) -> None:
+    """Check each named output folder (``out_dir="..."``) can be written, before any work.
+
+    Raises
+    ------
+    ConfigError
+        Naming the parameter and the folder.
+    """
+    for name, folder in folders.items():
+        if folder is not None:
+            if not isinstance(folder, str) or not folder:
+                raise ConfigError(f"{name} must be a folder path, got {show(folder)}")
+            check_output_dir(folder, what=name)
+
+
+def expected_failure(exc: FedcareError) -> State:
+    """The flow run's end on an expected error: one log line and a ``Failed`` state.
+
+    Prefect logs an exception escaping a flow with its traceback (``Encountered exception
+    during execution``); an expected error (bad parameters, a failed data check) is a message
+    for the user, not a bug, so the flow logs it in one line and returns this state instead.
+    The exception is the state's data, so a direct call still raises it.
+    """
+    from prefect import get_run_logger
+    from prefect.states import Failed
+
+    get_run_logger().error("%s: %s", type(exc).__name__, exc)
+    return Failed(message=f"{type(exc).__name__}: {exc}", data=exc)
 
 
 def as_tuple(value: str | Sequence[str] | int | Sequence[int]) -> tuple[Any, ...]:
