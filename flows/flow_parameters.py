@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from fedcare_core.algorithms import backend_refusal, get_algorithm, validate_config
 from fedcare_core.config import (
     MAX_SEED,
+    RANGES,
     SECTIONS,
     TOP_LEVEL_FIELDS,
     ExperimentConfig,
@@ -26,6 +27,7 @@ from fedcare_core.config_fields import (
     OPEN_UNIT,
     Range,
     check_value,
+    coerce_section,
     field_kinds,
     show,
 )
@@ -218,6 +220,16 @@ def _check_overrides(overrides: object) -> None:
                 )
         elif key not in TOP_LEVEL_FIELDS:
             raise ConfigError(f"invalid configuration override: unknown key {key!r}")
+    # Every value's type and range, also those an explicit parameter (rounds, ...) replaces.
+    kinds = field_kinds(ExperimentConfig)
+    try:
+        for key, value in overrides.items():
+            if key in SECTIONS:
+                coerce_section(SECTIONS[key], key, value, RANGES[key])
+            else:
+                check_value(key, value, kinds[key], RANGES[""].get(key))
+    except ConfigError as exc:
+        raise ConfigError(f"invalid configuration override: {exc}") from None
 
 
 def check_output_dirs(**folders: str | None) -> None:
