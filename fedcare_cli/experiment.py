@@ -176,8 +176,11 @@ def check_options(args: argparse.Namespace, names: list[str]) -> ExperimentConfi
         raise ConfigError(f"--workers must be ≥ 1, got {args.workers}")
     if args.workers is not None and args.dask_address is not None:
         raise ConfigError("--workers sizes the local cluster; --dask-address has its own workers")
-    for algorithm in args.algorithms or []:
-        get_algorithm(algorithm)
+    try:
+        for algorithm in args.algorithms or []:
+            get_algorithm(algorithm)
+    except ConfigError as exc:
+        raise ConfigError(f"--algorithms: {exc}") from None
     base = grid_base(
         args.dataset,
         rounds=args.rounds,

@@ -178,8 +178,11 @@ def check_experiment(
             raise ConfigError(f"{name} must be an integer, got {value!r}")
         if value is not None and value < 1:
             raise ConfigError(f"{name} must be ≥ 1, got {value}")
-    for algorithm in grid["algorithms"] or []:
-        get_algorithm(algorithm)
+    try:
+        for algorithm in grid["algorithms"] or []:
+            get_algorithm(algorithm)
+    except ConfigError as exc:
+        raise ConfigError(f"algorithms: {exc}") from None
     base = grid_base(
         dataset,
         rounds=grid["rounds"],

@@ -79,7 +79,7 @@ def test_fedcare_run_refuses_bad_configuration_before_any_work(
 
 
 EXPERIMENT_CASES = [
-    (["--algorithms", "fedavg,nope"], ("unknown algorithm", "'nope'")),
+    (["--algorithms", "fedavg,nope"], ("--algorithms", "unknown algorithm", "'nope'")),
     (["--seeds", "0"], ("--seeds", "0")),
     (["--clients", "0"], ("--clients", "0")),
     (["--rounds", "0"], ("stage1.rounds", "0")),

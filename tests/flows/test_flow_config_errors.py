@@ -141,7 +141,7 @@ def test_the_fedcare_flow_fails_cleanly_before_any_work(
 @pytest.mark.parametrize(
     ("flow", "kwargs", "words"),
     [
-        (comparison_flow, {"algorithms": ["fedavg", "nope"]}, ("unknown algorithm", "'nope'")),
+        (comparison_flow, {"algorithms": ["fedavg", "nope"]}, ("algorithms: unknown", "'nope'")),
         (clients_flow, {"counts": [3, 0]}, ("data.clients", "0")),
         (disparity_flow, {"ratios": [0.2, NAN]}, ("data.rho", "nan")),
         (comparison_flow, {"rounds": 0}, ("stage1.rounds",)),
