@@ -17,17 +17,21 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fedcare_core.algorithms import ALGORITHM_NAMES
+from fedcare_core.algorithms import ALGORITHM_NAMES, get_algorithm
 from fedcare_core.config import DATASETS, ExperimentConfig
+from fedcare_core.errors import ConfigError
 from fedcare_core.experiments.cells import (
     ABLATIONS,
     CLIENT_COUNTS,
     DISPARITY_RATIOS,
     EXPERIMENTS,
     PROGRAMME,
+    Cell,
+    check_grid,
     experiment_cells,
     grid_base,
 )
+from fedcare_core.output_paths import check_output_dir
 
 if TYPE_CHECKING:
     from distributed import Client
@@ -36,11 +40,27 @@ if TYPE_CHECKING:
 
 
 def _ints(text: str) -> list[int]:
-    return [int(t) for t in text.split(",") if t.strip()]
+    try:
+        values = [int(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated integers, got {text!r}"
+        ) from None
+    if not values or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"expected integers ≥ 1, got {text!r}")
+    return values
 
 
 def _floats(text: str) -> list[float]:
-    return [float(t) for t in text.split(",") if t.strip()]
+    try:
+        values = [float(t) for t in text.split(",") if t.strip()]
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected comma-separated numbers, got {text!r}"
+        ) from None
+    if not values or not all(0 < v < 1 for v in values):  # NaN fails both comparisons
+        raise argparse.ArgumentTypeError(f"expected numbers in (0, 1), got {text!r}")
+    return values
 
 
 def _names(text: str) -> list[str]:
@@ -102,16 +122,11 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     from fedcare_core.experiments.engine import DataSpec, cell_store
     from fedcare_grid import cluster_workers, grid_client
 
-    base = grid_base(
-        args.dataset,
-        rounds=args.rounds,
-        max_patients=args.max_patients,
-        stage2_epochs=args.stage2_epochs,
-    )
+    names = list(PROGRAMME) if args.name == "programme" else [args.name]
+    base = check_options(args, names)
     out = args.out or Path(".experiments") / args.dataset
     cells_dir = cell_store(out, base)
     spec = DataSpec(args.data_dir or os.environ.get("FEDCARE_DATA_DIR"), not args.no_verify)
-    names = list(PROGRAMME) if args.name == "programme" else [args.name]
     t_all = time.perf_counter()
     # One cluster for the whole programme: its workers keep their loaded dataset between
     # experiments.
@@ -134,6 +149,50 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cells(name: str, args: argparse.Namespace) -> list[Cell]:
+    return experiment_cells(
+        name,
+        args.seeds,
+        clients=args.clients,
+        counts=args.counts,
+        ratios=args.ratios,
+        algorithms=args.algorithms,
+        variants=args.variants,
+    )
+
+
+def check_options(args: argparse.Namespace, names: list[str]) -> ExperimentConfig:
+    """Check every option, the whole grid and ``--out`` before any work; the grid's base.
+
+    Raises
+    ------
+    ConfigError
+        Naming the option (or the grid cell and parameter) at fault.
+    """
+    for option, value in (("--seeds", args.seeds), ("--clients", args.clients)):
+        if value < 1:
+            raise ConfigError(f"{option} must be ≥ 1, got {value}")
+    if args.workers is not None and args.workers < 1:
+        raise ConfigError(f"--workers must be ≥ 1, got {args.workers}")
+    if args.workers is not None and args.dask_address is not None:
+        raise ConfigError("--workers sizes the local cluster; --dask-address has its own workers")
+    try:
+        for algorithm in args.algorithms or []:
+            get_algorithm(algorithm)
+    except ConfigError as exc:
+        raise ConfigError(f"--algorithms: {exc}") from None
+    base = grid_base(
+        args.dataset,
+        rounds=args.rounds,
+        max_patients=args.max_patients,
+        stage2_epochs=args.stage2_epochs,
+    )
+    for name in names:
+        check_grid(_cells(name, args), base)
+    check_output_dir(args.out or Path(".experiments") / args.dataset)
+    return base
+
+
 def _run_experiment(
     name: str,
     args: argparse.Namespace,
@@ -149,15 +208,7 @@ def _run_experiment(
     from fedcare_tracking.experiment_log import log_experiment_run, write_outputs
 
     out = args.out or Path(".experiments") / args.dataset
-    cells = experiment_cells(
-        name,
-        args.seeds,
-        clients=args.clients,
-        counts=args.counts,
-        ratios=args.ratios,
-        algorithms=args.algorithms,
-        variants=args.variants,
-    )
+    cells = _cells(name, args)
     t0 = time.perf_counter()
 
     def say(outcome: CellOutcome, done: int, total: int) -> None:

@@ -8,7 +8,6 @@ failures (bad data, bad options) print one message and exit with status 2, witho
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,8 +24,10 @@ from fedcare_core.config import (
     SERVER_OPTIMIZERS,
     SOLVERS,
     ExperimentConfig,
+    load_config_file,
 )
 from fedcare_core.errors import ConfigError, FedcareError
+from fedcare_core.output_paths import check_output_file
 
 if TYPE_CHECKING:
     from fedcare_core.algorithms.base import Stage1Runner
@@ -188,13 +189,7 @@ def _add_stack_parser(sub: Any) -> None:
 
 def build_config(args: argparse.Namespace) -> ExperimentConfig:
     """Merge a config file (if any) with command-line flags into a validated config."""
-    base = ExperimentConfig()
-    if args.config is not None:
-        try:
-            raw = json.loads(Path(args.config).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise FedcareError(f"cannot read config {args.config}: {exc}") from None
-        base = ExperimentConfig.from_dict(raw)
+    base = ExperimentConfig() if args.config is None else load_config_file(args.config)
     top: dict[str, Any] = {}
     data: dict[str, Any] = {}
     stage1: dict[str, Any] = {}
@@ -297,6 +292,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     folder: RunFolder | None = None
     recorded: RunData | None = None
+    if args.out is not None:  # before any work: not after hours of training
+        check_output_file(args.out)
     if args.resume is not None:
         folder, config, recorded = open_run_folder(args)
         if folder.is_complete():

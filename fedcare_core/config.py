@@ -6,9 +6,27 @@ Defaults follow the paper (§V-A) and ``SPEC.md``: η_l = 0.001, η_g = 0.01, T 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field, fields, replace
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any
 
+from fedcare_core.config_fields import (
+    ANY_FINITE,
+    AT_LEAST_1,
+    CLOSED_UNIT,
+    HALF_OPEN_UNIT,
+    NON_NEGATIVE,
+    OPEN_UNIT,
+    POSITIVE,
+    Range,
+    check_fields,
+    check_value,
+    coerce_section,
+    field_kinds,
+    show,
+)
 from fedcare_core.errors import ConfigError
 
 DATASETS = ("diabetes130", "mimic3")
@@ -26,14 +44,15 @@ LOCAL_OPTIMIZERS = ("adam", "sgd")
 PAFNET_DEPLOY = ("best-val", "last")
 
 
-def _check(value: str, allowed: tuple[str, ...], name: str) -> None:
+#: Largest seed (NumPy's generators take seeds below 2**32).
+MAX_SEED = 2**32 - 1
+
+
+def _check(value: str, allowed: tuple[str, ...], name: str, path: str) -> None:
     if value not in allowed:
-        raise ConfigError(f"unknown {name} {value!r}; expected one of {', '.join(allowed)}")
-
-
-def _check_positive(value: float, name: str) -> None:
-    if not value > 0:
-        raise ConfigError(f"{name} must be > 0, got {value}")
+        raise ConfigError(
+            f"unknown {name} {value!r} ({path}); expected one of {', '.join(allowed)}"
+        )
 
 
 @dataclass(frozen=True)
@@ -46,6 +65,10 @@ class ModelConfig:
     dropout: float = 0.3
     head_dropout: float = 0.3
     max_categories: int = 20  # vocabulary cap for undeclared (client-local) categorical features
+
+    def validate(self) -> None:
+        """Raise :class:`ConfigError` on an invalid value."""
+        check_fields(self, "model", RANGES["model"])
 
 
 @dataclass(frozen=True)
@@ -70,16 +93,13 @@ class Stage1Config:
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` on an invalid value."""
-        _check(self.solver, SOLVERS, "solver")
-        _check(self.normalise, NORMALISATIONS, "normalise")
-        _check(self.qp_scope, QP_SCOPES, "qp_scope")
-        _check(self.server_optimizer, SERVER_OPTIMIZERS, "server_optimizer")
-        if self.rounds < 1 or self.local_steps < 1 or self.batch_size < 1:
-            raise ConfigError("rounds, local_steps and batch_size must be ≥ 1")
-        _check_positive(self.local_lr, "local_lr")
-        _check_positive(self.global_lr, "global_lr")
-        if self.epsilon < 0:
-            raise ConfigError("epsilon must be ≥ 0")
+        check_fields(self, "stage1", RANGES["stage1"])
+        _check(self.solver, SOLVERS, "solver", "stage1.solver")
+        _check(self.normalise, NORMALISATIONS, "normalise", "stage1.normalise")
+        _check(self.qp_scope, QP_SCOPES, "qp_scope", "stage1.qp_scope")
+        _check(
+            self.server_optimizer, SERVER_OPTIMIZERS, "server_optimizer", "stage1.server_optimizer"
+        )
 
 
 @dataclass(frozen=True)
@@ -103,11 +123,9 @@ class Stage2Config:
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` on an invalid value."""
-        _check(self.optimizer, STAGE2_OPTIMIZERS, "stage2 optimizer")
-        _check(self.solver, SOLVERS, "solver")
-        if self.epochs < 1 or self.batch_size < 1 or self.patience < 1:
-            raise ConfigError("stage2 epochs, batch_size and patience must be ≥ 1")
-        _check_positive(self.lr, "stage2 lr")
+        check_fields(self, "stage2", RANGES["stage2"])
+        _check(self.optimizer, STAGE2_OPTIMIZERS, "stage2 optimizer", "stage2.optimizer")
+        _check(self.solver, SOLVERS, "solver", "stage2.solver")
 
 
 @dataclass(frozen=True)
@@ -172,20 +190,9 @@ class BaselineConfig:
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` on an invalid value."""
-        _check(self.optimizer, LOCAL_OPTIMIZERS, "baseline optimizer")
-        _check(self.pafnet_deploy, PAFNET_DEPLOY, "pafnet_deploy")
-        if self.local_epochs < 1 or self.batch_size < 1 or self.pafnet_latent < 1:
-            raise ConfigError("local_epochs, batch_size and pafnet_latent must be ≥ 1")
-        if self.max_local_steps is not None and self.max_local_steps < 1:
-            raise ConfigError("max_local_steps must be ≥ 1 (or null)")
-        if self.bound_epochs < 1 or self.bound_patience < 1:
-            raise ConfigError("bound_epochs and bound_patience must be ≥ 1")
-        _check_positive(self.lr, "baseline lr")
-        _check_positive(self.pafnet_temperature, "pafnet_temperature")
-        if not 0 <= self.pafnet_self_weight <= 1:
-            raise ConfigError("pafnet_self_weight must lie in [0, 1]")
-        if self.prox_mu < 0 or self.weight_decay < 0:
-            raise ConfigError("prox_mu and weight_decay must be ≥ 0")
+        check_fields(self, "baselines", RANGES["baselines"])
+        _check(self.optimizer, LOCAL_OPTIMIZERS, "baseline optimizer", "baselines.optimizer")
+        _check(self.pafnet_deploy, PAFNET_DEPLOY, "pafnet_deploy", "baselines.pafnet_deploy")
 
 
 @dataclass(frozen=True)
@@ -206,20 +213,17 @@ class DataConfig:
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` on an invalid value."""
-        _check(self.dataset, DATASETS, "dataset")
-        _check(self.client_split, CLIENT_SPLITS, "client split")
-        _check(self.readmission, READMISSION_DEFINITIONS, "readmission definition")
-        if self.clients < 1:
-            raise ConfigError(f"clients must be ≥ 1, got {self.clients}")
-        if self.objectives_per_client < 1:
-            raise ConfigError("objectives_per_client must be ≥ 1")
-        if not (0 < self.train_fraction < 1 and 0 <= self.val_fraction < 1):
-            raise ConfigError("train_fraction and val_fraction must lie in (0, 1)")
+        check_fields(self, "data", RANGES["data"])
+        _check(self.dataset, DATASETS, "dataset", "data.dataset")
+        _check(self.client_split, CLIENT_SPLITS, "client split", "data.client_split")
+        _check(
+            self.readmission, READMISSION_DEFINITIONS, "readmission definition", "data.readmission"
+        )
         if self.train_fraction + self.val_fraction >= 1:
-            raise ConfigError("train_fraction + val_fraction must leave rows for the test set")
-        if self.rho is not None and not 0 < self.rho < 1:
-            raise ConfigError(f"rho must lie in (0, 1), got {self.rho}")
-        _check_positive(self.dirichlet_alpha, "dirichlet_alpha")
+            raise ConfigError(
+                "data.train_fraction + data.val_fraction must leave rows for the test set, got "
+                f"{self.train_fraction:g} + {self.val_fraction:g}"
+            )
 
 
 @dataclass(frozen=True)
@@ -243,14 +247,16 @@ class ExperimentConfig:
         The algorithm's name is checked against the registry by
         :func:`fedcare_core.algorithms.validate_config` (this module cannot import it).
         """
-        if not isinstance(self.algorithm, str) or not self.algorithm:
-            raise ConfigError(f"algorithm must be a name, got {self.algorithm!r}")
-        if self.threads < 1:
-            raise ConfigError(f"threads must be ≥ 1, got {self.threads}")
-        self.data.validate()
-        self.stage1.validate()
-        self.stage2.validate()
-        self.baselines.validate()
+        kinds = field_kinds(ExperimentConfig)
+        for name in TOP_LEVEL_FIELDS:
+            check_value(name, getattr(self, name), kinds[name], RANGES[""].get(name))
+        if not self.algorithm:
+            raise ConfigError("algorithm must be a name, got ''")
+        for name, cls in SECTIONS.items():
+            section = getattr(self, name)
+            if not isinstance(section, cls):
+                raise ConfigError(f"{name} must be a configuration section, got {show(section)}")
+            getattr(self, name).validate()
         return self
 
     def to_dict(self) -> dict[str, Any]:
@@ -265,42 +271,132 @@ class ExperimentConfig:
         return out
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> ExperimentConfig:
-        """Build from a nested dict, rejecting unknown keys."""
-        sections = {
-            "data": DataConfig,
-            "model": ModelConfig,
-            "stage1": Stage1Config,
-            "stage2": Stage2Config,
-            "baselines": BaselineConfig,
-        }
+    def from_dict(cls, raw: Mapping[str, Any]) -> ExperimentConfig:
+        """Build from a nested dict, rejecting unknown keys, wrong types and bad values.
+
+        Raises
+        ------
+        ConfigError
+            Naming the parameter at fault (``stage1.rounds``) and its value.
+        """
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"the configuration must be a JSON object, got {show(raw)}")
         kwargs: dict[str, Any] = {}
-        known = {f.name for f in fields(cls)}
         for key, value in raw.items():
-            if key not in known:
-                raise ConfigError(f"unknown configuration key {key!r}")
-            if key in sections:
-                sub = sections[key]
-                sub_known = {f.name for f in fields(sub)}
-                bad = set(value) - sub_known
-                if bad:
-                    raise ConfigError(f"unknown {key} configuration key(s): {sorted(bad)}")
-                if "head_hidden" in value:
-                    value = {**value, "head_hidden": tuple(value["head_hidden"])}
-                kwargs[key] = sub(**value)
+            if key in SECTIONS:
+                sub = SECTIONS[key]
+                kwargs[key] = sub(**coerce_section(sub, key, value, RANGES[key]))
             else:
-                kwargs[key] = value
+                kwargs.update(_top_level({key: value}))
         return cls(**kwargs).validate()
 
-    def with_overrides(self, **sections: dict[str, Any]) -> ExperimentConfig:
-        """Return a copy with fields of the named sections (or top-level keys) replaced."""
+    def with_overrides(self, **sections: Any) -> ExperimentConfig:
+        """Return a copy with fields of the named sections (or top-level keys) replaced.
+
+        Each value is checked as it arrives (types, ranges, unknown keys), then the whole.
+        """
         out = self
         for name, value in sections.items():
-            if isinstance(value, dict):
-                out = replace(out, **{name: replace(getattr(out, name), **value)})
+            if name in SECTIONS:
+                checked = coerce_section(SECTIONS[name], name, value, RANGES[name])
+                out = replace(out, **{name: replace(getattr(out, name), **checked)})
             else:
-                out = replace(out, **{name: value})
+                out = replace(out, **_top_level({name: value}))
         return out.validate()
+
+
+#: The configuration's sections, by their key in documents and overrides.
+SECTIONS: dict[str, type] = {
+    "data": DataConfig,
+    "model": ModelConfig,
+    "stage1": Stage1Config,
+    "stage2": Stage2Config,
+    "baselines": BaselineConfig,
+}
+#: The configuration's top-level scalar fields.
+TOP_LEVEL_FIELDS = ("algorithm", "seed", "threads")
+#: Every number field's range, per section (``""``: the top level). A field without an entry
+#: is a string (its choices checked by the section's ``validate``) or a bool.
+RANGES: dict[str, dict[str, Range]] = {
+    "": {"seed": Range(0, MAX_SEED), "threads": AT_LEAST_1},
+    "model": {
+        "hidden": AT_LEAST_1,
+        "representation": AT_LEAST_1,
+        "head_hidden": AT_LEAST_1,
+        "dropout": HALF_OPEN_UNIT,
+        "head_dropout": HALF_OPEN_UNIT,
+        "max_categories": AT_LEAST_1,
+    },
+    "stage1": {
+        "rounds": AT_LEAST_1,
+        "local_steps": AT_LEAST_1,
+        "local_lr": POSITIVE,
+        "global_lr": POSITIVE,
+        "batch_size": AT_LEAST_1,
+        "epsilon": NON_NEGATIVE,
+    },
+    "stage2": {
+        "epochs": AT_LEAST_1,
+        "lr": POSITIVE,
+        "batch_size": AT_LEAST_1,
+        "epsilon": NON_NEGATIVE,
+        "patience": AT_LEAST_1,
+        "weight_decay": NON_NEGATIVE,
+    },
+    "baselines": {
+        "local_epochs": AT_LEAST_1,
+        "max_local_steps": AT_LEAST_1,
+        "lr": POSITIVE,
+        "weight_decay": NON_NEGATIVE,
+        "batch_size": AT_LEAST_1,
+        "prox_mu": NON_NEGATIVE,
+        "pafnet_latent": AT_LEAST_1,
+        "pafnet_mask_init": ANY_FINITE,
+        "pafnet_temperature": POSITIVE,
+        "pafnet_self_weight": CLOSED_UNIT,
+        "bound_epochs": AT_LEAST_1,
+        "bound_patience": AT_LEAST_1,
+    },
+    "data": {
+        "clients": AT_LEAST_1,
+        "rho": OPEN_UNIT,
+        "dirichlet_alpha": POSITIVE,
+        "objectives_per_client": AT_LEAST_1,
+        "train_fraction": OPEN_UNIT,
+        "val_fraction": HALF_OPEN_UNIT,
+        "max_patients": AT_LEAST_1,
+    },
+}
+
+
+def _top_level(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Top-level (non-section) keys, checked."""
+    kinds = field_kinds(ExperimentConfig)
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in TOP_LEVEL_FIELDS:
+            raise ConfigError(f"unknown configuration key {key!r}")
+        out[key] = check_value(key, value, kinds[key], RANGES[""].get(key))
+    return out
+
+
+def load_config_file(path: str | Path) -> ExperimentConfig:
+    """The :class:`ExperimentConfig` in a JSON file (as ``fedcare run --config`` reads it).
+
+    Raises
+    ------
+    ConfigError
+        An unreadable file, invalid JSON, a document that is not an object, or any invalid
+        value; the message names the file.
+    """
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot read config {path}: {exc}") from None
+    try:
+        return ExperimentConfig.from_dict(raw)
+    except ConfigError as exc:
+        raise ConfigError(f"config {path}: {exc}") from None
 
 
 def baby_config(dataset: str = "diabetes130", seed: int = 0) -> ExperimentConfig:

@@ -24,19 +24,22 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.futures import as_completed
 from prefect.runtime import flow_run as runtime_flow_run
+from prefect.states import State
 from prefect.task_runners import TaskRunner
 from prefect_dask.task_runners import DaskTaskRunner, PrefectDaskFuture
 
 import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
 from data_checks.validate import require_checks_pass
 from fedcare_core import __version__
+from fedcare_core.algorithms import get_algorithm
 from fedcare_core.config import ExperimentConfig
-from fedcare_core.errors import ConfigError
+from fedcare_core.errors import ConfigError, FedcareError
 from fedcare_core.experiments.cells import (
     ABLATIONS,
     CLIENT_COUNTS,
     DISPARITY_RATIOS,
     Cell,
+    check_grid,
     experiment_cells,
     grid_base,
 )
@@ -47,7 +50,9 @@ from fedcare_core.experiments.engine import (
     base_fingerprint,
     cell_store,
 )
+from fedcare_core.output_paths import check_output_dir
 from fedcare_grid import local_cluster_kwargs
+from flows.flow_parameters import expected_failure
 from tasks.data import validate_raw_task
 from tasks.experiments import log_experiment_task, run_job_task, write_outputs_task
 
@@ -131,30 +136,113 @@ def run_experiment_flow(
     out_dir: str | None = None,
     tracking_uri: str | None = None,
     verify_checksum: bool = True,
-) -> dict[str, Any]:
+) -> dict[str, Any] | State:
     """The body every experiment flow runs (see the module docstring).
 
     Each flow passes its own parameters through (``**locals()`` first thing in its body), so a
-    flow's signature is the one place its parameters and defaults are written.
+    flow's signature is the one place its parameters and defaults are written. An expected
+    error (bad parameters, a failed data check) ends the flow run ``Failed`` with its one-line
+    message and no traceback (:func:`~flows.flow_parameters.expected_failure`).
     """
-    logger = get_run_logger()
-    base = grid_base(dataset, rounds=rounds, max_patients=max_patients, stage2_epochs=stage2_epochs)
+    parameters = dict(locals())
+    del parameters["experiment"]
+    try:
+        return _experiment(experiment, **parameters)
+    except FedcareError as exc:
+        return expected_failure(exc)
+
+
+def check_experiment(
+    experiment: str,
+    dataset: str,
+    seeds: int,
+    clients: int,
+    workers: int | None,
+    grid: dict[str, Any],
+    out: Path,
+) -> tuple[ExperimentConfig, list[Cell]]:
+    """Check the parameters, the whole grid and the output folder before any work.
+
+    Returns
+    -------
+    tuple
+        The grid's base configuration and its cells.
+
+    Raises
+    ------
+    ConfigError
+        Naming the parameter (or the grid cell and parameter) at fault.
+    """
+    for name, value in (("seeds", seeds), ("clients", clients), ("workers", workers)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
+            raise ConfigError(f"{name} must be an integer, got {value!r}")
+        if value is not None and value < 1:
+            raise ConfigError(f"{name} must be ≥ 1, got {value}")
+    try:
+        for algorithm in grid["algorithms"] or []:
+            get_algorithm(algorithm)
+    except ConfigError as exc:
+        raise ConfigError(f"algorithms: {exc}") from None
+    base = grid_base(
+        dataset,
+        rounds=grid["rounds"],
+        max_patients=grid["max_patients"],
+        stage2_epochs=grid["stage2_epochs"],
+    )
     cells = experiment_cells(
         experiment,
         seeds,
         clients=clients,
-        counts=counts or list(CLIENT_COUNTS),
-        ratios=ratios or list(DISPARITY_RATIOS),
-        algorithms=algorithms,
-        variants=variants or list(ABLATIONS),
+        counts=grid["counts"] or list(CLIENT_COUNTS),
+        ratios=grid["ratios"] or list(DISPARITY_RATIOS),
+        algorithms=grid["algorithms"],
+        variants=grid["variants"] or list(ABLATIONS),
     )
+    check_grid(cells, base)
+    check_output_dir(out, what="out_dir")
+    return base, cells
+
+
+def _experiment(
+    experiment: str,
+    /,
+    *,
+    dataset: str,
+    data_dir: str | None,
+    seeds: int,
+    clients: int,
+    counts: list[int] | None,
+    ratios: list[float] | None,
+    algorithms: list[str] | None,
+    variants: list[str] | None,
+    rounds: int | None,
+    max_patients: int | None,
+    stage2_epochs: int | None,
+    workers: int | None,
+    dask_address: str | None,
+    out_dir: str | None,
+    tracking_uri: str | None,
+    verify_checksum: bool,
+) -> dict[str, Any]:
+    """:func:`run_experiment_flow`'s work."""
+    logger = get_run_logger()
     out = Path(out_dir or DEFAULT_OUT) / dataset
+    grid = {
+        "counts": counts,
+        "ratios": ratios,
+        "algorithms": algorithms,
+        "variants": variants,
+        "rounds": rounds,
+        "max_patients": max_patients,
+        "stage2_epochs": stage2_epochs,
+    }
+    base, cells = check_experiment(experiment, dataset, seeds, clients, workers, grid, out)
+    runner = grid_task_runner(dask_address, workers)
     cells_dir = cell_store(out, base)
     flow_run_id = str(runtime_flow_run.id)
     raw = validate_raw_task(dataset, data_dir, out / "validation" / flow_run_id)
     require_checks_pass(raw)
     spec = DataSpec(data_dir or os.environ.get("FEDCARE_DATA_DIR"), verify_checksum)
-    runner = grid_task_runner(dask_address, workers)
     outcomes = grid_flow.with_options(task_runner=runner)(cells, base, spec, str(cells_dir))
     outputs = write_outputs_task(experiment, cells, cells_dir, out / experiment, dataset)
     params = {
@@ -201,7 +289,7 @@ def comparison_flow(
     out_dir: str | None = None,
     tracking_uri: str | None = None,
     verify_checksum: bool = True,
-) -> dict[str, Any]:
+) -> dict[str, Any] | State:
     """Every algorithm × seeds at K clients (paper Tables III–V, Fig. 3–4)."""
     return run_experiment_flow("comparison", **locals())
 
@@ -221,7 +309,7 @@ def clients_flow(
     out_dir: str | None = None,
     tracking_uri: str | None = None,
     verify_checksum: bool = True,
-) -> dict[str, Any]:
+) -> dict[str, Any] | State:
     """The algorithms at K ∈ counts (paper Fig. 5)."""
     return run_experiment_flow("clients", **locals())
 
@@ -241,7 +329,7 @@ def disparity_flow(
     out_dir: str | None = None,
     tracking_uri: str | None = None,
     verify_checksum: bool = True,
-) -> dict[str, Any]:
+) -> dict[str, Any] | State:
     """FedCARE against FedCARE-B at ρ ∈ ratios (paper Fig. 6–7)."""
     return run_experiment_flow("disparity", **locals())
 
@@ -261,6 +349,6 @@ def ablation_flow(
     out_dir: str | None = None,
     tracking_uri: str | None = None,
     verify_checksum: bool = True,
-) -> dict[str, Any]:
+) -> dict[str, Any] | State:
     """λ* solver, gradient normalisation and QP scope, FedCARE and FedCARE-B."""
     return run_experiment_flow("ablation", **locals())

@@ -28,6 +28,7 @@ from typing import Any
 
 from prefect import flow, get_run_logger
 from prefect.runtime import flow_run as runtime_flow_run
+from prefect.states import State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
@@ -37,9 +38,10 @@ from fedcare_core.algorithms import FEDCARE_ALGORITHMS, get_algorithm
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.data.federation import Federation
 from fedcare_core.datasets import LoadedDataset
+from fedcare_core.errors import FedcareError
 from fedcare_core.results import DataProvenance, ExperimentResult
 from fedcare_core.runner import run_algorithm
-from flows.flow_parameters import FlowParameters, as_tuple
+from flows.flow_parameters import FlowParameters, as_tuple, check_output_dirs, expected_failure
 from tasks.artifacts import validation_artifact_task
 from tasks.data import (
     load_dataset_task,
@@ -211,7 +213,7 @@ def fedcare_pipeline(
     parallel_stage2: bool = True,
     reports_dir: str = DEFAULT_REPORTS_DIR,
     out_dir: str | None = None,
-) -> dict[str, Any]:
+) -> dict[str, Any] | State:
     """Check, train and track FedCARE on one dataset, for each algorithm × seed.
 
     Parameters
@@ -243,24 +245,54 @@ def fedcare_pipeline(
 
     Returns
     -------
-    dict
-        Tracking URI, parent run id, and per algorithm × seed its run id, metrics and timings.
+    dict or State
+        Tracking URI, parent run id, and per algorithm × seed its run id, metrics and timings;
+        on an expected error (bad parameters, a failed data check) a ``Failed`` state with
+        the one-line message (:func:`~flows.flow_parameters.expected_failure`).
     """
-    params = FlowParameters(
-        dataset=dataset,
-        data_dir=data_dir,
-        algorithms=as_tuple(algorithm),
-        seeds=as_tuple(seeds),
-        clients=clients,
-        rounds=rounds,
-        rho=rho,
-        max_patients=max_patients,
-        stage2_epochs=stage2_epochs,
-        backend=backend,
-        config_file=config_file,
-        overrides=dict(overrides or {}),
-    ).validate()
+    try:
+        # Every parameter and output folder checked before the MLflow parent run exists.
+        params = FlowParameters(
+            dataset=dataset,
+            data_dir=data_dir,
+            algorithms=as_tuple(algorithm),
+            seeds=as_tuple(seeds),
+            clients=clients,
+            rounds=rounds,
+            rho=rho,
+            max_patients=max_patients,
+            stage2_epochs=stage2_epochs,
+            backend=backend,
+            config_file=config_file,
+            overrides=overrides if overrides is not None else {},
+        ).validate()
+        check_output_dirs(reports_dir=reports_dir, out_dir=out_dir)
+        return _run_pipeline(
+            params,
+            verify_checksum=verify_checksum,
+            tracking_uri=tracking_uri,
+            register_model=register_model,
+            parallel_stage2=parallel_stage2,
+            reports_dir=reports_dir,
+            out_dir=out_dir,
+        )
+    except FedcareError as exc:  # expected: one line in the flow-run log, no traceback
+        return expected_failure(exc)
+
+
+def _run_pipeline(
+    params: FlowParameters,
+    *,
+    verify_checksum: bool,
+    tracking_uri: str | None,
+    register_model: bool,
+    parallel_stage2: bool,
+    reports_dir: str,
+    out_dir: str | None,
+) -> dict[str, Any]:
+    """The flow's work once its parameters are checked (see :func:`fedcare_pipeline`)."""
     configs = params.experiment_configs()
+    dataset, data_dir, backend = params.dataset, params.data_dir, params.backend
     flow_run_id = runtime_flow_run.id
     report_root = Path(reports_dir) / (flow_run_id or time.strftime("%Y%m%dT%H%M%S"))
     run = _ParentRun.start(tracking_uri, params)

@@ -9,15 +9,33 @@ values on top).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fedcare_core.algorithms import backend_refusal, validate_config
-from fedcare_core.config import ExperimentConfig
-from fedcare_core.errors import ConfigError
+from fedcare_core.algorithms import backend_refusal, get_algorithm, validate_config
+from fedcare_core.config import (
+    MAX_SEED,
+    RANGES,
+    SECTIONS,
+    TOP_LEVEL_FIELDS,
+    ExperimentConfig,
+    load_config_file,
+)
+from fedcare_core.config_fields import (
+    AT_LEAST_1,
+    OPEN_UNIT,
+    Range,
+    check_value,
+    coerce_section,
+    field_kinds,
+    show,
+)
+from fedcare_core.errors import ConfigError, FedcareError
+from fedcare_core.output_paths import check_output_dir
+
+if TYPE_CHECKING:
+    from prefect.states import State
 
 #: Stage 1 backends the flow accepts (as ``fedcare run --backend``).
 BACKENDS = ("local", "flower-sim", "flower-deployment")
@@ -70,11 +88,13 @@ class FlowParameters:
             with a Flower backend, no algorithm or seed,
             repeated values, or any invalid configuration value.
         """
+        self.check_types()
         if self.backend not in BACKENDS:
             raise ConfigError(
                 f"unknown backend {self.backend!r}; expected one of {', '.join(BACKENDS)}"
             )
         for algorithm in self.algorithms:
+            get_algorithm(algorithm)
             refusal = backend_refusal(algorithm, self.backend)
             if refusal is not None:
                 raise ConfigError(refusal.replace("--backend local", "backend 'local'"))
@@ -86,16 +106,39 @@ class FlowParameters:
         self.experiment_configs()
         return self
 
+    def check_types(self) -> None:
+        """Check each parameter's type and range (NaN and ±inf refused), naming it.
+
+        Raises
+        ------
+        ConfigError
+            Naming the parameter and its value.
+        """
+        kinds = field_kinds(FlowParameters)
+        for name, kind in kinds.items():
+            if name in ("algorithms", "seeds", "overrides"):
+                continue
+            check_value(name, getattr(self, name), kind, PARAMETER_RANGES.get(name))
+        for name, values, item in (
+            ("algorithm", self.algorithms, str),
+            ("seeds", self.seeds, int),
+        ):
+            if not isinstance(values, tuple):
+                raise ConfigError(f"{name} must be a list, got {show(values)}")
+            for value in values:
+                ok = isinstance(value, item) and not isinstance(value, bool)
+                if not ok:
+                    kind_name = "a name" if item is str else "an integer"
+                    raise ConfigError(f"each of {name} must be {kind_name}, got {show(value)}")
+                if item is int:
+                    check_value("seeds", value, field_kinds(ExperimentConfig)["seed"], SEED_RANGE)
+        _check_overrides(self.overrides)
+
     def base_config(self) -> ExperimentConfig:
         """The configuration file's contents (defaults without one)."""
         if self.config_file is None:
             return ExperimentConfig()
-        path = Path(self.config_file)
-        try:
-            raw = json.loads(path.read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"cannot read config {path}: {exc}") from None
-        return ExperimentConfig.from_dict(raw)
+        return load_config_file(self.config_file)
 
     def experiment_configs(self) -> list[ExperimentConfig]:
         """One validated configuration per algorithm × seed, algorithms first.
@@ -105,6 +148,7 @@ class FlowParameters:
         list of ExperimentConfig
             In the order the flow runs them.
         """
+        self.check_types()
         base = self.base_config()
         sections: dict[str, dict[str, Any]] = {"data": {}, "stage1": {}, "stage2": {}}
         top: dict[str, Any] = {}
@@ -124,17 +168,14 @@ class FlowParameters:
             if value is not None:
                 sections[section][key] = value
         try:
-            return [
-                validate_config(
-                    base.with_overrides(
-                        **(top | {"algorithm": algorithm, "seed": seed}), **sections
-                    )
-                )
-                for algorithm in self.algorithms
-                for seed in self.seeds
-            ]
-        except TypeError as exc:  # an unknown field name in overrides
+            base = base.with_overrides(**top, **sections)
+        except ConfigError as exc:
             raise ConfigError(f"invalid configuration override: {exc}") from None
+        return [
+            validate_config(base.with_overrides(algorithm=algorithm, seed=seed))
+            for algorithm in self.algorithms
+            for seed in self.seeds
+        ]
 
     def to_params(self) -> dict[str, str]:
         """The parameters as MLflow params of the parent run (``flow.<name>``)."""
@@ -143,8 +184,86 @@ class FlowParameters:
         return flatten_params(asdict(self), prefix="flow")
 
 
+#: Ranges of the flow's own number parameters (as the configuration fields they set).
+PARAMETER_RANGES: dict[str, Range] = {
+    "clients": AT_LEAST_1,
+    "rounds": AT_LEAST_1,
+    "rho": OPEN_UNIT,
+    "max_patients": AT_LEAST_1,
+    "stage2_epochs": AT_LEAST_1,
+}
+SEED_RANGE = Range(0, MAX_SEED)
+
+
+def _check_overrides(overrides: object) -> None:
+    """``overrides`` is an object of known sections (objects of known keys) or top-level keys.
+
+    Raises
+    ------
+    ConfigError
+        ``invalid configuration override: ...`` naming the key.
+    """
+    if not isinstance(overrides, Mapping):
+        raise ConfigError(
+            f"invalid configuration override: overrides must be an object, got {show(overrides)}"
+        )
+    for key, value in overrides.items():
+        if key in SECTIONS:
+            if not isinstance(value, Mapping):
+                raise ConfigError(
+                    f"invalid configuration override: {key} must be an object, got {show(value)}"
+                )
+            unknown = sorted(str(k) for k in value if k not in field_kinds(SECTIONS[key]))
+            if unknown:
+                raise ConfigError(
+                    f"invalid configuration override: unknown {key} key(s): {unknown}"
+                )
+        elif key not in TOP_LEVEL_FIELDS:
+            raise ConfigError(f"invalid configuration override: unknown key {key!r}")
+    # Every value's type and range, also those an explicit parameter (rounds, ...) replaces.
+    kinds = field_kinds(ExperimentConfig)
+    try:
+        for key, value in overrides.items():
+            if key in SECTIONS:
+                coerce_section(SECTIONS[key], key, value, RANGES[key])
+            else:
+                check_value(key, value, kinds[key], RANGES[""].get(key))
+    except ConfigError as exc:
+        raise ConfigError(f"invalid configuration override: {exc}") from None
+
+
+def check_output_dirs(**folders: str | None) -> None:
+    """Check each named output folder (``out_dir="..."``) can be written, before any work.
+
+    Raises
+    ------
+    ConfigError
+        Naming the parameter and the folder.
+    """
+    for name, folder in folders.items():
+        if folder is not None:
+            if not isinstance(folder, str) or not folder:
+                raise ConfigError(f"{name} must be a folder path, got {show(folder)}")
+            check_output_dir(folder, what=name)
+
+
+def expected_failure(exc: FedcareError) -> State:
+    """The flow run's end on an expected error: one log line and a ``Failed`` state.
+
+    Prefect logs an exception escaping a flow with its traceback (``Encountered exception
+    during execution``); an expected error (bad parameters, a failed data check) is a message
+    for the user, not a bug, so the flow logs it in one line and returns this state instead.
+    The exception is the state's data, so a direct call still raises it.
+    """
+    from prefect import get_run_logger
+    from prefect.states import Failed
+
+    get_run_logger().error("%s: %s", type(exc).__name__, exc)
+    return Failed(message=f"{type(exc).__name__}: {exc}", data=exc)
+
+
 def as_tuple(value: str | Sequence[str] | int | Sequence[int]) -> tuple[Any, ...]:
     """A single value or a sequence of them, as a tuple."""
-    if isinstance(value, str | int):
-        return (value,)
-    return tuple(value)
+    if isinstance(value, list | tuple):
+        return tuple(value)
+    return (value,)

@@ -203,6 +203,40 @@ def experiment_cells(
     raise ConfigError(f"unknown experiment {experiment!r}; choose from {list(EXPERIMENTS)}")
 
 
+def check_grid(cells: Sequence[Cell], base: ExperimentConfig) -> list[ExperimentConfig]:
+    """Every cell's configuration built and validated, before the first cell runs.
+
+    Parameters
+    ----------
+    cells
+        The grid (one experiment's, or a programme's).
+    base
+        The configuration every cell starts from.
+
+    Returns
+    -------
+    list[ExperimentConfig]
+        The cells' configurations, in the cells' order.
+
+    Raises
+    ------
+    ConfigError
+        For the first cell whose configuration is invalid (an unknown algorithm, K < 1, a ρ
+        outside (0, 1), ...), naming the cell and the parameter.
+    """
+    from fedcare_core.algorithms import validate_config
+
+    if not cells:
+        raise ConfigError("the grid has no cells")
+    configs = []
+    for cell in cells:
+        try:
+            configs.append(validate_config(cell.config(base)))
+        except ConfigError as exc:
+            raise ConfigError(f"grid cell {cell.key}: {exc}") from None
+    return configs
+
+
 def grid_base(
     dataset: str,
     *,

@@ -1,0 +1,137 @@
+"""Bad configuration from every CLI entry: one ``fedcare: error:`` line, exit 2, no work done."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fedcare_cli.main import EXIT_ERROR, main
+
+
+@pytest.fixture
+def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Fail the test if any dataset is loaded or any cluster started."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("work started before the configuration was checked")
+
+    monkeypatch.setattr("fedcare_core.datasets.load_dataset", refuse)
+    monkeypatch.setattr("fedcare_grid.grid_client", refuse)
+
+
+def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("fedcare"), err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+#: (``fedcare run`` arguments, with ``{cfg}`` for a JSON file of the given contents and
+#: ``{tmp}`` for the test's folder; the document; words the message names).
+RUN_CASES = [
+    (["--max-patients", "-5"], None, ("data.max_patients", "-5")),
+    (["--clients", "0"], None, ("data.clients", "0")),
+    (["--rounds", "0"], None, ("stage1.rounds",)),
+    (["--local-lr", "inf"], None, ("stage1.local_lr", "inf")),
+    (["--global-lr=-inf"], None, ("stage1.global_lr", "-inf")),
+    (["--local-lr", "nan"], None, ("stage1.local_lr", "nan")),
+    (["--rho", "nan"], None, ("data.rho", "nan")),
+    (["--rho", "1.5"], None, ("data.rho", "1.5")),
+    (["--seed", "-1"], None, ("seed", "-1")),
+    (["--local-lr", "0"], None, ("stage1.local_lr", "> 0")),
+    (["--config", "{cfg}"], [1, 2], ("JSON array", "c.json")),
+    (["--config", "{cfg}"], 5, ("JSON object", "c.json")),
+    (["--config", "{cfg}"], {"stage1": {"rounds": "5"}}, ("stage1.rounds", "'5'")),
+    (["--config", "{cfg}"], {"stage1": {"rounds": 2.5}}, ("stage1.rounds", "2.5")),
+    (["--config", "{cfg}"], {"stage1": {"local_lr": 1e400}}, ("stage1.local_lr", "inf")),
+    (["--config", "{cfg}"], {"data": {"cover_all_objectives": "no"}}, ("cover_all",)),
+    (["--config", "{cfg}"], {"data": {"dataset": 1}}, ("data.dataset",)),
+    (["--config", "{cfg}"], {"stage1": [1]}, ("stage1", "JSON array")),
+    (["--config", "{cfg}"], {"stage9": {}}, ("stage9",)),
+    (["--config", "{tmp}/absent.json"], None, ("cannot read config",)),
+    (["--out", "{tmp}"], None, ("--out", "is a folder")),
+    (["--out", "{tmp}/file/r.json"], None, ("--out", "not a folder")),
+]
+
+
+@pytest.mark.parametrize(("argv", "document", "words"), RUN_CASES)
+def test_fedcare_run_refuses_bad_configuration_before_any_work(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    no_work: None,
+    argv: list[str],
+    document: object,
+    words: tuple[str, ...],
+) -> None:
+    (tmp_path / "file").write_text("")
+    if document is not None:
+        (tmp_path / "c.json").write_text(json.dumps(document))
+    before = sorted(tmp_path.rglob("*"))
+    args = [a.format(cfg=tmp_path / "c.json", tmp=tmp_path) for a in argv]
+    assert main(["run", "--quiet", "--data-dir", str(tmp_path), *args]) == EXIT_ERROR
+    line = _one_error_line(capsys)
+    for word in words:
+        assert word in line, (word, line)
+    assert sorted(tmp_path.rglob("*")) == before  # nothing written
+
+
+EXPERIMENT_CASES = [
+    (["--algorithms", "fedavg,nope"], ("--algorithms", "unknown algorithm", "'nope'")),
+    (["--seeds", "0"], ("--seeds", "0")),
+    (["--clients", "0"], ("--clients", "0")),
+    (["--rounds", "0"], ("stage1.rounds", "0")),
+    (["--max-patients", "-5"], ("data.max_patients", "-5")),
+    (["--stage2-epochs", "0"], ("stage2.epochs",)),
+    (["--workers", "0"], ("--workers",)),
+    (["--out", "{tmp}/file"], ("--out", "is a file")),
+    (["--out", "{tmp}/file/sub"], ("--out", "not a folder")),
+]
+
+
+@pytest.mark.parametrize(("argv", "words"), EXPERIMENT_CASES)
+def test_fedcare_experiment_checks_options_grid_and_out_first(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    no_work: None,
+    argv: list[str],
+    words: tuple[str, ...],
+) -> None:
+    (tmp_path / "file").write_text("")
+    args = [a.format(tmp=tmp_path) for a in argv]
+    out = ["--out", str(tmp_path / "out")] if "--out" not in argv else []
+    assert main(["experiment", "comparison", "--quiet", *out, *args]) == EXIT_ERROR
+    line = _one_error_line(capsys)
+    for word in words:
+        assert word in line, (word, line)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--counts", "3,0"], ("--counts", "3,0")),
+        (["--counts", "3,x"], ("--counts",)),
+        (["--ratios", "0.1,nan"], ("--ratios", "nan")),
+        (["--ratios", "0.1,1.5"], ("--ratios", "1.5")),
+    ],
+)
+def test_experiment_lists_are_parsed_and_range_checked(
+    capsys: pytest.CaptureFixture[str], no_work: None, argv: list[str], words: tuple[str, ...]
+) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["experiment", "clients", *argv])
+    assert exit_.value.code == EXIT_ERROR
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and all(w in err for w in words), err
+
+
+def test_an_unknown_variant_in_the_ablation_grid(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_work: None
+) -> None:
+    argv = ["experiment", "ablation", "--variants", "paper,bogus", "--out", str(tmp_path / "o")]
+    assert main(argv) == EXIT_ERROR
+    assert "bogus" in _one_error_line(capsys)
+    assert not (tmp_path / "o").exists()
