@@ -13,34 +13,16 @@ from typing import Any
 import psutil
 import pytest
 
-from fedcare_core.config import (
-    BaselineConfig,
-    DataConfig,
-    ExperimentConfig,
-    Stage1Config,
-    Stage2Config,
-)
 from fedcare_core.errors import ConfigError, DataError
 from fedcare_core.experiments.cells import Cell
 from fedcare_core.experiments.engine import DataSpec, plan_jobs, run_cells
 from fedcare_grid import LOOPBACK, cluster_workers, grid_client, local_cluster_kwargs, run_grid
 from fedcare_procs import marked_processes
+from tests.fedcare_core.experiments.grid_fixtures import BASE
+from tests.fedcare_core.experiments.grid_fixtures import CELLS as GRID_CELLS
 
-BASE = ExperimentConfig(
-    data=DataConfig(clients=3, max_patients=900),
-    stage1=Stage1Config(rounds=3),
-    stage2=Stage2Config(epochs=2),
-    baselines=BaselineConfig(bound_epochs=2),
-)
 #: Four jobs (two FedCARE / FedCARE-B pairs, two FedAvg runs) for two workers.
-CELLS = [
-    Cell("fedcare", 0, 3),
-    Cell("fedcare-b", 0, 3),
-    Cell("fedavg", 0, 3),
-    Cell("fedcare", 1, 3, 0.3),
-    Cell("fedcare-b", 1, 3, 0.3),
-    Cell("fedavg", 1, 3),
-]
+CELLS = [*GRID_CELLS, Cell("fedavg", 1, 3)]
 MARK = "FEDCARE_GRID_TEST_MARK"
 
 

@@ -9,32 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from fedcare_core.config import (
-    BaselineConfig,
-    DataConfig,
-    ExperimentConfig,
-    Stage1Config,
-    Stage2Config,
-)
 from fedcare_core.datasets import load_dataset
 from fedcare_core.errors import DataError
-from fedcare_core.experiments.cells import Cell
 from fedcare_core.experiments.engine import DataSpec, GridRun, run_cells
 from fedcare_core.runner import run_experiment
-
-BASE = ExperimentConfig(
-    data=DataConfig(clients=3, max_patients=900),
-    stage1=Stage1Config(rounds=3),
-    stage2=Stage2Config(epochs=2),
-    baselines=BaselineConfig(bound_epochs=2),
-)
-CELLS = [
-    Cell("fedcare", 0, 3),
-    Cell("fedcare-b", 0, 3),
-    Cell("fedavg", 0, 3),
-    Cell("fedcare", 1, 3, 0.3),
-    Cell("fedcare-b", 1, 3, 0.3),
-]
+from tests.fedcare_core.experiments.grid_fixtures import BASE, CELLS
 
 
 def _without_timing(doc: dict) -> dict:
