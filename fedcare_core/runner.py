@@ -25,7 +25,7 @@ from typing import Any
 import torch
 
 from fedcare_core.algorithms import check_backend, get_algorithm
-from fedcare_core.algorithms.base import Rounds, RunInputs, Stage1Runner
+from fedcare_core.algorithms.base import Algorithm, Rounds, RunInputs, Stage1Runner
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.cpu_kernels import ENV, kernel_path, kernel_path_mismatch
 from fedcare_core.data.cohort import Cohort
@@ -102,6 +102,20 @@ def personalise_one(client: ClientData, name: str, shared: Any, config: Experime
     return get_algorithm(name).personalise_client(shared, client, config)
 
 
+def checked_algorithm(config: ExperimentConfig, backend: object | None) -> Algorithm:
+    """The configuration's algorithm, once the configuration and the backend are checked.
+
+    Raises
+    ------
+    ConfigError
+        For an invalid configuration, an unknown algorithm, or a backend that cannot run it.
+    """
+    algorithm = get_algorithm(config.algorithm)
+    config.validate()
+    check_backend(algorithm, backend)
+    return algorithm
+
+
 def run_algorithm(
     federation: Federation,
     config: ExperimentConfig,
@@ -147,9 +161,7 @@ def run_algorithm(
     ConfigError
         For an invalid configuration, an unknown algorithm, or a backend that cannot run it.
     """
-    algorithm = get_algorithm(config.algorithm)
-    config.validate()
-    check_backend(algorithm, backend)
+    algorithm = checked_algorithm(config, backend)
     configure_torch(config)
     executor = executor or InProcess()
     timer = PhaseTimer(timing)
@@ -223,9 +235,7 @@ def run_experiment(
     ExperimentResult
         As :func:`run_algorithm` returns.
     """
-    algorithm = get_algorithm(config.algorithm)
-    config.validate()
-    check_backend(algorithm, stage1_runner)
+    checked_algorithm(config, stage1_runner)  # before building the federation
     t0 = time.perf_counter()
     federation = prepare_federation(cohort, partition, config, source)
     return run_algorithm(

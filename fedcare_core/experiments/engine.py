@@ -34,6 +34,8 @@ from typing import Any
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.datasets import LoadedDataset, load_dataset
 from fedcare_core.experiments.cells import Cell, unique
+from fedcare_core.results import DataProvenance
+from fedcare_core.runner import prepare_federation, run_algorithm
 from fedcare_core.stage1 import Stage1Result
 
 #: Rough relative cost per algorithm (row passes at K = 10, in millions), for scheduling only.
@@ -171,9 +173,6 @@ def run_job(job: Job, base: ExperimentConfig, spec: DataSpec, out_dir: str) -> l
     out_dir
         Folder for the documents.
     """
-    from fedcare_core.results import DataProvenance
-    from fedcare_core.runner import prepare_federation, run_algorithm
-
     t_start, cpu_start = time.perf_counter(), time.process_time()
     first = job.cells[0].config(base)
     loaded = _dataset(first, spec)
@@ -183,17 +182,17 @@ def run_job(job: Job, base: ExperimentConfig, spec: DataSpec, out_dir: str) -> l
     provenance = DataProvenance.of(loaded.cohort)
     out = Path(out_dir)
     written: list[dict[str, Any]] = []
-    shared: Any = None
+    stage1: Stage1Result | None = None  # the first cell's, which the second reuses
     for i, cell in enumerate(job.cells):
         t3, c3 = time.perf_counter(), time.process_time()
+        config = cell.config(base)
         result = run_algorithm(
-            federation,
-            cell.config(base),
-            provenance=provenance,
-            stage1=None if shared is None else shared.stage1,
-            timing=timing if shared is None else shared.timing,
+            federation, config, provenance=provenance, stage1=stage1, timing=timing
         )
-        shared = _SharedStage1(result.stage1, {k: result.timing[k] for k in _SHARED_TIMING})
+        if stage1 is None:
+            stage1 = result.stage1
+            # A cell that reuses this Stage 1 reports its partition and Stage 1 seconds.
+            timing = {k: result.timing[k] for k in ("partition_s", "stage1_s")}
         path = out / f"{cell.key}.json"
         _write_atomic(path, result.to_dict())
         written.append(
@@ -205,16 +204,6 @@ def run_job(job: Job, base: ExperimentConfig, spec: DataSpec, out_dir: str) -> l
             }
         )
     return written
-
-
-#: The timings a cell that reuses another's Stage 1 reports as its own.
-_SHARED_TIMING = ("partition_s", "stage1_s")
-
-
-@dataclass(frozen=True)
-class _SharedStage1:
-    stage1: Stage1Result
-    timing: dict[str, float]
 
 
 OnDone = Callable[[CellOutcome, int, int], None]
