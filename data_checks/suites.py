@@ -35,9 +35,11 @@ from data_checks.tables import (
 )
 from fedcare_core.data.cohort import Objective
 from fedcare_core.data.diabetes130 import (
+    AGE_BRACKETS,
     DIABETES130_COLUMNS,
     DIABETES130_COUNT_COLUMNS,
     DIABETES130_VOCABULARIES,
+    ICD9_CODE_PATTERN,
     READMITTED_VALUES,
     TIME_IN_HOSPITAL_RANGE,
 )
@@ -46,10 +48,6 @@ from fedcare_core.data.federation import SPLITS, Federation
 # --------------------------------------------------------------------------------------------
 # Diabetes 130-US (raw file, read as text)
 # --------------------------------------------------------------------------------------------
-
-#: Age brackets of the ``age`` column.
-AGE_BRACKETS: tuple[str, ...] = tuple(f"[{a}-{a + 10})" for a in range(0, 100, 10))
-
 
 #: Identifier columns: present and made of digits only (never checked against values).
 DIABETES130_ID_COLUMNS: tuple[str, ...] = ("encounter_id", "patient_nbr")
@@ -74,13 +72,16 @@ NON_NEGATIVE_NUMBER = r"^\d+(?:\.\d+)?$"
 #: Digits only.
 DIGITS = r"^\d+$"
 #: An ICD-9-CM code as the file writes it (``250.83``, ``V45``, ``E812``).
-ICD9_CODE = r"^[VE]?\d+(?:\.\d+)?$"
+ICD9_CODE = ICD9_CODE_PATTERN
 
 _DIAG_COLUMNS = ("diag_1", "diag_2", "diag_3")
 
 
 def diabetes130_raw_suite(
-    *, min_rows: int = 1, min_present: Mapping[str, float] | None = None
+    *,
+    min_rows: int = 1,
+    min_present: Mapping[str, float] | None = None,
+    unseen_categories: str = "refuse",
 ) -> ExpectationSuite:
     """Expectations on the raw ``diabetic_data.csv``, read as text (see ``read_diabetes130_raw``).
 
@@ -92,12 +93,16 @@ def diabetes130_raw_suite(
         Per column, the smallest share of non-missing values; defaults to
         :data:`DIABETES130_MIN_PRESENT`. Columns not named here (other than ``weight``) must be
         complete.
+    unseen_categories
+        ``"refuse"``: every declared category list is expected; ``"other"`` (the loader then
+        encodes unseen values as ``other``): those value-set expectations are left out.
 
     Returns
     -------
     ExpectationSuite
-        The 50 columns in file order; a row count of at least ``min_rows``; completeness or
-        null-rate limits; digit-only identifiers and unique ``encounter_id``;
+        The 50 columns in file order; a row count of at least ``min_rows``; completeness, or
+        for the columns of ``min_present`` null-rate limits of ``warning`` severity (a
+        hospital's own export may have more gaps than the published file); digit-only identifiers and unique ``encounter_id``;
         ``time_in_hospital`` in 1..14 and ``readmitted`` in NO/<30/>30 (the label sources); the
         count columns non-negative numbers; ``age`` brackets, ``gender`` and every declared
         category list from ``DIABETES130_VOCABULARIES``; diagnosis codes shaped like ICD-9.
@@ -112,7 +117,14 @@ def diabetes130_raw_suite(
     for col in DIABETES130_COLUMNS:
         if col in _DIABETES130_SPARSE and col not in present:
             continue
-        add(gxe.ExpectColumnValuesToNotBeNull(column=col, mostly=present.get(col, 1.0)))
+        if col in present:  # a profile of the published file: a warning, never a refusal
+            add(
+                gxe.ExpectColumnValuesToNotBeNull(
+                    column=col, mostly=present[col], severity="warning"
+                )
+            )
+        else:
+            add(gxe.ExpectColumnValuesToNotBeNull(column=col))
 
     for col in DIABETES130_ID_COLUMNS:
         add(gxe.ExpectColumnValuesToMatchRegex(column=col, regex=DIGITS))
@@ -131,7 +143,8 @@ def diabetes130_raw_suite(
     for col, vocabulary in DIABETES130_VOCABULARIES.items():
         if col in _DIAG_COLUMNS:  # the vocabulary is of ICD-9 groups, not of raw codes
             continue
-        add(gxe.ExpectColumnValuesToBeInSet(column=col, value_set=list(vocabulary)))
+        if unseen_categories == "refuse":
+            add(gxe.ExpectColumnValuesToBeInSet(column=col, value_set=list(vocabulary)))
     for col in _DIAG_COLUMNS:
         add(gxe.ExpectColumnValuesToMatchRegex(column=col, regex=ICD9_CODE))
     return ExpectationSuite(name=DIABETES130_TABLE, expectations=expectations)
@@ -168,13 +181,18 @@ _MIMIC3_UNIQUE: dict[str, str] = {
 }
 
 
-def mimic3_raw_suites(*, min_rows: int = 1) -> dict[str, ExpectationSuite]:
+def mimic3_raw_suites(
+    *, min_rows: int = 1, unseen_categories: str = "refuse"
+) -> dict[str, ExpectationSuite]:
     """Expectations on the raw MIMIC-III tables (see ``read_mimic3_raw``).
 
     Parameters
     ----------
     min_rows
         Fewest data rows accepted in each table.
+    unseen_categories
+        ``"other"`` leaves out the ``FIRST_CAREUNIT`` and ``GENDER`` value sets (the loader
+        then encodes unseen values as ``other``).
 
     Returns
     -------
@@ -203,10 +221,13 @@ def mimic3_raw_suites(*, min_rows: int = 1) -> dict[str, ExpectationSuite]:
             add(gxe.ExpectColumnValuesToBeInSet(column="HOSPITAL_EXPIRE_FLAG", value_set=[0, 1]))
         elif table == "ICUSTAYS":
             add(gxe.ExpectColumnValuesToBeBetween(column="LOS", min_value=0))
-            add(
-                gxe.ExpectColumnValuesToBeInSet(column="FIRST_CAREUNIT", value_set=list(CARE_UNITS))
-            )
-        elif table == "PATIENTS":
+            if unseen_categories == "refuse":
+                add(
+                    gxe.ExpectColumnValuesToBeInSet(
+                        column="FIRST_CAREUNIT", value_set=list(CARE_UNITS)
+                    )
+                )
+        elif table == "PATIENTS" and unseen_categories == "refuse":
             add(
                 gxe.ExpectColumnValuesToBeInSet(
                     column="GENDER", value_set=["M", "F"], mostly=MIN_KNOWN_GENDER

@@ -18,7 +18,7 @@ import html
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -120,6 +120,9 @@ class CheckReport:
         The summary page (``index.html``), linking each table's rendered validation page.
     report_dir
         Folder holding every file written.
+    warnings
+        Failed expectations of ``warning`` severity (profile limits such as a column's share
+        of missing values, calibrated on the published file): reported, never a refusal.
 
     """
 
@@ -129,20 +132,26 @@ class CheckReport:
     n_expectations: int
     html_report: Path
     report_dir: Path
+    warnings: list[Failure] = field(default_factory=list)
 
     def summary(self) -> str:
-        """One line per failed expectation, after a headline."""
+        """One line per failed expectation, after a headline (warnings after the failures)."""
+        warned = [f"  - warning: {f}" for f in self.warnings]
         if self.passed:
-            return (
-                f"data checks passed: {self.n_expectations} expectations on "
-                f"{len(self.tables)} table(s); report {self.html_report}"
+            note = f", {len(self.warnings)} warning(s)" if self.warnings else ""
+            return "\n".join(
+                [
+                    f"data checks passed: {self.n_expectations} expectations on "
+                    f"{len(self.tables)} table(s){note}; report {self.html_report}",
+                    *warned,
+                ]
             )
         failed_tables = len({f.table for f in self.failures})
         head = (
             f"data checks failed: {len(self.failures)} of {self.n_expectations} expectations "
             f"in {failed_tables} of {len(self.tables)} table(s); report {self.html_report}"
         )
-        return "\n".join([head, *(f"  - {f}" for f in self.failures)])
+        return "\n".join([head, *(f"  - {f}" for f in self.failures), *warned])
 
 
 class DataCheckError(FedcareError):
@@ -210,13 +219,16 @@ def run_checks(
     out.mkdir(parents=True, exist_ok=True)
     context, source = _ephemeral_context()
     failures: list[Failure] = []
+    warnings: list[Failure] = []
     statuses: list[_TableStatus] = []
     suite_names: set[str] = set()
     for name, df in tables.items():
         result = _validate(context, source, name, df, suites[name], suite_names)
-        table_failures = [_failure(name, r) for r in result.results if not r.success]
+        failed = [r for r in result.results if not r.success]
+        table_failures = [_failure(name, r) for r in failed if _is_critical(r)]
         failures.extend(table_failures)
-        statuses.append((name, bool(result.success), len(result.results), len(table_failures)))
+        warnings.extend(_failure(name, r) for r in failed if not _is_critical(r))
+        statuses.append((name, not table_failures, len(result.results), len(table_failures)))
         _write_table_report(out, stems[name], result)
     report = CheckReport(
         passed=not failures,
@@ -225,6 +237,7 @@ def run_checks(
         n_expectations=sum(n for _, _, n, _ in statuses),
         html_report=out / INDEX_HTML,
         report_dir=out,
+        warnings=warnings,
     )
     _write_summary(report, statuses, stems)
     return report
@@ -324,6 +337,7 @@ def _write_summary(
                     for t, ok, n, nf in statuses
                 ],
                 "failures": [f.__dict__ for f in report.failures],
+                "warnings": [f.__dict__ for f in report.warnings],
             },
             indent=2,
         ),
@@ -371,6 +385,12 @@ def _exception_message(info: object) -> str | None:
         if isinstance(value, dict) and value.get("raised_exception"):
             return str(value.get("exception_message") or "exception raised")
     return None
+
+
+def _is_critical(result: Any) -> bool:
+    """Whether a failed expectation refuses the data (GX's default severity, ``critical``)."""
+    severity = getattr(result.expectation_config, "severity", None)
+    return str(getattr(severity, "value", severity) or "critical") == "critical"
 
 
 def _failure(table: str, r: Any) -> Failure:

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fedcare_cli.options import add_unseen_categories_option
 from fedcare_core.algorithms import ALGORITHM_NAMES, get_algorithm
 from fedcare_core.config import DATASETS, ExperimentConfig
 from fedcare_core.errors import ConfigError
@@ -98,6 +99,7 @@ def add_parser(sub: Any) -> None:
     )
     exp.add_argument("--rounds", type=int, help="Stage 1 / federated rounds T (default 100)")
     exp.add_argument("--max-patients", type=int, help="subsample the cohort (quick trials)")
+    add_unseen_categories_option(exp)
     exp.add_argument("--stage2-epochs", type=int, help="Stage 2 / bounds epoch budget")
     exp.add_argument(
         "--workers",
@@ -119,6 +121,7 @@ def add_parser(sub: Any) -> None:
 
 def cmd_experiment(args: argparse.Namespace) -> int:
     """Run one experiment or the programme; print where the outputs are and the wall time."""
+    from data_checks.source_checks import checked_dataset
     from fedcare_core.experiments.engine import DataSpec, cell_store
     from fedcare_grid import cluster_workers, grid_client
 
@@ -131,6 +134,8 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     # One cluster for the whole programme: its workers keep their loaded dataset between
     # experiments.
     with grid_client(args.dask_address, args.workers) as client:
+        # The same data checks as `fedcare run` and the flows, once, before any cell runs.
+        checked_dataset(base.data, spec.data_dir, verify_checksum=spec.verify_checksum)
         workers = cluster_workers(client)
         where = args.dask_address or "a local cluster"
         print(f"{args.name}: {workers} Dask worker(s) on {where}", flush=True)
@@ -187,6 +192,8 @@ def check_options(args: argparse.Namespace, names: list[str]) -> ExperimentConfi
         max_patients=args.max_patients,
         stage2_epochs=args.stage2_epochs,
     )
+    if args.unseen_categories is not None:
+        base = base.with_overrides(data={"unseen_categories": args.unseen_categories})
     for name in names:
         check_grid(_cells(name, args), base)
     check_output_dir(args.out or Path(".experiments") / args.dataset)

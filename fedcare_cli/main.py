@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fedcare_cli import experiment
+from fedcare_cli.options import add_unseen_categories_option
 from fedcare_core.algorithms import ALGORITHM_NAMES, validate_config
 from fedcare_core.config import (
     CLIENT_SPLITS,
@@ -69,6 +70,7 @@ def _add_run_parser(sub: Any) -> None:
     run.add_argument("--objectives-per-client", type=int)
     run.add_argument("--readmission", choices=READMISSION_DEFINITIONS)
     run.add_argument("--max-patients", type=int, help="subsample the cohort (quick trials)")
+    add_unseen_categories_option(run)
     run.add_argument("--local-steps", type=int, help="τ (default 5)")
     run.add_argument("--local-lr", type=float, help="η_l (default 0.001)")
     run.add_argument("--global-lr", type=float, help="η_g (default 0.01)")
@@ -204,6 +206,7 @@ def build_config(args: argparse.Namespace) -> ExperimentConfig:
         "objectives_per_client": (data, "objectives_per_client"),
         "readmission": (data, "readmission"),
         "max_patients": (data, "max_patients"),
+        "unseen_categories": (data, "unseen_categories"),
         "rounds": (stage1, "rounds"),
         "local_steps": (stage1, "local_steps"),
         "local_lr": (stage1, "local_lr"),
@@ -284,9 +287,9 @@ def open_run_folder(args: argparse.Namespace) -> tuple[RunFolder, ExperimentConf
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``fedcare run`` (with ``--run-dir`` or ``--resume``: a run that survives being killed)."""
+    from data_checks.source_checks import checked_dataset
     from fedcare_cli.output import ProgressBars, results_table, write_json_atomic
     from fedcare_core.algorithms import backend_refusal
-    from fedcare_core.datasets import load_dataset
     from fedcare_core.run_dir import RunData, RunFolder
     from fedcare_core.runner import run_experiment
 
@@ -321,7 +324,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         folder = RunFolder.create(args.run_dir)
     if not args.quiet:
         print(f"Loading {config.data.dataset} …", file=sys.stderr)
-    loaded = load_dataset(config.data, data_dir, verify_checksum=verify)
+    loaded = checked_dataset(config.data, data_dir, verify_checksum=verify)
     if folder is not None:
         if recorded is not None:
             folder.check_data(recorded, loaded.cohort.source_sha256)

@@ -40,6 +40,9 @@ QP_SCOPES = ("full", "backbone")
 SERVER_OPTIMIZERS = ("sgd", "adam")
 STAGE2_OPTIMIZERS = ("adam", "sgd")
 READMISSION_DEFINITIONS = ("30d", "any")
+#: What the loaders do with a category outside a column's declared vocabulary
+#: (:mod:`fedcare_core.data.categories`): stop, or encode it as ``other``.
+UNSEEN_CATEGORY_POLICIES = ("refuse", "other")
 LOCAL_OPTIMIZERS = ("adam", "sgd")
 PAFNET_DEPLOY = ("best-val", "last")
 
@@ -210,6 +213,7 @@ class DataConfig:
     val_fraction: float = 0.1
     readmission: str = "30d"
     max_patients: int | None = None
+    unseen_categories: str = "refuse"
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` on an invalid value."""
@@ -218,6 +222,12 @@ class DataConfig:
         _check(self.client_split, CLIENT_SPLITS, "client split", "data.client_split")
         _check(
             self.readmission, READMISSION_DEFINITIONS, "readmission definition", "data.readmission"
+        )
+        _check(
+            self.unseen_categories,
+            UNSEEN_CATEGORY_POLICIES,
+            "unseen-category policy",
+            "data.unseen_categories",
         )
         if self.train_fraction + self.val_fraction >= 1:
             raise ConfigError(

@@ -63,6 +63,7 @@ def load_dataset(
             path,
             readmission=config.readmission,  # type: ignore[arg-type]
             verify_checksum=verify_checksum,
+            unseen_categories=config.unseen_categories,
         )
         return LoadedDataset(cohort, DIABETES130_PARTITION, str(path))
     if config.dataset == "mimic3":
@@ -73,7 +74,8 @@ def load_dataset(
                 "MIMIC-III is credentialed data: pass --data-dir pointing at the raw CSV tables"
             )
         mimic_dir = find_mimic_dir(Path(root))
-        return LoadedDataset(load_mimic3(mimic_dir), MIMIC3_PARTITION, str(mimic_dir))
+        cohort = load_mimic3(mimic_dir, unseen_categories=config.unseen_categories)
+        return LoadedDataset(cohort, MIMIC3_PARTITION, str(mimic_dir))
     raise ConfigError(f"unknown dataset {config.dataset!r}")
 
 

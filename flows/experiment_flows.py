@@ -240,7 +240,9 @@ def _experiment(
     runner = grid_task_runner(dask_address, workers)
     cells_dir = cell_store(out, base)
     flow_run_id = str(runtime_flow_run.id)
-    raw = validate_raw_task(dataset, data_dir, out / "validation" / flow_run_id)
+    raw = validate_raw_task(
+        dataset, data_dir, out / "validation" / flow_run_id, base.data.unseen_categories
+    )
     require_checks_pass(raw)
     spec = DataSpec(data_dir or os.environ.get("FEDCARE_DATA_DIR"), verify_checksum)
     outcomes = grid_flow.with_options(task_runner=runner)(cells, base, spec, str(cells_dir))

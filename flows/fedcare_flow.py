@@ -298,7 +298,9 @@ def _run_pipeline(
     run = _ParentRun.start(tracking_uri, params)
     workers = start_workers(configs, parallel_stage2)
     try:
-        raw = validate_raw_task(dataset, data_dir, report_root / "raw")
+        raw = validate_raw_task(
+            dataset, data_dir, report_root / "raw", configs[0].data.unseen_categories
+        )
         run.check(raw, artifact_path="validation/raw", stage="raw tables", key="validation-raw")
         run.step = "loading"
         loaded = load_dataset_task(configs[0], data_dir, verify_checksum)

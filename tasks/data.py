@@ -9,80 +9,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pandas as pd
 from prefect import task
 
-from data_checks.suites import diabetes130_raw_suite, federation_checks, mimic3_raw_suites
-from data_checks.tables import (
-    DIABETES130_TABLE,
-    read_diabetes130_raw,
-    read_mimic3_raw,
-    recompute_assignment,
-)
+from data_checks.source_checks import check_raw_tables
+from data_checks.suites import federation_checks
+from data_checks.tables import recompute_assignment
 from data_checks.validate import CheckReport, run_checks
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.federation import Federation
 from fedcare_core.data.partition import FeaturePartition
 from fedcare_core.datasets import LoadedDataset, load_dataset
-from fedcare_core.errors import ConfigError, DataError
 from fedcare_core.runner import prepare_federation
 from tasks.common import IO_RETRIES, IO_RETRY_DELAY_S, NO_CACHE, retry_on_io_error, run_logger
-
-
-def raw_source(dataset: str, data_dir: str | Path | None) -> Path:
-    """Where the loader will read ``dataset`` from, resolved as ``load_dataset`` does.
-
-    Parameters
-    ----------
-    dataset
-        ``"diabetes130"`` or ``"mimic3"``.
-    data_dir
-        The folder or file given (``None``: ``$FEDCARE_DATA_DIR``, then the download cache
-        for Diabetes 130).
-
-    Returns
-    -------
-    Path
-        A folder or file the raw-table readers accept.
-
-    Raises
-    ------
-    DataError
-        If no data location can be found.
-    ConfigError
-        If the dataset is unknown.
-    """
-    from fedcare_core.data.fetch import default_cache_dir
-    from fedcare_core.data.paths import resolve_data_dir
-
-    root = resolve_data_dir(data_dir)
-    if dataset == "diabetes130":
-        if root is None:
-            root = default_cache_dir() / "diabetes130"
-            if not root.is_dir():
-                raise DataError(
-                    "no data directory given: pass data_dir, set FEDCARE_DATA_DIR, or run "
-                    "'fedcare data fetch diabetes130'"
-                )
-        return root
-    if dataset == "mimic3":
-        if root is None:
-            raise DataError(
-                "MIMIC-III is credentialed data: pass data_dir pointing at the raw CSV tables"
-            )
-        # The loader's own folder lookup (tables' folder, or a root holding mimic3-demo).
-        from fedcare_core.datasets import find_mimic_dir
-
-        return find_mimic_dir(Path(root))
-    raise ConfigError(f"unknown dataset {dataset!r}")
-
-
-def read_raw_tables(dataset: str, source: Path) -> dict[str, pd.DataFrame]:
-    """The raw tables of ``dataset`` as the checks see them (text for Diabetes 130)."""
-    if dataset == "diabetes130":
-        return {DIABETES130_TABLE: read_diabetes130_raw(source)}
-    return read_mimic3_raw(source)
 
 
 @task(
@@ -93,7 +32,9 @@ def read_raw_tables(dataset: str, source: Path) -> dict[str, pd.DataFrame]:
     cache_policy=NO_CACHE,
     persist_result=False,
 )
-def validate_raw_task(dataset: str, data_dir: str | None, report_dir: Path) -> CheckReport:
+def validate_raw_task(
+    dataset: str, data_dir: str | None, report_dir: Path, unseen_categories: str = "refuse"
+) -> CheckReport:
     """Read the raw source tables and run their Great Expectations suites.
 
     Parameters
@@ -101,9 +42,11 @@ def validate_raw_task(dataset: str, data_dir: str | None, report_dir: Path) -> C
     dataset
         The dataset.
     data_dir
-        Its folder or file (see :func:`raw_source`).
+        Its folder or file (see :func:`data_checks.source_checks.raw_source`).
     report_dir
         Where the HTML and JSON reports are written.
+    unseen_categories
+        The configuration's ``data.unseen_categories``.
 
     Returns
     -------
@@ -115,14 +58,7 @@ def validate_raw_task(dataset: str, data_dir: str | None, report_dir: Path) -> C
     DataError
         If a table cannot be found or read.
     """
-    source = raw_source(dataset, data_dir)
-    tables = read_raw_tables(dataset, source)
-    suites = (
-        {DIABETES130_TABLE: diabetes130_raw_suite()}
-        if dataset == "diabetes130"
-        else mimic3_raw_suites()
-    )
-    report = run_checks(tables, suites, report_dir)
+    report = check_raw_tables(dataset, data_dir, report_dir, unseen_categories=unseen_categories)
     run_logger().info("%s", report.summary().splitlines()[0])
     return report
 

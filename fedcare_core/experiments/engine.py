@@ -142,7 +142,12 @@ _loaded: dict[tuple[str, str | None, bool], LoadedDataset] = {}
 
 
 def _dataset(config: ExperimentConfig, spec: DataSpec) -> LoadedDataset:
-    key = (config.data.dataset + ":" + config.data.readmission, spec.data_dir, spec.verify_checksum)
+    data = config.data
+    key = (
+        f"{data.dataset}:{data.readmission}:{data.unseen_categories}",
+        spec.data_dir,
+        spec.verify_checksum,
+    )
     if key not in _loaded:
         _loaded[key] = load_dataset(
             config.data, spec.data_dir, verify_checksum=spec.verify_checksum

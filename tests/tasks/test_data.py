@@ -7,10 +7,11 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from data_checks.source_checks import raw_source
 from data_checks.validate import DataCheckError, require_checks_pass
 from fedcare_core.config import DataConfig, ExperimentConfig
 from fedcare_core.errors import ConfigError, DataError
-from tasks.data import partition_task, raw_source, validate_partitions_task, validate_raw_task
+from tasks.data import partition_task, validate_partitions_task, validate_raw_task
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 
 TINY_CSV = (

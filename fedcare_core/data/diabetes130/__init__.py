@@ -20,6 +20,8 @@ from fedcare_core.data.diabetes130.definition import (
 from fedcare_core.data.diabetes130.features import icd9_group
 from fedcare_core.data.diabetes130.loader import load_diabetes130
 from fedcare_core.data.diabetes130.schema import (
+    AGE_BRACKETS,
+    COUNT_RANGES,
     DIABETES130_CATEGORICAL_FEATURES,
     DIABETES130_COLUMNS,
     DIABETES130_COUNT_COLUMNS,
@@ -32,6 +34,7 @@ from fedcare_core.data.diabetes130.schema import (
     EXCLUDED_COLUMNS,
     EXPIRED_DISCHARGE_IDS,
     HOSPICE_DISCHARGE_IDS,
+    ICD9_CODE_PATTERN,
     ICD9_GROUPS,
     MEDICATION_COLUMNS,
     READMITTED_VALUES,
@@ -40,6 +43,8 @@ from fedcare_core.data.diabetes130.schema import (
 from fedcare_core.data.diabetes130.source import find_csv_member, find_diabetes130
 
 __all__ = [
+    "AGE_BRACKETS",
+    "COUNT_RANGES",
     "DIABETES130_CATEGORICAL_FEATURES",
     "DIABETES130_COLUMNS",
     "DIABETES130_COUNT_COLUMNS",
@@ -55,6 +60,7 @@ __all__ = [
     "EXCLUDED_COLUMNS",
     "EXPIRED_DISCHARGE_IDS",
     "HOSPICE_DISCHARGE_IDS",
+    "ICD9_CODE_PATTERN",
     "ICD9_GROUPS",
     "MEDICATION_COLUMNS",
     "READMITTED_VALUES",

@@ -8,10 +8,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fedcare_core.data.categories import CategorySource, check_known_categories
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.diabetes130.definition import DIABETES130_OBJECTIVES
 from fedcare_core.data.diabetes130.features import build_features
 from fedcare_core.data.diabetes130.labels import ReadmissionDefinition, build_labels
+from fedcare_core.data.diabetes130.plausibility import check_plausible
 from fedcare_core.data.diabetes130.reading import check_sources, read_table
 from fedcare_core.data.diabetes130.schema import (
     DIABETES130_CATEGORICAL_FEATURES,
@@ -31,6 +33,7 @@ def load_diabetes130(
     *,
     readmission: ReadmissionDefinition = "30d",
     verify_checksum: bool = True,
+    unseen_categories: str = "refuse",
 ) -> Cohort:
     """Load Diabetes 130-US as a three-objective cohort.
 
@@ -46,6 +49,10 @@ def load_diabetes130(
         Check the CSV's SHA-256 against :data:`DIABETES130_CSV_SHA256`. Pass ``False`` (the CLI's
         ``--no-verify``) to load a modified file on purpose; its contents are validated either
         way.
+    unseen_categories
+        A value outside a column's declared vocabulary (``DIABETES130_VOCABULARIES``):
+        ``"refuse"`` stops with the file, column and rows; ``"other"`` keeps it, to be encoded
+        in the column's ``other`` indicator, and notes how many there were.
 
     Returns
     -------
@@ -66,8 +73,11 @@ def load_diabetes130(
         If ``verify_checksum`` and the CSV's SHA-256 differs from the published file's.
     DataError
         If the file cannot be found or read, is empty, malformed or truncated, lacks a column,
-        holds a non-numeric value in a numeric column, or a label source value out of its
-        domain (``time_in_hospital`` outside 1..14, ``readmitted`` outside NO/<30/>30).
+        holds a non-numeric value in a numeric column, a label source value out of its
+        domain (``time_in_hospital`` outside 1..14, ``readmitted`` outside NO/<30/>30), an
+        implausible value (see
+        :func:`~fedcare_core.data.diabetes130.plausibility.check_plausible`) or, unless
+        ``unseen_categories="other"``, a category outside its column's vocabulary.
     ConfigError
         If ``readmission`` is neither ``"30d"`` nor ``"any"``.
 
@@ -78,14 +88,23 @@ def load_diabetes130(
     digest, checksum_notes = _checksum(data, name, enforce=verify_checksum)
     df, unexpected, chk = read_table(data, name)
     numbers = check_sources(df, chk)
+    check_plausible(df, numbers, chk)
     labels, label_notes = build_labels(df["readmitted"], numbers, readmission)
     features = build_features(df, numbers, chk)
+    rows = np.arange(1, len(df) + 1)
+    category_notes = check_known_categories(
+        features,
+        DIABETES130_VOCABULARIES,
+        {c: CategorySource(name, c, rows) for c in DIABETES130_VOCABULARIES},
+        unseen_categories,
+    )
     codes, _ = pd.factorize(numbers["patient_nbr"], sort=False)
     notes = [
         f"source: {name}",
         f"{len(df):,} encounters, {int(codes.max()) + 1:,} distinct patients",
         *label_notes,
         *checksum_notes,
+        *category_notes,
     ]
     if unexpected:
         notes.append(f"ignored unexpected column(s): {', '.join(unexpected)}")

@@ -7,7 +7,9 @@ while ``None`` in ``A1Cresult`` and ``max_glu_serum`` is a real category (test n
 from __future__ import annotations
 
 __all__ = [
+    "AGE_BRACKETS",
     "CODE_COLUMNS",
+    "COUNT_RANGES",
     "DIABETES130_CATEGORICAL_FEATURES",
     "DIABETES130_COLUMNS",
     "DIABETES130_COUNT_COLUMNS",
@@ -21,6 +23,7 @@ __all__ = [
     "EXCLUDED_COLUMNS",
     "EXPIRED_DISCHARGE_IDS",
     "HOSPICE_DISCHARGE_IDS",
+    "ICD9_CODE_PATTERN",
     "ICD9_GROUPS",
     "ICD9_RANGES",
     "INTEGER_SOURCE_COLUMNS",
@@ -137,13 +140,35 @@ NUMERIC_SOURCE_COLUMNS: tuple[str, ...] = (
     *DIABETES130_COUNT_COLUMNS,
 )
 
-#: Numeric source columns whose values must be whole numbers.
+#: Numeric source columns whose values must be whole numbers (counts included).
 INTEGER_SOURCE_COLUMNS: tuple[str, ...] = (
     "encounter_id",
     "patient_nbr",
     *CODE_COLUMNS,
     "time_in_hospital",
+    *DIABETES130_COUNT_COLUMNS,
 )
+
+#: Clinically plausible range of each count, inclusive. Generous bounds, not the published
+#: file's extremes (in brackets): lab tests in a stay of at most 14 days (132), procedures other
+#: than lab tests (6), distinct generic medications (81), outpatient, emergency and inpatient
+#: visits in the year before the encounter (42, 76, 21: at most one a day) and diagnoses
+#: entered (16). A value outside is a corrupted export, not a patient.
+COUNT_RANGES: dict[str, tuple[int, int]] = {
+    "num_lab_procedures": (0, 500),
+    "num_procedures": (0, 50),
+    "num_medications": (0, 200),
+    "number_outpatient": (0, 365),
+    "number_emergency": (0, 365),
+    "number_inpatient": (0, 365),
+    "number_diagnoses": (0, 50),
+}
+
+#: The ten age brackets of the ``age`` column.
+AGE_BRACKETS: tuple[str, ...] = tuple(f"[{a}-{a + 10})" for a in range(0, 100, 10))
+
+#: An ICD-9-CM code as the file writes it (``250.83``, ``V45``, ``E812``).
+ICD9_CODE_PATTERN = r"^[VE]?\d+(?:\.\d+)?$"
 
 DIAG_COLUMNS: tuple[str, ...] = ("diag_1", "diag_2", "diag_3")
 

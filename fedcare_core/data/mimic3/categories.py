@@ -74,7 +74,10 @@ def ethnicity_group(values: pd.Series) -> pd.Series:
 
 
 def gender(values: pd.Series) -> pd.Series:
-    """``M``/``F``; anything else becomes NaN.
+    """Upper-cased ``GENDER``; MIMIC's 'unknown' markers and empty values become NaN.
+
+    Any other value is kept, so that the loader's known-category check sees it (refused, or
+    encoded as ``other`` with ``unseen_categories="other"``).
 
     Parameters
     ----------
@@ -84,11 +87,10 @@ def gender(values: pd.Series) -> pd.Series:
     Returns
     -------
     pandas.Series
-        ``"M"``, ``"F"`` or NaN per value (``str``).
+        ``"M"``, ``"F"``, another upper-cased value or NaN per value (``str``).
 
     """
-    s = values.astype("str").str.strip().str.upper()
-    return s.where(s.isin({"M", "F"})).astype("str")
+    return clean_category(values).str.upper().astype("str")
 
 
 def static_features(stays: pd.DataFrame, age: np.ndarray) -> pd.DataFrame:

@@ -174,9 +174,7 @@ def parse_times(
     bad_iso = iso & out.isna()
     if bad_iso.any():
         bad_pos = np.flatnonzero(bad_iso.to_numpy())
-        raise origin.error(
-            f"invalid date in the {table} table, e.g. {text.iloc[int(bad_pos[0])]!r}", bad_pos
-        )
+        raise origin.error(f"invalid date in the {table} table", bad_pos)
     stats.add(f"{table}.{column}", n_two, n_unresolved)
     return out
 
@@ -200,8 +198,7 @@ def _parse_month_first(
     if not matched.all():
         bad_pos = positions[~matched]
         raise origin.error(
-            f"unrecognised date/time in the {table} table, e.g. {text.iloc[int(bad_pos[0])]!r} "
-            "(expected YYYY-MM-DD HH:MM:SS)",
+            f"unrecognised date/time in the {table} table (expected YYYY-MM-DD HH:MM:SS)",
             bad_pos,
         )
     fields = _MonthFirst.from_parts(parts)
@@ -225,9 +222,7 @@ def _parse_month_first(
     invalid = value.isna().to_numpy() & ~two
     if invalid.any():
         bad_pos = positions[invalid]
-        raise origin.error(
-            f"invalid date in the {table} table, e.g. {text.iloc[int(bad_pos[0])]!r}", bad_pos
-        )
+        raise origin.error(f"invalid date in the {table} table", bad_pos)
     return value, n_two, n_unresolved
 
 

@@ -8,8 +8,14 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fedcare_core.data.categories import CategorySource, check_known_categories
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.mimic3.categories import static_features
+from fedcare_core.data.mimic3.consistency import (
+    check_admission_times,
+    check_stay_links,
+    check_stay_values,
+)
 from fedcare_core.data.mimic3.dates import TimeStats, parse_times
 from fedcare_core.data.mimic3.definition import (
     CATEGORICAL_FEATURES,
@@ -36,7 +42,11 @@ __all__ = ["load_mimic3"]
 
 
 def load_mimic3(
-    data_dir: str | Path, *, chunksize: int = 2_000_000, min_age: float = 18.0
+    data_dir: str | Path,
+    *,
+    chunksize: int = 2_000_000,
+    min_age: float = 18.0,
+    unseen_categories: str = "refuse",
 ) -> Cohort:
     """Load the adult MIMIC-III ICU-stay cohort with its three objectives.
 
@@ -50,6 +60,10 @@ def load_mimic3(
         Rows per chunk when streaming the tables; the result does not depend on it.
     min_age
         Minimum age in years at ICU admission (``INTIME``).
+    unseen_categories
+        A cohort stay's category outside its feature's declared vocabulary
+        (``MIMIC3_VOCABULARIES``): ``"refuse"`` stops with the table, column and count;
+        ``"other"`` keeps it, encoded in the column's ``other`` indicator, with a note.
 
     Returns
     -------
@@ -64,7 +78,9 @@ def load_mimic3(
     ------
     DataError
         If the directory or a required table is missing, a required column is missing, a file
-        is empty, a numeric column holds text, a date cannot be parsed, or keys repeat.
+        is empty or truncated, a numeric column holds text, a date cannot be parsed, keys
+        repeat, the tables disagree (see :mod:`fedcare_core.data.mimic3.consistency`) or,
+        unless ``unseen_categories="other"``, a category is outside its vocabulary.
 
     """
     if chunksize < 1:
@@ -74,9 +90,16 @@ def load_mimic3(
     icu, notes = _read_icustays(sources.icustays, chunksize, stats)
     adm = _read_admissions(sources.admissions, icu, chunksize, stats)
     pat = _read_patients(sources.patients, icu, chunksize, stats)
+    check_stay_links(icu, adm, pat, sources.icustays)
+    notes.extend(check_admission_times(adm, sources.admissions))
+    dob = icu["SUBJECT_ID"].map(pat.drop_duplicates("SUBJECT_ID").set_index("SUBJECT_ID")["DOB"])
+    check_stay_values(icu, dob, sources.icustays)
     stays, age, stay_notes = join_stays(icu, adm, pat, min_age=min_age, root=sources.root)
     labels, label_notes = build_labels(stays, adm)
     static = static_features(stays, age)
+    stay_notes += check_known_categories(
+        static, MIMIC3_VOCABULARIES, _category_sources(sources), unseen_categories
+    )
     labs, vitals, event_notes = _event_features(sources, stays, adm, chunksize, stats)
     features = pd.concat([static, labs, vitals], axis=1)[list(MIMIC3_FEATURES)]
     for col in NUMERIC_FEATURES:
@@ -95,6 +118,26 @@ def load_mimic3(
         notes=(*notes, *stay_notes, *label_notes, *event_notes, *_two_digit_notes(stats)),
         vocabularies=MIMIC3_VOCABULARIES,
     )
+
+
+#: The raw table and column each categorical feature is read from.
+_CATEGORY_COLUMNS: dict[str, tuple[str, str]] = {
+    "gender": ("patients", "GENDER"),
+    "ethnicity": ("admissions", "ETHNICITY"),
+    "admission_type": ("admissions", "ADMISSION_TYPE"),
+    "admission_location": ("admissions", "ADMISSION_LOCATION"),
+    "insurance": ("admissions", "INSURANCE"),
+    "marital_status": ("admissions", "MARITAL_STATUS"),
+    "first_careunit": ("icustays", "FIRST_CAREUNIT"),
+}
+
+
+def _category_sources(sources: _Sources) -> dict[str, CategorySource]:
+    """Where each categorical feature comes from; rows are counted, not listed (cohort rows)."""
+    return {
+        feature: CategorySource(str(getattr(sources, table)), column)
+        for feature, (table, column) in _CATEGORY_COLUMNS.items()
+    }
 
 
 @dataclass(frozen=True)

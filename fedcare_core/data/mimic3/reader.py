@@ -8,6 +8,7 @@ case. Tables are read in chunks of the spec's columns only, so the full ``CHARTE
 
 from __future__ import annotations
 
+import csv
 import hashlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -18,10 +19,19 @@ import pandas as pd
 from fedcare_core.data.mimic3.schema import TableSpec
 from fedcare_core.errors import DataError
 
-__all__ = ["file_sha256", "find_table", "iter_table", "read_header", "read_small"]
+__all__ = [
+    "check_last_line",
+    "file_sha256",
+    "find_table",
+    "iter_table",
+    "read_header",
+    "read_small",
+]
 
 #: Most offending row numbers collected per column when locating non-numeric values.
 _NUMERIC_DIAG_CAP = 1_000_000
+#: Bytes read from a file's end to look at its last line.
+_TAIL_BYTES = 1 << 16
 
 
 def find_table(data_dir: Path, table: str, *, required: bool) -> Path | None:
@@ -137,6 +147,7 @@ def iter_table(path: Path, spec: TableSpec, chunksize: int) -> Iterator[pd.DataF
 
     """
     names = read_header(path, spec)
+    check_last_line(path, spec)
     dtype: dict[str, str] = {names[c]: "float64" for c in spec.numeric if c in names}
     dtype.update({names[c]: "str" for c in spec.text if c in names})
     rename = {actual: upper for upper, actual in names.items()}
@@ -159,7 +170,12 @@ def iter_table(path: Path, spec: TableSpec, chunksize: int) -> Iterator[pd.DataF
         if located is not None:
             raise located from None
         raise DataError(f"cannot read the {spec.name} table: {exc}", file=str(path)) from exc
-    except (OSError, EOFError, UnicodeDecodeError) as exc:
+    except EOFError as exc:
+        raise DataError(
+            f"the {spec.name} file looks truncated: its compressed stream ends early ({exc})",
+            file=str(path),
+        ) from exc
+    except (OSError, UnicodeDecodeError) as exc:
         raise DataError(f"cannot read the {spec.name} table: {exc}", file=str(path)) from exc
     if offset == 0:
         raise DataError(f"the {spec.name} file has a header but no data rows", file=str(path))
@@ -171,7 +187,6 @@ def _locate_non_numeric(
     """Re-read ``path`` as text to find non-numeric values in numeric columns (error path only)."""
     numeric = [c for c in spec.numeric if c in names]
     bad: dict[str, list[int]] = {}
-    examples: dict[str, str] = {}
     offset = 0
     reader = pd.read_csv(
         path,
@@ -189,7 +204,6 @@ def _locate_non_numeric(
                     rows = bad.setdefault(col, [])
                     if len(rows) < _NUMERIC_DIAG_CAP:
                         rows.extend((offset + idx + 1).tolist())
-                    examples.setdefault(col, str(raw.iloc[int(idx[0])]))
             offset += len(chunk)
     if not bad:
         return None
@@ -197,12 +211,60 @@ def _locate_non_numeric(
     others = [c for c in numeric if c in bad and c != col]
     also = f" (columns {', '.join(others)} also hold non-numeric values)" if others else ""
     return DataError(
-        f"non-numeric value in numeric column {col} of the {spec.name} table, "
-        f"e.g. {examples[col]!r}{also}",
+        f"non-numeric value in numeric column {col} of the {spec.name} table{also}",
         file=str(path),
         column=col,
         rows=bad[col],
     )
+
+
+def check_last_line(path: Path, spec: TableSpec) -> None:
+    """Refuse a plain CSV whose last line is cut off: no final newline and fields missing.
+
+    A compressed table is checked as it is read (a cut stream ends early). A last line without
+    a newline but with every field is accepted: it may be a file saved without one.
+
+    Parameters
+    ----------
+    path
+        The table's file.
+    spec
+        Its spec, for the message.
+
+    Raises
+    ------
+    DataError
+        If the last line has fewer fields than the header and does not end with a newline.
+
+    """
+    if path.name.lower().endswith(".gz"):
+        return
+    try:
+        with path.open("rb") as fh:
+            header = fh.readline()
+            size = fh.seek(0, 2)
+            fh.seek(max(size - _TAIL_BYTES, len(header)))
+            tail = fh.read()
+    except OSError as exc:
+        raise DataError(f"cannot read the {spec.name} table: {exc}", file=str(path)) from exc
+    if not tail or tail.endswith((b"\n", b"\r")):
+        return
+    last = tail.rsplit(b"\n", 1)[-1].decode("utf-8", errors="replace")
+    width = len(next(csv.reader([header.decode("utf-8", errors="replace")]), []))
+    fields = next(csv.reader([last]), [])
+    if len(fields) < width:
+        raise DataError(
+            f"the {spec.name} file looks truncated: its last line ends mid-row "
+            f"({len(fields)} of {width} fields, no final newline)",
+            file=str(path),
+            rows=[_count_data_rows(path)],
+        )
+
+
+def _count_data_rows(path: Path) -> int:
+    """Data rows in a plain CSV (lines after the header, the unterminated last one included)."""
+    with path.open("rb") as fh:
+        return max(sum(block.count(b"\n") for block in iter(lambda: fh.read(1 << 20), b"")), 1)
 
 
 def read_small(path: Path, spec: TableSpec, chunksize: int) -> pd.DataFrame:

@@ -109,12 +109,13 @@ def test_two_digit_year_without_any_anchor_is_an_error() -> None:
 @pytest.mark.parametrize(
     ("value", "message"),
     [
-        ("yesterday", "unrecognised date/time in the T table, e.g. 'yesterday'"),
-        ("2/30/2150 10:00", "invalid date in the T table, e.g. '2/30/2150 10:00'"),
-        ("2150-02-30 10:00:00", "invalid date in the T table, e.g. '2150-02-30 10:00:00'"),
+        ("yesterday", "unrecognised date/time in the T table"),
+        ("2/30/2150 10:00", "invalid date in the T table"),
+        ("2150-02-30 10:00:00", "invalid date in the T table"),
     ],
 )
 def test_bad_values_name_the_row(value: str, message: str) -> None:
     with pytest.raises(DataError, match=re.escape(message)) as err:
         parse(["2150-01-01 00:00:00", "2150-01-02 00:00:00", value])
     assert err.value.rows == (3,)
+    assert value not in str(err.value)  # the row is named, its value never shown

@@ -70,7 +70,8 @@ def test_error_non_numeric_los(synth_dir: Path) -> None:
         load_mimic3(synth_dir, chunksize=2)
     msg = str(err.value)
     assert err.value.rows == (3, 5)
-    assert str(path) in msg and "'LOS'" in msg and "rows 3, 5" in msg and "'abc'" in msg
+    assert str(path) in msg and "'LOS'" in msg and "rows 3, 5" in msg
+    assert "abc" not in msg  # rows are named, their values never shown
 
 
 @pytest.mark.parametrize("lowercase", [False, True])

@@ -1,0 +1,198 @@
+"""The one validation path of a dataset's source tables, for every entry point.
+
+``fedcare run``, ``fedcare experiment`` and both flows check the data the same way, so they
+accept and refuse the same files: the loader's own checks (parsing, clinical plausibility,
+known value sets, cross-table consistency, truncation; errors name the file, column and rows)
+and the Great Expectations suites on the raw tables (:mod:`data_checks.suites`; the report
+names table, column and counts). :func:`checked_dataset` runs both, the loader first since its
+messages are the more precise; the flows run the suites as their own task first, to attach the
+report, then the loader.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pandas as pd
+from great_expectations import ExpectationSuite
+
+from data_checks.suites import diabetes130_raw_suite, mimic3_raw_suites
+from data_checks.tables import DIABETES130_TABLE, read_diabetes130_raw, read_mimic3_raw
+from data_checks.validate import CheckReport, DataCheckError, run_checks
+from fedcare_core.config import DataConfig
+from fedcare_core.datasets import LoadedDataset, load_dataset
+from fedcare_core.errors import ConfigError, DataError
+
+__all__ = [
+    "check_raw_tables",
+    "checked_dataset",
+    "raw_source",
+    "raw_suites",
+    "read_raw_tables",
+]
+
+
+def raw_source(dataset: str, data_dir: str | Path | None) -> Path:
+    """Where the loader will read ``dataset`` from, resolved as ``load_dataset`` does.
+
+    Parameters
+    ----------
+    dataset
+        ``"diabetes130"`` or ``"mimic3"``.
+    data_dir
+        The folder or file given (``None``: ``$FEDCARE_DATA_DIR``, then the download cache
+        for Diabetes 130).
+
+    Returns
+    -------
+    Path
+        A folder or file the raw-table readers accept.
+
+    Raises
+    ------
+    DataError
+        If no data location can be found.
+    ConfigError
+        If the dataset is unknown.
+    """
+    from fedcare_core.data.fetch import default_cache_dir
+    from fedcare_core.data.paths import resolve_data_dir
+    from fedcare_core.datasets import find_mimic_dir
+
+    root = resolve_data_dir(data_dir)
+    if dataset == "diabetes130":
+        if root is None:
+            root = default_cache_dir() / "diabetes130"
+            if not root.is_dir():
+                raise DataError(
+                    "no data directory given: pass data_dir, set FEDCARE_DATA_DIR, or run "
+                    "'fedcare data fetch diabetes130'"
+                )
+        return root
+    if dataset == "mimic3":
+        if root is None:
+            raise DataError(
+                "MIMIC-III is credentialed data: pass data_dir pointing at the raw CSV tables"
+            )
+        return find_mimic_dir(Path(root))
+    raise ConfigError(f"unknown dataset {dataset!r}")
+
+
+def read_raw_tables(dataset: str, source: Path) -> dict[str, pd.DataFrame]:
+    """The raw tables of ``dataset`` as the suites see them (text for Diabetes 130)."""
+    if dataset == "diabetes130":
+        return {DIABETES130_TABLE: read_diabetes130_raw(source)}
+    return read_mimic3_raw(source)
+
+
+def raw_suites(dataset: str, unseen_categories: str = "refuse") -> dict[str, ExpectationSuite]:
+    """The suites of ``dataset``'s raw tables, keyed like :func:`read_raw_tables`."""
+    if dataset == "diabetes130":
+        return {DIABETES130_TABLE: diabetes130_raw_suite(unseen_categories=unseen_categories)}
+    return mimic3_raw_suites(unseen_categories=unseen_categories)
+
+
+def check_raw_tables(
+    dataset: str,
+    data_dir: str | Path | None,
+    report_dir: str | Path,
+    *,
+    unseen_categories: str = "refuse",
+) -> CheckReport:
+    """Read the raw tables and run their suites; the caller decides what a failure means.
+
+    Parameters
+    ----------
+    dataset
+        The dataset.
+    data_dir
+        Its folder or file (see :func:`raw_source`).
+    report_dir
+        Where the HTML and JSON reports are written.
+    unseen_categories
+        The configuration's ``data.unseen_categories`` (see :func:`raw_suites`).
+
+    Returns
+    -------
+    CheckReport
+        Passed or not.
+
+    Raises
+    ------
+    DataError
+        If a table cannot be found or read.
+    """
+    tables = read_raw_tables(dataset, raw_source(dataset, data_dir))
+    return run_checks(tables, raw_suites(dataset, unseen_categories), report_dir)
+
+
+def checked_dataset(
+    config: DataConfig,
+    data_dir: str | Path | None,
+    *,
+    verify_checksum: bool = True,
+    report_dir: str | Path | None = None,
+) -> LoadedDataset:
+    """Load ``config.dataset`` through every check: the loader's, then the suites'.
+
+    Parameters
+    ----------
+    config
+        Dataset, label options and the unseen-category policy.
+    data_dir
+        Folder or file (``None``: ``$FEDCARE_DATA_DIR`` or the download cache).
+    verify_checksum
+        Check the Diabetes 130 file's SHA-256.
+    report_dir
+        Where the suites' report is kept; ``None``: a temporary folder, removed (a failure's
+        message then lists every failed expectation itself).
+
+    Returns
+    -------
+    LoadedDataset
+        The cohort, its partition and its source.
+
+    Raises
+    ------
+    DataError
+        From the loader: the file, column and rows at fault.
+    DataCheckError
+        If an expectation failed; the message names the source, the table, the column and
+        the counts.
+    """
+    loaded = load_dataset(config, data_dir, verify_checksum=verify_checksum)
+    if report_dir is not None:
+        report = check_raw_tables(
+            config.dataset, data_dir, report_dir, unseen_categories=config.unseen_categories
+        )
+        _require(report, loaded.source, keep_report=True)
+        return loaded
+    with tempfile.TemporaryDirectory(prefix="fedcare-checks-") as tmp:
+        report = check_raw_tables(
+            config.dataset, data_dir, tmp, unseen_categories=config.unseen_categories
+        )
+        _require(report, loaded.source, keep_report=False)
+    return loaded
+
+
+class SourceCheckError(DataCheckError):
+    """A source table failed its suite; the message names the source first."""
+
+    def __init__(self, report: CheckReport, source: str, *, keep_report: bool) -> None:
+        self.source = source
+        self.keep_report = keep_report
+        super().__init__(report)
+
+    def __str__(self) -> str:
+        lines = self.report.summary().splitlines()
+        head = lines[0]
+        if not self.keep_report:
+            head = head.split("; report ")[0]
+        return "\n".join([f"{self.source}: {head}", *lines[1:]])
+
+
+def _require(report: CheckReport, source: str, *, keep_report: bool) -> None:
+    """Raise :class:`SourceCheckError` unless the report passed."""
+    if not report.passed:
+        raise SourceCheckError(report, source, keep_report=keep_report)

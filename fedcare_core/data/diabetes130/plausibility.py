@@ -1,0 +1,92 @@
+"""Clinical plausibility of ``diabetic_data.csv``: ranges, formats, keys and cross-column rules.
+
+Run after the columns parse (:func:`~fedcare_core.data.diabetes130.reading.check_sources`);
+every refusal is a :class:`~fedcare_core.errors.DataError` naming the file, the column and the
+1-based data rows, never a value.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from fedcare_core.data.diabetes130.reading import Checker
+from fedcare_core.data.diabetes130.schema import (
+    AGE_BRACKETS,
+    COUNT_RANGES,
+    DIAG_COLUMNS,
+    EXPIRED_DISCHARGE_IDS,
+    ICD9_CODE_PATTERN,
+)
+
+__all__ = ["check_plausible"]
+
+
+def check_plausible(df: pd.DataFrame, numbers: dict[str, pd.Series], chk: Checker) -> None:
+    """Refuse values no real encounter can have.
+
+    Parameters
+    ----------
+    df
+        The parsed file (text columns).
+    numbers
+        Its numeric source columns as float64, already checked to parse.
+    chk
+        The file's error builder.
+
+    Raises
+    ------
+    DataError
+        If an identifier is missing or not positive, or ``encounter_id`` repeats; a count is
+        missing or outside :data:`COUNT_RANGES`; ``age`` is not one of the ten brackets; a
+        diagnosis is not shaped like an ICD-9-CM code; or an encounter discharged expired is
+        marked as readmitted.
+
+    """
+    for col in ("encounter_id", "patient_nbr"):
+        ids = numbers[col]
+        bad = ids.isna() | (ids < 1)
+        if bad.any():
+            raise chk.error(f"{col} must be a positive whole number", col, bad)
+    encounter = numbers["encounter_id"]
+    repeated = encounter.duplicated(keep=False)
+    if repeated.any():
+        raise chk.error(
+            f"encounter_id repeats ({int(repeated.sum())} rows share "
+            f"{int(encounter[repeated].nunique())} encounter ids): each encounter must appear "
+            "once",
+            "encounter_id",
+            repeated,
+        )
+    for col, (lo, hi) in COUNT_RANGES.items():
+        counts = numbers[col]
+        bad = counts.isna() | (counts < lo) | (counts > hi)
+        if bad.any():
+            raise chk.error(
+                f"{col} must be a whole number from {lo} to {hi} (a count; missing is not allowed)",
+                col,
+                bad,
+            )
+    age = df["age"]
+    bad = age.notna() & ~age.isin(AGE_BRACKETS)
+    if bad.any():
+        raise chk.error(
+            f"age must be one of the ten brackets {AGE_BRACKETS[0]} … {AGE_BRACKETS[-1]}",
+            "age",
+            bad,
+        )
+    for col in DIAG_COLUMNS:
+        codes = df[col]
+        bad = codes.notna() & ~codes.astype("str").str.strip().str.match(ICD9_CODE_PATTERN)
+        if bad.any():
+            raise chk.error(
+                f"{col} must be an ICD-9-CM code such as 428, 250.83, V45 or E812", col, bad
+            )
+    expired = numbers["discharge_disposition_id"].isin(sorted(EXPIRED_DISCHARGE_IDS))
+    readmitted = expired & (df["readmitted"] != "NO")
+    if readmitted.any():
+        raise chk.error(
+            "an encounter discharged expired (discharge_disposition_id "
+            f"{sorted(EXPIRED_DISCHARGE_IDS)}) cannot be readmitted: readmitted must be NO",
+            "readmitted",
+            readmitted,
+        )
