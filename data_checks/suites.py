@@ -102,7 +102,8 @@ def diabetes130_raw_suite(
     ExpectationSuite
         The 50 columns in file order; a row count of at least ``min_rows``; completeness, or
         for the columns of ``min_present`` null-rate limits of ``warning`` severity (a
-        hospital's own export may have more gaps than the published file); digit-only identifiers and unique ``encounter_id``;
+        hospital's own export may have more gaps than the published file); digit-only
+        identifiers and unique ``encounter_id``;
         ``time_in_hospital`` in 1..14 and ``readmitted`` in NO/<30/>30 (the label sources); the
         count columns non-negative numbers; ``age`` brackets, ``gender`` and every declared
         category list from ``DIABETES130_VOCABULARIES``; diagnosis codes shaped like ICD-9.
