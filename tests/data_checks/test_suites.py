@@ -104,7 +104,7 @@ def test_corrupted_diabetes_fails_naming_expectation_and_column(
     report, _ = corrupted_diabetes_report
     assert not report.passed
     t = DIABETES130_TABLE
-    assert has_failure(report, t, "expect_table_columns_to_match_ordered_list", None)
+    assert has_failure(report, t, "expect_table_columns_to_match_set", None)
     assert has_failure(report, t, "expect_column_values_to_be_in_set", "readmitted")
     assert has_failure(report, t, "expect_column_values_to_be_in_set", "time_in_hospital")
     assert has_failure(report, t, "expect_column_values_to_match_regex", "patient_nbr")
