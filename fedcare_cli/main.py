@@ -115,6 +115,12 @@ def _add_run_parser(sub: Any) -> None:
         "whose per-run public key was registered with it (needs TLS)",
     )
     run.add_argument(
+        "--bind-address",
+        metavar="IP",
+        help="flower-deployment: the IPv4 address of this machine the SuperLink listens on "
+        "and its certificate names (default 127.0.0.1; another address needs TLS)",
+    )
+    run.add_argument(
         "--keep-workdir",
         action="store_true",
         help="Flower backends: keep the run folder (logs, per-client data) for debugging",
@@ -228,7 +234,7 @@ def build_stage1_runner(args: argparse.Namespace) -> Stage1Runner | None:
     if args.backend == "local":
         return None
     try:
-        from fedcare_flower.flower_options import FlowerConfig
+        from fedcare_flower.flower_options import CLI_FLAGS, FlowerConfig
         from fedcare_flower.runners import make_stage1_runner
     except ModuleNotFoundError as exc:
         raise FedcareError(
@@ -245,12 +251,19 @@ def build_stage1_runner(args: argparse.Namespace) -> Stage1Runner | None:
         overrides.update(client_exec="subprocess", node_poll_s=None)
     if args.insecure or args.node_auth:
         overrides.update(insecure=args.insecure, node_auth=args.node_auth)
+    if args.bind_address is not None:
+        if args.backend != "flower-deployment":
+            raise ConfigError("--bind-address applies to --backend flower-deployment only")
+        overrides["bind_address"] = args.bind_address
+    # Every option checked, naming its flag, before any process starts or data is read.
+    flower = FlowerConfig(**overrides).validate(CLI_FLAGS)
+    runner = make_stage1_runner(args.backend, flower)
     if args.insecure and args.backend == "flower-deployment":
         print(
             "fedcare: warning: --insecure: the Flower processes talk plain HTTP (no TLS)",
             file=sys.stderr,
         )
-    return make_stage1_runner(args.backend, FlowerConfig(**overrides).validate())
+    return runner
 
 
 #: ``fedcare run`` options that ``--resume`` accepts (the rest come from the run's config.json).
