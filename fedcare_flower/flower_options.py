@@ -110,7 +110,6 @@ class FlowerConfig:
     node_poll_s: float | None = 0.5
     insecure: bool = False
     node_auth: bool = False
-
     bind_address: str = LOOPBACK
 
     @classmethod
@@ -155,29 +154,33 @@ class FlowerConfig:
                 f"{name('client_exec')} must be one of {', '.join(CLIENT_EXECS)}, "
                 f"got {self.client_exec!r}"
             )
-        check_bind_address(self.bind_address, name("bind_address"))
+        ip = check_bind_address(self.bind_address, name("bind_address"))
         if self.insecure and self.node_auth:
             raise ConfigError(
                 f"{name('node_auth')} needs TLS: it cannot be combined with {name('insecure')}"
             )
-        if self.insecure and not ipaddress.ip_address(self.bind_address).is_loopback:
+        if self.insecure and not ip.is_loopback:
             raise ConfigError(
-                f"{name('bind_address')} {self.bind_address} is not loopback: the federation's "
-                f"traffic would leave this machine unencrypted; drop {name('insecure')}"
+                f"{name('bind_address')} {ip} is not loopback: the federation's traffic would "
+                f"leave this machine unencrypted; drop {name('insecure')}"
             )
+        if not ip.is_loopback:
+            try:  # a socket bound on port 0 and closed: nothing listens
+                free_port(str(ip))
+            except OSError as exc:
+                raise ConfigError(
+                    f"{name('bind_address')} {ip}: cannot listen there ({exc.strerror})"
+                ) from None
         return self
 
 
-def check_bind_address(address: str, name: str = "bind_address") -> str:
-    """``address`` if it is one IPv4 address of this machine (not ``0.0.0.0``), else refuse.
-
-    A non-loopback address is tried with a socket bound to it on port 0 (nothing listens).
+def check_bind_address(address: str, name: str = "bind_address") -> ipaddress.IPv4Address:
+    """``address`` as one IPv4 address (not the any-address ``0.0.0.0``), else refuse.
 
     Raises
     ------
     ConfigError
-        Naming ``name``: not an IPv4 address, the unspecified address, a multicast one, or
-        one that no interface of this machine has.
+        Naming ``name``: not an IPv4 address, the unspecified address, or a multicast one.
     """
     try:
         ip = ipaddress.IPv4Address(address)
@@ -190,9 +193,4 @@ def check_bind_address(address: str, name: str = "bind_address") -> str:
             f"{name} must name one address of this machine, got {address} (the run's "
             "certificate names the address clients dial; 0.0.0.0 would listen everywhere)"
         )
-    if not ip.is_loopback:
-        try:
-            free_port(address)
-        except OSError as exc:
-            raise ConfigError(f"{name} {address}: cannot listen there ({exc.strerror})") from None
-    return address
+    return ip
