@@ -189,6 +189,12 @@ def _add_stack_parser(sub: Any) -> None:
     stack.add_argument("--prefect-port", type=int, help="Prefect API/UI port (4200)")
     stack.add_argument("--mlflow-port", type=int, help="MLflow server/UI port (5000)")
     stack.add_argument(
+        "--host",
+        metavar="IP",
+        help="IPv4 address the Prefect and MLflow servers listen on (default 127.0.0.1); "
+        "neither authenticates its clients, so another address opens them to that network",
+    )
+    stack.add_argument(
         "--data-dir", type=Path, help="data folder for flow runs (default: $FEDCARE_DATA_DIR)"
     )
 
@@ -413,6 +419,8 @@ def cmd_stack(args: argparse.Namespace) -> int:
         config = replace(config, prefect_port=args.prefect_port)
     if args.mlflow_port is not None:
         config = replace(config, mlflow_port=args.mlflow_port)
+    if args.host is not None:
+        config = replace(config, host=args.host)
 
     def say(message: str) -> None:
         print(f"fedcare stack: {message}", file=sys.stderr)
@@ -431,6 +439,8 @@ def cmd_stack(args: argparse.Namespace) -> int:
     if args.action == "down":
         stack.down(config, say=say)
         return 0
+    if args.action == "up" and not config.loopback:
+        say(f"warning: --host {config.host}: the servers have no authentication")
     services = stack.up(config, say=say) if args.action == "up" else stack.status(config)
     for s in services:
         state = ("running" if s.healthy else "not answering") if s.running else "stopped"
