@@ -117,6 +117,12 @@ def _add_run_parser(sub: Any) -> None:
         "whose per-run public key was registered with it (needs TLS)",
     )
     run.add_argument(
+        "--bind-address",
+        metavar="IP",
+        help="flower-deployment: the IPv4 address of this machine the SuperLink listens on "
+        "and its certificate names (default 127.0.0.1; another address needs TLS)",
+    )
+    run.add_argument(
         "--keep-workdir",
         action="store_true",
         help="Flower backends: keep the run folder (logs, per-client data) for debugging",
@@ -185,6 +191,12 @@ def _add_stack_parser(sub: Any) -> None:
     stack.add_argument("--prefect-port", type=int, help="Prefect API/UI port (4200)")
     stack.add_argument("--mlflow-port", type=int, help="MLflow server/UI port (5000)")
     stack.add_argument(
+        "--host",
+        metavar="IP",
+        help="IPv4 address the Prefect and MLflow servers listen on (default 127.0.0.1); "
+        "neither authenticates its clients, so another address opens them to that network",
+    )
+    stack.add_argument(
         "--data-dir", type=Path, help="data folder for flow runs (default: $FEDCARE_DATA_DIR)"
     )
 
@@ -231,7 +243,7 @@ def build_stage1_runner(args: argparse.Namespace) -> Stage1Runner | None:
     if args.backend == "local":
         return None
     try:
-        from fedcare_flower.flower_options import FlowerConfig
+        from fedcare_flower.flower_options import CLI_FLAGS, FlowerConfig
         from fedcare_flower.runners import make_stage1_runner
     except ModuleNotFoundError as exc:
         raise FedcareError(
@@ -248,12 +260,19 @@ def build_stage1_runner(args: argparse.Namespace) -> Stage1Runner | None:
         overrides.update(client_exec="subprocess", node_poll_s=None)
     if args.insecure or args.node_auth:
         overrides.update(insecure=args.insecure, node_auth=args.node_auth)
+    if args.bind_address is not None:
+        if args.backend != "flower-deployment":
+            raise ConfigError("--bind-address applies to --backend flower-deployment only")
+        overrides["bind_address"] = args.bind_address
+    # Every option checked, naming its flag, before any process starts or data is read.
+    flower = FlowerConfig(**overrides).validate(CLI_FLAGS)
+    runner = make_stage1_runner(args.backend, flower)
     if args.insecure and args.backend == "flower-deployment":
         print(
             "fedcare: warning: --insecure: the Flower processes talk plain HTTP (no TLS)",
             file=sys.stderr,
         )
-    return make_stage1_runner(args.backend, FlowerConfig(**overrides).validate())
+    return runner
 
 
 #: ``fedcare run`` options that ``--resume`` accepts (the rest come from the run's config.json).
@@ -403,6 +422,8 @@ def cmd_stack(args: argparse.Namespace) -> int:
         config = replace(config, prefect_port=args.prefect_port)
     if args.mlflow_port is not None:
         config = replace(config, mlflow_port=args.mlflow_port)
+    if args.host is not None:
+        config = replace(config, host=args.host)
 
     def say(message: str) -> None:
         print(f"fedcare stack: {message}", file=sys.stderr)
@@ -421,6 +442,8 @@ def cmd_stack(args: argparse.Namespace) -> int:
     if args.action == "down":
         stack.down(config, say=say)
         return 0
+    if args.action == "up" and not config.loopback:
+        say(f"warning: --host {config.host}: the servers have no authentication")
     services = stack.up(config, say=say) if args.action == "up" else stack.status(config)
     for s in services:
         state = ("running" if s.healthy else "not answering") if s.running else "stopped"

@@ -5,8 +5,9 @@ anonymous memory file of its own (:func:`fedcare_flower.workspace.memory_handove
 any disk, gone when the runner's process dies; with ``--keep-workdir``, an owner-only folder
 instead), then starts
 
-* one ``flower-superlink`` (HTTPS on a free loopback port with a per-run CA and certificate,
-  :mod:`fedcare_flower.tls`; ``FlowerConfig.insecure`` opts out; with
+* one ``flower-superlink`` (HTTPS on a free loopback port, or on the address the user named
+  in ``FlowerConfig.bind_address``, with a per-run CA and certificate,
+  :mod:`fedcare_flower.tls`; ``FlowerConfig.insecure`` opts out, on loopback only; with
   ``FlowerConfig.node_auth`` it admits only SuperNodes whose public key was registered, one
   ``flwr supernode register`` per node; runtime dependency installation disabled: the machine
   may be offline),
@@ -36,7 +37,6 @@ runner's process dies without cleaning up (``PR_SET_PDEATHSIG``).
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -65,7 +65,6 @@ from fedcare_flower.processes import (
     executable,
     free_port,
     port_open,
-    processes_with_token,
     signals_blocked,
     signals_raise,
 )
@@ -150,16 +149,19 @@ def write_app(ws: Workspace) -> Path:
 
 
 def write_flwr_home(
-    ws: Workspace, link_port: int, security: dict[str, str | bool] | None = None
+    ws: Workspace,
+    link_port: int,
+    security: dict[str, str | bool] | None = None,
+    host: str = LOOPBACK,
 ) -> Path:
-    """A private ``FLWR_HOME`` whose ``config.toml`` names the run's SuperLink.
+    """A private ``FLWR_HOME`` whose ``config.toml`` names the run's SuperLink at ``host``.
 
     ``security`` holds the connection's TLS keys (:meth:`RunSecurity.connection`: the run's
     CA as ``root-certificates``, or ``insecure = true``; None: insecure).
     """
     home = ws.root / "flwr-home"
     home.mkdir(exist_ok=True, mode=FOLDER_MODE)
-    connection: dict[str, str | bool] = {"address": f"{LOOPBACK}:{link_port}"}
+    connection: dict[str, str | bool] = {"address": f"{host}:{link_port}"}
     connection.update(security or {"insecure": True})
     doc = {"superlink": {"default": CONNECTION_NAME, CONNECTION_NAME: connection}}
     write_private(home / "config.toml", tomli_w.dumps(doc))
@@ -192,7 +194,8 @@ class DeploymentStage1Runner:
         The running processes (``superlink``, ``supernode-<k>``, ``flwr-run``) while a run is
         in progress; kept afterwards for inspection (every process is gone by then).
     ports
-        The loopback ports used by the last run.
+        The ports used by the last run (the SuperLink's first, on :attr:`link_host`; the
+        SuperNodes' on loopback).
     timing
         Start-up and per-round wall times of the last run.
     """
@@ -206,6 +209,7 @@ class DeploymentStage1Runner:
         on_started: Callable[[DeploymentStage1Runner], None] | None = None,
     ) -> None:
         self.flower = stock_if_unverified((flower or FlowerConfig()).validate())
+        self.link_host = self.flower.bind_address
         self.on_started = on_started
         self.supervisor: ProcessSupervisor | None = None
         self.ports: list[int] = []
@@ -290,28 +294,21 @@ class DeploymentStage1Runner:
             remove_workspace(ws, self.flower.keep_workdir)
 
     def _start(self, ws: Workspace, k: int) -> None:
-        link_port = free_port()
+        link_port = free_port(self.link_host)
         self.ports = [link_port]
+        f = self.flower
         security = RunSecurity(
-            ws.root / "credentials", insecure=self.flower.insecure, node_auth=self.flower.node_auth
+            ws.root / "credentials",
+            insecure=f.insecure,
+            node_auth=f.node_auth,
+            bind_address=f.bind_address,
         )
         self.security = security
         sup = ProcessSupervisor(
             ws.logs_dir, self._env(ws, link_port, security), self.flower.shutdown_grace_s
         )
         self.supervisor = sup
-        sup.start(
-            "superlink",
-            [
-                executable("flower-superlink"),
-                *security.superlink_args(),
-                "--host",
-                LOOPBACK,
-                "--port",
-                str(link_port),
-                "--disable-runtime-dependency-installation",
-            ],
-        )
+        sup.start("superlink", self.superlink_command(security, link_port))
         self._wait_for_superlink(sup, link_port)
         if security.node_auth:
             register_nodes(sup, {cid: security.node_keys(cid).public_key for cid in range(k)})
@@ -324,15 +321,24 @@ class DeploymentStage1Runner:
         if self.on_started is not None:
             self.on_started(self)
 
+    def superlink_command(self, security: RunSecurity, link_port: int) -> list[str]:
+        """``flower-superlink`` on :attr:`link_host` (loopback unless the user named another)."""
+        return [
+            executable("flower-superlink"), *security.superlink_args(),
+            "--host", self.link_host, "--port", str(link_port),
+            "--disable-runtime-dependency-installation",
+        ]  # fmt: skip
+
     def _env(self, ws: Workspace, link_port: int, security: RunSecurity) -> dict[str, str]:
         """The environment of every process of the run."""
+        home = write_flwr_home(ws, link_port, security.connection(), self.link_host)
         env = dict(os.environ)
         env.update(FLOWER_ENV)
         env.update(
             {
                 "PYTHONPATH": child_pythonpath(),
                 "PATH": os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
-                "FLWR_HOME": str(write_flwr_home(ws, link_port, security.connection())),
+                "FLWR_HOME": str(home),
                 "FLWR_SUPEREXEC_TASK_POLL_INTERVAL": SUPEREXEC_POLL_S,
                 "PYTHONUNBUFFERED": "1",
                 # K ClientApp processes share the machine: one intra-op thread each avoids
@@ -346,14 +352,14 @@ class DeploymentStage1Runner:
 
     def _wait_for_superlink(self, sup: ProcessSupervisor, link_port: int) -> None:
         deadline = time.monotonic() + self.flower.process_start_timeout_s
-        while not port_open(link_port):
+        while not port_open(link_port, self.link_host):
             if not sup.alive("superlink"):
                 raise FlowerRunError(
                     "flower-superlink exited at start-up:\n" + sup.log_tail("superlink")
                 )
             if time.monotonic() > deadline:
                 raise FlowerRunError(
-                    f"flower-superlink did not listen on {LOOPBACK}:{link_port} within "
+                    f"flower-superlink did not listen on {self.link_host}:{link_port} within "
                     f"{self.flower.process_start_timeout_s:g} s"
                 )
             time.sleep(WATCH_INTERVAL_S)
@@ -369,7 +375,7 @@ class DeploymentStage1Runner:
             *self.supernode_command(),
             *security.supernode_args(cid),
             "--superlink",
-            f"{LOOPBACK}:{link}",
+            f"{self.link_host}:{link}",
             "--host",
             LOOPBACK,
             "--port",
@@ -486,15 +492,3 @@ def register_nodes(sup: ProcessSupervisor, public_keys: dict[int, Path]) -> None
                 f"registering SuperNode {cid}'s public key failed:\n"
                 + sup.log_tail(f"register-{cid}")
             )
-
-
-def describe_processes(token: str) -> str:
-    """``pid cmdline`` of the processes still carrying ``token`` (for error messages)."""
-    out = []
-    for pid in processes_with_token(token):
-        try:
-            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
-        except OSError:
-            continue
-        out.append(f"{pid} {cmd.strip()}")
-    return json.dumps(out)

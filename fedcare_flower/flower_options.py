@@ -7,12 +7,38 @@ a deployment SuperNode runs ClientApp tasks. What the ServerApp reads is
 
 from __future__ import annotations
 
+import ipaddress
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
+from fedcare_core.config_fields import AT_LEAST_1, POSITIVE, Range, check_value, field_kinds
 from fedcare_core.errors import ConfigError
+from fedcare_procs import LOOPBACK, free_port
 
 #: How a deployment SuperNode runs ClientApp tasks (see :attr:`FlowerConfig.client_exec`).
 CLIENT_EXECS = ("warm", "subprocess")
+#: Every number field's range (NaN and ±inf are refused for every float field).
+RANGES: dict[str, Range] = {
+    "round_timeout_s": POSITIVE,
+    "startup_timeout_s": POSITIVE,
+    "pull_interval_s": POSITIVE,
+    "process_start_timeout_s": POSITIVE,
+    "shutdown_grace_s": POSITIVE,
+    "run_timeout_s": POSITIVE,
+    "sim_num_cpus": AT_LEAST_1,
+    "sim_client_cpus": POSITIVE,
+    "node_poll_s": POSITIVE,
+}
+#: The ``fedcare run`` flag of each field that has one (what the CLI's messages name).
+CLI_FLAGS: dict[str, str] = {
+    "round_timeout_s": "--round-timeout",
+    "startup_timeout_s": "--startup-timeout",
+    "keep_workdir": "--keep-workdir",
+    "insecure": "--insecure",
+    "node_auth": "--node-auth",
+    "bind_address": "--bind-address",
+}
 
 
 @dataclass(frozen=True)
@@ -63,6 +89,11 @@ class FlowerConfig:
     node_auth
         Deployment: SuperNode authentication (Flower's node keys): the SuperLink admits only
         nodes whose per-run public key was registered with it. Needs TLS.
+    bind_address
+        Deployment: the IPv4 address of this machine the SuperLink listens on (and its
+        certificate names); the local SuperNodes and ``flwr run`` dial it. Default loopback;
+        another address needs TLS (refused with ``insecure``). The SuperNodes' runtime APIs
+        stay on loopback whatever it is.
     """
 
     round_timeout_s: float = 600.0
@@ -79,29 +110,87 @@ class FlowerConfig:
     node_poll_s: float | None = 0.5
     insecure: bool = False
     node_auth: bool = False
+    bind_address: str = LOOPBACK
 
-    def validate(self) -> FlowerConfig:
-        """Raise :class:`ConfigError` on a non-positive time or resource; return ``self``."""
-        for name in (
-            "round_timeout_s",
-            "startup_timeout_s",
-            "pull_interval_s",
-            "process_start_timeout_s",
-            "shutdown_grace_s",
-            "sim_client_cpus",
-        ):
-            if not getattr(self, name) > 0:
-                raise ConfigError(f"{name} must be > 0, got {getattr(self, name)}")
-        if self.run_timeout_s is not None and not self.run_timeout_s > 0:
-            raise ConfigError(f"run_timeout_s must be > 0, got {self.run_timeout_s}")
-        if self.node_poll_s is not None and not self.node_poll_s > 0:
-            raise ConfigError(f"node_poll_s must be > 0 or None, got {self.node_poll_s}")
+    @classmethod
+    def from_options(cls, options: Mapping[str, Any]) -> FlowerConfig:
+        """A validated configuration from a mapping (a Prefect parameter, JSON).
+
+        Raises
+        ------
+        ConfigError
+            An unknown key, or a value :meth:`validate` refuses.
+        """
+        unknown = sorted(str(k) for k in options if k not in field_kinds(cls))
+        if unknown:
+            raise ConfigError(f"unknown Flower option(s): {unknown}")
+        return cls(**options).validate()
+
+    def validate(self, names: Mapping[str, str] | None = None) -> FlowerConfig:
+        """Check every field's type and range, and the combinations; return ``self``.
+
+        Parameters
+        ----------
+        names
+            What a message calls each field (e.g. :data:`CLI_FLAGS`); the field's own name
+            otherwise.
+
+        Raises
+        ------
+        ConfigError
+            Naming the first field at fault: a wrong type, a non-finite or non-positive time,
+            an unknown ``client_exec``, a bind address that is not one IPv4 address, or
+            ``insecure`` with ``node_auth`` or with a non-loopback bind address.
+        """
+        names = names or {}
+
+        def name(field: str) -> str:
+            return names.get(field, field)
+
+        for field, kind in field_kinds(type(self)).items():
+            check_value(name(field), getattr(self, field), kind, RANGES.get(field))
         if self.client_exec not in CLIENT_EXECS:
             raise ConfigError(
-                f"client_exec must be one of {', '.join(CLIENT_EXECS)}, got {self.client_exec!r}"
+                f"{name('client_exec')} must be one of {', '.join(CLIENT_EXECS)}, "
+                f"got {self.client_exec!r}"
             )
-        if self.sim_num_cpus is not None and self.sim_num_cpus < 1:
-            raise ConfigError(f"sim_num_cpus must be ≥ 1, got {self.sim_num_cpus}")
+        ip = check_bind_address(self.bind_address, name("bind_address"))
         if self.insecure and self.node_auth:
-            raise ConfigError("node_auth needs TLS: it cannot be combined with insecure")
+            raise ConfigError(
+                f"{name('node_auth')} needs TLS: it cannot be combined with {name('insecure')}"
+            )
+        if self.insecure and not ip.is_loopback:
+            raise ConfigError(
+                f"{name('bind_address')} {ip} is not loopback: the federation's traffic would "
+                f"leave this machine unencrypted; drop {name('insecure')}"
+            )
+        if not ip.is_loopback:
+            try:  # a socket bound on port 0 and closed: nothing listens
+                free_port(str(ip))
+            except OSError as exc:
+                raise ConfigError(
+                    f"{name('bind_address')} {ip}: cannot listen there ({exc.strerror})"
+                ) from None
         return self
+
+
+def check_bind_address(address: str, name: str = "bind_address") -> ipaddress.IPv4Address:
+    """``address`` as one IPv4 address (not the any-address ``0.0.0.0``), else refuse.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``name``: not an IPv4 address, the unspecified address, or a multicast one.
+    """
+    try:
+        ip = ipaddress.IPv4Address(address)
+    except ValueError:
+        raise ConfigError(
+            f"{name} must be an IPv4 address of this machine, got {address!r}"
+        ) from None
+    if ip.is_unspecified or ip.is_multicast:
+        raise ConfigError(
+            f"{name} must name one address of this machine, got {address} (the run's "
+            "certificate names the address clients dial; 0.0.0.0 would listen everywhere)"
+        )
+    return ip

@@ -1,7 +1,8 @@
 """Per-run credentials of ``flower-deployment``: a TLS CA, the SuperLink's certificate, node keys.
 
 Each run makes its own short-lived certificate authority with the ``cryptography`` package,
-signs one server certificate for the loopback address with it, and (with SuperNode
+signs one server certificate for the loopback address (and the SuperLink's bind address, when
+the user named another) with it, and (with SuperNode
 authentication) one EC key pair per SuperNode in the OpenSSH format Flower 1.42 reads
 (``flower-supernode --auth-supernode-private-key``, ``flwr supernode register``). Everything is
 written into a folder of the run's working folder: the folder is ``0700``, private keys
@@ -21,6 +22,8 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+from fedcare_procs import LOOPBACK
 
 #: Validity of the per-run CA and certificates. A run that outlives it fails at the next
 #: handshake; a day is far above any Stage 1 run here, and short enough not to matter if leaked.
@@ -43,7 +46,8 @@ class TlsFiles:
     ca_cert
         The run's CA certificate: what every client verifies the server with.
     server_cert
-        The server certificate (SAN ``IP:127.0.0.1``, ``DNS:localhost``), signed by the CA.
+        The server certificate (SAN ``IP:127.0.0.1``, ``DNS:localhost``, and the SuperLink's
+        bind address if another), signed by the CA.
     server_key
         The server certificate's private key (mode ``0600``).
     """
@@ -96,7 +100,7 @@ def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
 
 def make_tls(
     folder: Path,
-    ips: tuple[str, ...] = ("127.0.0.1",),
+    ips: tuple[str, ...] = (LOOPBACK,),
     dns_names: tuple[str, ...] = ("localhost",),
 ) -> TlsFiles:
     """A fresh CA and a server certificate for ``ips``/``dns_names``, written into ``folder``.
@@ -207,15 +211,23 @@ class RunSecurity:
     node_auth
         SuperNode authentication: the SuperLink accepts only nodes whose public key was
         registered; one key pair per node is made by :meth:`node_keys`. Needs TLS.
+    bind_address
+        The SuperLink's address: the server certificate names it beside ``127.0.0.1`` and
+        ``localhost`` (the SuperNodes' runtime APIs, on loopback, use the same certificate).
     """
 
-    def __init__(self, folder: Path, *, insecure: bool, node_auth: bool) -> None:
+    def __init__(
+        self, folder: Path, *, insecure: bool, node_auth: bool, bind_address: str = LOOPBACK
+    ) -> None:
         if insecure and node_auth:
             raise ValueError("SuperNode authentication needs TLS (drop --insecure)")
+        if insecure and not ipaddress.ip_address(bind_address).is_loopback:
+            raise ValueError(f"{bind_address} is not loopback: it needs TLS (drop --insecure)")
         self.folder = folder
         self.insecure = insecure
         self.node_auth = node_auth
-        self.tls = None if insecure else make_tls(folder)
+        ips = tuple(dict.fromkeys((LOOPBACK, bind_address)))  # loopback first, no repeat
+        self.tls = None if insecure else make_tls(folder, ips=ips)
         self.nodes: dict[int, NodeKeys] = {}
 
     def client_args(self) -> list[str]:

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-#: Loopback only: nothing of the stack listens on another interface.
+from fedcare_core.errors import ConfigError
+
+#: The default interface: nothing of the stack listens beyond this machine unless the user
+#: names another address (``fedcare stack up --host``).
 LOOPBACK = "127.0.0.1"
 DEFAULT_PREFECT_PORT = 4200
 DEFAULT_MLFLOW_PORT = 5000
@@ -53,7 +57,10 @@ class StackConfig:
     mlflow_dir
         The MLflow store: ``mlflow.db`` and ``artifacts/`` (default ``<project>/mlflow``).
     prefect_port, mlflow_port
-        Loopback ports of the Prefect API/UI and of the MLflow tracking server/UI.
+        Ports of the Prefect API/UI and of the MLflow tracking server/UI.
+    host
+        The IPv4 address both servers listen on and clients dial (default loopback). Neither
+        server authenticates its clients: another address opens them to its whole network.
     data_dir
         The data folder flow runs fall back to (``FEDCARE_DATA_DIR``) and the re-training
         schedule reads; ``None``: the caller's ``FEDCARE_DATA_DIR`` or ``../shared/datasets``.
@@ -68,6 +75,23 @@ class StackConfig:
     mlflow_port: int = DEFAULT_MLFLOW_PORT
     data_dir: Path | None = None
     python: str = sys.executable
+    host: str = LOOPBACK
+
+    def __post_init__(self) -> None:
+        try:
+            ip = ipaddress.IPv4Address(self.host)
+        except ValueError:
+            raise ConfigError(f"--host must be an IPv4 address, got {self.host!r}") from None
+        if ip.is_unspecified or ip.is_multicast:
+            raise ConfigError(
+                f"--host must name one address of this machine, got {self.host} "
+                "(0.0.0.0 would open the unauthenticated servers on every interface)"
+            )
+
+    @property
+    def loopback(self) -> bool:
+        """Whether the servers listen on loopback only."""
+        return ipaddress.IPv4Address(self.host).is_loopback
 
     @property
     def state_dir(self) -> Path:
@@ -97,7 +121,7 @@ class StackConfig:
     @property
     def prefect_url(self) -> str:
         """The Prefect UI."""
-        return f"http://{LOOPBACK}:{self.prefect_port}"
+        return f"http://{self.host}:{self.prefect_port}"
 
     @property
     def prefect_api_url(self) -> str:
@@ -107,7 +131,7 @@ class StackConfig:
     @property
     def mlflow_url(self) -> str:
         """The MLflow tracking server and UI (``MLFLOW_TRACKING_URI``)."""
-        return f"http://{LOOPBACK}:{self.mlflow_port}"
+        return f"http://{self.host}:{self.mlflow_port}"
 
     @property
     def resolved_data_dir(self) -> Path:
@@ -142,7 +166,7 @@ class StackConfig:
                 PROJECT_DIR_ENV: str(self.project.resolve()),
                 "FEDCARE_DATA_DIR": str(self.resolved_data_dir),
                 RETRAIN_DATA_ENV: os.environ.get(RETRAIN_DATA_ENV) or str(self.resolved_data_dir),
-                "PREFECT_SERVER_API_HOST": LOOPBACK,
+                "PREFECT_SERVER_API_HOST": self.host,
                 "PREFECT_SERVER_API_PORT": str(self.prefect_port),
                 "PREFECT_API_DATABASE_CONNECTION_URL": "sqlite+aiosqlite:///"
                 + str(self.prefect_home / "prefect.db"),

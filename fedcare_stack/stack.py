@@ -21,7 +21,7 @@ from fedcare_stack.processes import (
     sweep,
     wait_http,
 )
-from fedcare_stack.settings import LOOPBACK, TOKEN_ENV, WORK_POOL, StackConfig
+from fedcare_stack.settings import TOKEN_ENV, WORK_POOL, StackConfig
 
 #: Services in start order (stopped in reverse).
 SERVICES = ("prefect-server", "mlflow-server", "prefect-worker")
@@ -79,15 +79,19 @@ def _argv(config: StackConfig, name: str) -> list[str]:
     if name == "prefect-server":
         return [
             _bin(config, "prefect"), "server", "start",
-            "--host", LOOPBACK, "--port", str(config.prefect_port), "--analytics-off",
+            "--host", config.host, "--port", str(config.prefect_port), "--analytics-off",
         ]  # fmt: skip
     if name == "mlflow-server":
         store = config.mlflow_store
+        # MLflow checks the Host header; its default list covers loopback and private ranges.
+        allowed = [] if config.loopback else [
+            "--allowed-hosts", f"{config.host},{config.host}:{config.mlflow_port}",
+        ]  # fmt: skip
         return [
             _bin(config, "mlflow"), "server",
-            "--host", LOOPBACK, "--port", str(config.mlflow_port), "--workers", "1",
+            "--host", config.host, "--port", str(config.mlflow_port), "--workers", "1",
             "--backend-store-uri", f"sqlite:///{store / 'mlflow.db'}",
-            "--artifacts-destination", str(store / "artifacts"), "--serve-artifacts",
+            "--artifacts-destination", str(store / "artifacts"), "--serve-artifacts", *allowed,
         ]  # fmt: skip
     return [
         _bin(config, "prefect"), "worker", "start", "--pool", WORK_POOL, "--type", "process",
@@ -145,9 +149,9 @@ def _start(config: StackConfig, name: str, token: str, say: Say) -> int:
         say(f"{name}: already running (pid {pid})")
         return pid
     port = _port(config, name)
-    if port is not None and port_in_use(port, LOOPBACK):
+    if port is not None and port_in_use(port, config.host):
         raise StackError(
-            f"{name}: port {port} on {LOOPBACK} is taken by another program; stop it or choose "
+            f"{name}: port {port} on {config.host} is taken by another program; stop it or choose "
             "another port (fedcare stack up --prefect-port/--mlflow-port)"
         )
     pid = start_detached(

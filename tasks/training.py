@@ -68,11 +68,7 @@ def flower_backend(
     from fedcare_flower.flower_options import FlowerConfig
     from fedcare_flower.runners import make_stage1_runner
 
-    try:
-        flower = FlowerConfig(**dict(flower_options or {})).validate()
-    except TypeError as exc:
-        raise ConfigError(f"unknown Flower option: {exc}") from None
-    return make_stage1_runner(backend, flower)
+    return make_stage1_runner(backend, FlowerConfig.from_options(flower_options or {}))
 
 
 @task(name="phase", cache_policy=NO_CACHE, persist_result=False)

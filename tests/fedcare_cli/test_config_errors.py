@@ -19,6 +19,7 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
 
     monkeypatch.setattr("fedcare_core.datasets.load_dataset", refuse)
     monkeypatch.setattr("fedcare_grid.grid_client", refuse)
+    monkeypatch.setattr("fedcare_flower.processes.ProcessSupervisor.start", refuse)
 
 
 def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
@@ -54,6 +55,23 @@ RUN_CASES = [
     (["--config", "{tmp}/absent.json"], None, ("cannot read config",)),
     (["--out", "{tmp}"], None, ("--out", "is a folder")),
     (["--out", "{tmp}/file/r.json"], None, ("--out", "not a folder")),
+    *[
+        (["--backend", "flower-deployment", *flags], None, words)
+        for flags, words in [
+            (["--round-timeout", "nan"], ("--round-timeout", "finite", "nan")),
+            (["--round-timeout", "inf"], ("--round-timeout", "finite", "inf")),
+            (["--round-timeout=-5"], ("--round-timeout", "> 0", "-5")),
+            (["--round-timeout", "0"], ("--round-timeout", "> 0")),
+            (["--startup-timeout", "inf"], ("--startup-timeout", "inf")),
+            (["--insecure", "--node-auth"], ("--node-auth", "--insecure")),
+            (["--bind-address", "0.0.0.0"], ("--bind-address", "0.0.0.0")),
+            (["--bind-address", "hospital.lan"], ("--bind-address", "IPv4", "hospital.lan")),
+            (["--bind-address", "192.0.2.7"], ("--bind-address", "cannot listen there")),
+            (["--insecure", "--bind-address", "192.0.2.7"], ("not loopback", "--insecure")),
+        ]
+    ],
+    (["--backend", "flower-sim", "--startup-timeout", "nan"], None, ("--startup-timeout",)),
+    (["--backend", "flower-sim", "--bind-address", "127.0.0.2"], None, ("flower-deployment",)),
 ]
 
 

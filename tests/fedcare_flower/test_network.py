@@ -33,6 +33,15 @@ from tests.fedcare_flower.test_deployment import LAMBDA_TOL, PARAM_TOL, _assert_
 CERT_FLAGS = ("--ssl-ca-certfile", "--ssl-certfile", "--ssl-keyfile")
 
 
+#: The SuperLink's access-log line of a ``flwr run`` accepted over TLS.
+START_RUN_OK = '"POST /v1/control/start-run HTTP/1.1" 200'
+
+
+def superlink_log(runner) -> str:
+    """The SuperLink's log so far."""
+    return (runner.workspace.logs_dir / "superlink.log").read_text(errors="replace")
+
+
 def listening(root_pid: int) -> list[tuple[int, str, str, int]]:
     """``(pid, name, ip, port)`` of every LISTEN socket of ``root_pid`` and its descendants."""
     root = psutil.Process(root_pid)
@@ -90,6 +99,33 @@ def test_node_keys_are_openssh_ec_pairs_with_a_private_mode(tmp_path):
     assert isinstance(private, ec.EllipticCurvePrivateKey)
     assert keys.public_key.read_text().startswith("ecdsa-sha2-nistp256 ")
     assert stat.S_IMODE(keys.private_key.stat().st_mode) == 0o600
+
+
+def _san_ips(files):
+    server = x509.load_pem_x509_certificate(files.server_cert.read_bytes())
+    san = server.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    return {str(ip) for ip in san.get_values_for_type(x509.IPAddress)}
+
+
+def test_the_certificate_names_loopback_and_the_bind_address(tmp_path):
+    assert _san_ips(RunSecurity(tmp_path / "d", insecure=False, node_auth=False).tls) == {
+        "127.0.0.1"
+    }
+    named = RunSecurity(tmp_path / "n", insecure=False, node_auth=False, bind_address="10.1.2.3")
+    assert _san_ips(named.tls) == {"127.0.0.1", "10.1.2.3"}
+    with pytest.raises(ValueError, match="not loopback"):
+        RunSecurity(tmp_path / "x", insecure=True, node_auth=False, bind_address="10.1.2.3")
+
+
+def test_the_superlink_listens_where_it_is_told(tmp_path):
+    def host_of(runner):
+        sec = RunSecurity(tmp_path / runner.link_host, insecure=False, node_auth=False)
+        cmd = runner.superlink_command(sec, 9093)
+        return cmd[cmd.index("--host") + 1], cmd[cmd.index("--port") + 1]
+
+    assert host_of(DeploymentStage1Runner(FlowerConfig())) == (LOOPBACK, "9093")
+    named = DeploymentStage1Runner(FlowerConfig(bind_address="127.0.0.2"))
+    assert host_of(named) == ("127.0.0.2", "9093")
 
 
 def test_security_arguments(tmp_path):
@@ -197,7 +233,8 @@ def test_a_supernode_without_a_registered_key_cannot_join(small_cohort, tmp_path
     assert "Failed to activate SuperNode" in log or "2004" in log, log
 
 
-def test_deployment_sockets_are_loopback(small_cohort, tmp_path):
+@pytest.mark.parametrize("bind", [None, "127.0.0.2"], ids=["default", "bind-address"])
+def test_deployment_sockets_are_loopback(small_cohort, tmp_path, bind):
     def sockets(runner):
         deadline = time.monotonic() + 60
         found = []
@@ -207,11 +244,27 @@ def test_deployment_sockets_are_loopback(small_cohort, tmp_path):
             if set(runner.ports) <= ports:
                 break
             time.sleep(0.5)
-        return found
+        args = {name: list(p.args) for name, p in runner.supervisor.procs.items()}
+        args["config.toml"] = (runner.workspace.root / "flwr-home" / "config.toml").read_text()
+        while time.monotonic() < deadline and START_RUN_OK not in superlink_log(runner):
+            time.sleep(0.5)  # `flwr run` verified the certificate at the SuperLink's address
+        return found, args, superlink_log(runner)
 
-    runner, found = _start_and_stop(small_cohort, tmp_path, {}, sockets)
+    flower = {} if bind is None else {"bind_address": bind}
+    runner, (found, args, log) = _start_and_stop(small_cohort, tmp_path, flower, sockets)
     assert set(runner.ports) <= {port for *_, port in found}, found
     assert outside_loopback(found) == [], found
+    link_host = bind or LOOPBACK
+    link, *nodes = runner.ports
+    assert {ip for _, _, ip, port in found if port == link} == {link_host}, found
+    assert {ip for _, _, ip, port in found if port in nodes} == {LOOPBACK}, found
+    assert args["superlink"][args["superlink"].index("--host") + 1] == link_host
+    for k in range(3):
+        node = args[f"supernode-{k}"]
+        assert node[node.index("--superlink") + 1] == f"{link_host}:{link}"
+        assert node[node.index("--host") + 1] == LOOPBACK  # the runtime API stays on loopback
+    assert f'address = "{link_host}:{link}"' in args["config.toml"]
+    assert START_RUN_OK in log, log
 
 
 # ---- runs -----------------------------------------------------------------------------------

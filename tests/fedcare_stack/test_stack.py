@@ -107,3 +107,41 @@ def test_the_token_file_and_state_folder_are_owner_only(tmp_path: Path) -> None:
     assert st.S_IMODE(path.stat().st_mode) == 0o600
     assert st.S_IMODE(config.state_dir.stat().st_mode) == 0o700
     assert sorted(p.name for p in config.state_dir.iterdir()) == [stack.TOKEN_FILE]
+
+
+def _host_of(argv: list[str]) -> str:
+    return argv[argv.index("--host") + 1]
+
+
+def test_the_servers_listen_on_loopback_unless_a_host_is_named(tmp_path: Path) -> None:
+    default = StackConfig(state=tmp_path / "s", mlflow_dir=tmp_path / "m")
+    for name in ("prefect-server", "mlflow-server"):
+        assert _host_of(stack._argv(default, name)) == LOOPBACK
+    assert "--allowed-hosts" not in stack._argv(default, "mlflow-server")
+    assert default.service_env("t")["PREFECT_SERVER_API_HOST"] == LOOPBACK
+
+    named = StackConfig(state=tmp_path / "s", mlflow_dir=tmp_path / "m", host="10.1.2.3")
+    assert not named.loopback
+    for name in ("prefect-server", "mlflow-server"):
+        assert _host_of(stack._argv(named, name)) == "10.1.2.3"
+    mlflow = stack._argv(named, "mlflow-server")
+    assert mlflow[mlflow.index("--allowed-hosts") + 1] == "10.1.2.3,10.1.2.3:5000"
+    env = named.service_env("t")
+    assert env["PREFECT_SERVER_API_HOST"] == "10.1.2.3"
+    assert env["PREFECT_API_URL"] == "http://10.1.2.3:4200/api"
+    assert env["MLFLOW_TRACKING_URI"] == "http://10.1.2.3:5000"
+
+
+@pytest.mark.parametrize(
+    ("host", "words"),
+    [("0.0.0.0", "one address"), ("stack.lan", "IPv4"), ("::1", "IPv4"), ("224.0.0.1", "one")],
+)
+def test_a_host_that_is_not_one_ipv4_address_is_refused(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], host: str, words: str
+) -> None:
+    from fedcare_cli.main import EXIT_ERROR, main
+
+    assert main(["stack", "up", "--state-dir", str(tmp_path / "s"), "--host", host]) == EXIT_ERROR
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "--host" in err[0] and words in err[0], err
+    assert not (tmp_path / "s").exists()  # refused before anything was made
