@@ -17,6 +17,7 @@ import great_expectations.expectations as gxe
 import pandas as pd
 from great_expectations import ExpectationSuite
 from great_expectations.expectations import Expectation
+from great_expectations.expectations.metadata_types import FailureSeverity
 from great_expectations.expectations.row_conditions import Column
 
 from data_checks.tables import (
@@ -122,7 +123,7 @@ def diabetes130_raw_suite(
         if col in present:  # a profile of the published file: a warning, never a refusal
             add(
                 gxe.ExpectColumnValuesToNotBeNull(
-                    column=col, mostly=present[col], severity="warning"
+                    column=col, mostly=present[col], severity=FailureSeverity.WARNING
                 )
             )
         else:
