@@ -53,7 +53,7 @@ from fedcare_core.experiments.engine import (
 from fedcare_core.output_paths import check_output_dir
 from fedcare_grid import local_cluster_kwargs
 from flows.flow_parameters import expected_failure
-from tasks.data import validate_raw_task
+from tasks.data import load_dataset_task, validate_raw_task
 from tasks.experiments import log_experiment_task, run_job_task, write_outputs_task
 
 #: Default output folder, relative to the flow run's working directory (the project).
@@ -244,6 +244,8 @@ def _experiment(
         dataset, data_dir, out / "validation" / flow_run_id, base.data.unseen_categories
     )
     require_checks_pass(raw)
+    # The loader's own checks too, once, before any cell (as `fedcare experiment` does).
+    load_dataset_task(base, data_dir, verify_checksum)
     spec = DataSpec(data_dir or os.environ.get("FEDCARE_DATA_DIR"), verify_checksum)
     outcomes = grid_flow.with_options(task_runner=runner)(cells, base, spec, str(cells_dir))
     outputs = write_outputs_task(experiment, cells, cells_dir, out / experiment, dataset)
