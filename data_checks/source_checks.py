@@ -6,7 +6,9 @@ known value sets, cross-table consistency, truncation; errors name the file, col
 and the Great Expectations suites on the raw tables (:mod:`data_checks.suites`; the report
 names table, column and counts). :func:`checked_dataset` runs both, the loader first since its
 messages are the more precise; the flows run the suites as their own task first, to attach the
-report, then the loader.
+report, then the loader. A single run (``fedcare run``, the ``fedcare`` flow) then checks the
+federation it built, every client's partition and patient disjointness
+(:func:`checked_federation`), before training.
 """
 
 from __future__ import annotations
@@ -17,16 +19,24 @@ from pathlib import Path
 import pandas as pd
 from great_expectations import ExpectationSuite
 
-from data_checks.suites import diabetes130_raw_suite, mimic3_raw_suites
-from data_checks.tables import DIABETES130_TABLE, read_diabetes130_raw, read_mimic3_raw
+from data_checks.suites import diabetes130_raw_suite, federation_checks, mimic3_raw_suites
+from data_checks.tables import (
+    DIABETES130_TABLE,
+    read_diabetes130_raw,
+    read_mimic3_raw,
+    recompute_assignment,
+)
 from data_checks.validate import CheckReport, DataCheckError, run_checks
-from fedcare_core.config import DataConfig
+from fedcare_core.config import DataConfig, ExperimentConfig
+from fedcare_core.data.federation import Federation
 from fedcare_core.datasets import LoadedDataset, load_dataset
 from fedcare_core.errors import ConfigError, DataError
+from fedcare_core.runner import prepare_federation
 
 __all__ = [
     "check_raw_tables",
     "checked_dataset",
+    "checked_federation",
     "raw_source",
     "raw_suites",
     "read_raw_tables",
@@ -174,6 +184,37 @@ def checked_dataset(
         )
         _require(report, loaded.source, keep_report=False)
     return loaded
+
+
+def checked_federation(loaded: LoadedDataset, config: ExperimentConfig) -> Federation:
+    """Build the clients and run the partition suites on them (as the flow's partition task).
+
+    Parameters
+    ----------
+    loaded
+        The checked dataset.
+    config
+        The experiment configuration (clients, ρ, splits, seed).
+
+    Returns
+    -------
+    Federation
+        The clients, every one with the rows, labels and classes it needs.
+
+    Raises
+    ------
+    DataError
+        From building the federation (e.g. a client without a positive label).
+    DataCheckError
+        If a partition expectation failed (e.g. too few labelled training rows, rows in two
+        places); the report is temporary, so the message lists the failures.
+    """
+    federation = prepare_federation(loaded.cohort, loaded.partition, config, loaded.source)
+    assignment = recompute_assignment(loaded.cohort, config.data, config.seed)
+    tables, suites = federation_checks(federation, assignment)
+    with tempfile.TemporaryDirectory(prefix="fedcare-checks-") as tmp:
+        _require(run_checks(tables, suites, tmp), loaded.source, keep_report=False)
+    return federation
 
 
 class SourceCheckError(DataCheckError):

@@ -281,9 +281,10 @@ def client_partition_suite(
     ExpectationSuite
         Exactly the expected columns; splits named train/val/test with ``min_split_rows`` rows
         each; every encoded feature finite; labels float, binary labels in {0, 1} (NaN = not
-        applicable) with both classes in training, regression (LOS) labels > 0; at least
-        ``min_train_rows`` labelled training rows per objective. Expectations on a subset of
-        rows (a row condition) carry the column they concern in ``meta["column"]``.
+        applicable) with both classes in training, regression (LOS) labels > 0; labelled
+        training rows for every objective, and a warning below ``min_train_rows``.
+        Expectations on a subset of rows (a row condition) carry the column they concern in
+        ``meta["column"]``.
 
     """
     expectations: list[Expectation] = []
@@ -309,11 +310,20 @@ def client_partition_suite(
     is_train = Column(SPLIT_COLUMN) == "train"
     for obj, col in zip(objectives, labels, strict=True):
         add(gxe.ExpectColumnValuesToBeInTypeList(column=col, type_list=["float32", "float64"]))
+        # Few labelled rows still train (a small site): a warning; none at all is refused.
+        add(
+            gxe.ExpectTableRowCountToBeBetween(
+                min_value=1,
+                row_condition=is_train & Column(col).is_not_null(),
+                meta={"column": col, "check": "labelled training rows"},
+            )
+        )
         add(
             gxe.ExpectTableRowCountToBeBetween(
                 min_value=min_train_rows,
                 row_condition=is_train & Column(col).is_not_null(),
-                meta={"column": col, "check": "labelled training rows"},
+                meta={"column": col, "check": f"at least {min_train_rows} labelled training rows"},
+                severity=FailureSeverity.WARNING,
             )
         )
         if obj.kind == "binary":

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -306,11 +307,12 @@ def open_run_folder(args: argparse.Namespace) -> tuple[RunFolder, ExperimentConf
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``fedcare run`` (with ``--run-dir`` or ``--resume``: a run that survives being killed)."""
-    from data_checks.source_checks import checked_dataset
+    from data_checks.source_checks import checked_dataset, checked_federation
     from fedcare_cli.output import ProgressBars, results_table, write_json_atomic
     from fedcare_core.algorithms import backend_refusal
+    from fedcare_core.results import DataProvenance
     from fedcare_core.run_dir import RunData, RunFolder
-    from fedcare_core.runner import run_experiment
+    from fedcare_core.runner import run_algorithm
 
     folder: RunFolder | None = None
     recorded: RunData | None = None
@@ -353,15 +355,17 @@ def cmd_run(args: argparse.Namespace) -> int:
         stage1_runner = folder.stage1_runner(
             config.algorithm, lambda line: print(f"fedcare: resume: {line}", file=sys.stderr)
         )
+    t0 = time.perf_counter()
+    federation = checked_federation(loaded, config)  # the flow's partition checks too
     bars = ProgressBars(enabled=not args.quiet)
     try:
-        result = run_experiment(
-            loaded.cohort,
-            loaded.partition,
+        result = run_algorithm(
+            federation,
             config,
-            source=loaded.source,
+            provenance=DataProvenance.of(loaded.cohort),
+            backend=stage1_runner,
             progress=bars,
-            stage1_runner=stage1_runner,
+            timing={"partition_s": time.perf_counter() - t0},
         )
     finally:
         bars.close()
