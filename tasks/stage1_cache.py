@@ -62,11 +62,12 @@ class Stage1Serializer(Serializer):
     Parameters
     ----------
     folder
-        Where the archives live.
+        Where the archives live (recorded in Prefect's result record beside the reference).
     """
 
     type: Literal["fedcare-stage1-npz"] = "fedcare-stage1-npz"
-    folder: str
+    # A default, since the copy of a task run's state the Prefect API returns drops it.
+    folder: str = ""
 
     def dumps(self, obj: Rounds) -> bytes:
         """Write the rounds' Stage 1 result to :attr:`folder`; the reference to it (JSON)."""
@@ -80,6 +81,8 @@ class Stage1Serializer(Serializer):
 
     def loads(self, blob: bytes) -> Rounds:
         """The :class:`Rounds` back from the archive :meth:`dumps` referenced."""
+        if not self.folder:
+            raise CheckpointError("a Stage 1 result reference without its folder cannot be read")
         ref = json.loads(blob)
         path = Path(self.folder) / Path(str(ref["file"])).name
         data = path.read_bytes()

@@ -152,7 +152,10 @@ def test_a_second_flow_run_loads_stage1_instead_of_training(cohort: Any, tmp_pat
     (archive,) = (cache / "results").iterdir()
     # Prefect's record is JSON naming the .npz; no pickle at rest.
     meta = json.loads(record.read_text())
-    assert meta["metadata"]["serializer"]["type"] == "fedcare-stage1-npz"
+    assert meta["metadata"]["serializer"] == {
+        "type": "fedcare-stage1-npz",
+        "folder": str((cache / "results").resolve()),
+    }
     assert json.loads(meta["result"]) == {"file": archive.name, "sha256": archive.stem}
     assert stat.S_IMODE(archive.stat().st_mode) == 0o600
 
