@@ -12,7 +12,8 @@ any moment (SIGKILL included) leaves the previous checkpoint or the new one, nev
 
 :class:`CheckpointedStage1` is a Stage 1 runner (the :class:`Stage1Runner` protocol the Flower
 backends implement) that runs the in-process loop from the last checkpoint, if any, and writes
-one after every round.
+one after every round. :func:`encode_result` / :func:`decode_result` store a finished Stage 1
+(``w*`` and its trace) in the same way, for the Prefect flow's Stage 1 cache.
 """
 
 from __future__ import annotations

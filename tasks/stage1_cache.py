@@ -163,9 +163,10 @@ class Stage1CachePolicy(CachePolicy):
 
 
 def cached_stage1_options(folder: Path) -> dict[str, Any]:
-    """The ``stage1`` task's options that persist its result under ``folder`` (0700)."""
+    """The ``stage1`` task's options that cache and persist its result under ``folder`` (0700)."""
     owner_only_folder(folder)
     return {
+        "cache_policy": Stage1CachePolicy(),
         "persist_result": True,
         "result_storage": owner_only_folder(folder / "records"),
         "result_serializer": Stage1Serializer(folder=str(folder / "results")),

@@ -5,7 +5,8 @@ with a :class:`PrefectExecutor`, which runs each once-per-run phase (the rounds,
 evaluation) as a task in the flow's process and maps a per-client phase (FedCARE's Stage 2,
 Local's fits) as one task per client. So the flow's results equal ``fedcare run``'s for the
 same configuration and seed. No retries: a failed computation is a bug or bad data, not a
-glitch.
+glitch. With a cache folder, FedCARE's rounds are the ``stage1`` task, cached across flow runs
+(:mod:`tasks.stage1_cache`), so a flow run retried after a later failure does not redo them.
 
 A per-client task runs on one of the flow's threads and hands its computation to a plain
 ``concurrent.futures`` process pool (:func:`worker_pool`, started when the flow starts): the
@@ -31,7 +32,7 @@ from fedcare_core.algorithms.base import Stage1Runner
 from fedcare_core.errors import ConfigError
 from fedcare_core.training import ProgressFn
 from tasks.common import NO_CACHE, run_logger
-from tasks.stage1_cache import Stage1CachePolicy, cached_stage1_options
+from tasks.stage1_cache import cached_stage1_options
 
 T = TypeVar("T")
 
@@ -83,8 +84,8 @@ def phase_task(fn: Callable[..., Any], args: Sequence[Any]) -> Any:
     return fn(*args)
 
 
-# Persisted only with the options of cached_stage1_options (never with Prefect's pickle).
-@task(name="stage1", cache_policy=Stage1CachePolicy(), persist_result=False)
+# Cached and persisted only with cached_stage1_options (never with Prefect's pickle).
+@task(name="stage1", cache_policy=NO_CACHE, persist_result=False)
 def stage1_task(fn: Callable[..., Any], args: Sequence[Any], backend_name: str) -> Any:
     """The rounds phase, its result cached under the run's Stage 1 key (:mod:`tasks.stage1_cache`).
 
