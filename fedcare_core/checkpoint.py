@@ -12,7 +12,8 @@ any moment (SIGKILL included) leaves the previous checkpoint or the new one, nev
 
 :class:`CheckpointedStage1` is a Stage 1 runner (the :class:`Stage1Runner` protocol the Flower
 backends implement) that runs the in-process loop from the last checkpoint, if any, and writes
-one after every round.
+one after every round. :func:`encode_result` / :func:`decode_result` store a finished Stage 1
+(``w*`` and its trace) in the same way, for the Prefect flow's Stage 1 cache.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import json
 import os
 import tempfile
 import zipfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -33,11 +34,14 @@ import numpy as np
 from fedcare_core.config import ModelConfig, Stage1Config
 from fedcare_core.data.federation import Federation
 from fedcare_core.errors import FedcareError
+from fedcare_core.param_vectors import ParamLayout
 from fedcare_core.stage1 import RoundInfo, ServerState, Stage1Result, Stage1Snapshot, run_stage1
 from fedcare_core.training import ProgressFn
 
 #: The ``format`` a checkpoint's metadata names; another value is refused.
 CHECKPOINT_FORMAT = "fedcare-stage1-checkpoint/1"
+#: The ``format`` of a stored Stage 1 result (:func:`encode_result`).
+RESULT_FORMAT = "fedcare-stage1-result/1"
 #: The arrays a checkpoint may hold (the Adam moments only with the Adam server optimiser).
 ARRAY_KEYS = ("params", "buffers", "adam_m", "adam_v")
 
@@ -117,24 +121,59 @@ def encode_snapshot(snapshot: Stage1Snapshot, fingerprint: str) -> bytes:
         "round": snapshot.round,
         "converged": snapshot.converged,
         "server_step": state.step,
-        "rounds": [
-            {
-                "round": r.round,
-                "lambdas": r.lambdas,
-                "d_sq_norm": r.d_sq_norm,
-                "losses": r.losses,
-                "participants": list(r.participants),
-                "missing_objectives": list(r.missing_objectives),
-            }
-            for r in snapshot.rounds
-        ],
-        "digest": _digest(arrays),
+        "rounds": _rounds_to_json(snapshot.rounds),
     }
+    return _archive(arrays, meta)
+
+
+def _rounds_to_json(rounds: Sequence[RoundInfo]) -> list[dict[str, Any]]:
+    return [
+        {
+            "round": r.round,
+            "lambdas": r.lambdas,
+            "d_sq_norm": r.d_sq_norm,
+            "losses": r.losses,
+            "participants": list(r.participants),
+            "missing_objectives": list(r.missing_objectives),
+        }
+        for r in rounds
+    ]
+
+
+def _rounds_from_json(rounds: list[dict[str, Any]]) -> tuple[RoundInfo, ...]:
+    return tuple(
+        RoundInfo(
+            round=int(r["round"]),
+            lambdas={k: float(v) for k, v in r["lambdas"].items()},
+            d_sq_norm=float(r["d_sq_norm"]),
+            losses={k: float(v) for k, v in r["losses"].items()},
+            participants=tuple(int(p) for p in r["participants"]),
+            missing_objectives=tuple(str(s) for s in r["missing_objectives"]),
+        )
+        for r in rounds
+    )
+
+
+def _archive(arrays: dict[str, np.ndarray], meta: dict[str, Any]) -> bytes:
+    """The ``.npz`` bytes of ``arrays`` and ``meta`` (JSON, with the arrays' digest added)."""
+    meta = meta | {"digest": _digest(arrays)}
     encoded = np.frombuffer(json.dumps(meta).encode(), dtype=np.uint8)
     buf = io.BytesIO()
     payload: dict[str, Any] = arrays | {"meta": encoded}
     np.savez(buf, **payload)
     return buf.getvalue()
+
+
+def _unarchive(data: bytes, fmt: str) -> tuple[dict[str, np.ndarray], dict[str, Any]]:
+    """The arrays and metadata of an :func:`_archive` (no pickle), format and digest checked."""
+    with np.load(io.BytesIO(data), allow_pickle=False) as archive:
+        arrays = {k: np.array(archive[k]) for k in archive.files if k != "meta"}
+        meta: dict[str, Any] = json.loads(archive["meta"].tobytes().decode())
+    if meta.get("format") != fmt:
+        raise ValueError(f"format {meta.get('format')!r}, expected {fmt!r}")
+    if meta["digest"] != _digest(arrays):
+        raise ValueError("its arrays do not match their recorded digest")
+    return arrays, meta
 
 
 def decode_snapshot(data: bytes, source: str) -> tuple[Stage1Snapshot, str]:
@@ -153,24 +192,10 @@ def decode_snapshot(data: bytes, source: str) -> tuple[Stage1Snapshot, str]:
         If the archive is truncated, corrupt, of another format, or its arrays fail their digest.
     """
     try:
-        with np.load(io.BytesIO(data), allow_pickle=False) as archive:
-            arrays = {k: np.array(archive[k]) for k in ARRAY_KEYS if k in archive.files}
-            meta: dict[str, Any] = json.loads(archive["meta"].tobytes().decode())
-        if meta.get("format") != CHECKPOINT_FORMAT:
-            raise ValueError(f"format {meta.get('format')!r}, expected {CHECKPOINT_FORMAT!r}")
-        if meta["digest"] != _digest(arrays):
-            raise ValueError("its arrays do not match their recorded digest")
-        rounds = tuple(
-            RoundInfo(
-                round=int(r["round"]),
-                lambdas={k: float(v) for k, v in r["lambdas"].items()},
-                d_sq_norm=float(r["d_sq_norm"]),
-                losses={k: float(v) for k, v in r["losses"].items()},
-                participants=tuple(int(p) for p in r["participants"]),
-                missing_objectives=tuple(str(s) for s in r["missing_objectives"]),
-            )
-            for r in meta["rounds"]
-        )
+        arrays, meta = _unarchive(data, CHECKPOINT_FORMAT)
+        if not set(arrays) <= set(ARRAY_KEYS):
+            raise ValueError(f"unexpected arrays {sorted(set(arrays) - set(ARRAY_KEYS))}")
+        rounds = _rounds_from_json(meta["rounds"])
         state = ServerState(
             arrays["params"],
             arrays["buffers"],
@@ -184,6 +209,81 @@ def decode_snapshot(data: bytes, source: str) -> tuple[Stage1Snapshot, str]:
         raise CheckpointError(
             f"checkpoint {source} is unreadable, truncated or corrupt ({exc}); delete it to "
             "restart Stage 1 from round 1"
+        ) from None
+
+
+def encode_result(result: Stage1Result, key: str) -> bytes:
+    """Stage 1's outcome as the bytes of an ``.npz`` archive (the Prefect flow's Stage 1 cache).
+
+    Holds ``w*`` and its BatchNorm statistics (float32, as they are), the per-round trace
+    (λ*, ‖d‖², mean training losses, participating client ids, missing objectives), the
+    convergence flag, the objective names, the parameter layout and the notes: no client rows.
+
+    Parameters
+    ----------
+    result
+        Stage 1's result.
+    key
+        What the archive is recorded under (e.g. a cache key), checked again on load.
+
+    Returns
+    -------
+    bytes
+        The archive.
+    """
+    layout = result.layout
+    meta = {
+        "format": RESULT_FORMAT,
+        "key": key,
+        "converged": result.converged,
+        "objectives": list(result.objectives),
+        "layout": {
+            "total": layout.total,
+            "backbone": [layout.backbone.start, layout.backbone.stop],
+            "heads": {s: [sl.start, sl.stop] for s, sl in layout.heads.items()},
+        },
+        "notes": list(result.notes),
+        "rounds": _rounds_to_json(result.rounds),
+    }
+    return _archive({"params": result.params, "buffers": result.buffers}, meta)
+
+
+def decode_result(data: bytes, source: str) -> tuple[Stage1Result, str]:
+    """Read an :func:`encode_result` archive back (no pickle); the result and its key.
+
+    Parameters
+    ----------
+    data
+        The archive's bytes.
+    source
+        Where it was read from, for error messages.
+
+    Raises
+    ------
+    CheckpointError
+        If the archive is truncated, corrupt, of another format, or its arrays fail their digest.
+    """
+    try:
+        arrays, meta = _unarchive(data, RESULT_FORMAT)
+        spans = meta["layout"]
+        layout = ParamLayout(
+            total=int(spans["total"]),
+            backbone=slice(*(int(i) for i in spans["backbone"])),
+            heads={str(s): slice(*(int(i) for i in sl)) for s, sl in spans["heads"].items()},
+        )
+        result = Stage1Result(
+            params=arrays["params"],
+            buffers=arrays["buffers"],
+            rounds=list(_rounds_from_json(meta["rounds"])),
+            converged=bool(meta["converged"]),
+            objectives=tuple(str(s) for s in meta["objectives"]),
+            layout=layout,
+            notes=[str(n) for n in meta["notes"]],
+        )
+        return result, str(meta["key"])
+    except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError, TypeError) as exc:
+        raise CheckpointError(
+            f"Stage 1 result {source} is unreadable, truncated or corrupt ({exc})"
         ) from None
 
 

@@ -49,6 +49,7 @@ from tasks.data import (
     validate_partitions_task,
     validate_raw_task,
 )
+from tasks.stage1_cache import cache_folder
 from tasks.tracking import (
     TAG_FAILED_AT,
     TAG_FLOW_RUN_NAME,
@@ -95,6 +96,7 @@ def train(
     backend: str,
     workers: WorkerPool | None,
     partition_s: float,
+    stage1_cache: Path | None = None,
 ) -> ExperimentResult:
     """Run one configuration through the run pipeline, its phases as this flow's tasks.
 
@@ -113,6 +115,8 @@ def train(
         task per client; None: in the flow's process, in client order.
     partition_s
         Seconds spent building the federation (reported in the timings).
+    stage1_cache
+        Folder of the Stage 1 cache (:mod:`tasks.stage1_cache`); None: Stage 1 always trains.
 
     Returns
     -------
@@ -124,7 +128,11 @@ def train(
         config,
         provenance=DataProvenance.of(loaded.cohort),
         backend=flower_backend(backend),
-        executor=PrefectExecutor(workers.pool if workers is not None else None),
+        executor=PrefectExecutor(
+            workers.pool if workers is not None else None,
+            stage1_cache=stage1_cache,
+            backend_name=backend,
+        ),
         progress=progress_logger(),
         timing={"partition_s": partition_s},
     )
@@ -213,6 +221,8 @@ def fedcare_pipeline(
     parallel_stage2: bool = True,
     reports_dir: str = DEFAULT_REPORTS_DIR,
     out_dir: str | None = None,
+    cache_stage1: bool = True,
+    stage1_cache_dir: str | None = None,
 ) -> dict[str, Any] | State:
     """Check, train and track FedCARE on one dataset, for each algorithm × seed.
 
@@ -242,6 +252,10 @@ def fedcare_pipeline(
         Run the per-client phase in parallel processes (False: in process, in client order).
     reports_dir, out_dir
         Validation reports (a folder per flow run); also each ``results.json`` (out_dir).
+    cache_stage1, stage1_cache_dir
+        Persist FedCARE's Stage 1 result under a key of its configuration, data and code, so
+        that a retried or repeated flow run loads it instead of training (``Cached`` task run);
+        the owner-only folder (``None``: ``$PREFECT_HOME/fedcare-stage1-cache``).
 
     Returns
     -------
@@ -266,7 +280,9 @@ def fedcare_pipeline(
             config_file=config_file,
             overrides=overrides if overrides is not None else {},
         ).validate()
-        check_output_dirs(reports_dir=reports_dir, out_dir=out_dir)
+        check_output_dirs(
+            reports_dir=reports_dir, out_dir=out_dir, stage1_cache_dir=stage1_cache_dir
+        )
         return _run_pipeline(
             params,
             verify_checksum=verify_checksum,
@@ -275,6 +291,7 @@ def fedcare_pipeline(
             parallel_stage2=parallel_stage2,
             reports_dir=reports_dir,
             out_dir=out_dir,
+            stage1_cache=cache_folder(stage1_cache_dir) if cache_stage1 else None,
         )
     except FedcareError as exc:  # expected: one line in the flow-run log, no traceback
         return expected_failure(exc)
@@ -289,6 +306,7 @@ def _run_pipeline(
     parallel_stage2: bool,
     reports_dir: str,
     out_dir: str | None,
+    stage1_cache: Path | None,
 ) -> dict[str, Any]:
     """The flow's work once its parameters are checked (see :func:`fedcare_pipeline`)."""
     configs = params.experiment_configs()
@@ -319,6 +337,7 @@ def _run_pipeline(
             workers=workers,
             register_model=register_model,
             out_dir=out_dir,
+            stage1_cache=stage1_cache,
         )
         run.status = "FINISHED"
     finally:
@@ -412,6 +431,7 @@ def _train_and_log(
     workers: WorkerPool | None,
     register_model: bool,
     out_dir: str | None,
+    stage1_cache: Path | None,
 ) -> list[dict[str, Any]]:
     """Train each algorithm × seed on its checked federation and log it; the summaries."""
     runs: list[dict[str, Any]] = []
@@ -425,6 +445,7 @@ def _train_and_log(
             backend=backend,
             workers=workers,
             partition_s=seconds,
+            stage1_cache=stage1_cache,
         )
         run.step = f"tracking {config.algorithm} seed {config.seed}"
         extra = {"validation/raw": raw.report_dir, "validation/partitions": checked.report_dir}

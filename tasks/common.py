@@ -13,8 +13,9 @@ from fedcare_core.errors import FedcareError
 
 __all__ = ["IO_RETRIES", "IO_RETRY_DELAY_S", "NO_CACHE", "retry_on_io_error", "run_logger"]
 
-# Every task passes cache_policy=NO_CACHE and persist_result=False: inputs are large in-memory
-# objects (cohorts, federations), not worth hashing, and results stay in memory.
+# Every task but FedCARE's stage1 (tasks.stage1_cache) passes cache_policy=NO_CACHE and
+# persist_result=False: inputs are large in-memory objects (cohorts, federations), not worth
+# hashing, and results stay in memory.
 #: Retries of an I/O task (a flaky disk or tracking server), and the delay between them.
 IO_RETRIES = 2
 IO_RETRY_DELAY_S = 2.0

@@ -5,7 +5,8 @@ with a :class:`PrefectExecutor`, which runs each once-per-run phase (the rounds,
 evaluation) as a task in the flow's process and maps a per-client phase (FedCARE's Stage 2,
 Local's fits) as one task per client. So the flow's results equal ``fedcare run``'s for the
 same configuration and seed. No retries: a failed computation is a bug or bad data, not a
-glitch.
+glitch. With a cache folder, FedCARE's rounds are the ``stage1`` task, cached across flow runs
+(:mod:`tasks.stage1_cache`), so a flow run retried after a later failure does not redo them.
 
 A per-client task runs on one of the flow's threads and hands its computation to a plain
 ``concurrent.futures`` process pool (:func:`worker_pool`, started when the flow starts): the
@@ -22,6 +23,7 @@ import multiprocessing
 import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
+from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from prefect import task, unmapped
@@ -30,6 +32,7 @@ from fedcare_core.algorithms.base import Stage1Runner
 from fedcare_core.errors import ConfigError
 from fedcare_core.training import ProgressFn
 from tasks.common import NO_CACHE, run_logger
+from tasks.stage1_cache import cached_stage1_options
 
 T = TypeVar("T")
 
@@ -77,6 +80,17 @@ def phase_task(fn: Callable[..., Any], args: Sequence[Any]) -> Any:
     return fn(*args)
 
 
+# Cached and persisted only with cached_stage1_options (never with Prefect's pickle).
+@task(name="stage1", cache_policy=NO_CACHE, persist_result=False)
+def stage1_task(fn: Callable[..., Any], args: Sequence[Any], backend_name: str) -> Any:
+    """The rounds phase, its result cached under the run's Stage 1 key (:mod:`tasks.stage1_cache`).
+
+    ``backend_name`` is not used here: it is part of the cache key (the backend that runs the
+    rounds is in ``args`` as an object).
+    """
+    return fn(*args)
+
+
 @task(name="client", cache_policy=NO_CACHE, persist_result=False)
 def client_task(
     fn: Callable[..., Any], item: Any, shared: Sequence[Any], pool: Executor | None = None
@@ -108,14 +122,31 @@ class PrefectExecutor:
     map_over_runner
         Without a pool, map the tasks over the flow's task runner anyway, computing wherever
         it runs them (for the benchmark of Prefect's own process pool).
+    stage1_cache
+        The folder FedCARE's Stage 1 results are persisted in and looked up from
+        (:mod:`tasks.stage1_cache`); None: the rounds are not cached.
+    backend_name
+        The backend the rounds run on (part of the Stage 1 cache key).
     """
 
-    def __init__(self, pool: Executor | None = None, *, map_over_runner: bool = False) -> None:
+    def __init__(
+        self,
+        pool: Executor | None = None,
+        *,
+        map_over_runner: bool = False,
+        stage1_cache: Path | None = None,
+        backend_name: str = "local",
+    ) -> None:
         self.pool = pool
         self.map_over_runner = map_over_runner
+        self.stage1_cache = stage1_cache
+        self.backend_name = backend_name
 
     def run(self, phase: str, fn: Callable[..., T], /, *args: Any) -> T:
-        """Run ``fn(*args)`` as the task ``phase``, in the flow's process."""
+        """Run ``fn(*args)`` as the task ``phase``, in the flow's process (Stage 1 cached)."""
+        if phase == "stage1" and self.stage1_cache is not None:
+            cached = stage1_task.with_options(**cached_stage1_options(self.stage1_cache))
+            return cast(T, cached(fn, args, self.backend_name))
         return cast(T, phase_task.with_options(name=phase)(fn, args))
 
     def map(

@@ -120,6 +120,7 @@ def _assert_clean_failure(state: Any, words: tuple[str, ...]) -> None:
         ({"overrides": {"stage1": {"rounds": "5"}}}, ("stage1.rounds",)),
         ({"out_dir": "{tmp}/file"}, ("out_dir", "is a file")),
         ({"reports_dir": "{tmp}/file/reports"}, ("reports_dir", "not a folder")),
+        ({"stage1_cache_dir": "{tmp}/file"}, ("stage1_cache_dir", "is a file")),
     ],
 )
 def test_the_fedcare_flow_fails_cleanly_before_any_work(
