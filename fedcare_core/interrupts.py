@@ -31,6 +31,7 @@ from types import FrameType
 STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 _first: list[int] = []
+_depth = [0]
 
 
 class Interrupted(KeyboardInterrupt):
@@ -103,25 +104,30 @@ def _raise(signum: int, _frame: FrameType | None) -> None:
 def signals_raise() -> Iterator[None]:
     """Turn SIGINT, SIGTERM and SIGHUP into :class:`Interrupted` in the main thread.
 
-    Only the first signal raises; later ones are ignored while the run tears down. SIGINT is left
-    alone if the caller chose to ignore it. The previous handlers are restored on leaving, and
-    the remembered signal is forgotten on entering; outside the main thread (where Python cannot
-    install handlers) this does nothing.
+    SIGINT raises whatever handler an earlier library left installed (one that only sets a flag
+    would let a run's processes outlive it), unless the caller chose to ignore SIGINT. Only the
+    first signal raises; later ones are ignored while the run tears down. Blocks nest; the
+    previous handlers are restored on leaving each, and the remembered signal is forgotten on
+    leaving the outermost. Outside the main thread (where Python cannot install handlers) this
+    does nothing.
     """
     if threading.current_thread() is not threading.main_thread():
         yield
         return
-    _first.clear()
     previous = {}
     for sig in STOP_SIGNALS:
         if sig == signal.SIGINT and signal.getsignal(sig) is signal.SIG_IGN:
             continue
         previous[sig] = signal.signal(sig, _raise)
+    _depth[0] += 1
     try:
         yield
     finally:
+        _depth[0] -= 1
         for sig, handler in previous.items():
             signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+        if _depth[0] == 0:
+            _first.clear()
 
 
 def exit_now(status: int) -> None:
