@@ -1,4 +1,4 @@
-"""Signals become one exception carrying the signal: teardown runs whatever handler was installed."""
+"""Signals become one exception carrying the signal; teardown runs whatever was installed."""
 
 from __future__ import annotations
 
