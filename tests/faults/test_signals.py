@@ -11,12 +11,14 @@ the message (no ``--out`` file, no further grid cell).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -40,15 +42,15 @@ SMALL = ["--max-patients", "3000", "--clients", "3", "--no-verify"]
 class Cli:
     """One ``fedcare`` process in its own session, marked, with stderr in a file."""
 
-    def __init__(self, args: list[str], tmp_path: Path) -> None:
+    def __init__(self, args: list[str], tmp_path: Path, tmpdir: Path | None = None) -> None:
         self.mark = uuid.uuid4().hex
-        self.tmp = tmp_path
+        self.tmp = tmpdir or tmp_path
         self.stderr_path = tmp_path / "stderr.txt"
         path = os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])
         env = {
             **os.environ,
             MARK_ENV: self.mark,
-            "TMPDIR": str(tmp_path),
+            "TMPDIR": str(self.tmp),
             "PYTHONPATH": path,
             "FLWR_TELEMETRY_ENABLED": "0",
             "DO_NOT_TRACK": "1",
@@ -115,6 +117,14 @@ class Cli:
         assert not [d for d in DUMPS if d in err], err[-3000:]
 
 
+@pytest.fixture
+def short_tmp() -> Iterator[Path]:
+    """A short TMPDIR: Ray's socket paths under it must stay within 107 bytes."""
+    folder = Path(tempfile.mkdtemp(prefix="fcsig-", dir="/tmp"))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
+
+
 def _rounds_done(parent: Path) -> int:
     logs = parent.glob("fedcare-flwr-*/result/rounds.jsonl")
     return sum(len(p.read_text().splitlines()) for p in logs)
@@ -153,10 +163,10 @@ def test_a_local_run_ends_with_its_status_and_one_message(data_dir, tmp_path, si
 
 
 @pytest.mark.slow
-def test_flower_sim_sigterm_stops_ray_without_a_dump(data_dir, tmp_path):
+def test_flower_sim_sigterm_stops_ray_without_a_dump(data_dir, tmp_path, short_tmp):
     out = tmp_path / "results.json"
-    cli = Cli([*_run_args(data_dir, out, "flower-sim", 2000)], tmp_path)
-    cli.wait_until(lambda: _rounds_done(tmp_path) >= 1)
+    cli = Cli(_run_args(data_dir, out, "flower-sim", 2000), tmp_path, short_tmp)
+    cli.wait_until(lambda: _rounds_done(short_tmp) >= 1)
     assert marked_processes(MARK_ENV, cli.mark), "no Ray process runs"
     assert cli.signal(signal.SIGTERM) < STOP_S
     cli.assert_clean_exit(signal.SIGTERM)
@@ -165,12 +175,9 @@ def test_flower_sim_sigterm_stops_ray_without_a_dump(data_dir, tmp_path):
 
 
 @pytest.mark.slow
-def test_flower_sim_sigkill_leaves_no_ray_process(data_dir, tmp_path):
-    cli = Cli(
-        [*_run_args(data_dir, tmp_path / "r.json", "flower-sim", 2000)],
-        tmp_path,
-    )
-    cli.wait_until(lambda: _rounds_done(tmp_path) >= 1)
+def test_flower_sim_sigkill_leaves_no_ray_process(data_dir, tmp_path, short_tmp):
+    cli = Cli(_run_args(data_dir, tmp_path / "r.json", "flower-sim", 2000), tmp_path, short_tmp)
+    cli.wait_until(lambda: _rounds_done(short_tmp) >= 1)
     assert marked_processes(MARK_ENV, cli.mark), "no Ray process runs"
     cli.signal(signal.SIGKILL)
     # Ray's dashboard and runtime-env agents took over 30 s to notice on their own.
