@@ -29,6 +29,7 @@ from fedcare_core.config import (
     load_config_file,
 )
 from fedcare_core.errors import ConfigError, FedcareError
+from fedcare_core.interrupts import as_interrupted, exit_now, signals_raise
 from fedcare_core.output_paths import check_output_file
 
 if TYPE_CHECKING:
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from fedcare_core.run_dir import RunData, RunFolder
 
 EXIT_ERROR = 2
+#: The exit status of a command ended by Ctrl-C (SIGINT); SIGTERM's is 143 (128 + 15).
 EXIT_INTERRUPTED = 130
 #: Where Stage 1 runs (``fedcare_flower.BACKENDS``; repeated here so that ``fedcare --help``
 #: does not import the Flower layer).
@@ -459,23 +461,39 @@ def cmd_stack(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of the ``fedcare`` console script."""
+    """Entry point of the ``fedcare`` console script.
+
+    SIGINT, SIGTERM and SIGHUP end any command the same way: the run's teardown runs, then one
+    line ``fedcare: interrupted (SIGTERM)`` and the exit status 128 + the signal's number.
+    Called as the program (``argv`` None), the process then ends at once
+    (:func:`fedcare_core.interrupts.exit_now`): nothing runs after the message, and no thread
+    a library left waiting on a stopped backend keeps it alive. Called with ``argv``, it returns
+    the status.
+    """
     args = _parser().parse_args(argv)
     try:
-        if args.command == "run":
-            return cmd_run(args)
-        if args.command == "data" and args.data_command == "fetch":
-            return cmd_fetch(args)
-        if args.command == "stack":
-            return cmd_stack(args)
-        if args.command == "experiment":
-            return experiment.cmd_experiment(args)
+        with signals_raise():
+            return _dispatch(args)
     except FedcareError as exc:
         print(f"fedcare: error: {exc}", file=sys.stderr)
         return EXIT_ERROR
-    except KeyboardInterrupt:
-        print("fedcare: interrupted", file=sys.stderr)
-        return EXIT_INTERRUPTED
+    except KeyboardInterrupt as exc:
+        interrupted = as_interrupted(exc)
+        print(f"fedcare: interrupted ({interrupted.name})", file=sys.stderr, flush=True)
+        if argv is None:
+            exit_now(interrupted.exit_status)
+        return interrupted.exit_status
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "run":
+        return cmd_run(args)
+    if args.command == "data" and args.data_command == "fetch":
+        return cmd_fetch(args)
+    if args.command == "stack":
+        return cmd_stack(args)
+    if args.command == "experiment":
+        return experiment.cmd_experiment(args)
     return EXIT_ERROR  # pragma: no cover - argparse rejects other commands
 
 

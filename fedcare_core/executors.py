@@ -20,6 +20,7 @@ from concurrent.futures import Executor as FuturesExecutor
 from concurrent.futures import ProcessPoolExecutor
 from typing import Any, Protocol, TypeVar
 
+from fedcare_core.interrupts import child_ignores_interrupts
 from fedcare_core.training import ProgressFn
 
 T = TypeVar("T")
@@ -100,9 +101,35 @@ class ProcessPool(InProcess):
         """Submit every ``fn(item, *shared)``; return the results in the order of ``items``."""
         if self.pool is not None:
             return _collect(self.pool, phase, fn, items, shared, progress)
-        ctx = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(min(self.workers, len(items)) or 1, mp_context=ctx) as pool:
-            return _collect(pool, phase, fn, items, shared, progress)
+        others = set(multiprocessing.active_children())
+        pool = worker_pool(min(self.workers, len(items)) or 1)
+        try:
+            out = _collect(pool, phase, fn, items, shared, progress)
+        except KeyboardInterrupt:
+            # Ctrl-C or SIGTERM: the workers' tasks would run to their end; stop them now.
+            pool.shutdown(wait=False, cancel_futures=True)
+            for proc in set(multiprocessing.active_children()) - others:
+                proc.kill()
+            raise
+        except BaseException:
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+        pool.shutdown(wait=True)
+        return out
+
+
+def worker_pool(workers: int) -> ProcessPoolExecutor:
+    """A pool of ``workers`` ``spawn`` processes that ignore the terminal's Ctrl-C.
+
+    Ctrl-C reaches every process of the terminal's group: the parent decides how the run ends
+    (:func:`fedcare_core.interrupts.child_ignores_interrupts`), and no worker prints its own
+    KeyboardInterrupt traceback.
+    """
+    return ProcessPoolExecutor(
+        workers,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=child_ignores_interrupts,
+    )
 
 
 def _collect(

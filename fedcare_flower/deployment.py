@@ -53,6 +53,7 @@ from fedcare_core.baselines.features import UnionLayout
 from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.client_store import FOLDER_MODE
 from fedcare_core.data.federation import Federation
+from fedcare_core.interrupts import signals_raise
 from fedcare_core.stage1 import Stage1Result
 from fedcare_core.training import ProgressFn
 from fedcare_flower.client_app import DATA_PATH_KEY
@@ -61,12 +62,10 @@ from fedcare_flower.flwr_internals import fast_paths_enabled
 from fedcare_flower.processes import (
     LOOPBACK,
     ProcessSupervisor,
-    Terminated,
     executable,
     free_port,
     port_open,
     signals_blocked,
-    signals_raise,
 )
 from fedcare_flower.results import read_error, read_rounds, result_ready
 from fedcare_flower.server_app import PLAN_PATH_KEY
@@ -288,8 +287,6 @@ class DeploymentStage1Runner:
                     timer.finish(ws)
                     with signals_blocked():
                         self._teardown(k)
-        except Terminated as exc:
-            raise KeyboardInterrupt(f"terminated by {exc}") from None
         finally:
             remove_workspace(ws, self.flower.keep_workdir)
 

@@ -21,7 +21,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
-from types import FrameType
 from typing import IO
 
 import fedcare_procs as procs
@@ -34,10 +33,6 @@ PR_SET_PDEATHSIG = 1
 #: The started processes' umask: the files they create are owner-only (0600, folders 0700).
 CHILD_UMASK = 0o077
 CHILD_FILE_MODE = 0o600
-
-
-class Terminated(BaseException):
-    """Raised in the runner's thread when the process receives SIGTERM or SIGHUP."""
 
 
 def executable(name: str) -> str:
@@ -190,32 +185,6 @@ class ProcessSupervisor:
 def _signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
-
-
-@contextlib.contextmanager
-def signals_raise() -> Iterator[None]:
-    """Turn SIGTERM/SIGHUP/SIGINT into exceptions in the main thread, so ``finally`` runs.
-
-    SIGTERM and SIGHUP raise :class:`Terminated`; SIGINT raises ``KeyboardInterrupt`` whatever
-    handler an earlier library left installed (a handler that only sets a flag would let the
-    processes outlive the interrupted run), unless the caller chose to ignore SIGINT. The
-    previous handlers are restored on exit.
-    """
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-
-    def handler(signum: int, _frame: FrameType | None) -> None:
-        raise Terminated(signal.Signals(signum).name)
-
-    previous = {s: signal.signal(s, handler) for s in (signal.SIGTERM, signal.SIGHUP)}
-    if signal.getsignal(signal.SIGINT) is not signal.SIG_IGN:
-        previous[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
-        yield
-    finally:
-        for s, h in previous.items():
-            signal.signal(s, signal.SIG_DFL if h is None else h)
 
 
 @contextlib.contextmanager

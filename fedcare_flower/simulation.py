@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import contextlib
 import ipaddress
+import logging
 import os
 import shutil
 import signal
@@ -43,6 +44,7 @@ from fedcare_core import algorithms
 from fedcare_core.baselines.features import UnionLayout
 from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.federation import Federation
+from fedcare_core.interrupts import STOP_SIGNALS, received
 from fedcare_core.stage1 import RoundInfo, Stage1Result
 from fedcare_core.training import ProgressFn
 from fedcare_flower.client_app import build_client_app, simulation_locator
@@ -60,6 +62,7 @@ from fedcare_flower.workspace import (
     prepare_workspace,
     remove_workspace,
 )
+from fedcare_procs.watchdog import start_watchdog, stop_watchdog
 
 #: Ray's switch for multi-node clusters, off: Ray's node IP is then loopback, and with it every
 #: socket of its processes (GCS, raylet, object manager, workers, agents). Ray on Linux otherwise
@@ -81,6 +84,11 @@ def environment(values: Mapping[str, str]) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+def _no_records_after_a_signal(_record: logging.LogRecord) -> bool:
+    """A log filter: nothing once a stop signal has arrived (the process is ending)."""
+    return received() is None
 
 
 class SimulationStage1Runner:
@@ -187,6 +195,24 @@ class SimulationStage1Runner:
                 + " in the environment (or run flower-sim in a fresh process)"
             )
 
+    def _start_ray(self, ray_dir: str) -> None:
+        """Start the run's private Ray instance here, so Flower's backend uses it as it is.
+
+        ``ray.init`` replaces the main thread's SIGTERM handler with one that calls
+        ``sys.exit``, and Ray's C++ core installs a failure handler that dumps a native stack
+        and aborts: the caller's handlers go back at once, so SIGTERM ends the run as
+        :mod:`fedcare_core.interrupts` says (teardown, one message, status 143).
+        """
+        import ray
+
+        main = threading.current_thread() is threading.main_thread()
+        handlers = {sig: signal.getsignal(sig) for sig in STOP_SIGNALS} if main else {}
+        try:
+            ray.init(**self.backend_config(ray_dir)["init_args"])
+        finally:
+            for sig, handler in handlers.items():
+                signal.signal(sig, signal.SIG_DFL if handler is None else handler)
+
     def _simulate(
         self,
         ws: Workspace,
@@ -222,14 +248,13 @@ class SimulationStage1Runner:
             if progress is not None:
                 progress("stage1", info.round, rounds)
 
-        # ray.init installs its own SIGTERM handler (sys.exit) in the main thread and never
-        # removes it: put the caller's back afterwards, as for the environment.
-        handlers = (
-            {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
-            if threading.current_thread() is threading.main_thread()
-            else {}
-        )
+        # If this process dies without its teardown (SIGKILL), the watchdog ends Ray's processes.
+        watchdog = start_watchdog(TOKEN_ENV, self.token, self.flower.shutdown_grace_s)
+        # After a signal, Flower's worker threads (blocked on the actors being stopped) would
+        # log each lost actor as an error with a traceback: the run ends on purpose.
+        logging.getLogger("flwr").addFilter(_no_records_after_a_signal)
         try:
+            self._start_ray(ray_dir)
             # Flower's Ray transport sets a process-wide "once" DeprecationWarning filter when
             # imported, and Ray raises its own: keep both inside the run, restore the caller's.
             with warnings.catch_warnings():
@@ -245,9 +270,8 @@ class SimulationStage1Runner:
         finally:
             if ray.is_initialized():
                 ray.shutdown()
-            for sig, handler in handlers.items():
-                signal.signal(sig, signal.SIG_DFL if handler is None else handler)
             terminate_marked(self.token, self.flower.shutdown_grace_s, wait_first=True)
+            stop_watchdog(watchdog, self.flower.shutdown_grace_s)
             for key, value in saved.items():
                 if value is None:
                     os.environ.pop(key, None)

@@ -10,14 +10,16 @@ listens on 127.0.0.1 only; a cluster across machines is started by hand (``dask 
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from distributed import Client, LocalCluster
+from distributed import Client, LocalCluster, WorkerPlugin
 
 from fedcare_core.errors import ConfigError
+from fedcare_core.interrupts import child_ignores_interrupts
 
 #: The only interface a local cluster listens on.
 LOOPBACK = "127.0.0.1"
@@ -98,15 +100,36 @@ def grid_client(address: str | None = None, workers: int | None = None) -> Itera
         return
     kwargs = local_cluster_kwargs(workers)
     # Leaving the block closes the client, then the cluster: its nannies stop their workers,
-    # so no worker of ours is left running (or writing a cell) after an error or Ctrl-C.
+    # so no worker of ours is left running (or writing a cell) after an error or Ctrl-C. After
+    # Ctrl-C or SIGTERM the workers are killed first: a graceful close would wait for the cells
+    # they are computing.
     before = dict(os.environ)
+    others = set(multiprocessing.active_children())
     try:
         with LocalCluster(**kwargs) as cluster:
             restore_environment(before)
             with Client(cluster, set_as_default=False) as client:
-                yield client
+                client.register_plugin(IgnoreInterrupts(), name="fedcare-ignore-interrupts")
+                try:
+                    yield client
+                except KeyboardInterrupt:
+                    for proc in set(multiprocessing.active_children()) - others:
+                        proc.kill()
+                    raise
     finally:
         restore_environment(before)
+
+
+class IgnoreInterrupts(WorkerPlugin):
+    """A local worker ignores SIGINT (:func:`fedcare_core.interrupts.child_ignores_interrupts`).
+
+    The terminal's Ctrl-C reaches every process of the group: the grid's process stops the
+    workers; each worker would otherwise print its own KeyboardInterrupt traceback.
+    """
+
+    def setup(self, worker: Any) -> None:
+        """Run in the worker process when it starts (and in each worker started later)."""
+        child_ignores_interrupts()
 
 
 def restore_environment(before: dict[str, str]) -> None:

@@ -17,6 +17,7 @@ from fedcare_core.experiments.engine import (
     Job,
     OnDone,
     run_job,
+    stop_marker,
 )
 
 
@@ -71,11 +72,14 @@ def run_grid(
     ------
     Exception
         The first failed job's error (or a KeyboardInterrupt); the jobs not yet finished are
-        cancelled first. Documents are written atomically, so none is half-written.
+        cancelled first, and the grid's stop marker (``<out>/.stop-<token>``, left in place for
+        jobs still running elsewhere) keeps any from writing another cell. Documents are written
+        atomically, so none is half-written.
     """
     grid = GridRun(cells, out_dir, on_done)
     spec = spec.resolved()
     token = uuid.uuid4().hex[:12]
+    stop = stop_marker(grid.out, token)
     futures: list[Future] = []
     try:
         for i, job in enumerate(grid.jobs):
@@ -86,6 +90,7 @@ def run_grid(
                     base,
                     spec,
                     str(grid.out),
+                    str(stop),
                     key=job_key(job, token),
                     pure=False,
                     priority=len(grid.jobs) - i,
@@ -95,8 +100,10 @@ def run_grid(
         for future in as_completed(futures, loop=client.loop):
             grid.record(future.result())
     except BaseException:
-        # A job still queued would otherwise start after the error; a running one on a cluster
-        # we did not start finishes its cells (written atomically) and its result is dropped.
+        # The marker first: a job still running (a Dask task cannot be interrupted; on a
+        # cluster we did not start it runs on) then writes no further cell. A job still queued
+        # would otherwise start after the error.
+        stop.touch()
         client.cancel(futures)
         raise
     return grid.outcomes()

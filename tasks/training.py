@@ -19,7 +19,6 @@ pickled) and 0.4–0.6 s before the first task starts (docs/BENCHMARKS.md, "Para
 
 from __future__ import annotations
 
-import multiprocessing
 import os
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -28,6 +27,7 @@ from typing import Any, TypeVar, cast
 
 from prefect import task, unmapped
 
+from fedcare_core import executors
 from fedcare_core.algorithms.base import Stage1Runner
 from fedcare_core.errors import ConfigError
 from fedcare_core.training import ProgressFn
@@ -106,8 +106,11 @@ def client_task(
 
 
 def worker_pool(workers: int) -> ProcessPoolExecutor:
-    """The process pool a flow's per-client tasks compute in (``spawn``: fresh interpreters)."""
-    return ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+    """The process pool a flow's per-client tasks compute in (``spawn``: fresh interpreters).
+
+    Its workers ignore the terminal's Ctrl-C (:func:`fedcare_core.executors.worker_pool`).
+    """
+    return executors.worker_pool(workers)
 
 
 class PrefectExecutor:

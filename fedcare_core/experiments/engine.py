@@ -25,12 +25,14 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from fedcare_core import interrupts
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.datasets import LoadedDataset, load_dataset
 from fedcare_core.experiments.cells import Cell, unique
@@ -157,15 +159,43 @@ def _dataset(config: ExperimentConfig, spec: DataSpec) -> LoadedDataset:
 
 def _write_atomic(path: Path, document: dict[str, Any]) -> None:
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(document, indent=1, sort_keys=True, allow_nan=True))
-    os.replace(tmp, path)
+    try:
+        tmp.write_text(json.dumps(document, indent=1, sort_keys=True, allow_nan=True))
+        os.replace(tmp, path)
+    except BaseException:  # an interrupted write leaves no half-written file behind
+        tmp.unlink(missing_ok=True)
+        raise
 
 
-def run_job(job: Job, base: ExperimentConfig, spec: DataSpec, out_dir: str) -> list[dict[str, Any]]:
+def stop_marker(out_dir: str | Path, token: str) -> Path:
+    """The file whose existence tells a grid run's jobs (token ``token``) to write nothing more."""
+    return Path(out_dir) / f".stop-{token}"
+
+
+def check_stop(stop: str | None) -> None:
+    """Raise :class:`~fedcare_core.interrupts.Interrupted` if the grid was stopped.
+
+    Stopped: this process received a stop signal, or the grid's stop marker ``stop`` exists (the
+    grid's own process was interrupted; its workers, in other processes or on other machines,
+    see the marker in the shared documents folder).
+    """
+    interrupts.check()
+    if stop is not None and os.path.exists(stop):
+        raise interrupts.Interrupted(signal.SIGINT)
+
+
+def run_job(
+    job: Job,
+    base: ExperimentConfig,
+    spec: DataSpec,
+    out_dir: str,
+    stop: str | None = None,
+) -> list[dict[str, Any]]:
     """Run one job and write its cells' documents; returns ``[{"key", "path", "seconds"}]``.
 
     The job's cells share one federation (they differ in the algorithm only); FedCARE and
-    FedCARE-B share the rounds too: the second is scored from the first's Stage 1.
+    FedCARE-B share the rounds too: the second is scored from the first's Stage 1. Before each
+    document is written, :func:`check_stop`: no cell is written once the grid was interrupted.
 
     Parameters
     ----------
@@ -177,6 +207,13 @@ def run_job(job: Job, base: ExperimentConfig, spec: DataSpec, out_dir: str) -> l
         Where the dataset is.
     out_dir
         Folder for the documents.
+    stop
+        The grid's stop marker (:func:`stop_marker`), if it has one.
+
+    Raises
+    ------
+    Interrupted
+        The grid was stopped (:func:`check_stop`); the cells not yet written are not written.
     """
     t_start, cpu_start = time.perf_counter(), time.process_time()
     first = job.cells[0].config(base)
@@ -199,6 +236,7 @@ def run_job(job: Job, base: ExperimentConfig, spec: DataSpec, out_dir: str) -> l
             # A cell that reuses this Stage 1 reports its partition and Stage 1 seconds.
             timing = {k: result.timing[k] for k in ("partition_s", "stage1_s")}
         path = out / f"{cell.key}.json"
+        check_stop(stop)
         _write_atomic(path, result.to_dict())
         written.append(
             {
