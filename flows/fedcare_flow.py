@@ -61,13 +61,7 @@ from tasks.tracking import (
     set_tags_task,
     start_parent_run_task,
 )
-from tasks.training import (
-    PrefectExecutor,
-    WorkerPool,
-    flower_backend,
-    pool_size,
-    progress_logger,
-)
+from tasks.training import PrefectExecutor, WorkerPool, flower_backend, pool_size, progress_logger
 
 #: Flow name (deployments are ``fedcare/<deployment>``).
 FLOW_NAME = "fedcare"

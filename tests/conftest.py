@@ -3,11 +3,16 @@
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
+
+# Prefect's home (settings, the flows' default Stage 1 cache) in a fresh folder per session, set
+# before any test imports Prefect: tests never write into the user's ~/.prefect.
+os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="fedcare-tests-prefect-")
 
 
 def _project_packages() -> tuple[str, ...]:
