@@ -26,11 +26,13 @@ def find_csv_member(zip_path: str | Path) -> str | None:
     Returns
     -------
     str or None
-        The member's name (the shallowest, then alphabetically first, if several match), or
-        ``None`` if there is none.
+        The member's name, or ``None`` if there is none. macOS resource forks
+        (``__MACOSX/``) are not candidates.
 
     Raises
     ------
+    DataError
+        If several members could be the file: which one is meant is the user's call.
     zipfile.BadZipFile, OSError
         If the archive cannot be read.
 
@@ -40,11 +42,16 @@ def find_csv_member(zip_path: str | Path) -> str | None:
             n
             for n in zf.namelist()
             if not n.endswith("/")
+            and not n.replace("\\", "/").startswith("__MACOSX/")
             and n.replace("\\", "/").rsplit("/", 1)[-1] == DIABETES130_CSV_NAME
         ]
-    if not names:
-        return None
-    return min(names, key=lambda n: (n.count("/"), n))
+    if len(names) > 1:
+        raise DataError(
+            f"the archive holds {len(names)} files named {DIABETES130_CSV_NAME} "
+            f"({', '.join(sorted(names))}): keep one, or point --data-dir at the CSV itself",
+            file=str(zip_path),
+        )
+    return names[0] if names else None
 
 
 def _zip_holds_csv(zip_path: Path) -> bool:

@@ -18,11 +18,31 @@ import pandas as pd
 
 from fedcare_core.errors import DataError
 
-__all__ = ["SAME_DAY_SLACK", "check_admission_times", "check_stay_links", "check_stay_values"]
+__all__ = [
+    "MAX_ICU_LOS_DAYS",
+    "SAME_DAY_SLACK",
+    "SHIFTED_AGE_GAP",
+    "STAY_WINDOW_SLACK",
+    "check_admission_times",
+    "check_patient_dates",
+    "check_stay_links",
+    "check_stay_values",
+    "check_stay_window",
+]
 
 #: How far a discharge may precede its admission and still be read as MIMIC-III's same-day
 #: administrative error rather than a corrupted table.
 SAME_DAY_SLACK = pd.Timedelta(hours=24)
+#: How far outside its hospital admission an ICU stay may begin (ICU care may start in the
+#: emergency department hours before the admission is recorded).
+STAY_WINDOW_SLACK = pd.Timedelta(days=7)
+#: Longest plausible ICU stay (MIMIC-III v1.4's longest is about 173 days).
+MAX_ICU_LOS_DAYS = 365.0
+#: Ages no MIMIC-III patient can have: real ages end below 90, and MIMIC-III shifts the date of
+#: birth of patients aged 90 or more about 300 years back, so their ages start near 300.
+SHIFTED_AGE_GAP = (130.0, 280.0)
+#: Mean Gregorian year, for ages.
+_YEAR = pd.Timedelta(days=365.2425)
 
 
 def check_admission_times(adm: pd.DataFrame, path: Path) -> list[str]:
@@ -113,12 +133,13 @@ def check_stay_links(icu: pd.DataFrame, adm: pd.DataFrame, pat: pd.DataFrame, pa
 
 
 def check_stay_values(icu: pd.DataFrame, dob: pd.Series, path: Path) -> None:
-    """Refuse negative ICU lengths of stay and ICU admissions before the patient's birth.
+    """Refuse impossible ICU stays: LOS, discharge before admission, ages no patient has.
 
     Parameters
     ----------
     icu
-        ICU stays with ``LOS``, parsed ``INTIME`` and ``_ROW``.
+        ICU stays with ``LOS``, parsed ``INTIME`` (and ``OUTTIME`` when the file has it) and
+        ``_ROW``.
     dob
         Each stay's patient's parsed ``DOB``, aligned with ``icu``.
     path
@@ -127,27 +148,97 @@ def check_stay_values(icu: pd.DataFrame, dob: pd.Series, path: Path) -> None:
     Raises
     ------
     DataError
-        If ``LOS`` is negative, or ``INTIME`` precedes ``DOB``.
+        If ``LOS`` is negative or above :data:`MAX_ICU_LOS_DAYS`, ``OUTTIME`` precedes
+        ``INTIME`` by more than :data:`SAME_DAY_SLACK`, ``INTIME`` precedes ``DOB``, or the age
+        at ICU admission falls in :data:`SHIFTED_AGE_GAP`.
 
     """
-    negative = (icu["LOS"] < 0).to_numpy(dtype=bool)
-    if negative.any():
-        raise DataError(
-            f"LOS (days in the ICU) is negative in {int(negative.sum())} stay(s)",
-            file=str(path),
-            column="LOS",
-            rows=icu.loc[negative, "_ROW"].tolist(),
+    los = icu["LOS"]
+    intime = icu["INTIME"]
+    age = (intime - dob).dt.total_seconds() / _YEAR.total_seconds()
+    lo, hi = SHIFTED_AGE_GAP
+    checks = [
+        (los < 0, "LOS", "LOS (days in the ICU) is negative"),
+        (los > MAX_ICU_LOS_DAYS, "LOS", f"LOS (days in the ICU) exceeds {MAX_ICU_LOS_DAYS:g}"),
+        (age < 0, "INTIME", "INTIME precedes the patient's date of birth (PATIENTS.DOB)"),
+        (
+            (age >= lo) & (age < hi),
+            "INTIME",
+            f"the age at ICU admission (from PATIENTS.DOB) is between {lo:g} and {hi:g} years, "
+            "which no MIMIC-III patient has (ages of 90+ are shifted to about 300)",
+        ),
+    ]
+    if "OUTTIME" in icu.columns:
+        early = icu["OUTTIME"] < intime - SAME_DAY_SLACK
+        checks.append(
+            (early, "OUTTIME", f"OUTTIME is more than {_hours(SAME_DAY_SLACK)} before INTIME")
         )
-    unborn = (icu["INTIME"].to_numpy() < dob.to_numpy()) & icu["INTIME"].notna().to_numpy()
-    unborn &= dob.notna().to_numpy()
-    if unborn.any():
-        raise DataError(
-            f"INTIME precedes the patient's date of birth (PATIENTS.DOB) in "
-            f"{int(np.sum(unborn))} stay(s)",
-            file=str(path),
-            column="INTIME",
-            rows=icu.loc[unborn, "_ROW"].tolist(),
-        )
+    _raise_first(icu, checks, path)
+
+
+def check_stay_window(icu: pd.DataFrame, adm: pd.DataFrame, path: Path) -> None:
+    """Refuse ICU stays that begin far outside their hospital admission.
+
+    Parameters
+    ----------
+    icu
+        ICU stays with ``HADM_ID``, parsed ``INTIME`` and ``_ROW`` (links already checked).
+    adm
+        Admissions with parsed ``ADMITTIME`` and ``DISCHTIME``.
+    path
+        The ICUSTAYS file, for messages.
+
+    Raises
+    ------
+    DataError
+        If ``INTIME`` is more than :data:`STAY_WINDOW_SLACK` before ``ADMITTIME`` or after
+        ``DISCHTIME``.
+
+    """
+    by_hadm = adm.drop_duplicates("HADM_ID").set_index("HADM_ID")
+    admit = icu["HADM_ID"].map(by_hadm["ADMITTIME"])
+    discharge = icu["HADM_ID"].map(by_hadm["DISCHTIME"])
+    outside = (icu["INTIME"] < admit - STAY_WINDOW_SLACK) | (
+        icu["INTIME"] > discharge + STAY_WINDOW_SLACK
+    )
+    message = (
+        f"the ICU stay begins more than {STAY_WINDOW_SLACK.days} days outside its hospital "
+        "admission (ADMISSIONS.ADMITTIME to DISCHTIME)"
+    )
+    _raise_first(icu, [(outside, "INTIME", message)], path)
+
+
+def check_patient_dates(pat: pd.DataFrame, path: Path) -> None:
+    """Refuse a date of death before the date of birth.
+
+    Parameters
+    ----------
+    pat
+        Patients with parsed ``DOB`` (and ``DOD`` when the file has it) and ``_ROW``.
+    path
+        The PATIENTS file, for messages.
+
+    Raises
+    ------
+    DataError
+        If ``DOD`` precedes ``DOB``.
+
+    """
+    if "DOD" in pat.columns:
+        _raise_first(pat, [(pat["DOD"] < pat["DOB"], "DOD", "DOD precedes DOB")], path)
+
+
+def _raise_first(rows: pd.DataFrame, checks: list[tuple[pd.Series, str, str]], path: Path) -> None:
+    """Raise a DataError for the first check whose mask holds anywhere (NaN/NaT never hold)."""
+    for mask, column, message in checks:
+        bad = np.asarray(mask.fillna(False) if hasattr(mask, "fillna") else mask, dtype=bool)
+        if bad.any():
+            raise DataError(
+                f"{message} in {int(bad.sum())} row(s)",
+                file=str(path),
+                column=column,
+                rows=rows.loc[bad, "_ROW"].tolist(),
+            )
 
 
 def _hours(delta: pd.Timedelta) -> str:

@@ -27,6 +27,7 @@ from fedcare_core.data.mimic3.items import (
 )
 from fedcare_core.data.mimic3.reader import iter_table
 from fedcare_core.data.mimic3.schema import CHARTEVENTS, LABEVENTS
+from fedcare_core.errors import DataError
 
 __all__ = [
     "EVENT_COLUMNS",
@@ -186,7 +187,16 @@ class _ChartWindow:
         )
         n_error = 0
         if "ERROR" in chunk.columns:
-            flagged = keep & (chunk["ERROR"] == 1)
+            flag = chunk["ERROR"]
+            odd = (flag.notna() & ~flag.isin([0.0, 1.0])).to_numpy()
+            if odd.any():
+                raise DataError(
+                    "ERROR in the CHARTEVENTS table must be 0, 1 or empty",
+                    file=str(self.path),
+                    column="ERROR",
+                    rows=chunk["_ROW"].to_numpy()[odd].tolist(),
+                )
+            flagged = keep & (flag == 1)
             n_error = int(flagged.sum())
             keep &= ~flagged
         return chunk.loc[keep], n_error

@@ -13,8 +13,10 @@ from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.mimic3.categories import static_features
 from fedcare_core.data.mimic3.consistency import (
     check_admission_times,
+    check_patient_dates,
     check_stay_links,
     check_stay_values,
+    check_stay_window,
 )
 from fedcare_core.data.mimic3.dates import TimeStats, parse_times
 from fedcare_core.data.mimic3.definition import (
@@ -92,6 +94,8 @@ def load_mimic3(
     pat = _read_patients(sources.patients, icu, chunksize, stats)
     check_stay_links(icu, adm, pat, sources.icustays)
     notes.extend(check_admission_times(adm, sources.admissions))
+    check_stay_window(icu, adm, sources.icustays)
+    check_patient_dates(pat, sources.patients)
     dob = icu["SUBJECT_ID"].map(pat.drop_duplicates("SUBJECT_ID").set_index("SUBJECT_ID")["DOB"])
     check_stay_values(icu, dob, sources.icustays)
     stays, age, stay_notes = join_stays(icu, adm, pat, min_age=min_age, root=sources.root)
@@ -210,6 +214,17 @@ def _read_icustays(path: Path, chunksize: int, stats: TimeStats) -> tuple[pd.Dat
         stats=stats,
         table="ICUSTAYS",
     )
+    if "OUTTIME" in icu.columns:  # for the consistency checks only
+        icu["OUTTIME"] = parse_times(
+            icu["OUTTIME"],
+            rows=icu["_ROW"].to_numpy(),
+            path=path,
+            column="OUTTIME",
+            anchor=icu["INTIME"],
+            rule="nearest",
+            stats=stats,
+            table="ICUSTAYS",
+        )
     missing_key = icu[["SUBJECT_ID", "HADM_ID", "ICUSTAY_ID"]].isna().any(axis=1)
     if missing_key.any():
         notes.append(
@@ -260,6 +275,17 @@ def _read_patients(path: Path, icu: pd.DataFrame, chunksize: int, stats: TimeSta
         stats=stats,
         table="PATIENTS",
     )
+    if "DOD" in pat.columns:  # for the consistency checks only
+        pat["DOD"] = parse_times(
+            pat["DOD"],
+            rows=pat["_ROW"].to_numpy(),
+            path=path,
+            column="DOD",
+            anchor=pat["SUBJECT_ID"].map(first_intime).astype("datetime64[us]"),
+            rule="nearest",
+            stats=stats,
+            table="PATIENTS",
+        )
     return pat
 
 

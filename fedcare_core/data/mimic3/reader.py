@@ -21,6 +21,7 @@ from fedcare_core.errors import DataError
 
 __all__ = [
     "check_last_line",
+    "check_numbers",
     "file_sha256",
     "find_table",
     "iter_table",
@@ -159,6 +160,7 @@ def iter_table(path: Path, spec: TableSpec, chunksize: int) -> Iterator[pd.DataF
                 chunk = chunk.rename(columns=rename)
                 chunk["_ROW"] = np.arange(offset + 1, offset + len(chunk) + 1, dtype=np.int64)
                 offset += len(chunk)
+                check_numbers(chunk, spec, path)
                 if len(chunk):
                     yield chunk
     except ValueError as exc:
@@ -179,6 +181,42 @@ def iter_table(path: Path, spec: TableSpec, chunksize: int) -> Iterator[pd.DataF
         raise DataError(f"cannot read the {spec.name} table: {exc}", file=str(path)) from exc
     if offset == 0:
         raise DataError(f"the {spec.name} file has a header but no data rows", file=str(path))
+
+
+def check_numbers(chunk: pd.DataFrame, spec: TableSpec, path: Path) -> None:
+    """Refuse infinite numbers, and identifiers (``*ID`` columns) that are not whole and positive.
+
+    Parameters
+    ----------
+    chunk
+        Rows of the table with ``_ROW``, numeric columns as float64.
+    spec
+        The table's spec (its numeric columns are checked).
+    path
+        The file, for messages.
+
+    Raises
+    ------
+    DataError
+        Naming the file, the column and the rows.
+
+    """
+    for col in spec.numeric:
+        if col not in chunk.columns:
+            continue
+        values = chunk[col].to_numpy(dtype=np.float64)
+        bad = np.isinf(values)
+        what = "infinite value(s)"
+        if col.endswith("ID") and not bad.any():
+            bad = ~np.isnan(values) & ((values < 1) | (values != np.floor(values)))
+            what = "identifier(s) that are not whole positive numbers"
+        if bad.any():
+            raise DataError(
+                f"{what} in column {col} of the {spec.name} table",
+                file=str(path),
+                column=col,
+                rows=chunk["_ROW"].to_numpy()[bad].tolist(),
+            )
 
 
 def _locate_non_numeric(

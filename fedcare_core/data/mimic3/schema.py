@@ -1,8 +1,8 @@
 """The MIMIC-III tables the loader reads: which columns, read as numbers or as text.
 
 Names are upper case, as in the MIMIC-III v1.4 release; the reader matches them against a file's
-header case-insensitively. Discharge-time columns are deliberately absent, so they can never
-become features.
+header case-insensitively. Discharge times (``DISCHTIME``, ``OUTTIME``) and ``DOD`` are read only
+for labels and consistency checks, never as features.
 """
 
 from __future__ import annotations
@@ -61,11 +61,16 @@ ADMISSIONS = TableSpec(
         "ETHNICITY",
     ),
 )
-PATIENTS = TableSpec("PATIENTS", numeric=("SUBJECT_ID",), text=("GENDER", "DOB"))
+# DOD and OUTTIME are read for consistency checks only (death after birth, ICU discharge after
+# ICU admission); they never become features.
+PATIENTS = TableSpec(
+    "PATIENTS", numeric=("SUBJECT_ID",), text=("GENDER", "DOB", "DOD"), optional=("DOD",)
+)
 ICUSTAYS = TableSpec(
     "ICUSTAYS",
     numeric=("SUBJECT_ID", "HADM_ID", "ICUSTAY_ID", "LOS"),
-    text=("FIRST_CAREUNIT", "INTIME"),
+    text=("FIRST_CAREUNIT", "INTIME", "OUTTIME"),
+    optional=("OUTTIME",),
 )
 LABEVENTS = TableSpec("LABEVENTS", numeric=("HADM_ID", "ITEMID", "VALUENUM"), text=("CHARTTIME",))
 CHARTEVENTS = TableSpec(

@@ -103,3 +103,20 @@ def test_an_expired_encounter_cannot_be_readmitted(tmp_path: Path) -> None:
     err = refusal(tmp_path, set_field(lines, 5, "readmitted", "<30"))
     assert err.column == "readmitted" and err.rows == (5,)
     assert "expired" in str(err)
+
+
+def test_an_archive_with_two_candidate_files_is_refused(tmp_path: Path) -> None:
+    from tests.fedcare_core.data.diabetes130.helpers import fixture_bytes, make_zip
+
+    data = fixture_bytes()
+    archive = make_zip(tmp_path / "data.zip", "a/diabetic_data.csv", data)
+    assert load_tiny(archive).n_rows == 40
+    make_zip(
+        archive,
+        "a/diabetic_data.csv",
+        data,
+        {"b/diabetic_data.csv": data, "__MACOSX/a/diabetic_data.csv": b"\x00"},
+    )
+    with pytest.raises(DataError, match="2 files named diabetic_data.csv") as err:
+        load_tiny(archive)
+    assert err.value.file == str(archive)

@@ -115,3 +115,41 @@ def test_unknown_categories_are_refused_unless_mapped(
     assert "--unseen-categories other" in str(err) and value not in str(err)
     cohort = load_mimic3(synth_dir, unseen_categories="other")
     assert any(n.startswith(f"{column}: 1 value(s)") for n in cohort.notes)
+
+
+@pytest.mark.parametrize(
+    ("table", "row", "column", "value", "named"),
+    [
+        ("ICUSTAYS", 2, "OUTTIME", "2195-11-10 00:00:00", "OUTTIME"),  # INTIME 2195-11-19
+        ("ICUSTAYS", 2, "INTIME", "2198-11-19 03:02:38", "INTIME"),  # years after admission
+        ("ICUSTAYS", 3, "LOS", "1000", "LOS"),
+        ("PATIENTS", 1, "DOD", "2150-01-01 00:00:00", "DOD"),  # born 2151
+        ("PATIENTS", 3, "DOB", "1994-08-14 00:00:00", "INTIME"),  # aged 150 at the ICU stay
+    ],
+)
+def test_impossible_dates_and_values_are_refused(
+    synth_dir: Path, table: str, row: int, column: str, value: str, named: str
+) -> None:
+    edit(synth_dir / f"{table}.csv", row, column, value)
+    err = refusal(synth_dir)
+    assert err.column == named and err.rows
+
+
+@pytest.mark.parametrize(
+    ("table", "column", "value"),
+    [
+        ("ICUSTAYS", "ICUSTAY_ID", "200002.5"),
+        ("ICUSTAYS", "SUBJECT_ID", "-1001"),
+        ("ADMISSIONS", "HADM_ID", "0"),
+        ("LABEVENTS", "VALUENUM", "inf"),
+        ("LABEVENTS", "HADM_ID", "100001.5"),
+        ("CHARTEVENTS", "ERROR", "7"),
+    ],
+)
+def test_malformed_numbers_are_refused(
+    synth_dir: Path, table: str, column: str, value: str
+) -> None:
+    path = synth_dir / f"{table}.csv"
+    edit(path, 2, column, value)
+    err = refusal(synth_dir)
+    assert (err.file, err.column, err.rows) == (str(path), column, (2,))
