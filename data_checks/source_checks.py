@@ -226,11 +226,14 @@ class SourceCheckError(DataCheckError):
         super().__init__(report)
 
     def __str__(self) -> str:
-        lines = self.report.summary().splitlines()
-        head = lines[0]
-        if not self.keep_report:
-            head = head.split("; report ")[0]
-        return "\n".join([f"{self.source}: {head}", *lines[1:]])
+        """One line: the source, the first failed expectation and how many more failed."""
+        failures = self.report.failures
+        line = f"{self.source}: data checks failed: {failures[0]}"
+        if len(failures) > 1:
+            line += f" (and {len(failures) - 1} more failed expectation(s))"
+        if self.keep_report:
+            line += f"; report {self.report.html_report}"
+        return line
 
 
 def _require(report: CheckReport, source: str, *, keep_report: bool) -> None:
