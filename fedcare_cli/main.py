@@ -34,7 +34,7 @@ from fedcare_core.output_paths import check_output_file
 
 if TYPE_CHECKING:
     from fedcare_core.algorithms.base import Stage1Runner
-    from fedcare_core.run_dir import RunData, RunFolder
+    from fedcare_core.run_dir import RunBackend, RunData, RunFolder
 
 EXIT_ERROR = 2
 #: The exit status of a command ended by Ctrl-C (SIGINT); SIGTERM's is 143 (128 + 15).
@@ -140,8 +140,8 @@ def _add_run_parser(sub: Any) -> None:
         metavar="DIR",
         help="keep the run's state in DIR (new or empty; owner-only): config.json, for "
         "fedcare/fedcare-b a checkpoint after every Stage 1 round, and results.json at the end "
-        "(other algorithms: config and results only; --resume reruns them from the start). "
-        "--backend local only",
+        "(other algorithms: config and results only; --resume reruns them from the start); "
+        "any --backend",
     )
     keep.add_argument(
         "--resume",
@@ -202,19 +202,14 @@ def build_config(args: argparse.Namespace) -> ExperimentConfig:
     return validate_config(base.with_overrides(**top, data=data, stage1=stage1, stage2=stage2))
 
 
-def build_stage1_runner(args: argparse.Namespace) -> Stage1Runner | None:
-    """The Stage 1 runner for ``--backend`` (None: in process); Flower is imported only here."""
-    if args.backend == "local":
-        return None
-    try:
-        from fedcare_flower.flower_options import CLI_FLAGS, FlowerConfig
-        from fedcare_flower.runners import make_stage1_runner
-    except ModuleNotFoundError as exc:
-        raise FedcareError(
-            f"--backend {args.backend} needs the Flower layer ({exc.name} is missing); "
-            "reinstall the project: pip install -e ."
-        ) from None
+def flower_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The Flower options the command line gives (``FlowerConfig`` fields; JSON values).
 
+    Raises
+    ------
+    ConfigError
+        For ``--bind-address`` with a backend other than ``flower-deployment``.
+    """
     overrides: dict[str, Any] = {"keep_workdir": args.keep_workdir}
     if args.round_timeout is not None:
         overrides["round_timeout_s"] = args.round_timeout
@@ -228,10 +223,33 @@ def build_stage1_runner(args: argparse.Namespace) -> Stage1Runner | None:
         if args.backend != "flower-deployment":
             raise ConfigError("--bind-address applies to --backend flower-deployment only")
         overrides["bind_address"] = args.bind_address
+    return overrides
+
+
+def build_stage1_runner(
+    args: argparse.Namespace, backend: RunBackend | None = None
+) -> Stage1Runner | None:
+    """The Stage 1 runner for ``--backend`` (None: in process); Flower is imported only here.
+
+    ``backend``: a resumed run's recorded backend and options instead of the command line's.
+    """
+    name = args.backend if backend is None else backend.name
+    if name == "local":
+        return None
+    try:
+        from fedcare_flower.flower_options import CLI_FLAGS, FlowerConfig
+        from fedcare_flower.runners import make_stage1_runner
+    except ModuleNotFoundError as exc:
+        raise FedcareError(
+            f"--backend {name} needs the Flower layer ({exc.name} is missing); "
+            "reinstall the project: pip install -e ."
+        ) from None
+
+    overrides = flower_overrides(args) if backend is None else backend.options
     # Every option checked, naming its flag, before any process starts or data is read.
     flower = FlowerConfig(**overrides).validate(CLI_FLAGS)
-    runner = make_stage1_runner(args.backend, flower)
-    if args.insecure and args.backend == "flower-deployment":
+    runner = make_stage1_runner(name, flower)
+    if flower.insecure and name == "flower-deployment":
         print(
             "fedcare: warning: --insecure: the Flower processes talk plain HTTP (no TLS)",
             file=sys.stderr,
@@ -274,7 +292,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from fedcare_cli.output import ProgressBars, results_table, write_json_atomic
     from fedcare_core.algorithms import backend_refusal
     from fedcare_core.results import DataProvenance
-    from fedcare_core.run_dir import RunData, RunFolder
+    from fedcare_core.run_dir import RunBackend, RunData, RunFolder
     from fedcare_core.runner import run_algorithm
 
     folder: RunFolder | None = None
@@ -291,19 +309,17 @@ def cmd_run(args: argparse.Namespace) -> int:
             print(results_table(document))
             return 0
         data_dir, verify = recorded.path, recorded.verify_checksum
+        backend = folder.read_backend()
     else:
         config = build_config(args)
         data_dir, verify = args.data_dir, not args.no_verify
-    if args.run_dir is not None and args.backend != "local":
-        raise ConfigError(
-            "--run-dir checkpoints Stage 1 in process only (--backend local): the Flower "
-            "backends are not checkpointed yet"
-        )
+        local = args.backend == "local"
+        backend = RunBackend(args.backend, {} if local else flower_overrides(args))
     # Before loading data: PAFNet and the bounds run in process only (the message says why).
-    refusal = backend_refusal(config.algorithm, args.backend)
+    refusal = backend_refusal(config.algorithm, backend.name)
     if refusal is not None:
         raise ConfigError(refusal)
-    stage1_runner = build_stage1_runner(args)
+    stage1_runner = build_stage1_runner(args, backend)
     if args.run_dir is not None:
         folder = RunFolder.create(args.run_dir)
     if not args.quiet:
@@ -314,10 +330,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             folder.check_data(recorded, loaded.cohort.source_sha256)
         else:
             source = str(Path(loaded.source).resolve())
-            folder.write_config(config, RunData(source, verify, loaded.cohort.source_sha256))
-        stage1_runner = folder.stage1_runner(
-            config.algorithm, lambda line: print(f"fedcare: resume: {line}", file=sys.stderr)
-        )
+            data = RunData(source, verify, loaded.cohort.source_sha256)
+            folder.write_config(config, data, None if backend.name == "local" else backend)
+        stage1_runner = _run_folder_runner(folder, config.algorithm, stage1_runner)
     t0 = time.perf_counter()
     federation = checked_federation(loaded, config)  # the flow's partition checks too
     bars = ProgressBars(enabled=not args.quiet)
@@ -335,7 +350,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     document = result.to_dict()
     # Same keys for every backend; Stage 1's notes (lost clients, objectives without an update)
     # come from the result, per-round participation is in rounds[].participants.
-    document["stage1"]["backend"] = args.backend
+    document["stage1"]["backend"] = backend.name
     for note in result.stage1.notes:
         print(f"fedcare: stage 1: {note}", file=sys.stderr)
     if folder is not None:
@@ -346,6 +361,21 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.out is not None:
         print(f"results written to {args.out}")
     return 0
+
+
+def _run_folder_runner(
+    folder: RunFolder, algorithm: str, runner: Stage1Runner | None
+) -> Stage1Runner | None:
+    """The Stage 1 runner of a run kept in ``folder`` (checkpointed for FedCARE/FedCARE-B)."""
+
+    def say(line: str) -> None:
+        print(f"fedcare: resume: {line}", file=sys.stderr)
+
+    if runner is None:
+        return folder.stage1_runner(algorithm, say)
+    from fedcare_flower.runners import run_folder_runner
+
+    return run_folder_runner(runner, algorithm, folder.checkpoint_path, say)
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:

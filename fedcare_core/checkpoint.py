@@ -123,6 +123,8 @@ def encode_snapshot(snapshot: Stage1Snapshot, fingerprint: str) -> bytes:
         "server_step": state.step,
         "rounds": _rounds_to_json(snapshot.rounds),
     }
+    if snapshot.notes:  # a federated backend's; the in-process loop's checkpoints have none
+        meta["notes"] = list(snapshot.notes)
     return _archive(arrays, meta)
 
 
@@ -203,7 +205,8 @@ def decode_snapshot(data: bytes, source: str) -> tuple[Stage1Snapshot, str]:
             arrays.get("adam_v"),
             int(meta["server_step"]),
         )
-        snapshot = Stage1Snapshot(int(meta["round"]), state, rounds, bool(meta["converged"]))
+        notes = tuple(str(n) for n in meta.get("notes", ()))
+        snapshot = Stage1Snapshot(int(meta["round"]), state, rounds, bool(meta["converged"]), notes)
         return snapshot, str(meta["fingerprint"])
     except (zipfile.BadZipFile, EOFError, OSError, ValueError, KeyError, TypeError) as exc:
         raise CheckpointError(
@@ -320,6 +323,42 @@ def load_checkpoint(path: Path, fingerprint: str | None = None) -> Stage1Snapsho
     return snapshot
 
 
+def restore_checkpoint(
+    path: Path, fingerprint: str, rounds: int, say: Callable[[str], None] | None = None
+) -> Stage1Snapshot | None:
+    """The run's checkpoint at ``path`` (None: none yet), stale temporary files removed.
+
+    Parameters
+    ----------
+    path
+        The checkpoint file.
+    fingerprint
+        The run's :func:`stage1_fingerprint`; a checkpoint of another run is refused.
+    rounds
+        T, for the message.
+    say
+        Told, in one line, where the run starts when a checkpoint is restored.
+
+    Raises
+    ------
+    CheckpointError
+        If the file is unreadable or corrupt, or belongs to another run.
+    """
+    path = Path(path)
+    # A process killed while writing leaves its temporary file (never the checkpoint).
+    for stale in path.parent.glob(f".{path.name}.*.tmp"):
+        stale.unlink(missing_ok=True)
+    start = load_checkpoint(path, fingerprint)
+    if say is not None and start is not None:
+        nxt = (
+            "Stage 1 done"
+            if start.converged or start.round >= rounds
+            else f"Stage 1 continues at round {start.round + 1} of {rounds}"
+        )
+        say(f"checkpoint of round {start.round} restored; {nxt}")
+    return start
+
+
 def stage1_fingerprint(
     federation: Federation, model_config: ModelConfig, config: Stage1Config, seed: int
 ) -> str:
@@ -382,17 +421,7 @@ class CheckpointedStage1:
     ) -> Stage1Result:
         """Run (or continue) Stage 1, writing a checkpoint after every round."""
         fingerprint = stage1_fingerprint(federation, model_config, config, seed)
-        # A process killed while writing leaves its temporary file (never the checkpoint).
-        for stale in self.path.parent.glob(f".{self.path.name}.*.tmp"):
-            stale.unlink(missing_ok=True)
-        start = load_checkpoint(self.path, fingerprint)
-        if self.say is not None and start is not None:
-            nxt = (
-                "Stage 1 done"
-                if start.converged or start.round >= config.rounds
-                else (f"Stage 1 continues at round {start.round + 1} of {config.rounds}")
-            )
-            self.say(f"checkpoint of round {start.round} restored; {nxt}")
+        start = restore_checkpoint(self.path, fingerprint, config.rounds, self.say)
 
         def save(snapshot: Stage1Snapshot) -> None:
             save_checkpoint(self.path, snapshot, fingerprint)

@@ -2,7 +2,8 @@
 
 Layout (the folder is owner-only, 0700; every file 0600, written atomically)::
 
-    DIR/config.json             the full ExperimentConfig and where its data came from
+    DIR/config.json             the full ExperimentConfig, where its data came from and, for a
+                                Flower backend, the backend and its options
     DIR/stage1-checkpoint.npz   FedCARE / FedCARE-B: the state after the last Stage 1 round
     DIR/results.json            the result document, once the run is complete
 
@@ -52,6 +53,22 @@ class RunData:
     path: str
     verify_checksum: bool
     sha256: str
+
+
+@dataclass(frozen=True)
+class RunBackend:
+    """Where a run's Stage 1 runs, so a resumed run uses the same backend and options.
+
+    Parameters
+    ----------
+    name
+        The ``--backend`` (``local``, ``flower-sim``, ``flower-deployment``).
+    options
+        The Flower options the run was given (``FlowerConfig`` fields; JSON values).
+    """
+
+    name: str
+    options: dict[str, Any]
 
 
 class RunFolder:
@@ -119,9 +136,25 @@ class RunFolder:
             )
         return folder
 
-    def write_config(self, config: ExperimentConfig, data: RunData) -> None:
-        """Record the run's full configuration and its data's location and checksum."""
-        document = {"format": RUN_FORMAT, "config": asdict(config), "data": asdict(data)}
+    def write_config(
+        self, config: ExperimentConfig, data: RunData, backend: RunBackend | None = None
+    ) -> None:
+        """Record the run's full configuration, its data's location and checksum, its backend.
+
+        Parameters
+        ----------
+        config, data
+            The configuration and where the data came from.
+        backend
+            Where Stage 1 runs, when not in process (the ``--backend`` and its options).
+        """
+        document: dict[str, Any] = {
+            "format": RUN_FORMAT,
+            "config": asdict(config),
+            "data": asdict(data),
+        }
+        if backend is not None:
+            document["backend"] = asdict(backend)
         write_atomic(self.config_path, (json.dumps(document, indent=2) + "\n").encode())
 
     def read_config(self) -> tuple[ExperimentConfig, RunData]:
@@ -145,6 +178,24 @@ class RunFolder:
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise FedcareError(f"{where} is not a valid run configuration: {exc}") from None
         return config, data
+
+    def read_backend(self) -> RunBackend:
+        """The recorded backend (``local`` for a folder that records none).
+
+        Raises
+        ------
+        FedcareError
+            If ``config.json``'s backend entry is malformed.
+        """
+        try:
+            raw = json.loads(self.config_path.read_text()).get("backend")
+            if raw is None:
+                return RunBackend("local", {})
+            if not isinstance(raw["options"], dict):
+                raise TypeError("options is not an object")
+            return RunBackend(str(raw["name"]), dict(raw["options"]))
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise FedcareError(f"{self.config_path} holds an invalid backend: {exc}") from None
 
     def check_data(self, recorded: RunData, sha256: str) -> None:
         """Refuse data that is not the file the run started with.

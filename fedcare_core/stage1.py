@@ -109,12 +109,16 @@ class Stage1Snapshot:
         The trace of rounds ``1..round``.
     converged
         Whether ‖d‖² ≤ ε was reached (the loop stops after this round).
+    notes
+        What a federated backend recorded so far (lost clients, objectives without an
+        update); the in-process loop has none.
     """
 
     round: int
     state: ServerState
     rounds: tuple[RoundInfo, ...]
     converged: bool
+    notes: tuple[str, ...] = ()
 
 
 #: Called with the snapshot after each completed round (e.g. to write a checkpoint).
@@ -387,7 +391,7 @@ def run_stage1(
     rounds: list[RoundInfo] = []
     converged = False
     if start is not None:
-        _check_snapshot(start, state, config)
+        check_snapshot(start, state, config)
         state, rounds, converged = start.state, list(start.rounds), start.converged
     # A converged snapshot ends the loop; otherwise continue with the round after it.
     last = len(rounds) if converged else config.rounds
@@ -417,8 +421,24 @@ def run_stage1(
     )
 
 
-def _check_snapshot(snap: Stage1Snapshot, fresh: ServerState, config: Stage1Config) -> None:
-    """Refuse a snapshot that cannot continue this loop (wrong model shape or round count)."""
+def check_snapshot(snap: Stage1Snapshot, fresh: ServerState, config: Stage1Config) -> None:
+    """Refuse a snapshot that cannot continue this run (wrong model shape or round count).
+
+    Parameters
+    ----------
+    snap
+        The restored snapshot.
+    fresh
+        The run's ``w^0`` state (for the shapes).
+    config
+        The run's Stage 1 settings (for T).
+
+    Raises
+    ------
+    ValueError
+        If the shapes differ, or the snapshot's round is not within ``0..T`` with that many
+        recorded rounds.
+    """
     if snap.state.params.shape != fresh.params.shape or (
         snap.state.buffers.shape != fresh.buffers.shape
     ):

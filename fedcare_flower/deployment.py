@@ -68,6 +68,7 @@ from fedcare_flower.processes import (
     signals_blocked,
 )
 from fedcare_flower.results import read_error, read_rounds, result_ready
+from fedcare_flower.run_plan import CheckpointTarget
 from fedcare_flower.server_app import PLAN_PATH_KEY
 from fedcare_flower.tls import RunSecurity
 from fedcare_flower.workspace import (
@@ -243,11 +244,14 @@ class DeploymentStage1Runner:
         config: Stage1Config,
         seed: int,
         progress: ProgressFn | None,
+        *,
+        checkpoint: CheckpointTarget | None = None,
     ) -> Stage1Result:
-        """Start the federation, run Stage 1 on it, tear it down, return the result."""
+        """Start the federation, run Stage 1 (kept in ``checkpoint``, if given), tear it down."""
         timer = RoundTimer(time.time())
+        f, memory = self.flower, self.in_memory
         ws = prepare_workspace(
-            federation, model_config, config, seed, self.flower, in_memory=self.in_memory
+            federation, model_config, config, seed, f, in_memory=memory, checkpoint=checkpoint
         )
         return self._run(ws, timer, len(federation.clients), config.rounds, progress)
 

@@ -23,6 +23,22 @@ ERROR_FILE = "error.txt"
 
 
 @dataclass(frozen=True)
+class CheckpointTarget:
+    """Where a Flower ServerApp keeps its Stage 1 checkpoint (see :class:`RunPlan`).
+
+    Parameters
+    ----------
+    path
+        The checkpoint file (in the run folder; its folder must exist).
+    fingerprint
+        The run's :func:`~fedcare_core.checkpoint.stage1_fingerprint`.
+    """
+
+    path: str
+    fingerprint: str
+
+
+@dataclass(frozen=True)
 class RunPlan:
     """What the server needs to run Stage 1 (no client data).
 
@@ -53,6 +69,11 @@ class RunPlan:
         is then the union width. None: the clients' common features as they are.
     threads
         Torch intra-op threads of a baseline's ClientApp (``ExperimentConfig.threads``).
+    checkpoint_path, checkpoint_fingerprint
+        FedCARE / FedCARE-B in a run folder (``fedcare run --run-dir``): the server writes a
+        Stage 1 checkpoint (:mod:`fedcare_core.checkpoint`) to this file after every round
+        and, if it holds one of this run (:func:`~fedcare_core.checkpoint.stage1_fingerprint`),
+        continues after its round. None: no checkpoint.
     """
 
     objectives: tuple[tuple[str, str], ...]
@@ -70,6 +91,8 @@ class RunPlan:
     union_common_width: int | None = None
     union_columns: tuple[str, ...] = ()
     threads: int = 1
+    checkpoint_path: str | None = None
+    checkpoint_fingerprint: str | None = None
 
     @property
     def objective_names(self) -> tuple[str, ...]:

@@ -50,6 +50,7 @@ from fedcare_core.training import ProgressFn
 from fedcare_flower.client_app import build_client_app, simulation_locator
 from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.processes import LOOPBACK, TOKEN_ENV, terminate_marked
+from fedcare_flower.run_plan import CheckpointTarget
 from fedcare_flower.server_app import build_server_app
 from fedcare_flower.workspace import (
     FLOWER_ENV,
@@ -149,12 +150,24 @@ class SimulationStage1Runner:
         config: Stage1Config,
         seed: int,
         progress: ProgressFn | None,
+        *,
+        checkpoint: CheckpointTarget | None = None,
     ) -> Stage1Result:
-        """Run Stage 1 and return the same :class:`Stage1Result` as the in-process runner."""
+        """Run Stage 1 and return the same :class:`Stage1Result` as the in-process runner.
+
+        With ``checkpoint`` the ServerApp writes a Stage 1 checkpoint there after every round
+        and continues after the one it finds there (``fedcare run --run-dir`` / ``--resume``).
+        """
         self._check_ray()
         timer = RoundTimer(time.time())
         ws = prepare_workspace(
-            federation, model_config, config, seed, self.flower, in_memory=self.in_memory
+            federation,
+            model_config,
+            config,
+            seed,
+            self.flower,
+            in_memory=self.in_memory,
+            checkpoint=checkpoint,
         )
         return self._simulate(ws, timer, len(federation.clients), config.rounds, progress)
 

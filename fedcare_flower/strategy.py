@@ -27,6 +27,15 @@ dropped from the run; if its SuperNode reconnects it appears as a new node, answ
 handshake, and rejoins. Objectives with no replying client keep their heads
 (``RoundInfo.missing_objectives``). Every loss is logged and kept in :attr:`notes` with the
 round and the client.
+
+Checkpoints: when the plan names a checkpoint file (``fedcare run --run-dir``), the strategy
+writes a :class:`~fedcare_core.stage1.Stage1Snapshot` there after every round, with the core's
+:func:`~fedcare_core.checkpoint.save_checkpoint` (atomic, owner-only). A strategy whose plan's
+file already holds a checkpoint of the same run restores the server state, the trace and the
+notes, and Flower's loop runs rounds ``1..r`` of the checkpoint as empty rounds (nothing sent,
+nothing aggregated: the same mechanism as after convergence), so every later round keeps its
+true number and each client's random streams, seeded by ``(seed, round, client)``, are those of
+the uninterrupted run.
 """
 
 from __future__ import annotations
@@ -35,13 +44,23 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 
 from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
+from fedcare_core.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from fedcare_core.param_vectors import get_buffers, get_params, param_layout
-from fedcare_core.stage1 import ClientUpdate, RoundInfo, ServerState, build_model, server_step
+from fedcare_core.stage1 import (
+    ClientUpdate,
+    RoundInfo,
+    ServerState,
+    Stage1Snapshot,
+    build_model,
+    check_snapshot,
+    server_step,
+)
 from fedcare_flower.baselines import encode_union_layout, plan_union_layout
 from fedcare_flower.flwr_internals import node_unavailable_error_code
 from fedcare_flower.messages import (
@@ -122,6 +141,8 @@ class FedCareStrategy(Strategy):
         self._union_layout = None
         if plan.union_common_width is not None:
             self._union_layout = encode_union_layout(plan_union_layout(plan))
+        self.resumed_round = 0  # rounds 1..this were restored from the plan's checkpoint
+        self._restore()
 
     # ---- Strategy API ---------------------------------------------------------------------
 
@@ -153,7 +174,7 @@ class FedCareStrategy(Strategy):
         """
         self._grid = grid
         self._asked = []
-        if self._stopped or not self._admit(server_round, arrays, grid):
+        if self._skips(server_round) or not self._admit(server_round, arrays, grid):
             return []
         self._round_start = time.time()
         content = encode_train_instruction(
@@ -181,9 +202,9 @@ class FedCareStrategy(Strategy):
 
         Replies are ordered by client id before aggregation, so the floating-point sums are
         the in-process runner's, whichever order the replies arrived in. A round that sent
-        nothing (after convergence) aggregates nothing.
+        nothing (after convergence, or a round restored from the checkpoint) aggregates nothing.
         """
-        if self._stopped:
+        if self._skips(server_round):
             return None, None
         updates = self._collect(server_round, replies)
         updates.sort(key=lambda u: u.client_id)
@@ -203,10 +224,12 @@ class FedCareStrategy(Strategy):
             info.d_sq_norm,
             list(info.participants),
         )
+        self.converged = info.d_sq_norm <= self.plan.stage1.epsilon
+        self._save(server_round)
         if self._on_round is not None:
             self._on_round(info, time.time() - self._round_start)
-        if info.d_sq_norm <= self.plan.stage1.epsilon:
-            self.converged = self._stopped = True
+        if self.converged:
+            self._stopped = True
             LOGGER.info("round %d: ‖d‖² ≤ ε; Stage 1 converged", server_round)
         return model_arrays(self.state.params, self.state.buffers), round_metrics(
             info, self.objectives
@@ -223,6 +246,50 @@ class FedCareStrategy(Strategy):
     ) -> MetricRecord | None:
         """Nothing to aggregate (see :meth:`configure_evaluate`)."""
         return None
+
+    # ---- checkpoints ----------------------------------------------------------------------
+
+    def _skips(self, server_round: int) -> bool:
+        """Whether the round sends nothing: Stage 1 stopped, or the checkpoint holds it."""
+        return self._stopped or server_round <= self.resumed_round
+
+    def _restore(self) -> None:
+        """Continue after the plan's checkpoint, if its file holds one (of this run).
+
+        Raises
+        ------
+        CheckpointError
+            If the file is unreadable, belongs to another run, or cannot continue this one.
+        """
+        path = self.plan.checkpoint_path
+        if path is None:
+            return
+        if self.plan.checkpoint_fingerprint is None:
+            raise CheckpointError(f"plan names checkpoint {path} without the run's fingerprint")
+        snap = load_checkpoint(Path(path), self.plan.checkpoint_fingerprint)
+        if snap is None:
+            return
+        try:
+            check_snapshot(snap, self.state, self.plan.stage1)
+        except ValueError as exc:
+            raise CheckpointError(f"checkpoint {path} cannot continue this run: {exc}") from None
+        self.state = snap.state
+        self.rounds = list(snap.rounds)
+        self.notes = list(snap.notes)
+        self.converged = snap.converged
+        self.resumed_round = snap.round
+        self._stopped = snap.converged or snap.round >= self.plan.stage1.rounds
+        LOGGER.info("Stage 1 resumed after round %d (checkpoint %s)", snap.round, path)
+
+    def _save(self, server_round: int) -> None:
+        """Write the checkpoint of ``server_round`` (when the plan names a file)."""
+        path, fingerprint = self.plan.checkpoint_path, self.plan.checkpoint_fingerprint
+        if path is None or fingerprint is None:
+            return
+        snap = Stage1Snapshot(
+            server_round, self.state, tuple(self.rounds), self.converged, tuple(self.notes)
+        )
+        save_checkpoint(Path(path), snap, fingerprint)
 
     # ---- membership -----------------------------------------------------------------------
 

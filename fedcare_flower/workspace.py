@@ -45,7 +45,7 @@ from fedcare_core.stage1 import Stage1Result
 from fedcare_flower.client_app import client_folder_name
 from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.results import read_error, read_rounds, read_stage1_result, result_ready
-from fedcare_flower.run_plan import PLAN_FILE, RunPlan
+from fedcare_flower.run_plan import PLAN_FILE, CheckpointTarget, RunPlan
 
 #: Environment every Flower process of a run gets (no network calls from an offline machine).
 FLOWER_ENV = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1"}
@@ -128,6 +128,7 @@ def prepare_workspace(
     union: UnionLayout | None = None,
     threads: int = 1,
     in_memory: bool = False,
+    checkpoint: CheckpointTarget | None = None,
 ) -> Workspace:
     """Create the working folder and the server's plan, and hand over each client's data.
 
@@ -135,7 +136,8 @@ def prepare_workspace(
     or, with ``in_memory`` where the platform has ``memfd_create`` (Linux), into an anonymous
     memory file of its own that no file system holds (:func:`memory_handover`). With ``union`` (a
     baseline's FullMLP input) the plan carries the union layout, the model's input width is
-    the union width, and each client embeds its features itself.
+    the union width, and each client embeds its features itself. With ``checkpoint`` the
+    server keeps (and resumes from) a Stage 1 checkpoint there.
 
     Raises
     ------
@@ -166,6 +168,8 @@ def prepare_workspace(
         union_common_width=None if union is None else union.common_width,
         union_columns=() if union is None else union.columns,
         threads=threads,
+        checkpoint_path=None if checkpoint is None else checkpoint.path,
+        checkpoint_fingerprint=None if checkpoint is None else checkpoint.fingerprint,
     )
     ws = Workspace(root, plan)
     try:

@@ -10,6 +10,7 @@ import pytest
 
 from fedcare_cli.main import main
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config
+from fedcare_core.errors import FedcareError
 from fedcare_core.run_dir import CHECKPOINT_FILE, RunData, RunFolder
 
 QUICK = ["--clients", "3", "--rounds", "2", "--max-patients", "1500", "--quiet"]
@@ -54,14 +55,28 @@ def test_resume_refuses_an_invalid_config(tmp_path, capsys):
     assert "invalid configuration" in capsys.readouterr().err
 
 
-def test_run_dir_refuses_a_used_folder_and_the_flower_backends(tmp_path, capsys):
+def test_run_dir_refuses_a_used_folder(tmp_path, capsys):
     folder = _folder(tmp_path)
     assert main(["run", "--run-dir", str(folder.root), *QUICK]) == 2
     assert "already exists and is not empty" in capsys.readouterr().err
-    fresh = tmp_path / "fresh"
-    assert main(["run", "--run-dir", str(fresh), "--backend", "flower-sim", *QUICK]) == 2
-    assert "not checkpointed yet" in capsys.readouterr().err
-    assert not fresh.exists()
+    assert main(["run", "--run-dir", str(folder.root), "--backend", "flower-sim", *QUICK]) == 2
+    assert "already exists and is not empty" in capsys.readouterr().err
+
+
+def test_the_run_folder_records_a_flower_backend_and_its_options(tmp_path):
+    from fedcare_core.run_dir import RunBackend
+
+    folder = RunFolder.create(tmp_path / "run")
+    config = ExperimentConfig(data=DataConfig(clients=3), stage1=Stage1Config(rounds=2))
+    backend = RunBackend("flower-deployment", {"round_timeout_s": 30.0, "node_poll_s": None})
+    folder.write_config(config, RunData("/nowhere", True, "0" * 64), backend)
+    assert RunFolder.open(folder.root).read_backend() == backend
+    assert _folder(tmp_path / "old").read_backend() == RunBackend("local", {})
+    raw = json.loads(folder.config_path.read_text())
+    raw["backend"]["options"] = ["not", "a", "mapping"]
+    folder.config_path.write_text(json.dumps(raw))
+    with pytest.raises(FedcareError, match="invalid backend"):
+        folder.read_backend()
 
 
 def test_resume_of_a_complete_run_says_so(tmp_path, capsys):
