@@ -25,6 +25,7 @@ from typing import IO
 
 import fedcare_procs as procs
 from fedcare_procs import LOOPBACK, free_port, marked_processes, port_open
+from fedcare_procs.watchdog import start_watchdog, stop_watchdog
 
 __all__ = ["LOOPBACK", "free_port", "port_open"]
 
@@ -119,11 +120,16 @@ class ProcessSupervisor:
         self._preexec = _pdeathsig()
         # PR_SET_PDEATHSIG fires when the forking *thread* exits, so start from one thread.
         self._thread = threading.get_ident()
+        # Started with the first process: if this one dies by SIGKILL, it ends every marked
+        # process (Flower's own children only poll for their parent, and may miss it).
+        self._watchdog: subprocess.Popen[bytes] | None = None
 
     def start(self, name: str, argv: Sequence[str]) -> subprocess.Popen[bytes]:
         """Start ``argv`` as process ``name``."""
         if name in self.procs:
             raise ValueError(f"process {name!r} already started")
+        if self._watchdog is None:
+            self._watchdog = start_watchdog(TOKEN_ENV, self.token, self.grace_s)
         path = self.logs_dir / f"{name}.log"
         # Owner-only from creation (0600), like every file of the run folder.
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
@@ -178,6 +184,9 @@ class ProcessSupervisor:
         self.stop(first)
         self.stop([n for n in self.procs if n not in first])
         self.sweep()
+        if self._watchdog is not None:
+            stop_watchdog(self._watchdog, self.grace_s)
+            self._watchdog = None
         for log in self._logs.values():
             log.close()
 
