@@ -202,8 +202,42 @@ def build_config(args: argparse.Namespace) -> ExperimentConfig:
     return validate_config(base.with_overrides(**top, data=data, stage1=stage1, stage2=stage2))
 
 
+#: Each Flower transport flag (its ``argparse`` dest) and the backends it applies to; given
+#: with another backend it would be silently ignored, so it is refused.
+FLOWER_FLAGS: dict[str, tuple[str, ...]] = {
+    "round_timeout": ("flower-sim", "flower-deployment"),
+    "startup_timeout": ("flower-sim", "flower-deployment"),
+    "keep_workdir": ("flower-sim", "flower-deployment"),
+    "stock_supernodes": ("flower-deployment",),
+    "insecure": ("flower-deployment",),
+    "node_auth": ("flower-deployment",),
+    "bind_address": ("flower-deployment",),
+}
+
+
+def check_flower_flags(args: argparse.Namespace) -> None:
+    """Refuse a Flower flag given with a backend that would ignore it (``--backend local``).
+
+    Raises
+    ------
+    ConfigError
+        Naming the first such flag and the backends it applies to.
+    """
+    for dest, backends in FLOWER_FLAGS.items():
+        value = getattr(args, dest)
+        if value is None or value is False or args.backend in backends:
+            continue
+        which = (
+            "the Flower backends (--backend flower-sim or flower-deployment)"
+            if len(backends) > 1
+            else "--backend flower-deployment only"
+        )
+        raise ConfigError(f"--{dest.replace('_', '-')} applies to {which}")
+
+
 def build_stage1_runner(args: argparse.Namespace) -> Stage1Runner | None:
     """The Stage 1 runner for ``--backend`` (None: in process); Flower is imported only here."""
+    check_flower_flags(args)
     if args.backend == "local":
         return None
     try:
@@ -225,8 +259,6 @@ def build_stage1_runner(args: argparse.Namespace) -> Stage1Runner | None:
     if args.insecure or args.node_auth:
         overrides.update(insecure=args.insecure, node_auth=args.node_auth)
     if args.bind_address is not None:
-        if args.backend != "flower-deployment":
-            raise ConfigError("--bind-address applies to --backend flower-deployment only")
         overrides["bind_address"] = args.bind_address
     # Every option checked, naming its flag, before any process starts or data is read.
     flower = FlowerConfig(**overrides).validate(CLI_FLAGS)

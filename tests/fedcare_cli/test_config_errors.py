@@ -72,6 +72,29 @@ RUN_CASES = [
     ],
     (["--backend", "flower-sim", "--startup-timeout", "nan"], None, ("--startup-timeout",)),
     (["--backend", "flower-sim", "--bind-address", "127.0.0.2"], None, ("flower-deployment",)),
+    # a Flower flag with a backend that would ignore it (local is the default)
+    *[
+        (flags, None, (flags[0], "applies to", where))
+        for flags, where in [
+            (["--round-timeout", "nan"], "Flower backends"),
+            (["--round-timeout", "30"], "Flower backends"),
+            (["--startup-timeout", "9"], "Flower backends"),
+            (["--keep-workdir"], "Flower backends"),
+            (["--stock-supernodes"], "flower-deployment only"),
+            (["--insecure"], "flower-deployment only"),
+            (["--node-auth"], "flower-deployment only"),
+            (["--bind-address", "127.0.0.2"], "flower-deployment only"),
+        ]
+    ],
+    (["--backend", "flower-sim", "--insecure"], None, ("--insecure", "flower-deployment only")),
+    (["--backend", "flower-sim", "--node-auth"], None, ("--node-auth", "flower-deployment")),
+    (["--backend", "flower-sim", "--stock-supernodes"], None, ("--stock-supernodes",)),
+    # bounds and objectives (fedcare_core.config)
+    (["--config", "{cfg}"], {"stage1": {"rounds": 10**30}}, ("stage1.rounds", "[1, 100000]")),
+    (["--clients", "1"], None, ("data.clients", "[2, 1000]", "1")),
+    (["--clients", "2"], None, ("data.cover_all_objectives", "--clients")),
+    (["--objectives-per-client", "9"], None, ("data.objectives_per_client", "9")),
+    (["--objectives-per-client", "4"], None, ("data.objectives_per_client", "4")),
 ]
 
 
