@@ -14,12 +14,13 @@ import argparse
 import json
 import os
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fedcare_cli.options import add_unseen_categories_option
 from fedcare_core.algorithms import ALGORITHM_NAMES, get_algorithm
-from fedcare_core.config import DATASETS, ExperimentConfig
+from fedcare_core.config import DATASETS, RANGES, ExperimentConfig
 from fedcare_core.errors import ConfigError
 from fedcare_core.experiments.cells import (
     ABLATIONS,
@@ -39,33 +40,56 @@ if TYPE_CHECKING:
 
     from fedcare_core.experiments.engine import DataSpec
 
+T = TypeVar("T")
+#: The fewest clients of a federation (``data.clients``' lower bound).
+MIN_CLIENTS = int(RANGES["data"]["clients"].low or 2)
+
+
+def _items(text: str, convert: Callable[[str], T], what: str) -> list[T]:
+    """A comma-separated list, converted item by item: not empty, no empty item, no repeat.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        An empty list or item, an item ``convert`` refuses, or a value given twice (argparse
+        names the option in its one-line message).
+    """
+    items = [t.strip() for t in text.split(",")]
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got an empty list")
+    if "" in items:
+        raise argparse.ArgumentTypeError(f"an empty item in {text!r} (a stray comma?)")
+    try:
+        values = [convert(t) for t in items]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got {text!r}") from None
+    repeated = sorted({str(v) for i, v in enumerate(values) if v in values[:i]})
+    if repeated:
+        raise argparse.ArgumentTypeError(f"{', '.join(repeated)} given twice in {text!r}")
+    return values
+
 
 def _ints(text: str) -> list[int]:
-    try:
-        values = [int(t) for t in text.split(",") if t.strip()]
-    except ValueError:
+    """``--counts``: client counts, each at least 2 (a federation)."""
+    values = _items(text, int, "integers")
+    if min(values) < MIN_CLIENTS:
         raise argparse.ArgumentTypeError(
-            f"expected comma-separated integers, got {text!r}"
-        ) from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected integers ≥ 1, got {text!r}")
+            f"expected client counts ≥ {MIN_CLIENTS} (a federation), got {text!r}"
+        )
     return values
 
 
 def _floats(text: str) -> list[float]:
-    try:
-        values = [float(t) for t in text.split(",") if t.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated numbers, got {text!r}"
-        ) from None
-    if not values or not all(0 < v < 1 for v in values):  # NaN fails both comparisons
+    """``--ratios``: numbers in (0, 1)."""
+    values = _items(text, float, "numbers")
+    if not all(0 < v < 1 for v in values):  # NaN fails both comparisons
         raise argparse.ArgumentTypeError(f"expected numbers in (0, 1), got {text!r}")
     return values
 
 
 def _names(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
+    """``--algorithms``, ``--variants``: names."""
+    return _items(text, str, "names")
 
 
 def add_parser(sub: Any) -> None:
@@ -174,9 +198,10 @@ def check_options(args: argparse.Namespace, names: list[str]) -> ExperimentConfi
     ConfigError
         Naming the option (or the grid cell and parameter) at fault.
     """
-    for option, value in (("--seeds", args.seeds), ("--clients", args.clients)):
-        if value < 1:
-            raise ConfigError(f"{option} must be ≥ 1, got {value}")
+    if args.seeds < 1:
+        raise ConfigError(f"--seeds must be ≥ 1, got {args.seeds}")
+    if args.clients < MIN_CLIENTS:
+        raise ConfigError(f"--clients must be ≥ {MIN_CLIENTS} (a federation), got {args.clients}")
     if args.workers is not None and args.workers < 1:
         raise ConfigError(f"--workers must be ≥ 1, got {args.workers}")
     if args.workers is not None and args.dask_address is not None:
@@ -186,6 +211,11 @@ def check_options(args: argparse.Namespace, names: list[str]) -> ExperimentConfi
             get_algorithm(algorithm)
     except ConfigError as exc:
         raise ConfigError(f"--algorithms: {exc}") from None
+    unknown = [v for v in args.variants if v not in ABLATIONS]
+    if unknown:
+        raise ConfigError(
+            f"--variants: unknown ablation(s) {unknown}; choose from {list(ABLATIONS)}"
+        )
     base = grid_base(
         args.dataset,
         rounds=args.rounds,

@@ -123,6 +123,7 @@ EXPERIMENT_CASES = [
     (["--algorithms", "fedavg,nope"], ("--algorithms", "unknown algorithm", "'nope'")),
     (["--seeds", "0"], ("--seeds", "0")),
     (["--clients", "0"], ("--clients", "0")),
+    (["--clients", "1"], ("--clients", "≥ 2", "1")),
     (["--rounds", "0"], ("stage1.rounds", "0")),
     (["--max-patients", "-5"], ("data.max_patients", "-5")),
     (["--stage2-epochs", "0"], ("stage2.epochs",)),
@@ -157,6 +158,17 @@ def test_fedcare_experiment_checks_options_grid_and_out_first(
         (["--counts", "3,x"], ("--counts",)),
         (["--ratios", "0.1,nan"], ("--ratios", "nan")),
         (["--ratios", "0.1,1.5"], ("--ratios", "1.5")),
+        # empty lists and items, repeats; a federation has two clients
+        (["--counts", ""], ("--counts", "empty list")),
+        (["--counts", "3,,5"], ("--counts", "empty item")),
+        (["--counts", "3,5,3"], ("--counts", "3 given twice")),
+        (["--counts", "1"], ("--counts", "≥ 2")),
+        (["--ratios", "0.2,0.2"], ("--ratios", "0.2 given twice")),
+        (["--ratios", " "], ("--ratios", "empty list")),
+        (["--algorithms", ""], ("--algorithms", "empty list")),
+        (["--algorithms", "fedavg,,fedprox"], ("--algorithms", "empty item")),
+        (["--algorithms", "fedavg,fedavg"], ("--algorithms", "fedavg given twice")),
+        (["--variants", "paper,paper"], ("--variants", "paper given twice")),
     ],
 )
 def test_experiment_lists_are_parsed_and_range_checked(
@@ -174,5 +186,6 @@ def test_an_unknown_variant_in_the_ablation_grid(
 ) -> None:
     argv = ["experiment", "ablation", "--variants", "paper,bogus", "--out", str(tmp_path / "o")]
     assert main(argv) == EXIT_ERROR
-    assert "bogus" in _one_error_line(capsys)
+    line = _one_error_line(capsys)
+    assert "bogus" in line and "--variants" in line
     assert not (tmp_path / "o").exists()
