@@ -14,7 +14,8 @@ import argparse
 import json
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -147,7 +148,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     """Run one experiment or the programme; print where the outputs are and the wall time."""
     from data_checks.source_checks import checked_dataset
     from fedcare_core.experiments.engine import DataSpec, cell_store
-    from fedcare_grid import cluster_workers, grid_client
+    from fedcare_grid import cluster_workers
 
     names = list(PROGRAMME) if args.name == "programme" else [args.name]
     base = check_options(args, names)
@@ -157,7 +158,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     t_all = time.perf_counter()
     # One cluster for the whole programme: its workers keep their loaded dataset between
     # experiments.
-    with grid_client(args.dask_address, args.workers) as client:
+    with _cluster(args) as client:
         # The same data checks as `fedcare run` and the flows, once, before any cell runs.
         checked_dataset(base.data, spec.data_dir, verify_checksum=spec.verify_checksum)
         workers = cluster_workers(client)
@@ -176,6 +177,21 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     (out / f"timing_{args.name}.json").write_text(json.dumps(timing, indent=2) + "\n")
     print(f"{args.name}: {timing['wall_s']:.0f} s wall on {workers} worker(s)")
     return 0
+
+
+@contextmanager
+def _cluster(args: argparse.Namespace) -> Iterator[Client]:
+    """The grid's cluster (:func:`fedcare_grid.grid_client`); a refusal names ``--dask-address``."""
+    from fedcare_grid import grid_client
+
+    with ExitStack() as stack:
+        try:
+            client = stack.enter_context(grid_client(args.dask_address, args.workers))
+        except ConfigError as exc:
+            if args.dask_address is None:
+                raise
+            raise ConfigError(f"--dask-address: {exc}") from None
+        yield client
 
 
 def _cells(name: str, args: argparse.Namespace) -> list[Cell]:
@@ -206,6 +222,10 @@ def check_options(args: argparse.Namespace, names: list[str]) -> ExperimentConfi
         raise ConfigError(f"--workers must be ≥ 1, got {args.workers}")
     if args.workers is not None and args.dask_address is not None:
         raise ConfigError("--workers sizes the local cluster; --dask-address has its own workers")
+    if args.dask_address is not None:
+        from fedcare_grid.cluster import check_address
+
+        check_address(args.dask_address, "--dask-address")
     try:
         for algorithm in args.algorithms or []:
             get_algorithm(algorithm)
