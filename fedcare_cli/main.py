@@ -336,22 +336,24 @@ def cmd_run(args: argparse.Namespace) -> int:
     if refusal is not None:
         raise ConfigError(refusal)
     stage1_runner = build_stage1_runner(args)
-    if args.run_dir is not None:
-        folder = RunFolder.create(args.run_dir)
+    if args.run_dir is not None:  # probed now, made once the data checks pass
+        RunFolder.check_new(args.run_dir)
     if not args.quiet:
         print(f"Loading {config.data.dataset} …", file=sys.stderr)
     loaded = checked_dataset(config.data, data_dir, verify_checksum=verify)
+    if folder is not None and recorded is not None:
+        folder.check_data(recorded, loaded.cohort.source_sha256)
+    t0 = time.perf_counter()
+    federation = checked_federation(loaded, config)  # the flow's partition checks too
+    partition_s = time.perf_counter() - t0
+    if args.run_dir is not None:
+        folder = RunFolder.create(args.run_dir)
+        source = str(Path(loaded.source).resolve())
+        folder.write_config(config, RunData(source, verify, loaded.cohort.source_sha256))
     if folder is not None:
-        if recorded is not None:
-            folder.check_data(recorded, loaded.cohort.source_sha256)
-        else:
-            source = str(Path(loaded.source).resolve())
-            folder.write_config(config, RunData(source, verify, loaded.cohort.source_sha256))
         stage1_runner = folder.stage1_runner(
             config.algorithm, lambda line: print(f"fedcare: resume: {line}", file=sys.stderr)
         )
-    t0 = time.perf_counter()
-    federation = checked_federation(loaded, config)  # the flow's partition checks too
     bars = ProgressBars(enabled=not args.quiet)
     try:
         result = run_algorithm(
@@ -360,7 +362,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             provenance=DataProvenance.of(loaded.cohort),
             backend=stage1_runner,
             progress=bars,
-            timing={"partition_s": time.perf_counter() - t0},
+            timing={"partition_s": partition_s},
         )
     finally:
         bars.close()

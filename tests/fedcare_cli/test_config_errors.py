@@ -17,7 +17,12 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("work started before the configuration was checked")
 
+    # Both names: the checks module binds the loader at its import, which must not happen
+    # under this patch either (a later test would load with ``refuse``).
+    import data_checks.source_checks
+
     monkeypatch.setattr("fedcare_core.datasets.load_dataset", refuse)
+    monkeypatch.setattr(data_checks.source_checks, "load_dataset", refuse)
     monkeypatch.setattr("fedcare_grid.grid_client", refuse)
     monkeypatch.setattr("fedcare_flower.processes.ProcessSupervisor.start", refuse)
 
@@ -55,6 +60,8 @@ RUN_CASES = [
     (["--config", "{tmp}/absent.json"], None, ("cannot read config",)),
     (["--out", "{tmp}"], None, ("--out", "is a folder")),
     (["--out", "{tmp}/file/r.json"], None, ("--out", "not a folder")),
+    (["--run-dir", "{tmp}/file/rd"], None, ("--run-dir", "not a folder")),
+    (["--run-dir", "{tmp}/file"], None, ("run folder", "not empty")),
     *[
         (["--backend", "flower-deployment", *flags], None, words)
         for flags, words in [
@@ -117,6 +124,21 @@ def test_fedcare_run_refuses_bad_configuration_before_any_work(
     for word in words:
         assert word in line, (word, line)
     assert sorted(tmp_path.rglob("*")) == before  # nothing written
+
+
+@pytest.mark.parametrize("data", ["absent", "garbage"])
+def test_a_new_run_dir_is_made_only_once_the_data_checks_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], data: str
+) -> None:
+    source = tmp_path / "in" / "diabetic_data.csv"
+    if data == "garbage":
+        source.parent.mkdir()
+        source.write_text("a,b\n1,2\n")
+    run_dir = tmp_path / "out" / "rd"
+    argv = ["run", "--quiet", "--no-verify", "--data-dir", str(source), "--run-dir", str(run_dir)]
+    assert main([*argv, "--clients", "3", "--rounds", "1"]) == EXIT_ERROR
+    _one_error_line(capsys)
+    assert not (tmp_path / "out").exists()  # neither the folder nor the one above it
 
 
 EXPERIMENT_CASES = [
