@@ -14,12 +14,14 @@ import argparse
 import json
 import os
 import time
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from fedcare_cli.options import add_unseen_categories_option
 from fedcare_core.algorithms import ALGORITHM_NAMES, get_algorithm
-from fedcare_core.config import DATASETS, ExperimentConfig
+from fedcare_core.config import DATASETS, RANGES, ExperimentConfig
 from fedcare_core.errors import ConfigError
 from fedcare_core.experiments.cells import (
     ABLATIONS,
@@ -39,33 +41,56 @@ if TYPE_CHECKING:
 
     from fedcare_core.experiments.engine import DataSpec
 
+T = TypeVar("T")
+#: The fewest clients of a federation (``data.clients``' lower bound).
+MIN_CLIENTS = int(RANGES["data"]["clients"].low or 2)
+
+
+def _items(text: str, convert: Callable[[str], T], what: str) -> list[T]:
+    """A comma-separated list, converted item by item: not empty, no empty item, no repeat.
+
+    Raises
+    ------
+    argparse.ArgumentTypeError
+        An empty list or item, an item ``convert`` refuses, or a value given twice (argparse
+        names the option in its one-line message).
+    """
+    items = [t.strip() for t in text.split(",")]
+    if not text.strip():
+        raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got an empty list")
+    if "" in items:
+        raise argparse.ArgumentTypeError(f"an empty item in {text!r} (a stray comma?)")
+    try:
+        values = [convert(t) for t in items]
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected comma-separated {what}, got {text!r}") from None
+    repeated = sorted({str(v) for i, v in enumerate(values) if v in values[:i]})
+    if repeated:
+        raise argparse.ArgumentTypeError(f"{', '.join(repeated)} given twice in {text!r}")
+    return values
+
 
 def _ints(text: str) -> list[int]:
-    try:
-        values = [int(t) for t in text.split(",") if t.strip()]
-    except ValueError:
+    """``--counts``: client counts, each at least 2 (a federation)."""
+    values = _items(text, int, "integers")
+    if min(values) < MIN_CLIENTS:
         raise argparse.ArgumentTypeError(
-            f"expected comma-separated integers, got {text!r}"
-        ) from None
-    if not values or min(values) < 1:
-        raise argparse.ArgumentTypeError(f"expected integers ≥ 1, got {text!r}")
+            f"expected client counts ≥ {MIN_CLIENTS} (a federation), got {text!r}"
+        )
     return values
 
 
 def _floats(text: str) -> list[float]:
-    try:
-        values = [float(t) for t in text.split(",") if t.strip()]
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"expected comma-separated numbers, got {text!r}"
-        ) from None
-    if not values or not all(0 < v < 1 for v in values):  # NaN fails both comparisons
+    """``--ratios``: numbers in (0, 1)."""
+    values = _items(text, float, "numbers")
+    if not all(0 < v < 1 for v in values):  # NaN fails both comparisons
         raise argparse.ArgumentTypeError(f"expected numbers in (0, 1), got {text!r}")
     return values
 
 
 def _names(text: str) -> list[str]:
-    return [t.strip() for t in text.split(",") if t.strip()]
+    """``--algorithms``, ``--variants``: names."""
+    return _items(text, str, "names")
 
 
 def add_parser(sub: Any) -> None:
@@ -123,7 +148,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     """Run one experiment or the programme; print where the outputs are and the wall time."""
     from data_checks.source_checks import checked_dataset
     from fedcare_core.experiments.engine import DataSpec, cell_store
-    from fedcare_grid import cluster_workers, grid_client
+    from fedcare_grid import cluster_workers
 
     names = list(PROGRAMME) if args.name == "programme" else [args.name]
     base = check_options(args, names)
@@ -133,7 +158,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     t_all = time.perf_counter()
     # One cluster for the whole programme: its workers keep their loaded dataset between
     # experiments.
-    with grid_client(args.dask_address, args.workers) as client:
+    with _cluster(args) as client:
         # The same data checks as `fedcare run` and the flows, once, before any cell runs.
         checked_dataset(base.data, spec.data_dir, verify_checksum=spec.verify_checksum)
         workers = cluster_workers(client)
@@ -152,6 +177,21 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     (out / f"timing_{args.name}.json").write_text(json.dumps(timing, indent=2) + "\n")
     print(f"{args.name}: {timing['wall_s']:.0f} s wall on {workers} worker(s)")
     return 0
+
+
+@contextmanager
+def _cluster(args: argparse.Namespace) -> Iterator[Client]:
+    """The grid's cluster (:func:`fedcare_grid.grid_client`); a refusal names ``--dask-address``."""
+    from fedcare_grid import grid_client
+
+    with ExitStack() as stack:
+        try:
+            client = stack.enter_context(grid_client(args.dask_address, args.workers))
+        except ConfigError as exc:
+            if args.dask_address is None:
+                raise
+            raise ConfigError(f"--dask-address: {exc}") from None
+        yield client
 
 
 def _cells(name: str, args: argparse.Namespace) -> list[Cell]:
@@ -174,18 +214,28 @@ def check_options(args: argparse.Namespace, names: list[str]) -> ExperimentConfi
     ConfigError
         Naming the option (or the grid cell and parameter) at fault.
     """
-    for option, value in (("--seeds", args.seeds), ("--clients", args.clients)):
-        if value < 1:
-            raise ConfigError(f"{option} must be ≥ 1, got {value}")
+    if args.seeds < 1:
+        raise ConfigError(f"--seeds must be ≥ 1, got {args.seeds}")
+    if args.clients < MIN_CLIENTS:
+        raise ConfigError(f"--clients must be ≥ {MIN_CLIENTS} (a federation), got {args.clients}")
     if args.workers is not None and args.workers < 1:
         raise ConfigError(f"--workers must be ≥ 1, got {args.workers}")
     if args.workers is not None and args.dask_address is not None:
         raise ConfigError("--workers sizes the local cluster; --dask-address has its own workers")
+    if args.dask_address is not None:
+        from fedcare_grid.cluster import check_address
+
+        check_address(args.dask_address, "--dask-address")
     try:
         for algorithm in args.algorithms or []:
             get_algorithm(algorithm)
     except ConfigError as exc:
         raise ConfigError(f"--algorithms: {exc}") from None
+    unknown = [v for v in args.variants if v not in ABLATIONS]
+    if unknown:
+        raise ConfigError(
+            f"--variants: unknown ablation(s) {unknown}; choose from {list(ABLATIONS)}"
+        )
     base = grid_base(
         args.dataset,
         rounds=args.rounds,

@@ -202,6 +202,39 @@ def build_config(args: argparse.Namespace) -> ExperimentConfig:
     return validate_config(base.with_overrides(**top, data=data, stage1=stage1, stage2=stage2))
 
 
+#: Each Flower transport flag (its ``argparse`` dest) and the backends it applies to; given
+#: with another backend it would be silently ignored, so it is refused.
+FLOWER_FLAGS: dict[str, tuple[str, ...]] = {
+    "round_timeout": ("flower-sim", "flower-deployment"),
+    "startup_timeout": ("flower-sim", "flower-deployment"),
+    "keep_workdir": ("flower-sim", "flower-deployment"),
+    "stock_supernodes": ("flower-deployment",),
+    "insecure": ("flower-deployment",),
+    "node_auth": ("flower-deployment",),
+    "bind_address": ("flower-deployment",),
+}
+
+
+def check_flower_flags(args: argparse.Namespace) -> None:
+    """Refuse a Flower flag given with a backend that would ignore it (``--backend local``).
+
+    Raises
+    ------
+    ConfigError
+        Naming the first such flag and the backends it applies to.
+    """
+    for dest, backends in FLOWER_FLAGS.items():
+        value = getattr(args, dest)
+        if value is None or value is False or args.backend in backends:
+            continue
+        which = (
+            "the Flower backends (--backend flower-sim or flower-deployment)"
+            if len(backends) > 1
+            else "--backend flower-deployment only"
+        )
+        raise ConfigError(f"--{dest.replace('_', '-')} applies to {which}")
+
+
 def flower_overrides(args: argparse.Namespace) -> dict[str, Any]:
     """The Flower options the command line gives (``FlowerConfig`` fields; JSON values).
 
@@ -220,8 +253,6 @@ def flower_overrides(args: argparse.Namespace) -> dict[str, Any]:
     if args.insecure or args.node_auth:
         overrides.update(insecure=args.insecure, node_auth=args.node_auth)
     if args.bind_address is not None:
-        if args.backend != "flower-deployment":
-            raise ConfigError("--bind-address applies to --backend flower-deployment only")
         overrides["bind_address"] = args.bind_address
     return overrides
 
@@ -233,6 +264,7 @@ def build_stage1_runner(
 
     ``backend``: a resumed run's recorded backend and options instead of the command line's.
     """
+    check_flower_flags(args)
     name = args.backend if backend is None else backend.name
     if name == "local":
         return None
@@ -320,21 +352,23 @@ def cmd_run(args: argparse.Namespace) -> int:
     if refusal is not None:
         raise ConfigError(refusal)
     stage1_runner = build_stage1_runner(args, backend)
-    if args.run_dir is not None:
-        folder = RunFolder.create(args.run_dir)
+    if args.run_dir is not None:  # probed now, made once the data checks pass
+        RunFolder.check_new(args.run_dir)
     if not args.quiet:
         print(f"Loading {config.data.dataset} …", file=sys.stderr)
     loaded = checked_dataset(config.data, data_dir, verify_checksum=verify)
-    if folder is not None:
-        if recorded is not None:
-            folder.check_data(recorded, loaded.cohort.source_sha256)
-        else:
-            source = str(Path(loaded.source).resolve())
-            data = RunData(source, verify, loaded.cohort.source_sha256)
-            folder.write_config(config, data, None if backend.name == "local" else backend)
-        stage1_runner = _run_folder_runner(folder, config.algorithm, stage1_runner)
+    if folder is not None and recorded is not None:
+        folder.check_data(recorded, loaded.cohort.source_sha256)
     t0 = time.perf_counter()
     federation = checked_federation(loaded, config)  # the flow's partition checks too
+    partition_s = time.perf_counter() - t0
+    if args.run_dir is not None:
+        folder = RunFolder.create(args.run_dir)
+        source = str(Path(loaded.source).resolve())
+        data = RunData(source, verify, loaded.cohort.source_sha256)
+        folder.write_config(config, data, None if backend.name == "local" else backend)
+    if folder is not None:
+        stage1_runner = _run_folder_runner(folder, config.algorithm, stage1_runner)
     bars = ProgressBars(enabled=not args.quiet)
     try:
         result = run_algorithm(
@@ -343,7 +377,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             provenance=DataProvenance.of(loaded.cohort),
             backend=stage1_runner,
             progress=bars,
-            timing={"partition_s": time.perf_counter() - t0},
+            timing={"partition_s": partition_s},
         )
     finally:
         bars.close()

@@ -14,7 +14,6 @@ from typing import Any
 
 from fedcare_core.config_fields import (
     ANY_FINITE,
-    AT_LEAST_1,
     CLOSED_UNIT,
     HALF_OPEN_UNIT,
     NON_NEGATIVE,
@@ -49,6 +48,19 @@ PAFNET_DEPLOY = ("best-val", "last")
 
 #: Largest seed (NumPy's generators take seeds below 2**32).
 MAX_SEED = 2**32 - 1
+#: How many objectives each dataset defines (``DIABETES130_OBJECTIVES``, ``MIMIC3_OBJECTIVES``;
+#: repeated here so the configuration does not import the loaders, and a test checks they agree).
+DATASET_OBJECTIVES = {"diabetes130": 3, "mimic3": 3}
+#: Upper bounds of the count fields: generous for any real run, but an absurd value (a typo,
+#: ``10**30`` rounds) is refused before any work instead of training for ever.
+MAX_ROUNDS = 100_000
+MAX_CLIENTS = 1_000
+MAX_STEPS = 100_000  # local steps, epochs and patience
+MAX_BATCH_SIZE = 10**7
+MAX_PATIENTS = 10**9
+MAX_WIDTH = 65_536  # layer widths
+MAX_CATEGORIES = 100_000
+MAX_THREADS = 1_024
 
 
 def _check(value: str, allowed: tuple[str, ...], name: str, path: str) -> None:
@@ -229,11 +241,30 @@ class DataConfig:
             "unseen-category policy",
             "data.unseen_categories",
         )
+        _check_objectives(self)
         if self.train_fraction + self.val_fraction >= 1:
             raise ConfigError(
                 "data.train_fraction + data.val_fraction must leave rows for the test set, got "
                 f"{self.train_fraction:g} + {self.val_fraction:g}"
             )
+
+
+def _check_objectives(data: DataConfig) -> None:
+    """Refuse more objectives per client than the dataset has, or a cover that cannot be."""
+    n = DATASET_OBJECTIVES[data.dataset]
+    m = data.objectives_per_client
+    if m > n:
+        raise ConfigError(
+            f"data.objectives_per_client (--objectives-per-client) must be ≤ {n}, the number of "
+            f"objectives of {data.dataset}, got {m}"
+        )
+    if data.cover_all_objectives and data.clients * m < n:
+        raise ConfigError(
+            f"data.cover_all_objectives: {data.clients} client(s) × {m} objective(s) each "
+            f"(--clients × --objectives-per-client) cannot cover the {n} objectives of "
+            f"{data.dataset}; give more clients or objectives per client, or set "
+            "data.cover_all_objectives false"
+        )
 
 
 @dataclass(frozen=True)
@@ -327,54 +358,59 @@ SECTIONS: dict[str, type] = {
 TOP_LEVEL_FIELDS = ("algorithm", "seed", "threads")
 #: Every number field's range, per section (``""``: the top level). A field without an entry
 #: is a string (its choices checked by the section's ``validate``) or a bool.
+_WIDTH = Range(1, MAX_WIDTH)
+_STEPS = Range(1, MAX_STEPS)
+_BATCH = Range(1, MAX_BATCH_SIZE)
 RANGES: dict[str, dict[str, Range]] = {
-    "": {"seed": Range(0, MAX_SEED), "threads": AT_LEAST_1},
+    "": {"seed": Range(0, MAX_SEED), "threads": Range(1, MAX_THREADS)},
     "model": {
-        "hidden": AT_LEAST_1,
-        "representation": AT_LEAST_1,
-        "head_hidden": AT_LEAST_1,
+        "hidden": _WIDTH,
+        "representation": _WIDTH,
+        "head_hidden": _WIDTH,
         "dropout": HALF_OPEN_UNIT,
         "head_dropout": HALF_OPEN_UNIT,
-        "max_categories": AT_LEAST_1,
+        "max_categories": Range(1, MAX_CATEGORIES),
     },
     "stage1": {
-        "rounds": AT_LEAST_1,
-        "local_steps": AT_LEAST_1,
+        "rounds": Range(1, MAX_ROUNDS),
+        "local_steps": _STEPS,
         "local_lr": POSITIVE,
         "global_lr": POSITIVE,
-        "batch_size": AT_LEAST_1,
+        "batch_size": _BATCH,
         "epsilon": NON_NEGATIVE,
     },
     "stage2": {
-        "epochs": AT_LEAST_1,
+        "epochs": _STEPS,
         "lr": POSITIVE,
-        "batch_size": AT_LEAST_1,
+        "batch_size": _BATCH,
         "epsilon": NON_NEGATIVE,
-        "patience": AT_LEAST_1,
+        "patience": _STEPS,
         "weight_decay": NON_NEGATIVE,
     },
     "baselines": {
-        "local_epochs": AT_LEAST_1,
-        "max_local_steps": AT_LEAST_1,
+        "local_epochs": _STEPS,
+        "max_local_steps": _STEPS,
         "lr": POSITIVE,
         "weight_decay": NON_NEGATIVE,
-        "batch_size": AT_LEAST_1,
+        "batch_size": _BATCH,
         "prox_mu": NON_NEGATIVE,
-        "pafnet_latent": AT_LEAST_1,
+        "pafnet_latent": _WIDTH,
         "pafnet_mask_init": ANY_FINITE,
         "pafnet_temperature": POSITIVE,
         "pafnet_self_weight": CLOSED_UNIT,
-        "bound_epochs": AT_LEAST_1,
-        "bound_patience": AT_LEAST_1,
+        "bound_epochs": _STEPS,
+        "bound_patience": _STEPS,
     },
     "data": {
-        "clients": AT_LEAST_1,
+        # A federation has at least two clients (one client is the local bound's setting).
+        "clients": Range(2, MAX_CLIENTS),
         "rho": OPEN_UNIT,
         "dirichlet_alpha": POSITIVE,
-        "objectives_per_client": AT_LEAST_1,
+        # The dataset's own count is checked by DataConfig.validate.
+        "objectives_per_client": Range(1, max(DATASET_OBJECTIVES.values())),
         "train_fraction": OPEN_UNIT,
         "val_fraction": HALF_OPEN_UNIT,
-        "max_patients": AT_LEAST_1,
+        "max_patients": Range(1, MAX_PATIENTS),
     },
 }
 

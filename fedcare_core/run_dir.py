@@ -25,6 +25,7 @@ from fedcare_core.algorithms import FEDCARE_ALGORITHMS, validate_config
 from fedcare_core.checkpoint import CheckpointedStage1, write_atomic
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.errors import DataError, FedcareError
+from fedcare_core.output_paths import check_output_dir
 from fedcare_core.results import document_json
 
 #: The ``format`` of ``config.json``; another value is refused.
@@ -107,15 +108,32 @@ class RunFolder:
         FedcareError
             If ``root`` is a file or a folder that is not empty.
         """
+        root = cls.check_new(root)
+        root.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+        os.chmod(root, FOLDER_MODE)
+        return cls(root)
+
+    @staticmethod
+    def check_new(root: Path, what: str = "--run-dir") -> Path:
+        """Check, creating nothing, that :meth:`create` can make ``root``; return it.
+
+        Called before any work, so that a run folder is made only once the data checks pass
+        and a bad location is refused before them.
+
+        Raises
+        ------
+        FedcareError
+            If ``root`` is a file or a folder that is not empty, or it (or the missing folders
+            above it) cannot be created or written in.
+        """
         root = Path(root)
         if root.exists() and (not root.is_dir() or any(root.iterdir())):
             raise FedcareError(
                 f"run folder {root} already exists and is not empty: resume it with "
                 f"--resume {root}, or choose a new folder"
             )
-        root.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
-        os.chmod(root, FOLDER_MODE)
-        return cls(root)
+        check_output_dir(root, what)
+        return root
 
     @classmethod
     def open(cls, root: Path) -> RunFolder:

@@ -62,6 +62,38 @@ def local_cluster_kwargs(workers: int | None = None) -> dict[str, Any]:
     }
 
 
+#: The transports a scheduler's address may name (Dask's own, but ``inproc``: in this process).
+ADDRESS_SCHEMES = ("tcp", "tls", "ws", "wss", "ucx")
+
+
+def check_address(address: str, name: str = "address") -> str:
+    """``address`` as Dask names a scheduler (``[SCHEME://]HOST:PORT``), else refuse.
+
+    Parameters
+    ----------
+    address
+        E.g. ``tcp://10.0.0.5:8786`` (``tcp://`` when no scheme is given, as Dask reads it).
+    name
+        What the message calls it (``--dask-address``).
+
+    Raises
+    ------
+    ConfigError
+        Naming ``name``: an unknown scheme, a missing host, or a port not in [1, 65535].
+    """
+    from distributed.comm.addressing import parse_address, parse_host_port
+
+    form = "[tcp|tls|ws|wss|ucx://]HOST:PORT, e.g. tcp://10.0.0.5:8786"
+    try:
+        scheme, location = parse_address(address)
+        host, port = parse_host_port(location)
+    except (ValueError, TypeError):
+        raise ConfigError(f"{name} must be {form}, got {address!r}") from None
+    if scheme not in ADDRESS_SCHEMES or not host or not 1 <= int(port) <= 65535:
+        raise ConfigError(f"{name} must be {form}, got {address!r}")
+    return address
+
+
 @contextmanager
 def grid_client(address: str | None = None, workers: int | None = None) -> Iterator[Client]:
     """A Dask client for a grid; a local cluster it starts is closed on leaving.
@@ -82,8 +114,8 @@ def grid_client(address: str | None = None, workers: int | None = None) -> Itera
     Raises
     ------
     ConfigError
-        ``address`` and ``workers`` both given, ``workers`` below 1, or no scheduler answering
-        at ``address``.
+        ``address`` and ``workers`` both given, ``workers`` below 1, an ``address`` that is
+        not one (:func:`check_address`), or no scheduler answering at it.
     """
     if address is not None:
         if workers is not None:
@@ -91,10 +123,12 @@ def grid_client(address: str | None = None, workers: int | None = None) -> Itera
                 "workers sizes the local cluster; an existing cluster at "
                 f"{address} runs the grid on its own workers"
             )
+        check_address(address)
         try:
             client = Client(address, timeout=CONNECT_TIMEOUT_S, set_as_default=False)
-        except (OSError, TimeoutError) as exc:
-            raise ConfigError(f"no Dask scheduler answers at {address}: {exc}") from exc
+        except (OSError, TimeoutError, ValueError) as exc:
+            detail = " ".join(str(exc).split())  # one line, whatever the library wrote
+            raise ConfigError(f"no Dask scheduler answers at {address}: {detail}") from None
         with client:
             yield client
         return

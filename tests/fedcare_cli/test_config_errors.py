@@ -17,7 +17,12 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*args: object, **kwargs: object) -> None:
         raise AssertionError("work started before the configuration was checked")
 
+    # Both names: the checks module binds the loader at its import, which must not happen
+    # under this patch either (a later test would load with ``refuse``).
+    import data_checks.source_checks
+
     monkeypatch.setattr("fedcare_core.datasets.load_dataset", refuse)
+    monkeypatch.setattr(data_checks.source_checks, "load_dataset", refuse)
     monkeypatch.setattr("fedcare_grid.grid_client", refuse)
     monkeypatch.setattr("fedcare_flower.processes.ProcessSupervisor.start", refuse)
 
@@ -55,6 +60,8 @@ RUN_CASES = [
     (["--config", "{tmp}/absent.json"], None, ("cannot read config",)),
     (["--out", "{tmp}"], None, ("--out", "is a folder")),
     (["--out", "{tmp}/file/r.json"], None, ("--out", "not a folder")),
+    (["--run-dir", "{tmp}/file/rd"], None, ("--run-dir", "not a folder")),
+    (["--run-dir", "{tmp}/file"], None, ("run folder", "not empty")),
     *[
         (["--backend", "flower-deployment", *flags], None, words)
         for flags, words in [
@@ -72,6 +79,29 @@ RUN_CASES = [
     ],
     (["--backend", "flower-sim", "--startup-timeout", "nan"], None, ("--startup-timeout",)),
     (["--backend", "flower-sim", "--bind-address", "127.0.0.2"], None, ("flower-deployment",)),
+    # a Flower flag with a backend that would ignore it (local is the default)
+    *[
+        (flags, None, (flags[0], "applies to", where))
+        for flags, where in [
+            (["--round-timeout", "nan"], "Flower backends"),
+            (["--round-timeout", "30"], "Flower backends"),
+            (["--startup-timeout", "9"], "Flower backends"),
+            (["--keep-workdir"], "Flower backends"),
+            (["--stock-supernodes"], "flower-deployment only"),
+            (["--insecure"], "flower-deployment only"),
+            (["--node-auth"], "flower-deployment only"),
+            (["--bind-address", "127.0.0.2"], "flower-deployment only"),
+        ]
+    ],
+    (["--backend", "flower-sim", "--insecure"], None, ("--insecure", "flower-deployment only")),
+    (["--backend", "flower-sim", "--node-auth"], None, ("--node-auth", "flower-deployment")),
+    (["--backend", "flower-sim", "--stock-supernodes"], None, ("--stock-supernodes",)),
+    # bounds and objectives (fedcare_core.config)
+    (["--config", "{cfg}"], {"stage1": {"rounds": 10**30}}, ("stage1.rounds", "[1, 100000]")),
+    (["--clients", "1"], None, ("data.clients", "[2, 1000]", "1")),
+    (["--clients", "2"], None, ("data.cover_all_objectives", "--clients")),
+    (["--objectives-per-client", "9"], None, ("data.objectives_per_client", "9")),
+    (["--objectives-per-client", "4"], None, ("data.objectives_per_client", "4")),
 ]
 
 
@@ -96,10 +126,26 @@ def test_fedcare_run_refuses_bad_configuration_before_any_work(
     assert sorted(tmp_path.rglob("*")) == before  # nothing written
 
 
+@pytest.mark.parametrize("data", ["absent", "garbage"])
+def test_a_new_run_dir_is_made_only_once_the_data_checks_pass(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], data: str
+) -> None:
+    source = tmp_path / "in" / "diabetic_data.csv"
+    if data == "garbage":
+        source.parent.mkdir()
+        source.write_text("a,b\n1,2\n")
+    run_dir = tmp_path / "out" / "rd"
+    argv = ["run", "--quiet", "--no-verify", "--data-dir", str(source), "--run-dir", str(run_dir)]
+    assert main([*argv, "--clients", "3", "--rounds", "1"]) == EXIT_ERROR
+    _one_error_line(capsys)
+    assert not (tmp_path / "out").exists()  # neither the folder nor the one above it
+
+
 EXPERIMENT_CASES = [
     (["--algorithms", "fedavg,nope"], ("--algorithms", "unknown algorithm", "'nope'")),
     (["--seeds", "0"], ("--seeds", "0")),
     (["--clients", "0"], ("--clients", "0")),
+    (["--clients", "1"], ("--clients", "≥ 2", "1")),
     (["--rounds", "0"], ("stage1.rounds", "0")),
     (["--max-patients", "-5"], ("data.max_patients", "-5")),
     (["--stage2-epochs", "0"], ("stage2.epochs",)),
@@ -134,6 +180,17 @@ def test_fedcare_experiment_checks_options_grid_and_out_first(
         (["--counts", "3,x"], ("--counts",)),
         (["--ratios", "0.1,nan"], ("--ratios", "nan")),
         (["--ratios", "0.1,1.5"], ("--ratios", "1.5")),
+        # empty lists and items, repeats; a federation has two clients
+        (["--counts", ""], ("--counts", "empty list")),
+        (["--counts", "3,,5"], ("--counts", "empty item")),
+        (["--counts", "3,5,3"], ("--counts", "3 given twice")),
+        (["--counts", "1"], ("--counts", "≥ 2")),
+        (["--ratios", "0.2,0.2"], ("--ratios", "0.2 given twice")),
+        (["--ratios", " "], ("--ratios", "empty list")),
+        (["--algorithms", ""], ("--algorithms", "empty list")),
+        (["--algorithms", "fedavg,,fedprox"], ("--algorithms", "empty item")),
+        (["--algorithms", "fedavg,fedavg"], ("--algorithms", "fedavg given twice")),
+        (["--variants", "paper,paper"], ("--variants", "paper given twice")),
     ],
 )
 def test_experiment_lists_are_parsed_and_range_checked(
@@ -151,5 +208,6 @@ def test_an_unknown_variant_in_the_ablation_grid(
 ) -> None:
     argv = ["experiment", "ablation", "--variants", "paper,bogus", "--out", str(tmp_path / "o")]
     assert main(argv) == EXIT_ERROR
-    assert "bogus" in _one_error_line(capsys)
+    line = _one_error_line(capsys)
+    assert "bogus" in line and "--variants" in line
     assert not (tmp_path / "o").exists()

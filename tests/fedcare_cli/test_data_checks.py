@@ -9,7 +9,7 @@ import pytest
 from fedcare_cli.main import EXIT_ERROR, main
 from tests.fedcare_core.data.diabetes130.helpers import fixture_lines, set_field, write_csv
 
-RUN = ["run", "--dataset", "diabetes130", "--no-verify", "--clients", "2", "--rounds", "1"]
+RUN = ["run", "--dataset", "diabetes130", "--no-verify", "--clients", "3", "--rounds", "1"]
 QUICK = ["--stage2-epochs", "1", "--quiet"]
 
 

@@ -35,7 +35,18 @@ def test_a_grid_on_the_local_cluster_resumes_from_its_documents(
     [
         (["--workers", "0"], "workers must be ≥ 1"),
         (["--workers", "2", "--dask-address", "tcp://127.0.0.1:1"], "own workers"),
-        (["--dask-address", "tcp://127.0.0.1:1"], "no Dask scheduler answers at tcp://127.0.0.1:1"),
+        (
+            ["--dask-address", "tcp://127.0.0.1:1"],
+            "--dask-address: no Dask scheduler answers at tcp://127.0.0.1:1",
+        ),
+        # not an address at all: refused before any connection (and in one line)
+        (["--dask-address", "not-an-address"], "--dask-address must be"),
+        (["--dask-address", "tcp://host:port"], "got 'tcp://host:port'"),
+        (["--dask-address", "tcp://:8786"], "--dask-address must be"),
+        (["--dask-address", "tcp://10.0.0.5:0"], "--dask-address must be"),
+        (["--dask-address", "tcp://10.0.0.5:70000"], "--dask-address must be"),
+        (["--dask-address", "inproc://x"], "--dask-address must be"),
+        (["--dask-address", "smtp://10.0.0.5:25"], "--dask-address must be"),
     ],
 )
 def test_bad_cluster_options_fail_cleanly(
@@ -48,5 +59,15 @@ def test_bad_cluster_options_fail_cleanly(
     monkeypatch.setattr("fedcare_grid.cluster.CONNECT_TIMEOUT_S", 1)
     argv = ["experiment", "comparison", "--data-dir", str(tmp_path), "--out", str(tmp_path)]
     assert main([*argv, *TINY, *options]) == EXIT_ERROR
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert not list(tmp_path.rglob("*.json"))
+
+
+@pytest.mark.parametrize(
+    "address", ["tcp://10.0.0.5:8786", "10.0.0.5:8786", "tls://sched.lan:8786", "tcp://[::1]:1"]
+)
+def test_a_scheduler_address_in_dasks_forms_passes_the_check(address: str) -> None:
+    from fedcare_grid.cluster import check_address
+
+    assert check_address(address, "--dask-address") == address

@@ -241,6 +241,20 @@ def test_run_folder_is_owner_only_and_round_trips_its_config(tmp_path):
     assert stat.S_IMODE(folder.results_path.stat().st_mode) == 0o600
 
 
+def test_a_run_folder_is_checked_without_being_made(tmp_path):
+    assert RunFolder.check_new(tmp_path / "a" / "b") == tmp_path / "a" / "b"
+    (tmp_path / "empty").mkdir()
+    RunFolder.check_new(tmp_path / "empty")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty"]  # no probe left either
+    (tmp_path / "empty" / "x").write_text("")
+    with pytest.raises(FedcareError, match="not empty"):
+        RunFolder.check_new(tmp_path / "empty")
+    with pytest.raises(FedcareError, match=r"--run-dir .* not a folder"):
+        RunFolder.check_new(tmp_path / "empty" / "x" / "run")
+    with pytest.raises(FedcareError, match="not empty"):  # a file
+        RunFolder.check_new(tmp_path / "empty" / "x")
+
+
 def test_run_folder_refusals(tmp_path):
     (tmp_path / "busy").mkdir()
     (tmp_path / "busy" / "x").write_text("")

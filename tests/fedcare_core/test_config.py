@@ -10,6 +10,8 @@ from typing import Any
 import pytest
 
 from fedcare_core.config import (
+    DATASET_OBJECTIVES,
+    DATASETS,
     RANGES,
     SECTIONS,
     BaselineConfig,
@@ -21,7 +23,7 @@ from fedcare_core.config import (
     baby_config,
     load_config_file,
 )
-from fedcare_core.config_fields import field_kinds
+from fedcare_core.config_fields import Range, field_kinds
 from fedcare_core.errors import ConfigError
 from fedcare_core.output_paths import check_output_dir, check_output_file
 
@@ -47,7 +49,7 @@ BAD_DOCUMENTS: list[tuple[Any, tuple[str, ...]]] = [
     ({"seed": "0"}, ("seed", "integer", "'0'")),
     ({"model": {"head_hidden": [64]}}, ("model.head_hidden", "2 integers")),
     ({"model": {"head_hidden": [64, 32.5]}}, ("model.head_hidden", "2 integers")),
-    ({"model": {"head_hidden": [64, 0]}}, ("model.head_hidden", "≥ 1", "0")),
+    ({"model": {"head_hidden": [64, 0]}}, ("model.head_hidden", "[1, ", "0")),
     # NaN and ±inf, for every kind of float field
     ({"stage1": {"local_lr": NAN}}, ("stage1.local_lr", "finite", "nan")),
     ({"stage1": {"local_lr": INF}}, ("stage1.local_lr", "finite", "inf")),
@@ -57,15 +59,29 @@ BAD_DOCUMENTS: list[tuple[Any, tuple[str, ...]]] = [
     ({"baselines": {"pafnet_mask_init": INF}}, ("baselines.pafnet_mask_init", "finite")),
     ({"model": {"dropout": NAN}}, ("model.dropout", "finite")),
     # ranges
-    ({"data": {"max_patients": -5}}, ("data.max_patients", "≥ 1", "-5")),
-    ({"data": {"clients": 0}}, ("data.clients", "≥ 1", "0")),
-    ({"stage1": {"rounds": 0}}, ("stage1.rounds", "≥ 1", "0")),
-    ({"stage1": {"local_steps": -1}}, ("stage1.local_steps", "≥ 1")),
-    ({"stage1": {"batch_size": 0}}, ("stage1.batch_size", "≥ 1")),
+    ({"data": {"max_patients": -5}}, ("data.max_patients", "[1, ", "-5")),
+    ({"data": {"clients": 0}}, ("data.clients", "[2, 1000]", "0")),
+    ({"data": {"clients": 1}}, ("data.clients", "[2, 1000]", "1")),  # not a federation
+    ({"data": {"clients": 1001}}, ("data.clients", "[2, 1000]", "1001")),
+    ({"stage1": {"rounds": 10**30}}, ("stage1.rounds", "[1, 100000]", str(10**30))),
+    ({"stage1": {"local_steps": 100_001}}, ("stage1.local_steps", "[1, 100000]")),
+    ({"stage1": {"batch_size": 10**7 + 1}}, ("stage1.batch_size", "[1, 10000000]")),
+    ({"stage2": {"epochs": 10**6}}, ("stage2.epochs", "[1, 100000]")),
+    ({"baselines": {"bound_epochs": 10**6}}, ("baselines.bound_epochs", "[1, 100000]")),
+    ({"data": {"max_patients": 10**9 + 1}}, ("data.max_patients", "[1, 1000000000]")),
+    ({"model": {"hidden": 10**6}}, ("model.hidden", "[1, 65536]")),
+    ({"threads": 10**4}, ("threads", "[1, 1024]")),
+    # objectives: at most the dataset's three, and a cover that can be
+    ({"data": {"objectives_per_client": 9}}, ("data.objectives_per_client", "[1, 3]", "9")),
+    ({"data": {"objectives_per_client": 4}}, ("data.objectives_per_client", "4")),
+    ({"data": {"clients": 2}}, ("data.cover_all_objectives", "2 client(s)", "3 objectives")),
+    ({"stage1": {"rounds": 0}}, ("stage1.rounds", "[1, ", "0")),
+    ({"stage1": {"local_steps": -1}}, ("stage1.local_steps", "[1, ")),
+    ({"stage1": {"batch_size": 0}}, ("stage1.batch_size", "[1, ")),
     ({"stage1": {"local_lr": 0.0}}, ("stage1.local_lr", "> 0", "0")),
     ({"stage1": {"epsilon": -1e-8}}, ("stage1.epsilon", "≥ 0")),
-    ({"stage2": {"epochs": 0}}, ("stage2.epochs", "≥ 1")),
-    ({"stage2": {"patience": 0}}, ("stage2.patience", "≥ 1")),
+    ({"stage2": {"epochs": 0}}, ("stage2.epochs", "[1, ")),
+    ({"stage2": {"patience": 0}}, ("stage2.patience", "[1, ")),
     ({"stage2": {"weight_decay": -1.0}}, ("stage2.weight_decay", "≥ 0")),
     ({"data": {"rho": 1.0}}, ("data.rho", "(0, 1)", "1")),
     ({"data": {"rho": 0}}, ("data.rho", "(0, 1)", "0")),
@@ -73,17 +89,17 @@ BAD_DOCUMENTS: list[tuple[Any, tuple[str, ...]]] = [
     ({"data": {"val_fraction": -0.1}}, ("data.val_fraction", "[0, 1)")),
     ({"data": {"train_fraction": 0.8, "val_fraction": 0.3}}, ("data.train_fraction", "test")),
     ({"data": {"dirichlet_alpha": 0.0}}, ("data.dirichlet_alpha", "> 0")),
-    ({"data": {"objectives_per_client": 0}}, ("data.objectives_per_client", "≥ 1")),
+    ({"data": {"objectives_per_client": 0}}, ("data.objectives_per_client", "[1, ")),
     ({"model": {"dropout": 1.0}}, ("model.dropout", "[0, 1)")),
-    ({"model": {"hidden": 0}}, ("model.hidden", "≥ 1")),
-    ({"model": {"max_categories": 0}}, ("model.max_categories", "≥ 1")),
+    ({"model": {"hidden": 0}}, ("model.hidden", "[1, ")),
+    ({"model": {"max_categories": 0}}, ("model.max_categories", "[1, ")),
     ({"baselines": {"pafnet_self_weight": 1.5}}, ("baselines.pafnet_self_weight", "[0, 1]")),
-    ({"baselines": {"max_local_steps": 0}}, ("baselines.max_local_steps", "≥ 1")),
+    ({"baselines": {"max_local_steps": 0}}, ("baselines.max_local_steps", "[1, ")),
     ({"baselines": {"prox_mu": -0.1}}, ("baselines.prox_mu", "≥ 0")),
-    ({"baselines": {"bound_patience": 0}}, ("baselines.bound_patience", "≥ 1")),
+    ({"baselines": {"bound_patience": 0}}, ("baselines.bound_patience", "[1, ")),
     ({"seed": -1}, ("seed", "-1")),
     ({"seed": 2**40}, ("seed", str(2**40))),
-    ({"threads": 0}, ("threads", "≥ 1")),
+    ({"threads": 0}, ("threads", "[1, ")),
     # choices, unknown keys, shapes
     ({"stage1": {"solver": "newton"}}, ("stage1.solver", "'newton'")),
     ({"data": {"dataset": "mnist"}}, ("data.dataset", "'mnist'")),
@@ -138,6 +154,40 @@ def test_every_number_field_has_a_range() -> None:
         for field_name, kind in field_kinds(cls).items():
             if kind.base in (int, float, tuple):
                 assert field_name in RANGES[name], f"{name}.{field_name} has no range"
+
+
+def test_every_count_field_has_an_upper_bound() -> None:
+    for name, cls in SECTIONS.items():
+        for field_name, kind in field_kinds(cls).items():
+            if kind.base in (int, tuple):
+                assert RANGES[name][field_name].high is not None, f"{name}.{field_name}"
+    assert RANGES[""]["threads"].high is not None and RANGES[""]["seed"].high is not None
+
+
+def test_the_objective_counts_are_the_datasets() -> None:
+    from fedcare_core.data.diabetes130.definition import DIABETES130_OBJECTIVES
+    from fedcare_core.data.mimic3.definition import MIMIC3_OBJECTIVES
+
+    assert DATASET_OBJECTIVES == {
+        "diabetes130": len(DIABETES130_OBJECTIVES),
+        "mimic3": len(MIMIC3_OBJECTIVES),
+    }
+    assert set(DATASET_OBJECTIVES) == set(DATASETS)
+
+
+@pytest.mark.parametrize("dataset", ["diabetes130", "mimic3"])
+def test_objectives_per_client_up_to_the_datasets_count(dataset: str) -> None:
+    n = DATASET_OBJECTIVES[dataset]
+    DataConfig(dataset=dataset, objectives_per_client=n).validate()
+    DataConfig(dataset=dataset, clients=2, cover_all_objectives=False).validate()
+    DataConfig(dataset=dataset, clients=2, objectives_per_client=2).validate()  # 4 ≥ 3
+    with pytest.raises(ConfigError, match=r"data\.cover_all_objectives"):
+        DataConfig(dataset=dataset, clients=2).validate()
+    # a range wider than this dataset's count (another dataset's) still meets its own
+    with pytest.raises(ConfigError, match=f"≤ {n}, the number of objectives of {dataset}"):
+        with pytest.MonkeyPatch.context() as mp:
+            mp.setitem(RANGES["data"], "objectives_per_client", Range(1, 99))
+            DataConfig(dataset=dataset, objectives_per_client=n + 1).validate()
 
 
 def test_defaults_unchanged_and_round_trip() -> None:

@@ -117,13 +117,25 @@ def parse_csv(data: bytes, name: str) -> pd.DataFrame:
     except pd.errors.EmptyDataError as exc:
         raise DataError("the file is empty", file=name) from exc
     except pd.errors.ParserError as exc:
+        import re  # here: this function is the only one of the module that needs it
+
+        detail = " ".join(str(exc).split())  # pandas' text ends in a newline: one line
+        # pandas counts file lines (the header is line 1); the message counts data rows.
+        ragged = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", detail)
+        if ragged is not None:
+            expected, line, saw = (int(g) for g in ragged.groups())
+            raise DataError(
+                f"{saw} fields, the header has {expected} (a ragged row)",
+                file=name,
+                rows=[line - 1],
+            ) from exc
         raise DataError(
-            f"malformed CSV; the file may be truncated or have ragged rows ({exc})", file=name
+            f"malformed CSV; the file may be truncated or have ragged rows ({detail})", file=name
         ) from exc
     except UnicodeDecodeError as exc:
         raise DataError(f"not UTF-8 text ({exc})", file=name) from exc
     except ValueError as exc:
-        raise DataError(f"cannot parse the CSV ({exc})", file=name) from exc
+        raise DataError(f"cannot parse the CSV ({' '.join(str(exc).split())})", file=name) from exc
     return df
 
 
