@@ -52,6 +52,7 @@ from fedcare_core.experiments.engine import (
 )
 from fedcare_core.output_paths import check_output_dir
 from fedcare_grid import local_cluster_kwargs
+from fedcare_grid.cluster import check_address
 from flows.flow_parameters import expected_failure
 from tasks.data import load_dataset_task, validate_raw_task
 from tasks.experiments import log_experiment_task, run_job_task, write_outputs_task
@@ -76,14 +77,15 @@ def grid_task_runner(dask_address: str | None, workers: int | None) -> TaskRunne
     Raises
     ------
     ConfigError
-        Both given (an existing cluster has its own workers), or ``workers`` below 1.
+        Both given (an existing cluster has its own workers), ``workers`` below 1, or an
+        address not of Dask's form.
     """
     if dask_address is not None:
         if workers is not None:
             raise ConfigError(
                 f"workers sizes the local cluster; the cluster at {dask_address} has its own"
             )
-        return DaskTaskRunner(address=dask_address)
+        return DaskTaskRunner(address=check_address(dask_address, "dask_address"))
     return DaskTaskRunner(cluster_kwargs=local_cluster_kwargs(workers))
 
 

@@ -181,3 +181,5 @@ def test_the_grid_task_runner_is_a_loopback_cluster_or_the_named_one() -> None:
     assert remote.address == "tcp://10.0.0.5:8786"  # type: ignore[attr-defined]
     with pytest.raises(ConfigError, match="has its own"):
         grid_task_runner("tcp://10.0.0.5:8786", 2)
+    with pytest.raises(ConfigError, match="dask_address must be"):
+        grid_task_runner("not-an-address", None)
