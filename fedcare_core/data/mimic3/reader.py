@@ -9,6 +9,7 @@ case. Tables are read in chunks of the spec's columns only, so the full ``CHARTE
 from __future__ import annotations
 
 import csv
+import gzip
 import hashlib
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -20,6 +21,7 @@ from fedcare_core.data.mimic3.schema import TableSpec
 from fedcare_core.errors import DataError
 
 __all__ = [
+    "check_field_counts",
     "check_last_line",
     "check_numbers",
     "file_sha256",
@@ -320,7 +322,41 @@ def read_small(path: Path, spec: TableSpec, chunksize: int) -> pd.DataFrame:
 
     """
     chunks = list(iter_table(path, spec, chunksize))
+    check_field_counts(path, spec)
     return pd.concat(chunks, ignore_index=True)
+
+
+def check_field_counts(path: Path, spec: TableSpec) -> None:
+    """Refuse rows with more or fewer fields than the header (pandas pads short rows silently).
+
+    Only for the tables read whole (ICUSTAYS, ADMISSIONS, PATIENTS: tens of thousands of rows
+    in the full release); the event tables are too large for a row-by-row pass.
+
+    Parameters
+    ----------
+    path
+        The table's file (``.csv`` or ``.csv.gz``).
+    spec
+        Its spec, for the message.
+
+    Raises
+    ------
+    DataError
+        Naming the file and the rows whose field count differs from the header's.
+
+    """
+    opener = gzip.open if path.name.lower().endswith(".gz") else open
+    with opener(path, "rt", newline="", encoding="utf-8", errors="replace") as fh:
+        rows = csv.reader(fh)
+        width = len(next(rows, []))
+        bad = [i for i, row in enumerate(rows, start=1) if row and len(row) != width]
+    if bad:
+        raise DataError(
+            f"{len(bad)} row(s) of the {spec.name} table do not have the header's {width} fields "
+            "(a ragged or damaged row)",
+            file=str(path),
+            rows=bad,
+        )
 
 
 def file_sha256(path: Path) -> str:

@@ -153,3 +153,14 @@ def test_malformed_numbers_are_refused(
     edit(path, 2, column, value)
     err = refusal(synth_dir)
     assert (err.file, err.column, err.rows) == (str(path), column, (2,))
+
+
+@pytest.mark.parametrize("table", ["ICUSTAYS", "ADMISSIONS", "PATIENTS"])
+@pytest.mark.parametrize("change", ["short", "long"])
+def test_a_ragged_row_mid_table_is_refused(synth_dir: Path, table: str, change: str) -> None:
+    path = synth_dir / f"{table}.csv"
+    lines = path.read_text().splitlines()
+    lines[2] = lines[2].rsplit(",", 1)[0] if change == "short" else lines[2] + ",extra"
+    path.write_text("\n".join(lines) + "\n")
+    err = refusal(synth_dir)
+    assert err.file == str(path) and err.rows == (2,)
