@@ -88,10 +88,10 @@ def first_line(stderr: str, stdout: str) -> str:
     return out[0].strip() if out else ""
 
 
-def token_in(token: str, text: str) -> bool:
-    """Whether ``token`` occurs in ``text`` as a whole word (case-insensitive)."""
+def token_in(token: str, text: str, *, ignore_case: bool = True) -> bool:
+    """Whether ``token`` occurs in ``text`` as a whole word (case-insensitive by default)."""
     pattern = r"(?<![A-Za-z0-9_])" + re.escape(token) + r"(?![A-Za-z0-9_])"
-    return re.search(pattern, text, flags=re.IGNORECASE) is not None
+    return re.search(pattern, text, flags=re.IGNORECASE if ignore_case else 0) is not None
 
 
 def names_missing(message: str, names: tuple[str, ...]) -> list[str]:
@@ -118,7 +118,9 @@ def leaks(text: str, secrets: tuple[str, ...], scan_ids: bool) -> list[str]:
     ``scan_ids`` also flags any free-standing run of 7+ digits (data cases only: a
     configuration message may rightly quote a large number the user gave).
     """
-    found = [s for s in secrets if s and token_in(s, text)]
+    # Exact case: a row value is leaked as written (``caucasian`` injected is not leaked by a
+    # message listing the documented value ``Caucasian``).
+    found = [s for s in secrets if s and token_in(s, text, ignore_case=False)]
     if scan_ids:
         found += [m.group(0) for m in _LONG_ID.finditer(text) if m.group(0) not in found]
     return found

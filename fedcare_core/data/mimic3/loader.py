@@ -102,7 +102,7 @@ def load_mimic3(
     labels, label_notes = build_labels(stays, adm)
     static = static_features(stays, age)
     stay_notes += check_known_categories(
-        static, MIMIC3_VOCABULARIES, _category_sources(sources), unseen_categories
+        static, MIMIC3_VOCABULARIES, _category_sources(sources, stays), unseen_categories
     )
     labs, vitals, event_notes = _event_features(sources, stays, adm, chunksize, stats)
     features = pd.concat([static, labs, vitals], axis=1)[list(MIMIC3_FEATURES)]
@@ -124,23 +124,26 @@ def load_mimic3(
     )
 
 
-#: The raw table and column each categorical feature is read from.
-_CATEGORY_COLUMNS: dict[str, tuple[str, str]] = {
-    "gender": ("patients", "GENDER"),
-    "ethnicity": ("admissions", "ETHNICITY"),
-    "admission_type": ("admissions", "ADMISSION_TYPE"),
-    "admission_location": ("admissions", "ADMISSION_LOCATION"),
-    "insurance": ("admissions", "INSURANCE"),
-    "marital_status": ("admissions", "MARITAL_STATUS"),
-    "first_careunit": ("icustays", "FIRST_CAREUNIT"),
+#: The raw table, its data-row column in the joined stays, and the raw column of each
+#: categorical feature.
+_CATEGORY_COLUMNS: dict[str, tuple[str, str, str]] = {
+    "gender": ("patients", "_PAT_ROW", "GENDER"),
+    "ethnicity": ("admissions", "_ADM_ROW", "ETHNICITY"),
+    "admission_type": ("admissions", "_ADM_ROW", "ADMISSION_TYPE"),
+    "admission_location": ("admissions", "_ADM_ROW", "ADMISSION_LOCATION"),
+    "insurance": ("admissions", "_ADM_ROW", "INSURANCE"),
+    "marital_status": ("admissions", "_ADM_ROW", "MARITAL_STATUS"),
+    "first_careunit": ("icustays", "_ROW", "FIRST_CAREUNIT"),
 }
 
 
-def _category_sources(sources: _Sources) -> dict[str, CategorySource]:
-    """Where each categorical feature comes from; rows are counted, not listed (cohort rows)."""
+def _category_sources(sources: _Sources, stays: pd.DataFrame) -> dict[str, CategorySource]:
+    """Where each categorical feature of the cohort stays comes from: file, column, data rows."""
     return {
-        feature: CategorySource(str(getattr(sources, table)), column)
-        for feature, (table, column) in _CATEGORY_COLUMNS.items()
+        feature: CategorySource(
+            str(getattr(sources, table)), column, stays[rows].to_numpy(dtype=np.int64)
+        )
+        for feature, (table, rows, column) in _CATEGORY_COLUMNS.items()
     }
 
 

@@ -37,12 +37,14 @@ def _join(
     icu: pd.DataFrame, adm: pd.DataFrame, pat: pd.DataFrame
 ) -> tuple[pd.DataFrame, np.ndarray, np.ndarray]:
     """Every stay with its admission and patient columns; which stays lack either row."""
-    stays = icu.drop(columns="_ROW").merge(
-        adm[_ADMISSION_COLUMNS], on="HADM_ID", how="left", indicator="_ADM"
-    )
+    # Each stay keeps the data rows it came from (for messages): _ROW (ICUSTAYS), _ADM_ROW,
+    # _PAT_ROW.
+    admissions = adm[[*_ADMISSION_COLUMNS, "_ROW"]].rename(columns={"_ROW": "_ADM_ROW"})
+    stays = icu.merge(admissions, on="HADM_ID", how="left", indicator="_ADM")
     no_adm = (stays["_ADM"] == "left_only").to_numpy()
+    patients = pat[["SUBJECT_ID", "GENDER", "DOB", "_ROW"]].rename(columns={"_ROW": "_PAT_ROW"})
     stays = stays.drop(columns="_ADM").merge(
-        pat[["SUBJECT_ID", "GENDER", "DOB"]], on="SUBJECT_ID", how="left", indicator="_PAT"
+        patients, on="SUBJECT_ID", how="left", indicator="_PAT"
     )
     no_pat = (stays["_PAT"] == "left_only").to_numpy() & ~no_adm
     return stays.drop(columns="_PAT"), no_adm, no_pat

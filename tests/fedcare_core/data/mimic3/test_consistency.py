@@ -111,7 +111,7 @@ def test_unknown_categories_are_refused_unless_mapped(
     path = synth_dir / f"{table}.csv"
     edit(path, 2, column, value)
     err = refusal(synth_dir)
-    assert (err.file, err.column) == (str(path), column)
+    assert (err.file, err.column, err.rows) == (str(path), column, (2,))
     assert "--unseen-categories other" in str(err) and value not in str(err)
     cohort = load_mimic3(synth_dir, unseen_categories="other")
     assert any(n.startswith(f"{column}: 1 value(s)") for n in cohort.notes)

@@ -167,7 +167,7 @@ def test_join_stays_excludes_and_notes(tmp_path: Path) -> None:
             "_ROW": [1, 2, 3, 4],
         }
     )
-    adm = pd.DataFrame({"HADM_ID": [10.0, 20.0, 30.0]})
+    adm = pd.DataFrame({"HADM_ID": [10.0, 20.0, 30.0], "_ROW": [1, 2, 3]})
     for col in ("HOSPITAL_EXPIRE_FLAG", "ADMITTIME", "ADMISSION_TYPE", "ADMISSION_LOCATION"):
         adm[col] = None
     for col in ("INSURANCE", "MARITAL_STATUS", "ETHNICITY"):
@@ -177,10 +177,12 @@ def test_join_stays_excludes_and_notes(tmp_path: Path) -> None:
             "SUBJECT_ID": [1.0, 2.0, 3.0, 4.0],
             "GENDER": ["F", "M", "F", "M"],
             "DOB": [t("2100-01-01"), t("2140-01-01"), t("2100-01-01"), t("2100-01-01")],
+            "_ROW": [1, 2, 3, 4],
         }
     )
     stays, age, notes = join_stays(icu, adm, pat, min_age=18, root=tmp_path)
     assert stays["ICUSTAY_ID"].tolist() == [100.0] and list(stays.index) == [0]
+    assert stays[["_ROW", "_ADM_ROW", "_PAT_ROW"]].values.tolist() == [[1, 1, 1]]  # source rows
     assert age.tolist() == [pytest.approx(50.0, abs=0.01)]
     assert notes == [
         "excluded 1 stays without an ADMISSIONS row",
