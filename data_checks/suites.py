@@ -37,6 +37,7 @@ from data_checks.tables import (
 from fedcare_core.data.cohort import Objective
 from fedcare_core.data.diabetes130 import (
     AGE_BRACKETS,
+    COLUMNS_WITH_GAPS,
     DIABETES130_COLUMNS,
     DIABETES130_COUNT_COLUMNS,
     DIABETES130_VOCABULARIES,
@@ -65,8 +66,9 @@ DIABETES130_MIN_PRESENT: dict[str, float] = {
     "diag_3": 0.95,
 }
 
-#: Columns with gaps in the published file and no share checked.
-_DIABETES130_SPARSE = frozenset({"weight"})
+#: Columns with gaps in the published file and no share checked (every column the loader lets
+#: have gaps, less those with a share above).
+_DIABETES130_SPARSE = frozenset(COLUMNS_WITH_GAPS) - set(DIABETES130_MIN_PRESENT)
 
 #: A non-negative decimal number written as text.
 NON_NEGATIVE_NUMBER = r"^\d+(?:\.\d+)?$"

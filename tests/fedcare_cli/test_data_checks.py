@@ -17,17 +17,22 @@ def run(csv: Path, out: Path, *extra: str) -> int:
     return main([*RUN, "--data-dir", str(csv), *QUICK, "--out", str(out), *extra])
 
 
-def test_a_gap_only_the_suites_refuse_stops_the_cli_too(
+def test_what_only_the_suites_refuse_stops_the_cli_too(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # A medication column must be complete (the suite's rule; the loader would encode the gap
-    # as missing): the CLI refuses it like the flow, naming the source, table and column.
-    csv = write_csv(tmp_path / "diabetic_data.csv", set_field(fixture_lines(), 6, "metformin", "?"))
+    # An identifier written as a decimal: the loader reads the number, the suite wants digits
+    # only. The CLI refuses it like the flow, naming the source, the table and the column.
+    lines = fixture_lines()
+    encounter = lines[6].split(",")[0]
+    csv = write_csv(
+        tmp_path / "diabetic_data.csv", set_field(lines, 6, "encounter_id", f"{encounter}.0")
+    )
     out = tmp_path / "out.json"
     assert run(csv, out) == EXIT_ERROR and not out.exists()
     err = capsys.readouterr().err
-    assert str(csv) in err and "'metformin'" in err and "expect_column_values_to_not_be_null" in err
-    assert "Traceback" not in err and "report /tmp" not in err  # the temporary report is gone
+    assert str(csv) in err and "'encounter_id'" in err and "match_regex" in err
+    assert len(err.strip().splitlines()) == 1 and encounter not in err
+    assert "report /tmp" not in err  # the temporary report is gone
 
 
 def test_unseen_categories_refused_by_default_and_encoded_on_request(

@@ -21,6 +21,7 @@ from fedcare_core.data.diabetes130.features import icd9_group
 from fedcare_core.data.diabetes130.loader import load_diabetes130
 from fedcare_core.data.diabetes130.schema import (
     AGE_BRACKETS,
+    COLUMNS_WITH_GAPS,
     COUNT_RANGES,
     DIABETES130_CATEGORICAL_FEATURES,
     DIABETES130_COLUMNS,
@@ -44,6 +45,7 @@ from fedcare_core.data.diabetes130.source import find_csv_member, find_diabetes1
 
 __all__ = [
     "AGE_BRACKETS",
+    "COLUMNS_WITH_GAPS",
     "COUNT_RANGES",
     "DIABETES130_CATEGORICAL_FEATURES",
     "DIABETES130_COLUMNS",

@@ -12,7 +12,9 @@ import pandas as pd
 from fedcare_core.data.diabetes130.reading import Checker
 from fedcare_core.data.diabetes130.schema import (
     AGE_BRACKETS,
+    COLUMNS_WITH_GAPS,
     COUNT_RANGES,
+    DIABETES130_COLUMNS,
     DIAG_COLUMNS,
     EXPIRED_DISCHARGE_IDS,
     ICD9_CODE_PATTERN,
@@ -36,12 +38,20 @@ def check_plausible(df: pd.DataFrame, numbers: dict[str, pd.Series], chk: Checke
     Raises
     ------
     DataError
-        If an identifier is missing or not positive, or ``encounter_id`` repeats; a count is
+        If a column other than :data:`COLUMNS_WITH_GAPS` has a missing value, an identifier is
+        not positive, or ``encounter_id`` repeats; a count is
         missing or outside :data:`COUNT_RANGES`; ``age`` is not one of the ten brackets; a
         diagnosis is not shaped like an ICD-9-CM code; or an encounter discharged expired is
         marked as readmitted.
 
     """
+    for col in DIABETES130_COLUMNS:
+        if col not in COLUMNS_WITH_GAPS and df[col].isna().any():
+            raise chk.error(
+                f"{col} is missing; only {', '.join(COLUMNS_WITH_GAPS)} may have gaps",
+                col,
+                df[col].isna(),
+            )
     for col in ("encounter_id", "patient_nbr"):
         ids = numbers[col]
         bad = ids.isna() | (ids < 1)

@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = [
     "AGE_BRACKETS",
     "CODE_COLUMNS",
+    "COLUMNS_WITH_GAPS",
     "COUNT_RANGES",
     "DIABETES130_CATEGORICAL_FEATURES",
     "DIABETES130_COLUMNS",
@@ -167,8 +168,22 @@ COUNT_RANGES: dict[str, tuple[int, int]] = {
 #: The ten age brackets of the ``age`` column.
 AGE_BRACKETS: tuple[str, ...] = tuple(f"[{a}-{a + 10})" for a in range(0, 100, 10))
 
-#: An ICD-9-CM code as the file writes it (``250.83``, ``V45``, ``E812``).
-ICD9_CODE_PATTERN = r"^[VE]?\d+(?:\.\d+)?$"
+#: An ICD-9-CM code as the file writes it: a three-digit category 001–999 (leading zeros may
+#: be dropped: ``8`` is 008), ``V`` and two digits or ``E`` and three, then up to two decimals
+#: (``250.83``, ``V45``, ``E812``).
+ICD9_CODE_PATTERN = r"^(?:[1-9]\d{0,2}|0\d{1,2}|V\d{2}|E\d{3})(?:\.\d{1,2})?$"
+
+#: Columns allowed to have missing values (``?``); every other column must be complete, as it
+#: is in the published file.
+COLUMNS_WITH_GAPS: tuple[str, ...] = (
+    "race",
+    "weight",
+    "payer_code",
+    "medical_specialty",
+    "diag_1",
+    "diag_2",
+    "diag_3",
+)
 
 DIAG_COLUMNS: tuple[str, ...] = ("diag_1", "diag_2", "diag_3")
 
