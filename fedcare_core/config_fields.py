@@ -45,11 +45,11 @@ class Range:
         """The range in words, e.g. ``≥ 1`` or ``in (0, 1)``."""
         if self.low is not None and self.high is not None:
             left, right = "(" if self.low_open else "[", ")" if self.high_open else "]"
-            return f"lie in {left}{_num(self.low)}, {_num(self.high)}{right}"
+            return f"lie in {left}{_bound(self.low)}, {_bound(self.high)}{right}"
         if self.low is not None:
-            return f"be {'>' if self.low_open else '≥'} {_num(self.low)}"
+            return f"be {'>' if self.low_open else '≥'} {_bound(self.low)}"
         if self.high is not None:
-            return f"be {'<' if self.high_open else '≤'} {_num(self.high)}"
+            return f"be {'<' if self.high_open else '≤'} {_bound(self.high)}"
         return "be finite"
 
 
@@ -58,6 +58,12 @@ def _num(value: float) -> str:
     if isinstance(value, int) or (math.isfinite(value) and value == int(value)):
         return str(int(value))
     return f"{value:g}"
+
+
+def _bound(value: float) -> str:
+    """A range's bound as messages write it: :func:`_num`, large integers grouped (100,000)."""
+    text = _num(value)
+    return f"{int(text):,}" if text.lstrip("-").isdigit() and abs(int(text)) >= 10_000 else text
 
 
 #: Common ranges.

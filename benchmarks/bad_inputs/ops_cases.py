@@ -189,12 +189,11 @@ def resume_cases(src: Sources) -> list[Case]:
             names=(CSV, "num_medications"),
             note="the new run folder must not be left behind",
         ),
-        Case(
-            "r-run-dir-flower-sim",
-            "run-dir",
-            "refused",
+        Case(  # Flower runs are checkpointed too (their ServerApp writes the checkpoint)
+            "r-ok-run-dir-flower-sim",
+            "run-dir-valid",
+            "accepted",
             (*base, "--backend", "flower-sim", "--run-dir", "{work}/out/rd"),
-            names=("--run-dir|backend",),
         ),
         Case(
             "r-run-dir-and-resume",

@@ -97,7 +97,7 @@ RUN_CASES = [
     (["--backend", "flower-sim", "--node-auth"], None, ("--node-auth", "flower-deployment")),
     (["--backend", "flower-sim", "--stock-supernodes"], None, ("--stock-supernodes",)),
     # bounds and objectives (fedcare_core.config)
-    (["--config", "{cfg}"], {"stage1": {"rounds": 10**30}}, ("stage1.rounds", "[1, 100000]")),
+    (["--config", "{cfg}"], {"stage1": {"rounds": 10**30}}, ("stage1.rounds", "[1, 100,000]")),
     (["--clients", "1"], None, ("data.clients", "[2, 1000]", "1")),
     (["--clients", "2"], None, ("data.cover_all_objectives", "--clients")),
     (["--objectives-per-client", "9"], None, ("data.objectives_per_client", "9")),
