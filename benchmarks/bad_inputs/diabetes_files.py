@@ -83,7 +83,9 @@ def _truncated(data: bytes) -> bytes:
 
 def _non_utf8(data: bytes) -> bytes:
     lines = data.split(b"\r\n")
-    lines[R1] = lines[R1].replace(b"Caucasian", b"Cauc\xe9sian\xff", 1)
+    fields = lines[R1].split(b",")
+    fields[2] = b"Cauc\xe9sian\xff"  # the race field, whatever the row holds
+    lines[R1] = b",".join(fields)
     return b"\r\n".join(lines)
 
 
