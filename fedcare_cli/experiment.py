@@ -155,12 +155,12 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     out = args.out or Path(".experiments") / args.dataset
     cells_dir = cell_store(out, base)
     spec = DataSpec(args.data_dir or os.environ.get("FEDCARE_DATA_DIR"), not args.no_verify)
+    # The same data checks as `fedcare run` and the flows, once, before any cluster starts.
+    checked_dataset(base.data, spec.data_dir, verify_checksum=spec.verify_checksum)
     t_all = time.perf_counter()
     # One cluster for the whole programme: its workers keep their loaded dataset between
     # experiments.
     with _cluster(args) as client:
-        # The same data checks as `fedcare run` and the flows, once, before any cell runs.
-        checked_dataset(base.data, spec.data_dir, verify_checksum=spec.verify_checksum)
         workers = cluster_workers(client)
         where = args.dask_address or "a local cluster"
         print(f"{args.name}: {workers} Dask worker(s) on {where}", flush=True)

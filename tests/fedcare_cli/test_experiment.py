@@ -50,6 +50,7 @@ def test_a_grid_on_the_local_cluster_resumes_from_its_documents(
     ],
 )
 def test_bad_cluster_options_fail_cleanly(
+    data_dir: Path,
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
@@ -57,11 +58,24 @@ def test_bad_cluster_options_fail_cleanly(
     message: str,
 ) -> None:
     monkeypatch.setattr("fedcare_grid.cluster.CONNECT_TIMEOUT_S", 1)
-    argv = ["experiment", "comparison", "--data-dir", str(tmp_path), "--out", str(tmp_path)]
+    data = str(data_dir / "diabetes130")  # checked before the cluster is reached
+    argv = ["experiment", "comparison", "--data-dir", data, "--out", str(tmp_path)]
     assert main([*argv, *TINY, *options]) == EXIT_ERROR
     err = capsys.readouterr().err
     assert message in err and len(err.splitlines()) == 1 and "Traceback" not in err, err
     assert not list(tmp_path.rglob("*.json"))
+
+
+def test_bad_data_is_refused_before_any_cluster_starts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = ["experiment", "comparison", "--data-dir", str(tmp_path / "nowhere")]
+    assert main([*argv, "--out", str(tmp_path / "out"), *TINY, "--workers", "1"]) == EXIT_ERROR
+    captured = capsys.readouterr()
+    err = captured.err
+    assert "nowhere" in err and len(err.splitlines()) == 1, err
+    assert "Dask worker" not in captured.out  # no cluster was started
+    assert not (tmp_path / "out").exists() or not list((tmp_path / "out").rglob("*"))
 
 
 @pytest.mark.parametrize(
