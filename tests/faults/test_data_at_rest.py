@@ -23,15 +23,13 @@ import pytest
 
 from fedcare_procs import marked_processes
 from tests.conftest import REPO_ROOT
+from tests.faults.run_processes import MARK_ENV, processes_left
 from tests.fedcare_flower.test_workspace import client_files
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 
-MARK_ENV = "FEDCARE_TEST_MARK"
 #: Seconds the run may take to finish round 1 on a loaded two-core machine.
 START_S = 240
-#: Seconds the run's processes may take to follow their killed parent.
-FOLLOW_S = 15
 
 
 def _rounds_done(parent: Path) -> int:
@@ -66,19 +64,4 @@ def test_sigkill_mid_run_leaves_no_client_data_and_no_process(data_dir, tmp_path
     assert cli.returncode == -signal.SIGKILL
     assert list(tmp_path.glob("fedcare-flwr-*")), "the run folder is not where expected"
     assert client_files(tmp_path) == []
-    deadline = time.monotonic() + FOLLOW_S
-    while marked_processes(MARK_ENV, mark) and time.monotonic() < deadline:
-        time.sleep(0.2)
-    left = marked_processes(MARK_ENV, mark)
-    cmds = []
-    for pid in left:
-        try:
-            cmds.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
-        except OSError:
-            continue
-    for pid in left:  # do not leave them to later tests
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    assert left == [], cmds
+    assert processes_left(mark) == []

@@ -26,6 +26,7 @@ from fedcare_core.checkpoint import load_checkpoint
 from fedcare_core.run_dir import CHECKPOINT_FILE, RESULTS_FILE
 from fedcare_procs import marked_processes
 from tests.conftest import REPO_ROOT
+from tests.faults.run_processes import MARK_ENV, command_line, processes_left
 from tests.fedcare_flower.test_deployment import LAMBDA_TOL
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
@@ -34,11 +35,8 @@ ROUNDS = 12
 KILL_AT = 3
 #: Every final metric agrees within this across the backends (README, "Same results").
 METRIC_TOL = 1e-4
-MARK_ENV = "FEDCARE_TEST_MARK"
 #: Seconds a run may take to write the checkpoint waited for, or to finish.
 WAIT_S = 300
-#: Seconds the run's processes may take to follow their killed parent.
-FOLLOW_S = 15
 
 
 def _argv(data_dir: Path, *extra: str) -> list[str]:
@@ -54,30 +52,10 @@ def _env(tmp_path: Path, mark: str) -> dict[str, str]:
     return os.environ | {MARK_ENV: mark, "TMPDIR": str(tmp_path), "PYTHONPATH": path}
 
 
-def _sweep(mark: str, exclude: int | None = None) -> list[str]:
-    """Wait for the run's processes to end; kill and describe those still left."""
-    deadline = time.monotonic() + FOLLOW_S
-    left = [p for p in marked_processes(MARK_ENV, mark) if p != exclude]
-    while left and time.monotonic() < deadline:
-        time.sleep(0.2)
-        left = [p for p in marked_processes(MARK_ENV, mark) if p != exclude]
-    cmds = []
-    for pid in left:
-        try:
-            cmds.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
-            os.kill(pid, signal.SIGKILL)  # do not leave them to later tests
-        except (OSError, ProcessLookupError):
-            continue
-    return cmds
-
-
 def _superlink(mark: str) -> int:
     for pid in marked_processes(MARK_ENV, mark):
-        try:
-            if b"flower-superlink" in Path(f"/proc/{pid}/cmdline").read_bytes():
-                return pid
-        except OSError:
-            continue
+        if "flower-superlink" in (command_line(pid) or ""):
+            return pid
     pytest.fail("no flower-superlink process found")
 
 
@@ -164,7 +142,7 @@ def test_a_killed_deployment_run_resumes_to_the_uninterrupted_results(
         if cli.poll() is None:
             cli.kill()
             cli.wait()
-    assert _sweep(mark, exclude=cli.pid) == [], "processes of the run survived"
+    assert processes_left(mark, exclude=cli.pid) == [], "processes of the run survived"
     killed = load_checkpoint(checkpoint)
     assert killed is not None and KILL_AT <= killed.round < ROUNDS, "killed outside Stage 1"
     assert not (run_dir / RESULTS_FILE).exists()
@@ -181,6 +159,6 @@ def test_a_killed_deployment_run_resumes_to_the_uninterrupted_results(
     assert resumed.returncode == 0, resumed.stderr
     assert f"checkpoint of round {killed.round} restored" in resumed.stderr
     assert f"continues at round {killed.round + 1} of {ROUNDS}" in resumed.stderr
-    assert _sweep(mark) == []
+    assert processes_left(mark) == []
     print(f"{victim} killed after round {killed.round}; the resumed run took {took:.1f} s")
     _compare(json.loads((run_dir / RESULTS_FILE).read_text()), uninterrupted)

@@ -25,15 +25,14 @@ import pytest
 
 from fedcare_procs import marked_processes
 from tests.conftest import REPO_ROOT
+from tests.faults.run_processes import FOLLOW_S, MARK_ENV, processes_left
 
 pytestmark = pytest.mark.realdata
 
-MARK_ENV = "FEDCARE_TEST_MARK"
 #: Seconds a run may take to get going on a loaded two-core machine.
 START_S = 240
 #: Seconds from the signal to the exit, and for the run's processes to be gone after it.
 STOP_S = 30
-FOLLOW_S = 15
 #: What must never appear on stderr.
 DUMPS = ("Traceback", "Fatal Python error", "SIGTERM received", "Aborted")
 SMALL = ["--max-patients", "3000", "--clients", "3", "--no-verify"]
@@ -91,22 +90,7 @@ class Cli:
 
     def processes_left(self, within_s: float = FOLLOW_S) -> list[str]:
         """The command lines of the run's processes still alive after ``within_s``; kill them."""
-        deadline = time.monotonic() + within_s
-        while marked_processes(MARK_ENV, self.mark) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        left = marked_processes(MARK_ENV, self.mark)
-        cmds = []
-        for pid in left:
-            try:
-                cmds.append(Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode())
-            except OSError:
-                continue
-        for pid in left:  # do not leave them to later tests
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        return cmds
+        return processes_left(self.mark, within_s)
 
     def assert_clean_exit(self, sig: int) -> None:
         err = self.stderr()
