@@ -18,7 +18,7 @@ from fedcare_core.data.mimic3.consistency import (
     check_stay_values,
     check_stay_window,
 )
-from fedcare_core.data.mimic3.dates import TimeStats, parse_times
+from fedcare_core.data.mimic3.dates import TimeRule, TimeStats, parse_times
 from fedcare_core.data.mimic3.definition import (
     CATEGORICAL_FEATURES,
     MIMIC3_FEATURES,
@@ -207,27 +207,9 @@ def _read_icustays(path: Path, chunksize: int, stats: TimeStats) -> tuple[pd.Dat
     icu = read_small(path, ICUSTAYS, chunksize)
     notes = [f"ICUSTAYS: {len(icu)} ICU stays read"]
     _check_unique(icu, "ICUSTAY_ID", path, "ICUSTAYS")
-    icu["INTIME"] = parse_times(
-        icu["INTIME"],
-        rows=icu["_ROW"].to_numpy(),
-        path=path,
-        column="INTIME",
-        anchor=None,
-        rule="nearest",
-        stats=stats,
-        table="ICUSTAYS",
-    )
+    icu["INTIME"] = _times(icu, "INTIME", path, "ICUSTAYS", stats, None)
     if "OUTTIME" in icu.columns:  # for the consistency checks only
-        icu["OUTTIME"] = parse_times(
-            icu["OUTTIME"],
-            rows=icu["_ROW"].to_numpy(),
-            path=path,
-            column="OUTTIME",
-            anchor=icu["INTIME"],
-            rule="nearest",
-            stats=stats,
-            table="ICUSTAYS",
-        )
+        icu["OUTTIME"] = _times(icu, "OUTTIME", path, "ICUSTAYS", stats, icu["INTIME"])
     missing_key = icu[["SUBJECT_ID", "HADM_ID", "ICUSTAY_ID"]].isna().any(axis=1)
     if missing_key.any():
         notes.append(
@@ -250,16 +232,7 @@ def _read_admissions(
     anchor = adm["HADM_ID"].map(intime_by_hadm).astype("datetime64[us]")
     anchor = anchor.fillna(adm["SUBJECT_ID"].map(first_intime).astype("datetime64[us]"))
     for col in ("ADMITTIME", "DISCHTIME"):
-        adm[col] = parse_times(
-            adm[col],
-            rows=adm["_ROW"].to_numpy(),
-            path=path,
-            column=col,
-            anchor=anchor,
-            rule="nearest",
-            stats=stats,
-            table="ADMISSIONS",
-        )
+        adm[col] = _times(adm, col, path, "ADMISSIONS", stats, anchor)
     return adm
 
 
@@ -268,28 +241,33 @@ def _read_patients(path: Path, icu: pd.DataFrame, chunksize: int, stats: TimeSta
     pat = read_small(path, PATIENTS, chunksize)
     _check_unique(pat, "SUBJECT_ID", path, "PATIENTS")
     first_intime = icu.groupby("SUBJECT_ID")["INTIME"].min()
-    pat["DOB"] = parse_times(
-        pat["DOB"],
-        rows=pat["_ROW"].to_numpy(),
-        path=path,
-        column="DOB",
-        anchor=pat["SUBJECT_ID"].map(first_intime).astype("datetime64[us]"),
-        rule="latest_not_after",
-        stats=stats,
-        table="PATIENTS",
-    )
+    anchor = pat["SUBJECT_ID"].map(first_intime).astype("datetime64[us]")
+    pat["DOB"] = _times(pat, "DOB", path, "PATIENTS", stats, anchor, rule="latest_not_after")
     if "DOD" in pat.columns:  # for the consistency checks only
-        pat["DOD"] = parse_times(
-            pat["DOD"],
-            rows=pat["_ROW"].to_numpy(),
-            path=path,
-            column="DOD",
-            anchor=pat["SUBJECT_ID"].map(first_intime).astype("datetime64[us]"),
-            rule="nearest",
-            stats=stats,
-            table="PATIENTS",
-        )
+        pat["DOD"] = _times(pat, "DOD", path, "PATIENTS", stats, anchor)
     return pat
+
+
+def _times(
+    df: pd.DataFrame,
+    column: str,
+    path: Path,
+    table: str,
+    stats: TimeStats,
+    anchor: pd.Series | None,
+    rule: TimeRule = "nearest",
+) -> pd.Series:
+    """``df[column]`` parsed as times (:func:`parse_times`), rows named by ``df["_ROW"]``."""
+    return parse_times(
+        df[column],
+        rows=df["_ROW"].to_numpy(),
+        path=path,
+        column=column,
+        anchor=anchor,
+        rule=rule,
+        stats=stats,
+        table=table,
+    )
 
 
 def _event_features(
