@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from fedcare_core.errors import DataError
@@ -120,16 +119,8 @@ def check_stay_links(icu: pd.DataFrame, adm: pd.DataFrame, pat: pd.DataFrame, pa
             "the ICU stay's SUBJECT_ID differs from its admission's (ADMISSIONS.SUBJECT_ID)",
         ),
     )
-    for bad, column, message in checks:
-        mask = bad.to_numpy(dtype=bool)
-        if mask.any():
-            raise DataError(
-                f"{message} ({int(mask.sum())} stay(s)); the tables do not belong together or "
-                "one is incomplete",
-                file=str(path),
-                column=column,
-                rows=icu.loc[mask, "_ROW"].tolist(),
-            )
+    count = "({n} stay(s)); the tables do not belong together or one is incomplete"
+    _raise_first(icu, list(checks), path, count=count)
 
 
 def check_stay_values(icu: pd.DataFrame, dob: pd.Series, path: Path) -> None:
@@ -228,13 +219,21 @@ def check_patient_dates(pat: pd.DataFrame, path: Path) -> None:
         _raise_first(pat, [(pat["DOD"] < pat["DOB"], "DOD", "DOD precedes DOB")], path)
 
 
-def _raise_first(rows: pd.DataFrame, checks: list[tuple[pd.Series, str, str]], path: Path) -> None:
-    """Raise a DataError for the first check whose mask holds anywhere (NaN/NaT never hold)."""
+def _raise_first(
+    rows: pd.DataFrame,
+    checks: list[tuple[pd.Series, str, str]],
+    path: Path,
+    count: str = "in {n} row(s)",
+) -> None:
+    """Raise a DataError for the first check whose mask holds anywhere (NaN/NaT never hold).
+
+    ``count`` follows the check's message, ``{n}`` standing for the number of rows at fault.
+    """
     for mask, column, message in checks:
-        bad = np.asarray(mask.fillna(False) if hasattr(mask, "fillna") else mask, dtype=bool)
+        bad = mask.fillna(False).to_numpy(dtype=bool)
         if bad.any():
             raise DataError(
-                f"{message} in {int(bad.sum())} row(s)",
+                f"{message} {count.format(n=int(bad.sum()))}",
                 file=str(path),
                 column=column,
                 rows=rows.loc[bad, "_ROW"].tolist(),
