@@ -1,7 +1,8 @@
 """Per-client and pooled evaluation on each client's own held-out test set (SPEC §3).
 
-Each client is scored with the model it would deploy: its personalised model for personalised
-methods, the global model otherwise. Pooled metrics concatenate every client's test predictions.
+Each client is scored with the model it would deploy (:mod:`fedcare_core.deployment`): its
+personalised model for personalised methods, the global model otherwise. Pooled metrics
+concatenate every client's test predictions.
 """
 
 from __future__ import annotations
@@ -15,32 +16,9 @@ import torch
 from fedcare_core.data.federation import ClientData, Federation, SplitArrays
 from fedcare_core.losses import predict
 from fedcare_core.metrics import compute_metric
-from fedcare_core.models import MultiObjectiveModel, PersonalModel
 
 #: Predicts raw scores for one objective on a split: (split, objective) -> scores.
 Scorer = Callable[[SplitArrays, str], torch.Tensor]
-
-
-def global_scorer(model: MultiObjectiveModel) -> Scorer:
-    """Scores a split with a model over its ``x_common`` columns (in evaluation mode).
-
-    On a baseline's union view, ``x_common`` is the union vector.
-    """
-    model.eval()
-
-    def score(split: SplitArrays, objective: str) -> torch.Tensor:
-        return model(torch.from_numpy(split.x_common), objective)
-
-    return score
-
-
-def personal_scorer(model: PersonalModel) -> Scorer:
-    """Scores a split with a personalised model over its common and private columns."""
-
-    def score(split: SplitArrays, objective: str) -> torch.Tensor:
-        return model(torch.from_numpy(split.x_common), torch.from_numpy(split.x_private), objective)
-
-    return score
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from fedcare_core.config import ExperimentConfig
 from fedcare_core.cpu_kernels import kernel_path
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.federation import Federation
+from fedcare_core.deployment import ClientPredictor
 from fedcare_core.evaluate import EvaluationReport
 from fedcare_core.stage1 import Stage1Result
 from fedcare_core.stage2 import Stage2Result
@@ -79,6 +80,8 @@ class ExperimentResult:
     timing: dict[str, float]
     data_sha256: str
     notes: list[str] = field(default_factory=list)
+    #: The model each client deploys (what ``evaluation`` scored), in client order.
+    predictors: list[ClientPredictor] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The ``results.json`` document (no identifiers: clients are numbered 0..K-1)."""
@@ -165,6 +168,7 @@ def assemble_result(
     stage1: Stage1Result,
     stage2: Sequence[Stage2Result],
     evaluation: EvaluationReport,
+    predictors: Sequence[ClientPredictor],
     *,
     timing: Mapping[str, float],
     provenance: DataProvenance,
@@ -183,6 +187,8 @@ def assemble_result(
         Per-client Stage 2 results (any order; stored by client id).
     evaluation
         Every client scored with the model it deploys.
+    predictors
+        Those models, in client order.
     timing
         :meth:`PhaseTimer.timing`.
     provenance
@@ -202,6 +208,7 @@ def assemble_result(
         timing=dict(timing),
         data_sha256=provenance.sha256,
         notes=list(provenance.notes),
+        predictors=list(predictors),
     )
 
 

@@ -31,6 +31,7 @@ from fedcare_core.cpu_kernels import ENV, kernel_path, kernel_path_mismatch
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.federation import ClientData, Federation, build_federation
 from fedcare_core.data.partition import FeaturePartition, with_disparity
+from fedcare_core.deployment import predictor_scorer
 from fedcare_core.evaluate import evaluate
 from fedcare_core.executors import Executor, InProcess
 from fedcare_core.results import DataProvenance, ExperimentResult, PhaseTimer, assemble_result
@@ -188,14 +189,16 @@ def run_algorithm(
                 progress=progress,
             )
     with timer.phase("evaluate"):
-        scored, scorers = algorithm.scorers(inputs, rounds, personal)
-        report = executor.run("evaluate", evaluate, scored, scorers)
+        predictors = algorithm.predictors(inputs, rounds, personal)
+        scorers = [predictor_scorer(p) for p in predictors]
+        report = executor.run("evaluate", evaluate, federation, scorers)
     return assemble_result(
         config,
         federation,
         algorithm.stage1_record(inputs, rounds, personal),
         algorithm.stage2_record(personal),
         report,
+        predictors,
         timing=timer.timing(),
         provenance=provenance,
     )

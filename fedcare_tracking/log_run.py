@@ -3,12 +3,15 @@
 Run layout, in the dataset's experiment::
 
     <flow run>                      (parent, created by the caller; optional)
-      <algorithm>-seed<k>           params, per-round metrics, final metrics, artifacts, backbone
-        stage2-client<k>            μ* and loss traces per epoch, the personalised model
+      <algorithm>-seed<k>           params, per-round metrics, final metrics, artifacts, the
+                                    backbone (FedCARE, FedCARE-B) and every client's deployed
+                                    model (``client<k>``: a pyfunc over raw rows)
+        stage2-client<k>            μ* and loss traces per epoch (FedCARE)
 
 Everything logged comes from :meth:`ExperimentResult.to_dict` (the ``results.json`` document),
-which holds no identifiers (clients are numbered 0..K-1), and from the models; the input
-examples stored with the models are synthetic rows of zeros and ones.
+which holds no identifiers (clients are numbered 0..K-1), and from the models and their
+encoders (training statistics, never rows); the input examples stored with the models are
+synthetic (the backbone's rows of zeros and ones, the client models' made-up encounters).
 """
 
 from __future__ import annotations
@@ -30,16 +33,13 @@ from mlflow.tracking import MlflowClient
 from mlflow.utils.validation import MAX_METRICS_PER_BATCH, MAX_PARAMS_TAGS_PER_BATCH
 
 from fedcare_core import __version__
+from fedcare_core.algorithms import FEDCARE_ALGORITHMS
 from fedcare_core.results import ExperimentResult
 from fedcare_core.stage1 import load_global_model
 from fedcare_tracking import plots, store
+from fedcare_tracking.client_models import log_client_models
 from fedcare_tracking.mlflow_params import flatten_params, param_value
-from fedcare_tracking.serving import (
-    GlobalPredictor,
-    PersonalPredictor,
-    input_example,
-    signature_for,
-)
+from fedcare_tracking.serving import GlobalPredictor, input_example, signature_for
 
 _log = logging.getLogger(__name__)
 
@@ -61,8 +61,9 @@ TAG_STAGE = "fedcare.stage"
 TAG_CLIENT = "fedcare.client"
 #: Logged-model id of the run's backbone (read by :mod:`fedcare_tracking.registry`).
 TAG_BACKBONE_MODEL_ID = "fedcare.backbone_model_id"
-#: Logged-model id of a Stage 2 run's personalised model.
-TAG_PERSONAL_MODEL_ID = "fedcare.personal_model_id"
+#: Logged-model id of each client's deployed model: ``fedcare.client_model_id.<k>`` on the run,
+#: ``fedcare.client_model_id`` on a Stage 2 run.
+TAG_CLIENT_MODEL_ID = "fedcare.client_model_id"
 #: Prefix of the tags naming each objective's metric (``fedcare.metric.los = mae_days``).
 TAG_METRIC_PREFIX = "fedcare.metric."
 
@@ -73,11 +74,6 @@ RESULTS_FILE = "results.json"
 PLOTS_DIR = "plots"
 LAMBDA_PLOT = "lambda_trajectory.png"
 METRICS_PLOT = "metrics.png"
-
-
-def personal_model_name(client: int) -> str:
-    """Logged-model name of a client's personalised model."""
-    return f"personal_client{client}"
 
 
 def log_experiment(
@@ -105,8 +101,9 @@ def log_experiment(
     tags
         Extra tags for the run and its Stage 2 runs.
     models
-        Log the Stage 1 model and the personalised models (PyTorch flavour, ``pt2`` format,
-        with a tensor signature).
+        Log the model each client deploys (a pyfunc over raw rows,
+        :mod:`fedcare_tracking.client_models`) and, for FedCARE and FedCARE-B, the Stage 1
+        backbone (PyTorch flavour, ``pt2`` format, with a tensor signature).
     extra_artifacts
         Artifact folder → local file or folder, e.g. ``{"validation": report_dir}``.
     flow_run_id
@@ -158,15 +155,25 @@ def log_experiment(
         log_batch_chunked(mc, run_id, params=params)
         log_batch_chunked(mc, run_id, metrics=_round_metrics(doc["rounds"]) + _final_metrics(doc))
         _log_artifacts(mc, run_id, doc, extras)
+        client_models: dict[int, str] = {}
         if source is not None:
-            model_id = _log_backbone(source, run_id, experiment_id, params)
-            mc.set_tag(run_id, TAG_BACKBONE_MODEL_ID, model_id)
+            if source.config.algorithm in FEDCARE_ALGORITHMS:
+                model_id = _log_backbone(source, run_id, experiment_id, params)
+                mc.set_tag(run_id, TAG_BACKBONE_MODEL_ID, model_id)
+            client_models = log_client_models(
+                source, run_id=run_id, experiment_id=experiment_id, params=params
+            )
+            log_batch_chunked(
+                mc,
+                run_id,
+                tags={f"{TAG_CLIENT_MODEL_ID}.{k}": v for k, v in client_models.items()},
+            )
         for entry in doc.get("stage2", []):
             _log_stage2(
                 mc,
                 doc,
                 entry,
-                source,
+                client_models.get(int(entry["client"])),
                 experiment_id=experiment_id,
                 parent_run_id=run_id,
                 tags=common,
@@ -312,7 +319,7 @@ def _pip_requirements() -> list[str]:
 
 
 def log_model(
-    module: GlobalPredictor | PersonalPredictor,
+    module: GlobalPredictor,
     width: int,
     *,
     name: str,
@@ -394,7 +401,7 @@ def _log_stage2(
     mc: MlflowClient,
     doc: Mapping[str, Any],
     entry: Mapping[str, Any],
-    result: ExperimentResult | None,
+    client_model_id: str | None,
     *,
     experiment_id: str,
     parent_run_id: str,
@@ -427,26 +434,10 @@ def _log_stage2(
                 (f"{s}.test", c.get("value"), 0) for c in rep.get("clients", []) if c["client"] == k
             ]
         log_batch_chunked(mc, run_id, params=params, metrics=_metrics(values, now))
-        if result is not None:
-            _log_personal(mc, result, k, run_id, experiment_id)
+        if client_model_id is not None:
+            mc.set_tag(run_id, TAG_CLIENT_MODEL_ID, client_model_id)
     except BaseException:
         mc.set_terminated(run_id, status="FAILED")
         raise
     mc.set_terminated(run_id, status="FINISHED")
     return run_id
-
-
-def _log_personal(
-    mc: MlflowClient, result: ExperimentResult, k: int, run_id: str, experiment_id: str
-) -> None:
-    client = next(c for c in result.federation.clients if c.client_id == k)
-    stage2 = next(s for s in result.stage2 if s.client_id == k)
-    width = client.common_encoder.width
-    model_id = log_model(
-        PersonalPredictor(stage2.model, width, _kinds(result)),
-        width + client.private_encoder.width,
-        name=personal_model_name(k),
-        run_id=run_id,
-        experiment_id=experiment_id,
-    )
-    mc.set_tag(run_id, TAG_PERSONAL_MODEL_ID, model_id)

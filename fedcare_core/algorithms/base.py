@@ -27,7 +27,7 @@ from torch import nn
 from fedcare_core.baselines.features import UnionLayout
 from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.federation import ClientData, Federation
-from fedcare_core.evaluate import Scorer
+from fedcare_core.deployment import ClientPredictor
 from fedcare_core.stage1 import Stage1Result
 from fedcare_core.stage2 import Stage2Result
 from fedcare_core.training import ProgressFn
@@ -139,7 +139,7 @@ class Personalisation:
 class Algorithm(ABC):
     """One method: its phases and what each client deploys.
 
-    Subclasses set the class attributes and implement :meth:`rounds` and :meth:`scorers`;
+    Subclasses set the class attributes and implement :meth:`rounds` and :meth:`predictors`;
     an algorithm with a per-client phase sets :attr:`personal_phase` and implements
     :meth:`personalisation` and :meth:`personalise_client`.
     """
@@ -178,10 +178,10 @@ class Algorithm(ABC):
         raise NotImplementedError(f"{self.name} has no per-client phase")
 
     @abstractmethod
-    def scorers(
+    def predictors(
         self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]
-    ) -> tuple[Federation, list[Scorer]]:
-        """The clients to score (their feature view) and the model each deploys."""
+    ) -> list[ClientPredictor]:
+        """The model each client of ``inputs.federation`` deploys, in client order."""
 
     def stage1_record(
         self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]

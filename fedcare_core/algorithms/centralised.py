@@ -9,10 +9,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from fedcare_core.algorithms.base import Rounds, RunInputs, Stage1Runner
-from fedcare_core.algorithms.union_view import UnionBound
+from fedcare_core.algorithms.union_view import UnionBound, union_predictors
 from fedcare_core.baselines.bounds import no_rounds, run_centralised
-from fedcare_core.data.federation import Federation
-from fedcare_core.evaluate import Scorer, global_scorer
+from fedcare_core.deployment import ClientPredictor
 from fedcare_core.training import ProgressFn
 
 
@@ -39,9 +38,9 @@ class Centralised(UnionBound):
         )
         return Rounds(stage1, (fitted.model,))
 
-    def scorers(
+    def predictors(
         self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]
-    ) -> tuple[Federation, list[Scorer]]:
+    ) -> list[ClientPredictor]:
         """The pooled model at every client, over its union vectors."""
         model = rounds.models[0]
-        return inputs.view, [global_scorer(model) for _ in inputs.view.clients]  # type: ignore[arg-type]
+        return union_predictors(inputs, [model] * len(inputs.federation.clients))  # type: ignore[list-item]

@@ -15,7 +15,7 @@ import torch
 from fedcare_core.algorithms.base import Algorithm, Personalisation, Rounds, RunInputs, Stage1Runner
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.data.federation import ClientData, Federation
-from fedcare_core.evaluate import Scorer, global_scorer, personal_scorer
+from fedcare_core.deployment import ClientPredictor, CommonInput, PersonalInput
 from fedcare_core.stage1 import Stage1Result, load_global_model, run_stage1
 from fedcare_core.stage2 import Stage2Result, fine_tune
 from fedcare_core.training import ProgressFn, objective_kinds
@@ -58,10 +58,12 @@ def stage2_backbone(
     return model.backbone.state_dict()
 
 
-def global_scorers(inputs: RunInputs, stage1: Stage1Result) -> tuple[Federation, list[Scorer]]:
-    """Every client scored with the global model w* (over the common features)."""
-    model = load_global_model(stage1, inputs.federation.common_width, inputs.config.model)
-    return inputs.federation, [global_scorer(model) for _ in inputs.federation.clients]
+def global_predictors(inputs: RunInputs, stage1: Stage1Result) -> list[ClientPredictor]:
+    """The global model w* at every client, over the common features."""
+    config = inputs.config.model
+    model = load_global_model(stage1, inputs.federation.common_width, config)
+    kinds = objective_kinds(inputs.federation)
+    return [CommonInput(model, c.objectives, kinds, config) for c in inputs.federation.clients]
 
 
 class FedCare(Algorithm):
@@ -91,9 +93,9 @@ class FedCare(Algorithm):
         backbone, kinds = shared
         return run_stage2_client(backbone, client, kinds, config)
 
-    def scorers(
+    def predictors(
         self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]
-    ) -> tuple[Federation, list[Scorer]]:
+    ) -> list[ClientPredictor]:
         """Each client's personalised model, over its common and private features."""
         by_client = {s.client_id: s for s in personal}
         wanted = [c.client_id for c in inputs.federation.clients]
@@ -102,7 +104,8 @@ class FedCare(Algorithm):
                 f"Stage 2 results for clients {sorted(by_client)}; expected one for each of "
                 f"{wanted}"
             )
-        return inputs.federation, [personal_scorer(by_client[k].model) for k in wanted]
+        kinds = objective_kinds(inputs.federation)
+        return [PersonalInput(by_client[k].model, kinds, inputs.config.model) for k in wanted]
 
     def stage2_record(self, personal: Sequence[Any]) -> list[Stage2Result]:
         """The clients' Stage 2 traces."""

@@ -6,9 +6,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from fedcare_core.algorithms.base import Algorithm, Rounds, RunInputs, Stage1Runner
-from fedcare_core.algorithms.fedcare import global_scorers, stage1_rounds
-from fedcare_core.data.federation import Federation
-from fedcare_core.evaluate import Scorer
+from fedcare_core.algorithms.fedcare import global_predictors, stage1_rounds
+from fedcare_core.deployment import ClientPredictor
 from fedcare_core.training import ProgressFn
 
 
@@ -24,8 +23,8 @@ class FedCareB(Algorithm):
         """Stage 1 (Algorithm 1), exactly as FedCARE's."""
         return stage1_rounds(inputs, backend, progress)
 
-    def scorers(
+    def predictors(
         self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]
-    ) -> tuple[Federation, list[Scorer]]:
+    ) -> list[ClientPredictor]:
         """The global model w* at every client."""
-        return global_scorers(inputs, rounds.stage1)
+        return global_predictors(inputs, rounds.stage1)

@@ -10,11 +10,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from fedcare_core.algorithms.base import Personalisation, Rounds, RunInputs, Stage1Runner
-from fedcare_core.algorithms.union_view import UnionBound
+from fedcare_core.algorithms.union_view import UnionBound, union_predictors
 from fedcare_core.baselines.bounds import FitResult, fit_local_client, no_rounds
 from fedcare_core.config import ExperimentConfig
-from fedcare_core.data.federation import ClientData, Federation
-from fedcare_core.evaluate import Scorer, global_scorer
+from fedcare_core.data.federation import ClientData
+from fedcare_core.deployment import ClientPredictor
 from fedcare_core.stage1 import Stage1Result
 from fedcare_core.training import ProgressFn, objective_kinds
 
@@ -46,11 +46,11 @@ class Local(UnionBound):
         kinds, width = shared
         return fit_local_client(client, kinds, width, config.model, config.baselines, config.seed)
 
-    def scorers(
+    def predictors(
         self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]
-    ) -> tuple[Federation, list[Scorer]]:
+    ) -> list[ClientPredictor]:
         """Each client's own model, over its union vectors."""
-        return inputs.view, [global_scorer(f.model) for f in personal]
+        return union_predictors(inputs, [f.model for f in personal])
 
     def stage1_record(
         self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]

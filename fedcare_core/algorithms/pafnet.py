@@ -11,10 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from fedcare_core.algorithms.base import Algorithm, Rounds, RunInputs, Stage1Runner
-from fedcare_core.baselines.pafnet import pafnet_scorer, run_pafnet
-from fedcare_core.data.federation import Federation
-from fedcare_core.evaluate import Scorer
-from fedcare_core.training import ProgressFn
+from fedcare_core.baselines.pafnet import run_pafnet
+from fedcare_core.deployment import ClientPredictor, OwnInput
+from fedcare_core.training import ProgressFn, objective_kinds
 
 
 class Pafnet(Algorithm):
@@ -44,8 +43,13 @@ class Pafnet(Algorithm):
         )
         return Rounds(stage1, models)
 
-    def scorers(
+    def predictors(
         self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]
-    ) -> tuple[Federation, list[Scorer]]:
+    ) -> list[ClientPredictor]:
         """Each client's own PAFNet model, over its own features."""
-        return inputs.federation, [pafnet_scorer(m) for m in rounds.models]  # type: ignore[arg-type]
+        config = inputs.config
+        kinds = objective_kinds(inputs.federation)
+        return [
+            OwnInput(m, kinds, config.model, latent=config.baselines.pafnet_latent)  # type: ignore[arg-type]
+            for m in rounds.models
+        ]

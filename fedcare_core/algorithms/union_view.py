@@ -20,15 +20,50 @@ from fedcare_core.algorithms.base import (
     Stage1Runner,
 )
 from fedcare_core.baselines.features import UnionLayout, union_federation
+from fedcare_core.config import ExperimentConfig
 from fedcare_core.data.federation import Federation
-from fedcare_core.evaluate import Scorer, global_scorer
+from fedcare_core.deployment import ClientPredictor, UnionInput
+from fedcare_core.models import MultiObjectiveModel
 from fedcare_core.stage1 import Stage1Result, load_global_model
-from fedcare_core.training import ProgressFn
+from fedcare_core.training import ProgressFn, objective_kinds
 
 
 def union_view(federation: Federation) -> tuple[Federation, UnionLayout | None]:
     """The union view of the clients and its layout."""
     return union_federation(federation)
+
+
+def union_predictors(
+    inputs: RunInputs, models: Sequence[MultiObjectiveModel]
+) -> list[ClientPredictor]:
+    """Each client's FullMLP over its union vectors.
+
+    Parameters
+    ----------
+    inputs
+        The run's inputs (the prepared clients and the union layout).
+    models
+        One model per client of ``inputs.federation`` (the same object where they share one).
+
+    Returns
+    -------
+    list of ClientPredictor
+        One :class:`~fedcare_core.deployment.UnionInput` per client, in client order.
+    """
+    layout = union_layout(inputs)
+    config: ExperimentConfig = inputs.config
+    kinds = objective_kinds(inputs.federation)
+    return [
+        UnionInput(
+            model,
+            c.objectives,
+            kinds,
+            config.model,
+            common_width=layout.common_width,
+            private_index=layout.private_index(c.private_encoder).tolist(),
+        )
+        for c, model in zip(inputs.federation.clients, models, strict=True)
+    ]
 
 
 def union_layout(inputs: RunInputs) -> UnionLayout:
@@ -70,9 +105,9 @@ class GlobalUnionBaseline(FederatedBaseline):
     def in_process_rounds(self, inputs: RunInputs, progress: ProgressFn | None) -> Stage1Result:
         """The rounds over the union view, in this process."""
 
-    def scorers(
+    def predictors(
         self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]
-    ) -> tuple[Federation, list[Scorer]]:
+    ) -> list[ClientPredictor]:
         """The global FullMLP at every client, over its union vectors."""
         model = load_global_model(rounds.stage1, union_layout(inputs).width, inputs.config.model)
-        return inputs.view, [global_scorer(model) for _ in inputs.view.clients]
+        return union_predictors(inputs, [model] * len(inputs.federation.clients))

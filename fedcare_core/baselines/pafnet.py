@@ -40,7 +40,6 @@ from fedcare_core.baselines.common import (
 from fedcare_core.baselines.fedavg import LocalUpdate, objective_round_losses
 from fedcare_core.config import BaselineConfig, ModelConfig
 from fedcare_core.data.federation import ClientData, Federation, SplitArrays
-from fedcare_core.evaluate import Scorer
 from fedcare_core.models import MultiObjectiveModel
 from fedcare_core.param_vectors import (
     ParamLayout,
@@ -100,6 +99,7 @@ class PafnetClientModel(nn.Module):
     ) -> None:
         super().__init__()
         self.own_objectives = tuple(own_objectives)
+        self.in_dim = in_dim
         self.projection = nn.Sequential(nn.Linear(in_dim, latent), nn.LayerNorm(latent))
         self.body = MultiObjectiveModel(latent, objectives, config)
         masked = [
@@ -447,13 +447,3 @@ def validation_loss(
             client.objectives, y, losses, lambda s, mask: scores[s][mask]
         )
     return float(sum(float(v) for v in parts.values()))
-
-
-def pafnet_scorer(model: PafnetClientModel) -> Scorer:
-    """Scores a client's split (own features) with its PAFNet model (evaluation mode)."""
-    model.eval()
-
-    def score(split: SplitArrays, objective: str) -> torch.Tensor:
-        return model(torch.from_numpy(own_features(split)), objective)
-
-    return score

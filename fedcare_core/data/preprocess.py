@@ -13,6 +13,7 @@ from __future__ import annotations
 import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -55,6 +56,29 @@ class FeatureEncoder:
             names.extend(f"{col}={v}" for v in vocab)
             names.extend([f"{col}=__other__", f"{col}=__missing__"])
         return names
+
+    def to_dict(self) -> dict[str, Any]:
+        """The fitted statistics and vocabularies as JSON-able data (floats exactly)."""
+        return {
+            "numeric": list(self.numeric),
+            "medians": [float(v) for v in self.medians],
+            "means": [float(v) for v in self.means],
+            "stds": [float(v) for v in self.stds],
+            "categorical": [[col, list(vocab)] for col, vocab in self.categorical],
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> FeatureEncoder:
+        """The encoder :meth:`to_dict` described."""
+        return cls(
+            numeric=tuple(str(c) for c in data["numeric"]),
+            medians=np.asarray(data["medians"], dtype=np.float64),
+            means=np.asarray(data["means"], dtype=np.float64),
+            stds=np.asarray(data["stds"], dtype=np.float64),
+            categorical=tuple(
+                (str(col), tuple(str(v) for v in vocab)) for col, vocab in data["categorical"]
+            ),
+        )
 
     def transform(self, frame: pd.DataFrame) -> np.ndarray:
         """Encode ``frame`` (raw features) into a float32 matrix of shape (n, width)."""

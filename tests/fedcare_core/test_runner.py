@@ -118,7 +118,7 @@ def test_a_missing_stage2_result_is_refused():
     result = run_experiment(cohort, PARTITION, cfg)
     inputs = RunInputs(fed, fed, None, cfg)
     with pytest.raises(ValueError, match="expected one for each"):
-        get_algorithm("fedcare").scorers(inputs, Rounds(result.stage1), result.stage2[:-1])
+        get_algorithm("fedcare").predictors(inputs, Rounds(result.stage1), result.stage2[:-1])
 
 
 def test_a_shared_stage1_gives_fedcare_b_its_own_document():

@@ -6,6 +6,8 @@ with the three diagnoses mapped to ICD-9 groups and the integer code columns wri
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import pandas as pd
 
@@ -109,8 +111,13 @@ def code_strings(values: pd.Series) -> pd.Series:
     return values.astype("Int64").astype("str")
 
 
-def build_features(df: pd.DataFrame, numbers: dict[str, pd.Series], chk: Checker) -> pd.DataFrame:
-    """The 46 features of :data:`DIABETES130_FEATURES`, in file order.
+def build_features(
+    df: pd.DataFrame,
+    numbers: dict[str, pd.Series],
+    chk: Checker,
+    features: Sequence[str] = DIABETES130_FEATURES,
+) -> pd.DataFrame:
+    """The features of :data:`DIABETES130_FEATURES` (or the subset ``features``), in file order.
 
     Parameters
     ----------
@@ -121,6 +128,8 @@ def build_features(df: pd.DataFrame, numbers: dict[str, pd.Series], chk: Checker
         :func:`~fedcare_core.data.diabetes130.reading.check_sources`).
     chk
         The file's error builder.
+    features
+        Which features to build (default all 46), each from its column of the same name.
 
     Returns
     -------
@@ -135,7 +144,7 @@ def build_features(df: pd.DataFrame, numbers: dict[str, pd.Series], chk: Checker
 
     """
     cols: dict[str, pd.Series] = {}
-    for c in DIABETES130_FEATURES:
+    for c in features:
         if c == "age":
             cols[c] = age_midpoint(df[c], chk)
         elif c in DIABETES130_COUNT_COLUMNS:

@@ -20,7 +20,7 @@ from fedcare_core.data.diabetes130.schema import (
     ICD9_CODE_PATTERN,
 )
 
-__all__ = ["check_plausible"]
+__all__ = ["check_age", "check_counts", "check_diagnoses", "check_plausible"]
 
 
 def check_plausible(df: pd.DataFrame, numbers: dict[str, pd.Series], chk: Checker) -> None:
@@ -67,30 +67,9 @@ def check_plausible(df: pd.DataFrame, numbers: dict[str, pd.Series], chk: Checke
             "encounter_id",
             repeated,
         )
-    for col, (lo, hi) in COUNT_RANGES.items():
-        counts = numbers[col]
-        bad = counts.isna() | (counts < lo) | (counts > hi)
-        if bad.any():
-            raise chk.error(
-                f"{col} must be a whole number from {lo} to {hi} (a count; missing is not allowed)",
-                col,
-                bad,
-            )
-    age = df["age"]
-    bad = age.notna() & ~age.isin(AGE_BRACKETS)
-    if bad.any():
-        raise chk.error(
-            f"age must be one of the ten brackets {AGE_BRACKETS[0]} … {AGE_BRACKETS[-1]}",
-            "age",
-            bad,
-        )
-    for col in DIAG_COLUMNS:
-        codes = df[col]
-        bad = codes.notna() & ~codes.astype("str").str.strip().str.match(ICD9_CODE_PATTERN)
-        if bad.any():
-            raise chk.error(
-                f"{col} must be an ICD-9-CM code such as 428, 250.83, V45 or E812", col, bad
-            )
+    check_counts(numbers, chk)
+    check_age(df, chk)
+    check_diagnoses(df, chk)
     expired = numbers["discharge_disposition_id"].isin(sorted(EXPIRED_DISCHARGE_IDS))
     readmitted = expired & (df["readmitted"] != "NO")
     if readmitted.any():
@@ -100,3 +79,67 @@ def check_plausible(df: pd.DataFrame, numbers: dict[str, pd.Series], chk: Checke
             "readmitted",
             readmitted,
         )
+
+
+def check_counts(numbers: dict[str, pd.Series], chk: Checker) -> None:
+    """Refuse a missing count or one outside :data:`COUNT_RANGES`.
+
+    Parameters
+    ----------
+    numbers
+        The numeric columns as float64 (the counts of :data:`COUNT_RANGES` absent here are
+        not checked).
+    chk
+        The file's error builder.
+
+    Raises
+    ------
+    DataError
+        Naming the first count column at fault and its rows.
+    """
+    for col, (lo, hi) in COUNT_RANGES.items():
+        if col not in numbers:
+            continue
+        counts = numbers[col]
+        bad = counts.isna() | (counts < lo) | (counts > hi)
+        if bad.any():
+            raise chk.error(
+                f"{col} must be a whole number from {lo} to {hi} (a count; missing is not allowed)",
+                col,
+                bad,
+            )
+
+
+def check_age(df: pd.DataFrame, chk: Checker) -> None:
+    """Refuse an ``age`` that is not one of the ten brackets (missing passes).
+
+    Raises
+    ------
+    DataError
+        Naming ``age`` and its rows.
+    """
+    age = df["age"]
+    bad = age.notna() & ~age.isin(AGE_BRACKETS)
+    if bad.any():
+        raise chk.error(
+            f"age must be one of the ten brackets {AGE_BRACKETS[0]} … {AGE_BRACKETS[-1]}",
+            "age",
+            bad,
+        )
+
+
+def check_diagnoses(df: pd.DataFrame, chk: Checker) -> None:
+    """Refuse a diagnosis not shaped like an ICD-9-CM code (missing passes; absent columns too).
+
+    Raises
+    ------
+    DataError
+        Naming the first diagnosis column at fault and its rows.
+    """
+    for col in (c for c in DIAG_COLUMNS if c in df):
+        codes = df[col]
+        bad = codes.notna() & ~codes.astype("str").str.strip().str.match(ICD9_CODE_PATTERN)
+        if bad.any():
+            raise chk.error(
+                f"{col} must be an ICD-9-CM code such as 428, 250.83, V45 or E812", col, bad
+            )
