@@ -14,8 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fedcare_cli import experiment, stack_command
-from fedcare_cli.options import add_unseen_categories_option
+from fedcare_cli import experiment, predict, stack_command, tracked
+from fedcare_cli.options import add_tracking_uri_option, add_unseen_categories_option
 from fedcare_core.algorithms import ALGORITHM_NAMES, validate_config
 from fedcare_core.config import (
     CLIENT_SPLITS,
@@ -55,6 +55,7 @@ def _parser() -> argparse.ArgumentParser:
     _add_data_parser(sub)
     stack_command.add_parser(sub)
     experiment.add_parser(sub)
+    predict.add_parser(sub)
     return parser
 
 
@@ -131,6 +132,7 @@ def _add_run_parser(sub: Any) -> None:
         help="Flower backends: keep the run folder (logs, per-client data) for debugging",
     )
     run.add_argument("--out", type=Path, help="write results JSON here")
+    add_tracking_uri_option(run, "to log the run, its models and registry versions to")
     run.add_argument("--no-verify", action="store_true", help="skip the dataset checksum")
     run.add_argument("--quiet", action="store_true", help="no progress bars")
     keep = run.add_mutually_exclusive_group()
@@ -148,7 +150,7 @@ def _add_run_parser(sub: Any) -> None:
         type=Path,
         metavar="DIR",
         help="continue the run kept in DIR (by --run-dir) from its last checkpoint, to the "
-        "uninterrupted run's results; takes no other option but --out and --quiet",
+        "uninterrupted run's results; takes no other option but --out, --quiet and --tracking-uri",
     )
 
 
@@ -290,7 +292,7 @@ def build_stage1_runner(
 
 
 #: ``fedcare run`` options that ``--resume`` accepts (the rest come from the run's config.json).
-RESUME_OPTIONS = ("command", "resume", "out", "quiet")
+RESUME_OPTIONS = ("command", "resume", "out", "quiet", "tracking_uri")
 
 
 def resume_conflicts(args: argparse.Namespace) -> list[str]:
@@ -331,6 +333,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     recorded: RunData | None = None
     if args.out is not None:  # before any work: not after hours of training
         check_output_file(args.out)
+    tracking = tracked.open_store(args.tracking_uri) if args.tracking_uri else None
     if args.resume is not None:
         folder, config, recorded = open_run_folder(args)
         if folder.is_complete():
@@ -394,6 +397,8 @@ def cmd_run(args: argparse.Namespace) -> int:
     print(results_table(document))
     if args.out is not None:
         print(f"results written to {args.out}")
+    if tracking is not None:
+        tracked.track(tracking, result, backend.name)
     return 0
 
 
@@ -474,6 +479,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return stack_command.cmd_stack(args)
     if args.command == "experiment":
         return experiment.cmd_experiment(args)
+    if args.command == "predict":
+        return predict.cmd_predict(args)
     return EXIT_ERROR  # pragma: no cover - argparse rejects other commands
 
 

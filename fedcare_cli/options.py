@@ -15,3 +15,13 @@ def add_unseen_categories_option(parser: Any) -> None:
         help="a category outside a column's documented values: refuse the data (default) or "
         "encode it as 'other' (for a site whose export holds more codes)",
     )
+
+
+def add_tracking_uri_option(parser: Any, what: str) -> None:
+    """``--tracking-uri``: an MLflow tracking URI (default ``$MLFLOW_TRACKING_URI``)."""
+    parser.add_argument(
+        "--tracking-uri",
+        metavar="URI",
+        help=f"MLflow tracking URI, {what} (e.g. sqlite:///mlflow.db or http://127.0.0.1:5000; "
+        "default $MLFLOW_TRACKING_URI, else the project's mlflow/mlflow.db)",
+    )

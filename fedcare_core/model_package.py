@@ -49,8 +49,6 @@ PACKAGE_FILE = "package.json"
 WEIGHTS_FILE = "weights.pt"
 #: Version of the package layout.
 PACKAGE_FORMAT = 1
-#: What an unnamed input is called in messages.
-INPUT_ROWS = "the input rows"
 
 
 def output_column(objective: str, kind: str) -> str:
@@ -125,7 +123,7 @@ class ModelPackage:
         self,
         rows: pd.DataFrame,
         *,
-        source: str = INPUT_ROWS,
+        source: str | None = None,
         unseen_categories: str | None = None,
     ) -> pd.DataFrame:
         """Predict each row, labels not needed.
@@ -136,7 +134,7 @@ class ModelPackage:
             Raw rows of the dataset (:func:`fedcare_core.data.rows.row_format`); label,
             identifier and other columns are ignored.
         source
-            What the rows are, for messages (e.g. the CSV file's name).
+            The file the rows come from, for messages (None: not named).
         unseen_categories
             Overrides the run's policy for unseen categories.
 

@@ -39,17 +39,13 @@ def client_model_name(client: int) -> str:
 def row_signature(package: ModelPackage) -> ModelSignature:
     """The column-based signature of a package's model.
 
-    Whole-number columns are ``long``; the others are typed ``any``, since a CSV read by pandas
-    gives a text column that happens to be empty, or numeric, another dtype, and the package
-    checks each value itself (naming the column and rows).
+    Every input column is typed ``any`` and marked optional for MLflow, though the model needs
+    each: MLflow's own schema errors quote the input data (patient rows) in their message, and
+    refuse what pandas legitimately reads (an integer column for a ``double``, an empty text
+    column as float). The package checks presence and every value itself, naming the column
+    and rows, never a value (:meth:`~fedcare_core.model_package.ModelPackage.score`).
     """
-    fmt = row_format(package.dataset)
-    inputs = Schema(
-        [
-            ColSpec("long", c) if c in fmt.integer_columns else ColSpec(AnyType(), c)
-            for c in package.input_columns
-        ]
-    )
+    inputs = Schema([ColSpec(AnyType(), c, required=False) for c in package.input_columns])
     outputs = Schema([ColSpec("double", c) for c in package.output_columns])
     params = ParamSchema(
         [ParamSpec(pyfunc_model.UNSEEN_PARAM, "string", package.unseen_categories)]
@@ -109,6 +105,7 @@ def log_client_model(
     with tempfile.TemporaryDirectory(prefix="fedcare-package-") as tmp:
         folder = save_package(package, Path(tmp) / "package")
         Model.log(
+            artifact_path=None,
             name=name,
             flavor=mlflow.pyfunc,
             run_id=run_id,

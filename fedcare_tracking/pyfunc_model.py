@@ -5,8 +5,8 @@ so the model's code travels with it and loading it needs only FedCARE installed 
 object. The model's one artifact is the client's package (:mod:`fedcare_core.model_package`):
 its encoders, predictor recipe and weights. ``predict`` takes raw rows as a pandas DataFrame
 (labels absent or ignored) and returns one named column per objective; a row that cannot be
-scored raises an :class:`~mlflow.exceptions.MlflowException` (HTTP 400 under
-``mlflow models serve``) whose message names the column and rows, never a value.
+scored raises :class:`~fedcare_core.errors.DataError` (HTTP 400 under ``mlflow models serve``,
+the message in the returned traceback), naming the column and rows, never a value.
 """
 
 from __future__ import annotations
@@ -14,9 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 import pandas as pd
-from mlflow.exceptions import MlflowException
 from mlflow.models import set_model
-from mlflow.protos.databricks_pb2 import INVALID_PARAMETER_VALUE
 from mlflow.pyfunc import PythonModel
 from mlflow.pyfunc.model import PythonModelContext
 
@@ -36,17 +34,17 @@ class FedcareClientModel(PythonModel):
         self.package = load_package(context.artifacts[PACKAGE_ARTIFACT])
 
     def predict(
-        self, context: PythonModelContext, model_input: Any, params: dict[str, Any] | None = None
+        self,
+        context: PythonModelContext,
+        model_input: pd.DataFrame,
+        params: dict[str, Any] | None = None,
     ) -> pd.DataFrame:
         """One named column per objective for each row of ``model_input``."""
-        from fedcare_core.errors import FedcareError
-
-        try:
-            return self.package.score(
-                model_input, unseen_categories=(params or {}).get(UNSEEN_PARAM)
-            )
-        except FedcareError as exc:
-            raise MlflowException(str(exc), error_code=INVALID_PARAMETER_VALUE) from None
+        # A row that cannot be scored raises FedcareError (DataError, ConfigError), not an
+        # MlflowException: MLflow's scoring server quotes the whole input (patient rows) in
+        # the message of an MlflowException, while for any other error it answers 400 with
+        # the traceback, whose last line is the FedCARE message (column and rows, no value).
+        return self.package.score(model_input, unseen_categories=(params or {}).get(UNSEEN_PARAM))
 
 
 set_model(FedcareClientModel())

@@ -7,7 +7,8 @@ re-training compares against the champion's stored score rather than re-evaluati
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -20,10 +21,9 @@ from mlflow.protos.databricks_pb2 import (
     ErrorCode,
 )
 
-from fedcare_core.data.federation import SplitArrays
-from fedcare_core.evaluate import evaluate
+from fedcare_core.deployment import predictor_scorer
+from fedcare_core.evaluate import EvaluationReport, evaluate
 from fedcare_core.results import ExperimentResult
-from fedcare_core.stage1 import load_global_model
 from fedcare_tracking import store
 from fedcare_tracking.log_run import TAG_BACKBONE_MODEL_ID
 
@@ -35,6 +35,8 @@ TAG_SCORE_NAME = "fedcare.score_name"
 TAG_HIGHER_IS_BETTER = "fedcare.higher_is_better"
 #: Whether the version took the alias when it was registered.
 TAG_PROMOTED = "fedcare.promoted"
+#: Why a version was not compared with the champion (judged on another score).
+TAG_NOT_COMPARED = "fedcare.not_compared"
 _ABSENT = {ErrorCode.Name(RESOURCE_DOES_NOT_EXIST), ErrorCode.Name(INVALID_PARAMETER_VALUE)}
 #: Default name of the score (what the caller measured).
 DEFAULT_SCORE_NAME = "validation_score"
@@ -102,26 +104,74 @@ def register_backbone(
         If ``score`` is not finite, the run logged no backbone, or the champion was judged on a
         different score or direction.
     """
-    if not math.isfinite(score):
-        raise ValueError(f"score must be finite, got {score}")
-    mc = store.client()
-    model_id = mc.get_run(run_id).data.tags.get(TAG_BACKBONE_MODEL_ID)
+    model_id = store.client().get_run(run_id).data.tags.get(TAG_BACKBONE_MODEL_ID)
     if not model_id:
         raise ValueError(f"run {run_id} has no logged backbone (tag {TAG_BACKBONE_MODEL_ID})")
+    return register_version(
+        model_name,
+        model_id,
+        run_id,
+        Score(score, score_name, higher_is_better),
+        alias=alias,
+    )
+
+
+@dataclass(frozen=True)
+class Score:
+    """What a version is judged on: a value, its name and its direction."""
+
+    value: float
+    name: str = DEFAULT_SCORE_NAME
+    higher_is_better: bool = True
+
+    def beats(self, other: float) -> bool:
+        """Whether this score is strictly better than ``other``."""
+        return self.value > other if self.higher_is_better else self.value < other
+
+
+def register_version(
+    model_name: str,
+    model_id: str,
+    run_id: str,
+    score: Score,
+    *,
+    alias: str = CHAMPION_ALIAS,
+    tags: Mapping[str, str] | None = None,
+    description: str | None = None,
+    other_score: str = "raise",
+) -> tuple[int, bool]:
+    """Register a logged model as a new version of ``model_name``; move ``alias`` if it is better.
+
+    Parameters
+    ----------
+    model_name
+        Registered model name (created on first use).
+    model_id
+        The logged model (``models:/<model_id>``).
+    run_id
+        The run that produced it.
+    score
+        Its validation score.
+    alias
+        The alias to manage.
+    tags, description
+        More model-version tags, and the version's description.
+    other_score
+        A champion judged on another score or direction: ``"raise"`` (:class:`ValueError`) or
+        ``"keep"`` (the new version is registered, not compared, not promoted, and tagged why).
+
+    Returns
+    -------
+    tuple[int, bool]
+        The new version number, and whether it now holds ``alias``.
+    """
+    if not math.isfinite(score.value):
+        raise ValueError(f"score must be finite, got {score.value}")
+    mc = store.client()
     current = champion(model_name, alias)
-    if current is not None:
-        tags = current.tags or {}
-        if (
-            tags.get(TAG_SCORE_NAME, score_name) != score_name
-            or tags.get(TAG_HIGHER_IS_BETTER, str(higher_is_better).lower())
-            != str(higher_is_better).lower()
-        ):
-            raise ValueError(
-                f"the {alias!r} version {current.version} of {model_name!r} was judged on "
-                f"{tags.get(TAG_SCORE_NAME)!r} (higher_is_better="
-                f"{tags.get(TAG_HIGHER_IS_BETTER)}), not {score_name!r} "
-                f"(higher_is_better={str(higher_is_better).lower()})"
-            )
+    mismatch = _judged_otherwise(current, score, model_name, alias)
+    if mismatch is not None and other_score == "raise":
+        raise ValueError(mismatch)
     try:
         mc.create_registered_model(model_name)
     except MlflowException as exc:
@@ -132,31 +182,52 @@ def register_backbone(
         source=f"models:/{model_id}",
         run_id=run_id,
         tags={
-            TAG_SCORE: repr(float(score)),
-            TAG_SCORE_NAME: score_name,
-            TAG_HIGHER_IS_BETTER: str(higher_is_better).lower(),
+            TAG_SCORE: repr(float(score.value)),
+            TAG_SCORE_NAME: score.name,
+            TAG_HIGHER_IS_BETTER: str(score.higher_is_better).lower(),
+            **(tags or {}),
         },
+        description=description,
         model_id=model_id,
     )
     promote = current is None
-    if current is not None:
+    if current is not None and mismatch is None:
         best = _stored_score(current)
-        if best is not None:
-            promote = score > best if higher_is_better else score < best
+        promote = best is not None and score.beats(best)
     if promote:
         mc.set_registered_model_alias(model_name, alias, version.version)
     mc.set_model_version_tag(model_name, version.version, TAG_PROMOTED, str(promote).lower())
+    if mismatch is not None:
+        mc.set_model_version_tag(model_name, version.version, TAG_NOT_COMPARED, mismatch)
     return int(version.version), promote
 
 
-Scorer = Callable[[SplitArrays, str], torch.Tensor]
+def _judged_otherwise(
+    current: ModelVersion | None, score: Score, model_name: str, alias: str
+) -> str | None:
+    """Why the champion cannot be compared with ``score`` (None: it can)."""
+    if current is None:
+        return None
+    tags = current.tags or {}
+    direction = str(score.higher_is_better).lower()
+    if (
+        tags.get(TAG_SCORE_NAME, score.name) == score.name
+        and tags.get(TAG_HIGHER_IS_BETTER, direction) == direction
+    ):
+        return None
+    return (
+        f"the {alias!r} version {current.version} of {model_name!r} was judged on "
+        f"{tags.get(TAG_SCORE_NAME)!r} (higher_is_better={tags.get(TAG_HIGHER_IS_BETTER)}), "
+        f"not {score.name!r} (higher_is_better={direction})"
+    )
 
 
 def validation_score(result: ExperimentResult, metric: str = "auroc") -> float:
     """Mean over objectives (those scored with ``metric``) of the mean validation value.
 
-    Each client is scored with the model it deploys (its personalised model for FedCARE, the
-    global model for FedCARE-B) on its own validation split.
+    Each client is scored with the model it deploys (``result.predictors``: its personalised
+    model for FedCARE, the global model for FedCARE-B and the global baselines) on its own
+    validation split.
 
     Parameters
     ----------
@@ -175,28 +246,7 @@ def validation_score(result: ExperimentResult, metric: str = "auroc") -> float:
     ValueError
         If no objective with ``metric`` has a defined validation value.
     """
-    fed = result.federation
-    scorers: list[Scorer]
-    if result.stage2:
-        by_client = {s.client_id: s.model for s in result.stage2}
-
-        def personal(k: int) -> Scorer:
-            def score(split: SplitArrays, objective: str) -> torch.Tensor:
-                xc, xu = torch.from_numpy(split.x_common), torch.from_numpy(split.x_private)
-                return by_client[k](xc, xu, objective)
-
-            return score
-
-        scorers = [personal(c.client_id) for c in fed.clients]
-    else:
-        model = load_global_model(result.stage1, fed.common_width, result.config.model)
-
-        def shared(split: SplitArrays, objective: str) -> torch.Tensor:
-            return model(torch.from_numpy(split.x_common), objective)
-
-        scorers = [shared for _ in fed.clients]
-    with torch.no_grad():
-        report = evaluate(fed, scorers, split="val")
+    report = validation_report(result)
     values = [
         o.mean_over_clients
         for o in report.objectives
@@ -205,3 +255,10 @@ def validation_score(result: ExperimentResult, metric: str = "auroc") -> float:
     if not values:
         raise ValueError(f"no objective has a defined validation {metric}")
     return float(np.mean(values))
+
+
+def validation_report(result: ExperimentResult) -> EvaluationReport:
+    """Every client scored on its validation split with the model it deploys."""
+    scorers = [predictor_scorer(p) for p in result.predictors]
+    with torch.no_grad():
+        return evaluate(result.federation, scorers, split="val")

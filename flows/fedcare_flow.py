@@ -34,7 +34,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
 from data_checks.validate import CheckReport, require_checks_pass
 from fedcare_core import __version__
-from fedcare_core.algorithms import FEDCARE_ALGORITHMS, get_algorithm
+from fedcare_core.algorithms import get_algorithm
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.data.federation import Federation
 from fedcare_core.datasets import LoadedDataset
@@ -133,11 +133,6 @@ def train(
     for note in result.stage1.notes:
         get_run_logger().warning("stage 1: %s", note)
     return result
-
-
-def is_baseline(config: ExperimentConfig) -> bool:
-    """Whether the algorithm is a baseline or bound (no backbone to log or register)."""
-    return config.algorithm not in FEDCARE_ALGORITHMS
 
 
 def _federation_key(config: ExperimentConfig) -> str:
@@ -241,7 +236,7 @@ def fedcare_pipeline(
     tracking_uri
         MLflow tracking URI (``None``: ``$MLFLOW_TRACKING_URI``, else ``./mlflow/mlflow.db``).
     register_model
-        Register each backbone; ``champion`` moves only to a better one.
+        Register each backbone and each client's model; ``champion`` moves only to a better one.
     parallel_stage2
         Run the per-client phase in parallel processes (False: in process, in client order).
     reports_dir, out_dir
@@ -380,7 +375,7 @@ class _ParentRun:
     def log(
         self, result: ExperimentResult, backend: str, extra: dict[str, Path], *, register: bool
     ) -> dict[str, Any]:
-        """Log one algorithm × seed as a nested run (and register its backbone); its summary."""
+        """Log one algorithm × seed as a nested run (and register its models); its summary."""
         config = result.config
         run_id = log_experiment_task(
             self.uri,
@@ -389,17 +384,10 @@ class _ParentRun:
             flow_run_id=self.flow_run_id,
             extra_artifacts=extra,
             backend=backend,
-            models=not is_baseline(config),
         )
         summary = _summary(result, run_id)
-        if register and not is_baseline(config):
-            reg = register_task(self.uri, result, run_id)
-            summary["registry"] = {
-                "model": reg.model_name,
-                "version": reg.version,
-                "promoted": reg.promoted,
-                "validation_score": reg.score,
-            }
+        if register:
+            summary |= register_task(self.uri, result, run_id).summary()
         get_run_logger().info("%s seed %d: %s", config.algorithm, config.seed, summary["pooled"])
         return summary
 

@@ -8,14 +8,14 @@ marked ``FAILED``, never ``FINISHED``.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from prefect import task
 
 import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
 from fedcare_core.results import ExperimentResult
-from fedcare_tracking import log_run, registry, store
+from fedcare_tracking import log_run, store, track
+from fedcare_tracking.track import Registrations
 from tasks.common import IO_RETRIES, IO_RETRY_DELAY_S, NO_CACHE, retry_on_io_error, run_logger
 
 #: Tag naming the step at which a flow run failed (``validation``, ``training``, …).
@@ -25,12 +25,8 @@ TAG_FLOW_STATE = "prefect.flow_run_state"
 #: Tag with the Prefect flow-run name.
 TAG_FLOW_RUN_NAME = "prefect.flow_run_name"
 #: Registered model name of a dataset's and algorithm's backbone.
-MODEL_NAME_TEMPLATE = "fedcare-{dataset}-{algorithm}-backbone"
-
-
-def model_name(dataset: str, algorithm: str) -> str:
-    """Registered model name of the backbone trained by ``algorithm`` on ``dataset``."""
-    return MODEL_NAME_TEMPLATE.format(dataset=dataset, algorithm=algorithm)
+MODEL_NAME_TEMPLATE = track.BACKBONE_MODEL_TEMPLATE
+model_name = track.backbone_model_name
 
 
 @task(
@@ -138,8 +134,7 @@ def log_experiment_task(
     backend
         The Stage 1 backend, tagged ``fedcare.backend``.
     models
-        Log the backbone and personalised models (off for baselines, whose union-width
-        networks are not FedCARE's backbone).
+        Log every client's deployed model and, for FedCARE and FedCARE-B, the backbone.
 
     Returns
     -------
@@ -161,42 +156,21 @@ def log_experiment_task(
     return run_id
 
 
-@dataclass(frozen=True)
-class Registration:
-    """Outcome of registering a backbone.
-
-    Parameters
-    ----------
-    model_name
-        Registered model name.
-    version
-        The new version.
-    promoted
-        Whether it took the ``champion`` alias.
-    score
-        Its validation score (mean validation AUROC over the binary objectives).
-    """
-
-    model_name: str
-    version: int
-    promoted: bool
-    score: float
-
-
 @task(
-    name="mlflow-register-backbone",
+    name="mlflow-register-models",
     retries=IO_RETRIES,
     retry_delay_seconds=IO_RETRY_DELAY_S,
     retry_condition_fn=retry_on_io_error,
     cache_policy=NO_CACHE,
     persist_result=False,
 )
-def register_task(tracking_uri: str, result: ExperimentResult, run_id: str) -> Registration:
-    """Register the run's backbone; move ``champion`` only if its validation score is better.
+def register_task(tracking_uri: str, result: ExperimentResult, run_id: str) -> Registrations:
+    """Register the run's backbone and every client's model; ``champion`` moves only if better.
 
-    The score is the mean, over the binary objectives, of the mean validation AUROC over
-    clients, each client scored with the model it deploys
-    (:func:`fedcare_tracking.registry.validation_score`).
+    The backbone (FedCARE, FedCARE-B) is judged on the mean, over the binary objectives, of
+    the mean validation AUROC over clients, each client scored with the model it deploys
+    (:func:`fedcare_tracking.registry.validation_score`); each client's model on its own
+    validation score (:mod:`fedcare_tracking.client_registry`).
 
     Parameters
     ----------
@@ -209,21 +183,30 @@ def register_task(tracking_uri: str, result: ExperimentResult, run_id: str) -> R
 
     Returns
     -------
-    Registration
-        Version, whether it is now the champion, and its score.
+    Registrations
+        The new versions and which took ``champion``.
     """
     store.configure(tracking_uri)
-    name = model_name(result.federation.dataset, result.config.algorithm)
-    score = registry.validation_score(result)
-    version, promoted = registry.register_backbone(run_id, name, score)
-    run_logger().info(
-        "registered %s version %d (validation AUROC %.4f)%s",
-        name,
-        version,
-        score,
-        "; it is the new champion" if promoted else "; the champion is unchanged",
-    )
-    return Registration(name, version, promoted, score)
+    registrations = track.register_run(result, run_id)
+    logger = run_logger()
+    for reg in [registrations.backbone] if registrations.backbone else []:
+        logger.info(
+            "registered %s version %d (validation AUROC %.4f)%s",
+            reg.model_name,
+            reg.version,
+            reg.score,
+            "; it is the new champion" if reg.promoted else "; the champion is unchanged",
+        )
+    for c in registrations.clients:
+        logger.info(
+            "registered %s version %d (%s %.4f)%s",
+            c.model_name,
+            c.version,
+            c.score.name,
+            c.score.value,
+            "; it is the new champion" if c.promoted else "",
+        )
+    return registrations
 
 
 @task(

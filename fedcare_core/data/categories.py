@@ -42,7 +42,7 @@ class CategorySource:
 
     """
 
-    file: str
+    file: str | None
     column: str
     rows: np.ndarray | None = None
 

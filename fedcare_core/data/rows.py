@@ -30,9 +30,13 @@ __all__ = [
 
 #: Cells that mean "missing" in a CSV export (besides pandas' own missing values).
 MISSING_MARKS = ("", "?")
+#: How many missing columns a message names before it counts the rest.
+MAX_COLUMNS_SHOWN = 8
 
 #: ``(rows, columns, numeric, source, unseen_categories) -> features``.
-FeatureReader = Callable[[pd.DataFrame, Sequence[str], Collection[str], str, str], pd.DataFrame]
+FeatureReader = Callable[
+    [pd.DataFrame, Sequence[str], Collection[str], str | None, str], pd.DataFrame
+]
 
 
 @dataclass(frozen=True)
@@ -95,7 +99,7 @@ def row_format(dataset: str) -> RowFormat:
     return RowFormat(dataset, (), (), (), (), feature_rows, None)
 
 
-def check_row_columns(frame: pd.DataFrame, columns: Sequence[str], source: str) -> None:
+def check_row_columns(frame: pd.DataFrame, columns: Sequence[str], source: str | None) -> None:
     """Raise :class:`DataError` naming the columns of ``columns`` that ``frame`` lacks."""
     if not isinstance(frame, pd.DataFrame):
         raise DataError(
@@ -104,9 +108,12 @@ def check_row_columns(frame: pd.DataFrame, columns: Sequence[str], source: str) 
         )
     missing = [c for c in columns if c not in frame.columns]
     if missing:
+        shown = ", ".join(repr(c) for c in missing[:MAX_COLUMNS_SHOWN])
+        if len(missing) > MAX_COLUMNS_SHOWN:
+            shown += f" and {len(missing) - MAX_COLUMNS_SHOWN} more"
         raise DataError(
-            f"missing column(s): {', '.join(repr(c) for c in missing)}; this model needs the "
-            f"{len(columns)} feature columns its client holds: {', '.join(columns)}",
+            f"missing {len(missing)} of the {len(columns)} feature columns this model reads "
+            f"(those its client holds): {shown}",
             file=source,
             column=missing[0] if len(missing) == 1 else None,
         )
@@ -119,7 +126,7 @@ def text_values(values: pd.Series) -> pd.Series:
     return out.where(~out.isin(MISSING_MARKS), None).astype(object)
 
 
-def number_values(values: pd.Series, column: str, source: str) -> pd.Series:
+def number_values(values: pd.Series, column: str, source: str | None) -> pd.Series:
     """A numeric feature as float64 (missing marks missing); text or ±inf is refused.
 
     Raises
@@ -144,7 +151,7 @@ def feature_rows(
     frame: pd.DataFrame,
     columns: Sequence[str],
     numeric: Collection[str],
-    source: str,
+    source: str | None,
     unseen_categories: str,
     vocabularies: Mapping[str, tuple[str, ...]] | None = None,
 ) -> pd.DataFrame:

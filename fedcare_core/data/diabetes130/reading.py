@@ -66,7 +66,7 @@ class Checker:
 
     """
 
-    name: str
+    name: str | None
     n_rows: int
     ends_with_newline: bool
 

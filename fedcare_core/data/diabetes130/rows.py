@@ -56,7 +56,7 @@ def features_from_rows(
     frame: pd.DataFrame,
     columns: Sequence[str],
     numeric: Collection[str],
-    source: str,
+    source: str | None,
     unseen_categories: str,
 ) -> pd.DataFrame:
     """The features ``columns`` of rows to score, checked as the loader checks a file's rows.

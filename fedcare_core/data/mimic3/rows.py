@@ -43,7 +43,7 @@ def features_from_rows(
     frame: pd.DataFrame,
     columns: Sequence[str],
     numeric: Collection[str],
-    source: str,
+    source: str | None,
     unseen_categories: str,
 ) -> pd.DataFrame:
     """The checked features ``columns`` of per-stay rows (see :func:`feature_rows`)."""

@@ -1,0 +1,61 @@
+"""``fedcare run --tracking-uri``: log an in-process run to MLflow exactly as the flow does.
+
+The store is opened (and reached) before any work, so a wrong URI fails in a second, not after
+training; the run is then logged and registered by :func:`fedcare_tracking.track.track_result`,
+the entry the Prefect flow's tasks use: the same runs, λ* traces, models and registry versions.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING
+
+from fedcare_core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from fedcare_core.results import ExperimentResult
+
+
+def open_store(uri: str) -> str:
+    """Point MLflow at ``uri`` and reach it; the URI in use.
+
+    Raises
+    ------
+    ConfigError
+        If the store cannot be opened or reached (one line naming ``--tracking-uri``).
+    """
+    import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
+    from fedcare_tracking import store
+
+    try:
+        in_use = store.configure(uri)
+        store.client().search_experiments(max_results=1)
+    except Exception as exc:  # any failure to open the store is the URI's
+        detail = " ".join(str(exc).split())[:300]
+        raise ConfigError(
+            f"--tracking-uri {uri}: cannot open the MLflow store ({detail})"
+        ) from None
+    return in_use
+
+
+def track(uri: str, result: ExperimentResult, backend: str) -> None:
+    """Log and register ``result`` in the store :func:`open_store` opened; say where."""
+    from fedcare_tracking import store
+    from fedcare_tracking.track import track_result
+
+    store.configure(uri)
+    tracked = track_result(
+        result, tags={"fedcare.backend": backend, "fedcare.entry": "fedcare run"}
+    )
+    print(f"MLflow run {tracked.run_id} in {uri}", file=sys.stderr)
+    regs = tracked.registrations
+    for name, version, promoted in [
+        *(
+            [(regs.backbone.model_name, regs.backbone.version, regs.backbone.promoted)]
+            if regs.backbone
+            else []
+        ),
+        *((c.model_name, c.version, c.promoted) for c in regs.clients),
+    ]:
+        flag = " (champion)" if promoted else ""
+        print(f"registered {name} version {version}{flag}", file=sys.stderr)

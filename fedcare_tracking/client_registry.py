@@ -1,0 +1,149 @@
+"""Register every client's deployed model, one registered model per client.
+
+Client ``k`` of an algorithm on a dataset is ``fedcare-<dataset>-<algorithm>-client<k>``; each
+run adds a version whose tags and description carry the client's per-objective validation and
+test metrics and the run that made it. The ``champion`` alias moves only when the client's
+validation score improves: the mean validation AUROC over its binary objectives (higher is
+better), or for a client with only length of stay its validation MAE in days (lower is
+better). A version judged on other objectives than the champion (another seed drew the client
+other objectives) is registered but not compared, and tagged why.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from fedcare_core.evaluate import EvaluationReport
+from fedcare_core.results import ExperimentResult
+from fedcare_tracking import store
+from fedcare_tracking.log_run import TAG_CLIENT_MODEL_ID
+from fedcare_tracking.registry import Score, register_version, validation_report
+
+#: Registered model name of a client's deployed model.
+CLIENT_MODEL_TEMPLATE = "fedcare-{dataset}-{algorithm}-client{client}"
+#: Model-version tag prefixes of the per-objective metrics (``fedcare.val.los.mae_days``).
+TAG_VAL_PREFIX = "fedcare.val."
+TAG_TEST_PREFIX = "fedcare.test."
+
+
+def client_model_name(dataset: str, algorithm: str, client: int) -> str:
+    """Registered model name of client ``client``'s deployed model."""
+    return CLIENT_MODEL_TEMPLATE.format(dataset=dataset, algorithm=algorithm, client=client)
+
+
+@dataclass(frozen=True)
+class ClientRegistration:
+    """One client's new version: where it went and whether it is the champion."""
+
+    client: int
+    model_name: str
+    version: int
+    promoted: bool
+    score: Score
+
+
+def _client_values(report: EvaluationReport, client: int) -> dict[tuple[str, str], float | None]:
+    """(objective, metric) → the client's value, for the objectives it pursues."""
+    out: dict[tuple[str, str], float | None] = {}
+    for o in report.objectives:
+        for c in o.clients:
+            if c.client_id == client:
+                out[(o.name, o.metric)] = c.value
+    return out
+
+
+def client_score(values: dict[tuple[str, str], float | None]) -> Score | None:
+    """The client's validation score from its values (None: none is defined)."""
+    objectives = sorted(s for s, _ in values)
+    for metric, higher in (("auroc", True), ("mae_days", False)):
+        defined = [v for (_, m), v in values.items() if m == metric and v is not None]
+        if any(m == metric for _, m in values):
+            if not defined:
+                return None
+            name = f"validation {metric} of {', '.join(objectives)}"
+            return Score(float(np.mean(defined)), name, higher)
+    return None
+
+
+def _text(value: float | None) -> str:
+    return "undefined" if value is None or not math.isfinite(value) else repr(float(value))
+
+
+def _description(
+    result: ExperimentResult,
+    client: int,
+    run_id: str,
+    val: dict[tuple[str, str], float | None],
+    test: dict[tuple[str, str], float | None],
+) -> str:
+    unit = {"auroc": "AUROC", "mae_days": "MAE (days)"}
+    lines = [
+        f"Client {client}'s deployed model: {result.config.algorithm}, "
+        f"K = {result.config.data.clients}, T = {result.config.stage1.rounds}, "
+        f"seed {result.config.seed}; MLflow run {run_id}.",
+        "",
+        "| objective | metric | validation | test |",
+        "| --- | --- | --- | --- |",
+    ]
+    for s, m in sorted(val):
+        lines.append(
+            f"| {s} | {unit.get(m, m)} | {_text(val[(s, m)])} | {_text(test.get((s, m)))} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def register_client_models(result: ExperimentResult, run_id: str) -> list[ClientRegistration]:
+    """Register each client's deployed model of a logged run; move ``champion`` if better.
+
+    Parameters
+    ----------
+    result
+        The run's result.
+    run_id
+        Its MLflow run, logged with models (the ``fedcare.client_model_id.<k>`` tags).
+
+    Returns
+    -------
+    list of ClientRegistration
+        One per client whose validation score is defined, in client order.
+
+    Raises
+    ------
+    ValueError
+        If the run logged no model for a client.
+    """
+    tags = store.client().get_run(run_id).data.tags
+    val_report = validation_report(result)
+    out: list[ClientRegistration] = []
+    for client in result.federation.clients:
+        k = client.client_id
+        model_id = tags.get(f"{TAG_CLIENT_MODEL_ID}.{k}")
+        if not model_id:
+            raise ValueError(f"run {run_id} logged no model for client {k}")
+        val, test = _client_values(val_report, k), _client_values(result.evaluation, k)
+        score = client_score(val)
+        if score is None:
+            continue
+        name = client_model_name(result.federation.dataset, result.config.algorithm, k)
+        metric_tags = {f"{TAG_VAL_PREFIX}{s}.{m}": _text(v) for (s, m), v in val.items()}
+        metric_tags |= {f"{TAG_TEST_PREFIX}{s}.{m}": _text(v) for (s, m), v in test.items()}
+        version, promoted = register_version(
+            name,
+            model_id,
+            run_id,
+            score,
+            tags=metric_tags
+            | {
+                "fedcare.client": str(k),
+                "fedcare.objectives": ",".join(client.objectives),
+                "fedcare.run_id": run_id,
+                "fedcare.seed": str(result.config.seed),
+            },
+            description=_description(result, k, run_id, val, test),
+            other_score="keep",
+        )
+        out.append(ClientRegistration(k, name, version, promoted, score))
+    return out

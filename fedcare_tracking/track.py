@@ -1,0 +1,149 @@
+"""Track one finished run: log it, then register its backbone and every client's model.
+
+The one entry shared by the Prefect flow (:mod:`tasks.tracking`) and ``fedcare run
+--tracking-uri``, so a run tracked either way has the same runs, λ* traces, models and
+registry versions.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from fedcare_core.algorithms import FEDCARE_ALGORITHMS
+from fedcare_core.results import ExperimentResult
+from fedcare_tracking import log_run, registry
+from fedcare_tracking.client_registry import ClientRegistration, register_client_models
+
+#: Registered model name of a dataset's and algorithm's backbone.
+BACKBONE_MODEL_TEMPLATE = "fedcare-{dataset}-{algorithm}-backbone"
+
+
+def backbone_model_name(dataset: str, algorithm: str) -> str:
+    """Registered model name of the backbone trained by ``algorithm`` on ``dataset``."""
+    return BACKBONE_MODEL_TEMPLATE.format(dataset=dataset, algorithm=algorithm)
+
+
+@dataclass(frozen=True)
+class BackboneRegistration:
+    """The backbone's new version.
+
+    Parameters
+    ----------
+    model_name
+        Registered model name.
+    version
+        The new version.
+    promoted
+        Whether it took the ``champion`` alias.
+    score
+        Its validation score (mean validation AUROC over the binary objectives).
+    """
+
+    model_name: str
+    version: int
+    promoted: bool
+    score: float
+
+
+@dataclass(frozen=True)
+class Registrations:
+    """What registering a run added: the backbone's version (FedCARE methods) and the clients'."""
+
+    backbone: BackboneRegistration | None = None
+    clients: list[ClientRegistration] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        """A JSON-able summary (for a flow's result and a command's output)."""
+        out: dict[str, Any] = {}
+        if self.backbone is not None:
+            out["registry"] = {
+                "model": self.backbone.model_name,
+                "version": self.backbone.version,
+                "promoted": self.backbone.promoted,
+                "validation_score": self.backbone.score,
+            }
+        out["client_models"] = [
+            {
+                "client": c.client,
+                "model": c.model_name,
+                "version": c.version,
+                "promoted": c.promoted,
+                "validation_score": c.score.value,
+                "score_name": c.score.name,
+            }
+            for c in self.clients
+        ]
+        return out
+
+
+def register_run(result: ExperimentResult, run_id: str) -> Registrations:
+    """Register a logged run's backbone (FedCARE and FedCARE-B) and every client's model.
+
+    Parameters
+    ----------
+    result
+        The run's result.
+    run_id
+        Its MLflow run, logged with models.
+
+    Returns
+    -------
+    Registrations
+        The new versions, and which took ``champion``.
+    """
+    backbone = None
+    if result.config.algorithm in FEDCARE_ALGORITHMS:
+        name = backbone_model_name(result.federation.dataset, result.config.algorithm)
+        score = registry.validation_score(result)
+        version, promoted = registry.register_backbone(run_id, name, score)
+        backbone = BackboneRegistration(name, version, promoted, score)
+    return Registrations(backbone, register_client_models(result, run_id))
+
+
+@dataclass(frozen=True)
+class TrackedRun:
+    """A logged run and what registering it added."""
+
+    run_id: str
+    registrations: Registrations
+
+
+def track_result(
+    result: ExperimentResult,
+    *,
+    parent_run_id: str | None = None,
+    flow_run_id: str | None = None,
+    extra_artifacts: Mapping[str, str | Path] | None = None,
+    tags: Mapping[str, str] | None = None,
+    register: bool = True,
+) -> TrackedRun:
+    """Log a run with its models (:func:`~fedcare_tracking.log_run.log_experiment`), then register.
+
+    Call :func:`fedcare_tracking.store.configure` first.
+
+    Parameters
+    ----------
+    result
+        The run's result.
+    parent_run_id, flow_run_id, extra_artifacts, tags
+        As for :func:`~fedcare_tracking.log_run.log_experiment`.
+    register
+        Register the backbone and the clients' models (:func:`register_run`).
+
+    Returns
+    -------
+    TrackedRun
+        The run id and the registrations.
+    """
+    run_id = log_run.log_experiment(
+        result,
+        parent_run_id=parent_run_id,
+        flow_run_id=flow_run_id,
+        extra_artifacts=extra_artifacts,
+        tags=tags,
+    )
+    registrations = register_run(result, run_id) if register else Registrations()
+    return TrackedRun(run_id, registrations)
