@@ -53,10 +53,21 @@ def row_signature(package: ModelPackage) -> ModelSignature:
     return ModelSignature(inputs=inputs, outputs=outputs, params=params)
 
 
-def _example(package: ModelPackage) -> pd.DataFrame | None:
-    """Synthetic rows of the package's input columns (None for a cohort without examples)."""
+def _example(package: ModelPackage) -> pd.DataFrame:
+    """Synthetic rows of the package's input columns (never a patient's).
+
+    The dataset's made-up rows (:func:`~fedcare_core.data.rows.row_format`); for another
+    cohort, one row of zeros and first categories.
+    """
     example = row_format(package.dataset).example
-    return None if example is None else example().loc[:, package.input_columns]
+    if example is not None:
+        return example().loc[:, package.input_columns]
+    vocab = dict(package.common_encoder.categorical) | dict(package.private_encoder.categorical)
+    row = {
+        c: 0.0 if c in package.numeric_columns else (vocab[c][0] if vocab.get(c) else None)
+        for c in package.input_columns
+    }
+    return pd.DataFrame([row], columns=package.input_columns)
 
 
 def _requirements() -> list[str]:

@@ -86,6 +86,7 @@ def logged(tmp_path_factory: pytest.TempPathFactory, no_network: None) -> Simple
         parent_id=parent,
         run_id=run_id,
         patients=cohort.patient,
+        cohort=cohort,
     )
 
 

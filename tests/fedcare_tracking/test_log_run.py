@@ -5,6 +5,7 @@ import re
 import struct
 
 import mlflow.models
+import mlflow.pyfunc
 import mlflow.pytorch
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ import torch
 from fedcare_core import __version__
 from fedcare_core.cpu_kernels import kernel_path
 from fedcare_core.losses import predict
+from fedcare_core.model_package import client_package
 from fedcare_core.stage1 import load_global_model
 from fedcare_tracking import log_run, store
 from fedcare_tracking.mlflow_params import flatten_params
@@ -161,19 +163,32 @@ def test_models_load_back_and_predict_like_the_in_memory_models(logged):
         )
         assert torch.allclose(loaded(x), expected, atol=1e-5)
 
-    for child, s2 in zip(_children(client, logged.run_id), logged.result.stage2, strict=True):
-        c = fed.clients[s2.client_id]
-        wc, wu = c.common_encoder.width, c.private_encoder.width
-        uri = f"models:/{child.data.tags[log_run.TAG_PERSONAL_MODEL_ID]}"
-        assert mlflow.models.get_model_info(uri).signature.inputs.inputs[0].shape == (-1, wc + wu)
-        loaded = mlflow.pytorch.load_model(uri)
-        x = torch.randn(4, wc + wu, generator=gen)
+
+def test_each_client_model_scores_raw_rows_like_its_in_memory_predictor(logged):
+    """The pyfunc of each client reads feature rows and predicts what the evaluation scored."""
+    client = store.client()
+    tags = client.get_run(logged.run_id).data.tags
+    rows = logged.cohort.features.iloc[:9]
+    for i, c in enumerate(logged.result.federation.clients):
+        uri = f"models:/{tags[f'{log_run.TAG_CLIENT_MODEL_ID}.{c.client_id}']}"
+        package = client_package(logged.result, i)
+        info = mlflow.models.get_model_info(uri)
+        assert info.signature.inputs.input_names() == package.input_columns
+        assert info.signature.outputs.input_names() == package.output_columns
+        assert info.metadata["client"] == c.client_id
+        got = mlflow.pyfunc.load_model(uri).predict(rows)
+        assert list(got.columns) == package.output_columns
+        xc = torch.from_numpy(c.common_encoder.transform(rows))
+        xu = torch.from_numpy(c.private_encoder.transform(rows))
         with torch.no_grad():
-            expected = torch.stack(
-                [predict(kinds[s], s2.model(x[:, :wc], x[:, wc:], s)) for s in c.objectives],
-                dim=1,
-            )
-            assert torch.allclose(loaded(x), expected, atol=1e-5)
+            expected = logged.result.predictors[i](xc, xu).numpy().astype(np.float64)
+        np.testing.assert_array_equal(got.to_numpy(), expected)
+    stage2 = {int(r.data.tags[log_run.TAG_CLIENT]): r for r in _children(client, logged.run_id)}
+    assert all(
+        stage2[k].data.tags[log_run.TAG_CLIENT_MODEL_ID]
+        == tags[f"{log_run.TAG_CLIENT_MODEL_ID}.{k}"]
+        for k in stage2
+    )
 
 
 def test_stored_input_examples_are_synthetic_zeros_and_ones(logged):
@@ -232,7 +247,7 @@ def test_a_results_document_is_logged_without_models(logged, caplog):
     assert len(client.get_metric_history(run_id, "d_sq_norm")) == 3
     children = _children(client, run_id)
     assert len(children) == 3
-    assert all(log_run.TAG_PERSONAL_MODEL_ID not in c.data.tags for c in children)
+    assert all(log_run.TAG_CLIENT_MODEL_ID not in c.data.tags for c in children)
 
 
 def test_a_missing_extra_artifact_fails_before_any_run_is_created(logged, tmp_path):
