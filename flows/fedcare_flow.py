@@ -42,6 +42,7 @@ from fedcare_core.errors import FedcareError
 from fedcare_core.results import DataProvenance, ExperimentResult
 from fedcare_core.runner import run_algorithm
 from flows.flow_parameters import FlowParameters, as_tuple, check_output_dirs, expected_failure
+from flows.parameter_docs import FEDCARE_PARAMETERS, document_parameters
 from tasks.artifacts import validation_artifact_task
 from tasks.data import (
     load_dataset_task,
@@ -196,6 +197,7 @@ def _end_open_mlflow_runs(flow: Any, flow_run: Any, state: Any) -> None:
     on_cancellation=[_end_open_mlflow_runs],
     validate_parameters=True,
 )
+@document_parameters(FEDCARE_PARAMETERS)
 def fedcare_pipeline(
     dataset: str = "diabetes130",
     data_dir: str | None = None,
@@ -220,36 +222,8 @@ def fedcare_pipeline(
 ) -> dict[str, Any] | State:
     """Check, train and track FedCARE on one dataset, for each algorithm × seed.
 
-    Parameters
-    ----------
-    dataset
-        ``"diabetes130"`` or ``"mimic3"``.
-    data_dir
-        Dataset folder or file (a schedule points it at wherever new data lands).
-    algorithm
-        A registered algorithm (``"fedcare"``, ``"fedcare-b"``, a baseline or bound) or a list.
-    clients, rounds, seeds
-        K, Stage 1 rounds T, and one seed or a list (a nested MLflow run per algorithm × seed).
-    rho, max_patients, stage2_epochs
-        Disparity ratio, cohort subsample and Stage 2 epochs (``None``: the configuration's).
-    backend
-        Where the rounds run: ``"local"``, ``"flower-sim"`` or ``"flower-deployment"``.
-    config_file, overrides
-        A JSON ``ExperimentConfig`` and further sections (``{"stage1": {"solver": "slsqp"}}``).
-    verify_checksum
-        Check the Diabetes 130 file's SHA-256 (turn off to re-train on new data).
-    tracking_uri
-        MLflow tracking URI (``None``: ``$MLFLOW_TRACKING_URI``, else ``./mlflow/mlflow.db``).
-    register_model
-        Register each backbone; ``champion`` moves only to a better one.
-    parallel_stage2
-        Run the per-client phase in parallel processes (False: in process, in client order).
-    reports_dir, out_dir
-        Validation reports (a folder per flow run); also each ``results.json`` (out_dir).
-    cache_stage1, stage1_cache_dir
-        Persist FedCARE's Stage 1 result under a key of its configuration, data and code, so
-        that a retried or repeated flow run loads it instead of training (``Cached`` task run);
-        the owner-only folder (``None``: ``$PREFECT_HOME/fedcare-stage1-cache``).
+    Each parameter is described in :data:`flows.parameter_docs.FEDCARE_PARAMETERS`, appended
+    below as the ``Args:`` section Prefect's deployment form shows.
 
     Returns
     -------
