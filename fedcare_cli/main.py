@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from fedcare_cli import experiment, predict, stack_command, tracked
 from fedcare_cli.options import add_tracking_uri_option, add_unseen_categories_option
+from fedcare_core import __version__
 from fedcare_core.algorithms import ALGORITHM_NAMES, validate_config
 from fedcare_core.config import (
     CLIENT_SPLITS,
@@ -49,6 +50,7 @@ def _parser() -> argparse.ArgumentParser:
         prog="fedcare",
         description="FedCARE: multi-objective personalised federated learning for clinical data.",
     )
+    parser.add_argument("--version", action="version", version=f"fedcare {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     _add_run_parser(sub)

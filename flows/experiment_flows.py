@@ -54,6 +54,7 @@ from fedcare_core.output_paths import check_output_dir
 from fedcare_grid import local_cluster_kwargs
 from fedcare_grid.cluster import check_address
 from flows.flow_parameters import expected_failure
+from flows.parameter_docs import EXPERIMENT_PARAMETERS, document_parameters
 from tasks.data import load_dataset_task, validate_raw_task
 from tasks.experiments import log_experiment_task, run_job_task, write_outputs_task
 
@@ -281,6 +282,7 @@ def _experiment(
 
 
 @flow(name="fedcare-comparison", validate_parameters=True)
+@document_parameters(EXPERIMENT_PARAMETERS)
 def comparison_flow(
     dataset: str = "diabetes130",
     data_dir: str | None = None,
@@ -301,6 +303,7 @@ def comparison_flow(
 
 
 @flow(name="fedcare-clients", validate_parameters=True)
+@document_parameters(EXPERIMENT_PARAMETERS)
 def clients_flow(
     dataset: str = "diabetes130",
     data_dir: str | None = None,
@@ -321,6 +324,7 @@ def clients_flow(
 
 
 @flow(name="fedcare-disparity", validate_parameters=True)
+@document_parameters(EXPERIMENT_PARAMETERS)
 def disparity_flow(
     dataset: str = "diabetes130",
     data_dir: str | None = None,
@@ -341,6 +345,7 @@ def disparity_flow(
 
 
 @flow(name="fedcare-ablation", validate_parameters=True)
+@document_parameters(EXPERIMENT_PARAMETERS)
 def ablation_flow(
     dataset: str = "diabetes130",
     data_dir: str | None = None,

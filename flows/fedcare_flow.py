@@ -22,7 +22,6 @@ import json
 import logging
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -32,8 +31,7 @@ from prefect.states import State
 from prefect.task_runners import ThreadPoolTaskRunner
 
 import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
-from data_checks.validate import CheckReport, require_checks_pass
-from fedcare_core import __version__
+from data_checks.validate import CheckReport
 from fedcare_core.algorithms import get_algorithm
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.data.federation import Federation
@@ -42,7 +40,8 @@ from fedcare_core.errors import FedcareError
 from fedcare_core.results import DataProvenance, ExperimentResult
 from fedcare_core.runner import run_algorithm
 from flows.flow_parameters import FlowParameters, as_tuple, check_output_dirs, expected_failure
-from tasks.artifacts import validation_artifact_task
+from flows.parameter_docs import FEDCARE_PARAMETERS, document_parameters
+from flows.parent_run import ParentRun
 from tasks.data import (
     load_dataset_task,
     partition_task,
@@ -50,17 +49,7 @@ from tasks.data import (
     validate_raw_task,
 )
 from tasks.stage1_cache import cache_folder
-from tasks.tracking import (
-    TAG_FAILED_AT,
-    TAG_FLOW_RUN_NAME,
-    TAG_FLOW_STATE,
-    finish_run_task,
-    log_artifacts_task,
-    log_experiment_task,
-    register_task,
-    set_tags_task,
-    start_parent_run_task,
-)
+from tasks.tracking import TAG_FLOW_STATE, set_tags_task
 from tasks.training import PrefectExecutor, WorkerPool, flower_backend, pool_size, progress_logger
 
 #: Flow name (deployments are ``fedcare/<deployment>``).
@@ -143,25 +132,6 @@ def _federation_key(config: ExperimentConfig) -> str:
     )
 
 
-def _mlflow_location(tracking_uri: str, run_id: str, artifact_path: str) -> str:
-    if tracking_uri.startswith(("http://", "https://")):
-        return f"{tracking_uri.rstrip('/')}/#/runs/{run_id}/artifacts/{artifact_path}"
-    return f"run {run_id}, artifacts/{artifact_path} ({tracking_uri})"
-
-
-def _summary(result: ExperimentResult, run_id: str) -> dict[str, Any]:
-    doc = result.to_dict()
-    return {
-        "algorithm": result.config.algorithm,
-        "seed": result.config.seed,
-        "mlflow_run_id": run_id,
-        "rounds_run": doc["stage1"]["rounds_run"],
-        "pooled": {s: o["pooled"] for s, o in doc["objectives"].items()},
-        "mean_over_clients": {s: o["mean_over_clients"] for s, o in doc["objectives"].items()},
-        "timing": doc["timing"],
-    }
-
-
 def _end_open_mlflow_runs(flow: Any, flow_run: Any, state: Any) -> None:
     """Crash/cancellation hook: mark this flow run's unfinished MLflow runs ``KILLED``."""
     from fedcare_tracking import store
@@ -191,6 +161,7 @@ def _end_open_mlflow_runs(flow: Any, flow_run: Any, state: Any) -> None:
     on_cancellation=[_end_open_mlflow_runs],
     validate_parameters=True,
 )
+@document_parameters(FEDCARE_PARAMETERS)
 def fedcare_pipeline(
     dataset: str = "diabetes130",
     data_dir: str | None = None,
@@ -215,36 +186,8 @@ def fedcare_pipeline(
 ) -> dict[str, Any] | State:
     """Check, train and track FedCARE on one dataset, for each algorithm × seed.
 
-    Parameters
-    ----------
-    dataset
-        ``"diabetes130"`` or ``"mimic3"``.
-    data_dir
-        Dataset folder or file (a schedule points it at wherever new data lands).
-    algorithm
-        A registered algorithm (``"fedcare"``, ``"fedcare-b"``, a baseline or bound) or a list.
-    clients, rounds, seeds
-        K, Stage 1 rounds T, and one seed or a list (a nested MLflow run per algorithm × seed).
-    rho, max_patients, stage2_epochs
-        Disparity ratio, cohort subsample and Stage 2 epochs (``None``: the configuration's).
-    backend
-        Where the rounds run: ``"local"``, ``"flower-sim"`` or ``"flower-deployment"``.
-    config_file, overrides
-        A JSON ``ExperimentConfig`` and further sections (``{"stage1": {"solver": "slsqp"}}``).
-    verify_checksum
-        Check the Diabetes 130 file's SHA-256 (turn off to re-train on new data).
-    tracking_uri
-        MLflow tracking URI (``None``: ``$MLFLOW_TRACKING_URI``, else ``./mlflow/mlflow.db``).
-    register_model
-        Register each backbone and each client's model; ``champion`` moves only to a better one.
-    parallel_stage2
-        Run the per-client phase in parallel processes (False: in process, in client order).
-    reports_dir, out_dir
-        Validation reports (a folder per flow run); also each ``results.json`` (out_dir).
-    cache_stage1, stage1_cache_dir
-        Persist FedCARE's Stage 1 result under a key of its configuration, data and code, so
-        that a retried or repeated flow run loads it instead of training (``Cached`` task run);
-        the owner-only folder (``None``: ``$PREFECT_HOME/fedcare-stage1-cache``).
+    Each parameter is described in :data:`flows.parameter_docs.FEDCARE_PARAMETERS`, appended
+    below as the ``Args:`` section Prefect's deployment form shows.
 
     Returns
     -------
@@ -302,7 +245,7 @@ def _run_pipeline(
     dataset, data_dir, backend = params.dataset, params.data_dir, params.backend
     flow_run_id = runtime_flow_run.id
     report_root = Path(reports_dir) / (flow_run_id or time.strftime("%Y%m%dT%H%M%S"))
-    run = _ParentRun.start(tracking_uri, params)
+    run = ParentRun.start(tracking_uri, params)
     workers = start_workers(configs, parallel_stage2)
     try:
         raw = validate_raw_task(
@@ -328,6 +271,8 @@ def _run_pipeline(
             out_dir=out_dir,
             stage1_cache=stage1_cache,
         )
+        run.step = "results"
+        run.publish(dataset, runs)
         run.status = "FINISHED"
     finally:
         if workers is not None:
@@ -336,77 +281,11 @@ def _run_pipeline(
     return {"tracking_uri": run.uri, "parent_run_id": run.parent, "runs": runs}
 
 
-@dataclass
-class _ParentRun:
-    """The flow run's MLflow parent run, and how far the flow got (named if it fails)."""
-
-    uri: str
-    parent: str
-    flow_run_id: str
-    status: str = "FAILED"
-    step: str = "validation"
-
-    @classmethod
-    def start(cls, tracking_uri: str | None, params: FlowParameters) -> _ParentRun:
-        """Start the parent run, tagged with the Prefect flow run."""
-        flow_run_id, flow_run_name = runtime_flow_run.id, runtime_flow_run.name
-        uri, parent = start_parent_run_task(
-            tracking_uri,
-            params.dataset,
-            run_name=flow_run_name,
-            tags={
-                "prefect.flow_run_id": str(flow_run_id),
-                TAG_FLOW_RUN_NAME: str(flow_run_name),
-                "fedcare.version": __version__,
-                "fedcare.dataset": params.dataset,
-                "fedcare.stage": "flow",
-            },
-            params=params.to_params(),
-        )
-        return cls(uri, parent, str(flow_run_id))
-
-    def check(self, report: CheckReport, *, artifact_path: str, stage: str, key: str) -> None:
-        """Attach a validation report to MLflow and Prefect, then stop if it failed."""
-        log_artifacts_task(self.uri, self.parent, report.report_dir, artifact_path)
-        where = _mlflow_location(self.uri, self.parent, artifact_path)
-        validation_artifact_task(report, stage, key, where)
-        require_checks_pass(report)
-
-    def log(
-        self, result: ExperimentResult, backend: str, extra: dict[str, Path], *, register: bool
-    ) -> dict[str, Any]:
-        """Log one algorithm × seed as a nested run (and register its models); its summary."""
-        config = result.config
-        run_id = log_experiment_task(
-            self.uri,
-            result,
-            parent_run_id=self.parent,
-            flow_run_id=self.flow_run_id,
-            extra_artifacts=extra,
-            backend=backend,
-        )
-        summary = _summary(result, run_id)
-        if register:
-            summary |= register_task(self.uri, result, run_id).summary()
-        get_run_logger().info("%s seed %d: %s", config.algorithm, config.seed, summary["pooled"])
-        return summary
-
-    def close(self) -> None:
-        """Tag the parent run with the flow's outcome (and where it failed), then end it."""
-        tags = {TAG_FLOW_STATE: "Completed" if self.status == "FINISHED" else "Failed"}
-        if self.status != "FINISHED":
-            tags[TAG_FAILED_AT] = self.step
-        try:
-            set_tags_task(self.uri, self.parent, tags)
-        finally:
-            finish_run_task(self.uri, self.parent, self.status)
-
-
 def _train_and_log(
     configs: Sequence[ExperimentConfig],
     loaded: LoadedDataset,
     federations: dict[str, tuple[Federation, CheckReport, float]],
-    run: _ParentRun,
+    run: ParentRun,
     raw: CheckReport,
     *,
     backend: str,
@@ -440,7 +319,7 @@ def _train_and_log(
 def _checked_federations(
     configs: Sequence[ExperimentConfig],
     loaded: LoadedDataset,
-    run: _ParentRun,
+    run: ParentRun,
     report_root: Path,
 ) -> dict[str, tuple[Federation, CheckReport, float]]:
     """Build each distinct federation once and check its partitions (stop on a failed check)."""

@@ -1,15 +1,27 @@
-"""Prefect artifacts: the validation report (summary, failed expectations, where the HTML is)."""
+"""Prefect artifacts: the validation report, and a flow run's results table.
+
+The validation artifact gives the checks' summary, the failed expectations and where the HTML
+report is; the results artifact one row per algorithm × seed with its test metrics, registry
+version and a link to its MLflow run (:mod:`fedcare_tracking.links`).
+"""
 
 from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
 
 from data_checks.validate import CheckReport
+from fedcare_tracking.links import run_url
 from tasks.common import NO_CACHE
 
 #: Longest failure list shown in an artifact (the HTML report has them all).
 MAX_FAILURES_SHOWN = 50
+#: How a metric is headed in the results table (its unit); others are shown by name.
+METRIC_LABELS: Mapping[str, str] = {"auroc": "AUROC", "mae_days": "MAE (days)"}
 
 
 def _cell(text: str) -> str:
@@ -76,4 +88,109 @@ def validation_artifact_task(
         key=key,
         markdown=validation_markdown(report, stage, mlflow_location),
         description=f"FedCARE data checks: {stage}",
+    )
+
+
+def _number(value: Any) -> str:
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return "—"
+    return f"{float(value):.4f}"
+
+
+def _run_link(tracking_uri: str, experiment_id: str, run_id: str, text: str) -> str:
+    url = run_url(tracking_uri, experiment_id, run_id)
+    return f"[{text}]({url})" if url is not None else f"`{run_id}`"
+
+
+def _registry_cell(run: Mapping[str, Any]) -> str:
+    parts = []
+    reg = run.get("registry")
+    if reg:
+        champion = " (champion)" if reg.get("promoted") else ""
+        parts.append(f"`{_cell(str(reg['model']))}` v{reg['version']}{champion}")
+    clients = run.get("client_models") or []
+    if clients:
+        champions = sum(bool(c.get("promoted")) for c in clients)
+        versions = sorted({int(c["version"]) for c in clients})
+        shown = ", ".join(f"v{v}" for v in versions)
+        parts.append(f"{len(clients)} client models ({shown}; {champions} new champions)")
+    return "; ".join(parts) if parts else "—"
+
+
+def results_markdown(
+    dataset: str,
+    runs: Sequence[Mapping[str, Any]],
+    tracking_uri: str,
+    experiment_id: str,
+    parent_run_id: str,
+) -> str:
+    """A flow run's results as a Markdown table, each row linked to its MLflow run.
+
+    Parameters
+    ----------
+    dataset
+        The dataset trained on.
+    runs
+        One summary per algorithm × seed (:func:`flows.parent_run.run_summary`, with
+        ``registry`` when its backbone was registered).
+    tracking_uri, experiment_id, parent_run_id
+        Where the runs are in MLflow (links only for an ``http(s)://`` tracking server).
+
+    Returns
+    -------
+    str
+        A headline with the parent run, then algorithm, seed, K, T, rounds run, per objective
+        its test metric (pooled / mean over clients, the unit in the heading), the registered
+        version (and whether it became ``champion``) and the run.
+    """
+    objectives: dict[str, str] = {}
+    for run in runs:
+        objectives.update(run["metrics"])
+    head = ["algorithm", "seed", "K", "T", "rounds run"]
+    head += [f"{s} {METRIC_LABELS.get(m, m)}" for s, m in objectives.items()]
+    head += ["registry", "MLflow run"]
+    lines = [
+        f"# FedCARE results: {dataset}",
+        "",
+        f"MLflow parent run: {_run_link(tracking_uri, experiment_id, parent_run_id, 'parent')} "
+        f"(experiment {experiment_id}, `{tracking_uri}`). Test metrics: pooled over every "
+        "client's test rows / mean over clients.",
+        "",
+        "| " + " | ".join(head) + " |",
+        "| " + " | ".join("---" for _ in head) + " |",
+    ]
+    for run in runs:
+        metrics = [
+            f"{_number(run['pooled'].get(s))} / {_number(run['mean_over_clients'].get(s))}"
+            for s in objectives
+        ]
+        link = _run_link(tracking_uri, experiment_id, run["mlflow_run_id"], "run")
+        row = [_cell(str(run["algorithm"])), str(run["seed"]), str(run["clients"])]
+        row += [str(run["rounds"]), str(run["rounds_run"]), *metrics, _registry_cell(run), link]
+        lines.append("| " + " | ".join(row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+@task(name="results-artifact", cache_policy=NO_CACHE, persist_result=False)
+def results_artifact_task(
+    key: str,
+    dataset: str,
+    runs: Sequence[Mapping[str, Any]],
+    tracking_uri: str,
+    experiment_id: str,
+    parent_run_id: str,
+) -> None:
+    """Keep a flow run's results table as a Prefect Markdown artifact (:func:`results_markdown`).
+
+    Parameters
+    ----------
+    key
+        Artifact key (lower-case letters, digits and dashes), e.g. ``fedcare-results``.
+    dataset, runs, tracking_uri, experiment_id, parent_run_id
+        See :func:`results_markdown`.
+    """
+    create_markdown_artifact(
+        key=key,
+        markdown=results_markdown(dataset, runs, tracking_uri, experiment_id, parent_run_id),
+        description=f"FedCARE results on {dataset}: {len(runs)} algorithm × seed run(s)",
     )

@@ -221,3 +221,17 @@ def finish_run_task(tracking_uri: str, run_id: str, status: str) -> None:
     """End a run with ``status`` (``FINISHED``, ``FAILED`` or ``KILLED``)."""
     store.configure(tracking_uri)
     store.finish_run(run_id, status)
+
+
+@task(
+    name="mlflow-run-experiment",
+    retries=IO_RETRIES,
+    retry_delay_seconds=IO_RETRY_DELAY_S,
+    retry_condition_fn=retry_on_io_error,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def experiment_id_task(tracking_uri: str, run_id: str) -> str:
+    """The id of the experiment a run is in (the MLflow UI's links name it)."""
+    store.configure(tracking_uri)
+    return str(store.client().get_run(run_id).info.experiment_id)

@@ -105,6 +105,20 @@ def client_task(
     return pool.submit(fn, item, *shared).result()
 
 
+def client_run_name(phase: str) -> Callable[[dict[str, Any]], str]:
+    """The ``task_run_name`` of a per-client task: ``<phase>-client<id>``, e.g. ``stage2-client3``.
+
+    Prefect calls it with the task's resolved parameters (it takes ``parameters``), so each
+    mapped task run is named after its client instead of a random suffix.
+    """
+
+    def name(parameters: dict[str, Any]) -> str:
+        client_id = getattr(parameters.get("item"), "client_id", None)
+        return f"{phase}-client{client_id}" if client_id is not None else f"{phase}-client"
+
+    return name
+
+
 def worker_pool(workers: int) -> ProcessPoolExecutor:
     """The process pool a flow's per-client tasks compute in (``spawn``: fresh interpreters).
 
@@ -161,8 +175,14 @@ class PrefectExecutor:
         *shared: Any,
         progress: ProgressFn | None = None,
     ) -> list[T]:
-        """One ``<phase>-client`` task per item: ``fn(item, *shared)``, results in item order."""
-        named = client_task.with_options(name=f"{phase}-client")
+        """One ``<phase>-client`` task per item: ``fn(item, *shared)``, results in item order.
+
+        Each task run is named after its client (:func:`client_run_name`).
+        """
+        # Prefect's protocol for a callable taking `parameters` also lists its own classmethod
+        # (is_callback_with_parameters), which no plain function has; the call is what it checks.
+        run_name = cast(Any, client_run_name(phase))
+        named = client_task.with_options(name=f"{phase}-client", task_run_name=run_name)
         if self.pool is not None or self.map_over_runner:
             futures = named.map(unmapped(fn), list(items), unmapped(shared), unmapped(self.pool))
             results: list[T] = []

@@ -4,7 +4,8 @@ Brings up a Prefect server, a process worker, the deployments of ``prefect.yaml`
 tracking server (``fedcare_stack``, on free loopback ports, state in a temporary folder),
 triggers the deployment with the Prefect CLI as ``make run`` does (``fedcare stack run``; small
 settings, two seeds in two flow runs), then reads MLflow back over HTTP, and tears the stack
-down, leaving no process.
+down, leaving no process. A quick test renders ``prefect.yaml`` as ``prefect deploy`` does
+under the stack's environment: the re-training folder is in the deployment's description.
 """
 
 from __future__ import annotations
@@ -19,8 +20,9 @@ import fedcare_tracking  # noqa: F401  (MLflow environment defaults before mlflo
 from fedcare_stack import stack
 from fedcare_stack.processes import free_port, marked_processes, port_in_use
 from fedcare_stack.run import run_deployment
-from fedcare_stack.settings import LOOPBACK, TOKEN_ENV, StackConfig
+from fedcare_stack.settings import LOOPBACK, RETRAIN_DATA_ENV, TOKEN_ENV, StackConfig
 
+PREFECT_YAML = Path(__file__).resolve().parents[2] / "prefect.yaml"
 ROUNDS = 4
 SMALL = ["clients=3", f"rounds={ROUNDS}", "max_patients=3000", "stage2_epochs=3"]
 
@@ -31,6 +33,48 @@ def _run_deployment(config: StackConfig, params: list[str], log: Path) -> int:
         return run_deployment(
             config, "fedcare/full-experiment", params, out=out, say=lambda m: print(m, file=out)
         )
+
+
+def _rendered_deployment(name: str, entrypoint: str) -> dict[str, Any]:
+    """A deployment of ``prefect.yaml`` as ``prefect deploy`` renders it from its environment.
+
+    Prefect's own loader (the file validated against its ``prefect.yaml`` model) and its
+    ``{{ $VAR }}`` rendering, as in ``prefect.cli.deploy._core._run_single_deploy``.
+    """
+    import os
+
+    from prefect.cli.deploy._config import _load_deploy_configs_and_actions
+    from prefect.utilities.templating import apply_values
+    from rich.console import Console
+
+    configs, _ = _load_deploy_configs_and_actions(PREFECT_YAML, console=Console(quiet=True))
+    (found,) = [c for c in configs if c["name"] == name and c["entrypoint"] == entrypoint]
+    rendered: dict[str, Any] = apply_values(found, os.environ, remove_notset=False)
+    return rendered
+
+
+def test_the_retraining_folder_shows_in_the_deployment_description(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from prefect.cli.deploy._schedules import _schedule_config_to_deployment_schedule
+
+    # `fedcare stack up` runs `prefect deploy` with the stack's service environment.
+    monkeypatch.delenv(RETRAIN_DATA_ENV, raising=False)
+    config = StackConfig(state=tmp_path / "s", data_dir=tmp_path / "exports")
+    folder = str((tmp_path / "exports").resolve())
+    assert config.service_env("tok")[RETRAIN_DATA_ENV] == folder
+    monkeypatch.setenv(RETRAIN_DATA_ENV, config.service_env("tok")[RETRAIN_DATA_ENV])
+
+    deployment = _rendered_deployment("full-experiment", "flows.fedcare_flow:fedcare_pipeline")
+    assert f"data_dir={folder}," in deployment["description"]
+    assert "{{" not in deployment["description"]
+    (schedule,) = [_schedule_config_to_deployment_schedule(s) for s in deployment["schedules"]]
+    assert schedule["slug"] == "weekly-retrain"
+    assert schedule["parameters"] == {"data_dir": folder, "verify_checksum": False}
+
+    # A caller's own FEDCARE_RETRAIN_DATA_DIR wins over the stack's data folder.
+    monkeypatch.setenv(RETRAIN_DATA_ENV, str(tmp_path / "elsewhere"))
+    assert config.service_env("tok")[RETRAIN_DATA_ENV] == str(tmp_path / "elsewhere")
 
 
 def _scheduled_runs(config: StackConfig) -> list[Any]:
@@ -126,6 +170,13 @@ def test_full_experiment_deployment_on_the_local_stack(data_dir: Path, tmp_path:
         scheduled = _scheduled_runs(config)
         assert scheduled and all(r.parameters["data_dir"] == str(data_dir) for r in scheduled)
         assert all(r.parameters["verify_checksum"] is False for r in scheduled)
+        # ... and the deployment's description names that folder (rendered by `prefect deploy`).
+        from prefect.client.orchestration import SyncPrefectClient
+
+        with SyncPrefectClient(config.prefect_api_url) as client:
+            deployment = client.read_deployment_by_name("fedcare/full-experiment")
+        assert f"data_dir={data_dir}," in (deployment.description or "")
+        assert [s.slug for s in deployment.schedules] == ["weekly-retrain"]
         print(f"stack up {t_up:.0f} s; two deployment runs {t_runs:.0f} s")
     finally:
         token_file = config.state_dir / "token"

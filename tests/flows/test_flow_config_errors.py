@@ -82,7 +82,7 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     for module in ("flows.fedcare_flow", "flows.experiment_flows"):
         monkeypatch.setattr(f"{module}.validate_raw_task", Refuse())
     monkeypatch.setattr("flows.fedcare_flow.load_dataset_task", Refuse())
-    monkeypatch.setattr("flows.fedcare_flow.start_parent_run_task", Refuse())
+    monkeypatch.setattr("flows.parent_run.start_parent_run_task", Refuse())
 
 
 def _flow_run_logs(flow_run_id: object) -> list[str]:

@@ -1,0 +1,147 @@
+"""The deployed flows' parameter descriptions, in the one form Prefect's UI shows them.
+
+Prefect 3.7.7 builds a deployment's parameter schema with
+``prefect.utilities.callables.parameter_schema(flow)``, which reads per-parameter descriptions
+from the flow function's docstring with griffe's *Google* parser only
+(``parameter_docstrings``: ``parse(Docstring(doc), Parser.google)``). A numpy ``Parameters``
+section gives no description at all, and a grouped entry (``clients, rounds, seeds``) would not
+match a parameter in any style. ``typing.Annotated[..., pydantic.Field(description=...)]`` does
+not work either: Prefect wraps every parameter in its own ``Field(description=None)``, which
+replaces the annotation's (``prefect._internal.pydantic.v2_schema.process_v2_params``).
+
+So each deployed flow's parameters are described here, one entry each, and
+:func:`document_parameters` appends them to the flow function's (numpy-style) docstring as the
+``Args:`` section Prefect parses, after checking that every parameter has an entry.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from typing import TypeVar
+
+F = TypeVar("F", bound=Callable[..., object])
+
+_DATA_DIR = (
+    "Dataset folder or file (null: the worker's FEDCARE_DATA_DIR; the weekly re-training "
+    "schedule passes FEDCARE_RETRAIN_DATA_DIR)."
+)
+_COMMON = {
+    "dataset": '"diabetes130" (Diabetes 130-US hospitals) or "mimic3" (MIMIC-III).',
+    "data_dir": _DATA_DIR,
+    "max_patients": "Subsample the cohort to this many patients (null: the whole cohort).",
+    "tracking_uri": (
+        "MLflow tracking URI (null: $MLFLOW_TRACKING_URI, the stack's MLflow server, else "
+        "./mlflow/mlflow.db)."
+    ),
+    "verify_checksum": (
+        "Check the Diabetes 130 file's published SHA-256 (false to train on new exports)."
+    ),
+}
+
+#: ``fedcare`` (``flows.fedcare_flow.fedcare_pipeline``, deployed as ``fedcare/full-experiment``).
+FEDCARE_PARAMETERS: Mapping[str, str] = {
+    **_COMMON,
+    "algorithm": (
+        'A registered algorithm ("fedcare", "fedcare-b", a baseline such as "fedavg", or a '
+        'bound: "local", "centralised"), or a list of them.'
+    ),
+    "clients": "K: the number of clients (hospitals) the cohort is partitioned into.",
+    "rounds": "T: the number of Stage 1 federated rounds.",
+    "seeds": "One seed or a list; each algorithm × seed is a nested MLflow run.",
+    "rho": "Disparity ratio of the client sizes (null: the configuration's).",
+    "backend": 'Where the Stage 1 rounds run: "local", "flower-sim" or "flower-deployment".',
+    "stage2_epochs": "Stage 2 (personalisation) epochs per client (null: the configuration's).",
+    "config_file": "A JSON ExperimentConfig file the other parameters override (null: defaults).",
+    "overrides": 'Further configuration sections, e.g. {"stage1": {"solver": "slsqp"}}.',
+    "register_model": (
+        "Register each backbone in the MLflow model registry; the champion alias moves only "
+        "to a backbone that validates better."
+    ),
+    "parallel_stage2": (
+        "Run the per-client phase (Stage 2, Local's fits) in parallel worker processes "
+        "(false: in the flow's process, in client order)."
+    ),
+    "reports_dir": "Folder of the data-check reports (a sub-folder per flow run).",
+    "out_dir": "Folder for each algorithm × seed's results.json (null: none written).",
+    "cache_stage1": (
+        "Persist FedCARE's Stage 1 result under a key of its configuration, data and code, so "
+        "that a retried or repeated flow run loads it (a Cached task run) instead of training."
+    ),
+    "stage1_cache_dir": (
+        "The owner-only Stage 1 cache folder (null: $PREFECT_HOME/fedcare-stage1-cache)."
+    ),
+}
+
+#: The paper's experiment flows (``flows.experiment_flows``); each uses the entries it has.
+EXPERIMENT_PARAMETERS: Mapping[str, str] = {
+    **_COMMON,
+    "seeds": "Seeds per cell: 0, 1, …, seeds − 1.",
+    "clients": "K: the number of clients of every cell.",
+    "counts": "The client counts K swept (null: 3, 5, 10, 20, 30).",
+    "ratios": "The disparity ratios ρ swept (null: 0.1, 0.2, 0.3, 0.4, 0.5).",
+    "algorithms": "The algorithms compared (null: the experiment's default list).",
+    "variants": (
+        "The ablation variants (null: paper, solver-slsqp, normalise-l2, normalise-loss+, "
+        "qp-scope-backbone)."
+    ),
+    "rounds": "T: Stage 1 rounds of every cell (null: 100).",
+    "stage2_epochs": "Epochs of Stage 2 and of the Local / Centralised bounds (null: 40).",
+    "workers": "Processes of the local Dask cluster (null: one per core).",
+    "dask_address": (
+        "An existing Dask scheduler, e.g. tcp://10.0.0.5:8786 (null: a local cluster on loopback)."
+    ),
+    "out_dir": "Tables, figures and cell files under <out_dir>/<dataset>/ (null: .experiments).",
+}
+
+
+def google_args_section(descriptions: Mapping[str, str], names: list[str]) -> str:
+    """The ``Args:`` section griffe's Google parser reads, one line per name.
+
+    Lines are not wrapped: griffe keeps a continuation line's break in the description, and
+    the Prefect UI would show it mid-sentence.
+
+    Parameters
+    ----------
+    descriptions
+        Parameter name → one-line description.
+    names
+        The parameters to list, in order.
+
+    Returns
+    -------
+    str
+        ``Args:`` then a line ``    name: description`` per name.
+    """
+    return "\n".join(["Args:", *(f"    {name}: {descriptions[name]}" for name in names)])
+
+
+def document_parameters(descriptions: Mapping[str, str]) -> Callable[[F], F]:
+    """Decorator (under ``@flow``): append the function's parameter descriptions for Prefect.
+
+    Parameters
+    ----------
+    descriptions
+        Parameter name → description; every parameter of the function needs one.
+
+    Returns
+    -------
+    callable
+        The decorator; it returns the function itself, its docstring extended.
+
+    Raises
+    ------
+    TypeError
+        When decorating, if a parameter has no description.
+    """
+
+    def decorate(fn: F) -> F:
+        names = list(inspect.signature(fn).parameters)
+        missing = [n for n in names if not descriptions.get(n)]
+        if missing:
+            raise TypeError(f"{fn.__name__}: no description for parameter(s) {missing}")
+        doc = inspect.cleandoc(fn.__doc__ or "")
+        fn.__doc__ = f"{doc}\n\n{google_args_section(descriptions, names)}\n"
+        return fn
+
+    return decorate

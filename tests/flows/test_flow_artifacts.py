@@ -1,0 +1,96 @@
+"""A real ``fedcare`` flow run logging to a real MLflow server: what Prefect then shows.
+
+* the ``fedcare-results`` Markdown artifact, read back from the Prefect API: one row per
+  algorithm × seed with K, T, rounds run, the test metrics with their units, the registry
+  version, and links to each MLflow run and the parent run that are routes of the served UI;
+* the validation artifact's link opens the report (a UI route; the download returns the HTML);
+* the Stage 2 task runs are named ``stage2-client0`` … ``stage2-client<K-1>``.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from urllib.parse import urlsplit
+
+import pytest
+
+import fedcare_tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
+from flows.fedcare_flow import fedcare_pipeline
+from tests.flows.test_task_run_names import _task_run_names
+from tests.mlflow_server import mlflow_server, route_of, ui_bundle, ui_routes
+
+K = 3
+SMALL = {"clients": K, "rounds": 3, "max_patients": 3000, "stage2_epochs": 2}
+LINK = re.compile(r"\]\((http://[^)\s]+)\)")
+
+
+def _artifacts(flow_run_id: object) -> dict[str, str]:
+    from prefect.client.orchestration import get_client
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
+
+    with get_client(sync_client=True) as client:
+        found = client.read_artifacts(
+            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+        )
+    return {str(a.key): str(a.data) for a in found if a.key}
+
+
+@pytest.mark.slow
+@pytest.mark.realdata
+def test_results_artifact_links_every_run_and_the_report(
+    prefect_harness: None, data_dir: Path, tmp_path: Path
+) -> None:
+    import httpx
+    from mlflow.tracking import MlflowClient
+
+    with mlflow_server(tmp_path / "server") as url:
+        state = fedcare_pipeline(
+            data_dir=str(data_dir),
+            algorithm=["fedcare", "fedavg"],
+            **SMALL,
+            tracking_uri=url,
+            reports_dir=str(tmp_path / "reports"),
+            cache_stage1=False,
+            return_state=True,
+        )
+        assert state.is_completed(), state.message
+        summary = state.result()
+        flow_run_id = state.state_details.flow_run_id
+        routes = ui_routes(ui_bundle(url))
+        experiment_id = MlflowClient(url).get_run(summary["parent_run_id"]).info.experiment_id
+
+        artifacts = _artifacts(flow_run_id)
+        results = artifacts["fedcare-results"]
+        rows = [line for line in results.splitlines() if line.startswith("| fed")]
+        assert len(rows) == 2
+        fedcare_row, fedavg_row = rows
+        assert fedcare_row.startswith(f"| fedcare | 0 | {K} | 3 | 3 | ")
+        assert "v1 (champion)" in fedcare_row and "| — |" in fedavg_row
+        assert "early_discharge AUROC" in results and "los MAE (days)" in results
+        doc = summary["runs"][0]
+        pooled = doc["pooled"]["early_discharge"]
+        assert f"{pooled:.4f} / {doc['mean_over_clients']['early_discharge']:.4f}" in fedcare_row
+
+        links = LINK.findall(results)
+        run_ids = [summary["parent_run_id"], *(r["mlflow_run_id"] for r in summary["runs"])]
+        assert links == [f"{url}/#/experiments/{experiment_id}/runs/{r}" for r in run_ids]
+        for link in links:
+            assert route_of(urlsplit(link).fragment, routes) == (
+                "/experiments/:experimentId/runs/:runUuid"
+            )
+
+        opened, download = LINK.findall(artifacts["validation-raw"])
+        path = "validation/raw/index.html"
+        assert opened == (
+            f"{url}/#/experiments/{experiment_id}/runs/{summary['parent_run_id']}/artifacts/{path}"
+        )
+        assert route_of(urlsplit(opened).fragment, routes) == (
+            "/experiments/:experimentId/runs/:runUuid/*"
+        )
+        reply = httpx.get(download, timeout=30)
+        assert reply.status_code == 200 and reply.headers["content-type"].startswith("text/html")
+        assert "Data checks" in reply.text or "<html" in reply.text.lower()
+
+    names = _task_run_names(flow_run_id, "stage2-client", K)
+    assert names == [f"stage2-client{k}" for k in range(K)]

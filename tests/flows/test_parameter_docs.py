@@ -1,0 +1,70 @@
+"""Every parameter of every deployed flow has a description in its Prefect parameter schema."""
+
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from prefect.utilities.callables import parameter_schema
+
+from flows.parameter_docs import document_parameters
+
+PREFECT_YAML = Path(__file__).resolve().parents[2] / "prefect.yaml"
+
+
+def _deployed_flows() -> dict[str, Any]:
+    """``entrypoint`` → the flow object, for each deployment of ``prefect.yaml``."""
+    deployments = yaml.safe_load(PREFECT_YAML.read_text())["deployments"]
+    flows: dict[str, Any] = {}
+    for deployment in deployments:
+        module, name = deployment["entrypoint"].split(":")
+        flows[deployment["entrypoint"]] = getattr(importlib.import_module(module), name)
+    return flows
+
+
+def test_prefect_yaml_deploys_the_five_flows() -> None:
+    assert sorted(f.name for f in _deployed_flows().values()) == [
+        "fedcare",
+        "fedcare-ablation",
+        "fedcare-clients",
+        "fedcare-comparison",
+        "fedcare-disparity",
+    ]
+
+
+@pytest.mark.parametrize("entrypoint", sorted(_deployed_flows()))
+def test_every_deployed_parameter_has_a_description(entrypoint: str) -> None:
+    flow = _deployed_flows()[entrypoint]
+    # What `prefect deploy` stores as the deployment's parameter_openapi_schema.
+    properties = parameter_schema(flow).properties
+    assert properties, entrypoint
+    undocumented = [n for n, p in properties.items() if not (p.get("description") or "").strip()]
+    assert undocumented == [], f"{entrypoint}: no description for {undocumented}"
+    assert all("\n" not in p["description"] for p in properties.values())
+
+
+def test_descriptions_are_the_parameters_own_and_validation_still_coerces() -> None:
+    from flows.fedcare_flow import fedcare_pipeline
+
+    properties = parameter_schema(fedcare_pipeline).properties
+    assert properties["clients"]["description"].startswith("K:")
+    assert properties["rounds"]["description"].startswith("T:")
+    assert "nested MLflow run" in properties["seeds"]["description"]
+    # validate_parameters=True still checks and coerces against the annotations.
+    checked = fedcare_pipeline.validate_parameters({"clients": "3", "seeds": [0, 1]})
+    assert checked["clients"] == 3 and checked["seeds"] == [0, 1]
+
+
+def test_an_undocumented_parameter_is_refused_when_decorating() -> None:
+    def flow_fn(a: int, b: int) -> None:
+        """Doc."""
+
+    with pytest.raises(TypeError, match=r"no description for parameter\(s\) \['b'\]"):
+        document_parameters({"a": "the a"})(flow_fn)
+    documented = document_parameters({"a": "the a", "b": "the b"})(flow_fn)
+    from prefect.utilities.callables import parameter_docstrings
+
+    assert parameter_docstrings(documented.__doc__) == {"a": "the a", "b": "the b"}

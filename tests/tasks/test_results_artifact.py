@@ -1,0 +1,51 @@
+"""The results artifact's Markdown: one row per algorithm × seed, units, registry, MLflow links."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tasks.artifacts import results_markdown
+
+METRICS = {"early_discharge": "auroc", "readmission": "auroc", "los": "mae_days"}
+
+
+def _run(algorithm: str, run_id: str, **extra: Any) -> dict[str, Any]:
+    return {
+        "algorithm": algorithm,
+        "seed": 0,
+        "clients": 3,
+        "rounds": 4,
+        "rounds_run": 4,
+        "mlflow_run_id": run_id,
+        "metrics": METRICS,
+        "pooled": {"early_discharge": 0.71234, "readmission": 0.6, "los": 2.5},
+        "mean_over_clients": {"early_discharge": 0.7, "readmission": None, "los": 2.25},
+        **extra,
+    }
+
+
+def test_table_has_units_registry_and_links_to_each_run() -> None:
+    registry = {"model": "fedcare-d-fedcare-backbone", "version": "2", "promoted": True}
+    runs = [_run("fedcare", "r1", registry=registry), _run("fedavg", "r2")]
+    md = results_markdown("diabetes130", runs, "http://127.0.0.1:5000", "4", "p0")
+    lines = md.splitlines()
+    assert lines[0] == "# FedCARE results: diabetes130"
+    assert "[parent](http://127.0.0.1:5000/#/experiments/4/runs/p0)" in md
+    head = lines[lines.index(next(x for x in lines if x.startswith("| algorithm")))]
+    assert head == (
+        "| algorithm | seed | K | T | rounds run | early_discharge AUROC | readmission AUROC "
+        "| los MAE (days) | registry | MLflow run |"
+    )
+    rows = [x for x in lines if x.startswith("| fed")]
+    assert rows == [
+        "| fedcare | 0 | 3 | 4 | 4 | 0.7123 / 0.7000 | 0.6000 / — | 2.5000 / 2.2500 "
+        "| `fedcare-d-fedcare-backbone` v2 (champion) "
+        "| [run](http://127.0.0.1:5000/#/experiments/4/runs/r1) |",
+        "| fedavg | 0 | 3 | 4 | 4 | 0.7123 / 0.7000 | 0.6000 / — | 2.5000 / 2.2500 | — "
+        "| [run](http://127.0.0.1:5000/#/experiments/4/runs/r2) |",
+    ]
+
+
+def test_a_local_store_shows_run_ids() -> None:
+    md = results_markdown("diabetes130", [_run("fedavg", "r2")], "sqlite:///m.db", "1", "p0")
+    assert "`r2` |" in md and "parent run: `p0`" in md and "http" not in md
