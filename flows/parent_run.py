@@ -2,8 +2,8 @@
 
 Each data check's report is attached to the parent run and to the Prefect flow run (a
 Markdown artifact linking the report in the MLflow UI), each algorithm × seed is logged as a
-nested run (its backbone and every client's model registered), and a completed flow run ends with one Markdown artifact
-``fedcare-results``: the results table, linked to every MLflow run
+nested run (its backbone and every client's model registered), and a completed flow run ends
+with one Markdown artifact ``fedcare-results``: the results table, linked to every MLflow run
 (:func:`tasks.artifacts.results_markdown`).
 """
 

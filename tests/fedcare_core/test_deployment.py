@@ -1,4 +1,4 @@
-"""Every algorithm's deployed predictors: what the evaluation scores, rebuilt from spec + weights."""
+"""Every algorithm's deployed predictors: what the evaluation scores, rebuilt from a spec."""
 
 from __future__ import annotations
 
