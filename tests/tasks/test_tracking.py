@@ -51,10 +51,17 @@ def test_parent_run_nested_run_registry_and_finish(tmp_path: Path) -> None:
         extra_artifacts={"validation/raw": report},
         backend="local",
     )
-    first = register_task.fn(uri, result, run_id)
+    registered = register_task.fn(uri, result, run_id)
+    first = registered.backbone
+    assert first is not None
     assert first.model_name == model_name("synthetic", "fedcare") and first.promoted
+    assert [c.client for c in registered.clients] == [0, 1, 2]
+    assert all(c.promoted and c.version == 1 for c in registered.clients)
+    assert registered.clients[1].model_name == "fedcare-synthetic-fedcare-client1"
     again = register_task.fn(uri, result, run_id)  # same score: not better, alias stays
-    assert again.version == first.version + 1 and not again.promoted
+    assert again.backbone is not None
+    assert again.backbone.version == first.version + 1 and not again.backbone.promoted
+    assert not any(c.promoted for c in again.clients)
     set_tags_task.fn(uri, parent, {TAG_FAILED_AT: "nowhere"})
     finish_run_task.fn(uri, parent, "FINISHED")
 
