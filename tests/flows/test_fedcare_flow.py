@@ -100,7 +100,7 @@ def test_flow_equals_fedcare_run_with_parallel_stage2(
     assert {r.data.tags["prefect.flow_run_id"] for r in runs} == {flow_run_id}
     assert experiment.data.tags["mlflow.parentRunId"] == parent.info.run_id
     assert parent.data.params["flow.clients"] == "3"
-    assert experiment.data.metrics["early_discharge.pooled"] == pytest.approx(
+    assert experiment.data.metrics["test/early_discharge.auroc.pooled"] == pytest.approx(
         cli_doc["objectives"]["early_discharge"]["pooled"]
     )
     assert summary["runs"][0]["registry"]["promoted"] is True
