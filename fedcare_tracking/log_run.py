@@ -36,7 +36,7 @@ from mlflow.utils.validation import MAX_METRICS_PER_BATCH, MAX_PARAMS_TAGS_PER_B
 from fedcare_core import __version__
 from fedcare_core.results import ExperimentResult
 from fedcare_core.stage1 import load_global_model
-from fedcare_tracking import naming, plots, store
+from fedcare_tracking import naming, plots, store, views
 from fedcare_tracking.mlflow_params import flatten_params, param_value
 from fedcare_tracking.serving import (
     GlobalPredictor,
@@ -161,6 +161,7 @@ def log_experiment(
         | {TAG_STAGE: "experiment"}
         | {TAG_METRIC_PREFIX + s: str(o.get("metric")) for s, o in doc["objectives"].items()},
     )
+    views.publish(mc, experiment_id, views.RUNS_VIEW, views.runs_columns(doc["objectives"]))
     try:
         params = flatten_params(config)
         log_batch_chunked(mc, run_id, params=params)

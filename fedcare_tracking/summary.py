@@ -4,7 +4,8 @@ A flow run's parent gets, per algorithm and objective, the mean and the std (ddo
 experiment tables; left out for a single seed) over its algorithm × seed runs of the pooled and
 mean-over-clients test metrics, and how many seeds went in:
 ``test_over_seeds/fedcare/readmission.auroc.pooled.mean``, ``…/fedcare/seeds``
-(:mod:`fedcare_tracking.naming`). Where one parent holds several settings of an algorithm,
+(:mod:`fedcare_tracking.naming`), and the experiment's "FedCARE: mean over seeds" view shows
+them (:mod:`fedcare_tracking.views`). Where one parent holds several settings of an algorithm,
 each setting is its own group (``test_over_seeds/fedcare-K5-T20/…``).
 """
 
@@ -18,7 +19,7 @@ from typing import Any
 
 from mlflow.entities import Metric, Run
 
-from fedcare_tracking import naming, store
+from fedcare_tracking import naming, store, views
 from fedcare_tracking.log_run import (
     TAG_ALGORITHM,
     TAG_METRIC_PREFIX,
@@ -164,5 +165,9 @@ def log_parent_summary(
     values = summary_metrics(runs)
     now = now_ms()
     metrics = [Metric(key, value, now, 0) for key, value in values.items()]
-    log_batch_chunked(store.client(), parent_run_id, metrics=metrics)
+    mc = store.client()
+    log_batch_chunked(mc, parent_run_id, metrics=metrics)
+    if values:
+        experiment_id = mc.get_run(parent_run_id).info.experiment_id
+        views.publish(mc, experiment_id, views.SEEDS_VIEW, views.seeds_columns(values))
     return values
