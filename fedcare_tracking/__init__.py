@@ -3,7 +3,10 @@
 Modules: :mod:`~fedcare_tracking.store` (tracking URI, experiments, parent runs),
 :mod:`~fedcare_tracking.mlflow_params` (configuration → params), :mod:`~fedcare_tracking.plots`,
 :mod:`~fedcare_tracking.serving` (the exported model wrappers),
-:mod:`~fedcare_tracking.log_run` (:func:`~fedcare_tracking.log_run.log_experiment`) and
+:mod:`~fedcare_tracking.log_run` (:func:`~fedcare_tracking.log_run.log_experiment`),
+:mod:`~fedcare_tracking.naming` (run names, metric keys with their unit),
+:mod:`~fedcare_tracking.summary` (a parent run's mean and std over seeds),
+:mod:`~fedcare_tracking.views` (the experiment's saved runs-table views and description) and
 :mod:`~fedcare_tracking.registry` (backbone registration and the ``champion`` alias).
 
 Importing this package sets two environment defaults *before* MLflow is imported by any of its

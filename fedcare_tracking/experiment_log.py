@@ -2,9 +2,12 @@
 
 :func:`write_outputs` writes the tables (CSV, Markdown) and figures (PNG) of an experiment
 from its cells' documents; :func:`log_experiment_run` records them as one MLflow parent run
-(parameters, a nested run per table row with its mean and std over seeds, every file as an
-artifact). Run documents hold no identifiers (clients are numbered 0..K−1), so neither does
-anything logged here.
+(parameters, a nested run per table row with its mean and std over seeds, the same on the
+parent under the row's name, every file as an artifact). Metric keys carry each objective's
+metric, as the flow's (:mod:`fedcare_tracking.naming`): a row's
+``test_over_seeds/readmission.auroc.pooled.mean``, the parent's
+``test_over_seeds/fedcare-K10/readmission.auroc.pooled.mean``. Run documents hold no identifiers
+(clients are numbered 0..K−1), so neither does anything logged here.
 """
 
 from __future__ import annotations
@@ -19,12 +22,14 @@ from mlflow.entities import Metric
 
 from fedcare_core.experiments.cells import Cell
 from fedcare_core.experiments.report import experiment_tables
-from fedcare_tracking import store
+from fedcare_tracking import naming, store
 from fedcare_tracking.experiment_plots import experiment_figures
 from fedcare_tracking.log_run import log_batch_chunked, now_ms
 
 #: Tag naming the experiment of a parent run (``comparison``, ``clients``, ...).
 TAG_EXPERIMENT = "fedcare.experiment"
+#: Summary columns that measure cost, not a test metric.
+_NOT_TEST = ("rounds_run", "seconds")
 
 
 @dataclass(frozen=True)
@@ -79,6 +84,48 @@ def write_outputs(
     return ExperimentOutputs(experiment, files, runs, summary)
 
 
+def row_metrics(
+    row: Mapping[str, object], metrics: Mapping[str, str], group: str | None = None
+) -> dict[str, float]:
+    """A summary row's finite ``.mean``/``.std`` columns under unit-bearing metric keys.
+
+    Parameters
+    ----------
+    row
+        One row of :func:`~fedcare_core.experiments.summary.aggregate`'s frame: ``<objective>``
+        (pooled) and ``<objective>.client_mean`` columns, ``avg_auroc``, ``rounds_run``,
+        ``seconds``, each as ``.mean`` and ``.std``.
+    metrics
+        Objective → metric (the runs frame's ``attrs["metrics"]``).
+    group
+        The row's name on a parent run; ``None`` on the row's own run.
+
+    Returns
+    -------
+    dict[str, float]
+        ``test_over_seeds[/<group>]/<objective>.<metric>.<pooled|mean_over_clients>.<stat>``,
+        ``…/avg_auroc.<stat>``; ``rounds_run.<stat>`` and ``seconds.<stat>`` on a row's run.
+    """
+    prefix = naming.SEEDS_SECTION if group is None else f"{naming.SEEDS_SECTION}/{group}"
+    out: dict[str, float] = {}
+    for col, value in row.items():
+        name, _, stat = str(col).rpartition(".")
+        if stat not in naming.SUMMARY_STATS or not _finite(value):
+            continue
+        objective, _, client_mean = name.partition(".")
+        if objective in metrics and client_mean in ("", "client_mean"):
+            field = "mean_over_clients" if client_mean else "pooled"
+            key = naming.summary_key(group, objective, metrics[objective], field, stat)
+        elif name in _NOT_TEST:  # cost, not a test metric: on the row's run only
+            if group is not None:
+                continue
+            key = f"{name}.{stat}"
+        else:
+            key = f"{prefix}/{name}.{stat}"
+        out[key] = float(value)  # type: ignore[arg-type]
+    return out
+
+
 def _row_name(row: Mapping[str, object]) -> str:
     parts = [str(row["algorithm"])]
     if row.get("variant") not in (None, "paper"):
@@ -128,18 +175,19 @@ def log_experiment_run(
     try:
         experiment_id = mc.get_run(parent).info.experiment_id
         now = now_ms()
+        units: Mapping[str, str] = outputs.runs.attrs.get("metrics", {})
+        on_parent: dict[str, float] = {}
         for _, row in outputs.summary.iterrows():
+            cells = {str(k): v for k, v in row.items()}
+            name = _row_name(cells)
             child = store.create_child_run(
                 experiment_id,
                 parent_run_id=parent,
-                run_name=_row_name({str(k): v for k, v in row.items()}),
+                run_name=name,
                 tags={TAG_EXPERIMENT: outputs.experiment},
             )
-            metrics = [
-                Metric(str(col), float(value), now, 0)
-                for col, value in row.items()
-                if str(col).endswith((".mean", ".std")) and _finite(value)
-            ]
+            metrics = [Metric(k, v, now, 0) for k, v in row_metrics(cells, units).items()]
+            on_parent |= row_metrics(cells, units, name.replace(" ", "-"))
             setting = {
                 "algorithm": str(row["algorithm"]),
                 "variant": str(row["variant"]),
@@ -149,6 +197,8 @@ def log_experiment_run(
             }
             log_batch_chunked(mc, child, metrics=metrics, params=setting)
             store.finish_run(child)
+        summary = [Metric(k, v, now, 0) for k, v in on_parent.items()]
+        log_batch_chunked(mc, parent, metrics=summary)
         for path in outputs.files:
             folder = "figures" if path.suffix == ".png" else "tables"
             mc.log_artifact(parent, str(path), artifact_path=folder)

@@ -3,10 +3,14 @@
 Run layout, in the dataset's experiment::
 
     <flow run>                      (parent, created by the caller; optional)
-      <algorithm>-seed<k>           params, per-round metrics, final metrics, artifacts, the
+      <algorithm>-K<k>-T<t>[-<variant>]-seed<k>
+                                    params, per-round metrics, final metrics, artifacts, the
                                     backbone (FedCARE, FedCARE-B) and every client's deployed
                                     model (``client<k>``: a pyfunc over raw rows)
         stage2-client<k>            μ* and loss traces per epoch (FedCARE)
+
+Run names and the final metrics' keys (``test/<objective>.<metric>.pooled``, …) are
+:mod:`fedcare_tracking.naming`'s.
 
 Everything logged comes from :meth:`ExperimentResult.to_dict` (the ``results.json`` document),
 which holds no identifiers (clients are numbered 0..K-1), and from the models and their
@@ -36,7 +40,7 @@ from fedcare_core import __version__
 from fedcare_core.algorithms import FEDCARE_ALGORITHMS
 from fedcare_core.results import ExperimentResult
 from fedcare_core.stage1 import load_global_model
-from fedcare_tracking import plots, store
+from fedcare_tracking import naming, plots, store, views
 from fedcare_tracking.client_models import log_client_models
 from fedcare_tracking.mlflow_params import flatten_params, param_value
 from fedcare_tracking.serving import GlobalPredictor, input_example, signature_for
@@ -66,6 +70,10 @@ TAG_BACKBONE_MODEL_ID = "fedcare.backbone_model_id"
 TAG_CLIENT_MODEL_ID = "fedcare.client_model_id"
 #: Prefix of the tags naming each objective's metric (``fedcare.metric.los = mae_days``).
 TAG_METRIC_PREFIX = "fedcare.metric."
+#: The run's setting: its name without the seed (``fedcare-K10-T100``), to group seeds by.
+TAG_SETTING = "fedcare.setting"
+#: Every departure of the run's configuration from the dataset's defaults, readable.
+TAG_VARIANT = "fedcare.variant"
 
 #: Logged-model name of the Stage 1 model.
 BACKBONE_MODEL_NAME = "backbone"
@@ -109,7 +117,8 @@ def log_experiment(
     flow_run_id
         Prefect flow-run id, tagged as :data:`TAG_FLOW_RUN_ID`.
     run_name
-        Display name (default ``<algorithm>-seed<seed>``).
+        Display name (default :func:`fedcare_tracking.naming.run_name`, e.g.
+        ``fedcare-K10-T100-seed0``).
 
     Returns
     -------
@@ -140,16 +149,16 @@ def log_experiment(
         else store.experiment_for(doc["dataset"])
     )
     config = doc.get("config", {})
-    seed = config.get("seed")
     common = _provenance_tags(doc, tags, flow_run_id)
     run_id = store.create_child_run(
         experiment_id,
         parent_run_id=parent_run_id,
-        run_name=run_name or f"{doc['algorithm']}-seed{seed}",
+        run_name=run_name or naming.run_name(doc),
         tags=common
         | {TAG_STAGE: "experiment"}
         | {TAG_METRIC_PREFIX + s: str(o.get("metric")) for s, o in doc["objectives"].items()},
     )
+    views.publish(mc, experiment_id, views.RUNS_VIEW, views.runs_columns(doc["objectives"]))
     try:
         params = flatten_params(config)
         log_batch_chunked(mc, run_id, params=params)
@@ -193,6 +202,8 @@ def _provenance_tags(
         TAG_DATASET: str(doc["dataset"]),
         TAG_ALGORITHM: str(doc["algorithm"]),
         TAG_SEED: str(config.get("seed")),
+        TAG_SETTING: naming.setting_name(doc),
+        TAG_VARIANT: naming.describe_variant(config, str(doc["dataset"])),
         TAG_DATASET_SHA256: str(doc.get("data", {}).get("sha256", "")),
         TAG_VERSION: str(doc.get("fedcare_version", __version__)),
     }
@@ -237,12 +248,19 @@ def _round_metrics(rounds: Sequence[Mapping[str, Any]]) -> list[Metric]:
 
 
 def _final_metrics(doc: Mapping[str, Any]) -> list[Metric]:
-    """Test metrics per objective (pooled, over clients, per client), Stage 1 summary, timing."""
+    """Test metrics per objective (pooled, over clients, per client), Stage 1 summary, timing.
+
+    Keys carry the objective's metric (:func:`~fedcare_tracking.naming.test_key`,
+    :func:`~fedcare_tracking.naming.client_key`).
+    """
     values: list[tuple[str, Any, int]] = []
     for s, rep in doc["objectives"].items():
-        for field in ("pooled", "mean_over_clients", "std_over_clients"):
-            values.append((f"{s}.{field}", rep.get(field), 0))
-        values += [(f"{s}.client{c['client']}", c.get("value"), 0) for c in rep.get("clients", [])]
+        metric = rep.get("metric")
+        values += [(naming.test_key(s, metric, f), rep.get(f), 0) for f in naming.RUN_FIELDS]
+        values += [
+            (naming.client_key(s, metric, c["client"]), c.get("value"), 0)
+            for c in rep.get("clients", [])
+        ]
     stage1 = doc.get("stage1", {})
     if "rounds_run" in stage1:
         values.append(("stage1.rounds_run", stage1["rounds_run"], 0))
@@ -431,7 +449,9 @@ def _log_stage2(
         values += [("steps", entry.get("steps"), 0), ("best_epoch", entry.get("best_epoch"), 0)]
         for s, rep in doc["objectives"].items():
             values += [
-                (f"{s}.test", c.get("value"), 0) for c in rep.get("clients", []) if c["client"] == k
+                (naming.stage2_test_key(s, rep.get("metric")), c.get("value"), 0)
+                for c in rep.get("clients", [])
+                if c["client"] == k
             ]
         log_batch_chunked(mc, run_id, params=params, metrics=_metrics(values, now))
         if client_model_id is not None:

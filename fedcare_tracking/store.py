@@ -17,6 +17,8 @@ from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS, ErrorCode
 from mlflow.tracking import MlflowClient, get_tracking_uri, set_registry_uri, set_tracking_uri
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
+from fedcare_tracking import views
+
 #: Folder (relative to the project root) that holds the local store; never a Python package.
 STORE_DIR = "mlflow"
 #: SQLite database file inside :data:`STORE_DIR`.
@@ -127,7 +129,8 @@ def experiment_for(dataset: str) -> str:
     """Get or create the dataset's experiment.
 
     A new experiment on a SQLite store stores its artifacts under
-    ``<artifact root>/<dataset>``; on other stores the server's default applies.
+    ``<artifact root>/<dataset>``; on other stores the server's default applies. It is created
+    with a description of the run and metric names (:data:`fedcare_tracking.views.DESCRIPTION`).
 
     Parameters
     ----------
@@ -147,7 +150,11 @@ def experiment_for(dataset: str) -> str:
     location = None if _artifact_root is None else (_artifact_root / dataset).as_uri()
     try:
         return str(
-            mc.create_experiment(name, artifact_location=location, tags={TAG_DATASET: dataset})
+            mc.create_experiment(
+                name,
+                artifact_location=location,
+                tags={TAG_DATASET: dataset, views.NOTE_TAG: views.DESCRIPTION},
+            )
         )
     except MlflowException as exc:
         # Another process created it between the lookup and the create.

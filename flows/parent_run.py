@@ -30,6 +30,7 @@ from tasks.tracking import (
     finish_run_task,
     log_artifacts_task,
     log_experiment_task,
+    log_parent_summary_task,
     register_task,
     set_tags_task,
     start_parent_run_task,
@@ -136,11 +137,12 @@ class ParentRun:
         results_artifact_task(RESULTS_KEY, dataset, runs, self.uri, self.experiment_id, self.parent)
 
     def close(self) -> None:
-        """Tag the parent run with the flow's outcome (and where it failed), then end it."""
+        """Summarise the seeds on the parent run, tag the flow's outcome, then end the run."""
         tags = {TAG_FLOW_STATE: "Completed" if self.status == "FINISHED" else "Failed"}
         if self.status != "FINISHED":
             tags[TAG_FAILED_AT] = self.step
         try:
+            log_parent_summary_task(self.uri, self.parent)  # over the runs that finished
             set_tags_task(self.uri, self.parent, tags)
         finally:
             finish_run_task(self.uri, self.parent, self.status)

@@ -14,7 +14,7 @@ from prefect import task
 
 import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
 from fedcare_core.results import ExperimentResult
-from fedcare_tracking import log_run, store, track
+from fedcare_tracking import log_run, store, summary, track
 from fedcare_tracking.track import Registrations
 from tasks.common import IO_RETRIES, IO_RETRY_DELAY_S, NO_CACHE, retry_on_io_error, run_logger
 
@@ -154,6 +154,32 @@ def log_experiment_task(
         "logged %s seed %d as MLflow run %s", result.config.algorithm, result.config.seed, run_id
     )
     return run_id
+
+
+@task(
+    name="mlflow-log-parent-summary",
+    retries=IO_RETRIES,
+    retry_delay_seconds=IO_RETRY_DELAY_S,
+    retry_condition_fn=retry_on_io_error,
+    cache_policy=NO_CACHE,
+    persist_result=False,
+)
+def log_parent_summary_task(tracking_uri: str, parent_run_id: str) -> int:
+    """Log the mean and std over seeds of the parent's finished runs on the parent run.
+
+    Reads the runs back from MLflow (:func:`fedcare_tracking.summary.log_parent_summary`), so
+    a flow run that failed part-way still summarises the runs it finished. Logging the same
+    values again (a retry) only adds points at step 0.
+
+    Returns
+    -------
+    int
+        How many summary metrics were logged.
+    """
+    store.configure(tracking_uri)
+    values = summary.log_parent_summary(parent_run_id)
+    run_logger().info("logged %d summary metrics over seeds on %s", len(values), parent_run_id)
+    return len(values)
 
 
 @task(

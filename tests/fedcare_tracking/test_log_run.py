@@ -42,7 +42,8 @@ def test_run_is_nested_in_the_dataset_experiment_with_provenance_tags(logged):
     assert artifact_dir(exp.artifact_location) == logged.root / "mlflow" / "artifacts" / "synthetic"
     assert (logged.root / "mlflow" / "mlflow.db").is_file()
     assert run.info.status == "FINISHED"
-    assert run.info.run_name == "fedcare-seed0"
+    # tiny_config: K=3, T=3, and batch sizes and epochs off the defaults (one cfg<hash> token).
+    assert re.fullmatch(r"fedcare-K3-T3-cfg[0-9a-f]{4}-seed0", run.info.run_name)
     tags = run.data.tags
     assert tags["mlflow.parentRunId"] == logged.parent_id
     assert tags[log_run.TAG_DATASET_SHA256] == "0" * 64
@@ -50,6 +51,8 @@ def test_run_is_nested_in_the_dataset_experiment_with_provenance_tags(logged):
     assert tags[log_run.TAG_CPU_KERNELS] == kernel_path()
     assert tags[log_run.TAG_FLOW_RUN_ID] == FLOW_RUN_ID
     assert tags["fedcare.metric.los"] == "mae_days"
+    assert tags[log_run.TAG_SETTING] == run.info.run_name.removesuffix("-seed0")
+    assert "stage2.epochs=2" in tags[log_run.TAG_VARIANT]
 
 
 def test_params_hold_the_whole_configuration(logged):
@@ -85,18 +88,22 @@ def test_final_metrics_match_the_result(logged):
     metrics = store.client().get_run(logged.run_id).data.metrics
     checked = 0
     for s, rep in logged.doc["objectives"].items():
+        unit = rep["metric"]
         for field in ("pooled", "mean_over_clients", "std_over_clients"):
             if rep[field] is not None:
-                assert metrics[f"{s}.{field}"] == pytest.approx(rep[field])
+                assert metrics[f"test/{s}.{unit}.{field}"] == pytest.approx(rep[field])
                 checked += 1
         for c in rep["clients"]:
-            key = f"{s}.client{c['client']}"
+            key = f"test_by_client/{s}.{unit}.client{c['client']}"
             if c["value"] is None:
                 assert key not in metrics
             else:
                 assert metrics[key] == pytest.approx(c["value"])
                 checked += 1
     assert checked >= 3
+    assert "test/los.mae_days.pooled" in metrics
+    old_style = tuple(f"{s}." for s in logged.doc["objectives"])
+    assert not [k for k in metrics if k.startswith(old_style)]
     assert metrics["stage1.rounds_run"] == 3
     assert metrics["timing.total_s"] > 0
 
@@ -120,6 +127,13 @@ def test_a_child_run_per_client_holds_its_stage2_traces(logged):
             assert [m.step for m in hist] == epochs
             assert [m.value for m in hist] == pytest.approx([mu[s] for mu in s2.mu_trace])
             assert child.data.metrics[f"mu_mean.{s}"] == pytest.approx(s2.mu_mean[s])
+        for s, rep in logged.doc["objectives"].items():
+            mine = [c["value"] for c in rep["clients"] if c["client"] == s2.client_id]
+            key = f"test/{s}.{rep['metric']}"
+            if mine and mine[0] is not None:
+                assert child.data.metrics[key] == pytest.approx(mine[0])
+            else:
+                assert key not in child.data.metrics
         for key, trace in (("train_loss", s2.train_loss), ("val_loss", s2.val_loss)):
             hist = sorted(client.get_metric_history(child.info.run_id, key), key=lambda m: m.step)
             assert [(m.step, m.value) for m in hist] == [

@@ -143,7 +143,8 @@ def test_full_experiment_deployment_on_the_local_stack(data_dir: Path, tmp_path:
             for objective in ("early_discharge", "readmission", "los"):
                 history = mc.get_metric_history(run.info.run_id, f"lambda.{objective}")
                 assert sorted(m.step for m in history) == list(range(1, ROUNDS + 1))
-                assert f"{objective}.pooled" in run.data.metrics
+                unit = run.data.tags[f"fedcare.metric.{objective}"]
+                assert f"test/{objective}.{unit}.pooled" in run.data.metrics
             assert run.data.params["stage1.rounds"] == str(ROUNDS)
             files = {a.path for a in mc.list_artifacts(run.info.run_id)}
             assert {"results.json", "plots", "validation"} <= files

@@ -61,7 +61,10 @@ def test_disparity_flow_writes_tables_figures_and_one_mlflow_parent_run(
     assert len(children) == 4  # (FedCARE, FedCARE-B) × two ρ
     for child in children:
         assert child.data.params["seeds"] == "2"
-        assert 0.0 <= child.data.metrics["avg_auroc.mean"] <= 1.0
+        assert 0.0 <= child.data.metrics["test_over_seeds/avg_auroc.mean"] <= 1.0
+        assert "test_over_seeds/los.mae_days.pooled.mean" in child.data.metrics
+    summaries = [k for k in parents[0].data.metrics if k.startswith("test_over_seeds/")]
+    assert len({k.split("/")[1] for k in summaries}) == 4  # one group per table row
     from mlflow.tracking import MlflowClient
 
     mc = MlflowClient(uri)

@@ -100,10 +100,15 @@ def test_flow_equals_fedcare_run_with_parallel_stage2(
     assert {r.data.tags["prefect.flow_run_id"] for r in runs} == {flow_run_id}
     assert experiment.data.tags["mlflow.parentRunId"] == parent.info.run_id
     assert parent.data.params["flow.clients"] == "3"
-    assert experiment.data.metrics["early_discharge.pooled"] == pytest.approx(
+    assert experiment.data.metrics["test/early_discharge.auroc.pooled"] == pytest.approx(
         cli_doc["objectives"]["early_discharge"]["pooled"]
     )
     assert summary["runs"][0]["registry"]["promoted"] is True
+    # One seed: the parent holds the mean (no std) and the seed count.
+    assert parent.data.metrics["test_over_seeds/fedcare/early_discharge.auroc.pooled.mean"] == (
+        pytest.approx(experiment.data.metrics["test/early_discharge.auroc.pooled"])
+    )
+    assert parent.data.metrics["test_over_seeds/fedcare/seeds"] == 1
 
 
 def test_corrupted_table_stops_the_flow_at_validation(
