@@ -7,10 +7,14 @@ the entry the Prefect flow's tasks use: the same runs, λ* traces, models and re
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import TYPE_CHECKING
 
 from fedcare_core.errors import ConfigError
+
+#: Seconds to wait for a tracking server to answer before any work.
+REACH_TIMEOUT_S = 5.0
 
 if TYPE_CHECKING:
     from fedcare_core.results import ExperimentResult
@@ -28,6 +32,8 @@ def open_store(uri: str) -> str:
     from fedcare_tracking import store
 
     try:
+        if uri.startswith(("http://", "https://")):
+            _reach(uri)
         in_use = store.configure(uri)
         store.client().search_experiments(max_results=1)
     except Exception as exc:  # any failure to open the store is the URI's
@@ -38,11 +44,20 @@ def open_store(uri: str) -> str:
     return in_use
 
 
+def _reach(uri: str) -> None:
+    """GET the tracking server's ``/health`` within seconds (MLflow's client retries minutes)."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=REACH_TIMEOUT_S) as reply:
+        reply.read()
+
+
 def track(uri: str, result: ExperimentResult, backend: str) -> None:
     """Log and register ``result`` in the store :func:`open_store` opened; say where."""
     from fedcare_tracking import store
     from fedcare_tracking.track import track_result
 
+    logging.getLogger("mlflow").setLevel(logging.WARNING)  # not an INFO line per model logged
     store.configure(uri)
     tracked = track_result(
         result, tags={"fedcare.backend": backend, "fedcare.entry": "fedcare run"}

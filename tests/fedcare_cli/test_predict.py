@@ -1,0 +1,134 @@
+"""``fedcare run --tracking-uri`` then ``fedcare predict``: raw rows in, named predictions out.
+
+One small real run is logged to a throw-away SQLite store; client models are then loaded by
+registry URI, as a hospital would, and used on the first rows of ``diabetic_data.csv``.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+import zipfile
+from pathlib import Path
+from types import SimpleNamespace
+
+import mlflow.pyfunc
+import numpy as np
+import pandas as pd
+import pytest
+
+from fedcare_cli.main import main
+
+pytestmark = [
+    pytest.mark.realdata,
+    pytest.mark.filterwarnings("ignore:No complete tensor found:UserWarning"),
+    pytest.mark.filterwarnings("ignore::DeprecationWarning"),
+]
+IDENTIFIERS = ["encounter_id", "patient_nbr"]
+
+
+@pytest.fixture(scope="module")
+def tracked(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
+    root = tmp_path_factory.mktemp("predict")
+    uri = f"sqlite:///{root / 'mlflow.db'}"
+    args = ["run", "--dataset", "diabetes130", "--data-dir", str(data_dir), "--seed", "4"]
+    args += ["--clients", "3", "--rounds", "2", "--max-patients", "1500", "--stage2-epochs", "2"]
+    assert main([*args, "--quiet", "--tracking-uri", uri, "--out", str(root / "r.json")]) == 0
+    with zipfile.ZipFile(data_dir / "diabetes130" / "dataset_diabetes.zip") as zf:
+        data = zf.read("dataset_diabetes/diabetic_data.csv")
+    rows = pd.read_csv(io.BytesIO(data), nrows=300).drop(columns=["time_in_hospital", "readmitted"])
+    csv = root / "rows.csv"
+    rows.to_csv(csv, index=False)
+    return SimpleNamespace(root=root, uri=uri, rows=rows, csv=csv)
+
+
+def _predict(tracked: SimpleNamespace, *extra: str, model: str = "client0") -> int:
+    uri = f"models:/fedcare-diabetes130-fedcare-{model}@champion"
+    return main(["predict", "--model", uri, "--tracking-uri", tracked.uri, *extra])
+
+
+def test_predict_keeps_identifiers_and_matches_the_python_api(tracked, tmp_path, capsys):
+    out = tmp_path / "scores" / "pred.csv"
+    assert _predict(tracked, "--data", str(tracked.csv), "--out", str(out)) == 0
+    written = pd.read_csv(out)
+    assert list(written.columns[:2]) == IDENTIFIERS
+    assert (written[IDENTIFIERS].to_numpy() == tracked.rows[IDENTIFIERS].to_numpy()).all()
+    assert stat.S_IMODE(os.stat(out).st_mode) == 0o600
+    mlflow.set_tracking_uri(tracked.uri)
+    model = mlflow.pyfunc.load_model("models:/fedcare-diabetes130-fedcare-client0@champion")
+    python = model.predict(tracked.rows)
+    assert list(written.columns[2:]) == list(python.columns)
+    assert (written[python.columns].to_numpy() == python.to_numpy()).all()
+    printed = capsys.readouterr()
+    for value in tracked.rows["encounter_id"].head(20).astype(str):
+        assert value not in printed.out + printed.err
+
+
+def test_every_client_has_a_champion_with_its_metrics(tracked):
+    from fedcare_tracking import store
+
+    store.configure(tracked.uri)
+    mc = store.client()
+    for k in range(3):
+        version = mc.get_model_version_by_alias(
+            f"fedcare-diabetes130-fedcare-client{k}", "champion"
+        )
+        tags = version.tags
+        assert tags["fedcare.client"] == str(k) and tags["fedcare.run_id"] == version.run_id
+        assert any(t.startswith("fedcare.val.") for t in tags)
+        assert any(t.startswith("fedcare.test.") for t in tags)
+        assert version.run_id in version.description and "| objective |" in version.description
+
+
+def test_bad_rows_name_the_file_and_column(tracked, tmp_path, capsys):
+    bad = tmp_path / "bad.csv"
+    tracked.rows.drop(columns=["age"]).to_csv(bad, index=False)
+    assert _predict(tracked, "--data", str(bad), "--out", str(tmp_path / "o.csv")) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("fedcare: error: file ") and str(bad) in err and "'age'" in err
+    assert len(err.splitlines()) == 1 and not (tmp_path / "o.csv").exists()
+
+    rows = tracked.rows.copy()
+    rows["gender"] = rows["gender"].astype(object)
+    rows.loc[11, "gender"] = "Unknown/Other/Robot"
+    rows.to_csv(bad, index=False)
+    assert _predict(tracked, "--data", str(bad), "--out", str(tmp_path / "o.csv")) == 2
+    err = capsys.readouterr().err
+    assert "column 'gender'; row 12" in err and "Robot" not in err
+    out = tmp_path / "other.csv"
+    args = ["--data", str(bad), "--out", str(out), "--unseen-categories", "other"]
+    assert _predict(tracked, *args) == 0
+    assert np.isfinite(pd.read_csv(out).iloc[:, 2:].to_numpy()).all()
+
+
+@pytest.mark.parametrize(
+    ("what", "args", "words"),
+    [
+        ("no model", ["--model", "models:/nope@champion"], "cannot load the model"),
+        ("no data", ["--data", "/nonexistent/rows.csv"], "no such file"),
+        ("empty data", ["--data", "EMPTY"], "the file is empty"),
+        ("bad out", ["--out", "/proc/nope/out.csv"], "--out"),
+    ],
+)
+def test_bad_options_are_one_line(tracked, tmp_path, capsys, what, args, words):
+    empty = tmp_path / "empty.csv"
+    empty.write_text("")
+    base = {
+        "--model": "models:/fedcare-diabetes130-fedcare-client1@champion",
+        "--data": str(tracked.csv),
+        "--out": str(tmp_path / "o.csv"),
+    }
+    base[args[0]] = args[1].replace("EMPTY", str(empty))
+    argv = ["predict", "--tracking-uri", tracked.uri, *[x for kv in base.items() for x in kv]]
+    assert main(argv) == 2, what
+    err = capsys.readouterr().err.strip()
+    assert words in err and len(err.splitlines()) == 1 and "Traceback" not in err
+
+
+def test_an_unreachable_tracking_server_fails_before_any_work(data_dir, tmp_path, capsys):
+    argv = ["run", "--data-dir", str(data_dir), "--tracking-uri", "http://127.0.0.1:9"]
+    assert main([*argv, "--out", str(tmp_path / "r.json"), "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert "--tracking-uri http://127.0.0.1:9: cannot open the MLflow store" in err
+    assert not (tmp_path / "r.json").exists()
