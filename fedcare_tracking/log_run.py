@@ -164,19 +164,9 @@ def log_experiment(
         log_batch_chunked(mc, run_id, params=params)
         log_batch_chunked(mc, run_id, metrics=_round_metrics(doc["rounds"]) + _final_metrics(doc))
         _log_artifacts(mc, run_id, doc, extras)
-        client_models: dict[int, str] = {}
-        if source is not None:
-            if source.config.algorithm in FEDCARE_ALGORITHMS:
-                model_id = _log_backbone(source, run_id, experiment_id, params)
-                mc.set_tag(run_id, TAG_BACKBONE_MODEL_ID, model_id)
-            client_models = log_client_models(
-                source, run_id=run_id, experiment_id=experiment_id, params=params
-            )
-            log_batch_chunked(
-                mc,
-                run_id,
-                tags={f"{TAG_CLIENT_MODEL_ID}.{k}": v for k, v in client_models.items()},
-            )
+        client_models = (
+            {} if source is None else _log_models(mc, source, run_id, experiment_id, params)
+        )
         for entry in doc.get("stage2", []):
             _log_stage2(
                 mc,
@@ -192,6 +182,25 @@ def log_experiment(
         raise
     mc.set_terminated(run_id, status="FINISHED")
     return run_id
+
+
+def _log_models(
+    mc: MlflowClient,
+    result: ExperimentResult,
+    run_id: str,
+    experiment_id: str,
+    params: Mapping[str, str],
+) -> dict[int, str]:
+    """The backbone (FedCARE, FedCARE-B) and every client's model; client → logged-model id."""
+    if result.config.algorithm in FEDCARE_ALGORITHMS:
+        model_id = _log_backbone(result, run_id, experiment_id, params)
+        mc.set_tag(run_id, TAG_BACKBONE_MODEL_ID, model_id)
+    client_models = log_client_models(
+        result, run_id=run_id, experiment_id=experiment_id, params=params
+    )
+    tags = {f"{TAG_CLIENT_MODEL_ID}.{k}": v for k, v in client_models.items()}
+    log_batch_chunked(mc, run_id, tags=tags)
+    return client_models
 
 
 def _provenance_tags(

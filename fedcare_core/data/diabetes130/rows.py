@@ -29,7 +29,7 @@ from fedcare_core.data.diabetes130.schema import (
     DIABETES130_VOCABULARIES,
     MEDICATION_COLUMNS,
 )
-from fedcare_core.data.rows import check_row_columns, text_values
+from fedcare_core.data.row_values import check_row_columns, text_values
 
 __all__ = [
     "IDENTIFIER_COLUMNS",

@@ -21,7 +21,7 @@ from fedcare_core.data.mimic3.definition import (
     MIMIC3_VOCABULARIES,
     NUMERIC_FEATURES,
 )
-from fedcare_core.data.rows import feature_rows
+from fedcare_core.data.row_values import feature_rows
 
 __all__ = [
     "IDENTIFIER_COLUMNS",
