@@ -95,7 +95,11 @@ bench-dask: $(STAMP)
 
 # Headless Chromium screenshot of the MLflow UI (needs the stack up and a finished run).
 screenshot: $(STAMP)
-	$(BIN)/python scripts/mlflow_screenshot.py --out docs/mlflow_ui.png
+	$(BIN)/python scripts/mlflow_screenshot.py --out docs/mlflow_ui.png --width 2000 --height 1100
+	$(BIN)/python scripts/mlflow_screenshot.py --page compare --search test/ --width 2000 --height 1100 --out docs/mlflow_compare_metrics.png
+	$(BIN)/python scripts/mlflow_screenshot.py --page table --width 2000 --height 1100 --out docs/mlflow_runs_table.png
+	$(BIN)/python scripts/mlflow_screenshot.py --page registry --width 2000 --height 1100 --out docs/mlflow_registry.png
+	$(BIN)/python scripts/mlflow_screenshot.py --page version --width 2000 --height 1100 --out docs/mlflow_model_version.png
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

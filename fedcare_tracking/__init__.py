@@ -13,7 +13,9 @@ Importing this package sets two environment defaults *before* MLflow is imported
 modules: MLflow 3 starts a usage-telemetry client at import time unless
 ``MLFLOW_DISABLE_TELEMETRY`` is true (``DO_NOT_TRACK`` works too, but only with the value
 ``"true"``, not ``"1"``), and artifact uploads draw a progress bar on stderr unless
-``MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR`` is false. A value the user already set is kept.
+``MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR`` is false, and with a tracking server every ended run
+prints a "View run … at" line to stdout unless ``MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT`` is
+true. A value the user already set is kept.
 """
 
 import os
@@ -22,6 +24,7 @@ import os
 ENV_DEFAULTS = {
     "MLFLOW_DISABLE_TELEMETRY": "true",
     "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
+    "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
 }
 
 for _key, _value in ENV_DEFAULTS.items():

@@ -1,15 +1,20 @@
-"""Screenshot of the MLflow UI in headless Chromium: the experiment's runs and the λ* charts.
+"""Screenshots of the MLflow UI in headless Chromium: runs, λ* charts, compare, registry.
 
-Opens the ``fedcare/<dataset>`` experiment in the MLflow UI's chart view (the runs listed on
-the left, nested algorithm × seed runs shown, one chart per metric), narrows the charts to
-``lambda`` (λ*_s per round, one line per
-run), and saves a PNG. Needs a running tracking server with at least one finished flow run
-(``make run``), the Debian packages ``chromium`` and ``chromium-driver``, and selenium
-(``pip install -c constraints/py311-linux.txt -e ".[ui]"``). Nothing is fetched from the
-network: the browser runs with background networking, updates and sync off.
+``--page runs`` (default) opens the ``fedcare/<dataset>`` experiment in the MLflow UI's chart
+view (the runs listed on the left, nested algorithm × seed runs shown, one chart per metric),
+narrows the charts to ``--search`` (default ``lambda``: λ*_s per round, one line per run), and
+saves a PNG. ``--page compare`` does the same for the runs of one setting (``--setting``,
+default ``fedcare-K10-T100``: e.g. two seeds of FedCARE); ``--page table`` opens the runs table
+in the saved view "FedCARE: test metrics" (per-objective metric columns); ``--page registry``
+the registered models with their ``champion`` versions; ``--page version`` one model version
+(its description: per-objective validation and test metrics). Needs a running tracking server
+with finished runs (``make run``), the Debian packages ``chromium`` and ``chromium-driver``, and
+selenium (``pip install -c constraints/py311-linux.txt -e ".[ui]"``). Nothing is fetched from
+the network: the browser runs with background networking, updates and sync off.
 
     python scripts/mlflow_screenshot.py --tracking-uri http://127.0.0.1:5000 \
         --out docs/mlflow_ui.png
+    python scripts/mlflow_screenshot.py --page registry --out docs/mlflow_registry.png
 """
 
 from __future__ import annotations
@@ -47,6 +52,13 @@ RUN_EXPANDER = "button[data-component-id*='runnamecellrenderer']"
 ASSISTANT_CLOSE = "button[aria-label='Close']"
 #: Runs shown: the algorithm × seed runs (nested under the flow runs), full-size only.
 RUN_FILTER = "tags.`fedcare.stage` = 'experiment' and params.`data.clients` = '{clients}'"
+#: ``--page compare``: the runs of one setting (its seeds).
+SETTING_FILTER = "tags.`fedcare.stage` = 'experiment' and tags.`fedcare.setting` = '{setting}'"
+#: ``--page table``: the saved runs-table view (``fedcare_tracking.views.RUNS_VIEW``).
+TABLE_VIEW = "fedcare-test-metrics"
+#: The pages and the element each waits for before its screenshot.
+PAGES = ("runs", "compare", "table", "registry", "version")
+TABLE_ROW = "[role='row'], tr"
 
 
 def experiment_id(tracking_uri: str, dataset: str) -> str:
@@ -72,8 +84,24 @@ def _js_click_all(driver: Any, selector: str) -> int:
     return count
 
 
-def screenshot(url: str, out: Path, *, width: int, height: int, search: str) -> None:
-    """Load ``url``, show the nested runs, filter the charts by ``search``, save ``out``."""
+def screenshot(
+    url: str, out: Path, *, width: int, height: int, search: str | None, wait_css: str
+) -> None:
+    """Load ``url``, close pop-ups, show nested runs, filter the charts by ``search``, save ``out``.
+
+    Parameters
+    ----------
+    url
+        The UI page.
+    out
+        The PNG to write.
+    width, height
+        The window's size.
+    search
+        Chart filter of a chart view (None: the page has no charts).
+    wait_css
+        An element the page shows once it has loaded.
+    """
     os.environ.setdefault("SE_AVOID_STATS", "true")  # Selenium Manager: no usage statistics
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
@@ -90,19 +118,41 @@ def screenshot(url: str, out: Path, *, width: int, height: int, search: str) -> 
     try:
         driver.get(url)
         wait = WebDriverWait(driver, 120)
-        box = wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, CHART_SEARCH)))
-        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, RUN_EXPANDER))
+        wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, wait_css)))
         time.sleep(3)
-        _js_click_all(driver, ASSISTANT_CLOSE)  # the assistant side panel hides the charts
-        _js_click_all(driver, RUN_EXPANDER)  # the flow runs' nested algorithm × seed runs
-        box = driver.find_element(By.CSS_SELECTOR, CHART_SEARCH)
-        box.send_keys(search)
-        wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "canvas, svg.main-svg"))
-        time.sleep(6)  # charts draw in
+        _js_click_all(driver, ASSISTANT_CLOSE)  # the assistant panel and the registry's pop-up
+        if search is not None:
+            wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, RUN_EXPANDER))
+            _js_click_all(driver, RUN_EXPANDER)  # the flow runs' nested algorithm × seed runs
+            box = driver.find_element(By.CSS_SELECTOR, CHART_SEARCH)
+            box.send_keys(search)
+            wait.until(lambda d: d.find_elements(By.CSS_SELECTOR, "canvas, svg.main-svg"))
+            time.sleep(6)  # charts draw in
+        else:
+            time.sleep(3)
         out.parent.mkdir(parents=True, exist_ok=True)
         driver.save_screenshot(str(out))
     finally:
         driver.quit()
+
+
+def page_url(args: argparse.Namespace) -> tuple[str, str | None, str]:
+    """The page's URL, its chart filter (None: no charts) and the element to wait for."""
+    base = args.tracking_uri.rstrip("/")
+    if args.page == "registry":
+        return f"{base}/#/models", None, TABLE_ROW
+    if args.page == "version":
+        return f"{base}/#/models/{args.model}/versions/{args.version}", None, "h1, h2"
+    exp = experiment_id(args.tracking_uri, args.dataset)
+    if args.page == "table":
+        return f"{base}/#/experiments/{exp}/runs?viewStateShareKey={TABLE_VIEW}", None, TABLE_ROW
+    runs = (
+        SETTING_FILTER.format(setting=args.setting)
+        if args.page == "compare"
+        else RUN_FILTER.format(clients=args.clients)
+    )
+    url = f"{base}/#/experiments/{exp}/runs?compareRunsMode=CHART&searchFilter={quote(runs)}"
+    return url, args.search, CHART_SEARCH
 
 
 def main() -> None:
@@ -111,18 +161,21 @@ def main() -> None:
     parser.add_argument(
         "--tracking-uri", default=os.environ.get("MLFLOW_TRACKING_URI", "http://127.0.0.1:5000")
     )
+    parser.add_argument("--page", choices=PAGES, default="runs")
     parser.add_argument("--dataset", default="diabetes130")
+    parser.add_argument("--setting", default="fedcare-K10-T100", help="--page compare: its runs")
+    parser.add_argument("--model", default="fedcare-diabetes130-fedcare-client0")
+    parser.add_argument("--version", default="1", help="--page version: which version")
     parser.add_argument("--search", default="lambda", help="chart filter (default: lambda)")
     parser.add_argument("--clients", type=int, default=10, help="show runs with this K only")
     parser.add_argument("--out", type=Path, default=Path("docs/mlflow_ui.png"))
     parser.add_argument("--width", type=int, default=1600)
     parser.add_argument("--height", type=int, default=1000)
     args = parser.parse_args()
-    exp = experiment_id(args.tracking_uri, args.dataset)
-    runs = quote(RUN_FILTER.format(clients=args.clients))
-    url = f"{args.tracking_uri.rstrip('/')}/#/experiments/{exp}/runs?compareRunsMode=CHART"
-    url += f"&searchFilter={runs}"
-    screenshot(url, args.out, width=args.width, height=args.height, search=args.search)
+    url, search, wait_css = page_url(args)
+    screenshot(
+        url, args.out, width=args.width, height=args.height, search=search, wait_css=wait_css
+    )
     print(args.out)
 
 
