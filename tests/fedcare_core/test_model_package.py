@@ -16,6 +16,7 @@ import torch
 
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.data.federation import _split_patients, assign_patients
+from fedcare_core.data.rows import row_format
 from fedcare_core.datasets import load_dataset
 from fedcare_core.deployment import predictor_scorer
 from fedcare_core.errors import ConfigError, DataError
@@ -111,22 +112,20 @@ def test_unseen_categories_follow_the_policy(diabetes, raw_rows):
 
 
 def test_missing_values_are_imputed_as_in_training(diabetes, raw_rows):
+    """NaN, '?' and an empty cell are one missing value: its own indicator, not a category."""
     package = client_package(diabetes, 0)
-    rows = raw_rows.copy()
-    rows["race"] = rows["race"].astype(object)
-    rows.loc[0, "race"] = np.nan
-    rows.loc[1, "race"] = "?"
-    rows.loc[2, "race"] = ""
-    out = package.score(rows)
-    assert out.iloc[0].equals(out.iloc[0]) and np.isfinite(out.to_numpy()).all()
-    pd.testing.assert_series_equal(out.iloc[1], out.iloc[1])
-    first = package.score(rows.iloc[[0, 1, 2]]).to_numpy()
-    missing = rows.iloc[[0, 0, 0]].copy()
-    missing["race"] = [np.nan, "?", ""]
-    # NaN, '?' and an empty cell are the same missing value.
-    got = package.score(missing.reset_index(drop=True)).to_numpy()
-    assert (got == got[0]).all()
-    assert first.shape == (3, len(package.output_columns))
+    assert "race" in package.input_columns
+    row = raw_rows.iloc[[0, 0, 0, 0]].reset_index(drop=True)
+    row["race"] = pd.Series([np.nan, "?", "", "Caucasian"], dtype=object)
+    got = package.score(row).to_numpy()
+    assert (got[1] == got[0]).all() and (got[2] == got[0]).all()
+    assert np.isfinite(got).all()
+    features = row_format("diabetes130").features(
+        row, package.input_columns, package.numeric_columns, None, "refuse"
+    )
+    encoder = package.common_encoder
+    missing = encoder.column_names().index("race=__missing__")
+    assert encoder.transform(features)[:, missing].tolist() == [1.0, 1.0, 1.0, 0.0]
 
 
 def test_a_value_that_cannot_be_scored_names_its_column_and_rows(diabetes, raw_rows):
