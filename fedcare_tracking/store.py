@@ -33,6 +33,8 @@ END_STATUSES = ("FINISHED", "FAILED", "KILLED")
 TAG_DATASET = "fedcare.dataset"
 
 _artifact_root: Path | None = None
+#: The registry URI :func:`configure` set last (MLflow mirrors it in ``MLFLOW_REGISTRY_URI``).
+_registry_set: str | None = None
 
 
 def default_tracking_uri(project_root: str | Path) -> str:
@@ -87,7 +89,7 @@ def configure(tracking_uri: str | None = None, *, project_root: str | Path | Non
     str
         The tracking URI now in use.
     """
-    global _artifact_root
+    global _artifact_root, _registry_set
     if tracking_uri is None:
         tracking_uri = os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(
             project_root if project_root is not None else Path.cwd()
@@ -98,8 +100,13 @@ def configure(tracking_uri: str | None = None, *, project_root: str | Path | Non
     _artifact_root = artifact_root_for(tracking_uri)
     _silence_telemetry()
     set_tracking_uri(tracking_uri)
-    # The registry lives in the same store unless the user points it elsewhere.
-    set_registry_uri(os.environ.get("MLFLOW_REGISTRY_URI") or tracking_uri)
+    # The registry lives in the same store unless the user points it elsewhere. MLflow's
+    # set_registry_uri also writes MLFLOW_REGISTRY_URI (for subprocesses), so a value equal to
+    # the one set here last is this module's, not the user's: a second store gets its own.
+    user = os.environ.get("MLFLOW_REGISTRY_URI")
+    registry = user if user and user != _registry_set else tracking_uri
+    set_registry_uri(registry)
+    _registry_set = registry
     return tracking_uri
 
 

@@ -65,3 +65,21 @@ def test_configure_defaults_to_the_environment_then_the_project(logged, monkeypa
 def test_finish_run_refuses_unknown_status(logged):
     with pytest.raises(ValueError, match="status"):
         store.finish_run(logged.parent_id, "DONE")
+
+
+def test_each_store_gets_its_own_registry_unless_the_user_names_one(logged, monkeypatch, tmp_path):
+    """MLflow mirrors the registry URI into MLFLOW_REGISTRY_URI; that must not pin the first."""
+    from mlflow.tracking import get_registry_uri
+
+    try:
+        first = store.configure(store.default_tracking_uri(tmp_path / "a"))
+        assert get_registry_uri() == first
+        second = store.configure(store.default_tracking_uri(tmp_path / "b"))
+        assert get_registry_uri() == second != first
+        chosen = store.default_tracking_uri(tmp_path / "registry")
+        monkeypatch.setenv("MLFLOW_REGISTRY_URI", chosen)
+        store.configure(store.default_tracking_uri(tmp_path / "c"))
+        assert get_registry_uri() == chosen
+    finally:
+        monkeypatch.delenv("MLFLOW_REGISTRY_URI", raising=False)
+        store.configure(logged.uri)

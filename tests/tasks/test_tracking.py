@@ -56,7 +56,7 @@ def test_parent_run_nested_run_registry_and_finish(tmp_path: Path) -> None:
     assert first is not None
     assert first.model_name == model_name("synthetic", "fedcare") and first.promoted
     assert [c.client for c in registered.clients] == [0, 1, 2]
-    assert all(c.promoted and c.version == 1 for c in registered.clients)
+    assert [(c.version, c.promoted) for c in registered.clients] == [(1, True)] * 3
     assert registered.clients[1].model_name == "fedcare-synthetic-fedcare-client1"
     again = register_task.fn(uri, result, run_id)  # same score: not better, alias stays
     assert again.backbone is not None
