@@ -2,14 +2,18 @@
 
 Modules: :mod:`~fedcare_tracking.store` (tracking URI, experiments, parent runs),
 :mod:`~fedcare_tracking.mlflow_params` (configuration → params), :mod:`~fedcare_tracking.plots`,
-:mod:`~fedcare_tracking.serving` (the exported model wrappers),
+:mod:`~fedcare_tracking.serving` (the backbone's exported wrapper),
+:mod:`~fedcare_tracking.client_models` and :mod:`~fedcare_tracking.pyfunc_model` (each client's
+deployed model as a pyfunc over raw rows), :mod:`~fedcare_tracking.client_registry` (one
+registered model per client), :mod:`~fedcare_tracking.track` (log and register a run: the
+entry of the flow and of ``fedcare run --tracking-uri``),
 :mod:`~fedcare_tracking.log_run` (:func:`~fedcare_tracking.log_run.log_experiment`),
 :mod:`~fedcare_tracking.naming` (run names, metric keys with their unit),
 :mod:`~fedcare_tracking.summary` (a parent run's mean and std over seeds),
 :mod:`~fedcare_tracking.views` (the experiment's saved runs-table views and description) and
 :mod:`~fedcare_tracking.registry` (backbone registration and the ``champion`` alias).
 
-Importing this package sets two environment defaults *before* MLflow is imported by any of its
+Importing this package sets three environment defaults *before* MLflow is imported by any of its
 modules: MLflow 3 starts a usage-telemetry client at import time unless
 ``MLFLOW_DISABLE_TELEMETRY`` is true (``DO_NOT_TRACK`` works too, but only with the value
 ``"true"``, not ``"1"``), and artifact uploads draw a progress bar on stderr unless
