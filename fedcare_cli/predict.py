@@ -96,7 +96,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
     check_output_file(args.out)
     if not args.data.is_file():
-        raise DataError("no such file", file=str(args.data))
+        raise DataError("not a file (missing, or a folder)", file=str(args.data))
+    db = store.sqlite_path(args.tracking_uri) if args.tracking_uri else None
+    if db is not None and not db.is_file():  # reading a model must not create a store
+        raise ConfigError(f"--tracking-uri {args.tracking_uri}: no MLflow store at {db}")
     store.configure(args.tracking_uri)
     model = _load_model(args.model)
     fmt = row_format(str(model.metadata.metadata["dataset"]))

@@ -106,9 +106,11 @@ def test_bad_rows_name_the_file_and_column(tracked, tmp_path, capsys):
     ("what", "args", "words"),
     [
         ("no model", ["--model", "models:/nope@champion"], "cannot load the model"),
-        ("no data", ["--data", "/nonexistent/rows.csv"], "no such file"),
+        ("no data", ["--data", "/nonexistent/rows.csv"], "not a file"),
+        ("a folder", ["--data", "/"], "not a file"),
         ("empty data", ["--data", "EMPTY"], "the file is empty"),
         ("bad out", ["--out", "/proc/nope/out.csv"], "--out"),
+        ("no store", [], "no MLflow store at"),
     ],
 )
 def test_bad_options_are_one_line(tracked, tmp_path, capsys, what, args, words):
@@ -119,11 +121,15 @@ def test_bad_options_are_one_line(tracked, tmp_path, capsys, what, args, words):
         "--data": str(tracked.csv),
         "--out": str(tmp_path / "o.csv"),
     }
-    base[args[0]] = args[1].replace("EMPTY", str(empty))
+    if args:
+        base[args[0]] = args[1].replace("EMPTY", str(empty))
     argv = ["predict", "--tracking-uri", tracked.uri, *[x for kv in base.items() for x in kv]]
+    if what == "no store":
+        argv[2] = f"sqlite:///{tmp_path / 'none' / 'mlflow.db'}"
     assert main(argv) == 2, what
     err = capsys.readouterr().err.strip()
     assert words in err and len(err.splitlines()) == 1 and "Traceback" not in err
+    assert not (tmp_path / "none").exists()
 
 
 def test_an_unreachable_tracking_server_fails_before_any_work(data_dir, tmp_path, capsys):
