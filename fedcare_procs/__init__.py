@@ -71,10 +71,14 @@ def _reap(pid: int) -> None:
         os.waitpid(pid, os.WNOHANG)
 
 
+#: SIGKILL sweeps after SIGTERM, each over the processes then alive.
+KILL_SWEEPS = 3
+
+
 def terminate_marked(
     env_name: str, token: str, grace_s: float, *, wait_first: bool = False
 ) -> list[int]:
-    """End every live process carrying ``env_name=token``: SIGTERM, then SIGKILL.
+    """End every live process carrying ``env_name=token``: SIGTERM, then SIGKILL sweeps.
 
     Parameters
     ----------
@@ -105,7 +109,9 @@ def terminate_marked(
 
     if not found or (wait_first and gone_within(grace_s)):
         return found
-    for sig in (signal.SIGTERM, signal.SIGKILL):
+    # SIGKILL again for a process a dying parent started after the previous sweep (Ray's raylet
+    # spawns its dashboard and runtime-env agents late; one once outlived a single sweep).
+    for sig in (signal.SIGTERM, *[signal.SIGKILL] * KILL_SWEEPS):
         for pid in marked_processes(env_name, token):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)

@@ -144,12 +144,18 @@ class StackConfig:
         return (self.project.parent / "shared" / "datasets").resolve()
 
     def client_env(self) -> dict[str, str]:
-        """What a Prefect or MLflow client needs to talk to this stack."""
+        """What a Prefect or MLflow client needs to talk to this stack.
+
+        The model registry is the stack's MLflow server too: a ``MLFLOW_REGISTRY_URI`` in the
+        caller's environment (MLflow exports one whenever a process sets its registry) must not
+        send the flow runs' registrations to another store.
+        """
         return {
             **OFFLINE_ENV,
             "PREFECT_HOME": str(self.prefect_home),
             "PREFECT_API_URL": self.prefect_api_url,
             "MLFLOW_TRACKING_URI": self.mlflow_url,
+            "MLFLOW_REGISTRY_URI": self.mlflow_url,
         }
 
     def service_env(self, token: str) -> dict[str, str]:

@@ -121,7 +121,7 @@ def test_full_experiment_deployment_on_the_local_stack(data_dir: Path, tmp_path:
             assert rc == 0, log.read_text()[-3000:]
         t_runs = time.perf_counter() - t0 - t_up
 
-        mc = MlflowClient(tracking_uri=config.mlflow_url)
+        mc = MlflowClient(tracking_uri=config.mlflow_url, registry_uri=config.mlflow_url)
         experiment = mc.get_experiment_by_name("fedcare/diabetes130")
         assert experiment is not None
         runs = mc.search_runs([experiment.experiment_id])

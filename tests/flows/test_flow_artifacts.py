@@ -66,7 +66,12 @@ def test_results_artifact_links_every_run_and_the_report(
         assert len(rows) == 2
         fedcare_row, fedavg_row = rows
         assert fedcare_row.startswith(f"| fedcare | 0 | {K} | 3 | 3 | ")
-        assert "v1 (champion)" in fedcare_row and "| — |" in fedavg_row
+        assert "`fedcare-diabetes130-fedcare-backbone` v1 (champion)" in fedcare_row
+        # Every algorithm registers its clients' models; a baseline has no backbone.
+        assert (
+            f"{K} client models (v1; " in fedcare_row and f"{K} client models (v1; " in fedavg_row
+        )
+        assert "backbone" not in fedavg_row
         assert "early_discharge AUROC" in results and "los MAE (days)" in results
         doc = summary["runs"][0]
         pooled = doc["pooled"]["early_discharge"]
