@@ -1,10 +1,11 @@
-"""Single-tensor wrappers of FedCARE's models, for MLflow's PyTorch flavour.
+"""The Stage 1 backbone as a single-tensor model, for MLflow's PyTorch flavour.
 
 MLflow serves a PyTorch model that maps one float tensor to one tensor, and its default
 ``pt2`` format (``torch.export``; no pickle, so loading needs no FedCARE code) traces such a
-forward. The core models take an objective name, and the personalised one two inputs, so the
-logged models are these wrappers: one row of encoded features in, one column of predictions per
-objective out (probabilities for binary objectives, days for length of stay).
+forward. The core model takes an objective name, so the logged backbone is this wrapper: one
+row of encoded common features in, one column of predictions per objective out (probabilities
+for binary objectives, days for length of stay). Each client's deployed model is logged over
+raw rows instead (:mod:`fedcare_tracking.client_models`).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from mlflow.models import ModelSignature, infer_signature
 from torch import nn
 
 from fedcare_core.losses import predict
-from fedcare_core.models import MultiObjectiveModel, PersonalModel
+from fedcare_core.models import MultiObjectiveModel
 
 
 def _stack(scores: Sequence[torch.Tensor], kinds: Sequence[str]) -> torch.Tensor:
@@ -44,33 +45,6 @@ class GlobalPredictor(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """One column per objective, in ``self.objectives`` order."""
         return _stack([self.model(x, s) for s in self.objectives], self.kinds)
-
-
-class PersonalPredictor(nn.Module):
-    """A client's φ_k*: ``(n, d_c + d_u)`` = ``[x_common, x_private]`` → ``(n, S_k)``.
-
-    Parameters
-    ----------
-    model
-        The personalised model, in evaluation mode.
-    common_width
-        ``d_c``: the first ``d_c`` input columns are the common features.
-    kinds
-        Objective name → kind, for every objective of ``model``.
-    """
-
-    def __init__(self, model: PersonalModel, common_width: int, kinds: Mapping[str, str]) -> None:
-        super().__init__()
-        self.model = model
-        self.common_width = common_width
-        self.objectives = tuple(model.objectives)
-        self.kinds = tuple(kinds[s] for s in self.objectives)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        """One column per client objective, in ``self.objectives`` order."""
-        xc = x[:, : self.common_width]
-        xu = x[:, self.common_width :]
-        return _stack([self.model(xc, xu, s) for s in self.objectives], self.kinds)
 
 
 def input_example(width: int) -> np.ndarray:
