@@ -70,6 +70,11 @@ from fedcare_procs.watchdog import start_watchdog, stop_watchdog
 #: resolves even ``_node_ip_address="127.0.0.1"`` to the machine's routable address and binds
 #: its gRPC servers there and on ``::`` (measured with Ray 2.55.1; see docs/DESIGN.md).
 RAY_LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+#: setproctitle (Ray names its processes ``ray::DashboardAgent`` …) writes a title longer than
+#: the command line over the process's environment block, and with it the run's marker
+#: (``FEDCARE_RUN_TOKEN``): the watchdog then could not find that process after a SIGKILL of
+#: ``fedcare`` and it lived on. ``SPT_NOENV`` keeps the environment (titles are cut instead).
+RAY_PROCESS_ENV = {"SPT_NOENV": "1"}
 
 
 @contextlib.contextmanager
@@ -245,6 +250,7 @@ class SimulationStage1Runner:
             for k in (
                 *FLOWER_ENV,
                 *RAY_LOOPBACK_ENV,
+                *RAY_PROCESS_ENV,
                 "PYTHONPATH",
                 TOKEN_ENV,
                 "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO",
@@ -252,6 +258,7 @@ class SimulationStage1Runner:
         }
         os.environ.update(FLOWER_ENV)
         os.environ.update(RAY_LOOPBACK_ENV)  # Ray's own processes read it too
+        os.environ.update(RAY_PROCESS_ENV)
         os.environ["PYTHONPATH"] = child_pythonpath()
         os.environ["RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO"] = "0"  # no GPUs; silences Ray's notice
         # Ray's processes inherit this marker; after shutdown none may be left carrying it.
