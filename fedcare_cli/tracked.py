@@ -63,14 +63,6 @@ def track(uri: str, result: ExperimentResult, backend: str) -> None:
         result, tags={"fedcare.backend": backend, "fedcare.entry": "fedcare run"}
     )
     print(f"MLflow run {tracked.run_id} in {uri}", file=sys.stderr)
-    regs = tracked.registrations
-    for name, version, promoted in [
-        *(
-            [(regs.backbone.model_name, regs.backbone.version, regs.backbone.promoted)]
-            if regs.backbone
-            else []
-        ),
-        *((c.model_name, c.version, c.promoted) for c in regs.clients),
-    ]:
+    for name, version, promoted in tracked.registrations.versions():
         flag = " (champion)" if promoted else ""
         print(f"registered {name} version {version}{flag}", file=sys.stderr)

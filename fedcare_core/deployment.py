@@ -29,7 +29,7 @@ from torch import nn
 
 from fedcare_core.baselines.pafnet import PafnetClientModel
 from fedcare_core.config import ModelConfig
-from fedcare_core.data.federation import ClientData, SplitArrays
+from fedcare_core.data.federation import SplitArrays
 from fedcare_core.evaluate import Scorer
 from fedcare_core.losses import predict
 from fedcare_core.models import FullMLP, MultiObjectiveModel, PersonalModel
@@ -326,8 +326,3 @@ def predictor_scorer(predictor: ClientPredictor) -> Scorer:
         )
 
     return score
-
-
-def client_kinds(client: ClientData, kinds: Mapping[str, str]) -> dict[str, str]:
-    """The kinds of ``client``'s objectives."""
-    return {s: kinds[s] for s in client.objectives}

@@ -95,7 +95,9 @@ def _description(
     return "\n".join(lines) + "\n"
 
 
-def register_client_models(result: ExperimentResult, run_id: str) -> list[ClientRegistration]:
+def register_client_models(
+    result: ExperimentResult, run_id: str, report: EvaluationReport | None = None
+) -> list[ClientRegistration]:
     """Register each client's deployed model of a logged run; move ``champion`` if better.
 
     Parameters
@@ -104,6 +106,9 @@ def register_client_models(result: ExperimentResult, run_id: str) -> list[Client
         The run's result.
     run_id
         Its MLflow run, logged with models (the ``fedcare.client_model_id.<k>`` tags).
+    report
+        Its validation report (:func:`~fedcare_tracking.registry.validation_report`) when
+        already computed.
 
     Returns
     -------
@@ -116,7 +121,7 @@ def register_client_models(result: ExperimentResult, run_id: str) -> list[Client
         If the run logged no model for a client.
     """
     tags = store.client().get_run(run_id).data.tags
-    val_report = validation_report(result)
+    val_report = report if report is not None else validation_report(result)
     out: list[ClientRegistration] = []
     for client in result.federation.clients:
         k = client.client_id

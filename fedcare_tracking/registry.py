@@ -222,7 +222,9 @@ def _judged_otherwise(
     )
 
 
-def validation_score(result: ExperimentResult, metric: str = "auroc") -> float:
+def validation_score(
+    result: ExperimentResult, metric: str = "auroc", *, report: EvaluationReport | None = None
+) -> float:
     """Mean over objectives (those scored with ``metric``) of the mean validation value.
 
     Each client is scored with the model it deploys (``result.predictors``: its personalised
@@ -235,6 +237,8 @@ def validation_score(result: ExperimentResult, metric: str = "auroc") -> float:
         A run's result.
     metric
         ``"auroc"`` (higher is better) or ``"mae_days"`` (lower is better).
+    report
+        :func:`validation_report` of ``result`` when already computed.
 
     Returns
     -------
@@ -246,7 +250,7 @@ def validation_score(result: ExperimentResult, metric: str = "auroc") -> float:
     ValueError
         If no objective with ``metric`` has a defined validation value.
     """
-    report = validation_report(result)
+    report = report if report is not None else validation_report(result)
     values = [
         o.mean_over_clients
         for o in report.objectives

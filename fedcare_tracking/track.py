@@ -55,6 +55,14 @@ class Registrations:
     backbone: BackboneRegistration | None = None
     clients: list[ClientRegistration] = field(default_factory=list)
 
+    def versions(self) -> list[tuple[str, int, bool]]:
+        """``(model name, version, promoted)`` of every new version, the backbone first."""
+        backbone = self.backbone
+        head = (
+            [] if backbone is None else [(backbone.model_name, backbone.version, backbone.promoted)]
+        )
+        return head + [(c.model_name, c.version, c.promoted) for c in self.clients]
+
     def summary(self) -> dict[str, Any]:
         """A JSON-able summary (for a flow's result and a command's output)."""
         out: dict[str, Any] = {}
@@ -95,12 +103,13 @@ def register_run(result: ExperimentResult, run_id: str) -> Registrations:
         The new versions, and which took ``champion``.
     """
     backbone = None
+    report = registry.validation_report(result)  # scored once, for the backbone and the clients
     if result.config.algorithm in FEDCARE_ALGORITHMS:
         name = backbone_model_name(result.federation.dataset, result.config.algorithm)
-        score = registry.validation_score(result)
+        score = registry.validation_score(result, report=report)
         version, promoted = registry.register_backbone(run_id, name, score)
         backbone = BackboneRegistration(name, version, promoted, score)
-    return Registrations(backbone, register_client_models(result, run_id))
+    return Registrations(backbone, register_client_models(result, run_id, report))
 
 
 @dataclass(frozen=True)

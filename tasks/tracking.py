@@ -215,7 +215,8 @@ def register_task(tracking_uri: str, result: ExperimentResult, run_id: str) -> R
     store.configure(tracking_uri)
     registrations = track.register_run(result, run_id)
     logger = run_logger()
-    for reg in [registrations.backbone] if registrations.backbone else []:
+    reg = registrations.backbone
+    if reg is not None:
         logger.info(
             "registered %s version %d (validation AUROC %.4f)%s",
             reg.model_name,
