@@ -223,11 +223,21 @@ def numeric_column(df: pd.DataFrame, column: str, chk: Checker) -> pd.Series:
     Raises
     ------
     DataError
-        If a value is not a number, is infinite, or is fractional in an integer column.
+        If a value is not a number (true/false included), is infinite, or is fractional in an
+        integer column.
 
     """
     raw = df[column]
-    if pd.api.types.is_numeric_dtype(raw.dtype) and not pd.api.types.is_bool_dtype(raw.dtype):
+    flags = (
+        raw.notna()
+        if pd.api.types.is_bool_dtype(raw.dtype)
+        else raw.map(lambda v: isinstance(v, bool))  # pandas' object columns only
+        if raw.dtype == object
+        else None
+    )
+    if flags is not None and flags.any():
+        raise chk.error("true/false value(s) in a numeric column", column, flags)
+    if pd.api.types.is_numeric_dtype(raw.dtype):
         values = raw.astype("float64")
     else:
         values = pd.to_numeric(raw, errors="coerce").astype("float64")

@@ -55,6 +55,7 @@ def test_only_the_named_columns_are_needed_and_checked():
     [
         ("num_lab_procedures", -1, "from 0 to 500"),
         ("num_lab_procedures", "x", "non-numeric"),
+        ("num_medications", True, "true/false"),
         ("admission_type_id", 1.5, "non-integer"),
         ("admission_type_id", np.nan, "is missing"),
         ("age", "70-80", "ten brackets"),
