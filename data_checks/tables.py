@@ -294,7 +294,7 @@ def recompute_assignment(cohort: Cohort, config: DataConfig, seed: int) -> Patie
 
     """
     # The core's split helper is private: importing it keeps this copy from drifting.
-    from fedcare_core.data.federation import _split_patients
+    from fedcare_core.data.federation import split_patients
 
     if config.max_patients is not None:
         cohort = subsample_patients(cohort, config.max_patients, seed)
@@ -302,7 +302,7 @@ def recompute_assignment(cohort: Cohort, config: DataConfig, seed: int) -> Patie
     split = np.full(cohort.n_rows, "", dtype=object)
     for k in range(config.clients):
         rows = np.flatnonzero(client == k)
-        for name, pats in _split_patients(cohort.patient[rows], config, seed, k).items():
+        for name, pats in split_patients(cohort.patient[rows], config, seed, k).items():
             split[rows[np.isin(cohort.patient[rows], pats)]] = name
     return PatientAssignment(patient=np.asarray(cohort.patient), client=client, split=split)
 

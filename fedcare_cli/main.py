@@ -11,30 +11,22 @@ import argparse
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fedcare_cli import experiment, predict, stack_command, tracked
-from fedcare_cli.options import add_tracking_uri_option, add_unseen_categories_option
+from fedcare_cli import experiment, predict, run_options, stack_command, tracked
 from fedcare_core import __version__
-from fedcare_core.algorithms import ALGORITHM_NAMES, validate_config
-from fedcare_core.config import (
-    CLIENT_SPLITS,
-    DATASETS,
-    NORMALISATIONS,
-    QP_SCOPES,
-    READMISSION_DEFINITIONS,
-    SERVER_OPTIMIZERS,
-    SOLVERS,
-    ExperimentConfig,
-    load_config_file,
-)
+from fedcare_core.algorithms import validate_config
+from fedcare_core.config import ExperimentConfig, load_config_file
 from fedcare_core.errors import ConfigError, FedcareError
 from fedcare_core.interrupts import as_interrupted, exit_now, signals_raise
 from fedcare_core.output_paths import check_output_file
 
 if TYPE_CHECKING:
     from fedcare_core.algorithms.base import Stage1Runner
+    from fedcare_core.data.federation import Federation
+    from fedcare_core.results import DataProvenance
     from fedcare_core.run_dir import RunBackend, RunData, RunFolder
 
 EXIT_ERROR = 2
@@ -53,107 +45,12 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"fedcare {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    _add_run_parser(sub)
+    run_options.add_parser(sub, BACKENDS)
     _add_data_parser(sub)
     stack_command.add_parser(sub)
     experiment.add_parser(sub)
     predict.add_parser(sub)
     return parser
-
-
-def _add_run_parser(sub: Any) -> None:
-    """``fedcare run``'s options."""
-    run = sub.add_parser("run", help="run an experiment end to end")
-    run.add_argument("--config", type=Path, help="JSON file with an ExperimentConfig; flags win")
-    run.add_argument("--dataset", choices=DATASETS)
-    run.add_argument("--data-dir", help="dataset folder or file (default: $FEDCARE_DATA_DIR)")
-    run.add_argument("--algorithm", choices=ALGORITHM_NAMES)
-    run.add_argument("--clients", type=int, help="number of clients K (default 10)")
-    run.add_argument("--rounds", type=int, help="Stage 1 rounds T (default 100)")
-    run.add_argument("--seed", type=int, help="experiment seed (default 0)")
-    run.add_argument("--rho", type=float, help="feature disparity ratio in (0, 1)")
-    run.add_argument("--split", choices=CLIENT_SPLITS, help="client split (default iid)")
-    run.add_argument("--objectives-per-client", type=int)
-    run.add_argument("--readmission", choices=READMISSION_DEFINITIONS)
-    run.add_argument("--max-patients", type=int, help="subsample the cohort (quick trials)")
-    add_unseen_categories_option(run)
-    run.add_argument("--local-steps", type=int, help="τ (default 5)")
-    run.add_argument("--local-lr", type=float, help="η_l (default 0.001)")
-    run.add_argument("--global-lr", type=float, help="η_g (default 0.01)")
-    run.add_argument("--batch-size", type=int)
-    run.add_argument("--solver", choices=SOLVERS)
-    run.add_argument("--normalise", choices=NORMALISATIONS)
-    run.add_argument("--qp-scope", choices=QP_SCOPES)
-    run.add_argument("--server-optimizer", choices=SERVER_OPTIMIZERS)
-    run.add_argument("--stage2-epochs", type=int)
-    run.add_argument(
-        "--backend",
-        choices=BACKENDS,
-        default="local",
-        help="where Stage 1 (or FedAvg/FedProx/FMGDA/FSMGDA's rounds) runs: in process, "
-        "Flower's Simulation Engine, or SuperLink/SuperNode processes on loopback "
-        "(default local; PAFNet, local and centralised: local only)",
-    )
-    run.add_argument(
-        "--round-timeout",
-        type=float,
-        help="Flower backends: seconds to wait for clients' replies in a round (default 600)",
-    )
-    run.add_argument(
-        "--startup-timeout",
-        type=float,
-        help="Flower backends: seconds to wait for all clients to connect (default 180)",
-    )
-    run.add_argument(
-        "--stock-supernodes",
-        action="store_true",
-        help="flower-deployment: run Flower's stock SuperNode loop (3 s idle polls, a fresh "
-        "flwr-clientapp interpreter per message) instead of the warm, poll-capped one",
-    )
-    run.add_argument(
-        "--insecure",
-        action="store_true",
-        help="flower-deployment: plain HTTP between the Flower processes instead of TLS with a "
-        "per-run certificate authority (the default)",
-    )
-    run.add_argument(
-        "--node-auth",
-        action="store_true",
-        help="flower-deployment: SuperNode authentication; the SuperLink admits only nodes "
-        "whose per-run public key was registered with it (needs TLS)",
-    )
-    run.add_argument(
-        "--bind-address",
-        metavar="IP",
-        help="flower-deployment: the IPv4 address of this machine the SuperLink listens on "
-        "and its certificate names (default 127.0.0.1; another address needs TLS)",
-    )
-    run.add_argument(
-        "--keep-workdir",
-        action="store_true",
-        help="Flower backends: keep the run folder (logs, per-client data) for debugging",
-    )
-    run.add_argument("--out", type=Path, help="write results JSON here")
-    add_tracking_uri_option(run, "to log the run, its models and registry versions to")
-    run.add_argument("--no-verify", action="store_true", help="skip the dataset checksum")
-    run.add_argument("--quiet", action="store_true", help="no progress bars")
-    keep = run.add_mutually_exclusive_group()
-    keep.add_argument(
-        "--run-dir",
-        type=Path,
-        metavar="DIR",
-        help="keep the run's state in DIR (new or empty; owner-only): config.json, for "
-        "fedcare/fedcare-b a checkpoint after every Stage 1 round, and results.json at the end "
-        "(other algorithms: config and results only; --resume reruns them from the start); "
-        "any --backend",
-    )
-    keep.add_argument(
-        "--resume",
-        type=Path,
-        metavar="DIR",
-        help="continue the run kept in DIR (by --run-dir) from its last checkpoint, to the "
-        "uninterrupted run's results; takes no other option but --out, --quiet and --tracking-uri",
-    )
 
 
 def _add_data_parser(sub: Any) -> None:
@@ -325,11 +222,9 @@ def open_run_folder(args: argparse.Namespace) -> tuple[RunFolder, ExperimentConf
 def cmd_run(args: argparse.Namespace) -> int:
     """``fedcare run`` (with ``--run-dir`` or ``--resume``: a run that survives being killed)."""
     from data_checks.source_checks import checked_dataset, checked_federation
-    from fedcare_cli.output import ProgressBars, results_table, write_json_atomic
+    from fedcare_cli.output import results_table, write_json_atomic
     from fedcare_core.algorithms import backend_refusal
-    from fedcare_core.results import DataProvenance
-    from fedcare_core.run_dir import RunBackend, RunData, RunFolder
-    from fedcare_core.runner import run_algorithm
+    from fedcare_core.run_dir import RunData, RunFolder
 
     folder: RunFolder | None = None
     recorded: RunData | None = None
@@ -347,11 +242,12 @@ def cmd_run(args: argparse.Namespace) -> int:
             return 0
         data_dir, verify = recorded.path, recorded.verify_checksum
         backend = folder.read_backend()
+    elif args.sites is not None or args.schema is not None:
+        return _run(args, tracking, *_sites_inputs(args))
     else:
         config = build_config(args)
         data_dir, verify = args.data_dir, not args.no_verify
-        local = args.backend == "local"
-        backend = RunBackend(args.backend, {} if local else flower_overrides(args))
+        backend = _command_line_backend(args)
     # Before loading data: PAFNet and the bounds run in process only (the message says why).
     refusal = backend_refusal(config.algorithm, backend.name)
     if refusal is not None:
@@ -372,24 +268,77 @@ def cmd_run(args: argparse.Namespace) -> int:
         source = str(Path(loaded.source).resolve())
         data = RunData(source, verify, loaded.cohort.source_sha256)
         folder.write_config(config, data, None if backend.name == "local" else backend)
+    from fedcare_core.results import DataProvenance
+
     if folder is not None:
         stage1_runner = _run_folder_runner(folder, config.algorithm, stage1_runner)
+    provenance = DataProvenance.of(loaded.cohort)
+    inputs = RunInputs(config, federation, provenance, partition_s, backend.name, stage1_runner)
+    return _run(args, tracking, inputs, folder)
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """What ``fedcare run`` runs, once every option and every file has been checked."""
+
+    config: ExperimentConfig
+    federation: Federation
+    provenance: DataProvenance
+    partition_s: float
+    backend: str
+    stage1_runner: Stage1Runner | None
+
+
+def _command_line_backend(args: argparse.Namespace) -> RunBackend:
+    from fedcare_core.run_dir import RunBackend
+
+    local = args.backend == "local"
+    return RunBackend(args.backend, {} if local else flower_overrides(args))
+
+
+def _sites_inputs(args: argparse.Namespace) -> tuple[RunInputs, None]:
+    """``--sites``: the sites prepared from their own files (no run folder)."""
+    from fedcare_cli.sites_run import prepare_sites_run
+    from fedcare_core.algorithms import backend_refusal
+
+    run = prepare_sites_run(args, quiet=args.quiet)  # refuses the options the schema decides
+    backend = _command_line_backend(args)
+    refusal = backend_refusal(run.config.algorithm, backend.name)
+    if refusal is not None:  # pragma: no cover - the schema's algorithm runs on every backend
+        raise ConfigError(refusal)
+    runner = build_stage1_runner(args, backend)
+    inputs = RunInputs(
+        run.config, run.federation, run.provenance, run.partition_s, backend.name, runner
+    )
+    return inputs, None
+
+
+def _run(
+    args: argparse.Namespace,
+    tracking: str | None,
+    inputs: RunInputs,
+    folder: RunFolder | None,
+) -> int:
+    """Run the checked inputs; write, print and track the result."""
+    from fedcare_cli.output import ProgressBars, results_table, write_json_atomic
+    from fedcare_core.runner import run_algorithm
+
     bars = ProgressBars(enabled=not args.quiet)
     try:
         result = run_algorithm(
-            federation,
-            config,
-            provenance=DataProvenance.of(loaded.cohort),
-            backend=stage1_runner,
+            inputs.federation,
+            inputs.config,
+            provenance=inputs.provenance,
+            backend=inputs.stage1_runner,
             progress=bars,
-            timing={"partition_s": partition_s},
+            timing={"partition_s": inputs.partition_s},
         )
     finally:
         bars.close()
     document = result.to_dict()
     # Same keys for every backend; Stage 1's notes (lost clients, objectives without an update)
     # come from the result, per-round participation is in rounds[].participants.
-    document["stage1"]["backend"] = backend.name
+    document["stage1"]["backend"] = inputs.backend
     for note in result.stage1.notes:
         print(f"fedcare: stage 1: {note}", file=sys.stderr)
     if folder is not None:
@@ -400,7 +349,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.out is not None:
         print(f"results written to {args.out}")
     if tracking is not None:
-        tracked.track(tracking, result, backend.name)
+        tracked.track(tracking, result, inputs.backend)
     return 0
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
 from fedcare_core.config import DataConfig
-from fedcare_core.data.cohort import Cohort
+from fedcare_core.data.cohort import Cohort, Objective
 from fedcare_core.data.partition import FeaturePartition
 from fedcare_core.errors import ConfigError, DataError
 
@@ -100,3 +101,57 @@ def find_mimic_dir(root: Path) -> Path:
         ):
             return candidate
     return root
+
+
+@dataclass(frozen=True)
+class DatasetDefinition:
+    """A dataset's documented definition: what can be agreed on without reading a row.
+
+    Parameters
+    ----------
+    objectives
+        The objectives the loader labels, with their definitions.
+    partition
+        The default feature partition.
+    numeric_features, categorical_features
+        The feature columns by type.
+    vocabularies
+        The documented category vocabularies by column.
+    """
+
+    objectives: tuple[Objective, ...]
+    partition: FeaturePartition
+    numeric_features: tuple[str, ...]
+    categorical_features: tuple[str, ...]
+    vocabularies: Mapping[str, tuple[str, ...]]
+
+
+def dataset_definition(name: str) -> DatasetDefinition:
+    """The documented definition of dataset ``name`` (no data is read).
+
+    Raises
+    ------
+    ConfigError
+        For an unknown dataset.
+    """
+    if name == "diabetes130":
+        from fedcare_core.data import diabetes130 as d
+
+        return DatasetDefinition(
+            d.DIABETES130_OBJECTIVES,
+            d.DIABETES130_PARTITION,
+            d.DIABETES130_NUMERIC_FEATURES,
+            d.DIABETES130_CATEGORICAL_FEATURES,
+            d.DIABETES130_VOCABULARIES,
+        )
+    if name == "mimic3":
+        from fedcare_core.data import mimic3 as m
+
+        return DatasetDefinition(
+            m.MIMIC3_OBJECTIVES,
+            m.MIMIC3_PARTITION,
+            m.NUMERIC_FEATURES,
+            m.CATEGORICAL_FEATURES,
+            m.MIMIC3_VOCABULARIES,
+        )
+    raise ConfigError(f"unknown dataset {name!r}")

@@ -14,10 +14,11 @@ SuperNode's node config key ``data-path``. The simulation builds its own app wit
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import partial
 from pathlib import Path
 
-from flwr.app import Context, Message
+from flwr.app import Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 
 from fedcare_core.data.client_store import load_client_data
@@ -30,9 +31,23 @@ from fedcare_flower.messages import (
     encode_client_update,
     encode_identity,
 )
+from fedcare_flower.site_messages import (
+    FINAL_MODEL_ACTION,
+    SiteIdentity,
+    add_site_identity,
+    assigned_client_id,
+    decode_final_model,
+    encode_stored,
+)
 
 #: Node-config key naming the client's data folder (``flower-supernode --node-config``).
 DATA_PATH_KEY = "data-path"
+#: Node-config keys of a node serving a named site (``fedcare site join``, and the loopback
+#: deployment's nodes): its name, its schema's digest, and (a site folder only) where the
+#: broadcast ``w*`` is kept.
+SITE_NAME_KEY = "site-name"
+SCHEMA_DIGEST_KEY = "schema-digest"
+STAGE1_PATH_KEY = "stage1-path"
 #: Flower's node-config key for a simulated node's index.
 PARTITION_ID_KEY = "partition-id"
 
@@ -100,12 +115,43 @@ def preload(data_path: str | Path) -> None:
     _CACHE[key] = load_client_data(key)
 
 
+def node_site(context: Context) -> SiteIdentity | None:
+    """The site this node serves, from its node config (None: a node without a site name)."""
+    config = context.node_config
+    if SITE_NAME_KEY not in config:
+        return None
+    return SiteIdentity(str(config[SITE_NAME_KEY]), str(config.get(SCHEMA_DIGEST_KEY, "")))
+
+
+def assigned(client: ClientData, content: RecordDict) -> ClientData:
+    """``client`` under the client id the server's message assigns (if it assigns one)."""
+    client_id = assigned_client_id(content)
+    if client_id is None or client_id == client.client_id:
+        return client
+    return replace(client, client_id=client_id)
+
+
 def handle_query(locate: DataLocator, msg: Message, context: Context) -> Message:
-    """Handshake: say which client this node serves."""
+    """Handshake: say which client (and which site) this node serves."""
     if msg.content.config_records["config"][PROTOCOL] != PROTOCOL_VERSION:
         raise ProtocolError("server speaks another FedCARE protocol version")
     client = _client(locate, context)
-    return Message(encode_identity(client.client_id, client.train.n), reply_to=msg)
+    content = encode_identity(client.client_id, client.train.n)
+    return Message(add_site_identity(content, node_site(context)), reply_to=msg)
+
+
+def handle_final_model(msg: Message, context: Context) -> Message:
+    """The end of Stage 1: keep the broadcast ``w*`` in the site's folder, if it has one."""
+    from fedcare_flower.site_folder import store_final_model
+
+    final = decode_final_model(msg.content)
+    site = node_site(context)
+    if site is not None and site.schema_digest != final.schema_digest:
+        raise ProtocolError("the final model was computed for another federation schema")
+    path = context.node_config.get(STAGE1_PATH_KEY)
+    if path:
+        store_final_model(Path(str(path)), final)
+    return Message(encode_stored(bool(path)), reply_to=msg)
 
 
 def handle_train(locate: DataLocator, msg: Message, context: Context) -> Message:
@@ -127,7 +173,7 @@ def handle_train(locate: DataLocator, msg: Message, context: Context) -> Message
         reply = baseline_train(_client(locate, context), key, msg.content)
         return Message(reply, reply_to=msg)
     instr = decode_train_instruction(msg.content)
-    client = _client(locate, context)
+    client = assigned(_client(locate, context), msg.content)
     if instr.union_layout is not None:
         client = union_view(client, data_key(locate(context)), instr.union_layout)
     width = client.train.x_common.shape[1]
@@ -155,6 +201,7 @@ def build_client_app(locate: DataLocator) -> ClientApp:
     """A ClientApp whose data folder is found by ``locate(context)``."""
     client_app = ClientApp()
     client_app.query()(partial(handle_query, locate))
+    client_app.query(FINAL_MODEL_ACTION)(handle_final_model)
     client_app.train()(partial(handle_train, locate))
     return client_app
 

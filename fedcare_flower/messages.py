@@ -60,7 +60,7 @@ from fedcare_core.config import ModelConfig, Stage1Config
 from fedcare_core.stage1 import ClientUpdate, ObjectiveUpdate, RoundInfo
 
 #: Bumped when the layout above changes; both sides check it.
-PROTOCOL_VERSION = 1
+PROTOCOL_VERSION = 2
 ARRAYS = "arrays"
 CONFIG = "config"
 METRICS = "metrics"

@@ -69,6 +69,17 @@ class RunPlan:
         is then the union width. None: the clients' common features as they are.
     threads
         Torch intra-op threads of a baseline's ClientApp (``ExperimentConfig.threads``).
+    sites
+        A federation of named sites: their names in client-id order (a node's handshake names
+        its site; its client id is the site's position here). Empty: nodes claim client ids.
+        ``num_clients`` is then how many of them Stage 1 waits for before round 1.
+    schema_digest
+        The federation schema's digest; a site prepared for another schema is not admitted
+        (empty: not checked).
+    broadcast
+        Send ``w*`` to every site still in the run at the end (Algorithm 1, line 30).
+    run_name
+        A name for the run, sent with ``w*``.
     checkpoint_path, checkpoint_fingerprint
         FedCARE / FedCARE-B in a run folder (``fedcare run --run-dir``): the server writes a
         Stage 1 checkpoint (:mod:`fedcare_core.checkpoint`) to this file after every round
@@ -91,6 +102,10 @@ class RunPlan:
     union_common_width: int | None = None
     union_columns: tuple[str, ...] = ()
     threads: int = 1
+    sites: tuple[str, ...] = ()
+    schema_digest: str = ""
+    broadcast: bool = False
+    run_name: str = ""
     checkpoint_path: str | None = None
     checkpoint_fingerprint: str | None = None
 
@@ -98,6 +113,15 @@ class RunPlan:
     def objective_names(self) -> tuple[str, ...]:
         """Objective names in head order."""
         return tuple(n for n, _ in self.objectives)
+
+    @property
+    def client_ids(self) -> range:
+        """The client ids of this run: one per site, or ``0..num_clients-1``."""
+        return range(len(self.sites) if self.sites else self.num_clients)
+
+    def client_name(self, client_id: int) -> str:
+        """How messages name client ``client_id``: its site's name, or ``client <k>``."""
+        return f"site {self.sites[client_id]!r}" if self.sites else f"client {client_id}"
 
     @property
     def kinds(self) -> dict[str, str]:
@@ -121,6 +145,7 @@ class RunPlan:
             stage1=Stage1Config(**raw.pop("stage1")),
             baselines=None if baselines is None else BaselineConfig(**baselines),
             union_columns=tuple(str(c) for c in raw.pop("union_columns", ())),
+            sites=tuple(str(c) for c in raw.pop("sites", ())),
             **raw,
         )
 

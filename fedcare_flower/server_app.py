@@ -25,6 +25,7 @@ from flwr.serverapp import Grid, ServerApp
 
 from fedcare_core.stage1 import RoundInfo
 from fedcare_flower import baselines
+from fedcare_flower.final_model import broadcast_final_model
 from fedcare_flower.polling import PollingGrid
 from fedcare_flower.results import append_round, write_error, write_stage1_result
 from fedcare_flower.run_plan import RunPlan
@@ -61,13 +62,16 @@ def run_server(grid: Grid, plan: RunPlan, on_round: RoundHook | None = None) -> 
     try:
         strategy = make_strategy(plan, on_round=record)
         is_baseline = plan.algorithm in baselines.FEDAVG_FAMILY
+        polling = PollingGrid(grid, plan.pull_interval_s)
         strategy.start(
-            PollingGrid(grid, plan.pull_interval_s),
+            polling,
             strategy.initial_arrays(),
             num_rounds=plan.stage1.rounds,
             timeout=plan.round_timeout_s,
             train_config=baselines.baseline_train_config(plan) if is_baseline else None,
         )
+        if plan.broadcast and isinstance(strategy, FedCareStrategy):
+            strategy.notes.append(broadcast_final_model(strategy, polling))
         write_stage1_result(
             out,
             strategy.state,

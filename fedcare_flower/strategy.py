@@ -75,6 +75,7 @@ from fedcare_flower.messages import (
 )
 from fedcare_flower.polling import PollingGrid
 from fedcare_flower.run_plan import RunPlan
+from fedcare_flower.site_messages import SiteIdentity, site_identity, with_assignment
 
 LOGGER = logging.getLogger(__name__)
 #: Extra lifetime of an instruction beyond the round timeout, so a late node cannot act on it.
@@ -189,7 +190,13 @@ class FedCareStrategy(Strategy):
         )
         ttl = self.plan.round_timeout_s + TTL_MARGIN_S
         messages = [
-            Message(content, node, MessageType.TRAIN, group_id=str(server_round), ttl=ttl)
+            Message(
+                with_assignment(content, self.clients[node]),
+                node,
+                MessageType.TRAIN,
+                group_id=str(server_round),
+                ttl=ttl,
+            )
             for node in sorted(self.clients, key=self.clients.__getitem__)
         ]
         self._asked = [m.metadata.dst_node_id for m in messages]
@@ -336,10 +343,13 @@ class FedCareStrategy(Strategy):
             if not wait_for_all or len(self.clients) >= self.plan.num_clients:
                 break
             if time.time() >= deadline:
-                missing = sorted(set(range(self.plan.num_clients)) - set(self.clients.values()))
+                missing = [
+                    self.plan.client_name(c)
+                    for c in sorted(set(self.plan.client_ids) - set(self.clients.values()))
+                ]
                 self.notes.append(
                     f"start-up: {len(self.clients)} of {self.plan.num_clients} clients joined "
-                    f"within {self.plan.startup_timeout_s:g} s; absent: {missing}"
+                    f"within {self.plan.startup_timeout_s:g} s; absent: {', '.join(missing)}"
                 )
                 LOGGER.warning(self.notes[-1])
                 break
@@ -355,18 +365,50 @@ class FedCareStrategy(Strategy):
                 LOGGER.warning("handshake with node %d failed: %s", node, msg.error.reason)
                 continue
             try:
-                client_id, _ = decode_identity(msg.content)
+                claimed, _ = decode_identity(msg.content)
+                site = site_identity(msg.content)
             except ProtocolError as exc:
                 LOGGER.warning("node %d sent a malformed handshake: %s", node, exc)
                 continue
+            client_id = claimed if not self.plan.sites else self._site_client(node, site)
+            if client_id is None:
+                continue
             if client_id in self.clients.values():
                 raise ProtocolError(f"two nodes claim client {client_id}")
-            if not 0 <= client_id < self.plan.num_clients:
+            if client_id not in self.plan.client_ids:
                 raise ProtocolError(f"node {node} claims unknown client {client_id}")
             self.clients[node] = client_id
         for node in [n for n in asked if n not in answered]:
             # not marked seen: a node that is slow to start is asked again next time
             LOGGER.warning("node %d did not answer the handshake in time", node)
+
+    def _site_client(self, node: int, site: SiteIdentity | None) -> int | None:
+        """The client id of the site a node names, or None (with a note) if it is refused.
+
+        A node naming no site, a site that is not one of the run's, or a site prepared for
+        another schema is refused (marked seen: it is not asked again). A second node naming
+        a site already in the run (a site that reconnected before its old node was reported
+        offline) is asked again at the next round.
+        """
+        plan = self.plan
+        reason = None
+        if site is None:
+            reason = "names no site"
+        elif site.name not in plan.sites:
+            reason = f"names site {site.name!r}, which is not a site of this run"
+        elif plan.schema_digest and site.schema_digest != plan.schema_digest:
+            reason = f"site {site.name!r} was prepared for another federation schema"
+        if reason is not None:
+            self.notes.append(f"node {node} refused: {reason}")
+            LOGGER.warning(self.notes[-1])
+            return None
+        assert site is not None
+        client_id = plan.sites.index(site.name)
+        if client_id in self.clients.values():
+            LOGGER.warning("node %d: site %r is in the run already; asked again", node, site.name)
+            self._seen.discard(node)
+            return None
+        return client_id
 
     # ---- replies --------------------------------------------------------------------------
 

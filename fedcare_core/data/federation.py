@@ -6,6 +6,7 @@ train/validation/test. Encoders are fitted per client on that client's training 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
@@ -150,11 +151,16 @@ def assign_patients(cohort: Cohort, config: DataConfig, seed: int) -> np.ndarray
     return client_of_patient[lookup]
 
 
-def _split_patients(
-    patients: np.ndarray, config: DataConfig, seed: int, client: int
+def split_patients(
+    patients: np.ndarray, config: DataConfig, seed: int, key: int | str
 ) -> dict[str, np.ndarray]:
+    """Each split's patients (train/val/test fractions of ``config``), seeded by ``key``.
+
+    ``key`` names the client's stream: its index in a federation built from one cohort, a
+    site's name for a site preparing its own data.
+    """
     uniq = np.unique(patients)
-    rng = derive_rng(seed, "split", client)
+    rng = derive_rng(seed, "split", key)
     order = uniq[rng.permutation(len(uniq))]
     n_train = round(config.train_fraction * len(order))
     n_val = round(config.val_fraction * len(order))
@@ -232,15 +238,17 @@ def build_federation(
     )
     pursued = {name for objs in client_objectives for name in objs}
     client_of_row = assign_patients(cohort, config, seed)
-    encoding = _Encoding(partition, frozenset(cohort.numeric_features), max_categories)
+    encoding = ClientEncoding(
+        partition, frozenset(cohort.numeric_features), max_categories, cohort.vocabularies
+    )
     clients: list[ClientData] = []
     common_width = -1
     for k, objs in enumerate(client_objectives):
         rows = np.flatnonzero(client_of_row == k)
-        splits = _split_patients(cohort.patient[rows], config, seed, k)
-        frames, labels = _client_splits(cohort, rows, splits, objs)
-        _check_labels(cohort, objs, labels["train"], k, source)
-        client = encoding.client(cohort, k, objs, frames, labels)
+        splits = split_patients(cohort.patient[rows], config, seed, k)
+        frames, labels = client_splits(cohort, rows, splits, objs)
+        check_labels(cohort, objs, labels["train"], f"client {k}", source)
+        client = encoding.client(k, objs, frames, labels)
         # Unreachable while fit_encoder insists on declared vocabularies for shared features.
         if common_width not in (-1, client.common_encoder.width):  # pragma: no cover
             raise ConfigError("clients disagree on the common feature layout")
@@ -262,7 +270,7 @@ def _check_partition(cohort: Cohort, partition: FeaturePartition) -> None:
         raise ConfigError(f"feature partition names unknown feature(s): {missing}")
 
 
-def _client_splits(
+def client_splits(
     cohort: Cohort, rows: np.ndarray, splits: dict[str, np.ndarray], objs: tuple[str, ...]
 ) -> tuple[dict[str, pd.DataFrame], dict[str, np.ndarray]]:
     """Raw features and float32 labels (client objectives only) of each split of a client.
@@ -281,16 +289,20 @@ def _client_splits(
 
 
 @dataclass(frozen=True)
-class _Encoding:
-    """How each client's encoders are fitted: the partition, numeric features, vocabulary cap."""
+class ClientEncoding:
+    """How each client's encoders are fitted.
+
+    The partition, the numeric features, the cap of undeclared vocabularies and the declared
+    vocabularies (a cohort's, or a federation schema's).
+    """
 
     partition: FeaturePartition
     numeric: frozenset[str]
     max_categories: int
+    vocabularies: Mapping[str, tuple[str, ...]]
 
     def client(
         self,
-        cohort: Cohort,
         client_id: int,
         objs: tuple[str, ...],
         frames: dict[str, pd.DataFrame],
@@ -304,14 +316,14 @@ class _Encoding:
             common,
             [c for c in common if c in self.numeric],
             shared=common,
-            vocabularies=cohort.vocabularies,
+            vocabularies=self.vocabularies,
             max_categories=self.max_categories,
         )
         private_enc = fit_encoder(
             frames["train"],
             private,
             [c for c in private if c in self.numeric],
-            vocabularies=cohort.vocabularies,
+            vocabularies=self.vocabularies,
             max_categories=self.max_categories,
         )
         arrays = {
@@ -335,16 +347,19 @@ class _Encoding:
         )
 
 
-def _check_labels(
-    cohort: Cohort, objs: tuple[str, ...], y: np.ndarray, client: int, source: str | None
+def check_labels(
+    cohort: Cohort, objs: tuple[str, ...], y: np.ndarray, who: str, source: str | None
 ) -> None:
-    """Raise if a client cannot learn an objective: no labelled, positive or negative row."""
+    """Raise if a client cannot learn an objective: no labelled, positive or negative row.
+
+    ``who`` names the client in the message (``client 3``, ``site 'north'``).
+    """
     for j, name in enumerate(objs):
         col = y[:, j]
         col = col[np.isfinite(col)]
         if len(col) == 0:
             raise DataError(
-                f"client {client} has no training row labelled for objective {name!r}; "
+                f"{who} has no training row labelled for objective {name!r}; "
                 "use fewer clients or more data",
                 file=source,
                 column=name,
@@ -354,7 +369,7 @@ def _check_labels(
             if positives == 0 or positives == len(col):
                 which = "positive" if positives == 0 else "negative"
                 raise DataError(
-                    f"client {client} has no {which} label for binary objective {name!r} in its "
+                    f"{who} has no {which} label for binary objective {name!r} in its "
                     f"{len(col)} training rows; use fewer clients or more data",
                     file=source,
                     column=name,

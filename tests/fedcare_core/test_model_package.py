@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from fedcare_core.config import ExperimentConfig
-from fedcare_core.data.federation import _split_patients, assign_patients
+from fedcare_core.data.federation import assign_patients, split_patients
 from fedcare_core.data.rows import row_format
 from fedcare_core.datasets import load_dataset
 from fedcare_core.deployment import predictor_scorer
@@ -166,7 +166,7 @@ def test_scores_equal_the_evaluation_of_the_same_rows(data_dir: Path):
     client_of_row = assign_patients(cohort, config.data, config.seed)
     for index, client in enumerate(result.federation.clients):
         rows = np.flatnonzero(client_of_row == client.client_id)
-        test = _split_patients(cohort.patient[rows], config.data, config.seed, client.client_id)
+        test = split_patients(cohort.patient[rows], config.data, config.seed, client.client_id)
         test_rows = rows[np.isin(cohort.patient[rows], test["test"])]
         scored = client_package(result, index).score(cohort.features.iloc[test_rows])
         score = predictor_scorer(result.predictors[index])

@@ -10,6 +10,7 @@ from fedcare_flower.messages import (
     METRICS,
     NUM_EXAMPLES,
     PROTOCOL,
+    PROTOCOL_VERSION,
     ProtocolError,
     decode_client_update,
     decode_identity,
@@ -111,7 +112,7 @@ def test_malformed_replies_raise_protocol_error():
     with pytest.raises(ProtocolError):
         decode_client_update(missing, OBJECTIVES)
     with pytest.raises(ProtocolError, match="lacks"):
-        decode_train_instruction(RecordDict({"config": ConfigRecord({PROTOCOL: 1})}))
+        decode_train_instruction(RecordDict({"config": ConfigRecord({PROTOCOL: PROTOCOL_VERSION})}))
     with pytest.raises(ProtocolError, match="outside"):
         encode_client_update(_update(0, ("mortality",)), OBJECTIVES)
 

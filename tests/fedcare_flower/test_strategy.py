@@ -313,7 +313,7 @@ def test_handshake_waits_then_proceeds_with_the_clients_present(
     lb.with_plan(startup_timeout_s=0.3, stage1=Stage1Config(rounds=1, batch_size=32))
     strategy = run_server(lb.grid, lb.plan)
     assert strategy.rounds[0].participants == (0, 1)
-    assert any("2 of 3 clients joined" in n and "[2]" in n for n in strategy.notes)
+    assert any("2 of 3 clients joined" in n and "absent: client 2" in n for n in strategy.notes)
 
 
 def test_two_nodes_claiming_one_client_is_an_error(small_federation, tmp_path, task_identity):

@@ -1,0 +1,142 @@
+"""Sites from their own files: the list ``fedcare run --sites`` reads, and one site's checked data.
+
+A sites list (``SITES.json``, as ``fedcare data split-sites`` writes) is a JSON list of
+``{"data": FILE, "objectives": [...], "name": NAME}`` (``name`` optional: the file's stem);
+relative paths are relative to the list's folder. :func:`load_site` is what ``fedcare site
+prepare`` and ``fedcare run --sites`` both run for one site: the dataset's loader and data
+checks on the site's file, then :func:`fedcare_core.sites.prepare_site`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from fedcare_core.config import DataConfig
+from fedcare_core.data.federation import ClientData
+from fedcare_core.errors import ConfigError
+from fedcare_core.federation_schema import FederationSchema
+from fedcare_core.results import DataProvenance
+from fedcare_core.sites import prepare_site
+
+
+@dataclass(frozen=True)
+class SiteEntry:
+    """One site of a sites list: its name, its file and its objectives."""
+
+    name: str
+    data: Path
+    objectives: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LoadedSite:
+    """A site's prepared client data and where its file came from."""
+
+    name: str
+    client: ClientData
+    provenance: DataProvenance
+    source: str
+
+
+def read_sites_list(path: Path, schema: FederationSchema) -> list[SiteEntry]:
+    """The sites of ``path``, checked against ``schema`` (before any file is read).
+
+    Raises
+    ------
+    ConfigError
+        Naming the file and the entry at fault: not a list, a missing or unknown key, a file
+        that does not exist, an objective the schema lacks, or two sites of the same name.
+    """
+    try:
+        raw = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise ConfigError(f"--sites {path}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"--sites {path}: not a readable JSON file ({exc})") from None
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError(f"--sites {path}: expected a non-empty JSON list of sites")
+    entries = [_entry(path, i, item, schema) for i, item in enumerate(raw)]
+    names = [e.name for e in entries]
+    for name in names:
+        if names.count(name) > 1:
+            raise ConfigError(f"--sites {path}: two sites are named {name!r}")
+    return entries
+
+
+def _entry(path: Path, index: int, item: Any, schema: FederationSchema) -> SiteEntry:
+    where = f"--sites {path}, site {index}"
+    if not isinstance(item, dict):
+        raise ConfigError(f"{where}: expected an object with 'data' and 'objectives'")
+    unknown = sorted(set(item) - {"data", "objectives", "name"})
+    if unknown or "data" not in item or "objectives" not in item:
+        raise ConfigError(
+            f"{where}: keys are 'data', 'objectives' and optionally 'name', got {sorted(item)}"
+        )
+    objectives = item["objectives"]
+    if not isinstance(objectives, list) or not all(isinstance(o, str) for o in objectives):
+        raise ConfigError(f"{where}: 'objectives' must be a list of names")
+    data = Path(str(item["data"]))
+    if not data.is_absolute():
+        data = path.parent / data
+    if not data.exists():
+        raise ConfigError(f"{where}: data {data}: no such file or folder")
+    name = str(item.get("name") or data.stem)
+    check_site_name(name, where)
+    return SiteEntry(name, data, schema.check_objectives(objectives, f"{where} objectives"))
+
+
+def check_site_name(name: str, where: str) -> str:
+    """``name`` if it is a usable site name (letters, digits, ``-``, ``_``, ``.``; ≤ 64)."""
+    ok = 0 < len(name) <= 64 and all(c.isalnum() or c in "-_." for c in name)
+    if not ok or name.startswith("."):
+        raise ConfigError(f"{where}: site name {name!r}: use 1-64 letters, digits, '-', '_' or '.'")
+    return name
+
+
+def load_site(
+    schema: FederationSchema,
+    data: Path,
+    objectives: Sequence[str],
+    *,
+    name: str,
+    seed: int,
+) -> LoadedSite:
+    """One site's file through the dataset's loader and checks, prepared against ``schema``.
+
+    Raises
+    ------
+    DataError, DataCheckError
+        From the loader or the data checks: the file, column and rows at fault.
+    ConfigError
+        If the site cannot follow the schema.
+    """
+    from data_checks.source_checks import checked_dataset
+
+    config = DataConfig(
+        dataset=schema.dataset,
+        readmission=schema.config.data.readmission,
+        unseen_categories=schema.config.data.unseen_categories,
+    )
+    loaded = checked_dataset(config, data, verify_checksum=False)
+    client = prepare_site(
+        loaded.cohort, schema, objectives, name=name, seed=seed, source=loaded.source
+    )
+    provenance = DataProvenance(
+        loaded.cohort.source_sha256,
+        tuple(n for n in loaded.cohort.notes if not n.startswith("checksum not enforced")),
+    )
+    return LoadedSite(name, client, provenance, loaded.source)
+
+
+def combined_provenance(sites: Sequence[LoadedSite]) -> DataProvenance:
+    """One provenance for a run over several sites: a digest of the sites' digests, by name."""
+    ordered = sorted(sites, key=lambda s: s.name)
+    lines = [f"{s.name}:{s.provenance.sha256}" for s in ordered]
+    digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()
+    notes = [f"site {s.name}: SHA-256 {s.provenance.sha256}" for s in ordered]
+    return DataProvenance(digest, tuple(notes))

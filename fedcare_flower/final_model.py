@@ -1,0 +1,75 @@
+"""The end of Stage 1 at a coordinator: ``w*`` to every site still in the run (Algorithm 1, l. 30).
+
+:func:`broadcast_final_model` sends each site the final model with its client id, the seed and
+the trace (:mod:`fedcare_flower.site_messages`), and returns one note saying which sites kept
+it: a site that does not answer (or fails) is named, and the run still succeeds (its ``w*`` is
+in the coordinator's result; the site can be sent it again by running Stage 1 again).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from flwr.app import Message, MessageType
+from flwr.serverapp import Grid
+
+from fedcare_flower.polling import PollingGrid
+from fedcare_flower.results import round_to_dict
+from fedcare_flower.site_messages import (
+    FINAL_MODEL_ACTION,
+    FinalModel,
+    decode_stored,
+    encode_final_model,
+)
+from fedcare_flower.strategy import TTL_MARGIN_S, FedCareStrategy
+
+LOGGER = logging.getLogger(__name__)
+#: The message type of the final broadcast.
+FINAL_MODEL_TYPE = f"{MessageType.QUERY}.{FINAL_MODEL_ACTION}"
+
+
+def broadcast_final_model(strategy: FedCareStrategy, grid: Grid) -> str:
+    """Send ``w*`` to every client of ``strategy`` still in the run; a note on the outcome."""
+    plan = strategy.plan
+    online = set(grid.get_node_ids())
+    by_node = {
+        node: client_id
+        for node, client_id in sorted(strategy.clients.items(), key=lambda item: item[1])
+        if node in online
+    }
+    if not by_node:
+        return "final model: no site left to send it to"
+    rounds = [round_to_dict(r) for r in strategy.rounds]
+    messages = []
+    for node, client_id in by_node.items():
+        final = FinalModel(
+            client_id=client_id,
+            seed=plan.seed,
+            schema_digest=plan.schema_digest,
+            objectives=plan.objective_names,
+            common_width=plan.common_width,
+            rounds=rounds,
+            converged=strategy.converged,
+            run_name=plan.run_name,
+            params=strategy.state.params,
+            buffers=strategy.state.buffers,
+        )
+        ttl = plan.round_timeout_s + TTL_MARGIN_S
+        messages.append(Message(encode_final_model(final), node, FINAL_MODEL_TYPE, ttl=ttl))
+    replies = grid.send_and_receive(messages, timeout=plan.round_timeout_s)
+    kept, failed = [], []
+    answered = set()
+    for reply in replies:
+        node = grid.node_of(reply) if isinstance(grid, PollingGrid) else reply.metadata.src_node_id
+        answered.add(node)
+        name = plan.client_name(by_node[node]) if node in by_node else f"node {node}"
+        if reply.has_error():
+            failed.append(f"{name} ({reply.error.reason})")
+        elif decode_stored(reply.content):
+            kept.append(name)
+    failed += [f"{plan.client_name(c)} (no reply)" for n, c in by_node.items() if n not in answered]
+    note = f"final model: sent to {len(by_node)} client(s), kept in {len(kept)} site folder(s)"
+    if failed:
+        note += f"; not delivered to {', '.join(failed)}"
+        LOGGER.warning(note)
+    return note

@@ -1,0 +1,293 @@
+"""A hospital's site folder: its prepared data, its node key and, after Stage 1, ``w*``.
+
+Layout (folder ``0700``; every file ``0600`` but the public key and the card, ``0644``)::
+
+    SITE_DIR/site.json          name, dataset, objectives, split seed, schema digest, counts
+    SITE_DIR/federation.json    the schema the site was prepared for
+    SITE_DIR/site-card.json     what the site sends the coordinator: name, objectives, schema
+                                digest and public key (nothing about any patient)
+    SITE_DIR/data/              the site's encoded splits and encoders
+                                (:mod:`fedcare_core.data.client_store`)
+    SITE_DIR/keys/node.key      the SuperNode's private key (never leaves the site)
+    SITE_DIR/keys/node.pub      its public key (the coordinator registers it)
+    SITE_DIR/stage1/            ``w*`` and the Stage 1 trace, as the coordinator broadcast them
+
+:func:`create_site_folder` writes the folder whole or not at all (a temporary sibling, renamed).
+Nothing in it identifies a patient beyond what the site's own file holds: the encoded rows carry
+no identifier, and the notes hold counts only.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fedcare_core.config import ModelConfig
+from fedcare_core.data.client_store import FILE_MODE, FOLDER_MODE, load_client_data
+from fedcare_core.data.client_store import save_client_data as save_data
+from fedcare_core.data.federation import SPLITS, ClientData
+from fedcare_core.errors import ConfigError
+from fedcare_core.federation_schema import FederationSchema, read_schema
+from fedcare_core.param_vectors import param_layout
+from fedcare_core.stage1 import Stage1Result, build_model
+from fedcare_flower.results import round_from_dict
+from fedcare_flower.site_messages import FinalModel
+from fedcare_flower.tls import PUBLIC_MODE, make_node_keys, write_file
+
+SITE_FILE = "site.json"
+SCHEMA_FILE = "federation.json"
+CARD_FILE = "site-card.json"
+DATA_DIR = "data"
+KEYS_DIR = "keys"
+STAGE1_DIR = "stage1"
+STAGE1_ARRAYS = "stage1.npz"
+STAGE1_DOC = "stage1.json"
+SITE_FORMAT = "fedcare-site/1"
+CARD_FORMAT = "fedcare-site-card/1"
+
+
+@dataclass(frozen=True)
+class SiteCard:
+    """What a site gives the coordinator to be registered: public facts and its public key."""
+
+    name: str
+    objectives: tuple[str, ...]
+    schema_digest: str
+    public_key: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The card file's content."""
+        return {
+            "format": CARD_FORMAT,
+            "name": self.name,
+            "objectives": list(self.objectives),
+            "schema_digest": self.schema_digest,
+            "public_key": self.public_key,
+        }
+
+    @classmethod
+    def read(cls, path: Path) -> SiteCard:
+        """Read a card file.
+
+        Raises
+        ------
+        ConfigError
+            Naming the file if it is missing, not JSON or not a site card.
+        """
+        try:
+            raw = json.loads(path.read_text())
+            if raw.get("format") != CARD_FORMAT:
+                raise ValueError(f"format {raw.get('format')!r}, expected {CARD_FORMAT!r}")
+            return cls(
+                str(raw["name"]),
+                tuple(str(o) for o in raw["objectives"]),
+                str(raw["schema_digest"]),
+                str(raw["public_key"]).strip(),
+            )
+        except FileNotFoundError:
+            raise ConfigError(f"site card {path}: no such file") from None
+        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise ConfigError(f"site card {path}: not a FedCARE site card ({exc})") from None
+
+
+@dataclass(frozen=True)
+class SiteFolder:
+    """Paths and contents of one site folder."""
+
+    root: Path
+
+    @classmethod
+    def open(cls, path: str | Path) -> SiteFolder:
+        """An existing site folder, or a :class:`ConfigError` saying what is missing."""
+        root = Path(path)
+        for name in (SITE_FILE, SCHEMA_FILE, CARD_FILE, DATA_DIR, KEYS_DIR):
+            if not (root / name).exists():
+                raise ConfigError(
+                    f"--site {root}: not a site folder (no {name}); prepare one with "
+                    "`fedcare site prepare`"
+                )
+        return cls(root)
+
+    @property
+    def data_dir(self) -> Path:
+        """The prepared data (what the site's node reads)."""
+        return self.root / DATA_DIR
+
+    @property
+    def private_key(self) -> Path:
+        """The node's private key."""
+        return self.root / KEYS_DIR / "node.key"
+
+    @property
+    def stage1_dir(self) -> Path:
+        """Where the broadcast ``w*`` is kept."""
+        return self.root / STAGE1_DIR
+
+    def info(self) -> dict[str, Any]:
+        """``site.json``."""
+        out: dict[str, Any] = json.loads((self.root / SITE_FILE).read_text())
+        return out
+
+    @property
+    def name(self) -> str:
+        """The site's name."""
+        return str(self.info()["name"])
+
+    def card(self) -> SiteCard:
+        """The site's card."""
+        return SiteCard.read(self.root / CARD_FILE)
+
+    def schema(self) -> FederationSchema:
+        """The schema the site was prepared for."""
+        return read_schema(self.root / SCHEMA_FILE)
+
+    def client(self) -> ClientData:
+        """The site's prepared data."""
+        return load_client_data(self.data_dir)
+
+    def has_final_model(self) -> bool:
+        """Whether the coordinator's ``w*`` has arrived."""
+        return (self.stage1_dir / STAGE1_DOC).exists()
+
+
+def create_site_folder(
+    out: Path,
+    client: ClientData,
+    schema: FederationSchema,
+    *,
+    name: str,
+    seed: int,
+    source_sha256: str,
+) -> SiteFolder:
+    """Write a new site folder at ``out`` (absent or an empty folder), whole or not at all.
+
+    Raises
+    ------
+    ConfigError
+        If ``out`` exists and is not an empty folder.
+    """
+    check_new_folder(out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))  # 0700
+    try:
+        keys = make_node_keys(tmp / KEYS_DIR, "node")
+        save_data(client, tmp / DATA_DIR)
+        info = {
+            "format": SITE_FORMAT,
+            "name": name,
+            "dataset": schema.dataset,
+            "objectives": list(client.objectives),
+            "split_seed": seed,
+            "schema_digest": schema.digest(),
+            "rows": {split: client.split(split).n for split in SPLITS},
+            "source_sha256": source_sha256,
+            "prepared_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        }
+        _write_json(tmp / SITE_FILE, info, FILE_MODE)
+        _write_json(tmp / SCHEMA_FILE, schema.to_dict(), FILE_MODE)
+        card = SiteCard(
+            name, client.objectives, schema.digest(), keys.public_key.read_text().strip()
+        )
+        _write_json(tmp / CARD_FILE, card.to_dict(), PUBLIC_MODE)
+        if out.exists():
+            out.rmdir()
+        os.rename(tmp, out)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return SiteFolder(out)
+
+
+def check_new_folder(out: Path, what: str = "--out") -> None:
+    """Refuse an ``out`` that exists and is not an empty folder (before any work)."""
+    if out.exists() and (not out.is_dir() or any(out.iterdir())):
+        raise ConfigError(f"{what} {out} exists and is not an empty folder; give a new path")
+
+
+def _write_json(path: Path, doc: Any, mode: int) -> None:
+    write_file(path, (json.dumps(doc, indent=1) + "\n").encode(), mode)
+
+
+def store_final_model(stage1_dir: Path, final: FinalModel) -> None:
+    """Keep the broadcast ``w*`` and its trace in ``stage1_dir`` (replacing an older one).
+
+    The arrays are written first and the document last, each through a temporary file, so a
+    reader sees either the old pair or the new one.
+    """
+    stage1_dir.mkdir(mode=FOLDER_MODE, exist_ok=True)
+    tmp = stage1_dir / f".{STAGE1_ARRAYS}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
+    with os.fdopen(fd, "wb") as fh:
+        np.savez(fh, params=final.params, buffers=final.buffers)
+    os.replace(tmp, stage1_dir / STAGE1_ARRAYS)
+    doc = {
+        "client_id": final.client_id,
+        "seed": final.seed,
+        "schema_digest": final.schema_digest,
+        "objectives": list(final.objectives),
+        "common_width": final.common_width,
+        "rounds": final.rounds,
+        "converged": final.converged,
+        "run_name": final.run_name,
+        "received_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    tmp = stage1_dir / f".{STAGE1_DOC}.tmp"
+    _write_json(tmp, doc, FILE_MODE)
+    os.replace(tmp, stage1_dir / STAGE1_DOC)
+
+
+@dataclass(frozen=True)
+class ReceivedStage1:
+    """The broadcast Stage 1 as the site kept it: ``w*`` and the site's client id and seed."""
+
+    result: Stage1Result
+    client_id: int
+    seed: int
+    schema_digest: str
+    run_name: str
+
+
+def read_final_model(site: SiteFolder, model: ModelConfig) -> ReceivedStage1:
+    """The ``w*`` the coordinator broadcast to ``site``.
+
+    Raises
+    ------
+    ConfigError
+        If none has arrived yet, or it was computed for another schema.
+    """
+    doc_path = site.stage1_dir / STAGE1_DOC
+    if not doc_path.exists():
+        raise ConfigError(
+            f"--site {site.root}: no Stage 1 model yet; it arrives at the end of the "
+            "coordinator's `fedcare federation run` while `fedcare site join` runs"
+        )
+    doc = json.loads(doc_path.read_text())
+    digest = site.info()["schema_digest"]
+    if doc["schema_digest"] != digest:
+        raise ConfigError(
+            f"--site {site.root}: the Stage 1 model was computed for schema "
+            f"{doc['schema_digest'][:12]}…, this site was prepared for {digest[:12]}…"
+        )
+    with np.load(site.stage1_dir / STAGE1_ARRAYS, allow_pickle=False) as npz:
+        params, buffers = npz["params"], npz["buffers"]
+    objectives = tuple(str(o) for o in doc["objectives"])
+    layout = param_layout(build_model(int(doc["common_width"]), objectives, model, 0))
+    result = Stage1Result(
+        params=params,
+        buffers=buffers,
+        rounds=[round_from_dict(r) for r in doc["rounds"]],
+        converged=bool(doc["converged"]),
+        objectives=objectives,
+        layout=layout,
+    )
+    return ReceivedStage1(
+        result, int(doc["client_id"]), int(doc["seed"]), digest, str(doc["run_name"])
+    )
