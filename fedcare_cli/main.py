@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fedcare_cli import experiment, predict, run_options, stack_command, tracked
+from fedcare_cli import experiment, predict, run_options, split_sites, stack_command, tracked
 from fedcare_core import __version__
 from fedcare_core.algorithms import validate_config
 from fedcare_core.config import ExperimentConfig, load_config_file
@@ -64,6 +64,7 @@ def _add_data_parser(sub: Any) -> None:
     )
     fetch.add_argument("--url", help="download from this URL instead of the official one")
     fetch.add_argument("--quiet", action="store_true")
+    split_sites.add_parser(data_sub)
 
 
 def build_config(args: argparse.Namespace) -> ExperimentConfig:
@@ -426,6 +427,8 @@ def _dispatch(args: argparse.Namespace) -> int:
         return cmd_run(args)
     if args.command == "data" and args.data_command == "fetch":
         return cmd_fetch(args)
+    if args.command == "data" and args.data_command == "split-sites":
+        return split_sites.cmd_split_sites(args)
     if args.command == "stack":
         return stack_command.cmd_stack(args)
     if args.command == "experiment":
