@@ -15,7 +15,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fedcare_cli import experiment, predict, run_options, split_sites, stack_command, tracked
+from fedcare_cli import (
+    experiment,
+    federation_command,
+    predict,
+    run_options,
+    site_command,
+    split_sites,
+    stack_command,
+    tracked,
+)
 from fedcare_core import __version__
 from fedcare_core.algorithms import validate_config
 from fedcare_core.config import ExperimentConfig, load_config_file
@@ -50,6 +59,8 @@ def _parser() -> argparse.ArgumentParser:
     stack_command.add_parser(sub)
     experiment.add_parser(sub)
     predict.add_parser(sub)
+    federation_command.add_parser(sub)
+    site_command.add_parser(sub)
     return parser
 
 
@@ -435,6 +446,10 @@ def _dispatch(args: argparse.Namespace) -> int:
         return experiment.cmd_experiment(args)
     if args.command == "predict":
         return predict.cmd_predict(args)
+    if args.command == "federation":
+        return federation_command.cmd_federation(args)
+    if args.command == "site":
+        return site_command.cmd_site(args)
     return EXIT_ERROR  # pragma: no cover - argparse rejects other commands
 
 

@@ -49,6 +49,7 @@ def broadcast_final_model(strategy: FedCareStrategy, grid: Grid) -> str:
             objectives=plan.objective_names,
             common_width=plan.common_width,
             rounds=rounds,
+            planned_rounds=plan.stage1.rounds,
             converged=strategy.converged,
             run_name=plan.run_name,
             params=strategy.state.params,

@@ -235,6 +235,7 @@ def store_final_model(stage1_dir: Path, final: FinalModel) -> None:
         "objectives": list(final.objectives),
         "common_width": final.common_width,
         "rounds": final.rounds,
+        "planned_rounds": final.planned_rounds,
         "converged": final.converged,
         "run_name": final.run_name,
         "received_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -253,6 +254,7 @@ class ReceivedStage1:
     seed: int
     schema_digest: str
     run_name: str
+    planned_rounds: int
 
 
 def read_final_model(site: SiteFolder, model: ModelConfig) -> ReceivedStage1:
@@ -289,5 +291,10 @@ def read_final_model(site: SiteFolder, model: ModelConfig) -> ReceivedStage1:
         layout=layout,
     )
     return ReceivedStage1(
-        result, int(doc["client_id"]), int(doc["seed"]), digest, str(doc["run_name"])
+        result,
+        int(doc["client_id"]),
+        int(doc["seed"]),
+        digest,
+        str(doc["run_name"]),
+        int(doc["planned_rounds"]),
     )

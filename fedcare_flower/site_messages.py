@@ -10,7 +10,7 @@ End of Stage 1, server → client (message type ``query.final_model``: Algorithm
     ``"arrays"`` ArrayRecord: ``params`` / ``buffers`` = ``w*``.
     ``"config"`` ConfigRecord: ``protocol``, ``client-id``, ``seed``, ``schema-digest``,
     ``objectives`` (list[str], the model's heads), ``common-width``, ``rounds`` (str: the
-    JSON list of the rounds' λ*, ‖d‖², losses and participants), ``converged`` (bool) and
+    JSON list of the rounds' λ*, ‖d‖², losses and participants), ``planned-rounds`` (int, T), ``converged`` (bool) and
     ``run-name`` (str).
 Its reply
     ``"metrics"`` MetricRecord: ``stored`` (1: the site kept ``w*`` in its folder; 0: the node
@@ -67,6 +67,7 @@ class FinalModel:
     objectives: tuple[str, ...]
     common_width: int
     rounds: list[dict[str, Any]]
+    planned_rounds: int
     converged: bool
     run_name: str
     params: np.ndarray
@@ -118,6 +119,7 @@ def encode_final_model(final: FinalModel) -> RecordDict:
             "objectives": list(final.objectives),
             "common-width": int(final.common_width),
             "rounds": json.dumps(final.rounds),
+            "planned-rounds": int(final.planned_rounds),
             "converged": bool(final.converged),
             "run-name": final.run_name,
         }
@@ -139,6 +141,7 @@ def decode_final_model(content: RecordDict) -> FinalModel:
             objectives=tuple(cast(list[str], config["objectives"])),
             common_width=int(cast(int, config["common-width"])),
             rounds=list(json.loads(cast(str, config["rounds"]))),
+            planned_rounds=int(cast(int, config["planned-rounds"])),
             converged=bool(config["converged"]),
             run_name=str(config["run-name"]),
             params=params,
