@@ -56,7 +56,6 @@ from fedcare_core.data.federation import Federation
 from fedcare_core.interrupts import signals_raise
 from fedcare_core.stage1 import Stage1Result
 from fedcare_core.training import ProgressFn
-from fedcare_flower.client_app import DATA_PATH_KEY
 from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.flwr_internals import fast_paths_enabled
 from fedcare_flower.processes import (
@@ -70,6 +69,7 @@ from fedcare_flower.processes import (
 from fedcare_flower.results import read_error, read_rounds, result_ready
 from fedcare_flower.run_plan import CheckpointTarget
 from fedcare_flower.server_app import PLAN_PATH_KEY
+from fedcare_flower.site_node import SiteNode, supernode_program
 from fedcare_flower.tls import RunSecurity
 from fedcare_flower.workspace import (
     FLOWER_ENV,
@@ -85,8 +85,6 @@ from fedcare_flower.workspace import (
 )
 
 CONNECTION_NAME = "fedcare"
-#: Node-config key with the client's id (informational: the data folder is authoritative).
-CLIENT_ID_KEY = "client-id"
 #: How often the runner checks processes and the round log while waiting.
 WATCH_INTERVAL_S = 0.2
 #: After ``flwr run --stream`` exits, how long the result file may take to appear.
@@ -168,12 +166,19 @@ def write_flwr_home(
     return home
 
 
-def write_node_config(ws: Workspace, client_id: int) -> Path:
-    """Client ``client_id``'s SuperNode config (a TOML file: paths need no shell quoting)."""
-    path = ws.root / "nodes" / f"node-{client_id}.toml"
-    path.parent.mkdir(exist_ok=True, mode=FOLDER_MODE)
-    doc = {CLIENT_ID_KEY: client_id, DATA_PATH_KEY: ws.data_path(client_id)}
-    return write_private(path, tomli_w.dumps(doc))
+def site_node_of(ws: Workspace, security: RunSecurity, cid: int, superlink: str) -> SiteNode:
+    """Client ``cid`` of a loopback run as a site: named by the run plan, data in memory."""
+    keys = security.node_keys(cid) if security.node_auth else None
+    return SiteNode(
+        name=ws.plan.sites[cid],
+        data_path=ws.data_path(cid),
+        superlink=superlink,
+        root_certificates=None if security.tls is None else security.tls.ca_cert,
+        private_key=None if keys is None else keys.private_key,
+        runtime_tls=security.tls,
+        node_port=free_port(),
+        client_id=cid,
+    )
 
 
 class DeploymentStage1Runner:
@@ -228,10 +233,7 @@ class DeploymentStage1Runner:
 
     def supernode_command(self) -> list[str]:
         """The SuperNode program: stock ``flower-supernode`` or the poll-capped wrapper."""
-        poll = self.flower.node_poll_s
-        if poll is None:
-            return [executable("flower-supernode")]
-        return [sys.executable, "-m", "fedcare_flower.supernode", "--poll-s", f"{poll:g}", "--"]
+        return supernode_program(self.flower.node_poll_s)
 
     def superexec_name(self, client_id: int) -> str:
         """Process name of client ``client_id``'s warm SuperExec (``client_exec="warm"``)."""
@@ -251,7 +253,14 @@ class DeploymentStage1Runner:
         timer = RoundTimer(time.time())
         f, memory = self.flower, self.in_memory
         ws = prepare_workspace(
-            federation, model_config, config, seed, f, in_memory=memory, checkpoint=checkpoint
+            federation,
+            model_config,
+            config,
+            seed,
+            f,
+            in_memory=memory,
+            checkpoint=checkpoint,
+            named_sites=True,
         )
         return self._run(ws, timer, len(federation.clients), config.rounds, progress)
 
@@ -368,42 +377,17 @@ class DeploymentStage1Runner:
     def _start_node(
         self, ws: Workspace, sup: ProcessSupervisor, security: RunSecurity, cid: int, link: int
     ) -> None:
-        """Client ``cid``'s SuperNode (and, warm, its SuperExec) on a free loopback port."""
+        """Client ``cid``'s node (:class:`~fedcare_flower.site_node.SiteNode`) on loopback."""
         warm = self.flower.client_exec == "warm"
-        node_port = free_port()
-        self.ports.append(node_port)
-        node_cmd = [
-            *self.supernode_command(),
-            *security.supernode_args(cid),
-            "--superlink",
-            f"{self.link_host}:{link}",
-            "--host",
-            LOOPBACK,
-            "--port",
-            str(node_port),
-            *security.runtime_server_args(),
-            "--node-config",
-            str(write_node_config(ws, cid)),
-        ]
+        node = site_node_of(ws, security, cid, f"{self.link_host}:{link}")
+        self.ports.append(node.node_port)
+        (ws.root / "nodes").mkdir(exist_ok=True, mode=FOLDER_MODE)
+        config = write_private(ws.root / "nodes" / f"node-{cid}.toml", node.node_config())
+        proc = sup.start(
+            self.supernode_name(cid), node.supernode_argv(config, self.flower.node_poll_s, warm)
+        )
         if warm:
-            node_cmd += ["--isolation", "process"]
-        node = sup.start(self.supernode_name(cid), node_cmd)
-        if warm:
-            sup.start(
-                self.superexec_name(cid),
-                [
-                    sys.executable,
-                    "-m",
-                    "fedcare_flower.warm_exec",
-                    *security.client_args(),
-                    "--runtime-api-address",
-                    f"{LOOPBACK}:{node_port}",
-                    "--parent-pid",
-                    str(node.pid),
-                    "--data-path",
-                    ws.data_path(cid),
-                ],
-            )
+            sup.start(self.superexec_name(cid), node.superexec_argv(proc.pid))
 
     def stall_limits(self) -> tuple[float, float]:
         """Seconds without a finished round before the run counts as stuck.

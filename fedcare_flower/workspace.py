@@ -129,6 +129,7 @@ def prepare_workspace(
     threads: int = 1,
     in_memory: bool = False,
     checkpoint: CheckpointTarget | None = None,
+    named_sites: bool = False,
 ) -> Workspace:
     """Create the working folder and the server's plan, and hand over each client's data.
 
@@ -137,7 +138,9 @@ def prepare_workspace(
     memory file of its own that no file system holds (:func:`memory_handover`). With ``union`` (a
     baseline's FullMLP input) the plan carries the union layout, the model's input width is
     the union width, and each client embeds its features itself. With ``checkpoint`` the
-    server keeps (and resumes from) a Stage 1 checkpoint there.
+    server keeps (and resumes from) a Stage 1 checkpoint there. With ``named_sites`` (the
+    loopback deployment: the machinery of a federation of sites) client ``k`` is the site
+    ``client-<k>`` of the plan and receives ``w*`` at the end.
 
     Raises
     ------
@@ -170,6 +173,8 @@ def prepare_workspace(
         threads=threads,
         checkpoint_path=None if checkpoint is None else checkpoint.path,
         checkpoint_fingerprint=None if checkpoint is None else checkpoint.fingerprint,
+        sites=tuple(f"client-{k}" for k in ids) if named_sites else (),
+        broadcast=named_sites,
     )
     ws = Workspace(root, plan)
     try:
