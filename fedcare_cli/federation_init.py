@@ -1,4 +1,5 @@
 """Placeholder (replaced by the site-cli branch)."""
+
 from typing import Any
 
 

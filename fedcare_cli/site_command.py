@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import sys
+from pathlib import Path
 from typing import Any
 
 from fedcare_cli import site_prepare
@@ -13,6 +15,17 @@ def add_parser(sub: Any) -> None:
     site = sub.add_parser("site", help="a hospital's side of a federation")
     site_sub = site.add_subparsers(dest="site_command", required=True)
     site_prepare.add_prepare_parser(site_sub)
+    join = site_sub.add_parser(
+        "join", help="run the site's node in the federation until stopped (Ctrl-C)"
+    )
+    join.add_argument("--site", type=Path, required=True, metavar="SITE_DIR")
+    join.add_argument(
+        "--superlink", required=True, metavar="HOST:PORT", help="the coordinator's address"
+    )
+    join.add_argument(
+        "--root-certificates", type=Path, required=True, metavar="CA.crt",
+        help="the coordinator's CA certificate (its STATE/ca.crt)",
+    )  # fmt: skip
     site_prepare.add_personalise_parser(site_sub)
 
 
@@ -20,6 +33,26 @@ def cmd_site(args: argparse.Namespace) -> int:
     """Run ``fedcare site <command>``."""
     if args.site_command == "prepare":
         return site_prepare.cmd_site_prepare(args)
+    if args.site_command == "join":
+        return _join(args)
     if args.site_command == "personalise":
         return site_prepare.cmd_site_personalise(args)
     raise AssertionError(args.site_command)  # pragma: no cover - argparse rejects the rest
+
+
+def _join(args: argparse.Namespace) -> int:
+    """``fedcare site join``: the site's node until Ctrl-C."""
+    from fedcare_core.errors import ConfigError
+    from fedcare_flower.site_folder import SiteFolder
+    from fedcare_flower.site_join import join_federation
+
+    host, sep, port = args.superlink.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise ConfigError(f"--superlink {args.superlink!r}: give HOST:PORT")
+    site = SiteFolder.open(args.site)
+
+    def say(line: str) -> None:
+        print(f"fedcare: {line}", file=sys.stderr, flush=True)
+
+    join_federation(site, args.superlink, args.root_certificates, say=say)
+    return 0

@@ -66,8 +66,8 @@ from fedcare_flower.processes import (
     port_open,
     signals_blocked,
 )
-from fedcare_flower.results import read_error, read_rounds, result_ready
 from fedcare_flower.run_plan import CheckpointTarget
+from fedcare_flower.run_watch import RunWatch, watch_run
 from fedcare_flower.server_app import PLAN_PATH_KEY
 from fedcare_flower.site_node import SiteNode, supernode_program
 from fedcare_flower.tls import RunSecurity
@@ -85,10 +85,8 @@ from fedcare_flower.workspace import (
 )
 
 CONNECTION_NAME = "fedcare"
-#: How often the runner checks processes and the round log while waiting.
+#: How often the runner checks processes while waiting for them to start.
 WATCH_INTERVAL_S = 0.2
-#: After ``flwr run --stream`` exits, how long the result file may take to appear.
-RESULT_GRACE_S = 10.0
 #: SuperExec polling for new ClientApp/ServerApp tasks (Flower's default is 1 s). Each poll is
 #: an HTTP request to the SuperNode: with K SuperExecs, shorter intervals cost more CPU than
 #: they save in latency on two cores (measured in docs/BENCHMARKS.md).
@@ -116,9 +114,12 @@ def stock_if_unverified(flower: FlowerConfig) -> FlowerConfig:
     return replace(flower, client_exec="subprocess", node_poll_s=None)
 
 
-def write_app(ws: Workspace) -> Path:
-    """A one-file Flower App: ``pyproject.toml`` naming this package's ServerApp/ClientApp."""
-    app_dir = ws.root / "app"
+def write_app(root: Path, plan_path: Path) -> Path:
+    """A one-file Flower App in ``root/app`` whose run config names the plan at ``plan_path``.
+
+    The app is a ``pyproject.toml`` naming this package's ServerApp and ClientApp.
+    """
+    app_dir = root / "app"
     app_dir.mkdir(exist_ok=True, mode=FOLDER_MODE)
     doc: dict[str, Any] = {
         "build-system": {"requires": ["hatchling"], "build-backend": "hatchling.build"},
@@ -137,7 +138,7 @@ def write_app(ws: Workspace) -> Path:
                         "serverapp": "fedcare_flower.server_app:app",
                         "clientapp": "fedcare_flower.client_app:app",
                     },
-                    "config": {PLAN_PATH_KEY: str(ws.plan_path)},
+                    "config": {PLAN_PATH_KEY: str(plan_path)},
                 }
             }
         },
@@ -324,10 +325,8 @@ class DeploymentStage1Runner:
             register_nodes(sup, {cid: security.node_keys(cid).public_key for cid in range(k)})
         for cid in range(k):
             self._start_node(ws, sup, security, cid, link_port)
-        sup.start(
-            "flwr-run",
-            [executable("flwr"), "run", str(write_app(ws)), CONNECTION_NAME, "--stream"],
-        )
+        app = write_app(ws.root, ws.plan_path)
+        sup.start("flwr-run", [executable("flwr"), "run", str(app), CONNECTION_NAME, "--stream"])
         if self.on_started is not None:
             self.on_started(self)
 
@@ -402,43 +401,16 @@ class DeploymentStage1Runner:
     def _wait(self, ws: Workspace, total: int, progress: ProgressFn | None) -> Stage1Result:
         sup = self.supervisor
         assert sup is not None
-        reported = 0
-        started = last_progress = time.monotonic()
-        first_limit, later_limit = self.stall_limits()
-        run_exited_at: float | None = None
-        while True:
-            for line in read_rounds(ws.result_dir)[reported:]:
-                reported += 1
-                last_progress = time.monotonic()
-                if progress is not None:
-                    progress("stage1", int(line["round"]), total)
-            if result_ready(ws.result_dir) or read_error(ws.result_dir) is not None:
-                break
-            if not sup.alive("superlink"):
-                raise FlowerRunError(
-                    "flower-superlink exited during the run:\n" + sup.log_tail("superlink")
-                )
-            if not sup.alive("flwr-run"):
-                run_exited_at = run_exited_at or time.monotonic()
-                if time.monotonic() - run_exited_at > RESULT_GRACE_S:
-                    raise FlowerRunError(
-                        "the Flower run ended without a result; `flwr run` said:\n"
-                        + sup.log_tail("flwr-run")
-                        + "\nSuperLink log:\n"
-                        + sup.log_tail("superlink")
-                    )
-            now = time.monotonic()
-            stall = first_limit if reported == 0 else later_limit
-            if now - last_progress > stall:
-                raise FlowerRunError(
-                    f"no Stage 1 round finished for {stall:g} s; logs in {ws.logs_dir} "
-                    "(use --keep-workdir to keep them). SuperLink log:\n"
-                    + sup.log_tail("superlink")
-                )
-            limit = self.flower.run_timeout_s
-            if limit is not None and now - started > limit:
-                raise FlowerRunError(f"Stage 1 did not finish within {limit:g} s")
-            time.sleep(WATCH_INTERVAL_S)
+        watch = RunWatch(
+            result_dir=ws.result_dir,
+            supervisor=sup,
+            superlink_alive=lambda: sup.alive("superlink"),
+            superlink_log=lambda: sup.log_tail("superlink"),
+            stall_limits=self.stall_limits(),
+            run_timeout_s=self.flower.run_timeout_s,
+            logs_dir=ws.logs_dir,
+        )
+        watch_run(watch, total, progress)
         return collect_result(ws, "flower-deployment")
 
     def _teardown(self, k: int) -> None:

@@ -102,6 +102,7 @@ def make_tls(
     folder: Path,
     ips: tuple[str, ...] = (LOOPBACK,),
     dns_names: tuple[str, ...] = ("localhost",),
+    validity_days: int | None = None,
 ) -> TlsFiles:
     """A fresh CA and a server certificate for ``ips``/``dns_names``, written into ``folder``.
 
@@ -112,6 +113,8 @@ def make_tls(
         ``server.key``.
     ips, dns_names
         The server certificate's subject alternative names (what clients connect to).
+    validity_days
+        How long the CA and certificate are valid (None: :data:`VALIDITY`, a run's day).
 
     Returns
     -------
@@ -120,7 +123,8 @@ def make_tls(
     """
     private_folder(folder)
     now = datetime.datetime.now(datetime.UTC)
-    start, end = now - CLOCK_SKEW, now + VALIDITY
+    validity = VALIDITY if validity_days is None else datetime.timedelta(days=validity_days)
+    start, end = now - CLOCK_SKEW, now + validity
     ca_key = ec.generate_private_key(CURVE)
     ca_name = _name("FedCARE per-run CA")
     ca_cert = (

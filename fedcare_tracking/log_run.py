@@ -162,7 +162,7 @@ def log_experiment(
     try:
         params = flatten_params(config)
         log_batch_chunked(mc, run_id, params=params)
-        log_batch_chunked(mc, run_id, metrics=_round_metrics(doc["rounds"]) + _final_metrics(doc))
+        log_batch_chunked(mc, run_id, metrics=round_metrics(doc["rounds"]) + _final_metrics(doc))
         _log_artifacts(mc, run_id, doc, extras)
         client_models = (
             {} if source is None else _log_models(mc, source, run_id, experiment_id, params)
@@ -243,7 +243,7 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _round_metrics(rounds: Sequence[Mapping[str, Any]]) -> list[Metric]:
+def round_metrics(rounds: Sequence[Mapping[str, Any]]) -> list[Metric]:
     """Per-round Stage 1 trace: λ*_s, ‖d‖², loss per objective, participants (step = round)."""
     now = now_ms()
     values: list[tuple[str, Any, int]] = []
