@@ -26,7 +26,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from dataclasses import dataclass
@@ -54,7 +53,7 @@ from fedcare_flower.tls import (
     private_folder,
     write_file,
 )
-from fedcare_flower.workspace import FLOWER_ENV, FlowerRunError, child_pythonpath, write_private
+from fedcare_flower.workspace import FlowerRunError, flower_env, write_private
 
 #: The ``flwr`` CLI's name for the coordinator's SuperLink connection.
 CONNECTION = "fedcare"
@@ -227,18 +226,7 @@ class Coordinator:
 
     def env(self) -> dict[str, str]:
         """The environment of the coordinator's Flower processes and ``flwr`` calls."""
-        env = dict(os.environ)
-        env.update(FLOWER_ENV)
-        env.update(
-            {
-                "PYTHONPATH": child_pythonpath(),
-                "PATH": os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
-                "FLWR_HOME": str(self.flwr_home),
-                "PYTHONUNBUFFERED": "1",
-            }
-        )
-        env.pop("RAY_ADDRESS", None)
-        return env
+        return flower_env(self.flwr_home)
 
     def _tls(self, host: str, given: TlsFiles | None, validity_days: int) -> TlsFiles:
         folder = private_folder(self.root / "tls")

@@ -37,9 +37,7 @@ runner's process dies without cleaning up (``PR_SET_PDEATHSIG``).
 
 from __future__ import annotations
 
-import os
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -72,12 +70,11 @@ from fedcare_flower.server_app import PLAN_PATH_KEY
 from fedcare_flower.site_node import SiteNode, supernode_program
 from fedcare_flower.tls import RunSecurity
 from fedcare_flower.workspace import (
-    FLOWER_ENV,
     FlowerRunError,
     RoundTimer,
     Workspace,
-    child_pythonpath,
     collect_result,
+    flower_env,
     prepare_baseline_workspace,
     prepare_workspace,
     remove_workspace,
@@ -341,23 +338,7 @@ class DeploymentStage1Runner:
     def _env(self, ws: Workspace, link_port: int, security: RunSecurity) -> dict[str, str]:
         """The environment of every process of the run."""
         home = write_flwr_home(ws, link_port, security.connection(), self.link_host)
-        env = dict(os.environ)
-        env.update(FLOWER_ENV)
-        env.update(
-            {
-                "PYTHONPATH": child_pythonpath(),
-                "PATH": os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
-                "FLWR_HOME": str(home),
-                "FLWR_SUPEREXEC_TASK_POLL_INTERVAL": SUPEREXEC_POLL_S,
-                "PYTHONUNBUFFERED": "1",
-                # K ClientApp processes share the machine: one intra-op thread each avoids
-                # oversubscription (torch's default is one thread per core, per process).
-                "OMP_NUM_THREADS": "1",
-                "MKL_NUM_THREADS": "1",
-            }
-        )
-        env.pop("RAY_ADDRESS", None)
-        return env
+        return flower_env(home) | {"FLWR_SUPEREXEC_TASK_POLL_INTERVAL": SUPEREXEC_POLL_S}
 
     def _wait_for_superlink(self, sup: ProcessSupervisor, link_port: int) -> None:
         deadline = time.monotonic() + self.flower.process_start_timeout_s

@@ -15,9 +15,7 @@ is not registered with the coordinator): then the command stops with the node's 
 
 from __future__ import annotations
 
-import os
 import shutil
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -28,7 +26,7 @@ from fedcare_flower.processes import LOOPBACK, ProcessSupervisor, free_port, sig
 from fedcare_flower.site_folder import STAGE1_DOC, SiteFolder
 from fedcare_flower.site_node import SiteNode
 from fedcare_flower.tls import make_tls
-from fedcare_flower.workspace import FLOWER_ENV, FlowerRunError, child_pythonpath, write_private
+from fedcare_flower.workspace import FlowerRunError, flower_env, write_private
 
 #: A SuperNode that ends this soon after its start could not join at all.
 FAILED_START_S = 20.0
@@ -138,15 +136,4 @@ def _received_at(site: SiteFolder) -> float | None:
 def _env(tmp: Path) -> dict[str, str]:
     home = tmp / "flwr-home"
     home.mkdir(mode=0o700)
-    env = dict(os.environ)
-    env.update(FLOWER_ENV)
-    env.update(
-        {
-            "PYTHONPATH": child_pythonpath(),
-            "PATH": os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
-            "FLWR_HOME": str(home),
-            "PYTHONUNBUFFERED": "1",
-        }
-    )
-    env.pop("RAY_ADDRESS", None)
-    return env
+    return flower_env(home)

@@ -116,6 +116,30 @@ def child_pythonpath() -> str:
     return os.pathsep.join(parts)
 
 
+def flower_env(flwr_home: Path) -> dict[str, str]:
+    """The environment of a FedCARE Flower process (SuperLink, SuperNode, SuperExec, ``flwr``).
+
+    This project on ``PYTHONPATH``, this environment's scripts first on ``PATH``, a private
+    ``FLWR_HOME``, telemetry and update checks off, and one intra-op thread per process: the
+    ClientApps and the server compute as the in-process run does (the results are the same to
+    the bit), and K processes on one machine do not oversubscribe its cores.
+    """
+    env = dict(os.environ)
+    env.update(FLOWER_ENV)
+    env.update(
+        {
+            "PYTHONPATH": child_pythonpath(),
+            "PATH": os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")]),
+            "FLWR_HOME": str(flwr_home),
+            "PYTHONUNBUFFERED": "1",
+            "OMP_NUM_THREADS": "1",
+            "MKL_NUM_THREADS": "1",
+        }
+    )
+    env.pop("RAY_ADDRESS", None)
+    return env
+
+
 def prepare_workspace(
     federation: Federation,
     model_config: ModelConfig,
