@@ -91,10 +91,13 @@ class ClientLoss:
     node_id: int
     reason: str
     dropped: bool
+    #: How messages name the client (``site 'north'``); None: ``client <id>``.
+    name: str | None = None
 
     def describe(self) -> str:
         """One line for logs and results."""
         who = f"client {self.client_id}" if self.client_id is not None else "unknown client"
+        who = self.name or who
         what = "lost" if self.dropped else "skipped"
         return f"round {self.round}: {who} (node {self.node_id}) {what}: {self.reason}"
 
@@ -447,7 +450,9 @@ class FedCareStrategy(Strategy):
         return updates
 
     def _lose(self, server_round: int, node: int, reason: str, dropped: bool) -> None:
-        loss = ClientLoss(server_round, self.clients.get(node), node, reason, dropped)
+        client_id = self.clients.get(node)
+        name = None if client_id is None else self.plan.client_name(client_id)
+        loss = ClientLoss(server_round, client_id, node, reason, dropped, name)
         if dropped:
             self.clients.pop(node, None)
             self._seen.add(node)

@@ -1,0 +1,212 @@
+"""A real multi-site federation with the README's commands, checked against ``fedcare run --sites``.
+
+The real Diabetes 130 file is split into three hospital files (``fedcare data split-sites``);
+each site is prepared in a folder of its own (``fedcare site prepare``), a TLS coordinator with
+node authentication starts on loopback (``fedcare federation start``) and registers the three
+site cards; each site's node runs as its own ``fedcare site join`` process given only its own
+folder; ``fedcare federation run`` runs Stage 1 for 5 rounds and broadcasts ``w*``; each site
+personalises at home (``fedcare site personalise``). λ* per round must agree with
+``fedcare run --sites`` on the same files within 1e-5 and each site's metrics within 1e-4.
+
+A site whose key the coordinator never registered is refused; a site that drops out mid-run is
+handled as a killed SuperNode is (skipped, dropped, noted; the run finishes with the others).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from fedcare_procs import free_port
+
+pytestmark = [pytest.mark.slow, pytest.mark.realdata]
+ROUNDS = "5"
+JOIN_STOP_S = 60.0
+
+
+def fedcare(
+    *args: str, check: bool = True, timeout: float = 900
+) -> subprocess.CompletedProcess[str]:
+    """``fedcare ARGS`` as a user types it (a subprocess of this interpreter's environment)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "fedcare_cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+    if check and done.returncode != 0:
+        raise AssertionError(f"fedcare {' '.join(args)} exited {done.returncode}:\n{done.stderr}")
+    return done
+
+
+def join(site: Path, port: int, ca: Path, log: Path) -> subprocess.Popen[bytes]:
+    """``fedcare site join`` for one site, in a session of its own (as a site's own machine)."""
+    with open(log, "wb") as fh:
+        return subprocess.Popen(
+            [sys.executable, "-m", "fedcare_cli", "site", "join", "--site", str(site),
+             "--superlink", f"127.0.0.1:{port}", "--root-certificates", str(ca)],
+            stdout=fh, stderr=subprocess.STDOUT, start_new_session=True,
+        )  # fmt: skip
+
+
+def stop(proc: subprocess.Popen[bytes]) -> int:
+    """Ctrl-C a ``site join`` and wait for it."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGINT)
+    try:
+        return proc.wait(timeout=JOIN_STOP_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        return proc.wait()
+
+
+@pytest.fixture(scope="module")
+def federation(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    """Three prepared sites, a running coordinator with their cards registered."""
+    root = tmp_path_factory.mktemp("multisite")
+    zip_path = data_dir / "diabetes130" / "dataset_diabetes.zip"
+    fedcare("data", "split-sites", "--dataset", "diabetes130", "--data", str(zip_path),
+            "--sites", "3", "--seed", "0", "--out", str(root / "hospitals"))  # fmt: skip
+    schema = root / "federation.json"
+    fedcare("federation", "init", "--dataset", "diabetes130", "--out", str(schema))
+    entries = json.loads((root / "hospitals" / "sites.json").read_text())
+    sites = {}
+    for entry in entries:
+        folder = root / entry["name"]
+        fedcare("site", "prepare", "--schema", str(schema),
+                "--data", str(root / "hospitals" / entry["data"]),
+                "--objectives", ",".join(entry["objectives"]), "--out", str(folder))  # fmt: skip
+        sites[entry["name"]] = folder
+    state, port = root / "state", free_port()
+    fedcare("federation", "start", "--state-dir", str(state), "--port", str(port))
+    try:
+        for folder in sites.values():
+            card = folder / "site-card.json"
+            fedcare("federation", "register", "--state-dir", str(state), "--site", str(card))
+        yield {"root": root, "schema": schema, "sites": sites, "state": state, "port": port}
+    finally:
+        fedcare("federation", "stop", "--state-dir", str(state), check=False)
+
+
+def test_three_sites_match_the_in_process_federation(federation: dict) -> None:
+    root, state, port = federation["root"], federation["state"], federation["port"]
+    ca = state / "ca.crt"
+    joins = {
+        name: join(folder, port, ca, root / f"join-{name}.log")
+        for name, folder in federation["sites"].items()
+    }
+    try:
+        stage1 = root / "stage1.json"
+        fedcare("federation", "run", "--state-dir", str(state), "--schema",
+                str(federation["schema"]), "--min-sites", "3", "--rounds", ROUNDS, "--seed", "0",
+                "--out", str(stage1), "--quiet")  # fmt: skip
+    finally:
+        codes = {name: stop(proc) for name, proc in joins.items()}
+    assert codes == {name: 130 for name in joins}, codes
+    doc = json.loads(stage1.read_text())
+    assert doc["rounds_run"] == int(ROUNDS)
+    assert [s["name"] for s in doc["sites"]] == sorted(federation["sites"])
+    local = root / "local.json"
+    fedcare("run", "--sites", str(root / "hospitals" / "sites.json"), "--schema",
+            str(federation["schema"]), "--rounds", ROUNDS, "--seed", "0", "--out", str(local),
+            "--quiet")  # fmt: skip
+    expected = json.loads(local.read_text())
+    for got, want in zip(doc["rounds"], expected["rounds"], strict=True):
+        assert got["participant_sites"] == sorted(federation["sites"])
+        for objective, value in want["lambda"].items():
+            assert abs(got["lambda"][objective] - value) <= 1e-5
+    for client_id, (name, folder) in enumerate(sorted(federation["sites"].items())):
+        assert (folder / "stage1" / "stage1.json").exists()
+        result = root / f"result-{name}.json"
+        fedcare("site", "personalise", "--site", str(folder), "--out", str(result), "--quiet")
+        site_doc = json.loads(result.read_text())
+        assert site_doc["site"]["client_id"] == client_id
+        for objective, report in site_doc["objectives"].items():
+            (mine,) = report["clients"]
+            (theirs,) = [
+                c for c in expected["objectives"][objective]["clients"] if c["client"] == client_id
+            ]
+            assert abs(mine["value"] - theirs["value"]) <= 1e-4, (name, objective)
+    text = "".join((root / f"join-{n}.log").read_text() for n in federation["sites"])
+    assert "received the Stage 1 model" in text
+    assert not _federation_processes(root)
+
+
+def test_an_unregistered_site_is_refused(federation: dict) -> None:
+    root, state, port = federation["root"], federation["state"], federation["port"]
+    hospital = root / "hospitals" / "site-0.csv"
+    intruder = root / "intruder"
+    fedcare("site", "prepare", "--schema", str(federation["schema"]), "--data", str(hospital),
+            "--objectives", "los", "--out", str(intruder))  # fmt: skip
+    started = time.monotonic()
+    proc = join(intruder, port, state / "ca.crt", root / "join-intruder.log")
+    code = proc.wait(timeout=180)
+    log = (root / "join-intruder.log").read_text()
+    assert code == 2, log
+    assert "cannot join the coordinator" in log and "registered" in log
+    assert "Traceback" not in log.split("Its log:")[0]
+    assert time.monotonic() - started < 120
+    status = fedcare("federation", "status", "--state-dir", str(state)).stdout
+    assert "intruder" not in status
+
+
+def test_a_site_that_drops_out_mid_run_is_noted_and_the_others_finish(federation: dict) -> None:
+    root, state, port = federation["root"], federation["state"], federation["port"]
+    ca = state / "ca.crt"
+    names = sorted(federation["sites"])
+    joins = {
+        name: join(federation["sites"][name], port, ca, root / f"drop-{name}.log") for name in names
+    }
+    leaving = names[-1]
+    out = root / "stage1-drop.json"
+    run = subprocess.Popen(
+        [sys.executable, "-m", "fedcare_cli", "federation", "run", "--state-dir", str(state),
+         "--schema", str(federation["schema"]), "--min-sites", "3", "--rounds", "6",
+         "--seed", "1", "--out", str(out), "--round-timeout", "30", "--quiet",
+         "--name", "dropout"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        rounds_log = state / "runs" / "dropout" / "result" / "rounds.jsonl"
+        deadline = time.monotonic() + 600
+        while not (rounds_log.exists() and len(rounds_log.read_text().splitlines()) >= 2):
+            assert run.poll() is None, run.communicate()
+            assert time.monotonic() < deadline
+            time.sleep(0.5)
+        os.killpg(joins[leaving].pid, signal.SIGKILL)  # the site's machine goes away
+        _, err = run.communicate(timeout=900)
+    finally:
+        for proc in joins.values():
+            stop(proc)
+    assert run.returncode == 0, err
+    doc = json.loads(out.read_text())
+    assert doc["rounds_run"] == 6
+    assert doc["rounds"][0]["participant_sites"] == names
+    assert leaving not in doc["rounds"][-1]["participant_sites"]
+    assert any(f"site {leaving!r}" in note for note in doc["notes"]), doc["notes"]
+    assert not _federation_processes(root)
+
+
+def _federation_processes(root: Path) -> list[int]:
+    """Live processes whose command line names a folder of this test (none may be left)."""
+    out = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if str(root) in cmdline and "superlink" not in cmdline and state != "Z":
+            out.append(int(entry.name))
+    return out
