@@ -27,6 +27,10 @@ def add_parser(sub: Any) -> None:
         help="the coordinator's CA certificate (its STATE/ca.crt)",
     )  # fmt: skip
     site_prepare.add_personalise_parser(site_sub)
+    rotate = site_sub.add_parser(
+        "rotate-key", help="make a new node key pair and site card (then re-register the card)"
+    )
+    rotate.add_argument("--site", type=Path, required=True, metavar="SITE_DIR")
 
 
 def cmd_site(args: argparse.Namespace) -> int:
@@ -35,6 +39,8 @@ def cmd_site(args: argparse.Namespace) -> int:
         return site_prepare.cmd_site_prepare(args)
     if args.site_command == "join":
         return _join(args)
+    if args.site_command == "rotate-key":
+        return _rotate(args)
     if args.site_command == "personalise":
         return site_prepare.cmd_site_personalise(args)
     raise AssertionError(args.site_command)  # pragma: no cover - argparse rejects the rest
@@ -55,4 +61,19 @@ def _join(args: argparse.Namespace) -> int:
         print(f"fedcare: {line}", file=sys.stderr, flush=True)
 
     join_federation(site, args.superlink, args.root_certificates, say=say)
+    return 0
+
+
+def _rotate(args: argparse.Namespace) -> int:
+    """``fedcare site rotate-key``: a new key pair; the card to send the coordinator."""
+    from fedcare_flower.site_folder import CARD_FILE, SiteFolder, rotate_key
+
+    site = SiteFolder.open(args.site)
+    card = rotate_key(site)
+    print(f"site {card.name}: new node key in {site.private_key} (keep it secret)")
+    print(
+        f"send {site.root / CARD_FILE} to the coordinator, who runs `fedcare federation "
+        f"unregister --name {card.name}` and `fedcare federation register --site <card>`; "
+        "until then the old key is the registered one"
+    )
     return 0

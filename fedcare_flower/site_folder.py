@@ -206,6 +206,28 @@ def create_site_folder(
     return SiteFolder(out)
 
 
+def rotate_key(site: SiteFolder) -> SiteCard:
+    """Replace the site's node key pair and rewrite its card with the new public key.
+
+    From then on the site joins with the new key, so it is refused until the coordinator has
+    unregistered the old key (``fedcare federation unregister``) and registered the new card.
+    """
+    tmp = Path(tempfile.mkdtemp(prefix=".rotate.", dir=site.root))
+    try:
+        keys = make_node_keys(tmp, "node")
+        os.replace(keys.private_key, site.root / KEYS_DIR / "node.key")
+        os.replace(keys.public_key, site.root / KEYS_DIR / "node.pub")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    old = site.card()
+    public = (site.root / KEYS_DIR / "node.pub").read_text().strip()
+    card = SiteCard(old.name, old.objectives, old.schema_digest, public)
+    tmp_card = site.root / f".{CARD_FILE}.tmp"
+    _write_json(tmp_card, card.to_dict(), PUBLIC_MODE)
+    os.replace(tmp_card, site.root / CARD_FILE)
+    return card
+
+
 def check_new_folder(out: Path, what: str = "--out") -> None:
     """Refuse an ``out`` that exists and is not an empty folder (before any work)."""
     if out.exists() and (not out.is_dir() or any(out.iterdir())):
