@@ -111,6 +111,11 @@ def add_parser(sub: Any, backends: tuple[str, ...]) -> None:
         help="continue the run kept in DIR (by --run-dir) from its last checkpoint, to the "
         "uninterrupted run's results; takes no other option but --out, --quiet and --tracking-uri",
     )
+    _add_sites_options(run)
+
+
+def _add_sites_options(run: Any) -> None:
+    """``--sites`` and ``--schema``: a federation of sites from their own files."""
     sites = run.add_argument_group(
         "sites",
         "a federation of sites from their own files (as `fedcare site prepare` prepares each "
