@@ -25,9 +25,9 @@ from fedcare_cli import (
     stack_command,
     tracked,
 )
+from fedcare_cli.run_options import build_config
 from fedcare_core import __version__
-from fedcare_core.algorithms import validate_config
-from fedcare_core.config import ExperimentConfig, load_config_file
+from fedcare_core.config import ExperimentConfig
 from fedcare_core.errors import ConfigError, FedcareError
 from fedcare_core.interrupts import as_interrupted, exit_now, signals_raise
 from fedcare_core.output_paths import check_output_file
@@ -76,43 +76,6 @@ def _add_data_parser(sub: Any) -> None:
     fetch.add_argument("--url", help="download from this URL instead of the official one")
     fetch.add_argument("--quiet", action="store_true")
     split_sites.add_parser(data_sub)
-
-
-def build_config(args: argparse.Namespace) -> ExperimentConfig:
-    """Merge a config file (if any) with command-line flags into a validated config."""
-    base = ExperimentConfig() if args.config is None else load_config_file(args.config)
-    top: dict[str, Any] = {}
-    data: dict[str, Any] = {}
-    stage1: dict[str, Any] = {}
-    stage2: dict[str, Any] = {}
-    for flag, (section, key) in {
-        "algorithm": (top, "algorithm"),
-        "seed": (top, "seed"),
-        "dataset": (data, "dataset"),
-        "clients": (data, "clients"),
-        "rho": (data, "rho"),
-        "split": (data, "client_split"),
-        "objectives_per_client": (data, "objectives_per_client"),
-        "readmission": (data, "readmission"),
-        "max_patients": (data, "max_patients"),
-        "unseen_categories": (data, "unseen_categories"),
-        "rounds": (stage1, "rounds"),
-        "local_steps": (stage1, "local_steps"),
-        "local_lr": (stage1, "local_lr"),
-        "global_lr": (stage1, "global_lr"),
-        "batch_size": (stage1, "batch_size"),
-        "solver": (stage1, "solver"),
-        "normalise": (stage1, "normalise"),
-        "qp_scope": (stage1, "qp_scope"),
-        "server_optimizer": (stage1, "server_optimizer"),
-        "stage2_epochs": (stage2, "epochs"),
-    }.items():
-        value = getattr(args, flag)
-        if value is not None:
-            section[key] = value
-    if "solver" in stage1:
-        stage2["solver"] = stage1["solver"]
-    return validate_config(base.with_overrides(**top, data=data, stage1=stage1, stage2=stage2))
 
 
 #: Each Flower transport flag (its ``argparse`` dest) and the backends it applies to; given

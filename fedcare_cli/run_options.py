@@ -1,12 +1,18 @@
-"""``fedcare run``'s options (the command itself is :func:`fedcare_cli.main.cmd_run`)."""
+"""``fedcare run``'s options (the command itself is :func:`fedcare_cli.main.cmd_run`).
+
+:data:`CONFIG_FLAGS` is the one mapping of command-line flags to configuration fields:
+:func:`build_config` applies it for ``fedcare run`` and, over the flags it has, for ``fedcare
+federation init``; :func:`add_training_options` adds the training flags both commands take.
+"""
 
 from __future__ import annotations
 
+import argparse
 from pathlib import Path
 from typing import Any
 
 from fedcare_cli.options import add_tracking_uri_option, add_unseen_categories_option
-from fedcare_core.algorithms import ALGORITHM_NAMES
+from fedcare_core.algorithms import ALGORITHM_NAMES, validate_config
 from fedcare_core.config import (
     CLIENT_SPLITS,
     DATASETS,
@@ -15,7 +21,80 @@ from fedcare_core.config import (
     READMISSION_DEFINITIONS,
     SERVER_OPTIMIZERS,
     SOLVERS,
+    ExperimentConfig,
+    load_config_file,
 )
+
+#: Each flag that sets a configuration field (its ``argparse`` dest) → (section, key); the
+#: section ``""`` is the top level.
+CONFIG_FLAGS: dict[str, tuple[str, str]] = {
+    "algorithm": ("", "algorithm"),
+    "seed": ("", "seed"),
+    "dataset": ("data", "dataset"),
+    "clients": ("data", "clients"),
+    "rho": ("data", "rho"),
+    "split": ("data", "client_split"),
+    "objectives_per_client": ("data", "objectives_per_client"),
+    "readmission": ("data", "readmission"),
+    "max_patients": ("data", "max_patients"),
+    "unseen_categories": ("data", "unseen_categories"),
+    "rounds": ("stage1", "rounds"),
+    "local_steps": ("stage1", "local_steps"),
+    "local_lr": ("stage1", "local_lr"),
+    "global_lr": ("stage1", "global_lr"),
+    "batch_size": ("stage1", "batch_size"),
+    "solver": ("stage1", "solver"),
+    "normalise": ("stage1", "normalise"),
+    "qp_scope": ("stage1", "qp_scope"),
+    "server_optimizer": ("stage1", "server_optimizer"),
+    "stage2_epochs": ("stage2", "epochs"),
+}
+
+
+def build_config(args: argparse.Namespace) -> ExperimentConfig:
+    """Merge a config file (``args.config``, if any) with command-line flags into a config.
+
+    Parameters
+    ----------
+    args
+        The parsed command line: each of its :data:`CONFIG_FLAGS` that is not ``None`` sets its
+        field; a flag left at ``None``, or one the command does not have (``fedcare federation
+        init`` has no ``--clients``), keeps the file's (or the default) value.
+
+    Returns
+    -------
+    ExperimentConfig
+        The validated configuration (``--solver`` sets both stages' solver).
+
+    Raises
+    ------
+    ConfigError
+        For an unreadable config file or any invalid value, naming the parameter.
+    """
+    base = ExperimentConfig() if args.config is None else load_config_file(args.config)
+    sections: dict[str, dict[str, Any]] = {"": {}, "data": {}, "stage1": {}, "stage2": {}}
+    for flag, (section, key) in CONFIG_FLAGS.items():
+        value = getattr(args, flag, None)
+        if value is not None:
+            sections[section][key] = value
+    top = sections.pop("")
+    if "solver" in sections["stage1"]:
+        sections["stage2"]["solver"] = sections["stage1"]["solver"]
+    return validate_config(base.with_overrides(**top, **sections))
+
+
+def add_training_options(parser: Any) -> None:
+    """The Stage 1 and Stage 2 flags (``--rounds`` … ``--stage2-epochs``)."""
+    parser.add_argument("--rounds", type=int, help="Stage 1 rounds T (default 100)")
+    parser.add_argument("--local-steps", type=int, help="τ (default 5)")
+    parser.add_argument("--local-lr", type=float, help="η_l (default 0.001)")
+    parser.add_argument("--global-lr", type=float, help="η_g (default 0.01)")
+    parser.add_argument("--batch-size", type=int)
+    parser.add_argument("--solver", choices=SOLVERS)
+    parser.add_argument("--normalise", choices=NORMALISATIONS)
+    parser.add_argument("--qp-scope", choices=QP_SCOPES)
+    parser.add_argument("--server-optimizer", choices=SERVER_OPTIMIZERS)
+    parser.add_argument("--stage2-epochs", type=int)
 
 
 def add_parser(sub: Any, backends: tuple[str, ...]) -> None:
@@ -26,7 +105,6 @@ def add_parser(sub: Any, backends: tuple[str, ...]) -> None:
     run.add_argument("--data-dir", help="dataset folder or file (default: $FEDCARE_DATA_DIR)")
     run.add_argument("--algorithm", choices=ALGORITHM_NAMES)
     run.add_argument("--clients", type=int, help="number of clients K (default 10)")
-    run.add_argument("--rounds", type=int, help="Stage 1 rounds T (default 100)")
     run.add_argument("--seed", type=int, help="experiment seed (default 0)")
     run.add_argument("--rho", type=float, help="feature disparity ratio in (0, 1)")
     run.add_argument("--split", choices=CLIENT_SPLITS, help="client split (default iid)")
@@ -34,15 +112,7 @@ def add_parser(sub: Any, backends: tuple[str, ...]) -> None:
     run.add_argument("--readmission", choices=READMISSION_DEFINITIONS)
     run.add_argument("--max-patients", type=int, help="subsample the cohort (quick trials)")
     add_unseen_categories_option(run)
-    run.add_argument("--local-steps", type=int, help="τ (default 5)")
-    run.add_argument("--local-lr", type=float, help="η_l (default 0.001)")
-    run.add_argument("--global-lr", type=float, help="η_g (default 0.01)")
-    run.add_argument("--batch-size", type=int)
-    run.add_argument("--solver", choices=SOLVERS)
-    run.add_argument("--normalise", choices=NORMALISATIONS)
-    run.add_argument("--qp-scope", choices=QP_SCOPES)
-    run.add_argument("--server-optimizer", choices=SERVER_OPTIMIZERS)
-    run.add_argument("--stage2-epochs", type=int)
+    add_training_options(run)
     run.add_argument(
         "--backend",
         choices=backends,

@@ -52,17 +52,51 @@ def _reach(uri: str) -> None:
         reply.read()
 
 
-def track(uri: str, result: ExperimentResult, backend: str) -> None:
-    """Log and register ``result`` in the store :func:`open_store` opened; say where."""
+def track(
+    uri: str,
+    result: ExperimentResult,
+    backend: str,
+    *,
+    entry: str = "fedcare run",
+    site_name: str | None = None,
+) -> None:
+    """Log and register ``result`` in the store :func:`open_store` opened; say where.
+
+    Parameters
+    ----------
+    uri
+        The store in use.
+    result
+        The run's result.
+    backend, entry
+        Tagged ``fedcare.backend`` and ``fedcare.entry`` (the command that ran it).
+    site_name
+        The run is this site's own Stage 2 (``fedcare site personalise``): tagged
+        ``fedcare.site``, its model registered under the site's name.
+    """
     from fedcare_tracking import store
     from fedcare_tracking.track import track_result
 
     logging.getLogger("mlflow").setLevel(logging.WARNING)  # not an INFO line per model logged
     store.configure(uri)
-    tracked = track_result(
-        result, tags={"fedcare.backend": backend, "fedcare.entry": "fedcare run"}
-    )
+    tags = {"fedcare.backend": backend, "fedcare.entry": entry}
+    if site_name is not None:
+        tags["fedcare.site"] = site_name
+    tracked = track_result(result, tags=tags, site_name=site_name)
     print(f"MLflow run {tracked.run_id} in {uri}", file=sys.stderr)
     for name, version, promoted in tracked.registrations.versions():
         flag = " (champion)" if promoted else ""
         print(f"registered {name} version {version}{flag}", file=sys.stderr)
+
+
+def check_site_model_name(dataset: str, algorithm: str, site: str) -> str:
+    """The name a site's model is registered under, checked before any work.
+
+    Raises
+    ------
+    ConfigError
+        For a site name that would take another model's name.
+    """
+    from fedcare_tracking.client_registry import site_model_name
+
+    return site_model_name(dataset, algorithm, site)

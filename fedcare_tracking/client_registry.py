@@ -7,6 +7,9 @@ validation score improves: the mean validation AUROC over its binary objectives 
 better), or for a client with only length of stay its validation MAE in days (lower is
 better). A version judged on other objectives than the champion (another seed drew the client
 other objectives) is registered but not compared, and tagged why.
+
+A site of a federation that runs its own Stage 2 (``fedcare site personalise``) registers its
+one model in its own store under its name instead: ``fedcare-<dataset>-<algorithm>-<site>``.
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from fedcare_core.errors import ConfigError
 from fedcare_core.evaluate import EvaluationReport
 from fedcare_core.results import ExperimentResult
 from fedcare_tracking import store
@@ -24,6 +28,10 @@ from fedcare_tracking.registry import Score, register_version, validation_report
 
 #: Registered model name of a client's deployed model.
 CLIENT_MODEL_TEMPLATE = "fedcare-{dataset}-{algorithm}-client{client}"
+#: Registered model name of a named site's deployed model (the site's own run).
+SITE_MODEL_TEMPLATE = "fedcare-{dataset}-{algorithm}-{site}"
+#: Model-version tag naming the site whose model a version is.
+TAG_SITE = "fedcare.site"
 #: Model-version tag prefixes of the per-objective metrics (``fedcare.val.los.mae_days``).
 TAG_VAL_PREFIX = "fedcare.val."
 TAG_TEST_PREFIX = "fedcare.test."
@@ -32,6 +40,24 @@ TAG_TEST_PREFIX = "fedcare.test."
 def client_model_name(dataset: str, algorithm: str, client: int) -> str:
     """Registered model name of client ``client``'s deployed model."""
     return CLIENT_MODEL_TEMPLATE.format(dataset=dataset, algorithm=algorithm, client=client)
+
+
+def site_model_name(dataset: str, algorithm: str, site: str) -> str:
+    """Registered model name of site ``site``'s deployed model.
+
+    Raises
+    ------
+    ConfigError
+        For a site name that would take another model's name (``backbone``, ``client<k>``).
+    """
+    reserved = site == "backbone" or (site.startswith("client") and site[6:].isdigit())
+    if reserved:
+        raise ConfigError(
+            f"site name {site!r} would register its model as another model's name "
+            f"({SITE_MODEL_TEMPLATE.format(dataset=dataset, algorithm=algorithm, site=site)}); "
+            "prepare the site under another --name to track it"
+        )
+    return SITE_MODEL_TEMPLATE.format(dataset=dataset, algorithm=algorithm, site=site)
 
 
 @dataclass(frozen=True)
@@ -78,10 +104,12 @@ def _description(
     run_id: str,
     val: dict[tuple[str, str], float | None],
     test: dict[tuple[str, str], float | None],
+    site_name: str | None = None,
 ) -> str:
     unit = {"auroc": "AUROC", "mae_days": "MAE (days)"}
+    who = f"Client {client}" if site_name is None else f"Site {site_name} (client {client})"
     lines = [
-        f"Client {client}'s deployed model: {result.config.algorithm}, "
+        f"{who}'s deployed model: {result.config.algorithm}, "
         f"K = {result.config.data.clients}, T = {result.config.stage1.rounds}, "
         f"seed {result.config.seed}; MLflow run {run_id}.",
         "",
@@ -96,7 +124,11 @@ def _description(
 
 
 def register_client_models(
-    result: ExperimentResult, run_id: str, report: EvaluationReport | None = None
+    result: ExperimentResult,
+    run_id: str,
+    report: EvaluationReport | None = None,
+    *,
+    site_name: str | None = None,
 ) -> list[ClientRegistration]:
     """Register each client's deployed model of a logged run; move ``champion`` if better.
 
@@ -109,6 +141,9 @@ def register_client_models(
     report
         Its validation report (:func:`~fedcare_tracking.registry.validation_report`) when
         already computed.
+    site_name
+        The run is this named site's own (one client): its model is registered as
+        :func:`site_model_name` and its versions tagged ``fedcare.site``.
 
     Returns
     -------
@@ -118,8 +153,13 @@ def register_client_models(
     Raises
     ------
     ValueError
-        If the run logged no model for a client.
+        If the run logged no model for a client, or ``site_name`` is given for a run of more
+        than one client.
+    ConfigError
+        For a ``site_name`` :func:`site_model_name` refuses.
     """
+    if site_name is not None and len(result.federation.clients) != 1:
+        raise ValueError(f"site {site_name!r}: a site's run has one client")
     tags = store.client().get_run(run_id).data.tags
     val_report = report if report is not None else validation_report(result)
     out: list[ClientRegistration] = []
@@ -132,7 +172,13 @@ def register_client_models(
         score = client_score(val)
         if score is None:
             continue
-        name = client_model_name(result.federation.dataset, result.config.algorithm, k)
+        dataset, algorithm = result.federation.dataset, result.config.algorithm
+        name = (
+            client_model_name(dataset, algorithm, k)
+            if site_name is None
+            else site_model_name(dataset, algorithm, site_name)
+        )
+        site_tags = {} if site_name is None else {TAG_SITE: site_name}
         metric_tags = {f"{TAG_VAL_PREFIX}{s}.{m}": _text(v) for (s, m), v in val.items()}
         metric_tags |= {f"{TAG_TEST_PREFIX}{s}.{m}": _text(v) for (s, m), v in test.items()}
         version, promoted = register_version(
@@ -146,8 +192,9 @@ def register_client_models(
                 "fedcare.objectives": ",".join(client.objectives),
                 "fedcare.run_id": run_id,
                 "fedcare.seed": str(result.config.seed),
-            },
-            description=_description(result, k, run_id, val, test),
+            }
+            | site_tags,
+            description=_description(result, k, run_id, val, test, site_name),
             other_score="keep",
         )
         out.append(ClientRegistration(k, name, version, promoted, score))

@@ -87,7 +87,9 @@ class Registrations:
         return out
 
 
-def register_run(result: ExperimentResult, run_id: str) -> Registrations:
+def register_run(
+    result: ExperimentResult, run_id: str, *, site_name: str | None = None
+) -> Registrations:
     """Register a logged run's backbone (FedCARE and FedCARE-B) and every client's model.
 
     Parameters
@@ -96,6 +98,11 @@ def register_run(result: ExperimentResult, run_id: str) -> Registrations:
         The run's result.
     run_id
         Its MLflow run, logged with models.
+    site_name
+        The run is this named site's own Stage 2 from the federation's ``w*``: only the site's
+        model is registered, under the site's name
+        (:func:`~fedcare_tracking.client_registry.site_model_name`); the backbone is the
+        coordinator's to register (it stays logged with the run).
 
     Returns
     -------
@@ -104,12 +111,13 @@ def register_run(result: ExperimentResult, run_id: str) -> Registrations:
     """
     backbone = None
     report = registry.validation_report(result)  # scored once, for the backbone and the clients
-    if result.config.algorithm in FEDCARE_ALGORITHMS:
+    if result.config.algorithm in FEDCARE_ALGORITHMS and site_name is None:
         name = backbone_model_name(result.federation.dataset, result.config.algorithm)
         score = registry.validation_score(result, report=report)
         version, promoted = registry.register_backbone(run_id, name, score)
         backbone = BackboneRegistration(name, version, promoted, score)
-    return Registrations(backbone, register_client_models(result, run_id, report))
+    clients = register_client_models(result, run_id, report, site_name=site_name)
+    return Registrations(backbone, clients)
 
 
 @dataclass(frozen=True)
@@ -128,6 +136,7 @@ def track_result(
     extra_artifacts: Mapping[str, str | Path] | None = None,
     tags: Mapping[str, str] | None = None,
     register: bool = True,
+    site_name: str | None = None,
 ) -> TrackedRun:
     """Log a run with its models (:func:`~fedcare_tracking.log_run.log_experiment`), then register.
 
@@ -141,6 +150,8 @@ def track_result(
         As for :func:`~fedcare_tracking.log_run.log_experiment`.
     register
         Register the backbone and the clients' models (:func:`register_run`).
+    site_name
+        The run is this named site's own (:func:`register_run`).
 
     Returns
     -------
@@ -154,5 +165,7 @@ def track_result(
         extra_artifacts=extra_artifacts,
         tags=tags,
     )
-    registrations = register_run(result, run_id) if register else Registrations()
+    registrations = (
+        register_run(result, run_id, site_name=site_name) if register else Registrations()
+    )
     return TrackedRun(run_id, registrations)

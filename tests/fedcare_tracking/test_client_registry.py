@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from fedcare_core.errors import ConfigError
 from fedcare_tracking import client_registry, registry, store
 from fedcare_tracking.registry import Score
 
@@ -61,3 +64,30 @@ def test_champion_moves_only_for_a_better_client_score(logged):
     assert int(registry.champion(name).version) == 3
     with pytest.raises(ValueError, match="was judged on"):
         registry.register_version(name, model_id, logged.run_id, other)
+
+
+def test_a_site_registers_its_one_model_under_its_name(logged):
+    result = logged.result
+    report = registry.validation_report(result)  # of the whole run: the site keeps client 1
+    fed = result.federation
+    site_run = dataclasses.replace(
+        result, federation=dataclasses.replace(fed, clients=fed.clients[1:2])
+    )
+    regs = client_registry.register_client_models(
+        site_run, logged.run_id, report, site_name="st-mary"
+    )
+    assert [(r.client, r.model_name) for r in regs] == [(1, "fedcare-synthetic-fedcare-st-mary")]
+    version = store.client().get_model_version(regs[0].model_name, str(regs[0].version))
+    assert version.tags["fedcare.site"] == "st-mary" and version.tags["fedcare.client"] == "1"
+    assert version.description.startswith("Site st-mary (client 1)'s deployed model: fedcare")
+    with pytest.raises(ValueError, match="a site's run has one client"):
+        client_registry.register_client_models(result, logged.run_id, report, site_name="x")
+
+
+@pytest.mark.parametrize("site", ["backbone", "client0", "client12"])
+def test_a_site_name_that_is_another_models_is_refused(site):
+    with pytest.raises(ConfigError, match=f"site name '{site}' would register its model"):
+        client_registry.site_model_name("diabetes130", "fedcare", site)
+    assert client_registry.site_model_name("diabetes130", "fedcare", "clients") == (
+        "fedcare-diabetes130-fedcare-clients"
+    )

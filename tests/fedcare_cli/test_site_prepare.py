@@ -1,0 +1,445 @@
+"""``fedcare site prepare`` and ``fedcare site personalise``: a hospital's own steps.
+
+Sites are small synthetic Diabetes 130 files (the tiny fixture's rows under new, distinctive
+encounter and patient numbers, so a leak is easy to spot) and, once, the first 20,000 rows of
+the real file. Personalisation is checked against ``fedcare run --sites`` over the same sites:
+the broadcast ``w*`` is simulated by an in-process Stage 1 stored in each site folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import shutil
+import stat
+import zipfile
+from collections.abc import Iterable
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import numpy as np
+import pytest
+
+from fedcare_cli.main import main
+from fedcare_cli.sites_input import load_site
+from fedcare_core.data.diabetes130 import DIABETES130_COLUMNS
+from fedcare_core.data.federation import SPLITS, ClientData
+from fedcare_core.errors import ConfigError
+from fedcare_core.federation_schema import read_schema
+from fedcare_flower.site_folder import SiteFolder
+from tests.fedcare_core.data.diabetes130.helpers import fixture_lines, set_field, write_csv
+
+#: Synthetic encounter and patient numbers: ``<prefix><4 digits>``, found by :data:`IDS`.
+ENCOUNTER_PREFIX, PATIENT_PREFIX = "736410", "918273"
+IDS = re.compile(
+    rb"(?<!\d)(?:%s|%s)\d{4}(?!\d)" % (ENCOUNTER_PREFIX.encode(), PATIENT_PREFIX.encode())
+)
+#: The sites of the personalisation tests: name → objectives.
+SITES = {
+    "hospital-a": ["readmission"],
+    "hospital-b": ["readmission", "los"],
+    "hospital-c": ["early_discharge", "los"],
+}
+SITE_ENTRIES = ["data", "federation.json", "keys", "site-card.json", "site.json"]
+
+
+def synthetic_site(path: Path, rows: int = 240, offset: int = 0) -> Path:
+    """A Diabetes 130 file of ``rows`` encounters, two per patient, from the tiny fixture's rows."""
+    lines = fixture_lines()
+    encounter = DIABETES130_COLUMNS.index("encounter_id")
+    patient = DIABETES130_COLUMNS.index("patient_nbr")
+    out = [lines[0]]
+    for i in range(rows):
+        fields = lines[1 + (7 * i + offset) % (len(lines) - 1)].split(",")
+        fields[encounter] = f"{ENCOUNTER_PREFIX}{offset * 1000 + i:04d}"
+        fields[patient] = f"{PATIENT_PREFIX}{offset * 1000 + i // 2:04d}"
+        out.append(",".join(fields))
+    return write_csv(path, out)
+
+
+def init_schema(out: Path) -> Path:
+    """A schema for quick runs: 2 rounds, 1 Stage 2 epoch."""
+    argv = ["federation", "init", "--dataset", "diabetes130", "--out", str(out)]
+    assert main([*argv, "--rounds", "2", "--stage2-epochs", "1"]) == 0
+    return out
+
+
+def prepare(schema: Path, data: Path, out: Path, objectives: str, *extra: str) -> int:
+    argv = ["site", "prepare", "--schema", str(schema), "--data", str(data)]
+    return main([*argv, "--objectives", objectives, "--out", str(out), *extra])
+
+
+def personalise(site: Path, out: Path, *extra: str) -> int:
+    return main(["site", "personalise", "--site", str(site), "--out", str(out), *extra])
+
+
+def mode(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+def one_error(capsys: pytest.CaptureFixture[str]) -> str:
+    err = capsys.readouterr().err
+    assert err.startswith("fedcare: error: ") and err.count("\n") == 1, err
+    assert "Traceback" not in err
+    return err
+
+
+def leaked_ids(paths: Iterable[Path]) -> list[str]:
+    """Synthetic encounter or patient numbers found in any of these files (or folders)."""
+    found = []
+    for root in paths:
+        for path in [root] if root.is_file() else sorted(root.rglob("*")):
+            if path.is_file():
+                found += [f"{path}: {m.decode()}" for m in IDS.findall(path.read_bytes())]
+    return found
+
+
+def assert_same_client(a: ClientData, b: ClientData) -> None:
+    assert (a.objectives, a.common_features, a.private_features) == (
+        b.objectives,
+        b.common_features,
+        b.private_features,
+    )
+    for split in SPLITS:
+        for field in ("x_common", "x_private", "y"):
+            np.testing.assert_array_equal(
+                getattr(a.split(split), field), getattr(b.split(split), field)
+            )
+    for enc_a, enc_b in (
+        (a.common_encoder, b.common_encoder),
+        (a.private_encoder, b.private_encoder),
+    ):
+        assert enc_a.width == enc_b.width and enc_a.categorical == enc_b.categorical
+        np.testing.assert_array_equal(enc_a.means, enc_b.means)
+
+
+@pytest.fixture(scope="module")
+def schema_file(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return init_schema(tmp_path_factory.mktemp("coordinator") / "federation.json")
+
+
+def check_site_folder(root: Path, schema: Path, name: str, objectives: list[str]) -> None:
+    """Layout, modes and the public card of a prepared site folder."""
+    assert sorted(p.name for p in root.iterdir()) == SITE_ENTRIES
+    assert {mode(p) for p in [root, root / "data", root / "keys"]} == {0o700}
+    private = [*sorted((root / "data").iterdir()), root / "keys" / "node.key"]
+    assert {mode(p) for p in [*private, root / "site.json", root / "federation.json"]} == {0o600}
+    assert mode(root / "site-card.json") == mode(root / "keys" / "node.pub") == 0o644
+    card = json.loads((root / "site-card.json").read_text())
+    assert card == {
+        "format": "fedcare-site-card/1",
+        "name": name,
+        "objectives": objectives,
+        "schema_digest": read_schema(schema).digest(),
+        "public_key": (root / "keys" / "node.pub").read_text().strip(),
+    }
+    assert card["public_key"].startswith("ecdsa-sha2-nistp256 ")  # OpenSSH, as Flower reads
+    assert "PRIVATE" in (root / "keys" / "node.key").read_text()
+
+
+def test_prepare_writes_an_owner_only_site_folder_and_a_public_card(
+    tmp_path: Path, schema_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    data = synthetic_site(tmp_path / "export" / "hospital.csv")
+    out = tmp_path / "sites" / "st-mary"
+    assert prepare(schema_file, data, out, "los,readmission") == 0
+    captured = capsys.readouterr()
+    check_site_folder(out, schema_file, "st-mary", ["readmission", "los"])  # the schema's order
+    info = json.loads((out / "site.json").read_text())
+    assert info["name"] == "st-mary" and info["split_seed"] == 0
+    assert info["source_sha256"] == hashlib.sha256(data.read_bytes()).hexdigest()
+    rows = info["rows"]
+    assert sum(rows.values()) == 240 and min(rows.values()) > 0
+    assert captured.out.splitlines() == [
+        "site st-mary: objectives readmission, los",
+        f"  rows: train {rows['train']}, validation {rows['val']}, test {rows['test']}",
+        f"  site folder: {out}",
+        f"send {out / 'site-card.json'} to the coordinator (public: name, objectives, schema "
+        f"digest, public key); keep {out / 'keys' / 'node.key'} secret: it never leaves the site",
+    ]
+    assert sorted(p.name for p in out.parent.iterdir()) == ["st-mary"]  # no temporary left
+    schema = read_schema(schema_file)
+    loaded = load_site(schema, data, ["readmission", "los"], name="st-mary", seed=0)
+    assert_same_client(SiteFolder.open(out).client(), loaded.client)
+    texts = [p for p in out.rglob("*") if p.suffix in {".json", ".pub", ".key"}]
+    assert leaked_ids([*texts, out / "data"]) == [] and not IDS.search(
+        (captured.out + captured.err).encode()
+    )
+
+
+def test_name_and_seed_options(tmp_path: Path, schema_file: Path) -> None:
+    data = synthetic_site(tmp_path / "hospital.csv")
+    a, b = tmp_path / "a", tmp_path / "b"
+    assert prepare(schema_file, data, a, "readmission", "--name", "north", "--seed", "7") == 0
+    assert prepare(schema_file, data, b, "readmission", "--name", "north", "--seed", "8") == 0
+    info = SiteFolder.open(a).info()
+    assert (info["name"], info["split_seed"]) == ("north", 7)
+    ya, yb = SiteFolder.open(a).client().test.y, SiteFolder.open(b).client().test.y
+    assert ya.shape != yb.shape or not np.array_equal(ya, yb, equal_nan=True)
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [
+        (["--objectives", "mortality"], "--objectives: give one or more distinct objectives of "
+         "this federation (early_discharge, readmission, los), got mortality"),
+        (["--objectives", "los,los"], "got los, los"),
+        (["--objectives", "readmission", "--name", "bad name"], "--name: site name 'bad name'"),
+        (["--objectives", "readmission", "--seed", "-1"], "--seed must lie in [0, "),
+    ],
+)  # fmt: skip
+def test_bad_options_are_refused_before_the_file_is_read(
+    tmp_path: Path,
+    schema_file: Path,
+    capsys: pytest.CaptureFixture[str],
+    extra: list[str],
+    message: str,
+) -> None:
+    missing = tmp_path / "no-such.csv"  # never read: each refusal comes first
+    argv = ["site", "prepare", "--schema", str(schema_file), "--data", str(missing)]
+    assert main([*argv, "--out", str(tmp_path / "site"), *extra]) == 2
+    assert message in one_error(capsys)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_default_name_comes_from_out_and_is_checked(
+    tmp_path: Path, schema_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "st mary"
+    assert prepare(schema_file, tmp_path / "no-such.csv", out, "readmission") == 2
+    assert f"--out {out} (the default --name): site name 'st mary'" in one_error(capsys)
+
+
+def test_an_existing_out_is_refused_and_left_untouched(
+    tmp_path: Path, schema_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "site"
+    out.mkdir()
+    (out / "keep.txt").write_text("mine")
+    assert prepare(schema_file, tmp_path / "no-such.csv", out, "readmission") == 2
+    assert f"--out {out} exists and is not an empty folder" in one_error(capsys)
+    assert [p.name for p in out.iterdir()] == ["keep.txt"]
+    assert (out / "keep.txt").read_text() == "mine"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["site"]
+
+
+def _drop_column(lines: list[str], column: str) -> list[str]:
+    j = DIABETES130_COLUMNS.index(column)
+    return [",".join(f for i, f in enumerate(line.split(",")) if i != j) for line in lines]
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (
+            lambda lines: set_field(lines, 7, "num_lab_procedures", "twelve"),
+            "column 'num_lab_procedures'; row 7: non-numeric value(s) in a numeric column",
+        ),
+        (
+            lambda lines: _drop_column(lines, "num_lab_procedures"),
+            "column 'num_lab_procedures': missing column(s): 'num_lab_procedures'",
+        ),
+    ],
+)
+def test_a_file_failing_its_checks_stops_here_and_leaves_nothing(
+    tmp_path: Path, schema_file: Path, capsys: pytest.CaptureFixture[str], edit: Any, message: str
+) -> None:
+    good = synthetic_site(tmp_path / "good.csv")
+    data = write_csv(tmp_path / "export.csv", edit(good.read_text().splitlines()))
+    good.unlink()
+    out = tmp_path / "site"
+    assert prepare(schema_file, data, out, "readmission") == 2
+    err = one_error(capsys)
+    assert err.startswith(f"fedcare: error: file {data}; ") and message in err
+    assert not IDS.search(err.encode())
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["export.csv"]
+
+
+def test_a_failure_while_writing_the_folder_leaves_nothing(
+    tmp_path: Path,
+    schema_file: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from fedcare_flower import site_folder
+
+    def fail(client: ClientData, folder: Path) -> None:
+        (folder / "half").mkdir(parents=True)  # something written, then the failure
+        raise ConfigError("disk full")
+
+    monkeypatch.setattr(site_folder, "save_data", fail)
+    data = synthetic_site(tmp_path / "hospital.csv")
+    assert prepare(schema_file, data, tmp_path / "site", "readmission") == 2
+    assert one_error(capsys) == "fedcare: error: disk full\n"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hospital.csv"]
+
+
+@pytest.mark.realdata
+def test_a_real_site_file(data_dir: Path, tmp_path: Path, schema_file: Path) -> None:
+    with zipfile.ZipFile(data_dir / "diabetes130" / "dataset_diabetes.zip") as zf:
+        lines = zf.read("dataset_diabetes/diabetic_data.csv").split(b"\n")
+    data = tmp_path / "export.csv"
+    data.write_bytes(b"\n".join(lines[:20_001]) + b"\n")  # header + the first 20,000 encounters
+    out = tmp_path / "site-real"
+    assert prepare(schema_file, data, out, "readmission,los,early_discharge") == 0
+    check_site_folder(out, schema_file, "site-real", ["early_discharge", "readmission", "los"])
+    site = SiteFolder.open(out)
+    schema = read_schema(schema_file)
+    objectives = list(schema.objective_names)
+    loaded = load_site(schema, data, objectives, name="site-real", seed=0)
+    assert_same_client(site.client(), loaded.client)
+    rows = site.info()["rows"]
+    assert sum(rows.values()) == 20_000 and rows["train"] > 10_000
+    text = b"".join(p.read_bytes() for p in out.rglob("*.json"))
+    assert b"encounter_id" not in text and b"patient_nbr" not in text
+
+
+@pytest.fixture(scope="module")
+def federation(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
+    """Three prepared sites, ``fedcare run --sites`` over them, and ``w*`` stored at each."""
+    from fedcare_core.sites import federation_of_sites
+    from fedcare_core.stage1 import run_stage1
+    from fedcare_flower.results import round_to_dict
+    from fedcare_flower.site_folder import store_final_model
+    from fedcare_flower.site_messages import FinalModel
+
+    root = tmp_path_factory.mktemp("federation")
+    schema_path = init_schema(root / "federation.json")
+    entries, folders = [], {}
+    for offset, (name, objectives) in enumerate(SITES.items()):
+        data = synthetic_site(root / "exports" / f"{name}.csv", offset=offset)
+        folders[name] = root / "sites" / name
+        assert prepare(schema_path, data, folders[name], ",".join(objectives)) == 0
+        entries.append({"data": str(data), "objectives": objectives, "name": name})
+    (root / "sites.json").write_text(json.dumps(entries))
+    argv = ["run", "--sites", str(root / "sites.json"), "--schema", str(schema_path)]
+    assert main([*argv, "--rounds", "2", "--quiet", "--out", str(root / "run.json")]) == 0
+
+    schema = read_schema(schema_path)
+    sites = {name: SiteFolder.open(path) for name, path in folders.items()}
+    fed = federation_of_sites(schema, [(name, site.client()) for name, site in sites.items()])
+    config = schema.run_config(seed=0, clients=len(sites), rounds=2)
+    stage1 = run_stage1(fed, config.model, config.stage1, config.seed)
+    for client_id, name in enumerate(sorted(sites)):
+        final = FinalModel(
+            client_id=client_id,
+            seed=0,
+            schema_digest=schema.digest(),
+            objectives=stage1.objectives,
+            common_width=fed.common_width,
+            rounds=[round_to_dict(r) for r in stage1.rounds],
+            planned_rounds=2,
+            converged=stage1.converged,
+            run_name="fedcare-K3-T2-seed0",
+            params=stage1.params,
+            buffers=stage1.buffers,
+        )
+        store_final_model(sites[name].stage1_dir, final)
+    run = json.loads((root / "run.json").read_text())
+    return SimpleNamespace(root=root, schema=schema, folders=folders, run=run)
+
+
+def _client_values(doc: dict[str, Any], client: int) -> dict[str, float | None]:
+    return {
+        name: c["value"]
+        for name, rep in doc["objectives"].items()
+        for c in rep["clients"]
+        if c["client"] == client
+    }
+
+
+def test_personalise_gives_each_site_what_the_in_process_run_gives_it(
+    federation: SimpleNamespace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run = federation.run
+    for client_id, name in enumerate(sorted(SITES)):
+        out = tmp_path / f"{name}.json"
+        bars = name == "hospital-c"  # one site with its progress bar, the others --quiet
+        assert personalise(federation.folders[name], out, *([] if bars else ["--quiet"])) == 0
+        captured = capsys.readouterr()
+        doc = json.loads(out.read_text())
+        mine, theirs = _client_values(doc, client_id), _client_values(run, client_id)
+        assert sorted(mine) == sorted(SITES[name]) == sorted(theirs)
+        assert all(v is not None for v in mine.values())
+        assert mine == pytest.approx(theirs, abs=1e-6)
+        assert doc["site"] == {
+            "name": name,
+            "client_id": client_id,
+            "run_name": "fedcare-K3-T2-seed0",
+            "schema_digest": federation.schema.digest(),
+        }
+        assert doc["stage1"]["backend"] == "federation" and doc["config"] == run["config"]
+        assert len(doc["rounds"]) == len(run["rounds"]) == 2
+        for got, want in zip(doc["rounds"], run["rounds"], strict=True):
+            assert got["lambda"] == pytest.approx(want["lambda"], abs=1e-12)
+        assert [c["client"] for c in doc["clients"]] == [client_id]
+        assert "fedcare on diabetes130: 1 clients, 2 rounds" in captured.out
+        assert ("Stage 2 (personalisation)" in captured.err) == bars and mode(out) == 0o600
+        assert leaked_ids([out]) == [] and not IDS.search(captured.out.encode())
+
+
+def test_personalise_without_a_broadcast_is_a_clear_refusal(
+    federation: SimpleNamespace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site = tmp_path / "hospital-a"
+    shutil.copytree(federation.folders["hospital-a"], site)
+    shutil.rmtree(site / "stage1")
+    out = tmp_path / "result.json"
+    assert personalise(site, out) == 2
+    assert one_error(capsys) == (
+        f"fedcare: error: --site {site}: no Stage 1 model yet; it arrives at the end of the "
+        "coordinator's `fedcare federation run` while `fedcare site join` runs\n"
+    )
+    assert personalise(tmp_path, out) == 2
+    assert f"--site {tmp_path}: not a site folder (no site.json)" in one_error(capsys)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hospital-a"]
+
+
+@pytest.mark.filterwarnings("ignore:No complete tensor found:UserWarning")
+def test_personalise_tracks_the_site_in_its_own_store(
+    federation: SimpleNamespace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from mlflow.tracking import MlflowClient
+
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    out = tmp_path / "result.json"
+    assert personalise(federation.folders["hospital-b"], out, "--quiet", "--tracking-uri", uri) == 0
+    err = capsys.readouterr().err
+    assert "registered fedcare-diabetes130-fedcare-hospital-b version 1 (champion)" in err
+    mc = MlflowClient(uri)
+    assert [m.name for m in mc.search_registered_models()] == [
+        "fedcare-diabetes130-fedcare-hospital-b"  # no backbone: w* is the coordinator's
+    ]
+    version = mc.get_model_version("fedcare-diabetes130-fedcare-hospital-b", "1")
+    assert version.tags["fedcare.site"] == "hospital-b" and version.tags["fedcare.client"] == "1"
+    runs = mc.search_runs([e.experiment_id for e in mc.search_experiments()])
+    assert {r.data.tags["fedcare.stage"] for r in runs} == {"experiment", "stage2"}
+    for r in runs:
+        assert r.data.tags["fedcare.backend"] == "federation"
+        assert r.data.tags["fedcare.entry"] == "fedcare site personalise"
+        assert r.data.tags["fedcare.site"] == "hospital-b"
+    assert leaked_ids([tmp_path]) == [] and not IDS.search(err.encode())
+
+
+def test_a_site_name_that_would_take_another_models_name_is_refused_before_work(
+    federation: SimpleNamespace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site = tmp_path / "site"
+    shutil.copytree(federation.folders["hospital-a"], site)
+    info = json.loads((site / "site.json").read_text())
+    (site / "site.json").write_text(json.dumps(info | {"name": "client0"}))
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert personalise(site, tmp_path / "r.json", "--tracking-uri", uri) == 2
+    assert "site name 'client0' would register its model as another model's name" in (
+        one_error(capsys)
+    )
+    assert not (tmp_path / "r.json").exists()
+    assert registered_names(uri) == []
+
+
+def registered_names(uri: str) -> list[str]:
+    from mlflow.tracking import MlflowClient
+
+    return [m.name for m in MlflowClient(uri).search_registered_models()]
