@@ -24,7 +24,7 @@ from fedcare_core.federation_schema import read_schema
 from fedcare_core.output_paths import check_output_dir, check_output_file
 
 if TYPE_CHECKING:
-    from fedcare_flower.site_folder import ReceivedStage1
+    pass
 
 #: ``document["stage1"]["backend"]`` of a site's run: Stage 1 ran in the federation.
 FEDERATION_BACKEND = "federation"
@@ -134,18 +134,6 @@ def cmd_site_prepare(args: argparse.Namespace) -> int:
     return 0
 
 
-def federation_size(received: ReceivedStage1) -> int:
-    """The federation's K as the broadcast shows it: one past the highest client id in it.
-
-    Client ids are the sites' positions in the run's order (0..K-1); every site that took part
-    in a round is in that round's participants. The configuration allows no fewer than 2.
-    """
-    ids = {received.client_id}
-    for info in received.result.rounds:
-        ids.update(info.participants)
-    return max(2, max(ids) + 1)
-
-
 def cmd_site_personalise(args: argparse.Namespace) -> int:
     """Stage 2 and evaluation at the site from the broadcast ``w*``; write, print, track.
 
@@ -171,7 +159,7 @@ def cmd_site_personalise(args: argparse.Namespace) -> int:
     received = read_final_model(site, schema.config.model)
     client = dataclasses.replace(site.client(), client_id=received.client_id)
     config = schema.run_config(
-        seed=received.seed, clients=federation_size(received), rounds=received.planned_rounds
+        seed=received.seed, clients=received.clients, rounds=received.planned_rounds
     )
     federation = single_site_federation(schema, client, received.result.objectives)
     bars = ProgressBars(enabled=not args.quiet)

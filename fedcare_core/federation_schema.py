@@ -94,9 +94,22 @@ class FederationSchema:
         return tuple(n for n in self.objective_names if n in names)
 
     def run_config(self, *, seed: int, clients: int, rounds: int | None = None) -> ExperimentConfig:
-        """The schema's configuration for a run of ``clients`` sites with ``seed`` (and T)."""
+        """The schema's configuration for a run of ``clients`` sites with ``seed`` (and T).
+
+        Sites choose their own objectives: the cover of every objective that a federation
+        drawn from one cohort insists on does not apply (an objective no site pursues has no
+        head).
+
+        Raises
+        ------
+        ConfigError
+            For fewer than two sites, or an invalid seed or T.
+        """
+        if clients < 2:
+            raise ConfigError(f"a federation needs at least 2 sites, got {clients}")
         stage1 = {} if rounds is None else {"rounds": rounds}
-        return self.config.with_overrides(seed=seed, data={"clients": clients}, stage1=stage1)
+        data = {"clients": clients, "cover_all_objectives": False}
+        return self.config.with_overrides(seed=seed, data=data, stage1=stage1)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data (the file's content)."""

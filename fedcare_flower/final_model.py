@@ -50,6 +50,7 @@ def broadcast_final_model(strategy: FedCareStrategy, grid: Grid) -> str:
             common_width=plan.common_width,
             rounds=rounds,
             planned_rounds=plan.stage1.rounds,
+            clients=len(plan.client_ids),
             converged=strategy.converged,
             run_name=plan.run_name,
             params=strategy.state.params,

@@ -258,6 +258,7 @@ def store_final_model(stage1_dir: Path, final: FinalModel) -> None:
         "common_width": final.common_width,
         "rounds": final.rounds,
         "planned_rounds": final.planned_rounds,
+        "clients": final.clients,
         "converged": final.converged,
         "run_name": final.run_name,
         "received_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
@@ -277,6 +278,7 @@ class ReceivedStage1:
     schema_digest: str
     run_name: str
     planned_rounds: int
+    clients: int
 
 
 def read_final_model(site: SiteFolder, model: ModelConfig) -> ReceivedStage1:
@@ -319,4 +321,5 @@ def read_final_model(site: SiteFolder, model: ModelConfig) -> ReceivedStage1:
         digest,
         str(doc["run_name"]),
         int(doc["planned_rounds"]),
+        int(doc["clients"]),
     )

@@ -11,7 +11,7 @@ End of Stage 1, server → client (message type ``query.final_model``: Algorithm
     ``"config"`` ConfigRecord: ``protocol``, ``client-id``, ``seed``, ``schema-digest``,
     ``objectives`` (list[str], the model's heads), ``common-width``, ``rounds`` (str: the
     JSON list of the rounds' λ*, ‖d‖², losses and participants), ``planned-rounds`` (int, T),
-    ``converged`` (bool) and ``run-name`` (str).
+    ``clients`` (int, K), ``converged`` (bool) and ``run-name`` (str).
 Its reply
     ``"metrics"`` MetricRecord: ``stored`` (1: the site kept ``w*`` in its folder; 0: the node
     has no folder to keep it in, e.g. a loopback run's memory handover).
@@ -68,6 +68,7 @@ class FinalModel:
     common_width: int
     rounds: list[dict[str, Any]]
     planned_rounds: int
+    clients: int
     converged: bool
     run_name: str
     params: np.ndarray
@@ -120,6 +121,7 @@ def encode_final_model(final: FinalModel) -> RecordDict:
             "common-width": int(final.common_width),
             "rounds": json.dumps(final.rounds),
             "planned-rounds": int(final.planned_rounds),
+            "clients": int(final.clients),
             "converged": bool(final.converged),
             "run-name": final.run_name,
         }
@@ -142,6 +144,7 @@ def decode_final_model(content: RecordDict) -> FinalModel:
             common_width=int(cast(int, config["common-width"])),
             rounds=list(json.loads(cast(str, config["rounds"]))),
             planned_rounds=int(cast(int, config["planned-rounds"])),
+            clients=int(cast(int, config["clients"])),
             converged=bool(config["converged"]),
             run_name=str(config["run-name"]),
             params=params,

@@ -331,6 +331,7 @@ def federation(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
             common_width=fed.common_width,
             rounds=[round_to_dict(r) for r in stage1.rounds],
             planned_rounds=2,
+            clients=len(sites),
             converged=stage1.converged,
             run_name="fedcare-K3-T2-seed0",
             params=stage1.params,
