@@ -176,11 +176,16 @@ def cmd_site_personalise(args: argparse.Namespace) -> int:
         bars.close()
     document = result.to_dict()
     document["stage1"]["backend"] = FEDERATION_BACKEND
+    # The model has a head per objective of the federation; the site is evaluated on its own.
+    document["objectives"] = {
+        name: report for name, report in document["objectives"].items() if name in client.objectives
+    }
     document["site"] = {
         "name": info["name"],
         "client_id": received.client_id,
         "run_name": received.run_name,
         "schema_digest": received.schema_digest,
+        "objectives": list(client.objectives),
     }
     write_json_atomic(args.out, document)
     print(results_table(document))

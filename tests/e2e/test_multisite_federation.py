@@ -130,6 +130,7 @@ def test_three_sites_match_the_in_process_federation(federation: dict) -> None:
         fedcare("site", "personalise", "--site", str(folder), "--out", str(result), "--quiet")
         site_doc = json.loads(result.read_text())
         assert site_doc["site"]["client_id"] == client_id
+        assert sorted(site_doc["objectives"]) == sorted(site_doc["site"]["objectives"])
         for objective, report in site_doc["objectives"].items():
             (mine,) = report["clients"]
             (theirs,) = [

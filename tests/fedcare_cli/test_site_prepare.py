@@ -370,7 +370,9 @@ def test_personalise_gives_each_site_what_the_in_process_run_gives_it(
             "client_id": client_id,
             "run_name": "fedcare-K3-T2-seed0",
             "schema_digest": federation.schema.digest(),
+            "objectives": list(SITES[name]),
         }
+        assert sorted(doc["objectives"]) == sorted(SITES[name])  # the site's own only
         assert doc["stage1"]["backend"] == "federation" and doc["config"] == run["config"]
         assert len(doc["rounds"]) == len(run["rounds"]) == 2
         for got, want in zip(doc["rounds"], run["rounds"], strict=True):
