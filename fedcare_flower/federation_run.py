@@ -47,9 +47,11 @@ class FederationRun:
 
 
 def run_sites(
-    coordinator: Coordinator, schema: FederationSchema, min_sites: int
+    coordinator: Coordinator, schema: FederationSchema, min_sites: int, where: str = "--min-sites"
 ) -> tuple[RegisteredSite, ...]:
     """The registered sites of ``schema`` in client-id order (by name).
+
+    ``where`` names ``min_sites`` in the message (the CLI's flag, a flow's parameter).
 
     Raises
     ------
@@ -65,7 +67,7 @@ def run_sites(
         others = [s.name for s in coordinator.sites().values() if s.schema_digest != digest]
         also = f" ({', '.join(others)} registered for another schema)" if others else ""
         raise CoordinatorError(
-            f"--min-sites {min_sites}: {len(sites)} site(s) are registered for this schema"
+            f"{where} {min_sites}: {len(sites)} site(s) are registered for this schema"
             f"{also}; register more with `fedcare federation register`"
         )
     return tuple(sites)

@@ -30,7 +30,13 @@ def _params(document: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
-def log_stage1_run(document: Mapping[str, Any], result_dir: Path) -> str:
+def log_stage1_run(
+    document: Mapping[str, Any],
+    result_dir: Path,
+    *,
+    parent_run_id: str | None = None,
+    tags: Mapping[str, str] | None = None,
+) -> str:
     """Log a Stage 1 document (``fedcare federation run``) and its ``w*``; the run's id.
 
     Parameters
@@ -39,22 +45,32 @@ def log_stage1_run(document: Mapping[str, Any], result_dir: Path) -> str:
         :func:`fedcare_flower.federation_run.stage1_document`'s output.
     result_dir
         The ServerApp's result folder (its ``stage1.npz`` is ``w*``).
+    parent_run_id
+        Nest the run under this run (the ``fedcare`` flow run's parent run); None: top level.
+    tags
+        Further tags, over the defaults (e.g. ``fedcare.entry`` and the Prefect flow run).
+
+    Returns
+    -------
+    str
+        The new run's id.
     """
-    mc = store.client()
-    tags = {
+    all_tags = {
         store.TAG_DATASET: str(document["dataset"]),
         "fedcare.algorithm": str(document["algorithm"]),
         "fedcare.backend": "federation",
         "fedcare.entry": "fedcare federation run",
         "fedcare.schema_digest": str(document["schema_digest"]),
         "fedcare.sites": str(len(document["sites"])),
+        **(tags or {}),
     }
-    run = mc.create_run(
+    run_id = store.create_child_run(
         store.experiment_for(str(document["dataset"])),
+        parent_run_id=parent_run_id,
         run_name=str(document["run_name"]),
-        tags=tags,
+        tags=all_tags,
     )
-    run_id = str(run.info.run_id)
+    mc = store.client()
     try:
         log_batch_chunked(
             mc, run_id, metrics=round_metrics(document["rounds"]), params=_params(document)

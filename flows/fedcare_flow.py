@@ -14,6 +14,10 @@ threads, each computing in a worker process of the flow's :class:`~tasks.trainin
 (one per core, started when the flow starts; torch keeps the GIL for much of a small network's
 step, so threads alone would not run them in parallel). Each client's random streams are keyed
 by the seed and its id, so the results equal ``fedcare run``'s.
+
+``backend="federation"`` is the re-training over real sites: no data is loaded or checked,
+Stage 1 runs over the sites registered with a running coordinator, one nested run per seed
+(:mod:`flows.federation_flow`).
 """
 
 from __future__ import annotations
@@ -39,7 +43,14 @@ from fedcare_core.datasets import LoadedDataset
 from fedcare_core.errors import FedcareError
 from fedcare_core.results import DataProvenance, ExperimentResult
 from fedcare_core.runner import run_algorithm
-from flows.flow_parameters import FlowParameters, as_tuple, check_output_dirs, expected_failure
+from flows.federation_flow import run_federation_pipeline
+from flows.flow_parameters import (
+    FEDERATION,
+    FlowParameters,
+    as_tuple,
+    check_output_dirs,
+    expected_failure,
+)
 from flows.parameter_docs import FEDCARE_PARAMETERS, document_parameters
 from flows.parent_run import ParentRun
 from tasks.data import (
@@ -166,7 +177,7 @@ def fedcare_pipeline(
     dataset: str = "diabetes130",
     data_dir: str | None = None,
     algorithm: str | list[str] = "fedcare",
-    clients: int = 10,
+    clients: int | None = None,
     rounds: int = 100,
     seeds: list[int] | int = 0,
     rho: float | None = None,
@@ -183,16 +194,24 @@ def fedcare_pipeline(
     out_dir: str | None = None,
     cache_stage1: bool = True,
     stage1_cache_dir: str | None = None,
+    federation_state_dir: str | None = None,
+    federation_schema: str | None = None,
+    min_sites: int | None = None,
 ) -> dict[str, Any] | State:
     """Check, train and track FedCARE on one dataset, for each algorithm × seed.
 
     Each parameter is described in :data:`flows.parameter_docs.FEDCARE_PARAMETERS`, appended
     below as the ``Args:`` section Prefect's deployment form shows.
 
+    With ``backend="federation"`` no data is loaded: Stage 1 runs over the sites registered
+    with the coordinator of ``federation_state_dir``, once per seed
+    (:func:`flows.federation_flow.run_federation_pipeline`).
+
     Returns
     -------
     dict or State
-        Tracking URI, parent run id, and per algorithm × seed its run id, metrics and timings;
+        Tracking URI, parent run id, and per algorithm × seed its run id, metrics and timings
+        (backend ``"federation"``: per seed its run id, last λ* and ``w_star_sha256``);
         on an expected error (bad parameters, a failed data check) a ``Failed`` state with
         the one-line message (:func:`~flows.flow_parameters.expected_failure`).
     """
@@ -211,10 +230,15 @@ def fedcare_pipeline(
             backend=backend,
             config_file=config_file,
             overrides=overrides if overrides is not None else {},
+            federation_state_dir=federation_state_dir,
+            federation_schema=federation_schema,
+            min_sites=min_sites,
         ).validate()
         check_output_dirs(
             reports_dir=reports_dir, out_dir=out_dir, stage1_cache_dir=stage1_cache_dir
         )
+        if params.backend == FEDERATION:
+            return run_federation_pipeline(params, tracking_uri=tracking_uri, out_dir=out_dir)
         return _run_pipeline(
             params,
             verify_checksum=verify_checksum,

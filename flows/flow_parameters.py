@@ -32,13 +32,23 @@ from fedcare_core.config_fields import (
     show,
 )
 from fedcare_core.errors import ConfigError, FedcareError
+from fedcare_core.federation_schema import FEDERATION_ALGORITHMS, FederationSchema, read_schema
 from fedcare_core.output_paths import check_output_dir
 
 if TYPE_CHECKING:
     from prefect.states import State
 
-#: Stage 1 backends the flow accepts (as ``fedcare run --backend``).
-BACKENDS = ("local", "flower-sim", "flower-deployment")
+#: Stage 1 backends the flow accepts: ``fedcare run --backend``'s, and ``"federation"`` (Stage 1
+#: over the sites registered with a running coordinator, as ``fedcare federation run``).
+BACKENDS = ("local", "flower-sim", "flower-deployment", "federation")
+#: The backend that runs over real sites (the schema decides the data; no data is loaded).
+FEDERATION = "federation"
+#: The parameters only backend ``"federation"`` takes (and needs).
+FEDERATION_PARAMETERS = ("federation_state_dir", "federation_schema", "min_sites")
+#: Data parameters backend ``"federation"`` refuses: the schema and the sites decide them.
+NOT_WITH_FEDERATION = (
+    "data_dir", "clients", "rho", "max_patients", "stage2_epochs", "config_file",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,9 @@ class FlowParameters:
         A JSON ``ExperimentConfig`` (as ``fedcare run --config``) the other values override.
     overrides
         Further configuration sections, e.g. ``{"stage1": {"solver": "slsqp"}}``.
+    federation_state_dir, federation_schema, min_sites
+        Backend ``"federation"`` only (and required there): the coordinator's state folder,
+        the federation schema (``federation.json``) and how many sites Stage 1 waits for.
     """
 
     dataset: str = "diabetes130"
@@ -77,6 +90,9 @@ class FlowParameters:
     backend: str = "local"
     config_file: str | None = None
     overrides: Mapping[str, Any] = field(default_factory=dict)
+    federation_state_dir: str | None = None
+    federation_schema: str | None = None
+    min_sites: int | None = None
 
     def validate(self) -> FlowParameters:
         """Check everything that can be checked before touching data; return ``self``.
@@ -86,13 +102,23 @@ class FlowParameters:
         ConfigError
             On an unknown backend, a baseline that runs in process only (PAFNet, the bounds)
             with a Flower backend, no algorithm or seed,
-            repeated values, or any invalid configuration value.
+            repeated values, or any invalid configuration value; with backend
+            ``"federation"``, as :meth:`validate_federation`; with another backend, a
+            federation parameter.
         """
         self.check_types()
         if self.backend not in BACKENDS:
             raise ConfigError(
                 f"unknown backend {self.backend!r}; expected one of {', '.join(BACKENDS)}"
             )
+        if self.backend == FEDERATION:
+            self.validate_federation()
+            return self
+        for name in FEDERATION_PARAMETERS:
+            if getattr(self, name) is not None:
+                raise ConfigError(
+                    f"{name} applies to backend {FEDERATION!r} only (backend is {self.backend!r})"
+                )
         for algorithm in self.algorithms:
             get_algorithm(algorithm)
             refusal = backend_refusal(algorithm, self.backend)
@@ -105,6 +131,55 @@ class FlowParameters:
                 raise ConfigError(f"repeated {name}s: {list(values)}")
         self.experiment_configs()
         return self
+
+    def validate_federation(self) -> FederationSchema:
+        """Backend ``"federation"``'s checks (no data is read: the schema decides it).
+
+        Returns
+        -------
+        FederationSchema
+            The schema ``federation_schema`` names.
+
+        Raises
+        ------
+        ConfigError
+            Naming the parameter: a federation parameter missing, a data parameter given (or
+            an algorithm other than fedcare), repeated or no seeds, an unreadable schema, a
+            ``dataset`` other than the schema's, or ``rounds`` or a seed the schema's
+            configuration refuses.
+        """
+        for name in FEDERATION_PARAMETERS:
+            if getattr(self, name) is None:
+                raise ConfigError(f"backend {FEDERATION!r} needs {name} ({_NEEDS[name]})")
+        for name in NOT_WITH_FEDERATION:
+            if getattr(self, name) is not None:
+                raise ConfigError(f"{name}: {_SCHEMA_DECIDES}")
+        if self.overrides:
+            raise ConfigError(f"overrides: {_SCHEMA_DECIDES}")
+        if self.algorithms != FEDERATION_ALGORITHMS:
+            raise ConfigError(
+                f"algorithm {list(self.algorithms)}: backend {FEDERATION!r} runs "
+                f"{', '.join(FEDERATION_ALGORITHMS)} only"
+            )
+        if not self.seeds or len(set(self.seeds)) != len(self.seeds):
+            raise ConfigError(f"seeds {list(self.seeds)}: give one or more distinct seeds")
+        try:
+            schema = read_schema(str(self.federation_schema))
+        except ConfigError as exc:  # "federation schema PATH: why" → name the parameter
+            message = str(exc).removeprefix("federation schema ")
+            raise ConfigError(f"federation_schema {message}") from None
+        if self.dataset != schema.dataset:
+            raise ConfigError(
+                f"dataset {self.dataset!r} differs from federation_schema's dataset "
+                f"{schema.dataset!r}; pass dataset={schema.dataset!r}"
+            )
+        assert self.min_sites is not None  # for mypy: checked above
+        for seed in self.seeds:
+            try:
+                schema.run_config(seed=seed, clients=self.min_sites, rounds=self.rounds)
+            except ConfigError as exc:
+                raise ConfigError(f"federation_schema's configuration: {exc}") from None
+        return schema
 
     def check_types(self) -> None:
         """Check each parameter's type and range (NaN and ±inf refused), naming it.
@@ -191,7 +266,18 @@ PARAMETER_RANGES: dict[str, Range] = {
     "rho": OPEN_UNIT,
     "max_patients": AT_LEAST_1,
     "stage2_epochs": AT_LEAST_1,
+    "min_sites": AT_LEAST_1,
 }
+#: What each federation parameter is (named in the message when one is missing).
+_NEEDS = {
+    "federation_state_dir": "the coordinator's state folder",
+    "federation_schema": "the federation.json the sites were prepared for",
+    "min_sites": "how many registered sites Stage 1 waits for, at least 1",
+}
+_SCHEMA_DECIDES = (
+    "not with backend 'federation': the federation schema and the registered sites decide it "
+    "(leave it null)"
+)
 SEED_RANGE = Range(0, MAX_SEED)
 
 

@@ -46,11 +46,24 @@ FEDCARE_PARAMETERS: Mapping[str, str] = {
         'A registered algorithm ("fedcare", "fedcare-b", a baseline such as "fedavg", or a '
         'bound: "local", "centralised"), or a list of them.'
     ),
-    "clients": "K: the number of clients (hospitals) the cohort is partitioned into.",
-    "rounds": "T: the number of Stage 1 federated rounds.",
-    "seeds": "One seed or a list; each algorithm × seed is a nested MLflow run.",
+    "clients": (
+        "K: the number of clients (hospitals) the cohort is partitioned into (null: the "
+        "configuration's, 10; leave null with backend federation: the sites are the clients)."
+    ),
+    "rounds": "T: the number of Stage 1 federated rounds (backend federation too).",
+    "seeds": (
+        "One seed or a list; each algorithm × seed is a nested MLflow run (backend federation: "
+        "one Stage 1 over the sites per seed)."
+    ),
     "rho": "Disparity ratio of the client sizes (null: the configuration's).",
-    "backend": 'Where the Stage 1 rounds run: "local", "flower-sim" or "flower-deployment".',
+    "backend": (
+        'Where the Stage 1 rounds run: "local", "flower-sim" or "flower-deployment" on the '
+        'partitioned dataset, or "federation": over the real sites registered with the running '
+        "coordinator of federation_state_dir (no data loaded or checked here; fedcare only; "
+        "data_dir, clients, rho, max_patients, stage2_epochs, config_file and overrides must "
+        "stay null: the schema decides them; dataset must be the schema's; the data-check, "
+        "Stage 2, registry and cache parameters do not apply)."
+    ),
     "stage2_epochs": "Stage 2 (personalisation) epochs per client (null: the configuration's).",
     "config_file": "A JSON ExperimentConfig file the other parameters override (null: defaults).",
     "overrides": 'Further configuration sections, e.g. {"stage1": {"solver": "slsqp"}}.',
@@ -63,13 +76,28 @@ FEDCARE_PARAMETERS: Mapping[str, str] = {
         "(false: in the flow's process, in client order)."
     ),
     "reports_dir": "Folder of the data-check reports (a sub-folder per flow run).",
-    "out_dir": "Folder for each algorithm × seed's results.json (null: none written).",
+    "out_dir": (
+        "Folder for each algorithm × seed's results.json (backend federation: each seed's "
+        "Stage 1 document; null: none written)."
+    ),
     "cache_stage1": (
         "Persist FedCARE's Stage 1 result under a key of its configuration, data and code, so "
         "that a retried or repeated flow run loads it (a Cached task run) instead of training."
     ),
     "stage1_cache_dir": (
         "The owner-only Stage 1 cache folder (null: $PREFECT_HOME/fedcare-stage1-cache)."
+    ),
+    "federation_state_dir": (
+        "Backend federation only, and required there: the coordinator's state folder "
+        "(fedcare federation start --state-dir)."
+    ),
+    "federation_schema": (
+        "Backend federation only, and required there: the federation.json the sites were "
+        "prepared for (fedcare federation init)."
+    ),
+    "min_sites": (
+        "Backend federation only, and required there (at least 1): how many of the sites "
+        "registered for the schema must be online; Stage 1 waits for them."
     ),
 }
 

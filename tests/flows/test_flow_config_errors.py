@@ -20,6 +20,7 @@ from flows.fedcare_flow import fedcare_pipeline
 from flows.flow_parameters import FlowParameters
 
 NAN, INF = float("nan"), float("inf")
+FEDERATION_PATHS = {"federation_state_dir": "{tmp}/s", "federation_schema": "{tmp}/file"}
 
 
 @pytest.mark.parametrize(
@@ -121,6 +122,15 @@ def _assert_clean_failure(state: Any, words: tuple[str, ...]) -> None:
         ({"out_dir": "{tmp}/file"}, ("out_dir", "is a file")),
         ({"reports_dir": "{tmp}/file/reports"}, ("reports_dir", "not a folder")),
         ({"stage1_cache_dir": "{tmp}/file"}, ("stage1_cache_dir", "is a file")),
+        ({"min_sites": 3}, ("min_sites", "applies to backend 'federation' only")),
+        (
+            {"backend": "federation", "min_sites": 3, **FEDERATION_PATHS},
+            ("clients", "not with backend 'federation'"),
+        ),
+        (
+            {"backend": "federation", "clients": None, "federation_schema": "{tmp}/file"},
+            ("backend 'federation' needs federation_state_dir",),
+        ),
     ],
 )
 def test_the_fedcare_flow_fails_cleanly_before_any_work(
@@ -133,8 +143,8 @@ def test_the_fedcare_flow_fails_cleanly_before_any_work(
     (tmp_path / "file").write_text("")
     kwargs = {k: v.format(tmp=tmp_path) if isinstance(v, str) else v for k, v in kwargs.items()}
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
-    params: dict[str, Any] = {"reports_dir": str(tmp_path / "reports"), **kwargs}
-    state = fedcare_pipeline(tracking_uri=uri, clients=3, rounds=2, return_state=True, **params)
+    params: dict[str, Any] = {"reports_dir": str(tmp_path / "reports"), "clients": 3, **kwargs}
+    state = fedcare_pipeline(tracking_uri=uri, rounds=2, return_state=True, **params)
     _assert_clean_failure(state, words)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]  # no MLflow store, no report
 
