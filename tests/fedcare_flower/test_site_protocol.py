@@ -64,7 +64,7 @@ def test_sites_get_the_plan_order_as_ids_and_keep_w_star(small_federation, tmp_p
     assert strategy.state.params.tobytes() == state.params.tobytes()
     assert sorted(strategy.clients.values()) == [0, 1, 2]
     assert [m.metadata.message_type for m in grid.sent][-3:] == [FINAL_MODEL_TYPE] * 3
-    for k, name in enumerate(NAMES):
+    for name in NAMES:
         kept = tmp_path / "sites" / name / "stage1"
         doc = json.loads((kept / STAGE1_DOC).read_text())
         assert doc["client_id"] == order.index(name) and doc["run_name"] == "r1"
@@ -79,7 +79,7 @@ def test_a_site_not_in_the_plan_or_of_another_schema_is_refused(
     small_federation, tmp_path, task_identity
 ):
     digests = {"west": "cd" * 32}
-    cfg, fed, ws, grid = _site_grid(small_federation, tmp_path, digests=digests)
+    _, _, ws, grid = _site_grid(small_federation, tmp_path, digests=digests)
     plan = replace(
         ws.plan,
         sites=("east", "west"),  # north is not a site of this run; west has another schema
