@@ -25,7 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from fedcare_procs import free_port
+from fedcare_flower.processes import TOKEN_ENV
+from fedcare_procs import free_port, marked_processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.realdata]
 ROUNDS = "5"
@@ -197,17 +198,20 @@ def test_a_site_that_drops_out_mid_run_is_noted_and_the_others_finish(federation
     assert not _federation_processes(root)
 
 
-def _federation_processes(root: Path) -> list[int]:
-    """Live processes whose command line names a folder of this test (none may be left)."""
+def _federation_processes(root: Path) -> list[str]:
+    """Live processes whose command line names a folder of this test, but the coordinator's
+    (its SuperLink and what it started, marked with its token): none may be left."""
+    record = json.loads((root / "state" / "superlink.json").read_text())
+    coordinator = set(marked_processes(TOKEN_ENV, record["token"]))
     out = []
     for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
+        if not entry.name.isdigit() or int(entry.name) in coordinator:
             continue
         try:
             cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
             state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
         except OSError:
             continue
-        if str(root) in cmdline and "superlink" not in cmdline and state != "Z":
-            out.append(int(entry.name))
+        if str(root) in cmdline and state != "Z":
+            out.append(f"{entry.name}: {cmdline.replace(chr(0), ' ')}")
     return out
