@@ -25,6 +25,7 @@ import logging
 import math
 import tempfile
 import time
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -387,10 +388,21 @@ def log_model(
         source_run_id=run_id,
         params=dict(params or {}),
     )
+    with warnings.catch_warnings():
+        # torch's pt2 archive warns about the model's (CPU) weights: "No complete tensor found
+        # in the group!" — a message about sharded accelerator tensors, not these.
+        warnings.filterwarnings("ignore", message="No complete tensor found", category=UserWarning)
+        _log_pytorch(module, name, logged.model_id, run_id, signature, example)
+    return str(logged.model_id)
+
+
+def _log_pytorch(
+    module: Any, name: str, model_id: str, run_id: str, signature: Any, example: Any
+) -> None:
     mlflow.pytorch.log_model(
         module,
         name=name,
-        model_id=logged.model_id,
+        model_id=model_id,
         run_id=run_id,
         signature=signature,
         input_example=example,
@@ -402,7 +414,6 @@ def log_model(
             "output": "one column per objective: probability (binary) or days (regression)",
         },
     )
-    return str(logged.model_id)
 
 
 def _kinds(result: ExperimentResult) -> dict[str, str]:
