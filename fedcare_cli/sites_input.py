@@ -10,7 +10,6 @@ checks on the site's file, then :func:`fedcare_core.sites.prepare_site`.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,6 +19,7 @@ from fedcare_core.config import DataConfig
 from fedcare_core.data.federation import ClientData
 from fedcare_core.errors import ConfigError
 from fedcare_core.federation_schema import FederationSchema
+from fedcare_core.json_files import read_json
 from fedcare_core.results import DataProvenance
 from fedcare_core.sites import prepare_site
 
@@ -52,12 +52,7 @@ def read_sites_list(path: Path, schema: FederationSchema) -> list[SiteEntry]:
         Naming the file and the entry at fault: not a list, a missing or unknown key, a file
         that does not exist, an objective the schema lacks, or two sites of the same name.
     """
-    try:
-        raw = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"--sites {path}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"--sites {path}: not a readable JSON file ({exc})") from None
+    raw = read_json(path, "--sites")
     if not isinstance(raw, list) or not raw:
         raise ConfigError(f"--sites {path}: expected a non-empty JSON list of sites")
     entries = [_entry(path, i, item, schema) for i, item in enumerate(raw)]

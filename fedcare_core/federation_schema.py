@@ -26,6 +26,7 @@ from fedcare_core.data.cohort import Objective
 from fedcare_core.data.partition import FeaturePartition, with_disparity
 from fedcare_core.datasets import DatasetDefinition, dataset_definition
 from fedcare_core.errors import ConfigError
+from fedcare_core.json_files import read_json
 
 #: The ``format`` field of every schema file; readers refuse other values.
 SCHEMA_FORMAT = "fedcare-federation/1"
@@ -184,12 +185,7 @@ def read_schema(path: str | Path) -> FederationSchema:
         configuration.
     """
     p = Path(path)
-    try:
-        raw = json.loads(p.read_text())
-    except FileNotFoundError:
-        raise ConfigError(f"federation schema {p}: no such file") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise ConfigError(f"federation schema {p}: not a readable JSON file ({exc})") from None
+    raw = read_json(p, "federation schema")
     try:
         return schema_from_dict(raw)
     except ConfigError as exc:
