@@ -1,0 +1,84 @@
+"""``fedcare run --sites``: every refusal comes before any file of a site is read."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from fedcare_cli.main import main
+from fedcare_core.config import ExperimentConfig
+from fedcare_core.federation_schema import schema_for
+
+
+@pytest.fixture
+def schema(tmp_path: Path) -> Path:
+    return schema_for(ExperimentConfig()).write(tmp_path / "federation.json")
+
+
+def _sites(tmp_path: Path, entries: object) -> Path:
+    for name in ("a.csv", "b.csv"):
+        (tmp_path / name).write_text("not read before the checks\n")
+    path = tmp_path / "sites.json"
+    path.write_text(json.dumps(entries))
+    return path
+
+
+def _run(capsys, *argv: str) -> str:
+    assert main(["run", *argv, "--quiet"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    return err
+
+
+GOOD = [{"data": "a.csv", "objectives": ["los"]}, {"data": "b.csv", "objectives": ["los"]}]
+
+
+@pytest.mark.parametrize(
+    ("entries", "message"),
+    [
+        ({"data": "a.csv"}, "expected a non-empty JSON list"),
+        ([], "expected a non-empty JSON list"),
+        ([{"data": "a.csv"}], "site 0: keys are 'data', 'objectives'"),
+        ([{"data": "a.csv", "objectives": ["los"], "extra": 1}], "site 0: keys are"),
+        ([GOOD[0], {"data": "absent.csv", "objectives": ["los"]}], "absent.csv: no such file"),
+        ([GOOD[0], {"data": "b.csv", "objectives": ["mortality"]}], "site 1 objectives"),
+        ([GOOD[0], {"data": "b.csv", "objectives": "los"}], "must be a list of names"),
+        ([GOOD[0], {**GOOD[1], "name": "a"}], "two sites are named 'a'"),
+        ([GOOD[0], {**GOOD[1], "name": "../x"}], "site name '../x'"),
+    ],
+)
+def test_a_bad_sites_list_is_refused_naming_the_file_and_entry(
+    tmp_path, schema, capsys, entries, message
+):
+    sites = _sites(tmp_path, entries)
+    err = _run(capsys, "--sites", str(sites), "--schema", str(schema))
+    assert message in err and str(sites) in err
+
+
+@pytest.mark.parametrize(
+    "extra", [["--clients", "4"], ["--rho", "0.2"], ["--local-steps", "3"], ["--no-verify"]]
+)
+def test_options_the_schema_decides_are_refused(tmp_path, schema, capsys, extra):
+    sites = _sites(tmp_path, GOOD)
+    err = _run(capsys, "--sites", str(sites), "--schema", str(schema), *extra)
+    assert f"decides {extra[0]}" in err
+
+
+def test_sites_and_schema_go_together(tmp_path, schema, capsys):
+    sites = _sites(tmp_path, GOOD)
+    assert "go together" in _run(capsys, "--sites", str(sites))
+    assert "go together" in _run(capsys, "--schema", str(schema))
+
+
+def test_a_schema_that_cannot_be_honoured_is_refused(tmp_path, capsys):
+    bad = tmp_path / "federation.json"
+    bad.write_text(json.dumps({"format": "something else"}))
+    err = _run(capsys, "--sites", str(_sites(tmp_path, GOOD)), "--schema", str(bad))
+    assert "format must be" in err and str(bad) in err
+
+
+def test_a_site_file_that_fails_its_checks_is_named(tmp_path, schema, capsys):
+    err = _run(capsys, "--sites", str(_sites(tmp_path, GOOD)), "--schema", str(schema))
+    assert "a.csv" in err  # the first site's file, read through the loader's checks
