@@ -46,9 +46,10 @@ def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
         print(f"fedcare: stage 1: {note}", file=sys.stderr)
     last = document["rounds"][-1] if document["rounds"] else None
     lambdas = ", ".join(f"{k} {v:.4f}" for k, v in (last["lambda"] if last else {}).items())
+    took_part = sorted({site for r in document["rounds"] for site in r["participant_sites"]})
     print(
-        f"Stage 1 {name}: {document['rounds_run']} round(s) over "
-        f"{', '.join(s['name'] for s in document['sites'])}; final λ*: {lambdas or '-'}"
+        f"Stage 1 {name}: {document['rounds_run']} round(s) over {', '.join(took_part) or '-'} "
+        f"(of {len(document['sites'])} registered); final λ*: {lambdas or '-'}"
     )
     print(f"Stage 1 document written to {args.out}")
     if tracking is not None:
