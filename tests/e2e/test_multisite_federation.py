@@ -215,3 +215,33 @@ def _federation_processes(root: Path) -> list[str]:
         if str(root) in cmdline and state != "Z":
             out.append(f"{entry.name}: {cmdline.replace(chr(0), ' ')}")
     return out
+
+
+def test_a_site_reconnects_after_a_network_break(federation: dict) -> None:
+    """The coordinator's SuperLink goes away for a while and comes back on the same address:
+    the sites' nodes, never restarted, take part in the next run."""
+    root, state, port = federation["root"], federation["state"], federation["port"]
+    names = sorted(federation["sites"])[:2]
+    joins = {
+        name: join(federation["sites"][name], port, state / "ca.crt", root / f"break-{name}.log")
+        for name in names
+    }
+    try:
+        one_round = ["federation", "run", "--state-dir", str(state), "--schema",
+                     str(federation["schema"]), "--min-sites", "2", "--rounds", "1",
+                     "--seed", "2", "--quiet", "--startup-timeout", "180"]  # fmt: skip
+        fedcare(*one_round, "--out", str(root / "before.json"))
+        fedcare("federation", "stop", "--state-dir", str(state))
+        time.sleep(15)  # the break: the nodes retry all along
+        fedcare("federation", "start", "--state-dir", str(state), "--port", str(port))
+        fedcare(*one_round, "--out", str(root / "after.json"))
+        assert all(proc.poll() is None for proc in joins.values())
+    finally:
+        for proc in joins.values():
+            stop(proc)
+    logs = "".join((root / f"break-{name}.log").read_text() for name in names)
+    assert "starting it again" not in logs  # the same node processes, reconnected
+    before = json.loads((root / "before.json").read_text())
+    after = json.loads((root / "after.json").read_text())
+    assert after["rounds"][0]["participant_sites"] == names
+    assert after["rounds"][0]["lambda"] == before["rounds"][0]["lambda"]
