@@ -1,9 +1,9 @@
 """The end of Stage 1 at a coordinator: ``w*`` to every site still in the run (Algorithm 1, l. 30).
 
 :func:`broadcast_final_model` sends each site the final model with its client id, the seed and
-the trace (:mod:`fedcare_flower.site_messages`), and returns one note saying which sites kept
-it: a site that does not answer (or fails) is named, and the run still succeeds (its ``w*`` is
-in the coordinator's result; the site can be sent it again by running Stage 1 again).
+the trace (:mod:`fedcare_flower.site_messages`). A site that does not answer (or fails) is
+named in a note; the run still succeeds (``w*`` is in the coordinator's result, and the site
+receives it with the next run).
 """
 
 from __future__ import annotations
@@ -28,8 +28,14 @@ LOGGER = logging.getLogger(__name__)
 FINAL_MODEL_TYPE = f"{MessageType.QUERY}.{FINAL_MODEL_ACTION}"
 
 
-def broadcast_final_model(strategy: FedCareStrategy, grid: Grid) -> str:
-    """Send ``w*`` to every client of ``strategy`` still in the run; a note on the outcome."""
+def broadcast_final_model(strategy: FedCareStrategy, grid: Grid) -> str | None:
+    """Send ``w*`` to every client of ``strategy`` still in the run.
+
+    Returns
+    -------
+    str or None
+        A note naming the sites it did not reach (None: it reached every one).
+    """
     plan = strategy.plan
     online = set(grid.get_node_ids())
     by_node = {
@@ -38,7 +44,7 @@ def broadcast_final_model(strategy: FedCareStrategy, grid: Grid) -> str:
         if node in online
     }
     if not by_node:
-        return "final model: no site left to send it to"
+        return "final model: no client left to send it to"
     rounds = [round_to_dict(r) for r in strategy.rounds]
     messages = []
     for node, client_id in by_node.items():
@@ -71,7 +77,9 @@ def broadcast_final_model(strategy: FedCareStrategy, grid: Grid) -> str:
             kept.append(name)
     failed += [f"{plan.client_name(c)} (no reply)" for n, c in by_node.items() if n not in answered]
     note = f"final model: sent to {len(by_node)} client(s), kept in {len(kept)} site folder(s)"
-    if failed:
-        note += f"; not delivered to {', '.join(failed)}"
-        LOGGER.warning(note)
+    if not failed:
+        LOGGER.info(note)
+        return None
+    note += f"; not delivered to {', '.join(failed)}"
+    LOGGER.warning(note)
     return note

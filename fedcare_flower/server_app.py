@@ -71,7 +71,9 @@ def run_server(grid: Grid, plan: RunPlan, on_round: RoundHook | None = None) -> 
             train_config=baselines.baseline_train_config(plan) if is_baseline else None,
         )
         if plan.broadcast and isinstance(strategy, FedCareStrategy):
-            strategy.notes.append(broadcast_final_model(strategy, polling))
+            note = broadcast_final_model(strategy, polling)
+            if note is not None:
+                strategy.notes.append(note)
         write_stage1_result(
             out,
             strategy.state,
