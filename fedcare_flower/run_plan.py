@@ -120,8 +120,14 @@ class RunPlan:
         return range(len(self.sites) if self.sites else self.num_clients)
 
     def client_name(self, client_id: int) -> str:
-        """How messages name client ``client_id``: its site's name, or ``client <k>``."""
-        return f"site {self.sites[client_id]!r}" if self.sites else f"client {client_id}"
+        """How messages name client ``client_id``: ``site '<name>'`` or ``client <k>``.
+
+        ``client <k>`` for a client of one cohort: no site names, or the loopback deployment's
+        ``client-<k>``.
+        """
+        if not self.sites or self.sites[client_id] == f"client-{client_id}":
+            return f"client {client_id}"
+        return f"site {self.sites[client_id]!r}"
 
     @property
     def kinds(self) -> dict[str, str]:
