@@ -168,7 +168,7 @@ def site_node_of(ws: Workspace, security: RunSecurity, cid: int, superlink: str)
     """Client ``cid`` of a loopback run as a site: named by the run plan, data in memory."""
     keys = security.node_keys(cid) if security.node_auth else None
     return SiteNode(
-        name=ws.plan.sites[cid],
+        name=ws.plan.sites[cid] if ws.plan.sites else f"client-{cid}",
         data_path=ws.data_path(cid),
         superlink=superlink,
         root_certificates=None if security.tls is None else security.tls.ca_cert,
