@@ -21,8 +21,8 @@ def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
 
     check_output_file(args.out)
     schema = read_schema(args.schema)
-    if args.min_sites < 1:
-        raise ConfigError(f"--min-sites {args.min_sites}: give at least 1")
+    if args.min_sites < 2:
+        raise ConfigError(f"--min-sites {args.min_sites}: a federation needs at least 2 sites")
     schema.run_config(seed=args.seed, clients=args.min_sites, rounds=args.rounds)  # checks T, S
     flower = FlowerConfig(
         round_timeout_s=args.round_timeout, startup_timeout_s=args.startup_timeout

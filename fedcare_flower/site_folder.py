@@ -52,6 +52,8 @@ STAGE1_ARRAYS = "stage1.npz"
 STAGE1_DOC = "stage1.json"
 SITE_FORMAT = "fedcare-site/1"
 CARD_FORMAT = "fedcare-site-card/1"
+#: The ``format`` of a site's kept Stage 1 document (``stage1/stage1.json``).
+STAGE1_FORMAT = "fedcare-site-stage1/1"
 
 
 @dataclass(frozen=True)
@@ -251,6 +253,7 @@ def store_final_model(stage1_dir: Path, final: FinalModel) -> None:
         np.savez(fh, params=final.params, buffers=final.buffers)
     os.replace(tmp, stage1_dir / STAGE1_ARRAYS)
     doc = {
+        "format": STAGE1_FORMAT,
         "client_id": final.client_id,
         "seed": final.seed,
         "schema_digest": final.schema_digest,
@@ -295,7 +298,20 @@ def read_final_model(site: SiteFolder, model: ModelConfig) -> ReceivedStage1:
             f"--site {site.root}: no Stage 1 model yet; it arrives at the end of the "
             "coordinator's `fedcare federation run` while `fedcare site join` runs"
         )
+    try:
+        return _read_final_model(site, doc_path, model)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(
+            f"--site {site.root}: the Stage 1 model in {site.stage1_dir} cannot be read "
+            f"({type(exc).__name__}: {exc}); it is sent again at the end of the coordinator's "
+            "next `fedcare federation run`"
+        ) from None
+
+
+def _read_final_model(site: SiteFolder, doc_path: Path, model: ModelConfig) -> ReceivedStage1:
     doc = json.loads(doc_path.read_text())
+    if doc.get("format") != STAGE1_FORMAT:
+        raise ValueError(f"format {doc.get('format')!r}, expected {STAGE1_FORMAT!r}")
     digest = site.info()["schema_digest"]
     if doc["schema_digest"] != digest:
         raise ConfigError(

@@ -266,13 +266,13 @@ PARAMETER_RANGES: dict[str, Range] = {
     "rho": OPEN_UNIT,
     "max_patients": AT_LEAST_1,
     "stage2_epochs": AT_LEAST_1,
-    "min_sites": AT_LEAST_1,
+    "min_sites": Range(2),  # a federation needs two sites
 }
 #: What each federation parameter is (named in the message when one is missing).
 _NEEDS = {
     "federation_state_dir": "the coordinator's state folder",
     "federation_schema": "the federation.json the sites were prepared for",
-    "min_sites": "how many registered sites Stage 1 waits for, at least 1",
+    "min_sites": "how many registered sites Stage 1 waits for, at least 2",
 }
 _SCHEMA_DECIDES = (
     "not with backend 'federation': the federation schema and the registered sites decide it "

@@ -96,7 +96,7 @@ FEDCARE_PARAMETERS: Mapping[str, str] = {
         "prepared for (fedcare federation init)."
     ),
     "min_sites": (
-        "Backend federation only, and required there (at least 1): how many of the sites "
+        "Backend federation only, and required there (at least 2): how many of the sites "
         "registered for the schema must be online; Stage 1 waits for them."
     ),
 }

@@ -156,6 +156,7 @@ def test_backend_federation_runs_fedcare_only(schema_file: str, algorithms: tupl
     ("kwargs", "words"),
     [
         ({"min_sites": 0}, ("min_sites", "0")),
+        ({"min_sites": 1}, ("min_sites", "1")),
         ({"min_sites": 1.5}, ("min_sites", "1.5")),
         ({"federation_state_dir": 3}, ("federation_state_dir",)),
         ({"seeds": (0, 0)}, ("seeds", "[0, 0]")),
