@@ -125,7 +125,7 @@ def cmd_site_prepare(args: argparse.Namespace) -> int:
     rows = folder.info()["rows"]
     card, key = folder.root / CARD_FILE, folder.private_key
     print(f"site {name}: objectives {', '.join(loaded.client.objectives)}")
-    print(f"  rows: train {rows['train']}, validation {rows['val']}, test {rows['test']}")
+    print(f"  rows: train {rows['train']:,}, validation {rows['val']:,}, test {rows['test']:,}")
     print(f"  site folder: {folder.root}")
     print(
         f"send {card} to the coordinator (public: name, objectives, schema digest, public key); "

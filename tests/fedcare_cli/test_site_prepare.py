@@ -154,7 +154,7 @@ def test_prepare_writes_an_owner_only_site_folder_and_a_public_card(
     assert sum(rows.values()) == 240 and min(rows.values()) > 0
     assert captured.out.splitlines() == [
         "site st-mary: objectives readmission, los",
-        f"  rows: train {rows['train']}, validation {rows['val']}, test {rows['test']}",
+        f"  rows: train {rows['train']:,}, validation {rows['val']:,}, test {rows['test']:,}",
         f"  site folder: {out}",
         f"send {out / 'site-card.json'} to the coordinator (public: name, objectives, schema "
         f"digest, public key); keep {out / 'keys' / 'node.key'} secret: it never leaves the site",
