@@ -3,9 +3,10 @@
 The site's node (:class:`~fedcare_flower.site_node.SiteNode`) connects to the coordinator's
 SuperLink over TLS verified with the coordinator's CA, authenticated with the site's own key,
 and serves the site's data from its folder. It runs in the foreground until Ctrl-C (or
-SIGTERM): then the node and its executor are stopped and the run's temporary folder (the node's
-loopback certificate, its node config and logs) is deleted; the site folder keeps only what it
-held, plus the broadcast ``w*`` once Stage 1 ends.
+SIGTERM): then the node and its executor are stopped and the join's working folder
+(``SITE_DIR/.join``: the node's loopback certificate, its node config and logs) is deleted; the
+site folder keeps what it held, plus the broadcast ``w*`` once Stage 1 ends. One join runs per
+site folder at a time (a lock).
 
 Network breaks: Flower's SuperNode retries the SuperLink until it answers. Should the SuperNode
 process itself end, it is started again (after :data:`RESTART_DELAY_S`), unless it ended within
@@ -15,10 +16,12 @@ is not registered with the coordinator): then the command stops with the node's 
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import os
 import shutil
-import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from fedcare_flower.flower_options import FlowerConfig
@@ -34,6 +37,12 @@ FAILED_START_S = 20.0
 RESTART_DELAY_S = 5.0
 #: How often the node's processes and the site's ``w*`` are checked.
 WATCH_S = 0.5
+#: The join's working folder in the site folder: the node's loopback certificate, its node
+#: config and its logs (no patient data); deleted when the join ends, and at the next join's
+#: start if a killed one left it.
+JOIN_DIR = ".join"
+#: Held while a join runs: one ``site join`` per site folder.
+JOIN_LOCK = ".join.lock"
 
 
 class SiteJoinError(FlowerRunError):
@@ -59,8 +68,46 @@ def join_federation(
     flower = flower or FlowerConfig()
     if not root_certificates.is_file():
         raise SiteJoinError(f"--root-certificates {root_certificates}: no such file")
+    with _join_lock(site):
+        tmp = site.root / JOIN_DIR
+        shutil.rmtree(tmp, ignore_errors=True)  # what a killed `site join` left behind
+        tmp.mkdir(mode=0o700)
+        _join(site, tmp, superlink, root_certificates, flower, say, stop_when)
+
+
+@contextlib.contextmanager
+def _join_lock(site: SiteFolder) -> Iterator[None]:
+    """Hold the site's join lock: one ``site join`` per site folder at a time.
+
+    Raises
+    ------
+    SiteJoinError
+        If another ``fedcare site join`` holds it.
+    """
+    fd = os.open(site.root / JOIN_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            raise SiteJoinError(
+                f"site {site.name}: another `fedcare site join` runs for {site.root}"
+            ) from None
+        yield
+    finally:
+        os.close(fd)  # releases the lock
+
+
+def _join(
+    site: SiteFolder,
+    tmp: Path,
+    superlink: str,
+    root_certificates: Path,
+    flower: FlowerConfig,
+    say: Callable[[str], None],
+    stop_when: Callable[[], bool],
+) -> None:
+    """The site's node with its working folder ``tmp``, until stopped; ``tmp`` removed after."""
     info = site.info()
-    tmp = Path(tempfile.mkdtemp(prefix="fedcare-site-"))
     try:
         node = SiteNode(
             name=str(info["name"]),
