@@ -199,6 +199,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from data_checks.source_checks import checked_dataset, checked_federation
     from fedcare_cli.output import results_table, write_json_atomic
     from fedcare_core.algorithms import backend_refusal
+    from fedcare_core.results import DataProvenance
     from fedcare_core.run_dir import RunData, RunFolder
 
     folder: RunFolder | None = None
@@ -218,7 +219,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         data_dir, verify = recorded.path, recorded.verify_checksum
         backend = folder.read_backend()
     elif args.sites is not None or args.schema is not None:
-        return _run(args, tracking, *_sites_inputs(args))
+        return _run(args, tracking, _sites_inputs(args), None)
     else:
         config = build_config(args)
         data_dir, verify = args.data_dir, not args.no_verify
@@ -243,8 +244,6 @@ def cmd_run(args: argparse.Namespace) -> int:
         source = str(Path(loaded.source).resolve())
         data = RunData(source, verify, loaded.cohort.source_sha256)
         folder.write_config(config, data, None if backend.name == "local" else backend)
-    from fedcare_core.results import DataProvenance
-
     if folder is not None:
         stage1_runner = _run_folder_runner(folder, config.algorithm, stage1_runner)
     provenance = DataProvenance.of(loaded.cohort)
@@ -271,21 +270,16 @@ def _command_line_backend(args: argparse.Namespace) -> RunBackend:
     return RunBackend(args.backend, {} if local else flower_overrides(args))
 
 
-def _sites_inputs(args: argparse.Namespace) -> tuple[RunInputs, None]:
+def _sites_inputs(args: argparse.Namespace) -> RunInputs:
     """``--sites``: the sites prepared from their own files (no run folder)."""
     from fedcare_cli.sites_run import prepare_sites_run
-    from fedcare_core.algorithms import backend_refusal
 
     run = prepare_sites_run(args, quiet=args.quiet)  # refuses the options the schema decides
     backend = _command_line_backend(args)
-    refusal = backend_refusal(run.config.algorithm, backend.name)
-    if refusal is not None:  # pragma: no cover - the schema's algorithm runs on every backend
-        raise ConfigError(refusal)
-    runner = build_stage1_runner(args, backend)
-    inputs = RunInputs(
+    runner = build_stage1_runner(args, backend)  # the schema's fedcare runs on every backend
+    return RunInputs(
         run.config, run.federation, run.provenance, run.partition_s, backend.name, runner
     )
-    return inputs, None
 
 
 def _run(

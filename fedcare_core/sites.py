@@ -125,11 +125,6 @@ def federation_of_sites(
     )
 
 
-def site_order(names: Sequence[str]) -> tuple[str, ...]:
-    """Site names in client-id order (sorted): what :func:`federation_of_sites` assigns."""
-    return tuple(sorted(names))
-
-
 def single_site_federation(
     schema: FederationSchema, client: ClientData, objectives: Sequence[str]
 ) -> Federation:

@@ -23,7 +23,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import time
@@ -31,8 +30,6 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
-
-import tomli_w
 
 from fedcare_core.errors import ConfigError
 from fedcare_flower.flower_options import FlowerConfig
@@ -53,10 +50,15 @@ from fedcare_flower.tls import (
     private_folder,
     write_file,
 )
-from fedcare_flower.workspace import FlowerRunError, flower_env, write_private
+from fedcare_flower.workspace import (
+    FLWR_CONNECTION,
+    FlowerRunError,
+    flower_env,
+    write_flwr_home,
+    write_private,
+)
+from fedcare_procs import alive
 
-#: The ``flwr`` CLI's name for the coordinator's SuperLink connection.
-CONNECTION = "fedcare"
 #: How long a ``flwr`` CLI call may take (an interpreter start and one request).
 CLI_TIMEOUT_S = 120.0
 #: Validity of a certificate authority the coordinator makes.
@@ -166,7 +168,7 @@ class Coordinator:
         for sub in ("logs", "runs", "keys"):
             private_folder(self.root / sub)
         tls = self._tls(host, given, validity_days)
-        self._write_flwr_home(host, port)
+        write_flwr_home(self.flwr_home, f"{host}:{port}", {"root-certificates": str(self.ca_cert)})
         token = uuid.uuid4().hex
         argv = [
             executable("flower-superlink"),
@@ -217,7 +219,7 @@ class Coordinator:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGTERM)
         deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and _alive(pid):
+        while time.monotonic() < deadline and alive(pid):
             time.sleep(0.1)
         with contextlib.suppress(ProcessLookupError):
             os.killpg(pid, signal.SIGKILL)
@@ -242,12 +244,6 @@ class Coordinator:
             files = make_tls(folder, ips=ips, validity_days=validity_days)
         write_file(self.ca_cert, files.ca_cert.read_bytes(), PUBLIC_MODE)
         return files
-
-    def _write_flwr_home(self, host: str, port: int) -> None:
-        home = private_folder(self.flwr_home)
-        connection = {"address": f"{host}:{port}", "root-certificates": str(self.ca_cert)}
-        doc = {"superlink": {"default": CONNECTION, CONNECTION: connection}}
-        write_private(home / "config.toml", tomli_w.dumps(doc))
 
     # ---- sites ----------------------------------------------------------------------------
 
@@ -296,7 +292,7 @@ class Coordinator:
         key_path = self.root / "keys" / f"{card.name}.pub"
         write_file(key_path, (card.public_key + "\n").encode(), PUBLIC_MODE)
         out = self.flwr(
-            "supernode", "register", str(key_path), CONNECTION, "--format", "json",
+            "supernode", "register", str(key_path), FLWR_CONNECTION, "--format", "json",
             "--name", card.name,
         )  # fmt: skip
         try:
@@ -315,14 +311,14 @@ class Coordinator:
         sites = self.sites()
         if name not in sites:
             raise CoordinatorError(f"no site {name!r} is registered in {self.root}")
-        self.flwr("supernode", "unregister", str(sites[name].node_id), CONNECTION)
+        self.flwr("supernode", "unregister", str(sites[name].node_id), FLWR_CONNECTION)
         del sites[name]
         self._write_sites(sites)
         (self.root / "keys" / f"{name}.pub").unlink(missing_ok=True)
 
     def online_nodes(self) -> set[int]:
         """Node ids the SuperLink reports online."""
-        out = self.flwr("supernode", "list", CONNECTION, "--format", "json")
+        out = self.flwr("supernode", "list", FLWR_CONNECTION, "--format", "json")
         nodes = _last_json(out).get("nodes", [])
         return {int(n["node-id"]) for n in nodes if n.get("status") == "online"}
 
@@ -364,11 +360,6 @@ class Coordinator:
         path.mkdir(parents=True, mode=FOLDER_MODE)
         return path
 
-    def remove(self) -> None:
-        """Delete the state folder (the SuperLink stopped first)."""
-        self.stop()
-        shutil.rmtree(self.root, ignore_errors=True)
-
 
 def _last_json(text: str) -> dict[str, Any]:
     """The last JSON object printed in ``text`` (``flwr --format json`` output)."""
@@ -387,23 +378,10 @@ def _start_time(pid: int) -> str:
     return stat.rsplit(")", 1)[1].split()[19]
 
 
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    state = Path(f"/proc/{pid}/stat")
-    with contextlib.suppress(OSError):
-        return state.read_text().rsplit(")", 1)[1].split()[0] != "Z"
-    return True
-
-
 def _is_our_process(record: dict[str, Any]) -> bool:
     """Whether the recorded pid is still the SuperLink that was started (not a reused pid)."""
     pid = int(record.get("pid", 0))
-    if pid <= 0 or not _alive(pid):
+    if pid <= 0 or not alive(pid):
         return False
     started = str(record.get("started", ""))
     return not started or _start_time(pid) == started

@@ -57,7 +57,6 @@ from fedcare_core.training import ProgressFn
 from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.flwr_internals import fast_paths_enabled
 from fedcare_flower.processes import (
-    LOOPBACK,
     ProcessSupervisor,
     executable,
     free_port,
@@ -70,6 +69,7 @@ from fedcare_flower.server_app import PLAN_PATH_KEY
 from fedcare_flower.site_node import SiteNode, supernode_program
 from fedcare_flower.tls import RunSecurity
 from fedcare_flower.workspace import (
+    FLWR_CONNECTION,
     FlowerRunError,
     RoundTimer,
     Workspace,
@@ -78,10 +78,10 @@ from fedcare_flower.workspace import (
     prepare_baseline_workspace,
     prepare_workspace,
     remove_workspace,
+    write_flwr_home,
     write_private,
 )
 
-CONNECTION_NAME = "fedcare"
 #: How often the runner checks processes while waiting for them to start.
 WATCH_INTERVAL_S = 0.2
 #: SuperExec polling for new ClientApp/ServerApp tasks (Flower's default is 1 s). Each poll is
@@ -142,26 +142,6 @@ def write_app(root: Path, plan_path: Path) -> Path:
     }
     write_private(app_dir / "pyproject.toml", tomli_w.dumps(doc))
     return app_dir
-
-
-def write_flwr_home(
-    ws: Workspace,
-    link_port: int,
-    security: dict[str, str | bool] | None = None,
-    host: str = LOOPBACK,
-) -> Path:
-    """A private ``FLWR_HOME`` whose ``config.toml`` names the run's SuperLink at ``host``.
-
-    ``security`` holds the connection's TLS keys (:meth:`RunSecurity.connection`: the run's
-    CA as ``root-certificates``, or ``insecure = true``; None: insecure).
-    """
-    home = ws.root / "flwr-home"
-    home.mkdir(exist_ok=True, mode=FOLDER_MODE)
-    connection: dict[str, str | bool] = {"address": f"{host}:{link_port}"}
-    connection.update(security or {"insecure": True})
-    doc = {"superlink": {"default": CONNECTION_NAME, CONNECTION_NAME: connection}}
-    write_private(home / "config.toml", tomli_w.dumps(doc))
-    return home
 
 
 def site_node_of(ws: Workspace, security: RunSecurity, cid: int, superlink: str) -> SiteNode:
@@ -323,7 +303,7 @@ class DeploymentStage1Runner:
         for cid in range(k):
             self._start_node(ws, sup, security, cid, link_port)
         app = write_app(ws.root, ws.plan_path)
-        sup.start("flwr-run", [executable("flwr"), "run", str(app), CONNECTION_NAME, "--stream"])
+        sup.start("flwr-run", [executable("flwr"), "run", str(app), FLWR_CONNECTION, "--stream"])
         if self.on_started is not None:
             self.on_started(self)
 
@@ -337,7 +317,8 @@ class DeploymentStage1Runner:
 
     def _env(self, ws: Workspace, link_port: int, security: RunSecurity) -> dict[str, str]:
         """The environment of every process of the run."""
-        home = write_flwr_home(ws, link_port, security.connection(), self.link_host)
+        address = f"{self.link_host}:{link_port}"
+        home = write_flwr_home(ws.root / "flwr-home", address, security.connection())
         return flower_env(home) | {"FLWR_SUPEREXEC_TASK_POLL_INTERVAL": SUPEREXEC_POLL_S}
 
     def _wait_for_superlink(self, sup: ProcessSupervisor, link_port: int) -> None:
@@ -415,7 +396,7 @@ def register_nodes(sup: ProcessSupervisor, public_keys: dict[int, Path]) -> None
     procs = {
         cid: sup.start(
             f"register-{cid}",
-            [executable("flwr"), "supernode", "register", str(key), CONNECTION_NAME],
+            [executable("flwr"), "supernode", "register", str(key), FLWR_CONNECTION],
         )
         for cid, key in public_keys.items()
     }

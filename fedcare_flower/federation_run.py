@@ -21,14 +21,14 @@ from typing import Any
 from fedcare_core.federation_schema import FederationSchema
 from fedcare_core.stage1 import Stage1Result
 from fedcare_core.training import ProgressFn
-from fedcare_flower.coordinator import CONNECTION, Coordinator, CoordinatorError, RegisteredSite
+from fedcare_flower.coordinator import Coordinator, CoordinatorError, RegisteredSite
 from fedcare_flower.deployment import write_app
 from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.processes import ProcessSupervisor, executable, signals_blocked
 from fedcare_flower.results import read_error, read_stage1_result, result_ready, round_to_dict
 from fedcare_flower.run_plan import RunPlan
 from fedcare_flower.run_watch import RunWatch, watch_run
-from fedcare_flower.workspace import write_private
+from fedcare_flower.workspace import FLWR_CONNECTION, write_private
 
 #: How often the coordinator asks the SuperLink which sites are online while waiting.
 SITE_POLL_S = 2.0
@@ -166,7 +166,7 @@ def run_federation(
     sup = ProcessSupervisor(run_dir / "logs", coordinator.env(), flower.shutdown_grace_s)
     started = time.monotonic()
     try:
-        sup.start("flwr-run", [executable("flwr"), "run", str(app), CONNECTION, "--stream"])
+        sup.start("flwr-run", [executable("flwr"), "run", str(app), FLWR_CONNECTION, "--stream"])
         first = flower.startup_timeout_s + flower.round_timeout_s + 60.0
         watch = RunWatch(
             result_dir=result_dir,

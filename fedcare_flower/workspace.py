@@ -27,9 +27,11 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import tomli_w
 
 from fedcare_core.baselines.features import UnionLayout
 from fedcare_core.config import BaselineConfig, ExperimentConfig, ModelConfig, Stage1Config
@@ -138,6 +140,27 @@ def flower_env(flwr_home: Path) -> dict[str, str]:
     )
     env.pop("RAY_ADDRESS", None)
     return env
+
+
+#: The ``flwr`` CLI's name for the SuperLink of a run or a coordinator (its ``config.toml``).
+FLWR_CONNECTION = "fedcare"
+
+
+def write_flwr_home(
+    home: Path, address: str, security: Mapping[str, str | bool] | None = None
+) -> Path:
+    """A private ``FLWR_HOME`` whose ``config.toml`` names the SuperLink at ``address``.
+
+    ``security`` holds the connection's TLS keys (the CA as ``root-certificates``, or
+    ``insecure = true``; None: insecure).
+    """
+    home.mkdir(parents=True, exist_ok=True, mode=FOLDER_MODE)
+    os.chmod(home, FOLDER_MODE)
+    connection: dict[str, str | bool] = {"address": address}
+    connection.update(security or {"insecure": True})
+    doc = {"superlink": {"default": FLWR_CONNECTION, FLWR_CONNECTION: connection}}
+    write_private(home / "config.toml", tomli_w.dumps(doc))
+    return home
 
 
 def prepare_workspace(
