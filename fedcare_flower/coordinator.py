@@ -291,10 +291,14 @@ class Coordinator:
             )
         key_path = self.root / "keys" / f"{card.name}.pub"
         write_file(key_path, (card.public_key + "\n").encode(), PUBLIC_MODE)
-        out = self.flwr(
-            "supernode", "register", str(key_path), FLWR_CONNECTION, "--format", "json",
-            "--name", card.name,
-        )  # fmt: skip
+        try:
+            out = self.flwr(
+                "supernode", "register", str(key_path), FLWR_CONNECTION, "--format", "json",
+                "--name", card.name,
+            )  # fmt: skip
+        except CoordinatorError:
+            key_path.unlink(missing_ok=True)  # refused: nothing of the site is kept
+            raise
         try:
             node_id = int(_last_json(out)["node-id"])
         except (KeyError, TypeError, ValueError):

@@ -41,6 +41,11 @@ def test_start_register_unregister_and_stop(coordinator, tmp_path):
     assert coordinator.online_nodes() == set()  # registered, not connected
     doc = json.loads((coordinator.root / "sites.json").read_text())
     assert doc["north"]["objectives"] == ["los"] and "public_key" not in doc["north"]
+    bad = SiteCard("forged", ("los",), "ab" * 32, "ecdsa-sha2-nistp256 AAAAnotakey")
+    with pytest.raises(CoordinatorError, match="supernode register"):
+        coordinator.register(bad)
+    assert "forged" not in coordinator.sites()
+    assert not (coordinator.root / "keys" / "forged.pub").exists()
     coordinator.unregister("north")
     assert coordinator.sites() == {}
     rotated = coordinator.register(_card(tmp_path, "north"))  # a new key for the same site
