@@ -10,6 +10,7 @@ listens on 127.0.0.1 only; a cluster across machines is started by hand (``dask 
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 from collections.abc import Iterator
@@ -139,6 +140,7 @@ def grid_client(address: str | None = None, workers: int | None = None) -> Itera
     # they are computing.
     before = dict(os.environ)
     others = set(multiprocessing.active_children())
+    quieted: dict[str, int] = {}
     try:
         with LocalCluster(**kwargs) as cluster:
             restore_environment(before)
@@ -147,11 +149,15 @@ def grid_client(address: str | None = None, workers: int | None = None) -> Itera
                 try:
                     yield client
                 except KeyboardInterrupt:
+                    # Killed workers make the scheduler log closed comms, some with their
+                    # traceback, while it closes: the run is ending on purpose, so say nothing.
+                    quieted = quiet_loggers(INTERRUPT_QUIET_LOGGERS)
                     for proc in set(multiprocessing.active_children()) - others:
                         proc.kill()
                     raise
     finally:
         restore_environment(before)
+        restore_logger_levels(quieted)
 
 
 class IgnoreInterrupts(WorkerPlugin):
@@ -164,6 +170,31 @@ class IgnoreInterrupts(WorkerPlugin):
     def setup(self, worker: Any) -> None:
         """Run in the worker process when it starts (and in each worker started later)."""
         child_ignores_interrupts()
+
+
+#: The libraries whose log records a grid's interrupted close would print (Dask's and its loop's).
+INTERRUPT_QUIET_LOGGERS = ("distributed", "tornado", "asyncio")
+
+
+def quiet_loggers(prefixes: tuple[str, ...]) -> dict[str, int]:
+    """Raise every logger named ``prefix`` or ``prefix.*`` above CRITICAL; their old levels.
+
+    Child loggers with a level of their own (Dask's logging configuration sets some) are
+    raised too, so none of them prints. :func:`restore_logger_levels` puts them back.
+    """
+    names = [n for n in logging.root.manager.loggerDict if n.split(".")[0] in prefixes]
+    old: dict[str, int] = {}
+    for name in {*prefixes, *names}:
+        logger = logging.getLogger(name)
+        old[name] = logger.level
+        logger.setLevel(logging.CRITICAL + 1)
+    return old
+
+
+def restore_logger_levels(levels: dict[str, int]) -> None:
+    """Give each named logger back the level :func:`quiet_loggers` recorded."""
+    for name, level in levels.items():
+        logging.getLogger(name).setLevel(level)
 
 
 def restore_environment(before: dict[str, str]) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 import uuid
@@ -17,6 +18,7 @@ from fedcare_core.errors import ConfigError, DataError
 from fedcare_core.experiments.cells import Cell
 from fedcare_core.experiments.engine import DataSpec, plan_jobs, run_cells
 from fedcare_grid import LOOPBACK, cluster_workers, grid_client, local_cluster_kwargs, run_grid
+from fedcare_grid.cluster import INTERRUPT_QUIET_LOGGERS
 from fedcare_procs import marked_processes
 from tests.fedcare_core.experiments.grid_fixtures import BASE
 from tests.fedcare_core.experiments.grid_fixtures import CELLS as GRID_CELLS
@@ -24,6 +26,18 @@ from tests.fedcare_core.experiments.grid_fixtures import CELLS as GRID_CELLS
 #: Four jobs (two FedCARE / FedCARE-B pairs, two FedAvg runs) for two workers.
 CELLS = [*GRID_CELLS, Cell("fedavg", 1, 3)]
 MARK = "FEDCARE_GRID_TEST_MARK"
+
+
+class _Records(logging.Handler):
+    """Every record a logger it is added to lets through."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.records: list[logging.LogRecord] = []
+        self.interrupted_at = float("inf")
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
 
 
 def _documents(out: Path) -> dict[str, Any]:
@@ -107,12 +121,21 @@ def test_an_interrupt_cancels_the_grid_and_stops_every_worker(
     monkeypatch.setenv(MARK, token)  # inherited by the cluster's worker processes
 
     def interrupt(*_: Any) -> None:
+        heard.interrupted_at = time.time()
         raise KeyboardInterrupt
 
     out = tmp_path / "out"
+    heard = _Records()
     with pytest.raises(KeyboardInterrupt), grid_client(workers=2) as client:
         assert len(marked_processes(MARK, token)) >= 2
+        for name in INTERRUPT_QUIET_LOGGERS:
+            logging.getLogger(name).addHandler(heard)
         run_grid(CELLS, BASE, DataSpec(str(data_dir)), out, client, on_done=interrupt)
+    for name in INTERRUPT_QUIET_LOGGERS:
+        logging.getLogger(name).removeHandler(heard)
+    # The scheduler's complaints about the killed workers' comms are not printed.
+    assert [r for r in heard.records if r.created >= heard.interrupted_at] == []
+    assert logging.getLogger("distributed").level < logging.CRITICAL  # and levels come back
     assert marked_processes(MARK, token) == []
     written = sorted(out.glob("*.json"))
     assert 1 <= len(written) < len(CELLS)
