@@ -121,6 +121,8 @@ def encode_snapshot(snapshot: Stage1Snapshot, fingerprint: str) -> bytes:
         "round": snapshot.round,
         "converged": snapshot.converged,
         "server_step": state.step,
+        # The accountant's state: the Gaussian rounds composed so far (one per round under DP).
+        "dp_releases": state.dp_releases,
         "rounds": _rounds_to_json(snapshot.rounds),
     }
     if snapshot.notes:  # a federated backend's; the in-process loop's checkpoints have none
@@ -137,6 +139,7 @@ def _rounds_to_json(rounds: Sequence[RoundInfo]) -> list[dict[str, Any]]:
             "losses": r.losses,
             "participants": list(r.participants),
             "missing_objectives": list(r.missing_objectives),
+            **({} if r.epsilon is None else {"epsilon": r.epsilon}),
         }
         for r in rounds
     ]
@@ -151,6 +154,7 @@ def _rounds_from_json(rounds: list[dict[str, Any]]) -> tuple[RoundInfo, ...]:
             losses={k: float(v) for k, v in r["losses"].items()},
             participants=tuple(int(p) for p in r["participants"]),
             missing_objectives=tuple(str(s) for s in r["missing_objectives"]),
+            epsilon=None if r.get("epsilon") is None else float(r["epsilon"]),
         )
         for r in rounds
     )
@@ -204,6 +208,7 @@ def decode_snapshot(data: bytes, source: str) -> tuple[Stage1Snapshot, str]:
             arrays.get("adam_m"),
             arrays.get("adam_v"),
             int(meta["server_step"]),
+            int(meta.get("dp_releases", 0)),
         )
         notes = tuple(str(n) for n in meta.get("notes", ()))
         snapshot = Stage1Snapshot(int(meta["round"]), state, rounds, bool(meta["converged"]), notes)
@@ -244,6 +249,7 @@ def encode_result(result: Stage1Result, key: str) -> bytes:
             "total": layout.total,
             "backbone": [layout.backbone.start, layout.backbone.stop],
             "heads": {s: [sl.start, sl.stop] for s, sl in layout.heads.items()},
+            "variances": [[sl.start, sl.stop] for sl in layout.variances],
         },
         "notes": list(result.notes),
         "rounds": _rounds_to_json(result.rounds),
@@ -273,6 +279,7 @@ def decode_result(data: bytes, source: str) -> tuple[Stage1Result, str]:
             total=int(spans["total"]),
             backbone=slice(*(int(i) for i in spans["backbone"])),
             heads={str(s): slice(*(int(i) for i in sl)) for s, sl in spans["heads"].items()},
+            variances=tuple(slice(*(int(i) for i in sl)) for sl in spans.get("variances", ())),
         )
         result = Stage1Result(
             params=arrays["params"],

@@ -27,6 +27,7 @@ from fedcare_core.config_fields import (
     show,
 )
 from fedcare_core.errors import ConfigError
+from fedcare_core.privacy import DpSettings, resolve_dp
 
 DATASETS = ("diabetes130", "mimic3")
 #: FedCARE's own methods, whose documents have no ``baselines`` section (the algorithm names
@@ -105,15 +106,47 @@ class Stage1Config:
     normalise: str = "none"
     qp_scope: str = "full"
     server_optimizer: str = "sgd"
+    #: Client-level differential privacy of the rounds (:mod:`fedcare_core.privacy`), off
+    #: unless ``dp_epsilon`` or ``dp_noise_multiplier`` is set: the budget ε (the noise
+    #: multiplier is derived for ``rounds``), or the multiplier z itself; δ; the joint clip C;
+    #: and a seed for reproducible research runs (None: the noise comes from OS entropy).
+    dp_epsilon: float | None = None
+    dp_delta: float = 1e-5
+    dp_noise_multiplier: float | None = None
+    dp_clip: float = 1.0
+    dp_noise_seed: int | None = None
 
     def validate(self) -> None:
-        """Raise :class:`ConfigError` on an invalid value."""
+        """Raise :class:`ConfigError` on an invalid value (a DP budget the rounds exceed too)."""
         check_fields(self, "stage1", RANGES["stage1"])
         _check(self.solver, SOLVERS, "solver", "stage1.solver")
         _check(self.normalise, NORMALISATIONS, "normalise", "stage1.normalise")
         _check(self.qp_scope, QP_SCOPES, "qp_scope", "stage1.qp_scope")
         _check(
             self.server_optimizer, SERVER_OPTIMIZERS, "server_optimizer", "stage1.server_optimizer"
+        )
+        if self.privacy() is not None and self.normalise == "loss+":
+            raise ConfigError(
+                "stage1.normalise 'loss+' needs each client's training losses, which a "
+                "differentially private run does not send; use 'none' or 'l2'"
+            )
+
+    def privacy(self) -> DpSettings | None:
+        """The rounds' resolved DP settings, or None when DP is off.
+
+        Raises
+        ------
+        ConfigError
+            A budget (``dp_epsilon``) that the noise multiplier over ``rounds`` rounds exceeds,
+            or that no multiplier can meet.
+        """
+        return resolve_dp(
+            epsilon=self.dp_epsilon,
+            delta=self.dp_delta,
+            noise_multiplier=self.dp_noise_multiplier,
+            clip=self.dp_clip,
+            rounds=self.rounds,
+            noise_seed=self.dp_noise_seed,
         )
 
 
@@ -378,6 +411,11 @@ RANGES: dict[str, dict[str, Range]] = {
         "global_lr": POSITIVE,
         "batch_size": _BATCH,
         "epsilon": NON_NEGATIVE,
+        "dp_epsilon": POSITIVE,
+        "dp_delta": OPEN_UNIT,
+        "dp_noise_multiplier": POSITIVE,
+        "dp_clip": POSITIVE,
+        "dp_noise_seed": Range(0, MAX_SEED),
     },
     "stage2": {
         "epochs": _STEPS,

@@ -25,11 +25,14 @@ class ParamLayout:
         Slice of the backbone's parameters.
     heads
         Objective → slice of its head's parameters.
+    variances
+        Where the BatchNorm running variances lie in :func:`get_buffers`'s vector.
     """
 
     total: int
     backbone: slice
     heads: dict[str, slice]
+    variances: tuple[slice, ...] = ()
 
 
 def param_layout(model: nn.Module) -> ParamLayout:
@@ -47,7 +50,20 @@ def param_layout(model: nn.Module) -> ParamLayout:
         total=pos,
         backbone=slice(bb[0], bb[1]),
         heads={k: slice(v[0], v[1]) for k, v in spans.items()},
+        variances=_variance_slices(model),
     )
+
+
+def _variance_slices(model: nn.Module) -> tuple[slice, ...]:
+    out: list[slice] = []
+    pos = 0
+    for name, b in model.named_buffers():
+        if name.endswith("num_batches_tracked"):
+            continue
+        if name.endswith("running_var"):
+            out.append(slice(pos, pos + b.numel()))
+        pos += b.numel()
+    return tuple(out)
 
 
 def get_params(model: nn.Module) -> np.ndarray:

@@ -7,8 +7,8 @@ in-process loop over both. The Flower layer calls the first two from its ClientA
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 import numpy as np
 import torch
@@ -26,116 +26,39 @@ from fedcare_core.param_vectors import (
     set_params,
     squared_norm,
 )
+from fedcare_core.privacy import noise_stream
 from fedcare_core.seeding import derive_rng, seed_torch
+from fedcare_core.stage1_privacy import RoundNoise, noisy_means, noisy_statistics, private_update
+from fedcare_core.stage1_types import (
+    ClientUpdate,
+    ObjectiveUpdate,
+    RoundCallback,
+    RoundInfo,
+    ServerState,
+    Stage1Result,
+    Stage1Snapshot,
+)
 from fedcare_core.training import MIN_BATCH, ProgressFn, client_losses, objective_kinds
+
+__all__ = [
+    "ClientUpdate",
+    "ObjectiveUpdate",
+    "RoundCallback",
+    "RoundInfo",
+    "ServerState",
+    "Stage1Result",
+    "Stage1Snapshot",
+    "build_model",
+    "check_snapshot",
+    "client_update",
+    "load_global_model",
+    "run_stage1",
+    "server_step",
+]
 
 #: Adam constants for the optional server optimiser (Kingma & Ba defaults).
 ADAM_BETAS = (0.9, 0.999)
 ADAM_EPS = 1e-8
-
-
-@dataclass(frozen=True)
-class ObjectiveUpdate:
-    """A client's contribution for one objective (eq. 7).
-
-    Parameters
-    ----------
-    delta
-        Δ_{k,s}: the sum of the τ stochastic gradients over the whole parameter vector (float32).
-    num_examples
-        N_{k,s}: training rows labelled for the objective (the aggregation weight, eq. 8).
-    loss
-        Mean training loss over the τ local steps.
-    """
-
-    delta: np.ndarray
-    num_examples: int
-    loss: float
-
-
-@dataclass(frozen=True)
-class ClientUpdate:
-    """Everything a client sends back in one round (model updates and counts only)."""
-
-    client_id: int
-    objectives: dict[str, ObjectiveUpdate]
-    buffers: np.ndarray
-    num_examples: int
-
-
-@dataclass(frozen=True)
-class RoundInfo:
-    """What the server records each round.
-
-    ``lambdas`` holds λ*_s for every objective that received an update; ``missing_objectives``
-    lists objectives no participating client pursued this round (their heads keep their last
-    values).
-    """
-
-    round: int
-    lambdas: dict[str, float]
-    d_sq_norm: float
-    losses: dict[str, float]
-    participants: tuple[int, ...]
-    missing_objectives: tuple[str, ...] = ()
-
-
-@dataclass
-class ServerState:
-    """The server's model and optimiser state between rounds."""
-
-    params: np.ndarray
-    buffers: np.ndarray
-    adam_m: np.ndarray | None = None
-    adam_v: np.ndarray | None = None
-    step: int = 0
-
-
-@dataclass(frozen=True)
-class Stage1Snapshot:
-    """Everything :func:`run_stage1` carries from one round to the next (a checkpoint's content).
-
-    Every client's random streams are derived from ``(seed, round, client, objective)`` and every
-    client takes part in every round, so the loop keeps no random state across rounds: the server
-    state, the trace and the convergence flag determine the rest of the run.
-
-    Parameters
-    ----------
-    round
-        The last completed round (1-based).
-    state
-        ``w^{round+1}``: parameters, BatchNorm statistics and server optimiser state.
-    rounds
-        The trace of rounds ``1..round``.
-    converged
-        Whether ‖d‖² ≤ ε was reached (the loop stops after this round).
-    notes
-        What a federated backend recorded so far (lost clients, objectives without an
-        update); the in-process loop has none.
-    """
-
-    round: int
-    state: ServerState
-    rounds: tuple[RoundInfo, ...]
-    converged: bool
-    notes: tuple[str, ...] = ()
-
-
-#: Called with the snapshot after each completed round (e.g. to write a checkpoint).
-RoundCallback = Callable[[Stage1Snapshot], None]
-
-
-@dataclass(frozen=True)
-class Stage1Result:
-    """Outcome of Stage 1: the converged model ``w*`` and the per-round trace."""
-
-    params: np.ndarray
-    buffers: np.ndarray
-    rounds: list[RoundInfo]
-    converged: bool
-    objectives: tuple[str, ...]
-    layout: ParamLayout
-    notes: list[str] = field(default_factory=list)
 
 
 def build_model(
@@ -226,10 +149,14 @@ def client_update(
             loss=loss_total / config.local_steps,
         )
         buf_sum += get_buffers(model)
+    mean_buffers = (buf_sum / max(len(client.objectives), 1)).astype(np.float32)
+    dp = config.privacy()
+    if dp is not None:
+        return private_update(client.client_id, updates, mean_buffers - buffers, dp.clip)
     return ClientUpdate(
         client_id=client.client_id,
         objectives=updates,
-        buffers=(buf_sum / max(len(client.objectives), 1)).astype(np.float32),
+        buffers=mean_buffers,
         num_examples=client.train.n,
     )
 
@@ -276,9 +203,9 @@ def descent_direction(
     mat = np.stack([deltas[s] for s in names])
     block = mat[:, layout.backbone] if config.qp_scope == "backbone" else mat
     gram = block @ block.T
-    divisors = normalisation_divisors(
-        np.diag(gram).copy(), np.array([losses[s] for s in names]), config.normalise
-    )
+    # A DP run's clients send no losses ("loss+" is refused there).
+    loss_values = np.array([losses[s] for s in names]) if set(names) <= set(losses) else None
+    divisors = normalisation_divisors(np.diag(gram).copy(), loss_values, config.normalise)
     weights, _ = min_norm_weights(normalised_gram(gram, divisors), method=config.solver)
     direction = weights @ mat
     if config.qp_scope == "backbone":
@@ -295,6 +222,7 @@ def server_step(
     layout: ParamLayout,
     config: Stage1Config,
     round_idx: int,
+    noise: RoundNoise | None = None,
 ) -> tuple[ServerState, RoundInfo]:
     """Aggregate, solve for λ*, and step the global model (eqs. 8–11).
 
@@ -312,20 +240,43 @@ def server_step(
         η_g, solver, normalisation, QP scope and server optimiser.
     round_idx
         1-based round number.
+    noise
+        Under differential privacy, the round's noise: the (jointly clipped) updates are
+        summed per objective, noised and averaged uniformly (:mod:`fedcare_core.stage1_privacy`)
+        and the round is one release for the accountant. None: eq. 8's weighted mean.
 
     Returns
     -------
     tuple[ServerState, RoundInfo]
-        ``w^{t+1}`` and the round's λ*, ‖d‖², losses and participants.
+        ``w^{t+1}`` and the round's λ*, ‖d‖², losses, participants and (under DP) ε.
     """
-    deltas, losses = aggregate_objectives(updates, objectives)
     participants = tuple(sorted(u.client_id for u in updates))
+    if noise is None:
+        deltas, losses = aggregate_objectives(updates, objectives)
+    else:
+        ordered = sorted(updates, key=lambda u: u.client_id)
+        deltas, buffer_change = noisy_means(
+            [{s: o.delta for s, o in u.objectives.items()} for u in ordered],
+            [u.buffers for u in ordered],
+            objectives,
+            noise,
+        )
+        losses = {}
     missing = tuple(s for s in objectives if s not in deltas)
     if not deltas:
         return state, RoundInfo(round_idx, {}, float("nan"), {}, participants, missing)
     direction, lambdas = descent_direction(deltas, losses, layout, config)
     d_sq = squared_norm(direction)
-    new = _apply(state, direction, config)
+    new = replace(_apply(state, direction, config), dp_releases=state.dp_releases)
+    epsilon = None
+    if noise is not None:
+        new.dp_releases += 1
+        epsilon = noise.settings.epsilon_after(new.dp_releases)
+        if buffer_change is not None:
+            new.buffers = noisy_statistics(state.buffers, buffer_change, layout.variances)
+        return new, RoundInfo(
+            round_idx, lambdas, d_sq, losses, participants, missing, epsilon=epsilon
+        )
     total = sum(u.num_examples for u in updates)
     if total:
         merged = np.zeros(state.buffers.shape, dtype=np.float64)
@@ -395,6 +346,8 @@ def run_stage1(
         state, rounds, converged = start.state, list(start.rounds), start.converged
     # A converged snapshot ends the loop; otherwise continue with the round after it.
     last = len(rounds) if converged else config.rounds
+    dp = config.privacy()
+    secret = dp.noise_source() if dp is not None else 0
     for t in range(len(rounds) + 1, last + 1):
         updates = [
             client_update(
@@ -402,7 +355,8 @@ def run_stage1(
             )
             for c in federation.clients
         ]
-        state, info = server_step(state, updates, objectives, layout, config, t)
+        noise = None if dp is None else RoundNoise(dp, noise_stream(secret, t))
+        state, info = server_step(state, updates, objectives, layout, config, t, noise)
         rounds.append(info)
         converged = info.d_sq_norm <= config.epsilon
         if on_round is not None:

@@ -1,0 +1,136 @@
+"""Algorithm 1 under client-level DP: what a client clips, what the server sums and noises.
+
+:mod:`fedcare_core.privacy` has the mechanism and the accountant; this module applies them to
+Stage 1's vectors (and to every baseline that reuses its client and server steps). Plain arrays
+in and out, so :mod:`fedcare_core.stage1` wraps them in its update types.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from fedcare_core.privacy import DpSettings, add_noise, clip_jointly
+from fedcare_core.stage1_types import ClientUpdate, ObjectiveUpdate
+
+#: Smallest BatchNorm running variance the server keeps after adding noise to the statistics:
+#: a noisy variance at or below zero would make evaluation divide by (nearly) nothing.
+VARIANCE_FLOOR = 1e-3
+
+
+@dataclass(frozen=True)
+class RoundNoise:
+    """One round's noise: the run's settings and the round's generator.
+
+    Parameters
+    ----------
+    settings
+        z, C, δ and the budget.
+    rng
+        :func:`fedcare_core.privacy.noise_stream` of the run's secret and this round.
+    """
+
+    settings: DpSettings
+    rng: np.random.Generator
+
+
+def clip_client_vectors(
+    deltas: Mapping[str, np.ndarray], buffer_change: np.ndarray, clip: float
+) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """A client's round, clipped jointly: every Δ_{k,s} and its BatchNorm change together.
+
+    Parameters
+    ----------
+    deltas
+        Objective → Δ_{k,s}.
+    buffer_change
+        The client's BatchNorm statistics after local training minus the broadcast ones.
+    clip
+        C.
+
+    Returns
+    -------
+    tuple[dict[str, numpy.ndarray], numpy.ndarray]
+        The same vectors (float32) scaled by one factor so that all together have L2 norm ≤ C.
+    """
+    names = list(deltas)
+    # Clip in float64, cast to float32, and clip the cast again: rounding must never lift
+    # the norm above C.
+    parts = [*(deltas[s] for s in names), buffer_change]
+    scaled = [v.astype(np.float32) for v in clip_jointly(parts, clip)[0]]
+    scaled = [v.astype(np.float32) for v in clip_jointly(scaled, clip)[0]]
+    return dict(zip(names, scaled[:-1], strict=True)), scaled[-1]
+
+
+def private_update(
+    client_id: int, updates: Mapping[str, ObjectiveUpdate], buffer_change: np.ndarray, clip: float
+) -> ClientUpdate:
+    """The update a client sends under DP: jointly clipped vectors, no counts, no losses.
+
+    Parameters
+    ----------
+    client_id
+        The client.
+    updates
+        Its Δ_{k,s} (with counts and losses, which are dropped).
+    buffer_change
+        Its BatchNorm statistics after local training minus the broadcast ones.
+    clip
+        C.
+    """
+    deltas, change = clip_client_vectors(
+        {s: u.delta for s, u in updates.items()}, buffer_change, clip
+    )
+    hidden = {s: ObjectiveUpdate(d, 0, float("nan")) for s, d in deltas.items()}
+    return ClientUpdate(client_id=client_id, objectives=hidden, buffers=change, num_examples=0)
+
+
+def noisy_means(
+    contributions: Sequence[Mapping[str, np.ndarray]],
+    buffer_changes: Sequence[np.ndarray],
+    objectives: Sequence[str],
+    noise: RoundNoise,
+) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
+    """Per-objective sums plus Gaussian noise, then uniform means over the contributors.
+
+    Parameters
+    ----------
+    contributions
+        Each replying client's clipped Δ_{k,s} by objective, in client order.
+    buffer_changes
+        Each replying client's clipped BatchNorm change, in the same order.
+    objectives
+        All objectives of the federation, in head order (the noise is drawn in this order,
+        then for the statistics).
+    noise
+        The round's settings and generator.
+
+    Returns
+    -------
+    tuple[dict[str, numpy.ndarray], numpy.ndarray | None]
+        Δ_s for every objective some client replied for (float64), and the mean BatchNorm
+        change (None when nobody replied or the model has no statistics).
+    """
+    std = noise.settings.noise_std
+    means: dict[str, np.ndarray] = {}
+    for s in objectives:
+        rows = [c[s] for c in contributions if s in c]
+        if rows:
+            total = np.sum(np.stack(rows).astype(np.float64), axis=0)
+            means[s] = add_noise(total, std, noise.rng) / len(rows)
+    if not buffer_changes or buffer_changes[0].size == 0:
+        return means, None
+    total = np.sum(np.stack(buffer_changes).astype(np.float64), axis=0)
+    return means, add_noise(total, std, noise.rng) / len(buffer_changes)
+
+
+def noisy_statistics(
+    buffers: np.ndarray, mean_change: np.ndarray, variances: Sequence[slice]
+) -> np.ndarray:
+    """The server's BatchNorm statistics after a noisy mean change; variances kept ≥ the floor."""
+    out = buffers.astype(np.float64) + mean_change
+    for sl in variances:
+        out[sl] = np.maximum(out[sl], VARIANCE_FLOOR)
+    return out.astype(np.float32)
