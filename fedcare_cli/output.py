@@ -81,6 +81,13 @@ def results_table(results: dict[str, Any]) -> str:
         f"{results['algorithm']} on {results['dataset']}: {len(results['clients'])} clients, "
         f"{len(results['rounds'])} rounds, {timing.get('total_s', float('nan')):.1f} s"
     )
+    privacy = results.get("privacy")
+    if privacy:
+        head += (
+            f"\nclient-level DP: ε = {privacy['epsilon']:.3f} at δ = {privacy['delta']:g} after "
+            f"{privacy['rounds_accounted']} rounds (noise multiplier "
+            f"{privacy['noise_multiplier']:.4g}, clip {privacy['clip']:g}; {privacy['accountant']})"
+        )
     return head + "\n" + "\n".join(lines)
 
 

@@ -47,6 +47,11 @@ CONFIG_FLAGS: dict[str, tuple[str, str]] = {
     "normalise": ("stage1", "normalise"),
     "qp_scope": ("stage1", "qp_scope"),
     "server_optimizer": ("stage1", "server_optimizer"),
+    "dp_epsilon": ("stage1", "dp_epsilon"),
+    "dp_delta": ("stage1", "dp_delta"),
+    "dp_noise_multiplier": ("stage1", "dp_noise_multiplier"),
+    "dp_clip": ("stage1", "dp_clip"),
+    "dp_noise_seed": ("stage1", "dp_noise_seed"),
     "stage2_epochs": ("stage2", "epochs"),
 }
 
@@ -95,6 +100,40 @@ def add_training_options(parser: Any) -> None:
     parser.add_argument("--qp-scope", choices=QP_SCOPES)
     parser.add_argument("--server-optimizer", choices=SERVER_OPTIMIZERS)
     parser.add_argument("--stage2-epochs", type=int)
+    add_privacy_options(parser)
+
+
+def add_privacy_options(parser: Any) -> None:
+    """The client-level differential-privacy flags (``--dp-epsilon`` … ``--dp-noise-seed``)."""
+    dp = parser.add_argument_group(
+        "client-level differential privacy of the rounds (fedcare, fedcare-b, fedavg, fedprox, "
+        "fmgda, fsmgda; docs/PRIVACY.md)"
+    )
+    dp.add_argument(
+        "--dp-epsilon",
+        type=float,
+        help="privacy budget ε: the noise multiplier is derived so that the run's rounds "
+        "spend at most this much (with --dp-noise-multiplier: refuse a run that would exceed it)",
+    )
+    dp.add_argument("--dp-delta", type=float, help="δ of the reported (ε, δ) (default 1e-5)")
+    dp.add_argument(
+        "--dp-noise-multiplier",
+        type=float,
+        help="noise multiplier z: Gaussian noise of standard deviation z·C on every per-"
+        "objective sum, each round (ε is reported after every round)",
+    )
+    dp.add_argument(
+        "--dp-clip",
+        type=float,
+        help="C: the bound on the L2 norm of everything one client sends in a round, all its "
+        "objectives' updates together (default 1.0)",
+    )
+    dp.add_argument(
+        "--dp-noise-seed",
+        type=int,
+        help="seed the noise (a reproducible research run; anyone with the seed can remove the "
+        "noise, so never for a model you release). Default: fresh OS entropy",
+    )
 
 
 def add_parser(sub: Any, backends: tuple[str, ...]) -> None:

@@ -21,6 +21,7 @@ from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.federation import Federation
 from fedcare_core.deployment import ClientPredictor
 from fedcare_core.evaluate import EvaluationReport
+from fedcare_core.privacy import privacy_record
 from fedcare_core.stage1 import Stage1Result
 from fedcare_core.stage2 import Stage2Result
 
@@ -118,6 +119,7 @@ class ExperimentResult:
                     "participants": list(r.participants),
                     "missing_objectives": list(r.missing_objectives),
                 }
+                | ({} if r.epsilon is None else {"epsilon": r.epsilon})
                 for r in self.stage1.rounds
             ],
             "stage1": {
@@ -159,7 +161,16 @@ class ExperimentResult:
                 "notes": self.notes,
             },
             "timing": self.timing,
-        }
+        } | _privacy_section(self.config, self.stage1)
+
+
+def _privacy_section(config: ExperimentConfig, stage1: Stage1Result) -> dict[str, Any]:
+    """``{"privacy": …}`` for a run under DP (the releases its rounds made), else nothing."""
+    settings = config.stage1.privacy()
+    if settings is None:
+        return {}
+    releases = sum(r.epsilon is not None for r in stage1.rounds)
+    return {"privacy": privacy_record(settings, releases)}
 
 
 def assemble_result(

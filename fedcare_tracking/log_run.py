@@ -69,6 +69,11 @@ TAG_BACKBONE_MODEL_ID = "fedcare.backbone_model_id"
 #: Logged-model id of each client's deployed model: ``fedcare.client_model_id.<k>`` on the run,
 #: ``fedcare.client_model_id`` on a Stage 2 run.
 TAG_CLIENT_MODEL_ID = "fedcare.client_model_id"
+#: The rounds' privacy: ``none``, or the DP mechanism and its accountant.
+TAG_PRIVACY = "fedcare.privacy"
+#: The ``privacy`` fields of ``results.json`` logged as run metrics (``dp.delta`` …; ε is the
+#: per-round ``dp.epsilon``, whose last step the runs table shows).
+DP_SUMMARY = ("delta", "noise_multiplier", "clip")
 #: Prefix of the tags naming each objective's metric (``fedcare.metric.los = mae_days``).
 TAG_METRIC_PREFIX = "fedcare.metric."
 #: The run's setting: its name without the seed (``fedcare-K10-T100``), to group seeds by.
@@ -219,6 +224,8 @@ def _provenance_tags(
     }
     if "cpu_kernels" in doc:
         out[TAG_CPU_KERNELS] = str(doc["cpu_kernels"])
+    privacy = doc.get("privacy")
+    out[TAG_PRIVACY] = f"{privacy['mechanism']} ({privacy['accountant']})" if privacy else "none"
     if flow_run_id is not None:
         out[TAG_FLOW_RUN_ID] = flow_run_id
     out.update({k: str(v) for k, v in (tags or {}).items()})
@@ -254,6 +261,7 @@ def round_metrics(rounds: Sequence[Mapping[str, Any]]) -> list[Metric]:
         values.append(("d_sq_norm", r.get("d_sq_norm"), step))
         values += [(f"loss.{s}", v, step) for s, v in r.get("loss", {}).items()]
         values.append(("participants", len(r.get("participants", [])), step))
+        values.append(("dp.epsilon", r.get("epsilon"), step))  # under DP only
     return _metrics(values, now)
 
 
@@ -277,6 +285,8 @@ def _final_metrics(doc: Mapping[str, Any]) -> list[Metric]:
     if "converged" in stage1:
         values.append(("stage1.converged", float(bool(stage1["converged"])), 0))
     values += [(f"timing.{k}", v, 0) for k, v in doc.get("timing", {}).items()]
+    privacy = doc.get("privacy") or {}
+    values += [(f"dp.{k}", privacy.get(k), 0) for k in DP_SUMMARY if k in privacy]
     return _metrics(values, now_ms())
 
 

@@ -69,6 +69,9 @@ _VARIANT_TOKENS: dict[str, Callable[[Any], str]] = {
     "stage1.qp_scope": lambda v: f"qp-{v}",
     "stage1.server_optimizer": lambda v: f"server-{v}",
     "stage2.solver": lambda v: f"s2-{v}",
+    "stage1.dp_epsilon": lambda v: f"dp-eps{v:g}",
+    "stage1.dp_noise_multiplier": lambda v: f"dp-z{v:g}",
+    "stage1.dp_clip": lambda v: f"dp-clip{v:g}",
 }
 #: Hex digits of the hash of the other departures.
 _HASH_DIGITS = 4

@@ -73,10 +73,18 @@ def validate_config(config: ExperimentConfig) -> ExperimentConfig:
     Raises
     ------
     ConfigError
-        For an unknown algorithm or any invalid field.
+        For an unknown algorithm, any invalid field, or differential privacy asked of an
+        algorithm whose rounds have none.
     """
-    get_algorithm(config.algorithm)
-    return config.validate()
+    algorithm = get_algorithm(config.algorithm)
+    config.validate()
+    if config.stage1.privacy() is not None and not algorithm.private_rounds:
+        private = [n for n in ALGORITHM_NAMES if _load(n).private_rounds]
+        raise ConfigError(
+            f"algorithm {config.algorithm!r} has no differentially private rounds; "
+            f"stage1.dp_epsilon / dp_noise_multiplier apply to {', '.join(private)}"
+        )
+    return config
 
 
 def backend_refusal(name: str, backend: str) -> str | None:

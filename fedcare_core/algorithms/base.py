@@ -148,6 +148,9 @@ class Algorithm(ABC):
     name: ClassVar[str]
     #: Federated rounds that a backend (Flower) can run; False: in process only.
     flower: ClassVar[bool] = False
+    #: Whether its rounds run under client-level DP when the configuration asks for it
+    #: (``stage1.dp_epsilon`` / ``dp_noise_multiplier``; :mod:`fedcare_core.privacy`).
+    private_rounds: ClassVar[bool] = False
     #: Why the algorithm runs in process only (when :attr:`flower` is False).
     in_process_reason: ClassVar[str] = ""
     #: The per-client phase's progress name (``"stage2"``, ``"local"``), or None.

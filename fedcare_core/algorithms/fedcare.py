@@ -71,6 +71,7 @@ class FedCare(Algorithm):
 
     name = "fedcare"
     flower = True
+    private_rounds = True
     personal_phase = "stage2"
     deploys = "personal"
 

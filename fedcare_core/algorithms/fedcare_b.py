@@ -16,6 +16,7 @@ class FedCareB(Algorithm):
 
     name = "fedcare-b"
     flower = True
+    private_rounds = True
 
     def rounds(
         self, inputs: RunInputs, backend: Stage1Runner | None, progress: ProgressFn | None

@@ -17,6 +17,7 @@ class Fmgda(GlobalUnionBaseline):
     """FMGDA; :class:`~fedcare_core.algorithms.fsmgda.Fsmgda` uses mini-batch gradients."""
 
     name = "fmgda"
+    private_rounds = True
     #: Full local gradients (FMGDA) or mini-batch ones (FSMGDA).
     full_gradients = True
 
