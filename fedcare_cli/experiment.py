@@ -1,6 +1,6 @@
 """``fedcare experiment``: the paper's experiments as grids of runs, with tables and figures.
 
-``fedcare experiment comparison|clients|disparity|ablation`` runs one experiment;
+``fedcare experiment comparison|clients|disparity|ablation|privacy`` runs one experiment;
 ``fedcare experiment programme`` runs the comparison, the client sweep and the disparity sweep
 one after another and reports the whole programme's wall time. Runs go through the experiment
 engine on Dask (a local cluster of one worker process per core, or an existing cluster with
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import time
 from collections.abc import Callable, Iterator
@@ -28,6 +29,8 @@ from fedcare_core.experiments.cells import (
     CLIENT_COUNTS,
     DISPARITY_RATIOS,
     EXPERIMENTS,
+    PRIVACY_BUDGETS,
+    PRIVACY_COUNTS,
     PROGRAMME,
     Cell,
     check_grid,
@@ -70,6 +73,10 @@ def _items(text: str, convert: Callable[[str], T], what: str) -> list[T]:
     return values
 
 
+def _join(values: tuple[int, ...]) -> str:
+    return ",".join(str(v) for v in values)
+
+
 def _ints(text: str) -> list[int]:
     """``--counts``: client counts, each at least 2 (a federation)."""
     values = _items(text, int, "integers")
@@ -86,6 +93,14 @@ def _floats(text: str) -> list[float]:
     if not all(0 < v < 1 for v in values):  # NaN fails both comparisons
         raise argparse.ArgumentTypeError(f"expected numbers in (0, 1), got {text!r}")
     return values
+
+
+def _budgets(text: str) -> list[float | None]:
+    """``--budgets``: positive ε values; ``inf`` is a run without DP."""
+    values = _items(text, float, "numbers (inf: no DP)")
+    if not all(v > 0 for v in values):  # NaN fails too
+        raise argparse.ArgumentTypeError(f"expected positive ε values or inf, got {text!r}")
+    return [None if math.isinf(v) else v for v in values]
 
 
 def _names(text: str) -> list[str]:
@@ -106,7 +121,16 @@ def add_parser(sub: Any) -> None:
     exp.add_argument("--seeds", type=int, default=10, help="seeds 0..n-1 (default 10)")
     exp.add_argument("--clients", type=int, default=10, help="K of comparison/disparity/ablation")
     exp.add_argument(
-        "--counts", type=_ints, default=list(CLIENT_COUNTS), help="client sweep K values"
+        "--counts",
+        type=_ints,
+        help=f"client sweep K values (default {_join(CLIENT_COUNTS)}; privacy: "
+        f"{_join(PRIVACY_COUNTS)})",
+    )
+    exp.add_argument(
+        "--budgets",
+        type=_budgets,
+        default=list(PRIVACY_BUDGETS),
+        help="privacy experiment: client-level ε values, inf for no DP (default 1,3,8,inf)",
     )
     exp.add_argument(
         "--ratios", type=_floats, default=list(DISPARITY_RATIOS), help="disparity sweep ρ values"
@@ -203,6 +227,7 @@ def _cells(name: str, args: argparse.Namespace) -> list[Cell]:
         ratios=args.ratios,
         algorithms=args.algorithms,
         variants=args.variants,
+        budgets=args.budgets,
     )
 
 

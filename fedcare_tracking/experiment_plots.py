@@ -58,6 +58,42 @@ def _lines(
     return save_figure(fig, path)
 
 
+def _budget_label(variant: str) -> str:
+    return "∞" if not variant.startswith("dp-eps") else variant.removeprefix("dp-eps")
+
+
+def _privacy_lines(summary: pd.DataFrame, metric: str, ylabel: str, title: str, path: Path) -> Path:
+    """One panel per K: ``metric`` against ε (∞: no DP), one line per method."""
+    counts = sorted(set(summary["clients"]))
+    fig = Figure(
+        figsize=(PANEL_SIZE[0] * 1.1 * len(counts), PANEL_SIZE[1] * 1.2), layout="constrained"
+    )
+    axes = fig.subplots(1, len(counts), squeeze=False)[0]
+    order = sorted(
+        dict.fromkeys(summary["variant"]),
+        key=lambda v: float(_budget_label(v).replace("∞", "inf")),
+    )
+    for ax, k in zip(axes, counts, strict=True):
+        at_k = summary[summary["clients"] == k]
+        for name, group in at_k.groupby("algorithm", sort=False):
+            rows = group.set_index("variant").reindex(order)
+            ax.errorbar(
+                range(len(order)),
+                rows[f"{metric}.mean"],
+                yerr=rows[f"{metric}.std"].fillna(0.0),
+                marker="o",
+                capsize=3,
+                label=str(name),
+            )
+        ax.set_xticks(range(len(order)), [_budget_label(v) for v in order])
+        ax.set_xlabel("ε (client-level, δ = 1e-5)")
+        ax.set_ylabel(ylabel)
+        ax.set_title(f"{title}, K = {k}")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize="small")
+    return save_figure(fig, path)
+
+
 def experiment_figures(
     experiment: str, summary: pd.DataFrame, out_dir: str | Path, *, dataset: str
 ) -> list[Path]:
@@ -66,8 +102,8 @@ def experiment_figures(
     Parameters
     ----------
     experiment
-        ``comparison`` (Fig. 3–4), ``clients`` (Fig. 5), ``disparity`` (Fig. 6–7) or
-        ``ablation``.
+        ``comparison`` (Fig. 3–4), ``clients`` (Fig. 5), ``disparity`` (Fig. 6–7),
+        ``ablation`` or ``privacy`` (metrics against ε, one panel per K).
     summary
         The aggregated frame.
     out_dir
@@ -130,6 +166,26 @@ def experiment_figures(
                     "LOS MAE (days)",
                     f"{dataset}: LOS MAE by K",
                     out / "fig5_los_mae_by_k.png",
+                )
+            )
+    elif experiment == "privacy":
+        paths.append(
+            _privacy_lines(
+                summary,
+                "avg_auroc",
+                "average AUROC (pooled)",
+                dataset,
+                out / "privacy_avg_auroc_by_epsilon.png",
+            )
+        )
+        if has_los:
+            paths.append(
+                _privacy_lines(
+                    summary,
+                    "los",
+                    "LOS MAE (days)",
+                    dataset,
+                    out / "privacy_los_mae_by_epsilon.png",
                 )
             )
     elif experiment == "disparity":

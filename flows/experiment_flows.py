@@ -1,10 +1,11 @@
 """The paper's experiments as Prefect flows, one per experiment (paper §V, SPEC §3–4).
 
 ``fedcare-comparison`` (Tables III–V, Fig. 3–4), ``fedcare-clients`` (Fig. 5),
-``fedcare-disparity`` (Fig. 6–7) and ``fedcare-ablation`` (λ* solver, normalisation, QP scope)
-share one body: the raw tables are checked (Great Expectations) before any training, the grid
-runs as the ``fedcare-grid`` subflow, the tables and figures are written, and the experiment is
-logged as one MLflow parent run with a nested run per setting and every table and figure as an
+``fedcare-disparity`` (Fig. 6–7), ``fedcare-ablation`` (λ* solver, normalisation, QP scope) and
+``fedcare-privacy`` (the privacy–utility trade-off under client-level DP) share one body: the raw
+tables are checked (Great Expectations) before any training, the grid runs as the
+``fedcare-grid`` subflow, the tables and figures are written, and the experiment is logged as
+one MLflow parent run with a nested run per setting and every table and figure as an
 artifact. A failed check or run stops the flow before anything is logged to MLflow.
 
 The grid's jobs are Prefect tasks (``run-job``, one per job: one cell, or FedCARE and FedCARE-B
@@ -36,8 +37,8 @@ from fedcare_core.config import ExperimentConfig
 from fedcare_core.errors import ConfigError, FedcareError
 from fedcare_core.experiments.cells import (
     ABLATIONS,
-    CLIENT_COUNTS,
     DISPARITY_RATIOS,
+    PRIVACY_BUDGETS,
     Cell,
     check_grid,
     experiment_cells,
@@ -131,6 +132,7 @@ def run_experiment_flow(
     ratios: list[float] | None = None,
     algorithms: list[str] | None = None,
     variants: list[str] | None = None,
+    budgets: list[float | None] | None = None,
     rounds: int | None = None,
     max_patients: int | None = None,
     stage2_epochs: int | None = None,
@@ -196,10 +198,11 @@ def check_experiment(
         experiment,
         seeds,
         clients=clients,
-        counts=grid["counts"] or list(CLIENT_COUNTS),
+        counts=grid["counts"],
         ratios=grid["ratios"] or list(DISPARITY_RATIOS),
         algorithms=grid["algorithms"],
         variants=grid["variants"] or list(ABLATIONS),
+        budgets=list(PRIVACY_BUDGETS) if grid.get("budgets") is None else grid["budgets"],
     )
     check_grid(cells, base)
     check_output_dir(out, what="out_dir")
@@ -218,6 +221,7 @@ def _experiment(
     ratios: list[float] | None,
     algorithms: list[str] | None,
     variants: list[str] | None,
+    budgets: list[float | None] | None,
     rounds: int | None,
     max_patients: int | None,
     stage2_epochs: int | None,
@@ -235,6 +239,7 @@ def _experiment(
         "ratios": ratios,
         "algorithms": algorithms,
         "variants": variants,
+        "budgets": budgets,
         "rounds": rounds,
         "max_patients": max_patients,
         "stage2_epochs": stage2_epochs,
@@ -363,3 +368,25 @@ def ablation_flow(
 ) -> dict[str, Any] | State:
     """λ* solver, gradient normalisation and QP scope, FedCARE and FedCARE-B."""
     return run_experiment_flow("ablation", **locals())
+
+
+@flow(name="fedcare-privacy", validate_parameters=True)
+@document_parameters(EXPERIMENT_PARAMETERS)
+def privacy_flow(
+    dataset: str = "diabetes130",
+    data_dir: str | None = None,
+    seeds: int = 10,
+    counts: list[int] | None = None,
+    budgets: list[float | None] | None = None,
+    algorithms: list[str] | None = None,
+    rounds: int | None = None,
+    max_patients: int | None = None,
+    stage2_epochs: int | None = None,
+    workers: int | None = None,
+    dask_address: str | None = None,
+    out_dir: str | None = None,
+    tracking_uri: str | None = None,
+    verify_checksum: bool = True,
+) -> dict[str, Any] | State:
+    """The privacy–utility trade-off: FedCARE, FedCARE-B and FedAvg at each client-level ε."""
+    return run_experiment_flow("privacy", **locals())

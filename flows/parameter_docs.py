@@ -106,7 +106,13 @@ EXPERIMENT_PARAMETERS: Mapping[str, str] = {
     **_COMMON,
     "seeds": "Seeds per cell: 0, 1, …, seeds − 1.",
     "clients": "K: the number of clients of every cell.",
-    "counts": "The client counts K swept (null: 3, 5, 10, 20, 30).",
+    "counts": (
+        "The client counts K swept (null: 3, 5, 10, 20, 30; the privacy experiment: 10, 30)."
+    ),
+    "budgets": (
+        "The client-level privacy budgets ε (δ = 1e-5) of the privacy experiment; null in the "
+        "list is a run without DP (null: 1, 3, 8, null)."
+    ),
     "ratios": "The disparity ratios ρ swept (null: 0.1, 0.2, 0.3, 0.4, 0.5).",
     "algorithms": "The algorithms compared (null: the experiment's default list).",
     "variants": (

@@ -6,6 +6,7 @@ the K = 10 cells of the client sweep are the comparison's and a programme runs e
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -41,7 +42,39 @@ ABLATIONS: dict[str, dict[str, dict[str, Any]]] = {
     "normalise-loss+": {"stage1": {"normalise": "loss+"}},
     "qp-scope-backbone": {"stage1": {"qp_scope": "backbone"}},
 }
-EXPERIMENTS = ("comparison", "clients", "disparity", "ablation")
+#: Privacy budgets ε of the privacy–utility experiment (None: no DP, the comparison's runs).
+PRIVACY_BUDGETS: tuple[float | None, ...] = (1.0, 3.0, 8.0, None)
+#: Its client counts and methods (FedCARE-B shares FedCARE's Stage 1, so costs little more).
+PRIVACY_COUNTS = (10, 30)
+PRIVACY_ALGORITHMS = ("fedcare", "fedcare-b", "fedavg")
+EXPERIMENTS = ("comparison", "clients", "disparity", "ablation", "privacy")
+
+
+def privacy_variant(budget: float | None) -> str:
+    """The variant name of a DP budget: ``dp-eps3`` (``paper`` for None: no DP)."""
+    return "paper" if budget is None else f"dp-eps{budget:g}"
+
+
+def variant_overrides(variant: str) -> dict[str, dict[str, Any]]:
+    """The configuration sections a variant overrides: an ablation, or ``dp-eps<ε>``.
+
+    Raises
+    ------
+    ConfigError
+        Neither an ablation nor a DP budget.
+    """
+    if variant in ABLATIONS:
+        return {name: dict(values) for name, values in ABLATIONS[variant].items()}
+    if variant.startswith("dp-eps"):
+        try:
+            budget = float(variant.removeprefix("dp-eps"))
+        except ValueError:
+            budget = math.nan
+        if math.isfinite(budget) and budget > 0:
+            return {"stage1": {"dp_epsilon": budget}}
+    raise ConfigError(
+        f"unknown variant {variant!r}; choose an ablation ({sorted(ABLATIONS)}) or dp-eps<ε>"
+    )
 
 
 @dataclass(frozen=True)
@@ -76,11 +109,11 @@ class Cell:
 
     def config(self, base: ExperimentConfig) -> ExperimentConfig:
         """``base`` with this cell's algorithm, seed, K, ρ and ablation applied (validated)."""
-        if self.variant not in ABLATIONS:
-            raise ConfigError(f"unknown ablation {self.variant!r}; choose from {sorted(ABLATIONS)}")
-        sections: dict[str, Any] = {
-            name: dict(values) for name, values in ABLATIONS[self.variant].items()
-        }
+        sections: dict[str, Any] = variant_overrides(self.variant)
+        if "dp_epsilon" in sections.get("stage1", {}):
+            # Research runs: seeded noise, a stream of its own per seed, so a cell is
+            # reproducible and the seeds' noise independent.
+            sections["stage1"]["dp_noise_seed"] = self.seed
         sections.setdefault("data", {}).update(clients=self.clients, rho=self.rho)
         return replace(base, algorithm=self.algorithm, seed=self.seed).with_overrides(**sections)
 
@@ -147,6 +180,22 @@ def ablation(
     ]
 
 
+def privacy_sweep(
+    seeds: int | Sequence[int],
+    budgets: Sequence[float | None] = PRIVACY_BUDGETS,
+    counts: Sequence[int] = PRIVACY_COUNTS,
+    algorithms: Sequence[str] = PRIVACY_ALGORITHMS,
+) -> list[Cell]:
+    """The privacy–utility trade-off: the methods at each ε (None: no DP) and K, over seeds."""
+    return [
+        Cell(a, s, k, None, privacy_variant(b))
+        for k in counts
+        for b in budgets
+        for s in _seeds(seeds)
+        for a in algorithms
+    ]
+
+
 def unique(cells: Iterable[Cell]) -> list[Cell]:
     """The cells once each, in first-seen order."""
     seen: dict[str, Cell] = {}
@@ -165,27 +214,31 @@ def experiment_cells(
     seeds: int | Sequence[int],
     *,
     clients: int = 10,
-    counts: Sequence[int] = CLIENT_COUNTS,
+    counts: Sequence[int] | None = None,
     ratios: Sequence[float] = DISPARITY_RATIOS,
     algorithms: Sequence[str] | None = None,
     variants: Sequence[str] = tuple(ABLATIONS),
+    budgets: Sequence[float | None] = PRIVACY_BUDGETS,
 ) -> list[Cell]:
     """The grid of one experiment.
 
     Parameters
     ----------
     experiment
-        ``comparison``, ``clients``, ``disparity`` or ``ablation``.
+        ``comparison``, ``clients``, ``disparity``, ``ablation`` or ``privacy``.
     seeds
         A count (seeds 0..n−1) or the seeds themselves.
     clients
         K of the comparison, disparity and ablation grids.
     counts, ratios
-        The client sweep's K values and the disparity sweep's ρ values.
+        The client sweep's (or the privacy grid's) K values (None: the experiment's
+        defaults) and the disparity sweep's ρ values.
     algorithms
-        The methods of the comparison or client sweep (None: their defaults).
+        The methods of the comparison, client sweep or privacy grid (None: their defaults).
     variants
         The ablations to run.
+    budgets
+        The privacy grid's ε values (None in it: no DP).
 
     Returns
     -------
@@ -195,7 +248,11 @@ def experiment_cells(
     if experiment == "comparison":
         return comparison(seeds, clients, algorithms or COMPARISON_ALGORITHMS)
     if experiment == "clients":
-        return clients_sweep(seeds, counts, algorithms or CLIENTS_ALGORITHMS)
+        return clients_sweep(seeds, counts or CLIENT_COUNTS, algorithms or CLIENTS_ALGORITHMS)
+    if experiment == "privacy":
+        return privacy_sweep(
+            seeds, budgets, counts or PRIVACY_COUNTS, algorithms or PRIVACY_ALGORITHMS
+        )
     if experiment == "disparity":
         return disparity_sweep(seeds, ratios, clients)
     if experiment == "ablation":

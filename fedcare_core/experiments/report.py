@@ -90,6 +90,24 @@ def _paired(runs: pd.DataFrame) -> str:
     return "\n".join(lines) + "\n" + note
 
 
+def _privacy(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
+    """Per K: each metric by ε and method, then FedCARE − each method paired by seed."""
+    out: list[str] = []
+    spec = _metric_spec(runs)
+    if "epsilon" in runs.columns:
+        spec.append(("epsilon", "ε spent", 3))
+    for k in sorted(set(runs["clients"])):
+        at_k = summary[summary["clients"] == k]
+        out.append(f"## K = {k}\n\n")
+        out.append(markdown_table(at_k, ["variant", "algorithm"], spec))
+        for variant in dict.fromkeys(runs["variant"]):
+            group = runs[(runs["clients"] == k) & (runs["variant"] == variant)]
+            if "fedcare" in set(group["algorithm"]) and group["algorithm"].nunique() > 1:
+                out += [f"\n### K = {k}, {variant}: FedCARE minus each method\n\n", _paired(group)]
+        out.append("\n")
+    return out
+
+
 def experiment_tables(
     experiment: str, cells: Sequence[Cell], cells_dir: str | Path, *, dataset: str
 ) -> tuple[dict[str, str], pd.DataFrame, pd.DataFrame]:
@@ -98,7 +116,7 @@ def experiment_tables(
     Parameters
     ----------
     experiment
-        ``comparison``, ``clients``, ``disparity`` or ``ablation``.
+        ``comparison``, ``clients``, ``disparity``, ``ablation`` or ``privacy``.
     cells
         The experiment's grid (every document must exist in ``cells_dir``).
     cells_dir
@@ -134,6 +152,8 @@ def experiment_tables(
         body += _grids(summary, runs, "algorithm", "clients", "K")
     elif experiment == "disparity":
         body += _grids(summary, runs, "rho", "algorithm", "ρ")
+    elif experiment == "privacy":
+        body += _privacy(summary, runs)
     else:
         body += [markdown_table(summary, ["variant", "algorithm"], _metric_spec(runs))]
     files = {

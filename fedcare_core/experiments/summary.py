@@ -38,7 +38,8 @@ def run_row(cell: Cell, document: dict[str, Any]) -> dict[str, Any]:
     -------
     dict
         Setting columns, ``seed``, per objective ``<name>`` (pooled) and ``<name>.client_mean``,
-        ``avg_auroc``, Stage 1's ``rounds_run`` and the run's ``seconds``.
+        ``avg_auroc``, under DP the ``epsilon`` spent, Stage 1's ``rounds_run`` and the run's
+        ``seconds``.
     """
     row: dict[str, Any] = {
         "variant": cell.variant,
@@ -54,6 +55,9 @@ def run_row(cell: Cell, document: dict[str, Any]) -> dict[str, Any]:
         if entry.get("metric") == "auroc" and math.isfinite(row[name]):
             aurocs.append(row[name])
     row["avg_auroc"] = sum(aurocs) / len(aurocs) if aurocs else math.nan
+    privacy = document.get("privacy")
+    if privacy:  # a run under DP: the ε its rounds spent
+        row["epsilon"] = _number(privacy.get("epsilon"))
     row["rounds_run"] = document.get("stage1", {}).get("rounds_run", 0)
     row["seconds"] = _number(document.get("timing", {}).get("total_s"))
     return row

@@ -25,13 +25,14 @@ def _deployed_flows() -> dict[str, Any]:
     return flows
 
 
-def test_prefect_yaml_deploys_the_five_flows() -> None:
+def test_prefect_yaml_deploys_every_flow() -> None:
     assert sorted(f.name for f in _deployed_flows().values()) == [
         "fedcare",
         "fedcare-ablation",
         "fedcare-clients",
         "fedcare-comparison",
         "fedcare-disparity",
+        "fedcare-privacy",
     ]
 
 

@@ -15,6 +15,7 @@ from fedcare_core.experiments.cells import (
     comparison,
     disparity_sweep,
     experiment_cells,
+    privacy_sweep,
     unique,
 )
 from fedcare_core.experiments.engine import base_fingerprint, plan_jobs
@@ -60,6 +61,8 @@ def test_a_cell_sets_algorithm_seed_k_rho_and_its_ablation():
 def test_unknown_names_are_refused():
     with pytest.raises(ConfigError, match="unknown ablation"):
         ablation(1, variants=("nope",))
+    with pytest.raises(ConfigError, match="unknown variant"):
+        Cell("fedcare", 0, 10, None, "nope").config(ExperimentConfig())
     with pytest.raises(ConfigError, match="unknown experiment"):
         experiment_cells("tables", 1)
     with pytest.raises(ConfigError, match="at least one seed"):
@@ -71,3 +74,24 @@ def test_the_fingerprint_ignores_what_cells_replace_and_sees_the_rest():
     moved = base.with_overrides(algorithm="fedavg", seed=3, data={"clients": 30, "rho": 0.2})
     assert base_fingerprint(moved) == base_fingerprint(base)
     assert base_fingerprint(base.with_overrides(stage1={"rounds": 5})) != base_fingerprint(base)
+
+
+def test_the_privacy_grid_crosses_budgets_counts_and_methods_and_reuses_the_comparison():
+    cells = privacy_sweep(10)
+    assert len(cells) == 4 * 2 * 10 * 3
+    assert {c.variant for c in cells} == {"dp-eps1", "dp-eps3", "dp-eps8", "paper"}
+    # ε = ∞ at K = 10 is the comparison's runs, not new ones.
+    shared = {c.key for c in cells} & {c.key for c in comparison(10)}
+    assert len(shared) == 10 * 3
+    assert experiment_cells("privacy", 2, counts=[5], budgets=[2.5]) == [
+        Cell(a, s, 5, None, "dp-eps2.5") for s in (0, 1) for a in ("fedcare", "fedcare-b", "fedavg")
+    ]
+
+
+def test_a_privacy_cell_sets_its_budget_and_seeds_its_noise_by_the_cells_seed():
+    cfg = Cell("fedcare", 7, 10, None, "dp-eps3").config(ExperimentConfig())
+    assert cfg.stage1.dp_epsilon == 3.0 and cfg.stage1.dp_noise_seed == 7
+    assert Cell("fedcare", 7, 10).config(ExperimentConfig()).stage1.privacy() is None
+    for bad in ("dp-eps0", "dp-epsx", "dp-eps-1", "dp-epsnan"):
+        with pytest.raises(ConfigError, match="unknown variant"):
+            Cell("fedcare", 0, 10, None, bad).config(ExperimentConfig())
