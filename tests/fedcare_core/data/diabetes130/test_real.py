@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 import zipfile
 from pathlib import Path
 
@@ -84,10 +83,8 @@ def test_real_load_via_zip_csv_and_dir(data_dir: Path, real: Cohort, tmp_path: P
         member = next(n for n in zf.namelist() if n.endswith("/diabetic_data.csv"))
         csv = tmp_path / "diabetic_data.csv"
         csv.write_bytes(zf.read(member))
-    t0 = time.perf_counter()
+    # How long loading takes is a benchmark's question (docs/BENCHMARKS.md), not a test's.
     from_zip = load_diabetes130(zpath)
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 3.0, f"loading took {elapsed:.2f} s"
     from_csv = load_diabetes130(csv)
     for c in (from_zip, from_csv):
         pd.testing.assert_frame_equal(c.features, real.features)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import numpy as np
@@ -19,10 +18,7 @@ from tests.fedcare_core.data.mimic3.synthetic import write_synthetic_mimic3
 @pytest.mark.realdata
 def test_demo_loads(data_dir: Path) -> None:
     demo = data_dir / "mimic3-demo"
-    t0 = time.perf_counter()
     c = load_mimic3(demo)
-    elapsed = time.perf_counter() - t0
-    assert elapsed < 15
     assert c.dataset == "mimic3"
     assert [o.name for o in c.objectives] == ["mortality", "readmission", "los"]
     assert [o.kind for o in c.objectives] == ["binary", "binary", "regression"]
