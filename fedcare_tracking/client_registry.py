@@ -162,6 +162,7 @@ def register_client_models(
         raise ValueError(f"site {site_name!r}: a site's run has one client")
     tags = store.client().get_run(run_id).data.tags
     val_report = report if report is not None else validation_report(result)
+    dp_tags = privacy_tags(result)
     out: list[ClientRegistration] = []
     for client in result.federation.clients:
         k = client.client_id
@@ -193,9 +194,29 @@ def register_client_models(
                 "fedcare.run_id": run_id,
                 "fedcare.seed": str(result.config.seed),
             }
-            | site_tags,
+            | site_tags
+            | dp_tags,
             description=_description(result, k, run_id, val, test, site_name),
             other_score="keep",
         )
         out.append(ClientRegistration(k, name, version, promoted, score))
     return out
+
+
+def privacy_tags(result: ExperimentResult) -> dict[str, str]:
+    """A model version's privacy tags: ``fedcare.privacy`` and, under DP, ε, δ and the noise.
+
+    Parameters
+    ----------
+    result
+        The run whose model is registered.
+    """
+    record = result.to_dict().get("privacy")
+    if not record:
+        return {"fedcare.privacy": "none"}
+    return {
+        "fedcare.privacy": f"client-level DP ({record['mechanism']})",
+        "fedcare.dp.epsilon": repr(float(record["epsilon"])),
+        "fedcare.dp.delta": repr(float(record["delta"])),
+        "fedcare.dp.noise": str(record["noise"]),
+    }
