@@ -94,6 +94,22 @@ def _privacy_lines(summary: pd.DataFrame, metric: str, ylabel: str, title: str, 
     return save_figure(fig, path)
 
 
+#: The line figures of the sweeps: experiment → (x column, axis word, figure name per metric).
+_SWEEP_FIGURES = {
+    "clients": ("clients", "K", {"avg_auroc": "fig5_avg_auroc_by_k", "los": "fig5_los_mae_by_k"}),
+    "disparity": (
+        "rho",
+        "ρ",
+        {"avg_auroc": "fig6_avg_auroc_by_rho", "los": "fig7_los_mae_by_rho"},
+    ),
+}
+#: Each figure's metric: axis label and the title's words.
+_METRIC_LABELS = {
+    "avg_auroc": ("average AUROC (pooled)", "average AUROC"),
+    "los": ("LOS MAE (days)", "length-of-stay MAE"),
+}
+
+
 def experiment_figures(
     experiment: str, summary: pd.DataFrame, out_dir: str | Path, *, dataset: str
 ) -> list[Path]:
@@ -117,99 +133,25 @@ def experiment_figures(
         The PNGs written.
     """
     out = Path(out_dir)
-    has_los = "los.mean" in summary.columns
+    metrics = ["avg_auroc", "los"] if "los.mean" in summary.columns else ["avg_auroc"]
     paths: list[Path] = []
-    if experiment in ("comparison", "ablation"):
-        frame = summary
-        if experiment == "ablation":
-            frame = summary.assign(algorithm=summary["variant"] + " / " + summary["algorithm"])
-        tag = "fig3" if experiment == "comparison" else "ablation"
-        paths.append(
-            _bars(
-                frame,
-                "avg_auroc",
-                "average AUROC (pooled)",
-                f"{dataset}: average AUROC",
-                out / f"{tag}_avg_auroc.png",
-            )
-        )
-        if has_los:
-            tag = "fig4" if experiment == "comparison" else "ablation"
-            paths.append(
-                _bars(
-                    frame,
-                    "los",
-                    "LOS MAE (days)",
-                    f"{dataset}: length-of-stay MAE",
-                    out / f"{tag}_los_mae.png",
-                )
-            )
-    elif experiment == "clients":
-        paths.append(
-            _lines(
-                summary,
-                "clients",
-                "algorithm",
-                "avg_auroc",
-                "average AUROC (pooled)",
-                f"{dataset}: average AUROC by K",
-                out / "fig5_avg_auroc_by_k.png",
-            )
-        )
-        if has_los:
-            paths.append(
-                _lines(
-                    summary,
-                    "clients",
-                    "algorithm",
-                    "los",
-                    "LOS MAE (days)",
-                    f"{dataset}: LOS MAE by K",
-                    out / "fig5_los_mae_by_k.png",
-                )
-            )
-    elif experiment == "privacy":
-        paths.append(
-            _privacy_lines(
-                summary,
-                "avg_auroc",
-                "average AUROC (pooled)",
-                dataset,
-                out / "privacy_avg_auroc_by_epsilon.png",
-            )
-        )
-        if has_los:
-            paths.append(
-                _privacy_lines(
-                    summary,
-                    "los",
-                    "LOS MAE (days)",
-                    dataset,
-                    out / "privacy_los_mae_by_epsilon.png",
-                )
-            )
-    elif experiment == "disparity":
-        paths.append(
-            _lines(
-                summary,
-                "rho",
-                "algorithm",
-                "avg_auroc",
-                "average AUROC (pooled)",
-                f"{dataset}: average AUROC by ρ",
-                out / "fig6_avg_auroc_by_rho.png",
-            )
-        )
-        if has_los:
-            paths.append(
-                _lines(
-                    summary,
-                    "rho",
-                    "algorithm",
-                    "los",
-                    "LOS MAE (days)",
-                    f"{dataset}: LOS MAE by ρ",
-                    out / "fig7_los_mae_by_rho.png",
-                )
-            )
+    for metric in metrics:
+        ylabel, words = _METRIC_LABELS[metric]
+        if experiment in ("comparison", "ablation"):
+            frame = summary
+            if experiment == "ablation":
+                frame = summary.assign(algorithm=summary["variant"] + " / " + summary["algorithm"])
+                name = "ablation_avg_auroc" if metric == "avg_auroc" else "ablation_los_mae"
+            else:
+                name = "fig3_avg_auroc" if metric == "avg_auroc" else "fig4_los_mae"
+            paths.append(_bars(frame, metric, ylabel, f"{dataset}: {words}", out / f"{name}.png"))
+        elif experiment in _SWEEP_FIGURES:
+            x, axis, names = _SWEEP_FIGURES[experiment]
+            title = f"{dataset}: {ylabel.split(' (')[0]} by {axis}"
+            path = out / f"{names[metric]}.png"
+            paths.append(_lines(summary, x, "algorithm", metric, ylabel, title, path))
+        elif experiment == "privacy":
+            tag = "avg_auroc" if metric == "avg_auroc" else "los_mae"
+            path = out / f"privacy_{tag}_by_epsilon.png"
+            paths.append(_privacy_lines(summary, metric, ylabel, dataset, path))
     return paths
