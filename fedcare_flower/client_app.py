@@ -132,11 +132,11 @@ def assigned(client: ClientData, content: RecordDict) -> ClientData:
 
 
 def handle_query(locate: DataLocator, msg: Message, context: Context) -> Message:
-    """Handshake: say which client (and which site) this node serves."""
+    """Handshake: say which client (and which site) this node serves; nothing about its data."""
     if msg.content.config_records["config"][PROTOCOL] != PROTOCOL_VERSION:
         raise ProtocolError("server speaks another FedCARE protocol version")
     client = _client(locate, context)
-    content = encode_identity(client.client_id, client.train.n)
+    content = encode_identity(client.client_id)
     return Message(add_site_identity(content, node_site(context)), reply_to=msg)
 
 

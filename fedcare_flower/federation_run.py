@@ -19,13 +19,20 @@ from pathlib import Path
 from typing import Any
 
 from fedcare_core.federation_schema import FederationSchema
+from fedcare_core.privacy import privacy_record
 from fedcare_core.stage1 import Stage1Result
 from fedcare_core.training import ProgressFn
 from fedcare_flower.coordinator import Coordinator, CoordinatorError, RegisteredSite
 from fedcare_flower.deployment import write_app
 from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.processes import ProcessSupervisor, executable, signals_blocked
-from fedcare_flower.results import read_error, read_stage1_result, result_ready, round_to_dict
+from fedcare_flower.results import (
+    read_dp_releases,
+    read_error,
+    read_stage1_result,
+    result_ready,
+    round_to_dict,
+)
 from fedcare_flower.run_plan import RunPlan
 from fedcare_flower.run_watch import RunWatch, watch_run
 from fedcare_flower.workspace import FLWR_CONNECTION, write_private
@@ -44,6 +51,8 @@ class FederationRun:
     run_dir: Path
     wait_s: float
     stage1_s: float
+    #: The Gaussian rounds the run released (its DP accountant's state; 0 without DP).
+    dp_releases: int = 0
 
 
 def run_sites(
@@ -188,7 +197,10 @@ def run_federation(
             + (f":\n{error[-1]}" if error else f"; logs in {run_dir / 'logs'}")
         )
     stage1 = read_stage1_result(result_dir, plan)
-    return FederationRun(plan, stage1, sites, run_dir, wait_s, time.monotonic() - started)
+    stage1_s = time.monotonic() - started
+    return FederationRun(
+        plan, stage1, sites, run_dir, wait_s, stage1_s, read_dp_releases(result_dir)
+    )
 
 
 def _tail(path: Path, lines: int = 15) -> str:
@@ -202,10 +214,17 @@ STAGE1_FORMAT = "fedcare-stage1/1"
 
 
 def stage1_document(run: FederationRun, schema: FederationSchema) -> dict[str, Any]:
-    """The Stage 1 document: λ* and ‖d‖² per round, participants by site, settings, notes."""
+    """The Stage 1 document: λ* and ‖d‖² per round, participants by site, settings, notes.
+
+    Under differential privacy each round carries its ε, and a ``privacy`` section the
+    mechanism, the accountant and the (ε, δ) spent
+    (:func:`fedcare_core.privacy.privacy_record`).
+    """
     plan, stage1 = run.plan, run.stage1
     names = plan.sites
     digest = hashlib.sha256(stage1.params.tobytes() + stage1.buffers.tobytes()).hexdigest()
+    dp = plan.stage1.privacy()
+    privacy = {} if dp is None else {"privacy": privacy_record(dp, run.dp_releases)}
     return {
         "format": STAGE1_FORMAT,
         "run_name": plan.run_name,
@@ -228,4 +247,5 @@ def stage1_document(run: FederationRun, schema: FederationSchema) -> dict[str, A
         "notes": list(stage1.notes),
         "w_star_sha256": digest,
         "timing": {"wait_for_sites_s": run.wait_s, "stage1_s": run.stage1_s},
+        **privacy,
     }

@@ -11,29 +11,36 @@ MetricRecord per reply, identical keys across replies, and a scalar ``num-exampl
 Handshake, server → client (message type ``query``)
     ``"config"`` ConfigRecord: ``protocol`` (int, :data:`PROTOCOL_VERSION`).
 Handshake reply
-    ``"metrics"`` MetricRecord: ``client-id`` (int), ``num-examples`` (int, N_k training rows),
-    ``protocol`` (int).
+    ``"metrics"`` MetricRecord: ``client-id`` (int), ``protocol`` (int). No row count: the
+    server does not need one, and under differential privacy nothing data-dependent but the
+    clipped update may leave a client.
 
 Round t, server → client (message type ``train``)
     ``"arrays"`` ArrayRecord: ``params`` (float32, P: ``w^t`` flattened in
     ``model.parameters()`` order) and ``buffers`` (float32, B: BatchNorm running statistics).
     ``"config"`` ConfigRecord: ``server-round`` (int, t), ``seed`` (int), ``objectives``
     (list[str]), ``kinds`` (list[str], ``binary``/``regression``), ``common-width`` (int),
-    ``model-config`` and ``stage1-config`` (str, JSON of the core's frozen dataclasses),
-    ``protocol`` (int), and for FMGDA/FSMGDA ``union-layout`` (bytes, UTF-8 JSON: the
-    baselines' union feature layout, column names only; the client trains on its union
-    vectors).
+    ``model-config`` and ``stage1-config`` (str, JSON of the core's frozen dataclasses; the
+    server's DP noise seed ``dp_noise_seed`` is always null there: it keys the server's noise,
+    which a client able to regenerate could subtract), ``protocol`` (int), and for
+    FMGDA/FSMGDA ``union-layout`` (bytes, UTF-8 JSON: the baselines' union feature layout,
+    column names only; the client trains on its union vectors).
 Round t reply
     ``"arrays"`` ArrayRecord: ``delta.<s>`` (float32, P: the accumulated gradient Δ_{k,s} of
-    eq. 7; shape ``(0,)`` when the client does not pursue ``s``) and ``buffers`` (float32, B).
+    eq. 7; shape ``(0,)`` when the client does not pursue ``s``: an objective is pursued
+    exactly when its delta is not empty) and ``buffers`` (float32, B: the BatchNorm running
+    statistics; under DP their change, clipped with the deltas).
     ``"metrics"`` MetricRecord: ``num-examples`` (int, N_k), ``client-id`` (int),
-    ``num-examples.<s>`` (int, N_{k,s}, the aggregation weight of eq. 8; 0 = not pursued),
-    ``loss.<s>`` (float, mean local training loss; 0.0 when not pursued).
+    ``num-examples.<s>`` (int, N_{k,s}, the aggregation weight of eq. 8; 0 when not pursued),
+    ``loss.<s>`` (float, mean local training loss; 0.0 when not pursued). Under differential
+    privacy (``Stage1Config.privacy()``) every count is 0 and every pursued objective's loss
+    NaN: the client discloses nothing but its clipped vectors.
 
 Server aggregate of round t (what :meth:`FedCareStrategy.aggregate_train` returns)
     ArrayRecord ``params`` / ``buffers`` = ``w^{t+1}``; MetricRecord ``lambda.<s>`` (λ*_s, 0.0
     for objectives without an update this round), ``d-sq-norm`` (‖d^t‖²), ``participants``
-    (int), ``missing-objectives`` (int).
+    (int), ``missing-objectives`` (int), and under differential privacy ``epsilon`` (ε spent
+    after the round).
 
 All arrays travel as ``.npy`` bytes without pickle, so values arrive bit-exact: the server
 computes on exactly the floats the in-process runner would.
@@ -43,7 +50,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import cast
 
 import numpy as np
@@ -59,8 +66,9 @@ from flwr.app import (
 from fedcare_core.config import ModelConfig, Stage1Config
 from fedcare_core.stage1 import ClientUpdate, ObjectiveUpdate, RoundInfo
 
-#: Bumped when the layout above changes; both sides check it.
-PROTOCOL_VERSION = 2
+#: Bumped when the layout above changes; both sides check it. 3: no row count in the
+#: handshake, a pursued objective known by its non-empty delta (counts are 0 under DP).
+PROTOCOL_VERSION = 3
 ARRAYS = "arrays"
 CONFIG = "config"
 METRICS = "metrics"
@@ -75,6 +83,7 @@ COUNT_PREFIX = "num-examples."
 LOSS_PREFIX = "loss."
 LAMBDA_PREFIX = "lambda."
 D_SQ_NORM = "d-sq-norm"
+EPSILON = "epsilon"
 UNION_LAYOUT = "union-layout"
 
 
@@ -133,27 +142,19 @@ def encode_query() -> RecordDict:
     return RecordDict({CONFIG: ConfigRecord({PROTOCOL: PROTOCOL_VERSION})})
 
 
-def encode_identity(client_id: int, num_examples: int) -> RecordDict:
-    """Content of a client's handshake reply."""
+def encode_identity(client_id: int) -> RecordDict:
+    """Content of a client's handshake reply: which client it is, and nothing about its data."""
     return RecordDict(
-        {
-            METRICS: MetricRecord(
-                {
-                    CLIENT_ID: int(client_id),
-                    NUM_EXAMPLES: int(num_examples),
-                    PROTOCOL: PROTOCOL_VERSION,
-                }
-            )
-        }
+        {METRICS: MetricRecord({CLIENT_ID: int(client_id), PROTOCOL: PROTOCOL_VERSION})}
     )
 
 
-def decode_identity(content: RecordDict) -> tuple[int, int]:
-    """``(client_id, num_examples)`` from a handshake reply."""
+def decode_identity(content: RecordDict) -> int:
+    """The client id a handshake reply claims."""
     try:
         metrics = content.metric_records[METRICS]
         _check_protocol(metrics[PROTOCOL])
-        return int(cast(int, metrics[CLIENT_ID])), int(cast(int, metrics[NUM_EXAMPLES]))
+        return int(cast(int, metrics[CLIENT_ID]))
     except KeyError as exc:
         raise ProtocolError(f"handshake reply lacks {exc}") from None
 
@@ -169,7 +170,10 @@ def encode_train_instruction(
     arrays: ArrayRecord,
     union_layout: bytes | None = None,
 ) -> RecordDict:
-    """Content of the ``train`` message of round ``server_round``."""
+    """Content of the ``train`` message of round ``server_round``.
+
+    ``stage1`` travels without its ``dp_noise_seed`` (a client clips, it never draws noise).
+    """
     config = ConfigRecord(
         {
             PROTOCOL: PROTOCOL_VERSION,
@@ -179,7 +183,7 @@ def encode_train_instruction(
             "kinds": [k for _, k in objectives],
             "common-width": int(common_width),
             "model-config": json.dumps(asdict(model)),
-            "stage1-config": json.dumps(asdict(stage1)),
+            "stage1-config": json.dumps(asdict(replace(stage1, dp_noise_seed=None))),
         }
     )
     if union_layout is not None:
@@ -250,8 +254,9 @@ def encode_client_update(update: ClientUpdate, objectives: Sequence[str]) -> Rec
 def decode_client_update(content: RecordDict, objectives: Sequence[str]) -> ClientUpdate:
     """Inverse of :func:`encode_client_update`.
 
-    An objective with ``num-examples.<s> == 0`` is one the client does not pursue and is left
-    out of :attr:`ClientUpdate.objectives`.
+    An objective whose ``delta.<s>`` is empty is one the client does not pursue and is left
+    out of :attr:`ClientUpdate.objectives`. A pursued one keeps its count and loss as sent
+    (0 and NaN under differential privacy).
     """
     if len(content.array_records) != 1 or len(content.metric_records) != 1:
         raise ProtocolError("a train reply holds exactly one ArrayRecord and one MetricRecord")
@@ -260,13 +265,16 @@ def decode_client_update(content: RecordDict, objectives: Sequence[str]) -> Clie
         metrics = content.metric_records[METRICS]
         updates: dict[str, ObjectiveUpdate] = {}
         for s in objectives:
+            delta = _vector(arrays, DELTA_PREFIX + s)
             n = int(cast(int, metrics[COUNT_PREFIX + s]))
-            if n > 0:
+            if delta.size > 0:
                 updates[s] = ObjectiveUpdate(
-                    delta=_vector(arrays, DELTA_PREFIX + s),
+                    delta=delta,
                     num_examples=n,
                     loss=float(cast(float, metrics[LOSS_PREFIX + s])),
                 )
+            elif n != 0:
+                raise ProtocolError(f"objective {s!r} has {n} examples but no delta")
         return ClientUpdate(
             client_id=int(cast(int, metrics[CLIENT_ID])),
             objectives=updates,
@@ -278,11 +286,13 @@ def decode_client_update(content: RecordDict, objectives: Sequence[str]) -> Clie
 
 
 def round_metrics(info: RoundInfo, objectives: Sequence[str]) -> MetricRecord:
-    """The server's per-round summary: λ*_s for every objective, ‖d‖², participation."""
+    """The server's per-round summary: λ*_s for every objective, ‖d‖², participation, ε."""
     out: dict[str, MetricRecordValues] = {
         LAMBDA_PREFIX + s: float(info.lambdas.get(s, 0.0)) for s in objectives
     }
     out[D_SQ_NORM] = float(info.d_sq_norm)
     out["participants"] = len(info.participants)
     out["missing-objectives"] = len(info.missing_objectives)
+    if info.epsilon is not None:
+        out[EPSILON] = float(info.epsilon)
     return MetricRecord(out)

@@ -3,8 +3,10 @@
 The ServerApp may run in another process (a SuperLink's ``flwr-serverapp``), so it writes to its
 result folder: ``rounds.jsonl`` (one line per finished round, read while the run is going to
 report progress and time rounds), and at the end ``stage1.npz`` (``w*``: parameters and
-BatchNorm statistics, no pickle) with ``stage1.json`` (convergence, notes, client losses). On
-failure it writes ``error.txt``. :func:`read_stage1_result` turns the folder back into the
+BatchNorm statistics, no pickle) with ``stage1.json`` (convergence, notes, the rounds and, for
+the DP accountant, ``dp_releases``: the Gaussian rounds released). Under differential privacy
+every round carries the ε spent after it (``epsilon``; absent without DP). On failure it writes
+``error.txt``. :func:`read_stage1_result` turns the folder back into the
 core's :class:`~fedcare_core.stage1.Stage1Result`.
 """
 
@@ -35,8 +37,8 @@ def _num(x: float) -> float | None:
 
 
 def round_to_dict(info: RoundInfo) -> dict[str, Any]:
-    """A round as plain JSON data (NaN ‖d‖² of an empty round becomes null)."""
-    return {
+    """A round as plain JSON data (NaN ‖d‖² of an empty round becomes null; ε only under DP)."""
+    out: dict[str, Any] = {
         "round": info.round,
         "lambda": info.lambdas,
         "d_sq_norm": _num(info.d_sq_norm),
@@ -44,11 +46,14 @@ def round_to_dict(info: RoundInfo) -> dict[str, Any]:
         "participants": list(info.participants),
         "missing_objectives": list(info.missing_objectives),
     }
+    if info.epsilon is not None:
+        out["epsilon"] = info.epsilon
+    return out
 
 
 def round_from_dict(raw: dict[str, Any]) -> RoundInfo:
     """Inverse of :func:`round_to_dict`."""
-    d_sq = raw["d_sq_norm"]
+    d_sq, epsilon = raw["d_sq_norm"], raw.get("epsilon")
     return RoundInfo(
         round=int(raw["round"]),
         lambdas={str(k): float(v) for k, v in raw["lambda"].items()},
@@ -56,6 +61,7 @@ def round_from_dict(raw: dict[str, Any]) -> RoundInfo:
         losses={str(k): float(v) for k, v in raw["loss"].items()},
         participants=tuple(int(c) for c in raw["participants"]),
         missing_objectives=tuple(raw["missing_objectives"]),
+        epsilon=None if epsilon is None else float(epsilon),
     )
 
 
@@ -98,6 +104,7 @@ def write_stage1_result(
     doc = {
         "converged": converged,
         "notes": notes,
+        "dp_releases": state.dp_releases,
         "rounds": [round_to_dict(r) for r in rounds],
     }
     tmp = out / f".{RESULT_FILE}.tmp"
@@ -119,6 +126,12 @@ def read_error(result_dir: str | Path) -> str | None:
 def result_ready(result_dir: str | Path) -> bool:
     """Whether the ServerApp has finished writing its result."""
     return (Path(result_dir) / RESULT_FILE).exists()
+
+
+def read_dp_releases(result_dir: str | Path) -> int:
+    """The Gaussian rounds a finished run released (its accountant's state; 0 without DP)."""
+    doc = json.loads((Path(result_dir) / RESULT_FILE).read_text())
+    return int(doc.get("dp_releases", 0))
 
 
 def read_stage1_result(result_dir: str | Path, plan: RunPlan) -> Stage1Result:

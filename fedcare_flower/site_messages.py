@@ -10,7 +10,8 @@ End of Stage 1, server → client (message type ``query.final_model``: Algorithm
     ``"arrays"`` ArrayRecord: ``params`` / ``buffers`` = ``w*``.
     ``"config"`` ConfigRecord: ``protocol``, ``client-id``, ``seed``, ``schema-digest``,
     ``objectives`` (list[str], the model's heads), ``common-width``, ``rounds`` (str: the
-    JSON list of the rounds' λ*, ‖d‖², losses and participants), ``planned-rounds`` (int, T),
+    JSON list of the rounds' λ*, ‖d‖², losses, participants and, under differential privacy,
+    ε), ``planned-rounds`` (int, T),
     ``clients`` (int, K), ``converged`` (bool) and ``run-name`` (str).
 Its reply
     ``"metrics"`` MetricRecord: ``stored`` (1: the site kept ``w*`` in its folder; 0: the node

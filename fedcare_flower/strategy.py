@@ -36,6 +36,12 @@ notes, and Flower's loop runs rounds ``1..r`` of the checkpoint as empty rounds 
 nothing aggregated: the same mechanism as after convergence), so every later round keeps its
 true number and each client's random streams, seeded by ``(seed, round, client)``, are those of
 the uninterrupted run.
+
+Differential privacy (``Stage1Config.privacy()``): the run's noise secret is drawn once, when
+the strategy is built (the ``dp_noise_seed``, else 128 bits of OS entropy; it never leaves the
+ServerApp), and round ``t`` is noised with ``noise_stream(secret, t)``, as
+:func:`~fedcare_core.stage1.run_stage1` does. The accountant's state is the server state's
+``dp_releases``, which the checkpoint keeps, so ε continues after a resume.
 """
 
 from __future__ import annotations
@@ -52,6 +58,7 @@ from flwr.serverapp.strategy import Strategy
 
 from fedcare_core.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from fedcare_core.param_vectors import get_buffers, get_params, param_layout
+from fedcare_core.privacy import noise_stream
 from fedcare_core.stage1 import (
     ClientUpdate,
     RoundInfo,
@@ -61,6 +68,7 @@ from fedcare_core.stage1 import (
     check_snapshot,
     server_step,
 )
+from fedcare_core.stage1_privacy import RoundNoise
 from fedcare_flower.baselines import encode_union_layout, plan_union_layout
 from fedcare_flower.flwr_internals import node_unavailable_error_code
 from fedcare_flower.messages import (
@@ -146,6 +154,8 @@ class FedCareStrategy(Strategy):
         if plan.union_common_width is not None:
             self._union_layout = encode_union_layout(plan_union_layout(plan))
         self.resumed_round = 0  # rounds 1..this were restored from the plan's checkpoint
+        self._dp = plan.stage1.privacy()
+        self._noise_secret = 0 if self._dp is None else self._dp.noise_source()
         self._restore()
 
     # ---- Strategy API ---------------------------------------------------------------------
@@ -162,6 +172,14 @@ class FedCareStrategy(Strategy):
             self.plan.stage1.global_lr,
             self.plan.stage1.solver,
         )
+        if self._dp is not None:
+            LOGGER.info(
+                "client-level DP: z=%g, C=%g, δ=%g, noise %s",
+                self._dp.noise_multiplier,
+                self._dp.clip,
+                self._dp.delta,
+                "seeded" if self._dp.noise_seed is not None else "from OS entropy",
+            )
 
     def initial_arrays(self) -> ArrayRecord:
         """``w^0`` (built from the experiment seed, as the in-process runner does)."""
@@ -218,8 +236,11 @@ class FedCareStrategy(Strategy):
             return None, None
         updates = self._collect(server_round, replies)
         updates.sort(key=lambda u: u.client_id)
+        noise = None
+        if self._dp is not None:
+            noise = RoundNoise(self._dp, noise_stream(self._noise_secret, server_round))
         self.state, info = server_step(
-            self.state, updates, self.objectives, self.layout, self.plan.stage1, server_round
+            self.state, updates, self.objectives, self.layout, self.plan.stage1, server_round, noise
         )
         self.rounds.append(info)
         if info.missing_objectives:
@@ -228,11 +249,12 @@ class FedCareStrategy(Strategy):
                 "their heads kept their last values"
             )
         LOGGER.info(
-            "round %d: λ*=%s ‖d‖²=%.3g participants=%s",
+            "round %d: λ*=%s ‖d‖²=%.3g participants=%s%s",
             server_round,
             {k: round(v, 4) for k, v in info.lambdas.items()},
             info.d_sq_norm,
             list(info.participants),
+            "" if info.epsilon is None else f" ε={info.epsilon:.4g}",
         )
         self.converged = info.d_sq_norm <= self.plan.stage1.epsilon
         self._save(server_round)
@@ -368,7 +390,7 @@ class FedCareStrategy(Strategy):
                 LOGGER.warning("handshake with node %d failed: %s", node, msg.error.reason)
                 continue
             try:
-                claimed, _ = decode_identity(msg.content)
+                claimed = decode_identity(msg.content)
                 site = site_identity(msg.content)
             except ProtocolError as exc:
                 LOGGER.warning("node %d sent a malformed handshake: %s", node, exc)

@@ -26,6 +26,9 @@ from tests.fedcare_flower.test_workspace import client_files
 
 LAMBDA_TOL = 1e-5
 PARAM_TOL = 1e-4
+#: The DP run: the server's noise is the in-process run's (the same seed), so λ* and w* differ
+#: only by the clients' float32 rounding.
+DP_TOL = 1e-9
 
 
 def _assert_nothing_left(runner, tmp_path):
@@ -72,6 +75,30 @@ def test_deployment_matches_local_and_leaves_nothing_behind(small_federation, tm
         warm = f"superexec-{k}" in runner.supervisor.procs
         assert warm == (not supernodes)
         assert ("--isolation" in argv) == warm
+    _assert_nothing_left(runner, tmp_path)
+
+
+@pytest.mark.slow
+def test_a_seeded_dp_deployment_gives_the_in_process_lambdas_and_epsilon(
+    small_federation, tmp_path
+):
+    from dataclasses import replace
+
+    cfg, fed = small_federation
+    stage1 = replace(cfg.stage1, dp_noise_multiplier=0.8, dp_clip=0.5, dp_noise_seed=5)
+    cfg = replace(cfg, stage1=stage1).validate()
+    local = run_stage1(fed, cfg.model, cfg.stage1, cfg.seed)
+    runner = DeploymentStage1Runner(FlowerConfig(workdir_parent=str(tmp_path)))
+    dep = runner(fed, cfg.model, cfg.stage1, cfg.seed, None)
+    assert [r.epsilon for r in dep.rounds] == [r.epsilon for r in local.rounds]
+    assert all(r.epsilon is not None for r in dep.rounds)
+    for a, b in zip(local.rounds, dep.rounds, strict=True):
+        assert a.lambdas.keys() == b.lambdas.keys() and b.participants == (0, 1, 2)
+        for s in a.lambdas:
+            assert b.lambdas[s] == pytest.approx(a.lambdas[s], rel=0.0, abs=DP_TOL)
+    np.testing.assert_allclose(dep.params, local.params, rtol=0.0, atol=DP_TOL)
+    np.testing.assert_allclose(dep.buffers, local.buffers, rtol=0.0, atol=DP_TOL)
+    assert dep.notes == []
     _assert_nothing_left(runner, tmp_path)
 
 

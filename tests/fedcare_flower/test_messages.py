@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from flwr.app import ArrayRecord, ConfigRecord, MetricRecord, RecordDict
@@ -90,8 +92,8 @@ def test_train_instruction_round_trip():
 
 
 def test_identity_round_trip_and_protocol_mismatch():
-    assert decode_identity(encode_identity(4, 120)) == (4, 120)
-    bad = encode_identity(4, 120)
+    assert decode_identity(encode_identity(4)) == 4
+    bad = encode_identity(4)
     bad.metric_records[METRICS][PROTOCOL] = 999
     with pytest.raises(ProtocolError, match="protocol"):
         decode_identity(bad)
@@ -122,3 +124,75 @@ def test_round_metrics_report_lambda_and_d_sq_norm():
     m = round_metrics(info, OBJECTIVES)
     assert m["lambda.los"] == 0.75 and m["lambda.early_discharge"] == 0.0
     assert m["d-sq-norm"] == 0.5 and m["participants"] == 2 and m["missing-objectives"] == 1
+
+
+def _dp_update(client_id, objectives, p=5):
+    """What :func:`fedcare_core.stage1_privacy.private_update` sends: no counts, no losses."""
+    u = _update(client_id, objectives, p)
+    hidden = {s: ObjectiveUpdate(o.delta, 0, float("nan")) for s, o in u.objectives.items()}
+    return ClientUpdate(client_id, hidden, u.buffers - 1.0, 0)
+
+
+def test_a_dp_update_round_trips_without_counts_or_losses():
+    from flwr.common import serde
+
+    u = _dp_update(1, ("early_discharge", "los"))
+    content = encode_client_update(u, OBJECTIVES)
+    # the deployment's wire: the records through Flower's protobuf messages
+    wire = serde.recorddict_from_proto(serde.recorddict_to_proto(content))
+    for back in (decode_client_update(content, OBJECTIVES), decode_client_update(wire, OBJECTIVES)):
+        assert back.client_id == 1 and back.num_examples == 0
+        assert set(back.objectives) == {"early_discharge", "los"}  # pursued: a delta, no count
+        for s, obj in u.objectives.items():
+            assert back.objectives[s].delta.tobytes() == obj.delta.tobytes()
+            assert back.objectives[s].num_examples == 0
+            assert np.isnan(back.objectives[s].loss)
+        assert back.buffers.tobytes() == u.buffers.tobytes()
+
+
+def test_a_dp_reply_carries_no_count_and_passes_flowers_reply_checks():
+    replies = [
+        encode_client_update(_dp_update(0, ("readmission",)), OBJECTIVES),
+        encode_client_update(_dp_update(1, OBJECTIVES), OBJECTIVES),
+    ]
+    validate_message_reply_consistency(replies, NUM_EXAMPLES, check_arrayrecord=True)
+    for r in replies:
+        metrics = r.metric_records[METRICS]
+        counts = [v for k, v in metrics.items() if k.startswith(NUM_EXAMPLES)]
+        assert len(counts) == 1 + len(OBJECTIVES) and set(counts) == {0}
+
+
+def test_a_count_without_a_delta_is_refused():
+    content = encode_client_update(_update(0, ("los",)), OBJECTIVES)
+    content.metric_records[METRICS]["num-examples.readmission"] = 3
+    with pytest.raises(ProtocolError, match="no delta"):
+        decode_client_update(content, OBJECTIVES)
+
+
+def _sent_stage1(stage1):
+    content = encode_train_instruction(
+        server_round=1,
+        seed=0,
+        objectives=[("los", "regression")],
+        common_width=3,
+        model=ModelConfig(),
+        stage1=stage1,
+        arrays=model_arrays(np.zeros(2, np.float32), np.zeros(0, np.float32)),
+    )
+    return decode_train_instruction(content).stage1
+
+
+def test_dp_settings_travel_to_the_client_without_the_noise_seed():
+    stage1 = Stage1Config(rounds=4, dp_epsilon=8.0, dp_delta=1e-6, dp_clip=0.25, dp_noise_seed=99)
+    sent = _sent_stage1(stage1)
+    assert sent == replace(stage1, dp_noise_seed=None)
+    assert sent.privacy() == replace(stage1.privacy(), noise_seed=None)
+    unset = _sent_stage1(Stage1Config(dp_noise_multiplier=1.5))
+    assert unset == Stage1Config(dp_noise_multiplier=1.5)
+    assert unset.dp_epsilon is None and isinstance(unset.dp_noise_multiplier, float)
+
+
+def test_round_metrics_report_epsilon_under_dp_only():
+    info = RoundInfo(1, {"los": 1.0}, 0.5, {}, (0,), epsilon=0.75)
+    assert round_metrics(info, ("los",))["epsilon"] == 0.75
+    assert "epsilon" not in round_metrics(replace(info, epsilon=None), ("los",))

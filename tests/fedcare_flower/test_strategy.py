@@ -324,6 +324,6 @@ def test_two_nodes_claiming_one_client_is_an_error(small_federation, tmp_path, t
     assert (lb.ws.result_dir / "error.txt").exists()
 
 
-def test_identity_reply_encodes_client_and_rows():
-    content = encode_identity(1, 50)
-    assert content.metric_records["metrics"]["client-id"] == 1
+def test_identity_reply_encodes_the_client_and_no_row_count():
+    content = encode_identity(1)
+    assert dict(content.metric_records["metrics"]) == {"client-id": 1, "protocol": 3}
