@@ -92,6 +92,8 @@ class SecureStage1Strategy(Strategy):
         The range ``c`` of the next try.
     aggregates
         Every aggregated vector :meth:`aggregate_fit` received, one per try (tests read it).
+    ranges
+        The range ``c`` each completed round was summed with.
     """
 
     def __init__(self, plan: RunPlan, *, on_round: RoundHook | None = None) -> None:
@@ -112,6 +114,7 @@ class SecureStage1Strategy(Strategy):
         self.rounds: list[RoundInfo] = []
         self.notes: list[str] = []
         self.aggregates: list[np.ndarray] = []
+        self.ranges: list[float] = []
         self.converged = False
         self.stopped = False
         self.round = 0
@@ -212,7 +215,15 @@ class SecureStage1Strategy(Strategy):
             participants,
             noise,
         )
+        self.ranges.append(self.clip)
         self.clip = next_clip(sums, self.clip, self.plan.stage1)
+        LOGGER.info(
+            "round %d: summed at ±%g (error ≤ %.2g per value); next range ±%g",
+            server_round,
+            self.ranges[-1],
+            self.settings.error_bound(self.ranges[-1]),
+            self.clip,
+        )
         self._finish(info)
         return ndarrays_to_parameters([self.state.params, self.state.buffers]), {}
 

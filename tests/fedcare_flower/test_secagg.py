@@ -106,6 +106,8 @@ def test_secure_rounds_match_the_in_process_run(small_federation, tmp_path, task
         for s in a.losses:
             assert b.losses[s] == pytest.approx(a.losses[s], rel=1e-6)
     np.testing.assert_allclose(result.params, plain.params, atol=1e-6)
+    # ε per round (the Flower layer's round log does not carry it yet: the strategy's does).
+    assert [r.epsilon for r in strategy.rounds] == pytest.approx([r.epsilon for r in plain.rounds])
     np.testing.assert_allclose(result.buffers, plain.buffers, atol=1e-5)
     assert strategy.notes == []
     # The range shrank to the data after round 1 (2^⌈log2(2·Σ_k max|x_k|)⌉).
@@ -205,3 +207,20 @@ def test_values_outside_the_range_rerun_the_round_wider(
     for a, b in zip(plain.rounds, result.rounds, strict=True):
         for s in a.lambdas:
             assert b.lambdas[s] == pytest.approx(a.lambdas[s], abs=LAMBDA_TOL)
+
+
+def test_dp_noise_is_added_by_the_server_to_the_sums(small_federation, tmp_path, task_identity):
+    dp = {"dp_noise_multiplier": 1.0, "dp_clip": 1.0, "dp_noise_seed": 3}
+    cfg, fed, ws, plan, grid = _secure_setup(small_federation, tmp_path, **dp)
+    # The in-process DP run draws the same noise (same seed, same order) on the plain sums.
+    plain = run_stage1(fed, cfg.model, replace(cfg.stage1, secagg=False), cfg.seed)
+    strategy = run_secure_server(grid, node_context(0, {}), plan)
+    assert strategy.ranges == [1.0, 1.0, 1.0]  # from the public clip C, never the data
+    result = read_stage1_result(ws.result_dir, ws.plan)
+    for a, b in zip(plain.rounds, result.rounds, strict=True):
+        assert b.losses == {}
+        for s in a.lambdas:
+            assert b.lambdas[s] == pytest.approx(a.lambdas[s], abs=LAMBDA_TOL)
+    np.testing.assert_allclose(result.params, plain.params, atol=1e-6)
+    # ε per round (the Flower layer's round log does not carry it yet: the strategy's does).
+    assert [r.epsilon for r in strategy.rounds] == pytest.approx([r.epsilon for r in plain.rounds])
