@@ -18,7 +18,9 @@ Below the threshold Flower halts the round without a result: :class:`SecureRound
 Stage 1 with :class:`SecureRoundError`, naming the round, the threshold and how many clients
 were asked. A client that leaves after sending its masked vector but before unmasking spoils
 the sum (Flower then removes only its pairwise masks): the sum's sentinel catches that and
-the run fails the same way. A round whose values exceeded the range is run again with a wider
+the run fails the same way. Checkpoints: as :class:`~fedcare_flower.strategy.FedCareStrategy`,
+after every round into the plan's file, and a restored run sends nothing for the rounds the
+checkpoint holds. A round whose values exceeded the range is run again with a wider
 range (:data:`fedcare_core.secure_sums.GROWTH`; the clients' updates are deterministic, so the
 retry sums the same vectors).
 """
@@ -47,6 +49,7 @@ from flwr.server.strategy import Strategy
 from flwr.server.workflow import DefaultWorkflow, SecAggPlusWorkflow
 from flwr.serverapp import Grid, ServerApp
 
+from fedcare_core.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from fedcare_core.param_vectors import get_buffers, get_params, param_layout
 from fedcare_core.privacy import noise_stream
 from fedcare_core.secure_sums import (
@@ -60,7 +63,13 @@ from fedcare_core.secure_sums import (
     secure_server_step,
     unpack_sums,
 )
-from fedcare_core.stage1 import RoundInfo, ServerState, build_model
+from fedcare_core.stage1 import (
+    RoundInfo,
+    ServerState,
+    Stage1Snapshot,
+    build_model,
+    check_snapshot,
+)
 from fedcare_core.stage1_privacy import RoundNoise
 from fedcare_flower.polling import PollingGrid
 from fedcare_flower.results import append_round, write_error, write_stage1_result
@@ -119,9 +128,11 @@ class SecureStage1Strategy(Strategy):
         self.stopped = False
         self.round = 0
         self.asked = 0
-        self.outcome = ""  # of the last try: "", "aggregated", "retry"
+        self.outcome = ""  # of the last try: "", "aggregated", "retry", "skipped"
         self._round_start = 0.0
         self._on_round = on_round
+        self.resumed_round = 0  # rounds 1..this were restored from the plan's checkpoint
+        self._restore()
 
     # ---- legacy Strategy API ----------------------------------------------------------------
 
@@ -135,7 +146,8 @@ class SecureStage1Strategy(Strategy):
         """The round's instruction for every available client (none once Stage 1 stopped)."""
         self.outcome = ""
         self.asked = 0
-        if self.stopped:
+        if self.stopped or server_round <= self.resumed_round:
+            self.outcome = "skipped"
             return []
         if server_round != self.round:
             self.round = server_round
@@ -271,8 +283,47 @@ class SecureStage1Strategy(Strategy):
         self.converged = info.d_sq_norm <= self.plan.stage1.epsilon
         if self.converged:
             self.stopped = True
+        self._save(info.round)
         if self._on_round is not None:
             self._on_round(info, time.time() - self._round_start)
+
+    def _restore(self) -> None:
+        """Continue after the plan's checkpoint, if its file holds one of this run.
+
+        The range starts again from :func:`~fedcare_core.secure_sums.initial_clip` (a clip
+        on the first resumed round only reruns it wider).
+
+        Raises
+        ------
+        CheckpointError
+            If the file is unreadable, belongs to another run, or cannot continue this one.
+        """
+        path, fingerprint = self.plan.checkpoint_path, self.plan.checkpoint_fingerprint
+        if path is None:
+            return
+        if fingerprint is None:
+            raise CheckpointError(f"plan names checkpoint {path} without the run's fingerprint")
+        snap = load_checkpoint(Path(path), fingerprint)
+        if snap is None:
+            return
+        try:
+            check_snapshot(snap, self.state, self.plan.stage1)
+        except ValueError as exc:
+            raise CheckpointError(f"checkpoint {path} cannot continue this run: {exc}") from None
+        self.state, self.rounds, self.notes = snap.state, list(snap.rounds), list(snap.notes)
+        self.converged = snap.converged
+        self.resumed_round = snap.round
+        self.stopped = snap.converged or snap.round >= self.plan.stage1.rounds
+
+    def _save(self, server_round: int) -> None:
+        """Write the checkpoint of ``server_round`` (when the plan names a file)."""
+        path, fingerprint = self.plan.checkpoint_path, self.plan.checkpoint_fingerprint
+        if path is None or fingerprint is None:
+            return
+        snap = Stage1Snapshot(
+            server_round, self.state, tuple(self.rounds), self.converged, tuple(self.notes)
+        )
+        save_checkpoint(Path(path), snap, fingerprint)
 
 
 class SecureRoundWorkflow(SecAggPlusWorkflow):
@@ -312,7 +363,7 @@ class SecureRoundWorkflow(SecAggPlusWorkflow):
         for _ in range(MAX_ATTEMPTS):
             self.clipping_range = strategy.clip
             super().__call__(grid, context)
-            if strategy.outcome == "aggregated" or (strategy.stopped and not strategy.asked):
+            if strategy.outcome in ("aggregated", "skipped"):
                 return
             if strategy.outcome != "retry":
                 settings = strategy.settings

@@ -224,3 +224,27 @@ def test_dp_noise_is_added_by_the_server_to_the_sums(small_federation, tmp_path,
     np.testing.assert_allclose(result.params, plain.params, atol=1e-6)
     # ε per round (the Flower layer's round log does not carry it yet: the strategy's does).
     assert [r.epsilon for r in strategy.rounds] == pytest.approx([r.epsilon for r in plain.rounds])
+
+
+def test_a_secure_run_resumes_from_its_checkpoint(small_federation, tmp_path, task_identity):
+    from fedcare_core.checkpoint import stage1_fingerprint
+
+    def fail(node, msg):  # every client silent from round 3 on: the run stops after round 2
+        return "silent" if msg.metadata.group_id == "3" else None
+
+    cfg, fed, _, plan, grid = _secure_setup(small_federation, tmp_path, fail)
+    path = str(tmp_path / "stage1-checkpoint.npz")
+    fingerprint = stage1_fingerprint(fed, cfg.model, cfg.stage1, cfg.seed)
+    plan = replace(plan, checkpoint_path=path, checkpoint_fingerprint=fingerprint)
+    with pytest.raises(SecureRoundError, match="round 3"):
+        run_secure_server(grid, node_context(0, {}), plan)
+    grid.fail = lambda node, msg: None
+    resumed = run_secure_server(grid, node_context(0, {}), plan)
+    assert resumed.resumed_round == 2
+    assert {m.metadata.group_id for m in grid.sent[-12:]} == {"3"}  # round 3's stages only
+    plain = run_stage1(fed, cfg.model, replace(cfg.stage1, secagg=False), cfg.seed)
+    assert [r.round for r in resumed.rounds] == [1, 2, 3]
+    for a, b in zip(plain.rounds, resumed.rounds, strict=True):
+        for s in a.lambdas:
+            assert b.lambdas[s] == pytest.approx(a.lambdas[s], abs=LAMBDA_TOL)
+    np.testing.assert_allclose(resumed.state.params, plain.params, atol=1e-6)
