@@ -65,6 +65,7 @@ from fedcare_flower.processes import (
 )
 from fedcare_flower.run_plan import CheckpointTarget
 from fedcare_flower.run_watch import RunWatch, watch_run
+from fedcare_flower.secagg import secure_plan
 from fedcare_flower.server_app import PLAN_PATH_KEY
 from fedcare_flower.site_node import SiteNode, supernode_program
 from fedcare_flower.tls import RunSecurity
@@ -304,7 +305,7 @@ class DeploymentStage1Runner:
             register_nodes(sup, {cid: security.node_keys(cid).public_key for cid in range(k)})
         for cid in range(k):
             self._start_node(ws, sup, security, cid, link_port)
-        app = write_app(ws.root, ws.plan_path, secure=ws.plan.stage1.secagg)
+        app = write_app(ws.root, ws.plan_path, secure=secure_plan(ws.plan))
         sup.start("flwr-run", [executable("flwr"), "run", str(app), FLWR_CONNECTION, "--stream"])
         if self.on_started is not None:
             self.on_started(self)

@@ -26,12 +26,14 @@ import json
 from dataclasses import asdict, dataclass
 
 from fedcare_core.config import ModelConfig, Stage1Config
+from fedcare_core.errors import ConfigError
 from fedcare_core.secure_sums import (
     MAX_ATTEMPTS,
     MODULUS,
     choose_levels,
     grid_step,
 )
+from fedcare_flower.run_plan import RunPlan
 
 #: Bumped when the keys above change; the client checks it.
 SECAGG_PROTOCOL = 1
@@ -108,6 +110,26 @@ def decode_instruction(config: dict[str, bool | bytes | float | int | str]) -> S
         raise SecAggProtocolError(f"secure round instruction lacks {exc}") from None
 
 
+def secure_plan(plan: RunPlan) -> bool:
+    """Whether the plan's rounds run under SecAgg+ (Flower's legacy-path apps).
+
+    Raises
+    ------
+    ConfigError
+        ``stage1.secagg`` for an algorithm other than Algorithm 1 on the common features
+        (FedCARE, FedCARE-B): the baselines' rounds and FMGDA/FSMGDA's union vectors have no
+        secure path.
+    """
+    if not plan.stage1.secagg:
+        return False
+    if plan.algorithm != "fedcare" or plan.union_common_width is not None:
+        raise ConfigError(
+            "stage1.secagg: secure aggregation covers FedCARE and FedCARE-B only "
+            "(Algorithm 1 on the common features), not the baselines"
+        )
+    return True
+
+
 @dataclass(frozen=True)
 class SecAggSettings:
     """SecAgg+'s parameters for a federation of K clients.
@@ -157,4 +179,5 @@ __all__ = [
     "SecureInstruction",
     "decode_instruction",
     "encode_instruction",
+    "secure_plan",
 ]

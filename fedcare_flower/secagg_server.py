@@ -74,7 +74,13 @@ from fedcare_core.stage1_privacy import RoundNoise
 from fedcare_flower.polling import PollingGrid
 from fedcare_flower.results import append_round, write_error, write_stage1_result
 from fedcare_flower.run_plan import RunPlan
-from fedcare_flower.secagg import CLIENT_ID, SecAggSettings, SecureInstruction, encode_instruction
+from fedcare_flower.secagg import (
+    CLIENT_ID,
+    SecAggSettings,
+    SecureInstruction,
+    encode_instruction,
+    secure_plan,
+)
 from fedcare_flower.server_app import PLAN_PATH_KEY
 
 LOGGER = logging.getLogger(__name__)
@@ -107,6 +113,8 @@ class SecureStage1Strategy(Strategy):
 
     def __init__(self, plan: RunPlan, *, on_round: RoundHook | None = None) -> None:
         super().__init__()
+        if not secure_plan(plan):
+            raise ValueError("SecureStage1Strategy needs a plan with stage1.secagg")
         self.plan = plan
         self.objectives = plan.objective_names
         model = build_model(plan.common_width, self.objectives, plan.model, plan.seed)

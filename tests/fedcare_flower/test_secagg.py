@@ -248,3 +248,15 @@ def test_a_secure_run_resumes_from_its_checkpoint(small_federation, tmp_path, ta
         for s in a.lambdas:
             assert b.lambdas[s] == pytest.approx(a.lambdas[s], abs=LAMBDA_TOL)
     np.testing.assert_allclose(resumed.state.params, plain.params, atol=1e-6)
+
+
+def test_secagg_is_refused_where_it_has_no_secure_path(small_federation, tmp_path):
+    from fedcare_core.errors import ConfigError
+    from fedcare_flower.secagg import secure_plan
+
+    cfg, fed, _ws, plan, _ = _secure_setup(small_federation, tmp_path)
+    assert secure_plan(plan) and not secure_plan(replace(plan, stage1=cfg.stage1.__class__()))
+    with pytest.raises(ConfigError, match="FedCARE and FedCARE-B only"):
+        secure_plan(replace(plan, algorithm="fedavg"))
+    with pytest.raises(ValueError, match="needs a Flower backend"):
+        run_stage1(fed, cfg.model, cfg.stage1, cfg.seed)
