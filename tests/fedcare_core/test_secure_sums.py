@@ -141,3 +141,14 @@ def test_ranges():
     nxt = next_clip(sums, 8.0, Stage1Config())
     assert nxt >= 2 * sums.largest and nxt < 4 * sums.largest + 1e-12
     assert next_clip(sums, 4.0, Stage1Config(dp_noise_multiplier=1.0)) == 4.0
+
+
+def test_secagg_is_refused_for_algorithms_without_secure_rounds():
+    from fedcare_core.algorithms import validate_config
+    from fedcare_core.config import ExperimentConfig
+    from fedcare_core.errors import ConfigError
+
+    for name in ("fedcare", "fedcare-b"):
+        validate_config(ExperimentConfig(algorithm=name, stage1=Stage1Config(secagg=True)))
+    with pytest.raises(ConfigError, match="no securely aggregated rounds"):
+        validate_config(ExperimentConfig(algorithm="fedavg", stage1=Stage1Config(secagg=True)))
