@@ -105,8 +105,9 @@ class SecureStage1Strategy(Strategy):
     ----------
     clip
         The range ``c`` of the next try.
-    aggregates
-        Every aggregated vector :meth:`aggregate_fit` received, one per try (tests read it).
+    last_aggregate
+        The last aggregated vector :meth:`aggregate_fit` received (the mean of the sealed
+        vectors; None before the first).
     ranges
         The range ``c`` each completed round was summed with.
     """
@@ -130,7 +131,8 @@ class SecureStage1Strategy(Strategy):
         self._noise_secret = dp.noise_source() if dp is not None else 0
         self.rounds: list[RoundInfo] = []
         self.notes: list[str] = []
-        self.aggregates: list[np.ndarray] = []
+        self.last_aggregate: np.ndarray | None = None
+        self._waited = False  # for the K clients, before the first round this run sends
         self.ranges: list[float] = []
         self.converged = False
         self.stopped = False
@@ -160,7 +162,8 @@ class SecureStage1Strategy(Strategy):
         if server_round != self.round:
             self.round = server_round
             self._round_start = time.time()
-            if server_round == 1:
+            if not self._waited:
+                self._waited = True
                 client_manager.wait_for(
                     self.plan.num_clients, timeout=math.ceil(self.plan.startup_timeout_s)
                 )
@@ -207,7 +210,7 @@ class SecureStage1Strategy(Strategy):
         if len(shared) != 1:
             raise SecureRoundError(f"round {server_round}: results carry more than one vector")
         mean = parameters_to_ndarrays(results[0][1].parameters)[0].astype(np.float64)
-        self.aggregates.append(mean)
+        self.last_aggregate = mean
         n = len(results)
         participants = [int(res.metrics[CLIENT_ID]) for _, res in results]
         try:

@@ -64,8 +64,9 @@ class RecordingStrategy(SecureStage1Strategy):
     calls: ClassVar[list] = []
 
     def aggregate_fit(self, server_round, results, failures):
-        type(self).calls.append((server_round, list(results), list(failures)))
-        return super().aggregate_fit(server_round, results, failures)
+        out = super().aggregate_fit(server_round, results, failures)
+        type(self).calls.append((server_round, list(results), list(failures), self.last_aggregate))
+        return out
 
 
 def _secure_setup(small_federation, tmp_path, fail=None, **stage1):
@@ -121,8 +122,7 @@ def test_server_code_never_holds_an_individual_update(
     RecordingStrategy.calls = []
     strategy = _run(grid, plan, monkeypatch, RecordingStrategy)
     assert [c[0] for c in RecordingStrategy.calls] == [1, 2, 3]
-    calls = RecordingStrategy.calls
-    for (_, results, failures), mean in zip(calls, strategy.aggregates, strict=True):
+    for _, results, failures, mean in RecordingStrategy.calls:
         assert failures == [] and len(results) == 3
         # One aggregate shared by every result: the same object, no per-client arrays …
         assert len({id(res.parameters) for _, res in results}) == 1
