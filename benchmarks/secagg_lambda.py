@@ -2,13 +2,14 @@
 
 Usage: ``python benchmarks/secagg_lambda.py [--diabetes DATA_DIR] [--rounds T] [--backend B]``.
 Prints one JSON line per configuration: the largest |Δλ*| over rounds and objectives, the
-largest |Δ‖d‖²|/‖d‖², and the mean round wall time of both runs.
+largest |Δ‖d‖²|/‖d‖², and the median round wall time of both runs.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
 import tempfile
 from dataclasses import replace
 
@@ -39,7 +40,7 @@ def compare(name, backend, fed, cfg):
         abs(a.d_sq_norm - b.d_sq_norm) / a.d_sq_norm
         for a, b in zip(plain.rounds, secure.rounds, strict=True)
     )
-    mean = lambda t: sum(t.round_s) / len(t.round_s)  # noqa: E731
+    median = lambda t: statistics.median(t.round_s)  # noqa: E731
     print(
         json.dumps(
             {
@@ -49,8 +50,9 @@ def compare(name, backend, fed, cfg):
                 "rounds": len(plain.rounds),
                 "max_abs_lambda_diff": dl,
                 "max_rel_dsq_diff": dd,
-                "round_s_plain": round(mean(t_plain), 3),
-                "round_s_secagg": round(mean(t_secure), 3),
+                "median_round_s_plain": round(median(t_plain), 3),
+                "median_round_s_secagg": round(median(t_secure), 3),
+                "round_s_secagg": [round(r, 2) for r in t_secure.round_s],
                 "secagg_notes": secure.notes,
             }
         ),

@@ -10,7 +10,8 @@ before it leaves the client. The vector is :mod:`fedcare_core.secure_sums`'s.
 Config keys (all scalars, as the legacy ``Config`` requires)
     ``protocol`` (int, :data:`SECAGG_PROTOCOL`), ``server-round`` (int), ``seed`` (int),
     ``objectives``/``kinds`` (str, JSON lists), ``common-width`` (int), ``model-config`` and
-    ``stage1-config`` (str, JSON of the core's dataclasses), ``clip`` (float, the range ``c``
+    ``stage1-config`` (str, JSON of the core's dataclasses; never the DP noise seed, which
+    keys the server's noise), ``clip`` (float, the range ``c``
     of this try) and ``levels`` (int, ``T``).
 
 Why every client's weight is 1
@@ -23,7 +24,7 @@ Why every client's weight is 1
 from __future__ import annotations
 
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 
 from fedcare_core.config import ModelConfig, Stage1Config
 from fedcare_core.errors import ConfigError
@@ -72,7 +73,8 @@ def encode_instruction(ins: SecureInstruction) -> dict[str, bool | bytes | float
         "kinds": json.dumps([ins.kinds[s] for s in ins.objectives]),
         "common-width": int(ins.common_width),
         "model-config": json.dumps(asdict(ins.model)),
-        "stage1-config": json.dumps(asdict(ins.stage1)),
+        # The noise seed keys the server's noise: a client that had it could subtract the noise.
+        "stage1-config": json.dumps(asdict(replace(ins.stage1, dp_noise_seed=None))),
         "clip": float(ins.clip),
         "levels": int(ins.levels),
     }

@@ -107,6 +107,10 @@ def test_secure_rounds_match_the_in_process_run(small_federation, tmp_path, task
         for s in a.losses:
             assert b.losses[s] == pytest.approx(a.losses[s], rel=1e-6)
     np.testing.assert_allclose(result.params, plain.params, atol=1e-6)
+    # The noise seed keys the server's noise: it never reaches a client.
+    sent = [str(dict(rec)) for m in grid.sent for rec in m.content.config_records.values()]
+    assert any('"dp_noise_seed": null' in t for t in sent)
+    assert not any('"dp_noise_seed": 3' in t for t in sent)
     # ε per round (the Flower layer's round log does not carry it yet: the strategy's does).
     assert [r.epsilon for r in strategy.rounds] == pytest.approx([r.epsilon for r in plain.rounds])
     np.testing.assert_allclose(result.buffers, plain.buffers, atol=1e-5)
@@ -222,6 +226,10 @@ def test_dp_noise_is_added_by_the_server_to_the_sums(small_federation, tmp_path,
         for s in a.lambdas:
             assert b.lambdas[s] == pytest.approx(a.lambdas[s], abs=LAMBDA_TOL)
     np.testing.assert_allclose(result.params, plain.params, atol=1e-6)
+    # The noise seed keys the server's noise: it never reaches a client.
+    sent = [str(dict(rec)) for m in grid.sent for rec in m.content.config_records.values()]
+    assert any('"dp_noise_seed": null' in t for t in sent)
+    assert not any('"dp_noise_seed": 3' in t for t in sent)
     # ε per round (the Flower layer's round log does not carry it yet: the strategy's does).
     assert [r.epsilon for r in strategy.rounds] == pytest.approx([r.epsilon for r in plain.rounds])
 
