@@ -115,6 +115,10 @@ class Stage1Config:
     dp_noise_multiplier: float | None = None
     dp_clip: float = 1.0
     dp_noise_seed: int | None = None
+    #: Secure aggregation of the rounds (Flower's SecAgg+, :mod:`fedcare_flower.secagg_server`):
+    #: the server only ever holds per-objective sums of the clients' pre-weighted updates
+    #: (:mod:`fedcare_core.secure_sums`). Flower backends only.
+    secagg: bool = False
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` on an invalid value (a DP budget the rounds exceed too)."""

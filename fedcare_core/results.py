@@ -126,6 +126,8 @@ class ExperimentResult:
                 "converged": self.stage1.converged,
                 "rounds_run": len(self.stage1.rounds),
                 "notes": list(self.stage1.notes),
+                # Rounds summed by SecAgg+ (only a Flower backend runs them; others refuse).
+                "secure_aggregation": self.config.stage1.secagg,
             },
             "stage2": [
                 {

@@ -48,6 +48,7 @@ __all__ = [
     "ServerState",
     "Stage1Result",
     "Stage1Snapshot",
+    "apply_direction",
     "build_model",
     "check_snapshot",
     "client_update",
@@ -267,7 +268,7 @@ def server_step(
         return state, RoundInfo(round_idx, {}, float("nan"), {}, participants, missing)
     direction, lambdas = descent_direction(deltas, losses, layout, config)
     d_sq = squared_norm(direction)
-    new = replace(_apply(state, direction, config), dp_releases=state.dp_releases)
+    new = replace(apply_direction(state, direction, config), dp_releases=state.dp_releases)
     epsilon = None
     if noise is not None:
         new.dp_releases += 1
@@ -286,7 +287,8 @@ def server_step(
     return new, RoundInfo(round_idx, lambdas, d_sq, losses, participants, missing)
 
 
-def _apply(state: ServerState, direction: np.ndarray, config: Stage1Config) -> ServerState:
+def apply_direction(state: ServerState, direction: np.ndarray, config: Stage1Config) -> ServerState:
+    """The global step along ``d`` (eq. 11, or the server's Adam); ``dp_releases`` not kept."""
     params = state.params.astype(np.float64)
     if config.server_optimizer == "sgd":
         params = params - config.global_lr * direction
@@ -334,6 +336,8 @@ def run_stage1(
     Stage1Result
         ``w*``, its BatchNorm statistics and the per-round λ* / ‖d‖² trace.
     """
+    if config.secagg:
+        raise ValueError("secure aggregation (stage1.secagg) needs a Flower backend")
     objectives = federation.objective_names
     kinds = objective_kinds(federation)
     model = build_model(federation.common_width, objectives, model_config, seed)

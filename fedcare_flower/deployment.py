@@ -65,6 +65,7 @@ from fedcare_flower.processes import (
 )
 from fedcare_flower.run_plan import CheckpointTarget
 from fedcare_flower.run_watch import RunWatch, watch_run
+from fedcare_flower.secagg import secure_plan
 from fedcare_flower.server_app import PLAN_PATH_KEY
 from fedcare_flower.site_node import SiteNode, supernode_program
 from fedcare_flower.tls import RunSecurity
@@ -111,13 +112,15 @@ def stock_if_unverified(flower: FlowerConfig) -> FlowerConfig:
     return replace(flower, client_exec="subprocess", node_poll_s=None)
 
 
-def write_app(root: Path, plan_path: Path) -> Path:
+def write_app(root: Path, plan_path: Path, *, secure: bool = False) -> Path:
     """A one-file Flower App in ``root/app`` whose run config names the plan at ``plan_path``.
 
-    The app is a ``pyproject.toml`` naming this package's ServerApp and ClientApp.
+    The app is a ``pyproject.toml`` naming this package's ServerApp and ClientApp; with
+    ``secure`` (``stage1.secagg``) the SecAgg+ ones (:mod:`fedcare_flower.secagg_server`).
     """
     app_dir = root / "app"
     app_dir.mkdir(exist_ok=True, mode=FOLDER_MODE)
+    server, client = ("secagg_server", "secagg_client") if secure else ("server_app", "client_app")
     doc: dict[str, Any] = {
         "build-system": {"requires": ["hatchling"], "build-backend": "hatchling.build"},
         "project": {
@@ -132,8 +135,8 @@ def write_app(root: Path, plan_path: Path) -> Path:
                 "app": {
                     "publisher": "fedcare",
                     "components": {
-                        "serverapp": "fedcare_flower.server_app:app",
-                        "clientapp": "fedcare_flower.client_app:app",
+                        "serverapp": f"fedcare_flower.{server}:app",
+                        "clientapp": f"fedcare_flower.{client}:app",
                     },
                     "config": {PLAN_PATH_KEY: str(plan_path)},
                 }
@@ -302,7 +305,7 @@ class DeploymentStage1Runner:
             register_nodes(sup, {cid: security.node_keys(cid).public_key for cid in range(k)})
         for cid in range(k):
             self._start_node(ws, sup, security, cid, link_port)
-        app = write_app(ws.root, ws.plan_path)
+        app = write_app(ws.root, ws.plan_path, secure=secure_plan(ws.plan))
         sup.start("flwr-run", [executable("flwr"), "run", str(app), FLWR_CONNECTION, "--stream"])
         if self.on_started is not None:
             self.on_started(self)

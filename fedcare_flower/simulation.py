@@ -51,6 +51,9 @@ from fedcare_flower.client_app import build_client_app, simulation_locator
 from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.processes import LOOPBACK, TOKEN_ENV, terminate_marked
 from fedcare_flower.run_plan import CheckpointTarget
+from fedcare_flower.secagg import secure_plan
+from fedcare_flower.secagg_client import build_secagg_client_app
+from fedcare_flower.secagg_server import build_secure_server_app
 from fedcare_flower.server_app import build_server_app
 from fedcare_flower.workspace import (
     FLOWER_ENV,
@@ -279,9 +282,12 @@ class SimulationStage1Runner:
             # imported, and Ray raises its own: keep both inside the run, restore the caller's.
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore", DeprecationWarning)
+                secure = secure_plan(ws.plan)  # SecAgg+: Flower's legacy-path apps
+                server = build_secure_server_app if secure else build_server_app
+                client = build_secagg_client_app if secure else build_client_app
                 run_simulation(
-                    server_app=build_server_app(ws.plan_path, on_round),
-                    client_app=build_client_app(simulation_locator(ws.clients_dir, ws.data_paths)),
+                    server_app=server(ws.plan_path, on_round),
+                    client_app=client(simulation_locator(ws.clients_dir, ws.data_paths)),
                     num_supernodes=num_clients,
                     backend_config=self.backend_config(ray_dir),
                 )

@@ -73,8 +73,8 @@ def validate_config(config: ExperimentConfig) -> ExperimentConfig:
     Raises
     ------
     ConfigError
-        For an unknown algorithm, any invalid field, or differential privacy asked of an
-        algorithm whose rounds have none.
+        For an unknown algorithm, any invalid field, or differential privacy or secure
+        aggregation asked of an algorithm whose rounds have none.
     """
     algorithm = get_algorithm(config.algorithm)
     config.validate()
@@ -83,6 +83,11 @@ def validate_config(config: ExperimentConfig) -> ExperimentConfig:
         raise ConfigError(
             f"algorithm {config.algorithm!r} has no differentially private rounds; "
             f"stage1.dp_epsilon / dp_noise_multiplier apply to {', '.join(private)}"
+        )
+    if config.stage1.secagg and config.algorithm not in FEDCARE_ALGORITHMS:
+        raise ConfigError(
+            f"algorithm {config.algorithm!r} has no securely aggregated rounds; "
+            f"stage1.secagg applies to {', '.join(FEDCARE_ALGORITHMS)} over Flower"
         )
     return config
 
