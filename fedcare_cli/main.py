@@ -198,7 +198,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     """``fedcare run`` (with ``--run-dir`` or ``--resume``: a run that survives being killed)."""
     from data_checks.source_checks import checked_dataset, checked_federation
     from fedcare_cli.output import results_table, write_json_atomic
-    from fedcare_core.algorithms import backend_refusal
+    from fedcare_core.algorithms import backend_refusal, secagg_refusal
     from fedcare_core.results import DataProvenance
     from fedcare_core.run_dir import RunData, RunFolder
 
@@ -225,7 +225,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         data_dir, verify = args.data_dir, not args.no_verify
         backend = _command_line_backend(args)
     # Before loading data: PAFNet and the bounds run in process only (the message says why).
-    refusal = backend_refusal(config.algorithm, backend.name)
+    refusal = backend_refusal(config.algorithm, backend.name) or secagg_refusal(
+        config, backend.name
+    )
     if refusal is not None:
         raise ConfigError(refusal)
     stage1_runner = build_stage1_runner(args, backend)

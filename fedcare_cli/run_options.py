@@ -52,6 +52,7 @@ CONFIG_FLAGS: dict[str, tuple[str, str]] = {
     "dp_noise_multiplier": ("stage1", "dp_noise_multiplier"),
     "dp_clip": ("stage1", "dp_clip"),
     "dp_noise_seed": ("stage1", "dp_noise_seed"),
+    "secagg": ("stage1", "secagg"),
     "stage2_epochs": ("stage2", "epochs"),
 }
 
@@ -159,6 +160,13 @@ def add_parser(sub: Any, backends: tuple[str, ...]) -> None:
         help="where Stage 1 (or FedAvg/FedProx/FMGDA/FSMGDA's rounds) runs: in process, "
         "Flower's Simulation Engine, or SuperLink/SuperNode processes on loopback "
         "(default local; PAFNet, local and centralised: local only)",
+    )
+    run.add_argument(
+        "--secagg",
+        action="store_true",
+        default=None,
+        help="sum each Stage 1 round with Flower's SecAgg+ (flower-sim, flower-deployment; "
+        "fedcare, fedcare-b): the server only ever holds per-objective sums (docs/PRIVACY.md)",
     )
     run.add_argument(
         "--round-timeout",

@@ -13,7 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from fedcare_core.algorithms import backend_refusal, get_algorithm, validate_config
+from fedcare_core.algorithms import (
+    backend_refusal,
+    get_algorithm,
+    secagg_refusal,
+    validate_config,
+)
 from fedcare_core.config import (
     MAX_SEED,
     RANGES,
@@ -246,11 +251,15 @@ class FlowParameters:
             base = base.with_overrides(**top, **sections)
         except ConfigError as exc:
             raise ConfigError(f"invalid configuration override: {exc}") from None
-        return [
+        configs = [
             validate_config(base.with_overrides(algorithm=algorithm, seed=seed))
             for algorithm in self.algorithms
             for seed in self.seeds
         ]
+        refusal = secagg_refusal(configs[0], self.backend) if configs else None
+        if refusal is not None:
+            raise ConfigError(refusal.replace("--secagg", "overrides"))
+        return configs
 
     def to_params(self) -> dict[str, str]:
         """The parameters as MLflow params of the parent run (``flow.<name>``)."""

@@ -107,6 +107,24 @@ def backend_refusal(name: str, backend: str) -> str | None:
     )
 
 
+#: The backends that run Stage 1 on Flower's SecAgg+ (``stage1.secagg``).
+SECAGG_BACKENDS = ("flower-sim", "flower-deployment")
+
+
+def secagg_refusal(config: ExperimentConfig, backend: str) -> str | None:
+    """Why ``config`` cannot run its secure aggregation on ``backend`` (None: it can, or no SecAgg).
+
+    SecAgg+ is Flower's: the in-process loop has no server to hide updates from, and the
+    multi-site federation does not run the secure apps yet.
+    """
+    if not config.stage1.secagg or backend in SECAGG_BACKENDS:
+        return None
+    return (
+        f"stage1.secagg (--secagg) runs on Flower's SecAgg+: backend {backend!r} cannot; "
+        f"use {' or '.join(SECAGG_BACKENDS)}"
+    )
+
+
 def check_backend(algorithm: Algorithm, backend: object | None) -> None:
     """Refuse a federated backend object that cannot run ``algorithm``'s rounds.
 
