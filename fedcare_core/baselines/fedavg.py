@@ -216,7 +216,8 @@ def private_local_update(
         params=clipped["model"],
         buffers=clipped_buffers,
         num_examples=0,
-        objective_examples=dict.fromkeys(update.objective_examples, 0),
+        # The heads it moved (N_{k,s} > 0, the clients aggregate_models averages a head over).
+        objective_examples={s: 0 for s, n in update.objective_examples.items() if n > 0},
         losses={},
     )
 
