@@ -232,6 +232,31 @@ def test_flower_deployment_fedprox_equals_in_process(small_cohort, tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("runtime", ["flower-sim", "flower-deployment"])
+def test_a_private_fedprox_on_a_real_flower_runtime_equals_in_process(
+    small_cohort, tmp_path, runtime
+):
+    from fedcare_flower.deployment import DeploymentStage1Runner
+    from fedcare_flower.simulation import SimulationStage1Runner
+
+    dp = {"dp_noise_multiplier": 1.1, "dp_noise_seed": 7, "dp_clip": 0.01}
+    cfg = _config("fedprox").with_overrides(stage1=dp)
+    local = run_experiment(small_cohort, PARTITION, cfg)
+    flower = FlowerConfig(workdir_parent=str(tmp_path), sim_num_cpus=2)
+    runner = (
+        SimulationStage1Runner(flower)
+        if runtime == "flower-sim"
+        else DeploymentStage1Runner(flower)
+    )
+    remote = run_experiment(small_cohort, PARTITION, cfg, stage1_runner=runner)
+    # The ServerApp (another process under a SuperLink) draws the same seeded noise.
+    assert _document(remote) == _document(local)
+    eps = [r.epsilon for r in remote.stage1.rounds]
+    assert eps == [epsilon_spent(1.1, t, 1e-5) for t in (1, 2, 3)]
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_cli_refuses_pafnet_on_flower_before_loading_data(tmp_path, capsys):
     from fedcare_cli.main import main
 
