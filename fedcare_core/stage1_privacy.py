@@ -1,8 +1,10 @@
 """Algorithm 1 under client-level DP: what a client clips, what the server sums and noises.
 
 :mod:`fedcare_core.privacy` has the mechanism and the accountant; this module applies them to
-Stage 1's vectors (and to every baseline that reuses its client and server steps). Plain arrays
-in and out, so :mod:`fedcare_core.stage1` wraps them in its update types.
+Stage 1's vectors (and to every baseline that reuses its client and server steps; FedAvg and
+FedProx clip their model change with :func:`clip_client_vectors` and noise its sum with
+:func:`noisy_sum`). Plain arrays in and out, so :mod:`fedcare_core.stage1` wraps them in its
+update types.
 """
 
 from __future__ import annotations
@@ -116,17 +118,37 @@ def noisy_means(
         Δ_s for every objective some client replied for (float64), and the mean BatchNorm
         change (None when nobody replied or the model has no statistics).
     """
-    std = noise.settings.noise_std
     means: dict[str, np.ndarray] = {}
     for s in objectives:
         rows = [c[s] for c in contributions if s in c]
         if rows:
-            total = np.sum(np.stack(rows).astype(np.float64), axis=0)
-            means[s] = add_noise(total, std, noise.rng) / len(rows)
+            means[s] = noisy_sum(rows, noise) / len(rows)
     if not buffer_changes or buffer_changes[0].size == 0:
         return means, None
-    total = np.sum(np.stack(buffer_changes).astype(np.float64), axis=0)
-    return means, add_noise(total, std, noise.rng) / len(buffer_changes)
+    return means, noisy_sum(buffer_changes, noise) / len(buffer_changes)
+
+
+def noisy_sum(rows: Sequence[np.ndarray], noise: RoundNoise) -> np.ndarray:
+    """The float64 sum of clipped vectors plus N(0, (z·C)²) on every coordinate.
+
+    The one noisy release of a vector in a round: Stage 1 calls it per objective and for the
+    BatchNorm change (:func:`noisy_means`), FedAvg/FedProx for the model change and the
+    BatchNorm change (:func:`fedcare_core.baselines.fedavg.server_round`).
+
+    Parameters
+    ----------
+    rows
+        The replying clients' clipped vectors (one shape), in client order.
+    noise
+        The round's settings and generator (advanced by one draw per coordinate).
+
+    Returns
+    -------
+    numpy.ndarray
+        Σ rows + noise (float64).
+    """
+    total = np.sum(np.stack(rows).astype(np.float64), axis=0)
+    return add_noise(total, noise.settings.noise_std, noise.rng)
 
 
 def noisy_statistics(

@@ -25,12 +25,19 @@ Wire format (one ``train`` message per client and round, Flower's FedAvg layout)
     ``objectives``, ``kinds``, ``model-config`` and ``baseline-config`` (JSON),
     ``union-layout`` (bytes, UTF-8 JSON: ``common_width``, ``columns``), ``threads``, plus
     ``server-round`` (injected by FedAvg) and ``proximal-mu`` (injected by FedProx; absent:
-    μ = 0).
+    μ = 0); under differential privacy ``dp-clip`` (C).
 Reply
     ``"arrays"`` ArrayRecord: ``params``, ``buffers`` (``w_k`` after local training).
     ``"metrics"`` MetricRecord: ``num-examples`` (N_k), ``client-id``, and for **every**
     objective ``num-examples.<s>`` (N_{k,s}; 0 = not pursued) and ``loss.<s>`` (mean local
     loss; 0.0 when not pursued), so all replies carry the same keys.
+Reply under differential privacy (``dp-clip`` in the config; the core's
+:func:`~fedcare_core.baselines.fedavg.private_local_update`)
+    ``"arrays"``: ``params``, ``buffers`` hold the jointly clipped changes ``w_k − w^t`` and of
+    the statistics. ``"metrics"``: ``client-id`` and, for every objective, ``pursues.<s>``
+    (1 or 0); no counts, no losses. The server adds the noise once per round
+    (:func:`~fedcare_core.baselines.fedavg.server_round`), its secret drawn once when the
+    strategy is built.
 """
 
 from __future__ import annotations
@@ -60,7 +67,9 @@ from fedcare_core.baselines.fedavg import LocalUpdate
 from fedcare_core.config import BaselineConfig, ModelConfig
 from fedcare_core.data.federation import ClientData
 from fedcare_core.param_vectors import get_buffers, get_params, param_layout
+from fedcare_core.privacy import noise_stream
 from fedcare_core.stage1 import RoundInfo, ServerState
+from fedcare_core.stage1_privacy import RoundNoise
 from fedcare_flower.messages import (
     ARRAYS,
     CLIENT_ID,
@@ -85,6 +94,9 @@ LOGGER = logging.getLogger(__name__)
 FEDAVG_FAMILY = ("fedavg", "fedprox")
 ALGORITHM = "algorithm"
 PROXIMAL_MU = "proximal-mu"  # the key Flower's FedProx.configure_train sets
+DP_CLIP = "dp-clip"  # present only under differential privacy
+PURSUES_PREFIX = "pursues."  # a private reply's objectives, without counts
+EPSILON = "epsilon"
 
 RoundHook = Callable[[RoundInfo, float], None]
 
@@ -116,6 +128,7 @@ def plan_union_layout(plan: RunPlan) -> UnionLayout:
 
 def baseline_train_config(plan: RunPlan) -> ConfigRecord:
     """The ConfigRecord every round's ``train`` message carries (FedAvg adds the round)."""
+    private = {} if plan.stage1.privacy() is None else {DP_CLIP: float(plan.stage1.dp_clip)}
     return ConfigRecord(
         {
             PROTOCOL: PROTOCOL_VERSION,
@@ -127,6 +140,7 @@ def baseline_train_config(plan: RunPlan) -> ConfigRecord:
             "baseline-config": json.dumps(asdict(plan.baselines or BaselineConfig())),
             UNION_LAYOUT: encode_union_layout(plan_union_layout(plan)),
             "threads": int(plan.threads),
+            **private,
         }
     )
 
@@ -137,15 +151,24 @@ def is_baseline_message(content: RecordDict) -> bool:
     return config is not None and ALGORITHM in config
 
 
-def encode_local_update(update: LocalUpdate, objectives: Iterable[str]) -> RecordDict:
-    """A client's reply: ``w_k`` and the counts Flower's and the core's averaging need."""
-    metrics: dict[str, MetricRecordValues] = {
-        NUM_EXAMPLES: int(update.num_examples),
-        CLIENT_ID: int(update.client_id),
-    }
+def encode_local_update(
+    update: LocalUpdate, objectives: Iterable[str], *, private: bool = False
+) -> RecordDict:
+    """A client's reply: ``w_k`` and the counts Flower's and the core's averaging need.
+
+    ``private``: a private update's clipped changes and the objectives it pursues, no counts
+    and no losses (module docstring).
+    """
+    metrics: dict[str, MetricRecordValues] = {}
+    if not private:
+        metrics[NUM_EXAMPLES] = int(update.num_examples)
+    metrics[CLIENT_ID] = int(update.client_id)
     for s in objectives:
-        metrics[COUNT_PREFIX + s] = int(update.objective_examples.get(s, 0))
-        metrics[LOSS_PREFIX + s] = float(update.losses.get(s, 0.0))
+        if private:
+            metrics[PURSUES_PREFIX + s] = int(s in update.objective_examples)
+        else:
+            metrics[COUNT_PREFIX + s] = int(update.objective_examples.get(s, 0))
+            metrics[LOSS_PREFIX + s] = float(update.losses.get(s, 0.0))
     return RecordDict(
         {
             ARRAYS: model_arrays(update.params, update.buffers),
@@ -154,14 +177,23 @@ def encode_local_update(update: LocalUpdate, objectives: Iterable[str]) -> Recor
     )
 
 
-def decode_local_update(content: RecordDict, objectives: Iterable[str]) -> LocalUpdate:
-    """Inverse of :func:`encode_local_update` (objectives with N_{k,s} = 0 left out)."""
+def decode_local_update(
+    content: RecordDict, objectives: Iterable[str], *, private: bool = False
+) -> LocalUpdate:
+    """Inverse of :func:`encode_local_update` (objectives with N_{k,s} = 0 left out).
+
+    ``private``: the reply must be a private one; its pursued objectives map to 0.
+    """
     try:
         params, buffers = model_from_arrays(content.array_records[ARRAYS])
         metrics = content.metric_records[METRICS]
         counts: dict[str, int] = {}
         losses: dict[str, float] = {}
         for s in objectives:
+            if private:
+                if int(cast(int, metrics[PURSUES_PREFIX + s])):
+                    counts[s] = 0
+                continue
             n = int(cast(int, metrics[COUNT_PREFIX + s]))
             if n > 0:
                 counts[s] = n
@@ -171,7 +203,7 @@ def decode_local_update(content: RecordDict, objectives: Iterable[str]) -> Local
             client_id=int(cast(int, metrics[CLIENT_ID])),
             params=params,
             buffers=buffers,
-            num_examples=int(cast(int, metrics[NUM_EXAMPLES])),
+            num_examples=0 if private else int(cast(int, metrics[NUM_EXAMPLES])),
             objective_examples=counts,
             losses=losses,
         )
@@ -248,6 +280,7 @@ def baseline_train(client: ClientData, cache_key: str, content: RecordDict) -> R
         seed = int(cast(int, config["seed"]))
         round_idx = int(cast(int, config[SERVER_ROUND]))
         mu = float(cast(float, config.get(PROXIMAL_MU, 0.0)))
+        clip = None if DP_CLIP not in config else float(cast(float, config[DP_CLIP]))
         threads = int(cast(int, config.get("threads", 1)))
         params, buffers = model_from_arrays(content.array_records[ARRAYS])
     except KeyError as exc:
@@ -257,9 +290,18 @@ def baseline_train(client: ClientData, cache_key: str, content: RecordDict) -> R
     torch.set_num_threads(threads)
     model = FullMLP(union.train.x_common.shape[1], names, model_config)
     update = local_train(
-        model, params, buffers, union, kinds, base, prox_mu=mu, seed=seed, round_idx=round_idx
+        model,
+        params,
+        buffers,
+        union,
+        kinds,
+        base,
+        prox_mu=mu,
+        seed=seed,
+        round_idx=round_idx,
+        dp_clip=clip,
     )
-    return encode_local_update(update, names)
+    return encode_local_update(update, names, private=clip is not None)
 
 
 # ---- server -------------------------------------------------------------------------------
@@ -271,7 +313,9 @@ class UnionFedAvg(FedAvg):
     Everything but :meth:`aggregate_train` is Flower's: sampling (all connected nodes, once
     ``min_available_nodes`` = K have joined), the round loop of
     :meth:`~flwr.serverapp.strategy.Strategy.start` and message construction.
-    :meth:`configure_train` only notes ``w^t`` and which nodes were asked.
+    :meth:`configure_train` only notes ``w^t`` and which nodes were asked. Under differential
+    privacy (``plan.stage1.privacy()``) the noise secret is drawn here, once for the run, and
+    each round's noise is :func:`~fedcare_core.privacy.noise_stream` of it and the round.
 
     Parameters
     ----------
@@ -300,6 +344,8 @@ class UnionFedAvg(FedAvg):
         self.rounds: list[RoundInfo] = []
         self.notes: list[str] = []
         self.converged = False  # FedAvg/FedProx run their T rounds (no ‖d‖² stopping rule)
+        self.privacy = plan.stage1.privacy()
+        self._noise_secret = self.privacy.noise_source() if self.privacy is not None else 0
         self._on_round = on_round
         self._asked: set[int] = set()
         self._round_start = 0.0
@@ -313,7 +359,8 @@ class UnionFedAvg(FedAvg):
     ) -> Iterable[Message]:
         """Flower's messages; remember ``w^t`` (the base of ‖w^{t+1} − w^t‖²) and the nodes."""
         self._round_start = time.time()
-        self.state = ServerState(*model_from_arrays(arrays))
+        # The accountant's count outlives the arrays Flower hands back each round.
+        self.state = ServerState(*model_from_arrays(arrays), dp_releases=self.state.dp_releases)
         messages = list(super().configure_train(server_round, arrays, config, grid))
         self._asked = {m.metadata.dst_node_id for m in messages}
         return messages
@@ -333,13 +380,18 @@ class UnionFedAvg(FedAvg):
         answered = {m.metadata.src_node_id for m in replies}
         for node in sorted(self._asked - answered):
             self._note(f"round {server_round}: node {node} did not reply in time")
+        private = self.privacy is not None
         updates = sorted(
-            (decode_local_update(m.content, self.objectives) for m in valid),
+            (decode_local_update(m.content, self.objectives, private=private) for m in valid),
             key=lambda u: u.client_id,
         )
         if not updates:
             self._note(f"round {server_round}: no update; the global model is unchanged")
             return None, None
+        noise = None
+        if self.privacy is not None:
+            noise = RoundNoise(self.privacy, noise_stream(self._noise_secret, server_round))
+        releases = self.state.dp_releases
         params, buffers, info = core_fedavg.server_round(
             self.state.params,
             self.state.buffers,
@@ -347,8 +399,11 @@ class UnionFedAvg(FedAvg):
             self.layout,
             self.objectives,
             server_round,
+            noise,
+            releases=releases,
         )
-        self.state = ServerState(params, buffers)
+        released = int(info.epsilon is not None)
+        self.state = ServerState(params, buffers, dp_releases=releases + released)
         self.rounds.append(info)
         if self._on_round is not None:
             self._on_round(info, time.time() - self._round_start)
@@ -357,6 +412,8 @@ class UnionFedAvg(FedAvg):
         }
         metrics["d-sq-norm"] = float(info.d_sq_norm)
         metrics["participants"] = len(info.participants)
+        if info.epsilon is not None:
+            metrics[EPSILON] = float(info.epsilon)
         return model_arrays(params, buffers), MetricRecord(metrics)
 
     def _note(self, text: str) -> None:

@@ -1,7 +1,8 @@
 """FedAvg (McMahan et al., 2017) on the union view: one global FullMLP, size-weighted averages.
 
 The client step is :func:`fedcare_core.baselines.fedavg.local_train`; a Flower backend runs the
-same rounds with Flower's own FedAvg strategy (``fedcare_flower.baselines``).
+same rounds with Flower's own FedAvg strategy (``fedcare_flower.baselines``). ``stage1.dp_*``
+make the rounds client-level differentially private (the mechanism of FedCARE's Stage 1).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ class FedAvg(GlobalUnionBaseline):
     """FedAvg; :class:`~fedcare_core.algorithms.fedprox.FedProx` adds the proximal term."""
 
     name = "fedavg"
+    private_rounds = True
 
     def proximal_mu(self, inputs: RunInputs) -> float:
         """μ of the proximal term (0: plain FedAvg)."""
@@ -33,4 +35,5 @@ class FedAvg(GlobalUnionBaseline):
             config.seed,
             prox_mu=self.proximal_mu(inputs),
             progress=progress,
+            privacy=config.stage1.privacy(),
         )

@@ -11,21 +11,28 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
 import pytest
 
 from fedcare_core.algorithms import federated_baselines
+from fedcare_core.baselines.fedavg import LocalUpdate
 from fedcare_core.config import BaselineConfig, ExperimentConfig
 from fedcare_core.errors import ConfigError
+from fedcare_core.privacy import epsilon_spent
 from fedcare_core.runner import run_experiment
 from fedcare_flower.baselines import (
+    DP_CLIP,
     FEDAVG_FAMILY,
     PROXIMAL_MU,
     UnionFedAvg,
     UnionFedProx,
+    decode_local_update,
+    encode_local_update,
     make_strategy,
 )
 from fedcare_flower.client_app import DATA_PATH_KEY, build_client_app, node_config_data_path
 from fedcare_flower.flower_options import FlowerConfig
+from fedcare_flower.messages import ProtocolError
 from fedcare_flower.server_app import run_server
 from fedcare_flower.workspace import (
     collect_result,
@@ -108,6 +115,42 @@ def test_flower_apps_give_the_in_process_results_document(
         assert set(flower.stage1.rounds[0].lambdas) == set(local.stage1.objectives)
 
 
+@pytest.mark.parametrize("algorithm", ["fedavg", "fedprox", "fsmgda", "fmgda"])
+def test_a_private_flower_run_is_the_in_process_one(
+    small_cohort, tmp_path, task_identity, algorithm
+):
+    dp = {"dp_noise_multiplier": 1.1, "dp_noise_seed": 7, "dp_clip": 0.01}
+    cfg = _config(algorithm).with_overrides(stage1=dp)
+    local = run_experiment(small_cohort, PARTITION, cfg)
+    backend = LoopbackBackend(str(tmp_path))
+    flower = run_experiment(small_cohort, PARTITION, cfg, stage1_runner=backend)
+    # Seeded noise: the same clipped changes, noise and ε on both paths, bit for bit.
+    assert _document(flower) == _document(local)
+    eps = [r.epsilon for r in flower.stage1.rounds]
+    assert eps == [r.epsilon for r in local.stage1.rounds]
+    assert eps == [epsilon_spent(1.1, t, 1e-5) for t in (1, 2, 3)]
+    assert all(r.losses == {} for r in flower.stage1.rounds)
+    assert backend.strategy.state.dp_releases == 3
+    assert backend.grid is not None
+    if algorithm in FEDAVG_FAMILY:
+        train = [m for m in backend.grid.sent if m.metadata.message_type == "train"]
+        assert {m.content.config_records["config"][DP_CLIP] for m in train} == {0.01}
+
+
+def test_a_private_reply_carries_the_clipped_changes_and_no_counts_or_losses():
+    update = LocalUpdate(
+        3, np.full(4, 0.1, np.float32), np.full(2, 0.2, np.float32), 0, {"b": 0}, {}
+    )
+    content = encode_local_update(update, ("a", "b"), private=True)
+    metrics = content.metric_records["metrics"]
+    assert dict(metrics) == {"client-id": 3, "pursues.a": 0, "pursues.b": 1}
+    back = decode_local_update(content, ("a", "b"), private=True)
+    assert back.objective_examples == {"b": 0} and back.losses == {}
+    np.testing.assert_array_equal(back.params, update.params)
+    with pytest.raises(ProtocolError, match="pursues"):
+        decode_local_update(encode_local_update(update, ("a", "b")), ("a", "b"), private=True)
+
+
 def test_flower_strategies_are_flowers_fedavg_and_fedprox(tmp_path, small_federation):
     from flwr.serverapp.strategy import FedAvg, FedProx
 
@@ -187,6 +230,31 @@ def test_flower_deployment_fedprox_equals_in_process(small_cohort, tmp_path):
     assert runner.timing is not None and len(runner.timing.round_s) == 3
     assert runner.supervisor is not None
     assert processes_with_token(runner.supervisor.token) == []
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("runtime", ["flower-sim", "flower-deployment"])
+def test_a_private_fedprox_on_a_real_flower_runtime_equals_in_process(
+    small_cohort, tmp_path, runtime
+):
+    from fedcare_flower.deployment import DeploymentStage1Runner
+    from fedcare_flower.simulation import SimulationStage1Runner
+
+    dp = {"dp_noise_multiplier": 1.1, "dp_noise_seed": 7, "dp_clip": 0.01}
+    cfg = _config("fedprox").with_overrides(stage1=dp)
+    local = run_experiment(small_cohort, PARTITION, cfg)
+    flower = FlowerConfig(workdir_parent=str(tmp_path), sim_num_cpus=2)
+    runner = (
+        SimulationStage1Runner(flower)
+        if runtime == "flower-sim"
+        else DeploymentStage1Runner(flower)
+    )
+    remote = run_experiment(small_cohort, PARTITION, cfg, stage1_runner=runner)
+    # The ServerApp (another process under a SuperLink) draws the same seeded noise.
+    assert _document(remote) == _document(local)
+    eps = [r.epsilon for r in remote.stage1.rounds]
+    assert eps == [epsilon_spent(1.1, t, 1e-5) for t in (1, 2, 3)]
     assert list(tmp_path.iterdir()) == []
 
 

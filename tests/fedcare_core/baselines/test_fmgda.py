@@ -1,10 +1,14 @@
+import math
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
 
-from fedcare_core.baselines.fmgda import mgda_config
+from fedcare_core.baselines.fmgda import mgda_config, run_mgda
 from fedcare_core.config import ModelConfig, Stage1Config
 from fedcare_core.param_vectors import get_buffers, get_params, set_buffers, set_params
+from fedcare_core.privacy import epsilon_spent
 from fedcare_core.stage1 import build_model, client_update
 from fedcare_core.training import client_losses
 
@@ -70,3 +74,23 @@ def test_fsmgda_uses_a_mini_batch_gradient(setting):
     delta = _delta(setting, cfg)
     np.testing.assert_allclose(delta, batch, rtol=1e-4, atol=1e-6)
     assert np.linalg.norm(delta - full) > 1e-3 * np.linalg.norm(full)
+
+
+@pytest.mark.parametrize("full", [True, False], ids=["fmgda", "fsmgda"])
+def test_fmgda_and_fsmgda_run_privately_and_record_epsilon_every_round(setting, full):
+    union, client, kinds, model, params, buffers = setting
+    config = Stage1Config(
+        rounds=3, batch_size=16, dp_clip=0.01, dp_noise_multiplier=1.1, dp_noise_seed=7
+    )
+    cfg = mgda_config(config, union, full=full)
+    assert cfg.privacy() == config.privacy()  # the DP fields pass through
+    up = client_update(model, params, buffers, client, kinds, cfg, seed=0, round_idx=1)
+    sent = [o.delta for o in up.objectives.values()] + [up.buffers]
+    assert math.sqrt(sum(float(np.sum(np.square(v, dtype=np.float64))) for v in sent)) <= 0.01
+    assert up.num_examples == 0 and all(o.num_examples == 0 for o in up.objectives.values())
+    result = run_mgda(union, NO_DROPOUT, config, 0, full=full)
+    assert [r.epsilon for r in result.rounds] == [epsilon_spent(1.1, t, 1e-5) for t in (1, 2, 3)]
+    for r in result.rounds:
+        assert r.losses == {} and sum(r.lambdas.values()) == pytest.approx(1.0)
+    plain = run_mgda(union, NO_DROPOUT, replace(config, dp_noise_multiplier=None), 0, full=full)
+    assert all(r.epsilon is None and r.losses for r in plain.rounds)
