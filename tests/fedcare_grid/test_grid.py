@@ -8,6 +8,7 @@ import os
 import time
 import uuid
 from collections import Counter
+from multiprocessing import resource_tracker
 from pathlib import Path
 from typing import Any
 
@@ -118,6 +119,8 @@ def test_an_interrupt_cancels_the_grid_and_stops_every_worker(
     tmp_path: Path, data_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     token = uuid.uuid4().hex
+    # This process's own multiprocessing helper, started before the marker: not the grid's.
+    resource_tracker.ensure_running()
     monkeypatch.setenv(MARK, token)  # inherited by the cluster's worker processes
 
     def interrupt(*_: Any) -> None:
@@ -133,8 +136,11 @@ def test_an_interrupt_cancels_the_grid_and_stops_every_worker(
         run_grid(CELLS, BASE, DataSpec(str(data_dir)), out, client, on_done=interrupt)
     for name in INTERRUPT_QUIET_LOGGERS:
         logging.getLogger(name).removeHandler(heard)
-    # The scheduler's complaints about the killed workers' comms are not printed.
-    assert [r for r in heard.records if r.created >= heard.interrupted_at] == []
+    # The scheduler's complaints about the killed workers' comms (one with its traceback, at
+    # INFO) are not printed; the cancellation's own INFO lines may be.
+    after = [r for r in heard.records if r.created >= heard.interrupted_at]
+    assert [r for r in after if r.exc_info or r.levelno >= logging.WARNING] == []
+    assert not [r for r in after if "closed" in r.getMessage().lower()]
     assert logging.getLogger("distributed").level < logging.CRITICAL  # and levels come back
     assert marked_processes(MARK, token) == []
     written = sorted(out.glob("*.json"))
