@@ -91,6 +91,10 @@ def _add_run(fed_sub: Any) -> None:
         "--startup-timeout", type=float, default=600.0,
         help="seconds to wait for --min-sites sites to be online (600)",
     )  # fmt: skip
+    run.add_argument(
+        "--secagg", action="store_true",
+        help="sum each round with Flower's SecAgg+: the coordinator sees only per-objective sums",
+    )  # fmt: skip
     run.add_argument("--quiet", action="store_true", help="no progress bar")
     add_tracking_uri_option(run, "to log the Stage 1 run to")
 

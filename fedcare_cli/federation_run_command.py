@@ -23,7 +23,7 @@ def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
     schema = read_schema(args.schema)
     if args.min_sites < 2:
         raise ConfigError(f"--min-sites {args.min_sites}: a federation needs at least 2 sites")
-    schema.run_config(seed=args.seed, clients=args.min_sites, rounds=args.rounds)  # checks T, S
+    schema.run_config(seed=args.seed, clients=args.min_sites, rounds=args.rounds)  # checks T
     flower = FlowerConfig(
         round_timeout_s=args.round_timeout, startup_timeout_s=args.startup_timeout
     ).validate({"round_timeout_s": "--round-timeout", "startup_timeout_s": "--startup-timeout"})
@@ -36,7 +36,7 @@ def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
     try:
         run = run_federation(
             coordinator, schema, min_sites=args.min_sites, rounds=args.rounds, seed=args.seed,
-            flower=flower, run_name=name, progress=bars,
+            flower=flower, run_name=name, progress=bars, secagg=args.secagg,
         )  # fmt: skip
     finally:
         bars.close()

@@ -275,9 +275,13 @@ def _command_line_backend(args: argparse.Namespace) -> RunBackend:
 def _sites_inputs(args: argparse.Namespace) -> RunInputs:
     """``--sites``: the sites prepared from their own files (no run folder)."""
     from fedcare_cli.sites_run import prepare_sites_run
+    from fedcare_core.algorithms import secagg_backend_refusal
 
-    run = prepare_sites_run(args, quiet=args.quiet)  # refuses the options the schema decides
     backend = _command_line_backend(args)
+    refusal = secagg_backend_refusal(backend.name) if args.secagg else None
+    if refusal is not None:  # before any site's file is read
+        raise ConfigError(refusal)
+    run = prepare_sites_run(args, quiet=args.quiet)  # refuses the options the schema decides
     runner = build_stage1_runner(args, backend)  # the schema's fedcare runs on every backend
     return RunInputs(
         run.config, run.federation, run.provenance, run.partition_s, backend.name, runner

@@ -68,13 +68,14 @@ def prepare_sites_run(args: argparse.Namespace, *, quiet: bool) -> SitesRun:
     if refused:
         raise ConfigError(
             f"with --sites the federation schema ({args.schema}) decides "
-            f"{', '.join(refused)}: only --seed, --rounds, --backend and the output options "
-            "may be added"
+            f"{', '.join(refused)}: only --seed, --rounds, --backend, --secagg and the output "
+            "options may be added"
         )
     schema = read_schema(args.schema)
     entries = read_sites_list(args.sites, schema)
     seed = schema.config.seed if args.seed is None else args.seed
-    config = schema.run_config(seed=seed, clients=len(entries), rounds=args.rounds)
+    secagg = bool(getattr(args, "secagg", False))
+    config = schema.run_config(seed=seed, clients=len(entries), rounds=args.rounds, secagg=secagg)
     t0 = time.perf_counter()
     sites = []
     for entry in entries:

@@ -94,8 +94,13 @@ class FederationSchema:
             )
         return tuple(n for n in self.objective_names if n in names)
 
-    def run_config(self, *, seed: int, clients: int, rounds: int | None = None) -> ExperimentConfig:
+    def run_config(
+        self, *, seed: int, clients: int, rounds: int | None = None, secagg: bool = False
+    ) -> ExperimentConfig:
         """The schema's configuration for a run of ``clients`` sites with ``seed`` (and T).
+
+        ``secagg`` sums the rounds with SecAgg+ (a property of the run, not of the schema:
+        the sites' data, encoders and the algorithm are unchanged).
 
         Sites choose their own objectives: the cover of every objective that a federation
         drawn from one cohort insists on does not apply (an objective no site pursues has no
@@ -108,7 +113,9 @@ class FederationSchema:
         """
         if clients < 2:
             raise ConfigError(f"a federation needs at least 2 sites, got {clients}")
-        stage1 = {} if rounds is None else {"rounds": rounds}
+        stage1: dict[str, object] = {} if rounds is None else {"rounds": rounds}
+        if secagg:
+            stage1["secagg"] = True
         data = {"clients": clients, "cover_all_objectives": False}
         return self.config.with_overrides(seed=seed, data=data, stage1=stage1)
 

@@ -102,7 +102,8 @@ def data_key(path: str | Path) -> str:
     return str(Path(path).absolute())
 
 
-def _client(locate: DataLocator, context: Context) -> ClientData:
+def cached_client(locate: DataLocator, context: Context) -> ClientData:
+    """The node's client data, loaded once per process (see :func:`preload`)."""
     key = data_key(locate(context))
     if key not in _CACHE:
         _CACHE[key] = load_client_data(key)
@@ -135,7 +136,7 @@ def handle_query(locate: DataLocator, msg: Message, context: Context) -> Message
     """Handshake: say which client (and which site) this node serves; nothing about its data."""
     if msg.content.config_records["config"][PROTOCOL] != PROTOCOL_VERSION:
         raise ProtocolError("server speaks another FedCARE protocol version")
-    client = _client(locate, context)
+    client = cached_client(locate, context)
     content = encode_identity(client.client_id)
     return Message(add_site_identity(content, node_site(context)), reply_to=msg)
 
@@ -170,10 +171,10 @@ def handle_train(locate: DataLocator, msg: Message, context: Context) -> Message
 
     if is_baseline_message(msg.content):
         key = data_key(locate(context))
-        reply = baseline_train(_client(locate, context), key, msg.content)
+        reply = baseline_train(cached_client(locate, context), key, msg.content)
         return Message(reply, reply_to=msg)
     instr = decode_train_instruction(msg.content)
-    client = assigned(_client(locate, context), msg.content)
+    client = assigned(cached_client(locate, context), msg.content)
     if instr.union_layout is not None:
         client = union_view(client, data_key(locate(context)), instr.union_layout)
     width = client.train.x_common.shape[1]

@@ -35,6 +35,7 @@ from fedcare_flower.results import (
 )
 from fedcare_flower.run_plan import RunPlan
 from fedcare_flower.run_watch import RunWatch, watch_run
+from fedcare_flower.secagg import secure_plan
 from fedcare_flower.workspace import FLWR_CONNECTION, write_private
 
 #: How often the coordinator asks the SuperLink which sites are online while waiting.
@@ -116,9 +117,10 @@ def federation_plan(
     flower: FlowerConfig,
     result_dir: Path,
     run_name: str,
+    secagg: bool = False,
 ) -> RunPlan:
     """The ServerApp's plan of a Stage 1 over ``sites`` (no patient data: names and settings)."""
-    config = schema.run_config(seed=seed, clients=len(sites), rounds=rounds)
+    config = schema.run_config(seed=seed, clients=len(sites), rounds=rounds, secagg=secagg)
     pursued = {o for s in sites for o in s.objectives}
     return RunPlan(
         objectives=tuple((o.name, o.kind) for o in schema.objectives if o.name in pursued),
@@ -148,8 +150,12 @@ def run_federation(
     flower: FlowerConfig,
     run_name: str,
     progress: ProgressFn | None = None,
+    secagg: bool = False,
 ) -> FederationRun:
     """Stage 1 over the coordinator's registered sites (see the module's description).
+
+    With ``secagg`` the rounds are summed by Flower's SecAgg+
+    (:mod:`fedcare_flower.secagg_server`): the coordinator holds only per-objective sums.
 
     Raises
     ------
@@ -168,10 +174,10 @@ def run_federation(
     (run_dir / "logs").mkdir(mode=0o700)
     plan = federation_plan(
         schema, sites, min_sites=min_sites, rounds=rounds, seed=seed, flower=flower,
-        result_dir=result_dir, run_name=run_name,
+        result_dir=result_dir, run_name=run_name, secagg=secagg,
     )  # fmt: skip
     plan_path = write_private(run_dir / "plan.json", plan.to_json() + "\n")
-    app = write_app(run_dir, plan_path)
+    app = write_app(run_dir, plan_path, secure=secure_plan(plan))
     sup = ProcessSupervisor(run_dir / "logs", coordinator.env(), flower.shutdown_grace_s)
     started = time.monotonic()
     try:
@@ -246,6 +252,7 @@ def stage1_document(run: FederationRun, schema: FederationSchema) -> dict[str, A
         "converged": stage1.converged,
         "notes": list(stage1.notes),
         "w_star_sha256": digest,
+        "secure_aggregation": plan.stage1.secagg,
         "timing": {"wait_for_sites_s": run.wait_s, "stage1_s": run.stage1_s},
         **privacy,
     }

@@ -9,26 +9,44 @@ receives it with the next run).
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
+from typing import Protocol
 
 from flwr.app import Message, MessageType
 from flwr.serverapp import Grid
 
+from fedcare_core.stage1 import RoundInfo, ServerState
+from fedcare_flower.membership import TTL_MARGIN_S
 from fedcare_flower.polling import PollingGrid
 from fedcare_flower.results import round_to_dict
+from fedcare_flower.run_plan import RunPlan
 from fedcare_flower.site_messages import (
     FINAL_MODEL_ACTION,
     FinalModel,
     decode_stored,
     encode_final_model,
 )
-from fedcare_flower.strategy import TTL_MARGIN_S, FedCareStrategy
 
 LOGGER = logging.getLogger(__name__)
 #: The message type of the final broadcast.
 FINAL_MODEL_TYPE = f"{MessageType.QUERY}.{FINAL_MODEL_ACTION}"
 
 
-def broadcast_final_model(strategy: FedCareStrategy, grid: Grid) -> str | None:
+class FinishedStage1(Protocol):
+    """What the broadcast reads of a Stage 1 server (either strategy) once its rounds ended."""
+
+    plan: RunPlan
+    state: ServerState
+    converged: bool
+
+    @property
+    def rounds(self) -> Sequence[RoundInfo]: ...  # noqa: D102
+
+    @property
+    def clients(self) -> dict[int, int]: ...  # noqa: D102
+
+
+def broadcast_final_model(strategy: FinishedStage1, grid: Grid) -> str | None:
     """Send ``w*`` to every client of ``strategy`` still in the run.
 
     Returns

@@ -9,6 +9,8 @@ before it leaves the client. The vector is :mod:`fedcare_core.secure_sums`'s.
 
 Config keys (all scalars, as the legacy ``Config`` requires)
     ``protocol`` (int, :data:`SECAGG_PROTOCOL`), ``server-round`` (int), ``seed`` (int),
+    ``client-id`` (int: the client the server's handshake assigned this node; a site's
+    position in the run, as on the Message API path),
     ``objectives``/``kinds`` (str, JSON lists), ``common-width`` (int), ``model-config`` and
     ``stage1-config`` (str, JSON of the core's dataclasses; never the DP noise seed, which
     keys the server's noise), ``clip`` (float, the range ``c``
@@ -37,7 +39,7 @@ from fedcare_core.secure_sums import (
 from fedcare_flower.run_plan import RunPlan
 
 #: Bumped when the keys above change; the client checks it.
-SECAGG_PROTOCOL = 1
+SECAGG_PROTOCOL = 2
 #: The reply's metric naming the client (who took part is not hidden; what it sent is).
 CLIENT_ID = "client-id"
 #: SecAgg+'s weight of every client (see the module docstring).
@@ -54,6 +56,7 @@ class SecureInstruction:
 
     server_round: int
     seed: int
+    client_id: int
     objectives: tuple[str, ...]
     kinds: dict[str, str]
     common_width: int
@@ -69,6 +72,7 @@ def encode_instruction(ins: SecureInstruction) -> dict[str, bool | bytes | float
         "protocol": SECAGG_PROTOCOL,
         "server-round": int(ins.server_round),
         "seed": int(ins.seed),
+        CLIENT_ID: int(ins.client_id),
         "objectives": json.dumps(list(ins.objectives)),
         "kinds": json.dumps([ins.kinds[s] for s in ins.objectives]),
         "common-width": int(ins.common_width),
@@ -100,6 +104,7 @@ def decode_instruction(config: dict[str, bool | bytes | float | int | str]) -> S
         return SecureInstruction(
             server_round=int(config["server-round"]),
             seed=int(config["seed"]),
+            client_id=int(config[CLIENT_ID]),
             objectives=names,
             kinds=dict(zip(names, kinds, strict=True)),
             common_width=int(config["common-width"]),
@@ -132,18 +137,24 @@ def secure_plan(plan: RunPlan) -> bool:
     return True
 
 
+def majority(num_clients: int) -> int:
+    """A strict majority of ``num_clients``, at least 2 (SecAgg+'s smallest threshold)."""
+    return max(2, num_clients // 2 + 1)
+
+
 @dataclass(frozen=True)
 class SecAggSettings:
-    """SecAgg+'s parameters for a federation of K clients.
+    """SecAgg+'s parameters for a round that asks K clients.
 
     Parameters
     ----------
     num_clients
         K.
     levels
-        ``T``: :func:`~fedcare_core.secure_sums.choose_levels`.
+        ``T``: :func:`~fedcare_core.secure_sums.choose_levels` of the most clients the run can
+        have (every site of a federation), so that no round's sum can wrap.
     threshold
-        Shamir's reconstruction threshold: a strict majority of the K clients,
+        Shamir's reconstruction threshold: a strict majority of the K clients asked,
         ``⌊K/2⌋ + 1`` (at least 2). A server that claims a live client dropped cannot then
         obtain both of its secrets (each needs a majority's shares), and a round survives up to
         ``K − threshold`` clients lost after it began; with fewer left it fails.
@@ -158,7 +169,13 @@ class SecAggSettings:
         """The settings used for ``num_clients`` clients (every client shares with all)."""
         if num_clients < 2:
             raise ValueError("secure aggregation needs at least 2 clients")
-        return cls(num_clients, choose_levels(num_clients), max(2, num_clients // 2 + 1))
+        return cls(num_clients, choose_levels(num_clients), majority(num_clients))
+
+    def for_round(self, asked: int) -> SecAggSettings:
+        """The settings of a round that asks ``asked`` of these clients (same levels)."""
+        if not 2 <= asked <= self.num_clients:
+            raise ValueError(f"a round of {asked} client(s) out of {self.num_clients}")
+        return SecAggSettings(asked, self.levels, majority(asked))
 
     @property
     def tolerated_losses(self) -> int:
@@ -181,5 +198,6 @@ __all__ = [
     "SecureInstruction",
     "decode_instruction",
     "encode_instruction",
+    "majority",
     "secure_plan",
 ]

@@ -1,15 +1,20 @@
 """The client of a securely aggregated Stage 1 (Flower's legacy path with ``secaggplus_mod``).
 
-A thin adapter: :func:`fedcare_core.stage1.client_update` from the broadcast ``w^t``, then
-:mod:`fedcare_core.secure_sums` packs the update into one pre-weighted vector, clips it to the
-round's range and rounds it onto SecAgg+'s grid. Flower's ``secaggplus_mod`` (wrapped around
-this app) masks that vector before it leaves the process and clears the plain arrays from the
-reply; only the masked integers and ``metrics={"client-id": k}`` reach the server.
+A thin adapter: :func:`fedcare_core.stage1.client_update` from the broadcast ``w^t``, as the
+client the server's handshake assigned, then :mod:`fedcare_core.secure_sums` packs the update
+into one pre-weighted vector, clips it to the round's range and rounds it onto SecAgg+'s grid.
+Flower's ``secaggplus_mod`` (wrapped around the ``train`` messages) masks that vector before it
+leaves the process and clears the plain arrays from the reply; only the masked integers and
+``metrics={"client-id": k}`` reach the server. The handshake (``query``) and the final model
+(``query.final_model``) are :mod:`fedcare_flower.client_app`'s, so a site joins a secure run
+as it joins any other.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import replace
+from functools import partial
 from pathlib import Path
 
 import numpy as np
@@ -18,29 +23,23 @@ from flwr.client import Client, NumPyClient
 from flwr.client.mod import secaggplus_mod
 from flwr.clientapp import ClientApp
 
-from fedcare_core.data.client_store import load_client_data
 from fedcare_core.data.federation import ClientData
 from fedcare_core.secure_sums import SumLayout, pack_update, seal
-from fedcare_flower.client_app import node_config_data_path
+from fedcare_flower.client_app import (
+    cached_client,
+    handle_final_model,
+    handle_query,
+    node_config_data_path,
+)
 from fedcare_flower.secagg import (
     CLIENT_ID,
     UNIT_WEIGHT,
     SecAggProtocolError,
     decode_instruction,
 )
+from fedcare_flower.site_messages import FINAL_MODEL_ACTION
 
 DataLocator = Callable[[Context], Path]
-
-# A long-lived process (a Ray actor in simulation) serves many rounds: load each folder once.
-_CACHE: dict[str, ClientData] = {}
-
-
-def _load(path: Path) -> ClientData:
-    # Absolute, links not followed: a memory file's /proc/<pid>/fd/<n> must be opened as given.
-    key = str(path.absolute())
-    if key not in _CACHE:
-        _CACHE[key] = load_client_data(key)
-    return _CACHE[key]
 
 
 def secure_fit(
@@ -69,6 +68,8 @@ def secure_fit(
     from fedcare_core.stage1 import client_update
 
     ins = decode_instruction(config)
+    if ins.client_id != client.client_id:
+        client = replace(client, client_id=ins.client_id)  # a site's position in the run
     width = client.train.x_common.shape[1]
     if width != ins.common_width:
         raise SecAggProtocolError(
@@ -105,16 +106,25 @@ class _SecureClient(NumPyClient):
 
     def fit(self, parameters: list[np.ndarray], config: dict) -> tuple[list[np.ndarray], int, dict]:
         """See :func:`secure_fit`."""
-        return secure_fit(_load(self._locate(self._context)), parameters, config)
+        return secure_fit(cached_client(self._locate, self._context), parameters, config)
 
 
 def build_secagg_client_app(locate: DataLocator) -> ClientApp:
-    """A ClientApp (SecAgg+ mod on) whose data folder is found by ``locate(context)``."""
+    """A ClientApp whose data folder is found by ``locate(context)``.
+
+    ``train`` messages (SecAgg+'s stages) go through ``secaggplus_mod`` to the legacy client;
+    ``query`` (the handshake) and ``query.final_model`` to the plain client's handlers.
+    """
 
     def client_fn(context: Context) -> Client:
         return _SecureClient(locate, context).to_client()
 
-    return ClientApp(client_fn=client_fn, mods=[secaggplus_mod])
+    legacy = ClientApp(client_fn=client_fn, mods=[secaggplus_mod])
+    client_app = ClientApp()
+    client_app.query()(partial(handle_query, locate))
+    client_app.query(FINAL_MODEL_ACTION)(handle_final_model)
+    client_app.train()(legacy)
+    return client_app
 
 
 app = build_secagg_client_app(node_config_data_path)

@@ -28,7 +28,6 @@ retry sums the same vectors).
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -47,9 +46,9 @@ from flwr.common import (
 from flwr.server import ClientManager, LegacyContext, ServerConfig, SimpleClientManager
 from flwr.server.strategy import Strategy
 from flwr.server.workflow import DefaultWorkflow, SecAggPlusWorkflow
+from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, Key
 from flwr.serverapp import Grid, ServerApp
 
-from fedcare_core.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from fedcare_core.param_vectors import get_buffers, get_params, param_layout
 from fedcare_core.privacy import noise_stream
 from fedcare_core.secure_sums import (
@@ -68,9 +67,11 @@ from fedcare_core.stage1 import (
     ServerState,
     Stage1Snapshot,
     build_model,
-    check_snapshot,
 )
 from fedcare_core.stage1_privacy import RoundNoise
+from fedcare_flower.final_model import broadcast_final_model
+from fedcare_flower.membership import Membership
+from fedcare_flower.plan_checkpoint import restore_snapshot, save_snapshot
 from fedcare_flower.polling import PollingGrid
 from fedcare_flower.results import append_round, write_error, write_stage1_result
 from fedcare_flower.run_plan import RunPlan
@@ -79,6 +80,7 @@ from fedcare_flower.secagg import (
     SecAggSettings,
     SecureInstruction,
     encode_instruction,
+    majority,
     secure_plan,
 )
 from fedcare_flower.server_app import PLAN_PATH_KEY
@@ -124,13 +126,18 @@ class SecureStage1Strategy(Strategy):
         self.sum_layout = SumLayout(
             self.objectives, self.state.params.size, self.state.buffers.size
         )
-        self.settings = SecAggSettings.for_clients(plan.num_clients)
+        #: Levels (and the most clients) of the run: every client of the plan, every site.
+        self.run_settings = SecAggSettings.for_clients(len(plan.client_ids))
+        #: The current round's settings (its threshold is a majority of the clients asked).
+        self.settings = self.run_settings
         self.clip = initial_clip(plan.stage1)
         dp = plan.stage1.privacy()
         self._dp = dp
         self._noise_secret = dp.noise_source() if dp is not None else 0
         self.rounds: list[RoundInfo] = []
         self.notes: list[str] = []
+        self.membership = Membership(plan, lambda line: self.notes.append(line))
+        self._nodes: list[int] = []  # the nodes the round asks, in client-id order
         self.last_aggregate: np.ndarray | None = None
         self._waited = False  # for the K clients, before the first round this run sends
         self.ranges: list[float] = []
@@ -144,6 +151,47 @@ class SecureStage1Strategy(Strategy):
         self.resumed_round = 0  # rounds 1..this were restored from the plan's checkpoint
         self._restore()
 
+    @property
+    def clients(self) -> dict[int, int]:
+        """Node id → client id, for the nodes still in the run."""
+        return self.membership.clients
+
+    def prepare_round(self, grid: Grid, server_round: int) -> None:
+        """Before a round's first try: handshakes, departures and the round's SecAgg+ settings.
+
+        Before round 1 it waits for the K clients' handshakes (or the start-up timeout), as
+        :class:`~fedcare_flower.strategy.FedCareStrategy` does; before every round it drops the
+        nodes that left and greets new ones.
+
+        Raises
+        ------
+        SecureRoundError
+            If fewer clients than a majority of the K the plan waits for are in the run.
+        """
+        self._nodes = []
+        if self._skips(server_round):
+            return
+        self.round = server_round
+        self._round_start = time.time()
+        membership = self.membership
+        if not self._waited:
+            self._waited = True
+            membership.discover(grid, wait_for_all=True)
+        membership.drop_offline(server_round, grid.get_node_ids())
+        membership.discover(grid, wait_for_all=False)
+        needed = majority(self.plan.num_clients)
+        if len(membership.clients) < needed:
+            raise SecureRoundError(
+                f"round {server_round}: {len(membership.clients)} client(s) in the run; secure "
+                f"aggregation needs at least {needed} of the {self.plan.num_clients}"
+            )
+        self._nodes = membership.nodes_by_client()
+        self.settings = self.run_settings.for_round(len(self._nodes))
+
+    def _skips(self, server_round: int) -> bool:
+        """Whether the round sends nothing: Stage 1 stopped, or the checkpoint holds it."""
+        return self.stopped or server_round <= self.resumed_round
+
     # ---- legacy Strategy API ----------------------------------------------------------------
 
     def initialize_parameters(self, client_manager: ClientManager) -> Parameters | None:
@@ -153,43 +201,36 @@ class SecureStage1Strategy(Strategy):
     def configure_fit(
         self, server_round: int, parameters: Parameters, client_manager: ClientManager
     ) -> list[tuple[Any, FitIns]]:
-        """The round's instruction for every available client (none once Stage 1 stopped)."""
+        """The round's instruction for each client :meth:`prepare_round` admitted.
+
+        Each carries the client id the handshake assigned its node; none once Stage 1 stopped.
+        """
         self.outcome = ""
         self.asked = 0
-        if self.stopped or server_round <= self.resumed_round:
+        if self._skips(server_round):
             self.outcome = "skipped"
             return []
-        if server_round != self.round:
-            self.round = server_round
-            self._round_start = time.time()
-            if not self._waited:
-                self._waited = True
-                client_manager.wait_for(
-                    self.plan.num_clients, timeout=math.ceil(self.plan.startup_timeout_s)
-                )
-        clients = sorted(client_manager.all().values(), key=lambda c: c.node_id)
-        if len(clients) < self.settings.threshold:
-            raise SecureRoundError(
-                f"round {server_round}: {len(clients)} client(s) connected; secure aggregation "
-                f"needs at least {self.settings.threshold} of the {self.plan.num_clients}"
+        proxies = {c.node_id: c for c in client_manager.all().values()}
+        arrays = ndarrays_to_parameters([self.state.params, self.state.buffers])
+        fits = []
+        for node in self._nodes:
+            if node not in proxies:
+                continue  # left between the handshake and now: SecAgg+ never asks it
+            ins = SecureInstruction(
+                server_round=server_round,
+                seed=self.plan.seed,
+                client_id=self.membership.clients[node],
+                objectives=self.objectives,
+                kinds=self.plan.kinds,
+                common_width=self.plan.common_width,
+                model=self.plan.model,
+                stage1=self.plan.stage1,
+                clip=self.clip,
+                levels=self.settings.levels,
             )
-        ins = SecureInstruction(
-            server_round=server_round,
-            seed=self.plan.seed,
-            objectives=self.objectives,
-            kinds=self.plan.kinds,
-            common_width=self.plan.common_width,
-            model=self.plan.model,
-            stage1=self.plan.stage1,
-            clip=self.clip,
-            levels=self.settings.levels,
-        )
-        fit = FitIns(
-            ndarrays_to_parameters([self.state.params, self.state.buffers]),
-            dict(encode_instruction(ins)),
-        )
-        self.asked = len(clients)
-        return [(c, fit) for c in clients]
+            fits.append((proxies[node], FitIns(arrays, dict(encode_instruction(ins)))))
+        self.asked = len(fits)
+        return fits
 
     def aggregate_fit(
         self,
@@ -212,7 +253,7 @@ class SecureStage1Strategy(Strategy):
         mean = parameters_to_ndarrays(results[0][1].parameters)[0].astype(np.float64)
         self.last_aggregate = mean
         n = len(results)
-        participants = [int(res.metrics[CLIENT_ID]) for _, res in results]
+        participants = sorted(self._participant(server_round, p, r) for p, r in results)
         try:
             sums = unpack_sums(mean * n, self.sum_layout, self.clip, self.settings.levels, n)
         except SecureSumError as exc:
@@ -249,6 +290,17 @@ class SecureStage1Strategy(Strategy):
         )
         self._finish(info)
         return ndarrays_to_parameters([self.state.params, self.state.buffers]), {}
+
+    def _participant(self, server_round: int, proxy: Any, res: Any) -> int:
+        """The client id of a result's node (the handshake's; the reply must agree)."""
+        client_id = self.membership.clients.get(proxy.node_id)
+        claimed = res.metrics.get(CLIENT_ID)
+        if client_id is None or claimed != client_id:
+            raise SecureRoundError(
+                f"round {server_round}: node {proxy.node_id} replied as client {claimed}, "
+                f"its handshake said {client_id}"
+            )
+        return client_id
 
     def configure_evaluate(
         self, server_round: int, parameters: Parameters, client_manager: ClientManager
@@ -309,18 +361,9 @@ class SecureStage1Strategy(Strategy):
         CheckpointError
             If the file is unreadable, belongs to another run, or cannot continue this one.
         """
-        path, fingerprint = self.plan.checkpoint_path, self.plan.checkpoint_fingerprint
-        if path is None:
-            return
-        if fingerprint is None:
-            raise CheckpointError(f"plan names checkpoint {path} without the run's fingerprint")
-        snap = load_checkpoint(Path(path), fingerprint)
+        snap = restore_snapshot(self.plan, self.state)
         if snap is None:
             return
-        try:
-            check_snapshot(snap, self.state, self.plan.stage1)
-        except ValueError as exc:
-            raise CheckpointError(f"checkpoint {path} cannot continue this run: {exc}") from None
         self.state, self.rounds, self.notes = snap.state, list(snap.rounds), list(snap.notes)
         self.converged = snap.converged
         self.resumed_round = snap.round
@@ -328,13 +371,10 @@ class SecureStage1Strategy(Strategy):
 
     def _save(self, server_round: int) -> None:
         """Write the checkpoint of ``server_round`` (when the plan names a file)."""
-        path, fingerprint = self.plan.checkpoint_path, self.plan.checkpoint_fingerprint
-        if path is None or fingerprint is None:
-            return
         snap = Stage1Snapshot(
             server_round, self.state, tuple(self.rounds), self.converged, tuple(self.notes)
         )
-        save_checkpoint(Path(path), snap, fingerprint)
+        save_snapshot(self.plan, snap)
 
 
 class SecureRoundWorkflow(SecAggPlusWorkflow):
@@ -362,7 +402,7 @@ class SecureRoundWorkflow(SecAggPlusWorkflow):
         self.strategy = strategy
 
     def __call__(self, grid: Grid, context: Context) -> None:
-        """One Stage 1 round: up to :data:`MAX_ATTEMPTS` SecAgg+ tries.
+        """One Stage 1 round: the strategy's handshakes, then up to :data:`MAX_ATTEMPTS` tries.
 
         Raises
         ------
@@ -371,8 +411,11 @@ class SecureRoundWorkflow(SecAggPlusWorkflow):
             values still exceeded the range on the last try.
         """
         strategy = self.strategy
+        round_config = context.state.config_records[MAIN_CONFIGS_RECORD]
+        strategy.prepare_round(grid, int(round_config[Key.CURRENT_ROUND]))  # type: ignore[arg-type]
         for _ in range(MAX_ATTEMPTS):
             self.clipping_range = strategy.clip
+            self.reconstruction_threshold = strategy.settings.threshold
             super().__call__(grid, context)
             if strategy.outcome in ("aggregated", "skipped"):
                 return
@@ -416,7 +459,12 @@ def run_secure_server(
             client_manager=SimpleClientManager(),
         )
         workflow = DefaultWorkflow(fit_workflow=SecureRoundWorkflow(strategy, plan.round_timeout_s))
-        workflow(PollingGrid(grid, plan.pull_interval_s), legacy)
+        polling = PollingGrid(grid, plan.pull_interval_s)
+        workflow(polling, legacy)
+        if plan.broadcast:
+            note = broadcast_final_model(strategy, polling)
+            if note is not None:
+                strategy.notes.append(note)
         write_stage1_result(
             out, strategy.state, strategy.rounds, converged=strategy.converged, notes=strategy.notes
         )

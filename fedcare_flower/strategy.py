@@ -48,15 +48,12 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable, Iterable
 
 from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricRecord
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
-from fedcare_core.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from fedcare_core.param_vectors import get_buffers, get_params, param_layout
 from fedcare_core.privacy import noise_stream
 from fedcare_core.stage1 import (
@@ -65,49 +62,25 @@ from fedcare_core.stage1 import (
     ServerState,
     Stage1Snapshot,
     build_model,
-    check_snapshot,
     server_step,
 )
 from fedcare_core.stage1_privacy import RoundNoise
 from fedcare_flower.baselines import encode_union_layout, plan_union_layout
 from fedcare_flower.flwr_internals import node_unavailable_error_code
+from fedcare_flower.membership import TTL_MARGIN_S, ClientLoss, Membership, node_of
 from fedcare_flower.messages import (
     ProtocolError,
     decode_client_update,
-    decode_identity,
-    encode_query,
     encode_train_instruction,
     model_arrays,
     model_from_arrays,
     round_metrics,
 )
-from fedcare_flower.polling import PollingGrid
+from fedcare_flower.plan_checkpoint import restore_snapshot, save_snapshot
 from fedcare_flower.run_plan import RunPlan
-from fedcare_flower.site_messages import SiteIdentity, site_identity, with_assignment
+from fedcare_flower.site_messages import with_assignment
 
 LOGGER = logging.getLogger(__name__)
-#: Extra lifetime of an instruction beyond the round timeout, so a late node cannot act on it.
-TTL_MARGIN_S = 30.0
-
-
-@dataclass(frozen=True)
-class ClientLoss:
-    """A client that did not contribute to a round."""
-
-    round: int
-    client_id: int | None
-    node_id: int
-    reason: str
-    dropped: bool
-    #: How messages name the client (``site 'north'``); None: ``client <id>``.
-    name: str | None = None
-
-    def describe(self) -> str:
-        """One line for logs and results."""
-        who = f"client {self.client_id}" if self.client_id is not None else "unknown client"
-        who = self.name or who
-        what = "lost" if self.dropped else "skipped"
-        return f"round {self.round}: {who} (node {self.node_id}) {what}: {self.reason}"
 
 
 class FedCareStrategy(Strategy):
@@ -137,12 +110,10 @@ class FedCareStrategy(Strategy):
         self.layout = param_layout(model)
         self.state = ServerState(get_params(model), get_buffers(model))
         self.rounds: list[RoundInfo] = []
-        self.losses: list[ClientLoss] = []
         self.notes: list[str] = []
         self.converged = False
-        self.clients: dict[int, int] = {}  # node id → client id, for nodes still in the run
+        self.membership = Membership(plan, lambda line: self.notes.append(line))
         self._node_unavailable = node_unavailable_error_code()  # fails here, before any round
-        self._seen: set[int] = set()  # every node id ever handshaken or dropped
         self._grid: Grid | None = None  # the grid of the round being waited on
         self._asked: list[int] = []  # nodes sent the round's instruction
         self._started = False
@@ -157,6 +128,16 @@ class FedCareStrategy(Strategy):
         self._dp = plan.stage1.privacy()
         self._noise_secret = 0 if self._dp is None else self._dp.noise_source()
         self._restore()
+
+    @property
+    def clients(self) -> dict[int, int]:
+        """Node id → client id, for the nodes still in the run."""
+        return self.membership.clients
+
+    @property
+    def losses(self) -> list[ClientLoss]:
+        """Every client that did not contribute to a round, in order."""
+        return self.membership.losses
 
     # ---- Strategy API ---------------------------------------------------------------------
 
@@ -218,7 +199,7 @@ class FedCareStrategy(Strategy):
                 group_id=str(server_round),
                 ttl=ttl,
             )
-            for node in sorted(self.clients, key=self.clients.__getitem__)
+            for node in self.membership.nodes_by_client()
         ]
         self._asked = [m.metadata.dst_node_id for m in messages]
         return messages
@@ -286,42 +267,30 @@ class FedCareStrategy(Strategy):
         return self._stopped or server_round <= self.resumed_round
 
     def _restore(self) -> None:
-        """Continue after the plan's checkpoint, if its file holds one (of this run).
+        """Continue after the plan's checkpoint, if its file holds one of this run.
 
         Raises
         ------
         CheckpointError
             If the file is unreadable, belongs to another run, or cannot continue this one.
         """
-        path = self.plan.checkpoint_path
-        if path is None:
-            return
-        if self.plan.checkpoint_fingerprint is None:
-            raise CheckpointError(f"plan names checkpoint {path} without the run's fingerprint")
-        snap = load_checkpoint(Path(path), self.plan.checkpoint_fingerprint)
+        snap = restore_snapshot(self.plan, self.state)
         if snap is None:
             return
-        try:
-            check_snapshot(snap, self.state, self.plan.stage1)
-        except ValueError as exc:
-            raise CheckpointError(f"checkpoint {path} cannot continue this run: {exc}") from None
-        self.state = snap.state
-        self.rounds = list(snap.rounds)
-        self.notes = list(snap.notes)
+        self.state, self.rounds, self.notes = snap.state, list(snap.rounds), list(snap.notes)
         self.converged = snap.converged
         self.resumed_round = snap.round
         self._stopped = snap.converged or snap.round >= self.plan.stage1.rounds
-        LOGGER.info("Stage 1 resumed after round %d (checkpoint %s)", snap.round, path)
+        LOGGER.info(
+            "Stage 1 resumed after round %d (checkpoint %s)", snap.round, self.plan.checkpoint_path
+        )
 
     def _save(self, server_round: int) -> None:
         """Write the checkpoint of ``server_round`` (when the plan names a file)."""
-        path, fingerprint = self.plan.checkpoint_path, self.plan.checkpoint_fingerprint
-        if path is None or fingerprint is None:
-            return
         snap = Stage1Snapshot(
             server_round, self.state, tuple(self.rounds), self.converged, tuple(self.notes)
         )
-        save_checkpoint(Path(path), snap, fingerprint)
+        save_snapshot(self.plan, snap)
 
     # ---- membership -----------------------------------------------------------------------
 
@@ -330,110 +299,14 @@ class FedCareStrategy(Strategy):
         if not self._started:
             self._started = True
             self.state.params, self.state.buffers = model_from_arrays(arrays)
-            self.discover(grid, wait_for_all=True)
-        online = set(grid.get_node_ids())
-        for node in [n for n in self.clients if n not in online]:
-            self._lose(
-                server_round, node, "left the federation (SuperLink: node offline)", dropped=True
-            )
-        self.discover(grid, wait_for_all=False)
+            self.membership.discover(grid, wait_for_all=True)
+        self.membership.drop_offline(server_round, grid.get_node_ids())
+        self.membership.discover(grid, wait_for_all=False)
         if not self.clients:
             self.notes.append(f"round {server_round}: no client left; Stage 1 stopped")
             LOGGER.error("round %d: no client left; Stage 1 stopped", server_round)
             self._stopped = True
         return not self._stopped
-
-    def discover(self, grid: Grid, *, wait_for_all: bool) -> None:
-        """Handshake with nodes not seen before, learning which client each serves.
-
-        With ``wait_for_all`` it keeps polling until K clients are known or the start-up
-        timeout expires (then proceeds with those present, noting the absent ones).
-        """
-        deadline = time.time() + self.plan.startup_timeout_s
-        while True:
-            new = [n for n in grid.get_node_ids() if n not in self._seen]
-            if new:
-                messages = [
-                    Message(
-                        encode_query(),
-                        node,
-                        MessageType.QUERY,
-                        ttl=self.plan.startup_timeout_s + TTL_MARGIN_S,
-                    )
-                    for node in new
-                ]
-                remaining = max(deadline - time.time(), self.plan.pull_interval_s)
-                wait = remaining if wait_for_all else self.plan.round_timeout_s
-                self._register(grid, new, grid.send_and_receive(messages, timeout=wait))
-            if not wait_for_all or len(self.clients) >= self.plan.num_clients:
-                break
-            if time.time() >= deadline:
-                missing = [
-                    self.plan.client_name(c)
-                    for c in sorted(set(self.plan.client_ids) - set(self.clients.values()))
-                ]
-                self.notes.append(
-                    f"start-up: {len(self.clients)} of {self.plan.num_clients} clients joined "
-                    f"within {self.plan.startup_timeout_s:g} s; absent: {', '.join(missing)}"
-                )
-                LOGGER.warning(self.notes[-1])
-                break
-            time.sleep(max(self.plan.pull_interval_s, 0.2))
-
-    def _register(self, grid: Grid, asked: Sequence[int], replies: Iterable[Message]) -> None:
-        answered: set[int] = set()
-        for msg in replies:
-            node = _node_of(grid, msg)
-            answered.add(node)
-            self._seen.add(node)
-            if msg.has_error():
-                LOGGER.warning("handshake with node %d failed: %s", node, msg.error.reason)
-                continue
-            try:
-                claimed = decode_identity(msg.content)
-                site = site_identity(msg.content)
-            except ProtocolError as exc:
-                LOGGER.warning("node %d sent a malformed handshake: %s", node, exc)
-                continue
-            client_id = claimed if not self.plan.sites else self._site_client(node, site)
-            if client_id is None:
-                continue
-            if client_id in self.clients.values():
-                raise ProtocolError(f"two nodes claim client {client_id}")
-            if client_id not in self.plan.client_ids:
-                raise ProtocolError(f"node {node} claims unknown client {client_id}")
-            self.clients[node] = client_id
-        for node in [n for n in asked if n not in answered]:
-            # not marked seen: a node that is slow to start is asked again next time
-            LOGGER.warning("node %d did not answer the handshake in time", node)
-
-    def _site_client(self, node: int, site: SiteIdentity | None) -> int | None:
-        """The client id of the site a node names, or None (with a note) if it is refused.
-
-        A node naming no site, a site that is not one of the run's, or a site prepared for
-        another schema is refused (marked seen: it is not asked again). A second node naming
-        a site already in the run (a site that reconnected before its old node was reported
-        offline) is asked again at the next round.
-        """
-        plan = self.plan
-        reason = None
-        if site is None:
-            reason = "names no site"
-        elif site.name not in plan.sites:
-            reason = f"names site {site.name!r}, which is not a site of this run"
-        elif plan.schema_digest and site.schema_digest != plan.schema_digest:
-            reason = f"site {site.name!r} was prepared for another federation schema"
-        if reason is not None:
-            self.notes.append(f"node {node} refused: {reason}")
-            LOGGER.warning(self.notes[-1])
-            return None
-        assert site is not None
-        client_id = plan.sites.index(site.name)
-        if client_id in self.clients.values():
-            LOGGER.warning("node %d: site %r is in the run already; asked again", node, site.name)
-            self._seen.discard(node)
-            return None
-        return client_id
 
     # ---- replies --------------------------------------------------------------------------
 
@@ -442,22 +315,22 @@ class FedCareStrategy(Strategy):
         updates: list[ClientUpdate] = []
         answered: set[int] = set()
         for msg in replies:
-            node = _node_of(self._grid, msg)
+            node = node_of(self._grid, msg)
             answered.add(node)
             client = self.clients.get(node)
             if msg.has_error():
                 dropped = msg.error.code == self._node_unavailable
-                self._lose(
+                self.membership.lose(
                     server_round, node, f"error {msg.error.code}: {msg.error.reason}", dropped
                 )
                 continue
             try:
                 update = decode_client_update(msg.content, self.objectives)
             except ProtocolError as exc:
-                self._lose(server_round, node, f"malformed reply: {exc}", dropped=False)
+                self.membership.lose(server_round, node, f"malformed reply: {exc}", dropped=False)
                 continue
             if client is not None and update.client_id != client:
-                self._lose(
+                self.membership.lose(
                     server_round,
                     node,
                     f"replied as client {update.client_id}, handshake said {client}",
@@ -467,24 +340,8 @@ class FedCareStrategy(Strategy):
             updates.append(update)
         timeout = self.plan.round_timeout_s
         for node in sorted(set(self._asked) - answered):
-            self._lose(server_round, node, f"no reply within {timeout:g} s", dropped=False)
+            self.membership.lose(
+                server_round, node, f"no reply within {timeout:g} s", dropped=False
+            )
         self._asked = []
         return updates
-
-    def _lose(self, server_round: int, node: int, reason: str, dropped: bool) -> None:
-        client_id = self.clients.get(node)
-        name = None if client_id is None else self.plan.client_name(client_id)
-        loss = ClientLoss(server_round, client_id, node, reason, dropped, name)
-        if dropped:
-            self.clients.pop(node, None)
-            self._seen.add(node)
-        self.losses.append(loss)
-        self.notes.append(loss.describe())
-        LOGGER.warning(loss.describe())
-
-
-def _node_of(grid: Grid | None, reply: Message) -> int:
-    """The node a reply is about (the SuperLink's own error replies name only the message)."""
-    if isinstance(grid, PollingGrid):
-        return grid.node_of(reply)
-    return reply.metadata.src_node_id

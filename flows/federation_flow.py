@@ -111,7 +111,7 @@ def run_federation_pipeline(
             run.step = f"stage 1 seed {seed}"
             state = stage1_federation_task(
                 state_dir, schema_path, min_sites=min_sites, rounds=rounds, seed=seed,
-                run_name=run_name(seed, run.flow_run_id), return_state=True,
+                run_name=run_name(seed, run.flow_run_id), secagg=params.secagg, return_state=True,
             )  # fmt: skip
             # A failed task's state raises its error (a CoordinatorError, ...) here.
             stage1 = cast(FederationStage1, state.result())

@@ -159,8 +159,10 @@ class FlowParameters:
         for name in NOT_WITH_FEDERATION:
             if getattr(self, name) is not None:
                 raise ConfigError(f"{name}: {_SCHEMA_DECIDES}")
-        if self.overrides:
-            raise ConfigError(f"overrides: {_SCHEMA_DECIDES}")
+        if self.overrides and not self.federation_secagg_only():
+            raise ConfigError(
+                f"overrides: {_SCHEMA_DECIDES}; only {{'stage1': {{'secagg': true}}}} may be given"
+            )
         if self.algorithms != FEDERATION_ALGORITHMS:
             raise ConfigError(
                 f"algorithm {list(self.algorithms)}: backend {FEDERATION!r} runs "
@@ -185,6 +187,22 @@ class FlowParameters:
             except ConfigError as exc:
                 raise ConfigError(f"federation_schema's configuration: {exc}") from None
         return schema
+
+    def federation_secagg_only(self) -> bool:
+        """Whether the overrides ask only for secure aggregation (what a federation allows)."""
+        stage1 = self.overrides.get("stage1")
+        return (
+            set(self.overrides) == {"stage1"}
+            and isinstance(stage1, Mapping)
+            and set(stage1) == {"secagg"}
+            and isinstance(stage1["secagg"], bool)
+        )
+
+    @property
+    def secagg(self) -> bool:
+        """Whether Stage 1 is asked to run under SecAgg+ (``overrides.stage1.secagg``)."""
+        stage1 = self.overrides.get("stage1")
+        return isinstance(stage1, Mapping) and stage1.get("secagg") is True
 
     def check_types(self) -> None:
         """Check each parameter's type and range (NaN and ±inf refused), naming it.

@@ -51,6 +51,7 @@ def stage1_federation_task(
     rounds: int,
     seed: int,
     run_name: str,
+    secagg: bool = False,
 ) -> FederationStage1 | State:
     """Stage 1 over the sites registered with the coordinator of ``state_dir``.
 
@@ -68,6 +69,8 @@ def stage1_federation_task(
         The run's seed.
     run_name
         The run's name (its folder under ``STATE/runs/``, the MLflow run's name).
+    secagg
+        Sum each round with Flower's SecAgg+ (the coordinator sees only per-objective sums).
 
     Returns
     -------
@@ -85,7 +88,7 @@ def stage1_federation_task(
     try:
         run = run_federation(
             Coordinator(state_dir), schema, min_sites=min_sites, rounds=rounds, seed=seed,
-            flower=FlowerConfig(), run_name=run_name, progress=progress_logger(),
+            flower=FlowerConfig(), run_name=run_name, progress=progress_logger(), secagg=secagg,
         )  # fmt: skip
     except FedcareError as exc:
         logger.error("%s: %s", type(exc).__name__, exc)

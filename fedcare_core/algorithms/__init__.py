@@ -114,10 +114,15 @@ SECAGG_BACKENDS = ("flower-sim", "flower-deployment")
 def secagg_refusal(config: ExperimentConfig, backend: str) -> str | None:
     """Why ``config`` cannot run its secure aggregation on ``backend`` (None: it can, or no SecAgg).
 
-    SecAgg+ is Flower's: the in-process loop has no server to hide updates from, and the
-    multi-site federation does not run the secure apps yet.
+    SecAgg+ is Flower's: the in-process loop has no server to hide updates from. (The
+    multi-site federation, ``fedcare federation run --secagg``, runs on Flower too.)
     """
-    if not config.stage1.secagg or backend in SECAGG_BACKENDS:
+    return secagg_backend_refusal(backend) if config.stage1.secagg else None
+
+
+def secagg_backend_refusal(backend: str) -> str | None:
+    """Why ``backend`` cannot sum rounds with SecAgg+ (None: it can)."""
+    if backend in SECAGG_BACKENDS:
         return None
     return (
         f"stage1.secagg (--secagg) runs on Flower's SecAgg+: backend {backend!r} cannot; "

@@ -4,9 +4,11 @@ The real Diabetes 130 file is split into three hospital files (``fedcare data sp
 each site is prepared in a folder of its own (``fedcare site prepare``), a TLS coordinator with
 node authentication starts on loopback (``fedcare federation start``) and registers the three
 site cards; each site's node runs as its own ``fedcare site join`` process given only its own
-folder; ``fedcare federation run`` runs Stage 1 for 5 rounds and broadcasts ``w*``; each site
-personalises at home (``fedcare site personalise``). λ* per round must agree with
-``fedcare run --sites`` on the same files within 1e-5 and each site's metrics within 1e-4.
+folder; ``fedcare federation run`` runs Stage 1 for 5 rounds and broadcasts ``w*``, then again
+with ``--secagg`` (Flower's SecAgg+: the coordinator holds only sums); each site personalises
+at home (``fedcare site personalise``) from the secure run's ``w*``. λ* per round must agree
+with ``fedcare run --sites`` on the same files within 1e-5 (1e-4 under SecAgg+, whose grid
+rounds each sum) and each site's metrics within 1e-4.
 
 A site whose key the coordinator never registered is refused; a site that drops out mid-run is
 handled as a killed SuperNode is (skipped, dropped, noted; the run finishes with the others).
@@ -110,21 +112,31 @@ def test_three_sites_match_the_in_process_federation(federation: dict) -> None:
         fedcare("federation", "run", "--state-dir", str(state), "--schema",
                 str(federation["schema"]), "--min-sites", "3", "--rounds", ROUNDS, "--seed", "0",
                 "--out", str(stage1), "--quiet")  # fmt: skip
+        secure = root / "stage1-secure.json"
+        fedcare("federation", "run", "--state-dir", str(state), "--schema",
+                str(federation["schema"]), "--min-sites", "3", "--rounds", ROUNDS, "--seed", "0",
+                "--out", str(secure), "--quiet", "--secagg", "--name", "secure")  # fmt: skip
     finally:
         codes = {name: stop(proc) for name, proc in joins.items()}
     assert codes == {name: 130 for name in joins}, codes
-    doc = json.loads(stage1.read_text())
-    assert doc["rounds_run"] == int(ROUNDS)
+    doc, secure_doc = json.loads(stage1.read_text()), json.loads(secure.read_text())
+    assert doc["rounds_run"] == secure_doc["rounds_run"] == int(ROUNDS)
     assert [s["name"] for s in doc["sites"]] == sorted(federation["sites"])
+    assert secure_doc["secure_aggregation"] is True and doc["secure_aggregation"] is False
     local = root / "local.json"
     fedcare("run", "--sites", str(root / "hospitals" / "sites.json"), "--schema",
             str(federation["schema"]), "--rounds", ROUNDS, "--seed", "0", "--out", str(local),
             "--quiet")  # fmt: skip
     expected = json.loads(local.read_text())
-    for got, want in zip(doc["rounds"], expected["rounds"], strict=True):
-        assert got["participant_sites"] == sorted(federation["sites"])
+    for got, summed, want in zip(
+        doc["rounds"], secure_doc["rounds"], expected["rounds"], strict=True
+    ):
+        assert (
+            got["participant_sites"] == summed["participant_sites"] == sorted(federation["sites"])
+        )
         for objective, value in want["lambda"].items():
             assert abs(got["lambda"][objective] - value) <= 1e-5
+            assert abs(summed["lambda"][objective] - value) <= 1e-4
     for client_id, (name, folder) in enumerate(sorted(federation["sites"].items())):
         assert (folder / "stage1" / "stage1.json").exists()
         result = root / f"result-{name}.json"

@@ -82,3 +82,18 @@ def test_a_schema_that_cannot_be_honoured_is_refused(tmp_path, capsys):
 def test_a_site_file_that_fails_its_checks_is_named(tmp_path, schema, capsys):
     err = _run(capsys, "--sites", str(_sites(tmp_path, GOOD)), "--schema", str(schema))
     assert "a.csv" in err  # the first site's file, read through the loader's checks
+
+
+def test_secagg_with_sites_is_refused_in_process_before_any_site_is_read(tmp_path, schema, capsys):
+    sites = _sites(tmp_path, GOOD)
+    err = _run(capsys, "--sites", str(sites), "--schema", str(schema), "--secagg")
+    assert "--secagg" in err and "flower-sim or flower-deployment" in err
+
+
+def test_secagg_is_the_one_stage1_setting_a_sites_run_adds_to_the_schema(schema):
+    from fedcare_core.federation_schema import read_schema
+
+    plain = read_schema(schema).run_config(seed=0, clients=2)
+    secure = read_schema(schema).run_config(seed=0, clients=2, secagg=True)
+    assert secure.stage1.secagg and not plain.stage1.secagg
+    assert secure.stage1.rounds == plain.stage1.rounds and secure.model == plain.model

@@ -1,5 +1,6 @@
 """The coordinator's Stage 1 document: ε per round and a privacy section under DP."""
 
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -56,3 +57,37 @@ def test_a_plain_federation_document_has_no_privacy_section():
     rounds = [RoundInfo(1, {"los": 1.0}, 0.5, {"los": 0.2}, (0, 1))]
     doc = stage1_document(_run(Stage1Config(rounds=1), rounds, 0), SCHEMA)
     assert "privacy" not in doc and "epsilon" not in doc["rounds"][0]
+    assert doc["secure_aggregation"] is False
+
+
+def test_a_secure_federation_plan_runs_the_secagg_apps_and_says_so(tmp_path):
+    from fedcare_core.config import ExperimentConfig
+    from fedcare_core.federation_schema import schema_for
+    from fedcare_flower.deployment import write_app
+    from fedcare_flower.federation_run import federation_plan
+    from fedcare_flower.flower_options import FlowerConfig
+    from fedcare_flower.secagg import secure_plan
+
+    schema = schema_for(ExperimentConfig())
+    sites = tuple(SimpleNamespace(name=n, objectives=("los",)) for n in ("a", "b"))
+    plans = {
+        secagg: federation_plan(
+            schema,
+            sites,
+            min_sites=2,
+            rounds=2,
+            seed=0,
+            flower=FlowerConfig(),
+            result_dir=tmp_path,
+            run_name="r",
+            secagg=secagg,
+        )
+        for secagg in (False, True)
+    }
+    assert [secure_plan(plans[s]) for s in (False, True)] == [False, True]
+    assert plans[True].stage1 == replace(plans[False].stage1, secagg=True)
+    app = write_app(tmp_path, tmp_path / "plan.json", secure=True)
+    assert "fedcare_flower.secagg_client:app" in (app / "pyproject.toml").read_text()
+    rounds = [RoundInfo(1, {"los": 1.0}, 0.5, {"los": 0.2}, (0, 1))]
+    run = _run(plans[True].stage1, rounds, 0)
+    assert stage1_document(run, SCHEMA)["secure_aggregation"] is True

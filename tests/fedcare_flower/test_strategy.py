@@ -67,7 +67,7 @@ def _hand_made(strategy):
 
 def test_aggregate_train_takes_the_closed_form_min_norm_step(tmp_path, task_identity):
     strategy = FedCareStrategy(_plan(tmp_path))
-    strategy.clients = {100: 0, 101: 1}
+    strategy.membership.clients = {100: 0, 101: 1}
     w0 = strategy.state.params.copy()
     u0, u1 = _hand_made(strategy)
     arrays, metrics = strategy.aggregate_train(1, [_reply(100, u0), _reply(101, u1)])
@@ -104,7 +104,7 @@ def test_aggregation_does_not_depend_on_reply_order(tmp_path, task_identity):
 
 def test_error_reply_skips_the_client_and_marks_its_objective(tmp_path, task_identity):
     strategy = FedCareStrategy(_plan(tmp_path))
-    strategy.clients = {100: 0, 101: 1}
+    strategy.membership.clients = {100: 0, 101: 1}
     u0, _ = _hand_made(strategy)
     head_b = strategy.layout.heads["b"]
     before = strategy.state.params[head_b].copy()

@@ -146,6 +146,19 @@ def test_backend_federation_refuses_what_the_schema_decides(
     assert "\n" not in message
 
 
+def test_backend_federation_takes_secure_aggregation_and_nothing_else_as_overrides(
+    schema_file: str,
+) -> None:
+    secure = _federation(schema_file, overrides={"stage1": {"secagg": True}})
+    assert secure.validate().secagg and not _federation(schema_file).secagg
+    for overrides in (
+        {"stage1": {"secagg": True, "rounds": 3}},
+        {"stage1": {"secagg": True}, "seed": 1},
+    ):
+        with pytest.raises(ConfigError, match=r"^overrides: not with backend 'federation'"):
+            _federation(schema_file, overrides=overrides).validate()
+
+
 @pytest.mark.parametrize("algorithms", [("fedavg",), ("fedcare", "fedcare-b"), ("fedcare-b",)])
 def test_backend_federation_runs_fedcare_only(schema_file: str, algorithms: tuple) -> None:
     with pytest.raises(ConfigError, match=r"^algorithm \[.*\]: backend 'federation' runs fedcare"):
