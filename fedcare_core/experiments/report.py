@@ -136,7 +136,9 @@ def experiment_tables(
     title = (
         f"# {experiment} — {dataset}\n\n{len(runs)} runs; seeds {seeds[0]}–{seeds[-1]} "
         f"({len(seeds)}); mean ± std over seeds (ddof 1); pooled test metrics unless marked "
-        "'client mean' (mean over clients of each client's own test metric).\n\n"
+        "'client mean' (mean over clients of each client's own test metric). A cell marked "
+        "'k of n runs' averages the k runs that have a value; the others have none (no test "
+        "label, or a diverged model whose error is infinite).\n\n"
     )
     body: list[str] = [title]
     if experiment == "comparison":

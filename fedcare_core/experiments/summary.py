@@ -88,15 +88,20 @@ def metric_columns(frame: pd.DataFrame) -> list[str]:
 def aggregate(frame: pd.DataFrame, by: Sequence[str] = SETTING) -> pd.DataFrame:
     """Mean, std (ddof 1) and count of every metric over seeds, per setting.
 
+    A run without a value for a metric (no test label, or a diverged model whose error is
+    infinite: results.json writes ``null``) is left out of that metric's mean, and counted
+    out of ``<metric>.count``, so a table can say so.
+
     Returns
     -------
     pandas.DataFrame
-        One row per setting; columns ``<metric>.mean``, ``<metric>.std`` and ``n``.
+        One row per setting; columns ``<metric>.mean``, ``<metric>.std``, ``<metric>.count``
+        (runs with a value) and ``n`` (runs).
     """
     metrics = metric_columns(frame)
     keyed = frame.assign(rho=frame["rho"].fillna(-1.0))
     grouped = keyed.groupby(list(by), sort=False, dropna=False)
-    out = grouped[metrics].agg(["mean", "std"])
+    out = grouped[metrics].agg(["mean", "std", "count"])
     out.columns = [f"{pair[0]}.{pair[1]}" for pair in out.columns]
     out["n"] = grouped.size()
     out = out.reset_index()
@@ -111,6 +116,15 @@ def mean_std(mean: float, std: float, digits: int) -> str:
     if not math.isfinite(std):
         return f"{mean:.{digits}f}"
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
+
+
+def summary_cell(row: Any, metric: str, digits: int) -> str:
+    """:func:`mean_std` of an :func:`aggregate` row, saying how many runs lacked a value."""
+    text = mean_std(row.get(f"{metric}.mean", math.nan), row.get(f"{metric}.std", math.nan), digits)
+    count, runs = row.get(f"{metric}.count"), row.get("n")
+    if count is not None and runs is not None and 0 < int(count) < int(runs):
+        text += f" ({int(count)} of {int(runs)} runs)"
+    return text
 
 
 def markdown_table(
@@ -136,10 +150,7 @@ def markdown_table(
     ]
     for _, row in agg.iterrows():
         cells = [_fmt_setting(row[c]) for c in index]
-        for m, _, digits in metrics:
-            cells.append(
-                mean_std(row.get(f"{m}.mean", math.nan), row.get(f"{m}.std", math.nan), digits)
-            )
+        cells += [summary_cell(row, m, digits) for m, _, digits in metrics]
         cells.append(str(int(row["n"])))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -166,9 +177,7 @@ def pivot(agg: pd.DataFrame, rows: str, columns: str, metric: str, digits: int) 
             if hit.empty:
                 cells.append("")
             else:
-                cells.append(
-                    mean_std(hit[f"{metric}.mean"].iloc[0], hit[f"{metric}.std"].iloc[0], digits)
-                )
+                cells.append(summary_cell(hit.iloc[0], metric, digits))
         lines.append(f"| {_fmt_setting(r)} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -4,11 +4,13 @@ The real Diabetes 130 file is split into three hospital files (``fedcare data sp
 each site is prepared in a folder of its own (``fedcare site prepare``), a TLS coordinator with
 node authentication starts on loopback (``fedcare federation start``) and registers the three
 site cards; each site's node runs as its own ``fedcare site join`` process given only its own
-folder; ``fedcare federation run`` runs Stage 1 for 5 rounds and broadcasts ``w*``, then again
-with ``--secagg`` (Flower's SecAgg+: the coordinator holds only sums); each site personalises
-at home (``fedcare site personalise``) from the secure run's ``w*``. λ* per round must agree
-with ``fedcare run --sites`` on the same files within 1e-5 (1e-4 under SecAgg+, whose grid
-rounds each sum) and each site's metrics within 1e-4.
+folder; ``fedcare federation run --secagg`` runs Stage 1 for 5 rounds summed by Flower's
+SecAgg+ (the coordinator holds only sums), then ``fedcare federation run`` without it, each
+broadcasting ``w*``; each site personalises at home (``fedcare site personalise``) from the
+plain run's ``w*``. λ* per round must agree with ``fedcare run --sites`` on the same files
+within 1e-5 (1e-4 under SecAgg+, whose grid rounds each sum; its ``w*`` within 1e-6 of the
+plain one) and each site's metrics within 1e-4. (Stage 2 from the secure ``w*``, one float32
+step away, can differ by ~1e-3 in a metric: Stage 2's training is not smooth in ``w*``.)
 
 A site whose key the coordinator never registered is refused; a site that drops out mid-run is
 handled as a killed SuperNode is (skipped, dropped, noted; the run finishes with the others).
@@ -25,6 +27,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from fedcare_flower.processes import TOKEN_ENV
@@ -108,14 +111,13 @@ def test_three_sites_match_the_in_process_federation(federation: dict) -> None:
         for name, folder in federation["sites"].items()
     }
     try:
-        stage1 = root / "stage1.json"
-        fedcare("federation", "run", "--state-dir", str(state), "--schema",
-                str(federation["schema"]), "--min-sites", "3", "--rounds", ROUNDS, "--seed", "0",
-                "--out", str(stage1), "--quiet")  # fmt: skip
-        secure = root / "stage1-secure.json"
+        stage1, secure = root / "stage1.json", root / "stage1-secure.json"
         fedcare("federation", "run", "--state-dir", str(state), "--schema",
                 str(federation["schema"]), "--min-sites", "3", "--rounds", ROUNDS, "--seed", "0",
                 "--out", str(secure), "--quiet", "--secagg", "--name", "secure")  # fmt: skip
+        fedcare("federation", "run", "--state-dir", str(state), "--schema",
+                str(federation["schema"]), "--min-sites", "3", "--rounds", ROUNDS, "--seed", "0",
+                "--out", str(stage1), "--quiet", "--name", "plain")  # fmt: skip
     finally:
         codes = {name: stop(proc) for name, proc in joins.items()}
     assert codes == {name: 130 for name in joins}, codes
@@ -123,6 +125,11 @@ def test_three_sites_match_the_in_process_federation(federation: dict) -> None:
     assert doc["rounds_run"] == secure_doc["rounds_run"] == int(ROUNDS)
     assert [s["name"] for s in doc["sites"]] == sorted(federation["sites"])
     assert secure_doc["secure_aggregation"] is True and doc["secure_aggregation"] is False
+    with (
+        np.load(state / "runs" / "plain" / "result" / "stage1.npz") as plain_w,
+        np.load(state / "runs" / "secure" / "result" / "stage1.npz") as secure_w,
+    ):
+        assert np.abs(plain_w["params"] - secure_w["params"]).max() <= 1e-6
     local = root / "local.json"
     fedcare("run", "--sites", str(root / "hospitals" / "sites.json"), "--schema",
             str(federation["schema"]), "--rounds", ROUNDS, "--seed", "0", "--out", str(local),

@@ -92,3 +92,18 @@ def test_paired_differences_match_seeds(grid):
     assert row["readmission.mean"] == pytest.approx(0.12)  # seed 0 has no readmission AUROC
     assert row["los.mean"] == pytest.approx(-1.5)  # FedCARE's lower error: a negative Δ
     assert int(row["n"]) == 2
+
+
+def test_a_table_says_how_many_runs_had_no_value(grid):
+    cells, folder = grid
+    diverged = json.loads((folder / f"{cells[3].key}.json").read_text())
+    diverged["objectives"]["los"]["pooled"] = None  # results.json's null for an infinite MAE
+    (folder / f"{cells[3].key}.json").write_text(json.dumps(diverged))
+    files, _, summary = experiment_tables("comparison", cells, folder, dataset="toy")
+    fedavg = summary.set_index("algorithm").loc["fedavg"]
+    assert int(fedavg["los.count"]) == 1 and int(fedavg["n"]) == 2
+    pooled = files["comparison.md"].split("## Mean over clients")[0].splitlines()
+    rows = {line.split(" | ")[0]: line for line in pooled if line.startswith("| fed")}
+    assert "3.000 (1 of 2 runs)" in rows["| fedavg"]
+    assert "(1 of 2 runs)" in rows["| fedavg"].split(" | ")[2]  # readmission: seed 0 has none
+    assert "of 2 runs" not in rows["| fedcare"]
