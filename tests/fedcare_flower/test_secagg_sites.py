@@ -13,49 +13,32 @@ from dataclasses import replace
 
 import numpy as np
 
-from fedcare_core.data.client_store import save_client_data
 from fedcare_flower.client_app import node_config_data_path
 from fedcare_flower.final_model import FINAL_MODEL_TYPE
-from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.secagg_client import build_secagg_client_app
 from fedcare_flower.secagg_server import run_secure_server
 from fedcare_flower.site_folder import STAGE1_ARRAYS, STAGE1_DOC
-from fedcare_flower.workspace import prepare_workspace
 from tests.fedcare_flower.conftest import node_context
 from tests.fedcare_flower.test_secagg import LAMBDA_TOL, SecureGrid
+from tests.fedcare_flower.test_site_protocol import DIGEST, NAMES, _site_grid
 from tests.fedcare_flower.test_strategy import _reference_stage1
-
-NAMES = ("north", "east", "west")
-DIGEST = "ab" * 32
 
 
 def _secure_sites(small_federation, tmp_path, digests=None):
-    cfg, fed = small_federation
-    cfg = replace(cfg, stage1=replace(cfg.stage1, secagg=True))
-    ws = prepare_workspace(
-        fed, cfg.model, cfg.stage1, cfg.seed, FlowerConfig(workdir_parent=str(tmp_path))
-    )
     app = build_secagg_client_app(node_config_data_path)
-    apps = {}
-    for k, client in enumerate(fed.clients):
-        folder = tmp_path / "sites" / NAMES[k]
-        save_client_data(replace(client, client_id=0), folder / "data")
-        config = {
-            "data-path": str(folder / "data"),
-            "site-name": NAMES[k],
-            "schema-digest": (digests or {}).get(NAMES[k], DIGEST),
-            "stage1-path": str(folder / "stage1"),
-        }
-        apps[2000 + k] = (app, node_context(2000 + k, config))
+    cfg, fed, ws, grid = _site_grid(
+        small_federation, tmp_path, digests=digests, app=app, grid_cls=SecureGrid
+    )
     plan = replace(
         ws.plan,
+        stage1=replace(ws.plan.stage1, secagg=True),
         schema_digest=DIGEST,
         broadcast=True,
         run_name="secure-sites",
         round_timeout_s=1.0,
         startup_timeout_s=1.0,
     )
-    return cfg, fed, plan, SecureGrid(apps)
+    return cfg, fed, plan, grid
 
 
 def test_secure_sites_get_the_plan_order_as_ids_and_keep_w_star(
@@ -70,7 +53,7 @@ def test_secure_sites_get_the_plan_order_as_ids_and_keep_w_star(
             replace(c, client_id=order.index(NAMES[k])) for k, c in enumerate(fed.clients)
         ),
     )
-    _, rounds = _reference_stage1(renumbered, replace(cfg, stage1=replace(cfg.stage1)))
+    _, rounds = _reference_stage1(renumbered, cfg)
     assert len(strategy.rounds) == len(rounds)
     for got, want in zip(strategy.rounds, rounds, strict=True):
         assert got.participants == (0, 1, 2)

@@ -28,12 +28,15 @@ NAMES = ("north", "east", "west")
 DIGEST = "ab" * 32
 
 
-def _site_grid(small_federation, tmp_path, names=NAMES, digests=None):
+def _site_grid(
+    small_federation, tmp_path, names=NAMES, digests=None, app=None, grid_cls=LoopbackGrid
+):
+    """Nodes serving the named sites (stored data saying client 0) on a loopback grid."""
     cfg, fed = small_federation
     ws = prepare_workspace(
         fed, cfg.model, cfg.stage1, cfg.seed, FlowerConfig(workdir_parent=str(tmp_path))
     )
-    app = build_client_app(node_config_data_path)
+    app = app or build_client_app(node_config_data_path)
     apps = {}
     for k, client in enumerate(fed.clients):
         folder = tmp_path / "sites" / names[k]
@@ -45,7 +48,7 @@ def _site_grid(small_federation, tmp_path, names=NAMES, digests=None):
             "stage1-path": str(folder / "stage1"),
         }
         apps[2000 + k] = (app, node_context(2000 + k, config))
-    return cfg, fed, ws, LoopbackGrid(apps)
+    return cfg, fed, ws, grid_cls(apps)
 
 
 def test_sites_get_the_plan_order_as_ids_and_keep_w_star(small_federation, tmp_path, task_identity):
