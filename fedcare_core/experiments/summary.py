@@ -89,7 +89,7 @@ def aggregate(frame: pd.DataFrame, by: Sequence[str] = SETTING) -> pd.DataFrame:
     """Mean, std (ddof 1) and count of every metric over seeds, per setting.
 
     A run without a value for a metric (no test label, or a diverged model whose error is
-    infinite: results.json writes ``null``) is left out of that metric's mean, and counted
+    infinite or ``null``) is left out of that metric's mean, and counted
     out of ``<metric>.count``, so a table can say so.
 
     Returns
@@ -99,7 +99,8 @@ def aggregate(frame: pd.DataFrame, by: Sequence[str] = SETTING) -> pd.DataFrame:
         (runs with a value) and ``n`` (runs).
     """
     metrics = metric_columns(frame)
-    keyed = frame.assign(rho=frame["rho"].fillna(-1.0))
+    finite = frame[metrics].replace([math.inf, -math.inf], math.nan)  # a diverged model's error
+    keyed = frame.assign(rho=frame["rho"].fillna(-1.0), **{m: finite[m] for m in metrics})
     grouped = keyed.groupby(list(by), sort=False, dropna=False)
     out = grouped[metrics].agg(["mean", "std", "count"])
     out.columns = [f"{pair[0]}.{pair[1]}" for pair in out.columns]
