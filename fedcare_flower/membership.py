@@ -1,7 +1,7 @@
 """Who is in a Stage 1 run: the ``query`` handshake, site admission, departures and losses.
 
 Both Stage 1 servers (:class:`~fedcare_flower.strategy.FedCareStrategy` on the Message API,
-:class:`~fedcare_flower.secagg_server.SecureStage1Strategy` on the legacy SecAgg+ path) learn
+:class:`~fedcare_flower.secagg_strategy.SecureStage1Strategy` on the legacy SecAgg+ path) learn
 which client each node serves the same way: a ``query`` handshake to every node not seen
 before (all K before round 1, new nodes before later rounds). In a plain run a node's client id
 is the one it claims; in a federation of sites (``RunPlan.sites``) it is the position of the

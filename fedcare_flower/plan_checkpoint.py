@@ -1,7 +1,7 @@
 """A Stage 1 server's checkpoint: the file its plan names (``fedcare run --run-dir``).
 
 Both Stage 1 servers (:class:`~fedcare_flower.strategy.FedCareStrategy` and
-:class:`~fedcare_flower.secagg_server.SecureStage1Strategy`) write a
+:class:`~fedcare_flower.secagg_strategy.SecureStage1Strategy`) write a
 :class:`~fedcare_core.stage1.Stage1Snapshot` after every round with the core's
 :func:`~fedcare_core.checkpoint.save_checkpoint` (atomic, owner-only), and at start restore one
 of the same run, if the file holds one.

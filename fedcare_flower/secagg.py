@@ -1,7 +1,7 @@
 """The securely aggregated round's instruction (Flower's legacy ``FitIns`` config) and settings.
 
 Under ``Stage1Config.secagg`` a round runs on Flower's legacy workflow path, the only one with
-SecAgg+ in Flower 1.42: the server's :class:`~fedcare_flower.secagg_server.SecureStage1Strategy`
+SecAgg+ in Flower 1.42: the server's :class:`~fedcare_flower.secagg_strategy.SecureStage1Strategy`
 sends ``FitIns(parameters=[w^t, β^t], config=...)`` with the keys below, each client
 (:mod:`fedcare_flower.secagg_client`) replies ``FitRes(parameters=[sealed vector],
 num_examples=1, metrics={"client-id": k})`` and Flower's ``secaggplus_mod`` masks the vector

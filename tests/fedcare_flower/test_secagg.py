@@ -197,6 +197,29 @@ def test_a_round_below_the_threshold_fails_clearly(small_federation, tmp_path, t
     assert "SecureRoundError" in (ws.result_dir / "error.txt").read_text()
 
 
+def test_the_threshold_is_a_majority_of_the_clients_actually_asked(small_federation, tmp_path):
+    # Three nodes passed the handshake; one left before the instructions went out.
+    from fedcare_flower.secagg_server import SecureRoundWorkflow
+
+    _, _, _, plan, _ = _secure_setup(small_federation, tmp_path)
+    strategy = SecureStage1Strategy(plan)
+    workflow = SecureRoundWorkflow(strategy, timeout=1.0)
+    strategy.membership.clients.update({1000: 0, 1001: 1, 1002: 2})
+    strategy._nodes = strategy.membership.nodes_by_client()
+    strategy.settings = strategy.run_settings.for_round(3)
+
+    def manager(*nodes):
+        return SimpleNamespace(all=lambda: {str(n): SimpleNamespace(node_id=n) for n in nodes})
+
+    fits = strategy.configure_fit(1, None, manager(1000, 1002))
+    assert [proxy.node_id for proxy, _ in fits] == [1000, 1002]
+    assert strategy.settings.num_clients == 2 and strategy.settings.tolerated_losses == 0
+    assert workflow.reconstruction_threshold == 2
+    assert strategy.settings.levels == strategy.run_settings.levels
+    with pytest.raises(SecureRoundError, match=r"round 1: 1 client\(s\) left to ask"):
+        strategy.configure_fit(1, None, manager(1001))
+
+
 def test_values_outside_the_range_rerun_the_round_wider(
     small_federation, tmp_path, task_identity, monkeypatch
 ):
