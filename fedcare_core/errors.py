@@ -20,6 +20,10 @@ class ConfigError(FedcareError, ValueError):
     """An invalid configuration value or option string."""
 
 
+class TrainingDivergedError(FedcareError):
+    """Training produced non-finite values (NaN or ±inf): the step sizes or the noise too large."""
+
+
 class DataError(FedcareError):
     """A problem with an input data file.
 

@@ -51,7 +51,7 @@ import numpy as np
 from fedcare_core.config import Stage1Config
 from fedcare_core.param_vectors import ParamLayout, squared_norm
 from fedcare_core.privacy import add_noise
-from fedcare_core.stage1 import apply_direction, descent_direction
+from fedcare_core.stage1 import apply_direction, check_finite_updates, descent_direction
 from fedcare_core.stage1_privacy import RoundNoise, noisy_statistics
 from fedcare_core.stage1_types import ClientUpdate, RoundInfo, ServerState
 
@@ -330,6 +330,7 @@ def secure_server_step(
     missing = tuple(s for s in objectives if s not in deltas)
     if not deltas:
         return state, RoundInfo(round_idx, {}, float("nan"), {}, ids, missing)
+    check_finite_updates(deltas, round_idx)
     direction, lambdas = descent_direction(deltas, losses, layout, config)
     new = replace(apply_direction(state, direction, config), dp_releases=state.dp_releases)
     epsilon = None

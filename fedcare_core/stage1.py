@@ -15,6 +15,7 @@ import torch
 
 from fedcare_core.config import ModelConfig, Stage1Config
 from fedcare_core.data.federation import ClientData, Federation
+from fedcare_core.errors import TrainingDivergedError
 from fedcare_core.models import MultiObjectiveModel
 from fedcare_core.moo import min_norm_weights, normalisation_divisors, normalised_gram
 from fedcare_core.param_vectors import (
@@ -188,6 +189,24 @@ def aggregate_objectives(
     return deltas, losses
 
 
+def check_finite_updates(deltas: Mapping[str, np.ndarray], round_idx: int) -> None:
+    """Refuse a round whose aggregated per-objective updates hold NaN or ±inf.
+
+    Raises
+    ------
+    TrainingDivergedError
+        Naming the round and the objectives, with what to change.
+    """
+    bad = [s for s, d in deltas.items() if not np.isfinite(d).all()]
+    if bad:
+        raise TrainingDivergedError(
+            f"Stage 1 diverged in round {round_idx}: the aggregated update of "
+            f"{', '.join(bad)} is not finite (NaN or infinite); lower the step sizes "
+            "(stage1.global_lr, stage1.local_lr) or, under differential privacy, the noise "
+            "(a larger stage1.dp_epsilon or a smaller stage1.dp_noise_multiplier)"
+        )
+
+
 def descent_direction(
     deltas: Mapping[str, np.ndarray],
     losses: Mapping[str, float],
@@ -266,6 +285,7 @@ def server_step(
     missing = tuple(s for s in objectives if s not in deltas)
     if not deltas:
         return state, RoundInfo(round_idx, {}, float("nan"), {}, participants, missing)
+    check_finite_updates(deltas, round_idx)
     direction, lambdas = descent_direction(deltas, losses, layout, config)
     d_sq = squared_norm(direction)
     new = replace(apply_direction(state, direction, config), dp_releases=state.dp_releases)

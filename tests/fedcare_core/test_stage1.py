@@ -4,6 +4,7 @@ import torch
 
 from fedcare_core.config import DataConfig, ModelConfig, Stage1Config
 from fedcare_core.data.federation import build_federation
+from fedcare_core.errors import TrainingDivergedError
 from fedcare_core.param_vectors import ParamLayout, get_buffers, get_params, param_layout
 from fedcare_core.seeding import derive_rng
 from fedcare_core.stage1 import (
@@ -65,6 +66,17 @@ def test_l2_normalisation_equalises_weights():
     u = _update(0, {"a": [1.0, 0.0], "b": [0.0, 10.0]}, 10)
     _, info = server_step(state, [u], ["a", "b"], layout, Stage1Config(normalise="l2"), 1)
     assert info.lambdas["a"] == pytest.approx(0.5)
+
+
+@pytest.mark.parametrize("scope", ["full", "backbone"])
+def test_a_non_finite_aggregate_is_refused_naming_the_round_and_objective(scope):
+    # With qp_scope=backbone a NaN in a head never reaches the Gram matrix; it is caught too.
+    layout = ParamLayout(total=3, backbone=slice(0, 2), heads={"a": slice(2, 3), "b": slice(3, 3)})
+    state = ServerState(np.zeros(3, np.float32), np.zeros(0, np.float32))
+    u = _update(0, {"a": [1.0, 0.0, np.inf], "b": [0.0, 2.0, 0.0]}, 10)
+    cfg = Stage1Config(qp_scope=scope)
+    with pytest.raises(TrainingDivergedError, match=r"round 4: the aggregated update of a is"):
+        server_step(state, [u], ["a", "b"], layout, cfg, 4)
 
 
 def test_missing_objective_is_reported_and_its_head_untouched(fed):
