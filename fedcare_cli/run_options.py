@@ -16,6 +16,7 @@ from fedcare_core.algorithms import ALGORITHM_NAMES, validate_config
 from fedcare_core.config import (
     CLIENT_SPLITS,
     DATASETS,
+    FEATURE_SETS,
     NORMALISATIONS,
     QP_SCOPES,
     READMISSION_DEFINITIONS,
@@ -36,6 +37,7 @@ CONFIG_FLAGS: dict[str, tuple[str, str]] = {
     "split": ("data", "client_split"),
     "objectives_per_client": ("data", "objectives_per_client"),
     "readmission": ("data", "readmission"),
+    "features": ("data", "features"),
     "max_patients": ("data", "max_patients"),
     "unseen_categories": ("data", "unseen_categories"),
     "rounds": ("stage1", "rounds"),
@@ -137,6 +139,16 @@ def add_privacy_options(parser: Any) -> None:
     )
 
 
+def add_features_option(parser: argparse.ArgumentParser) -> None:
+    """``--features``: the paper's partition, or what each objective knows when predicted."""
+    parser.add_argument(
+        "--features",
+        choices=FEATURE_SETS,
+        help="feature set (default paper): 'admission' limits early discharge and LOS to what is "
+        "known at admission and gives readmission the discharge-time features (Diabetes 130)",
+    )
+
+
 def add_parser(sub: Any, backends: tuple[str, ...]) -> None:
     """``fedcare run``'s options."""
     run = sub.add_parser("run", help="run an experiment end to end")
@@ -150,6 +162,7 @@ def add_parser(sub: Any, backends: tuple[str, ...]) -> None:
     run.add_argument("--split", choices=CLIENT_SPLITS, help="client split (default iid)")
     run.add_argument("--objectives-per-client", type=int)
     run.add_argument("--readmission", choices=READMISSION_DEFINITIONS)
+    add_features_option(run)
     run.add_argument("--max-patients", type=int, help="subsample the cohort (quick trials)")
     add_unseen_categories_option(run)
     add_training_options(run)

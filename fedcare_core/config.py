@@ -40,6 +40,11 @@ QP_SCOPES = ("full", "backbone")
 SERVER_OPTIMIZERS = ("sgd", "adam")
 STAGE2_OPTIMIZERS = ("adam", "sgd")
 READMISSION_DEFINITIONS = ("30d", "any")
+#: Feature sets (``--features``): the paper's partition, or each objective limited to what is
+#: known when it is predicted (Diabetes 130 only; ``DIABETES130_FEATURE_SETS``).
+FEATURE_SETS = ("paper", "admission")
+#: Feature sets beyond ``paper`` each dataset defines (a test checks the loaders agree).
+DATASET_FEATURE_SETS = {"diabetes130": FEATURE_SETS, "mimic3": ("paper",)}
 #: What the loaders do with a category outside a column's declared vocabulary
 #: (:mod:`fedcare_core.data.categories`): stop, or encode it as ``other``.
 UNSEEN_CATEGORY_POLICIES = ("refuse", "other")
@@ -263,6 +268,7 @@ class DataConfig:
     readmission: str = "30d"
     max_patients: int | None = None
     unseen_categories: str = "refuse"
+    features: str = "paper"
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` on an invalid value."""
@@ -279,11 +285,29 @@ class DataConfig:
             "data.unseen_categories",
         )
         _check_objectives(self)
+        _check_features(self)
         if self.train_fraction + self.val_fraction >= 1:
             raise ConfigError(
                 "data.train_fraction + data.val_fraction must leave rows for the test set, got "
                 f"{self.train_fraction:g} + {self.val_fraction:g}"
             )
+
+
+def _check_features(data: DataConfig) -> None:
+    """Refuse a feature set the dataset lacks, or ρ over a prediction-time feature set."""
+    _check(data.features, FEATURE_SETS, "feature set", "data.features")
+    if data.features not in DATASET_FEATURE_SETS[data.dataset]:
+        raise ConfigError(
+            f"data.features (--features) {data.features!r} is not defined for {data.dataset}; "
+            f"it has {', '.join(DATASET_FEATURE_SETS[data.dataset])} (MIMIC-III's features "
+            "already come from the cohort's first-hours window)"
+        )
+    if data.features != "paper" and data.rho is not None:
+        raise ConfigError(
+            f"data.rho (--rho) cannot be combined with data.features {data.features!r}: ρ moves "
+            "private features into the common set, where an objective predicted earlier would "
+            "see features known only later"
+        )
 
 
 def _check_objectives(data: DataConfig) -> None:

@@ -38,14 +38,14 @@ def load_dataset(
     Returns
     -------
     LoadedDataset
-        The cohort and its default partition.
+        The cohort and the partition of ``config.features``.
     """
     from fedcare_core.data.paths import resolve_data_dir
 
     root = resolve_data_dir(data_dir)
     if config.dataset == "diabetes130":
         from fedcare_core.data.diabetes130 import (
-            DIABETES130_PARTITION,
+            DIABETES130_FEATURE_SETS,
             find_diabetes130,
             load_diabetes130,
         )
@@ -66,7 +66,7 @@ def load_dataset(
             verify_checksum=verify_checksum,
             unseen_categories=config.unseen_categories,
         )
-        return LoadedDataset(cohort, DIABETES130_PARTITION, str(path))
+        return LoadedDataset(cohort, DIABETES130_FEATURE_SETS[config.features], str(path))
     if config.dataset == "mimic3":
         from fedcare_core.data.mimic3 import MIMIC3_PARTITION, load_mimic3
 
@@ -112,7 +112,7 @@ class DatasetDefinition:
     objectives
         The objectives the loader labels, with their definitions.
     partition
-        The default feature partition.
+        The feature partition (of the feature set asked for).
     numeric_features, categorical_features
         The feature columns by type.
     vocabularies
@@ -126,8 +126,10 @@ class DatasetDefinition:
     vocabularies: Mapping[str, tuple[str, ...]]
 
 
-def dataset_definition(name: str) -> DatasetDefinition:
+def dataset_definition(name: str, features: str = "paper") -> DatasetDefinition:
     """The documented definition of dataset ``name`` (no data is read).
+
+    ``features`` names the feature set whose partition it carries (``data.features``).
 
     Raises
     ------
@@ -139,13 +141,16 @@ def dataset_definition(name: str) -> DatasetDefinition:
 
         return DatasetDefinition(
             d.DIABETES130_OBJECTIVES,
-            d.DIABETES130_PARTITION,
+            d.DIABETES130_FEATURE_SETS[features],
             d.DIABETES130_NUMERIC_FEATURES,
             d.DIABETES130_CATEGORICAL_FEATURES,
             d.DIABETES130_VOCABULARIES,
         )
     if name == "mimic3":
         from fedcare_core.data import mimic3 as m
+
+        if features != "paper":
+            raise ConfigError(f"feature set {features!r} is not defined for mimic3")
 
         return DatasetDefinition(
             m.MIMIC3_OBJECTIVES,

@@ -163,7 +163,7 @@ def schema_for(config: ExperimentConfig) -> FederationSchema:
             f"a federation of sites runs {', '.join(FEDERATION_ALGORITHMS)}, "
             f"not {config.algorithm!r}"
         )
-    definition = dataset_definition(config.data.dataset)
+    definition = dataset_definition(config.data.dataset, config.data.features)
     partition = definition.partition
     if config.data.rho is not None:
         partition = with_disparity(partition, config.data.rho, config.seed)
@@ -213,7 +213,7 @@ def schema_from_dict(raw: Mapping[str, Any]) -> FederationSchema:
     dataset = str(raw["dataset"])
     if dataset != config.data.dataset:
         raise ConfigError(f"dataset {dataset!r} but config.data.dataset {config.data.dataset!r}")
-    definition = dataset_definition(dataset)
+    definition = dataset_definition(dataset, config.data.features)
     features = raw["features"]
     schema = FederationSchema(
         dataset=dataset,
@@ -273,3 +273,9 @@ def check_honourable(schema: FederationSchema, definition: DatasetDefinition) ->
     extra = set(schema.partition.private) - set(schema.objective_names)
     if extra:
         raise ConfigError(f"private pools for unknown objective(s): {sorted(extra)}")
+    features = schema.config.data.features
+    if features != "paper" and schema.partition != definition.partition:
+        raise ConfigError(
+            f"the partition differs from feature set {features!r}'s (config.data.features), "
+            "which fixes what each objective sees at its prediction time"
+        )

@@ -52,7 +52,7 @@ FEDERATION = "federation"
 FEDERATION_PARAMETERS = ("federation_state_dir", "federation_schema", "min_sites")
 #: Data parameters backend ``"federation"`` refuses: the schema and the sites decide them.
 NOT_WITH_FEDERATION = (
-    "data_dir", "clients", "rho", "max_patients", "stage2_epochs", "config_file",
+    "data_dir", "clients", "rho", "features", "max_patients", "stage2_epochs", "config_file",
 )  # fmt: skip
 
 
@@ -70,7 +70,7 @@ class FlowParameters:
         One nested MLflow run per algorithm × seed.
     seeds
         Experiment seeds.
-    clients, rounds, rho, max_patients, stage2_epochs
+    clients, rounds, rho, features, max_patients, stage2_epochs
         As the ``fedcare run`` flags; ``None`` keeps the configuration's value.
     backend
         Where Stage 1 runs.
@@ -90,6 +90,7 @@ class FlowParameters:
     clients: int | None = None
     rounds: int | None = None
     rho: float | None = None
+    features: str | None = None
     max_patients: int | None = None
     stage2_epochs: int | None = None
     backend: str = "local"
@@ -259,6 +260,7 @@ class FlowParameters:
         for section, key, value in (
             ("data", "clients", self.clients),
             ("data", "rho", self.rho),
+            ("data", "features", self.features),
             ("data", "max_patients", self.max_patients),
             ("stage1", "rounds", self.rounds),
             ("stage2", "epochs", self.stage2_epochs),

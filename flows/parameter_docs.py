@@ -55,13 +55,19 @@ FEDCARE_PARAMETERS: Mapping[str, str] = {
         "One seed or a list; each algorithm × seed is a nested MLflow run (backend federation: "
         "one Stage 1 over the sites per seed)."
     ),
-    "rho": "Disparity ratio of the client sizes (null: the configuration's).",
+    "rho": "Feature disparity ratio ρ in (0, 1) (null: the configuration's).",
+    "features": (
+        'Feature set: "paper" (the paper\'s partition) or "admission" (early discharge and LOS see '
+        "only what is known at admission, readmission the discharge-time features; Diabetes "
+        "130); null: the configuration's, paper."
+    ),
     "backend": (
         'Where the Stage 1 rounds run: "local", "flower-sim" or "flower-deployment" on the '
         'partitioned dataset, or "federation": over the real sites registered with the running '
         "coordinator of federation_state_dir (no data loaded or checked here; fedcare only; "
-        "data_dir, clients, rho, max_patients, stage2_epochs, config_file and overrides must "
-        "stay null: the schema decides them; dataset must be the schema's; the data-check, "
+        "data_dir, clients, rho, features, max_patients, stage2_epochs, config_file and "
+        "overrides must stay null: the schema decides them; dataset must be the schema's; the "
+        "data-check, "
         "Stage 2, registry and cache parameters do not apply)."
     ),
     "stage2_epochs": "Stage 2 (personalisation) epochs per client (null: the configuration's).",

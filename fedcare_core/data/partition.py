@@ -122,3 +122,108 @@ def with_disparity(partition: FeaturePartition, rho: float, seed: int = 0) -> Fe
         private={k: tuple(v) for k, v in private.items()},
         private_only=partition.private_only,
     )
+
+
+#: When a feature's value is known, earliest first: at admission, by the end of the stay
+#: (totals, in-stay results and medication changes, codes assigned during it), at discharge.
+AVAILABILITY = ("admission", "stay", "discharge")
+
+
+def at_prediction_time(
+    partition: FeaturePartition,
+    available: Mapping[str, str],
+    prediction_time: Mapping[str, str],
+    *,
+    moves: Mapping[str, tuple[str, ...]] | None = None,
+) -> FeaturePartition:
+    """The partition with every objective seeing only what is known when it is predicted.
+
+    The rule, applied to ``partition`` (e.g. the paper's):
+
+    * a common feature known by the earliest objective's prediction time stays common;
+    * a later common feature leaves the common set (the backbone feeds every head) and joins
+      the pool of each objective predicted late enough to see it (every client held it);
+    * a pool feature stays in its pool if known by that objective's prediction time, and is
+      dropped otherwise (no other objective's clients held it);
+    * ``moves`` (objective → features) adds features to a pool by declaration, e.g. a feature
+      the paper placed in another pool that this objective may legitimately see.
+
+    Parameters
+    ----------
+    partition
+        The partition to restrict.
+    available
+        Feature → its time in :data:`AVAILABILITY`; every feature of ``partition`` and
+        ``moves`` must be listed.
+    prediction_time
+        Objective → the time in :data:`AVAILABILITY` at which it is predicted; every pool of
+        ``partition`` must be listed.
+    moves
+        Features declared into an objective's pool (each must be known by its prediction time).
+
+    Returns
+    -------
+    FeaturePartition
+        A new partition satisfying :func:`check_prediction_times`.
+
+    Raises
+    ------
+    ConfigError
+        If a feature or objective has no time, a time is unknown, or a declared move would let
+        an objective see a feature known only after its prediction time.
+    """
+    moves = dict(moves or {})
+    order = {t: i for i, t in enumerate(AVAILABILITY)}
+    features = set(partition.all_features) | {f for fs in moves.values() for f in fs}
+    _check_times(available, features, "feature", order)
+    _check_times(prediction_time, set(partition.private) | set(moves), "objective", order)
+
+    def known(feature: str, objective: str) -> bool:
+        return order[available[feature]] <= order[prediction_time[objective]]
+
+    earliest = min((prediction_time[s] for s in partition.private), key=order.__getitem__)
+    common = tuple(f for f in partition.common if order[available[f]] <= order[earliest])
+    late = [f for f in partition.common if f not in common]
+    private: dict[str, tuple[str, ...]] = {}
+    for name, pool in partition.private.items():
+        kept = [f for f in pool if known(f, name)]
+        kept += [f for f in late if known(f, name) and f not in kept]
+        kept += [f for f in moves.get(name, ()) if f not in kept]
+        private[name] = tuple(kept)
+    result = FeaturePartition(common, private, partition.private_only)
+    check_prediction_times(result, available, prediction_time)
+    return result
+
+
+def check_prediction_times(
+    partition: FeaturePartition, available: Mapping[str, str], prediction_time: Mapping[str, str]
+) -> None:
+    """Refuse a partition that shows an objective a feature known after its prediction time.
+
+    Raises
+    ------
+    ConfigError
+        Naming the objective, the features and their times.
+    """
+    order = {t: i for i, t in enumerate(AVAILABILITY)}
+    for name in partition.private:
+        seen = partition.common + partition.private_for([name])
+        late = [f for f in seen if order[available[f]] > order[prediction_time[name]]]
+        if late:
+            raise ConfigError(
+                f"objective {name!r} is predicted at {prediction_time[name]} but would see "
+                + ", ".join(f"{f} (known at {available[f]})" for f in late)
+            )
+
+
+def _check_times(
+    times: Mapping[str, str], names: set[str], what: str, order: Mapping[str, int]
+) -> None:
+    missing = sorted(names - set(times))
+    if missing:
+        raise ConfigError(f"no time of availability declared for {what}(s) {', '.join(missing)}")
+    unknown = sorted(f"{n}={t!r}" for n, t in times.items() if n in names and t not in order)
+    if unknown:
+        raise ConfigError(
+            f"unknown time(s) {', '.join(unknown)}; expected one of {', '.join(AVAILABILITY)}"
+        )

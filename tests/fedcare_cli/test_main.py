@@ -65,6 +65,28 @@ def test_run_diabetes_writes_results_and_table(data_dir, tmp_path, capsys):
 
 
 @pytest.mark.realdata
+def test_run_with_admission_features_shows_each_objective_only_what_it_may_know(
+    data_dir, tmp_path
+):
+    from fedcare_core.data.diabetes130 import DIABETES130_ADMISSION_PARTITION as ADMISSION
+
+    out = tmp_path / "admission.json"
+    args = ["run", "--data-dir", str(data_dir), "--features", "admission", "--out", str(out)]
+    assert main([*args, *QUICK]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["config"]["data"]["features"] == "admission"
+    assert doc["data"]["common_features"] == list(ADMISSION.common)
+    for client in doc["clients"]:
+        (objective,) = client["objectives"]
+        assert client["private_features"] == list(ADMISSION.private[objective])
+    seen = {c["objectives"][0]: set(c["private_features"]) for c in doc["clients"]}
+    assert "discharge_disposition_id" in seen["readmission"]
+    assert "num_medications" not in seen["los"] | seen["early_discharge"]
+    for objective in ("early_discharge", "readmission", "los"):
+        assert doc["objectives"][objective]["pooled"] is not None
+
+
+@pytest.mark.realdata
 def test_run_mimic_demo_reports_every_objective(data_dir, tmp_path):
     out = tmp_path / "mimic.json"
     code = main(

@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from fedcare_core.config import (
+    DATASET_FEATURE_SETS,
     DATASET_OBJECTIVES,
     DATASETS,
     RANGES,
@@ -188,6 +189,19 @@ def test_objectives_per_client_up_to_the_datasets_count(dataset: str) -> None:
         with pytest.MonkeyPatch.context() as mp:
             mp.setitem(RANGES["data"], "objectives_per_client", Range(1, 99))
             DataConfig(dataset=dataset, objectives_per_client=n + 1).validate()
+
+
+def test_feature_sets_are_the_datasets_and_refuse_rho() -> None:
+    from fedcare_core.data.diabetes130.definition import DIABETES130_FEATURE_SETS
+
+    assert tuple(DIABETES130_FEATURE_SETS) == DATASET_FEATURE_SETS["diabetes130"]
+    DataConfig(features="admission").validate()
+    with pytest.raises(ConfigError, match=r"'admission' is not defined for mimic3"):
+        DataConfig(dataset="mimic3", features="admission").validate()
+    with pytest.raises(ConfigError, match=r"data\.rho \(--rho\) cannot be combined"):
+        DataConfig(features="admission", rho=0.3).validate()
+    with pytest.raises(ConfigError, match=r"unknown feature set 'discharge' \(data\.features\)"):
+        DataConfig(features="discharge").validate()
 
 
 def test_defaults_unchanged_and_round_trip() -> None:

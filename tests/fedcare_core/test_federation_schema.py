@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fedcare_core.config import ExperimentConfig
-from fedcare_core.data.diabetes130 import DIABETES130_PARTITION
+from fedcare_core.data.diabetes130 import DIABETES130_ADMISSION_PARTITION, DIABETES130_PARTITION
 from fedcare_core.errors import ConfigError
 from fedcare_core.federation_schema import read_schema, schema_for
 
@@ -34,6 +34,20 @@ def test_the_digest_follows_every_setting(tmp_path):
     assert len({base.digest(), other.digest(), rho.digest()}) == 3
     assert rho.partition != base.partition
     assert rho.partition.disparity_ratio() == pytest.approx(0.5, abs=0.05)
+
+
+def test_an_admission_schema_carries_its_feature_set_and_refuses_another_partition(tmp_path):
+    config = ExperimentConfig().with_overrides(data={"features": "admission"})
+    schema = schema_for(config)
+    assert schema.partition == DIABETES130_ADMISSION_PARTITION
+    assert schema.digest() != schema_for(ExperimentConfig()).digest()
+    path = schema.write(tmp_path / "federation.json")
+    assert read_schema(path) == schema
+    raw = json.loads(path.read_text())
+    raw["features"]["private"]["los"].append("num_medications")  # a stay total, for LOS
+    path.write_text(json.dumps(raw))
+    with pytest.raises(ConfigError, match="differs from feature set 'admission'"):
+        read_schema(path)
 
 
 def test_mimic3_has_a_schema_too():

@@ -47,6 +47,9 @@ def test_algorithm_times_seed_and_overrides() -> None:
     ]  # fmt: skip
     assert all(c.stage1.solver == "slsqp" for c in configs)
     assert params.to_params()["flow.seeds"] == "[0, 1]"
+    assert all(c.data.features == "paper" for c in configs)
+    (admission,) = FlowParameters(features="admission").experiment_configs()
+    assert admission.data.features == "admission"
 
 
 @pytest.mark.parametrize(
@@ -58,6 +61,8 @@ def test_algorithm_times_seed_and_overrides() -> None:
         ({"algorithms": ("fedcare", "fedcare")}, "repeated algorithms"),
         ({"algorithms": ("fedavg2",)}, "unknown algorithm"),
         ({"clients": 0}, "clients must be"),
+        ({"features": "admission", "dataset": "mimic3"}, "'admission' is not defined for mimic3"),
+        ({"features": "admission", "rho": 0.3}, "cannot be combined"),
         ({"overrides": {"stage1": {"nope": 1}}}, "invalid configuration override"),
         ({"config_file": "/nonexistent.json"}, "cannot read config"),
     ],
@@ -130,6 +135,7 @@ def test_federation_parameters_apply_to_backend_federation_only(
         ("data_dir", "/data"),
         ("clients", 3),
         ("rho", 0.2),
+        ("features", "admission"),
         ("max_patients", 900),
         ("stage2_epochs", 2),
         ("config_file", "/c.json"),

@@ -3,9 +3,18 @@
 from __future__ import annotations
 
 from fedcare_core.data.cohort import Objective
-from fedcare_core.data.partition import FeaturePartition
+from fedcare_core.data.diabetes130.schema import MEDICATION_COLUMNS
+from fedcare_core.data.partition import FeaturePartition, at_prediction_time
 
-__all__ = ["DIABETES130_OBJECTIVES", "DIABETES130_PARTITION", "EARLY_DISCHARGE_MAX_DAYS"]
+__all__ = [
+    "DIABETES130_ADMISSION_PARTITION",
+    "DIABETES130_FEATURE_SETS",
+    "DIABETES130_FEATURE_TIMES",
+    "DIABETES130_OBJECTIVES",
+    "DIABETES130_PARTITION",
+    "DIABETES130_PREDICTION_TIMES",
+    "EARLY_DISCHARGE_MAX_DAYS",
+]
 
 #: Early discharge threshold: a stay of at most this many days.
 EARLY_DISCHARGE_MAX_DAYS = 3
@@ -92,3 +101,79 @@ DIABETES130_PARTITION = FeaturePartition(
     # Undeclared vocabulary (each client encodes its own top values): never shared.
     private_only=("medical_specialty",),
 )
+
+#: When each feature's value is known (:data:`fedcare_core.data.partition.AVAILABILITY`), from
+#: the data set's documentation (Strack et al. 2014, Table 1):
+#:
+#: * admission: demographics, the admission type and source, the payer, the admitting
+#:   physician's specialty, weight, the prior year's outpatient, emergency and inpatient visit
+#:   counts, and the principal diagnosis (``diag_1``: the condition chiefly responsible for the
+#:   admission, known at admission as the admitting diagnosis; a judgment call, documented in
+#:   DESIGN.md);
+#: * stay: totals over the encounter (lab tests, procedures, medications, diagnoses entered),
+#:   the secondary diagnoses, the glucose and HbA1c results, and every medication column (each
+#:   says whether the drug was prescribed or its dose changed *during the encounter*), ``change``
+#:   and ``diabetesMed``;
+#: * discharge: the discharge disposition.
+DIABETES130_FEATURE_TIMES: dict[str, str] = {
+    **dict.fromkeys(
+        (
+            "race",
+            "gender",
+            "age",
+            "weight",
+            "admission_type_id",
+            "admission_source_id",
+            "payer_code",
+            "medical_specialty",
+            "number_outpatient",
+            "number_emergency",
+            "number_inpatient",
+            "diag_1",
+        ),
+        "admission",
+    ),
+    **dict.fromkeys(
+        (
+            "num_lab_procedures",
+            "num_procedures",
+            "num_medications",
+            "number_diagnoses",
+            "diag_2",
+            "diag_3",
+            "max_glu_serum",
+            "A1Cresult",
+            *MEDICATION_COLUMNS,
+            "change",
+            "diabetesMed",
+        ),
+        "stay",
+    ),
+    "discharge_disposition_id": "discharge",
+}
+
+#: When each objective is predicted: early discharge and LOS at admission (to plan the stay),
+#: readmission at discharge (to plan follow-up).
+DIABETES130_PREDICTION_TIMES: dict[str, str] = {
+    "early_discharge": "admission",
+    "readmission": "discharge",
+    "los": "admission",
+}
+
+#: ``--features admission``: the paper's partition with every objective seeing only what is
+#: known when it is predicted (:func:`~fedcare_core.data.partition.at_prediction_time`). The
+#: common set keeps the seven admission-time features; the thirteen stay-time common features
+#: join readmission's pool; early discharge keeps admission type and specialty, LOS weight;
+#: the discharge disposition (in early discharge's pool in the paper) moves to readmission's.
+DIABETES130_ADMISSION_PARTITION = at_prediction_time(
+    DIABETES130_PARTITION,
+    DIABETES130_FEATURE_TIMES,
+    DIABETES130_PREDICTION_TIMES,
+    moves={"readmission": ("discharge_disposition_id",)},
+)
+
+#: ``--features`` → partition.
+DIABETES130_FEATURE_SETS: dict[str, FeaturePartition] = {
+    "paper": DIABETES130_PARTITION,
+    "admission": DIABETES130_ADMISSION_PARTITION,
+}

@@ -1,6 +1,11 @@
 import pytest
 
-from fedcare_core.data.partition import FeaturePartition, with_disparity
+from fedcare_core.data.partition import (
+    FeaturePartition,
+    at_prediction_time,
+    check_prediction_times,
+    with_disparity,
+)
 from fedcare_core.errors import ConfigError
 
 BASE = FeaturePartition(
@@ -83,3 +88,57 @@ def test_shrinking_skips_private_only_but_keeps_other_pools_choice():
     out = with_disparity(marked, 0.1, seed=5)
     assert {"a0", "a1"} <= set(out.private["a"])
     assert out.private["b"] == plain.private["b"] and out.private["c"] == plain.private["c"]
+
+
+TIMES = {
+    **{f"c{i}": "admission" for i in range(3)},
+    "c3": "stay",
+    "c4": "discharge",
+    "a0": "admission",
+    "a1": "stay",
+    "a2": "discharge",
+    "b0": "stay",
+    "l0": "admission",
+}
+SMALL = FeaturePartition(
+    common=("c0", "c1", "c2", "c3", "c4"),
+    private={"a": ("a0", "a1", "a2"), "b": ("b0",), "c": ("l0",)},
+)
+PREDICTED = {"a": "admission", "b": "discharge", "c": "stay"}
+
+
+def test_prediction_time_keeps_early_common_features_and_moves_late_ones_to_late_pools():
+    p = at_prediction_time(SMALL, TIMES, PREDICTED)
+    assert p.common == ("c0", "c1", "c2")
+    # a (admission): its own admission-time feature only; a1, a2 dropped (no one else held them)
+    assert p.private["a"] == ("a0",)
+    # b (discharge): its pool, then the later common features
+    assert p.private["b"] == ("b0", "c3", "c4")
+    # c (stay): sees the stay-time common feature, not the discharge-time one
+    assert p.private["c"] == ("l0", "c3")
+    check_prediction_times(p, TIMES, PREDICTED)
+
+
+def test_a_declared_move_joins_the_pool_and_must_respect_the_time():
+    p = at_prediction_time(SMALL, TIMES, PREDICTED, moves={"b": ("a2",)})
+    assert p.private["b"] == ("b0", "c3", "c4", "a2")
+    with pytest.raises(ConfigError, match=r"'c' is predicted at stay but would see a2 \(known at"):
+        at_prediction_time(SMALL, TIMES, PREDICTED, moves={"c": ("a2",)})
+
+
+def test_a_partition_showing_a_late_feature_is_refused():
+    with pytest.raises(ConfigError, match=r"'a' is predicted at admission but would see c3"):
+        check_prediction_times(SMALL, TIMES, PREDICTED)
+
+
+@pytest.mark.parametrize(
+    ("times", "predicted", "message"),
+    [
+        ({k: v for k, v in TIMES.items() if k != "b0"}, PREDICTED, r"feature\(s\) b0"),
+        (TIMES, {"a": "admission", "b": "discharge"}, r"objective\(s\) c"),
+        ({**TIMES, "c0": "later"}, PREDICTED, r"unknown time\(s\) c0='later'"),
+    ],
+)
+def test_missing_or_unknown_times_are_refused(times, predicted, message):
+    with pytest.raises(ConfigError, match=message):
+        at_prediction_time(SMALL, times, predicted)
