@@ -65,9 +65,7 @@ def test_run_diabetes_writes_results_and_table(data_dir, tmp_path, capsys):
 
 
 @pytest.mark.realdata
-def test_run_with_admission_features_shows_each_objective_only_what_it_may_know(
-    data_dir, tmp_path
-):
+def test_run_with_admission_features_shows_each_objective_only_what_it_may_know(data_dir, tmp_path):
     from fedcare_core.data.diabetes130 import DIABETES130_ADMISSION_PARTITION as ADMISSION
 
     out = tmp_path / "admission.json"
