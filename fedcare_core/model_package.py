@@ -17,7 +17,9 @@ objective, ``<objective>_days`` for length of stay.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import threading
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -165,7 +167,7 @@ class ModelPackage:
             return pd.DataFrame({c: pd.Series(dtype=np.float64) for c in columns}, index=rows.index)
         x_common = torch.from_numpy(self.common_encoder.transform(features))
         x_private = torch.from_numpy(self.private_encoder.transform(features))
-        with torch.no_grad():
+        with torch.no_grad(), _one_thread():
             out = self.predictor(x_common, x_private).numpy().astype(np.float64)
         return pd.DataFrame(out, columns=columns, index=rows.index)
 
@@ -187,6 +189,23 @@ class ModelPackage:
             },
             "predictor": self.predictor.spec(),
         }
+
+
+#: Scoring runs on one torch thread, one call at a time: on some CPUs (an Intel Xeon with
+#: AVX-512, 2026-12-02) torch's split of the work over two threads changes the last bit of a
+#: score, so a model served by a process with other settings would answer differently.
+_SCORING = threading.Lock()
+
+
+@contextmanager
+def _one_thread() -> Iterator[None]:
+    with _SCORING:
+        before = torch.get_num_threads()
+        torch.set_num_threads(1)
+        try:
+            yield
+        finally:
+            torch.set_num_threads(before)
 
 
 def client_package(result: ExperimentResult, index: int) -> ModelPackage:
