@@ -16,7 +16,12 @@ from typing import Any
 
 from fedcare_cli.options import add_unseen_categories_option
 from fedcare_cli.output import write_json_atomic
-from fedcare_cli.run_options import add_features_option, add_training_options, build_config
+from fedcare_cli.run_options import (
+    add_cohort_option,
+    add_features_option,
+    add_training_options,
+    build_config,
+)
 from fedcare_core.algorithms import ALGORITHM_NAMES
 from fedcare_core.config import DATASETS, READMISSION_DEFINITIONS
 from fedcare_core.federation_schema import FederationSchema, schema_for
@@ -50,6 +55,7 @@ def add_init_parser(fed_sub: Any) -> None:
     init.add_argument("--rho", type=float, help="feature disparity ratio in (0, 1)")
     init.add_argument("--readmission", choices=READMISSION_DEFINITIONS)
     add_features_option(init)
+    add_cohort_option(init)
     add_unseen_categories_option(init)
     add_training_options(init)
 

@@ -15,6 +15,7 @@ from fedcare_cli.options import add_tracking_uri_option, add_unseen_categories_o
 from fedcare_core.algorithms import ALGORITHM_NAMES, validate_config
 from fedcare_core.config import (
     CLIENT_SPLITS,
+    DATASET_COHORTS,
     DATASETS,
     FEATURE_SETS,
     NORMALISATIONS,
@@ -38,6 +39,7 @@ CONFIG_FLAGS: dict[str, tuple[str, str]] = {
     "objectives_per_client": ("data", "objectives_per_client"),
     "readmission": ("data", "readmission"),
     "features": ("data", "features"),
+    "cohort": ("data", "cohort"),
     "max_patients": ("data", "max_patients"),
     "unseen_categories": ("data", "unseen_categories"),
     "rounds": ("stage1", "rounds"),
@@ -149,6 +151,16 @@ def add_features_option(parser: argparse.ArgumentParser) -> None:
     )
 
 
+def add_cohort_option(parser: argparse.ArgumentParser) -> None:
+    """``--cohort``: which MIMIC-III stays and feature window."""
+    parser.add_argument(
+        "--cohort",
+        choices=sorted({c for cs in DATASET_COHORTS.values() for c in cs}),
+        help="MIMIC-III cohort (default all-adult-24h: every adult ICU stay, first 24 h; "
+        "benchmark-ihm: the MIMIC-III benchmark's in-hospital-mortality rules, first 48 h)",
+    )
+
+
 def add_parser(sub: Any, backends: tuple[str, ...]) -> None:
     """``fedcare run``'s options."""
     run = sub.add_parser("run", help="run an experiment end to end")
@@ -163,6 +175,7 @@ def add_parser(sub: Any, backends: tuple[str, ...]) -> None:
     run.add_argument("--objectives-per-client", type=int)
     run.add_argument("--readmission", choices=READMISSION_DEFINITIONS)
     add_features_option(run)
+    add_cohort_option(run)
     run.add_argument("--max-patients", type=int, help="subsample the cohort (quick trials)")
     add_unseen_categories_option(run)
     add_training_options(run)

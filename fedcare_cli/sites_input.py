@@ -116,6 +116,7 @@ def load_site(
         dataset=schema.dataset,
         readmission=schema.config.data.readmission,
         unseen_categories=schema.config.data.unseen_categories,
+        cohort=schema.config.data.cohort,
     )
     loaded = checked_dataset(config, data, verify_checksum=False)
     client = prepare_site(

@@ -45,6 +45,12 @@ READMISSION_DEFINITIONS = ("30d", "any")
 FEATURE_SETS = ("paper", "admission")
 #: Feature sets beyond ``paper`` each dataset defines (a test checks the loaders agree).
 DATASET_FEATURE_SETS = {"diabetes130": FEATURE_SETS, "mimic3": ("paper",)}
+#: Cohorts (``--cohort``) each dataset can build (``fedcare_core.data.mimic3.cohorts.COHORTS``;
+#: the first is the default; Diabetes 130 has one, every encounter, and takes none).
+DATASET_COHORTS: dict[str, tuple[str, ...]] = {
+    "diabetes130": (),
+    "mimic3": ("all-adult-24h", "benchmark-ihm"),
+}
 #: What the loaders do with a category outside a column's declared vocabulary
 #: (:mod:`fedcare_core.data.categories`): stop, or encode it as ``other``.
 UNSEEN_CATEGORY_POLICIES = ("refuse", "other")
@@ -269,6 +275,7 @@ class DataConfig:
     max_patients: int | None = None
     unseen_categories: str = "refuse"
     features: str = "paper"
+    cohort: str | None = None
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` on an invalid value."""
@@ -286,6 +293,7 @@ class DataConfig:
         )
         _check_objectives(self)
         _check_features(self)
+        _check_cohort(self)
         if self.train_fraction + self.val_fraction >= 1:
             raise ConfigError(
                 "data.train_fraction + data.val_fraction must leave rows for the test set, got "
@@ -308,6 +316,19 @@ def _check_features(data: DataConfig) -> None:
             "private features into the common set, where an objective predicted earlier would "
             "see features known only later"
         )
+
+
+def _check_cohort(data: DataConfig) -> None:
+    """Refuse a cohort the dataset cannot build."""
+    if data.cohort is None:
+        return
+    allowed = DATASET_COHORTS[data.dataset]
+    if not allowed:
+        raise ConfigError(
+            f"data.cohort (--cohort) {data.cohort!r}: {data.dataset} has no cohorts to choose "
+            "from (every encounter is a row); leave it unset"
+        )
+    _check(data.cohort, allowed, f"{data.dataset} cohort", "data.cohort")
 
 
 def _check_objectives(data: DataConfig) -> None:

@@ -69,13 +69,18 @@ def load_dataset(
         return LoadedDataset(cohort, DIABETES130_FEATURE_SETS[config.features], str(path))
     if config.dataset == "mimic3":
         from fedcare_core.data.mimic3 import MIMIC3_PARTITION, load_mimic3
+        from fedcare_core.data.mimic3.cohorts import DEFAULT_COHORT
 
         if root is None:
             raise DataError(
                 "MIMIC-III is credentialed data: pass --data-dir pointing at the raw CSV tables"
             )
         mimic_dir = find_mimic_dir(Path(root))
-        cohort = load_mimic3(mimic_dir, unseen_categories=config.unseen_categories)
+        cohort = load_mimic3(
+            mimic_dir,
+            unseen_categories=config.unseen_categories,
+            cohort=config.cohort or DEFAULT_COHORT,
+        )
         return LoadedDataset(cohort, MIMIC3_PARTITION, str(mimic_dir))
     raise ConfigError(f"unknown dataset {config.dataset!r}")
 

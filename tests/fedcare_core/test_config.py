@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from fedcare_core.config import (
+    DATASET_COHORTS,
     DATASET_FEATURE_SETS,
     DATASET_OBJECTIVES,
     DATASETS,
@@ -202,6 +203,18 @@ def test_feature_sets_are_the_datasets_and_refuse_rho() -> None:
         DataConfig(features="admission", rho=0.3).validate()
     with pytest.raises(ConfigError, match=r"unknown feature set 'discharge' \(data\.features\)"):
         DataConfig(features="discharge").validate()
+
+
+def test_cohorts_are_the_loaders_and_mimic3_only() -> None:
+    from fedcare_core.data.mimic3.cohorts import COHORTS, DEFAULT_COHORT
+
+    assert DATASET_COHORTS["mimic3"] == tuple(COHORTS)
+    assert DATASET_COHORTS["mimic3"][0] == DEFAULT_COHORT
+    DataConfig(dataset="mimic3", cohort="benchmark-ihm").validate()
+    with pytest.raises(ConfigError, match=r"diabetes130 has no cohorts"):
+        DataConfig(cohort="benchmark-ihm").validate()
+    with pytest.raises(ConfigError, match=r"unknown mimic3 cohort 'icu-72h' \(data\.cohort\)"):
+        DataConfig(dataset="mimic3", cohort="icu-72h").validate()
 
 
 def test_defaults_unchanged_and_round_trip() -> None:

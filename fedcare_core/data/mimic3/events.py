@@ -1,7 +1,7 @@
-"""Lab and vital-sign aggregates over the first 24 hours of each ICU stay.
+"""Lab and vital-sign aggregates over the first hours of each ICU stay (the cohort's window).
 
 ``LABEVENTS`` and ``CHARTEVENTS`` are streamed in chunks; each chunk is filtered at once to the
-item ids used, to the cohort's admissions or stays and to the first-24 h window, so only the
+item ids used, to the cohort's admissions or stays and to the feature window, so only the
 rows that count are kept. They are aggregated once, after the last chunk, in file order, so the
 result does not depend on ``chunksize``.
 """
@@ -62,6 +62,7 @@ class _LabWindow:
     hadms: np.ndarray  # the cohort's admissions
     code_of: dict[int, int]  # lab code by ITEMID
     names: list[str]  # the labs, in code order
+    window: pd.Timedelta  # the feature window from INTIME
 
     def events(self, chunk: pd.DataFrame) -> pd.DataFrame:
         """The chunk's plausible lab values in a cohort stay's window (``EVENT_COLUMNS``).
@@ -98,7 +99,7 @@ class _LabWindow:
         # An admission may hold several ICU stays: a lab value counts for each stay whose
         # window contains it.
         ev = ev.merge(self.stay_pos, on="HADM_ID", how="inner")
-        in_window = (ev["TIME"] >= ev["INTIME"]) & (ev["TIME"] <= ev["INTIME"] + FEATURE_WINDOW)
+        in_window = (ev["TIME"] >= ev["INTIME"]) & (ev["TIME"] <= ev["INTIME"] + self.window)
         ev = ev.loc[in_window.to_numpy()]
         vals = ev["VALUE"].to_numpy()
         codes = ev["CODE"].to_numpy()
@@ -115,8 +116,9 @@ def stream_labs(
     admit_by_hadm: pd.Series,
     chunksize: int,
     stats: TimeStats,
+    window: pd.Timedelta = FEATURE_WINDOW,
 ) -> tuple[pd.DataFrame, int]:
-    """Lab aggregates per stay from LABEVENTS rows in ``[INTIME, INTIME + 24 h]``.
+    """Lab aggregates per stay from LABEVENTS rows in ``[INTIME, INTIME + window]``.
 
     Parameters
     ----------
@@ -130,6 +132,8 @@ def stream_labs(
         Rows per chunk.
     stats
         Date-format counters.
+    window
+        The feature window (the cohort's; 24 h by default).
 
     Returns
     -------
@@ -138,7 +142,7 @@ def stream_labs(
 
     """
     names = list(LAB_ITEMS)
-    window = _LabWindow(
+    labs_in = _LabWindow(
         path=path,
         stats=stats,
         stay_pos=pd.DataFrame(
@@ -152,10 +156,11 @@ def stream_labs(
         hadms=stays["HADM_ID"].unique(),
         code_of={i: code for code, name in enumerate(names) for i in LAB_ITEMS[name].itemids},
         names=names,
+        window=window,
     )
     kept: list[pd.DataFrame] = []
     for chunk in iter_table(path, LABEVENTS, chunksize):
-        ev = window.events(chunk)
+        ev = labs_in.events(chunk)
         if len(ev):
             kept.append(ev)
     events = concat_events(kept, EVENT_COLUMNS)
@@ -177,6 +182,7 @@ class _ChartWindow:
     intime: np.ndarray  # INTIME by cohort position
     spec_of: dict[int, Item]  # plausible range by ITEMID
     code_of: dict[int, int]  # vital code by ITEMID (_COMPONENT for GCS components)
+    window: pd.Timedelta  # the feature window from INTIME
 
     def select(self, chunk: pd.DataFrame) -> tuple[pd.DataFrame, int]:
         """The chunk's rows of used items and cohort stays, and how many were ``ERROR = 1``."""
@@ -215,7 +221,7 @@ class _ChartWindow:
             stats=self.stats,
             table="CHARTEVENTS",
         )
-        win = ((times >= start) & (times <= start + FEATURE_WINDOW)).to_numpy()
+        win = ((times >= start) & (times <= start + self.window)).to_numpy()
         item = sub["ITEMID"].to_numpy(dtype=np.int64)[win]
         vals = sub["VALUENUM"].to_numpy(dtype=np.float64)[win]
         valid = np.zeros(len(item), dtype=bool)
@@ -265,8 +271,9 @@ def stream_vitals(
     stays: pd.DataFrame,
     chunksize: int,
     stats: TimeStats,
+    window: pd.Timedelta = FEATURE_WINDOW,
 ) -> tuple[pd.DataFrame, int, int]:
-    """Vital-sign aggregates per stay from CHARTEVENTS rows in ``[INTIME, INTIME + 24 h]``.
+    """Vital-sign aggregates per stay from CHARTEVENTS rows in ``[INTIME, INTIME + window]``.
 
     Rows flagged ``ERROR = 1`` are ignored; Fahrenheit temperatures are converted to Celsius;
     MetaVision GCS is the sum of its three components charted at the same time.
@@ -281,6 +288,8 @@ def stream_vitals(
         Rows per chunk.
     stats
         Date-format counters.
+    window
+        The feature window (the cohort's; 24 h by default).
 
     Returns
     -------
@@ -291,23 +300,24 @@ def stream_vitals(
     """
     names = list(VITAL_ITEMS)
     spec_of, code_of = _vital_lookups(names)
-    window = _ChartWindow(
+    charts_in = _ChartWindow(
         path=path,
         stats=stats,
         pos_by_stay=pd.Series(np.arange(len(stays)), index=stays["ICUSTAY_ID"].to_numpy()),
         intime=stays["INTIME"].to_numpy(),
         spec_of=spec_of,
         code_of=code_of,
+        window=window,
     )
     kept: list[pd.DataFrame] = []
     kept_parts: list[pd.DataFrame] = []
     n_error = 0
     for chunk in iter_table(path, CHARTEVENTS, chunksize):
-        sub, n_flagged = window.select(chunk)
+        sub, n_flagged = charts_in.select(chunk)
         n_error += n_flagged
         if sub.empty:
             continue
-        vitals, parts = window.events(sub)
+        vitals, parts = charts_in.events(sub)
         if len(vitals):
             kept.append(vitals)
         if len(parts):

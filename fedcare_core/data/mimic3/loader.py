@@ -11,6 +11,13 @@ import pandas as pd
 from fedcare_core.data.categories import CategorySource, check_known_categories
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.mimic3.categories import static_features
+from fedcare_core.data.mimic3.cohorts import (
+    COHORTS,
+    DEFAULT_COHORT,
+    CohortRules,
+    drop_transfers_and_shared_admissions,
+    long_enough,
+)
 from fedcare_core.data.mimic3.consistency import (
     check_admission_times,
     check_patient_dates,
@@ -49,8 +56,9 @@ def load_mimic3(
     chunksize: int = 2_000_000,
     min_age: float = 18.0,
     unseen_categories: str = "refuse",
+    cohort: str = DEFAULT_COHORT,
 ) -> Cohort:
-    """Load the adult MIMIC-III ICU-stay cohort with its three objectives.
+    """Load an adult MIMIC-III ICU-stay cohort with its three objectives.
 
     Parameters
     ----------
@@ -66,6 +74,10 @@ def load_mimic3(
         A cohort stay's category outside its feature's declared vocabulary
         (``MIMIC3_VOCABULARIES``): ``"refuse"`` stops with the table, column and count;
         ``"other"`` keeps it, encoded in the column's ``other`` indicator, with a note.
+    cohort
+        Which stays and feature window (:data:`~fedcare_core.data.mimic3.cohorts.COHORTS`):
+        ``"all-adult-24h"`` (every adult stay, first 24 h) or ``"benchmark-ihm"`` (the MIMIC-III
+        benchmark's in-hospital-mortality rules, first 48 h).
 
     Returns
     -------
@@ -87,6 +99,9 @@ def load_mimic3(
     """
     if chunksize < 1:
         raise ValueError(f"chunksize must be positive, got {chunksize}")
+    if cohort not in COHORTS:
+        raise ValueError(f"unknown cohort {cohort!r}; expected one of {', '.join(COHORTS)}")
+    rules = COHORTS[cohort]
     sources = _locate_tables(data_dir)
     stats = TimeStats({}, {})
     icu, notes = _read_icustays(sources.icustays, chunksize, stats)
@@ -98,13 +113,18 @@ def load_mimic3(
     check_patient_dates(pat, sources.patients)
     dob = icu["SUBJECT_ID"].map(pat.drop_duplicates("SUBJECT_ID").set_index("SUBJECT_ID")["DOB"])
     check_stay_values(icu, dob, sources.icustays)
+    icu, rule_notes = _cohort_stays(icu, rules, sources.icustays)
+    notes.extend(rule_notes)
     stays, age, stay_notes = join_stays(icu, adm, pat, min_age=min_age, root=sources.root)
+    labs, vitals, event_notes = _event_features(sources, stays, adm, chunksize, stats, rules.window)
+    if rules.need_events:
+        stays, age, labs, vitals, note = _with_events(stays, age, labs, vitals, rules)
+        stay_notes.append(note)
     labels, label_notes = build_labels(stays, adm)
     static = static_features(stays, age)
     stay_notes += check_known_categories(
         static, MIMIC3_VOCABULARIES, _category_sources(sources, stays), unseen_categories
     )
-    labs, vitals, event_notes = _event_features(sources, stays, adm, chunksize, stats)
     features = pd.concat([static, labs, vitals], axis=1)[list(MIMIC3_FEATURES)]
     for col in NUMERIC_FEATURES:
         features[col] = features[col].astype(np.float64)
@@ -270,21 +290,74 @@ def _times(
     )
 
 
+def _cohort_stays(
+    icu: pd.DataFrame, rules: CohortRules, path: Path
+) -> tuple[pd.DataFrame, list[str]]:
+    """The stays ``rules`` keep before the join: the benchmark's rules, the shortest stay."""
+    notes: list[str] = []
+    if rules.benchmark_stays:
+        icu, notes = drop_transfers_and_shared_admissions(icu, path)
+    if rules.min_stay > pd.Timedelta(0):
+        keep = long_enough(icu, rules.min_stay)
+        hours = rules.min_stay / pd.Timedelta(hours=1)
+        notes.append(
+            f"{rules.name}: excluded {int((~keep).sum())} stays shorter than {hours:g} h "
+            "(ICUSTAYS.LOS)"
+        )
+        icu = icu.loc[keep]
+    return icu, notes
+
+
+def _with_events(
+    stays: pd.DataFrame,
+    age: np.ndarray,
+    labs: pd.DataFrame,
+    vitals: pd.DataFrame,
+    rules: CohortRules,
+) -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame, pd.DataFrame, str]:
+    """Only the stays with a lab or vital-sign value in the window; a note with the count.
+
+    Raises
+    ------
+    DataError
+        If no stay has one.
+    """
+    has = (labs.notna().any(axis=1) | vitals.notna().any(axis=1)).to_numpy()
+    if not has.any():
+        raise DataError(f"no ICU stay of the {rules.name} cohort has an event in its window")
+    hours = rules.window / pd.Timedelta(hours=1)
+    note = (
+        f"{rules.name}: excluded {int((~has).sum())} stays without a lab or vital-sign value "
+        f"in the first {hours:g} h; {int(has.sum())} stays kept"
+    )
+
+    def kept(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame.loc[has].reset_index(drop=True)
+
+    return kept(stays), age[has], kept(labs), kept(vitals), note
+
+
 def _event_features(
-    sources: _Sources, stays: pd.DataFrame, adm: pd.DataFrame, chunksize: int, stats: TimeStats
+    sources: _Sources,
+    stays: pd.DataFrame,
+    adm: pd.DataFrame,
+    chunksize: int,
+    stats: TimeStats,
+    window: pd.Timedelta,
 ) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
     """Lab and vital-sign aggregates of the cohort stays (vitals all NaN without CHARTEVENTS)."""
     admit_by_hadm = adm.set_index("HADM_ID")["ADMITTIME"]
     labs, n_lab_rows = stream_labs(
-        sources.labevents, stays[["HADM_ID", "INTIME"]], admit_by_hadm, chunksize, stats
+        sources.labevents, stays[["HADM_ID", "INTIME"]], admit_by_hadm, chunksize, stats, window
     )
-    notes = [f"LABEVENTS: {n_lab_rows} lab values in the first 24 h used"]
+    hours = f"{window / pd.Timedelta(hours=1):g} h"
+    notes = [f"LABEVENTS: {n_lab_rows} lab values in the first {hours} used"]
     if sources.chartevents is not None:
         vitals, n_chart_rows, n_error = stream_vitals(
-            sources.chartevents, stays[["ICUSTAY_ID", "INTIME"]], chunksize, stats
+            sources.chartevents, stays[["ICUSTAY_ID", "INTIME"]], chunksize, stats, window
         )
         notes.append(
-            f"CHARTEVENTS: {n_chart_rows} vital-sign values in the first 24 h used"
+            f"CHARTEVENTS: {n_chart_rows} vital-sign values in the first {hours} used"
             + (f" ({n_error} rows with ERROR = 1 ignored)" if n_error else "")
         )
         return labs, vitals, notes

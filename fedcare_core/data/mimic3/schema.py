@@ -66,11 +66,12 @@ ADMISSIONS = TableSpec(
 PATIENTS = TableSpec(
     "PATIENTS", numeric=("SUBJECT_ID",), text=("GENDER", "DOB", "DOD"), optional=("DOD",)
 )
+# LAST_CAREUNIT and the ward ids are read for the benchmark-ihm cohort's transfer rule only.
 ICUSTAYS = TableSpec(
     "ICUSTAYS",
-    numeric=("SUBJECT_ID", "HADM_ID", "ICUSTAY_ID", "LOS"),
-    text=("FIRST_CAREUNIT", "INTIME", "OUTTIME"),
-    optional=("OUTTIME",),
+    numeric=("SUBJECT_ID", "HADM_ID", "ICUSTAY_ID", "LOS", "FIRST_WARDID", "LAST_WARDID"),
+    text=("FIRST_CAREUNIT", "LAST_CAREUNIT", "INTIME", "OUTTIME"),
+    optional=("OUTTIME", "LAST_CAREUNIT", "FIRST_WARDID", "LAST_WARDID"),
 )
 LABEVENTS = TableSpec("LABEVENTS", numeric=("HADM_ID", "ITEMID", "VALUENUM"), text=("CHARTTIME",))
 CHARTEVENTS = TableSpec(

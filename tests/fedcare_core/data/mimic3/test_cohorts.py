@@ -1,0 +1,115 @@
+"""The two MIMIC-III cohorts on hand-made stays whose fate under each rule is counted by hand."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from fedcare_core.data.mimic3 import load_mimic3
+from fedcare_core.errors import DataError
+from tests.fedcare_core.data.mimic3.synthetic import (
+    Admission,
+    add_lab,
+    add_patient,
+    synthetic_mimic3_tables,
+    write_tables,
+)
+
+CREATININE = 50912
+ADULT = "2100-01-01 00:00:00"
+T0 = pd.Timestamp("2160-03-01 12:00:00")
+
+
+def _admission(hadm: int, *stays: tuple[int, float]) -> Admission:
+    """An admission whose ICU stays start 2 h, 10 days, … after T0, each with its LOS (days)."""
+    return Admission(
+        hadm=hadm,
+        admit=str(T0 - pd.Timedelta(hours=2)),
+        disch=str(T0 + pd.Timedelta(days=30)),
+        stays=tuple(
+            (icustay, str(T0 + pd.Timedelta(days=10 * i)), los)
+            for i, (icustay, los) in enumerate(stays)
+        ),
+    )
+
+
+#: subject → (ICU stays as (ICUSTAY_ID, LOS days), hours after INTIME of its one lab value).
+CASES: dict[int, tuple[tuple[tuple[int, float], ...], float]] = {
+    1: (((11, 3.0),), 30.0),  # kept by both; its lab is after 24 h and within 48 h
+    2: (((21, 3.0),), 2.0),  # care-unit transfer
+    3: (((31, 3.0),), 2.0),  # ward transfer
+    4: (((41, 3.0), (42, 3.0)), 2.0),  # two stays in one admission
+    5: (((51, 3.0), (52, 3.0)), 2.0),  # two stays, the second a transfer: the first is single
+    6: (((61, 1.5),), 2.0),  # 36 h: too short
+    7: (((71, 3.0),), 60.0),  # no event in the first 48 h
+    8: (((81, 2.0),), 2.0),  # exactly 48 h: kept
+}
+TRANSFERS = {21: "LAST_CAREUNIT", 31: "LAST_WARDID", 52: "LAST_CAREUNIT"}
+
+
+def _tables() -> dict[str, pd.DataFrame]:
+    base = synthetic_mimic3_tables(n_patients=1, seed=3, with_chartevents=False)
+    tables = {name: frame.iloc[0:0] for name, frame in base.items()}
+    for subject, (stays, lab_hours) in CASES.items():
+        hadm = 100 * subject
+        add_patient(tables, subject=subject, dob=ADULT, admissions=[_admission(hadm, *stays)])
+        for i, _ in enumerate(stays):
+            at = T0 + pd.Timedelta(days=10 * i, hours=lab_hours)
+            add_lab(tables, subject=subject, hadm=hadm, itemid=CREATININE, charttime=at, value=1.2)
+    # a minor: left out of both cohorts
+    add_patient(
+        tables, subject=9, dob="2155-01-01 00:00:00", admissions=[_admission(900, (91, 3.0))]
+    )
+    icu = tables["ICUSTAYS"]
+    for icustay, column in TRANSFERS.items():
+        row = icu["ICUSTAY_ID"] == icustay
+        icu.loc[row, column] = "CCU" if column == "LAST_CAREUNIT" else 999
+        if column == "LAST_CAREUNIT":
+            icu.loc[row, "FIRST_CAREUNIT"] = "MICU"
+    return tables
+
+
+def test_each_cohort_keeps_the_hand_counted_stays(tmp_path: Path) -> None:
+    write_tables(tmp_path, _tables())
+    every = load_mimic3(tmp_path)
+    benchmark = load_mimic3(tmp_path, cohort="benchmark-ihm")
+    # all-adult-24h: the 11 stays less the minor's
+    assert every.n_rows == 10
+    # benchmark-ihm: 11 (single after the transfer rule), 51 and 81 (48 h exactly)
+    assert benchmark.n_rows == 3
+    assert benchmark.labels["los"].tolist() == [3.0, 3.0, 2.0]
+    notes = "\n".join(benchmark.notes)
+    for line in (
+        "excluded 3 stays with a ward or care-unit transfer",
+        "excluded 2 stays of admissions with more than one ICU stay",
+        "excluded 1 stays shorter than 48 h",
+        "excluded 1 stays without a lab or vital-sign value in the first 48 h; 3 stays kept",
+        "LABEVENTS: 3 lab values in the first 48 h used",
+    ):
+        assert line in notes
+    # The window: stay 11's lab (30 h after INTIME) is a feature at 48 h, not at 24 h.
+    assert pd.isna(every.features["creatinine_mean"].iloc[0])
+    assert benchmark.features["creatinine_mean"].iloc[0] == pytest.approx(1.2)
+
+
+def test_the_benchmark_cohort_needs_the_ward_columns(tmp_path: Path) -> None:
+    tables = _tables()
+    tables["ICUSTAYS"] = tables["ICUSTAYS"].drop(columns=["FIRST_WARDID", "LAST_WARDID"])
+    write_tables(tmp_path, tables)
+    assert load_mimic3(tmp_path).n_rows == 10  # the default cohort does not read them
+    with pytest.raises(DataError, match="FIRST_WARDID, LAST_WARDID") as caught:
+        load_mimic3(tmp_path, cohort="benchmark-ihm")
+    assert "ICUSTAYS" in str(caught.value)
+
+
+@pytest.mark.realdata
+def test_the_demo_benchmark_cohort_is_within_the_benchmark_counts(data_dir: Path) -> None:
+    demo = data_dir / "mimic3-demo"
+    every = load_mimic3(demo)
+    benchmark = load_mimic3(demo, cohort="benchmark-ihm")
+    # 136 demo stays; the benchmark's rules leave 115, 58 of them at least 48 h long.
+    assert benchmark.n_rows < every.n_rows
+    assert 0 < benchmark.n_rows <= 58
+    assert "benchmark-ihm: excluded 57 stays shorter than 48 h (ICUSTAYS.LOS)" in benchmark.notes
