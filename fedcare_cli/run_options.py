@@ -40,6 +40,7 @@ CONFIG_FLAGS: dict[str, tuple[str, str]] = {
     "readmission": ("data", "readmission"),
     "features": ("data", "features"),
     "cohort": ("data", "cohort"),
+    "benchmark_split": ("data", "benchmark_split"),
     "max_patients": ("data", "max_patients"),
     "unseen_categories": ("data", "unseen_categories"),
     "rounds": ("stage1", "rounds"),
@@ -176,6 +177,12 @@ def add_parser(sub: Any, backends: tuple[str, ...]) -> None:
     run.add_argument("--readmission", choices=READMISSION_DEFINITIONS)
     add_features_option(run)
     add_cohort_option(run)
+    run.add_argument(
+        "--benchmark-split",
+        metavar="DIR",
+        help="with --cohort benchmark-ihm: the benchmark's in-hospital-mortality folder "
+        "(train/listfile.csv, test/listfile.csv); its test patients are every client's test set",
+    )
     run.add_argument("--max-patients", type=int, help="subsample the cohort (quick trials)")
     add_unseen_categories_option(run)
     add_training_options(run)

@@ -25,7 +25,7 @@ from fedcare_core.sites import federation_of_sites
 #: ``fedcare run`` options the schema decides (given with --sites they would be ignored).
 SCHEMA_DECIDES = (
     "config", "dataset", "data_dir", "algorithm", "clients", "rho", "split",
-    "objectives_per_client", "readmission", "features", "cohort", "max_patients",
+    "objectives_per_client", "readmission", "features", "cohort", "benchmark_split", "max_patients",
     "unseen_categories",
     "local_steps", "local_lr", "global_lr", "batch_size", "solver", "normalise", "qp_scope",
     "server_optimizer", "stage2_epochs", "no_verify", "run_dir", "resume",

@@ -26,10 +26,27 @@ from fedcare_core.config_fields import (
     field_kinds,
     show,
 )
+from fedcare_core.dataset_choices import (
+    DATASET_COHORTS as DATASET_COHORTS,
+)
+from fedcare_core.dataset_choices import (
+    DATASET_FEATURE_SETS as DATASET_FEATURE_SETS,
+)
+from fedcare_core.dataset_choices import (
+    DATASET_OBJECTIVES as DATASET_OBJECTIVES,
+)
+from fedcare_core.dataset_choices import (
+    DATASETS,
+    READMISSION_DEFINITIONS,
+    check_choice,
+    check_dataset_choices,
+)
+from fedcare_core.dataset_choices import (
+    FEATURE_SETS as FEATURE_SETS,
+)
 from fedcare_core.errors import ConfigError
 from fedcare_core.privacy import DpSettings, resolve_dp
 
-DATASETS = ("diabetes130", "mimic3")
 #: FedCARE's own methods, whose documents have no ``baselines`` section (the algorithm names
 #: are the registry's, :mod:`fedcare_core.algorithms`).
 FEDCARE_DOCUMENT_ALGORITHMS = ("fedcare", "fedcare-b")
@@ -39,18 +56,6 @@ NORMALISATIONS = ("none", "l2", "loss+")
 QP_SCOPES = ("full", "backbone")
 SERVER_OPTIMIZERS = ("sgd", "adam")
 STAGE2_OPTIMIZERS = ("adam", "sgd")
-READMISSION_DEFINITIONS = ("30d", "any")
-#: Feature sets (``--features``): the paper's partition, or each objective limited to what is
-#: known when it is predicted (Diabetes 130 only; ``DIABETES130_FEATURE_SETS``).
-FEATURE_SETS = ("paper", "admission")
-#: Feature sets beyond ``paper`` each dataset defines (a test checks the loaders agree).
-DATASET_FEATURE_SETS = {"diabetes130": FEATURE_SETS, "mimic3": ("paper",)}
-#: Cohorts (``--cohort``) each dataset can build (``fedcare_core.data.mimic3.cohorts.COHORTS``;
-#: the first is the default; Diabetes 130 has one, every encounter, and takes none).
-DATASET_COHORTS: dict[str, tuple[str, ...]] = {
-    "diabetes130": (),
-    "mimic3": ("all-adult-24h", "benchmark-ihm"),
-}
 #: What the loaders do with a category outside a column's declared vocabulary
 #: (:mod:`fedcare_core.data.categories`): stop, or encode it as ``other``.
 UNSEEN_CATEGORY_POLICIES = ("refuse", "other")
@@ -60,9 +65,6 @@ PAFNET_DEPLOY = ("best-val", "last")
 
 #: Largest seed (NumPy's generators take seeds below 2**32).
 MAX_SEED = 2**32 - 1
-#: How many objectives each dataset defines (``DIABETES130_OBJECTIVES``, ``MIMIC3_OBJECTIVES``;
-#: repeated here so the configuration does not import the loaders, and a test checks they agree).
-DATASET_OBJECTIVES = {"diabetes130": 3, "mimic3": 3}
 #: Upper bounds of the count fields: generous for any real run, but an absurd value (a typo,
 #: ``10**30`` rounds) is refused before any work instead of training for ever.
 MAX_ROUNDS = 100_000
@@ -73,13 +75,6 @@ MAX_PATIENTS = 10**9
 MAX_WIDTH = 65_536  # layer widths
 MAX_CATEGORIES = 100_000
 MAX_THREADS = 1_024
-
-
-def _check(value: str, allowed: tuple[str, ...], name: str, path: str) -> None:
-    if value not in allowed:
-        raise ConfigError(
-            f"unknown {name} {value!r} ({path}); expected one of {', '.join(allowed)}"
-        )
 
 
 @dataclass(frozen=True)
@@ -134,10 +129,10 @@ class Stage1Config:
     def validate(self) -> None:
         """Raise :class:`ConfigError` on an invalid value (a DP budget the rounds exceed too)."""
         check_fields(self, "stage1", RANGES["stage1"])
-        _check(self.solver, SOLVERS, "solver", "stage1.solver")
-        _check(self.normalise, NORMALISATIONS, "normalise", "stage1.normalise")
-        _check(self.qp_scope, QP_SCOPES, "qp_scope", "stage1.qp_scope")
-        _check(
+        check_choice(self.solver, SOLVERS, "solver", "stage1.solver")
+        check_choice(self.normalise, NORMALISATIONS, "normalise", "stage1.normalise")
+        check_choice(self.qp_scope, QP_SCOPES, "qp_scope", "stage1.qp_scope")
+        check_choice(
             self.server_optimizer, SERVER_OPTIMIZERS, "server_optimizer", "stage1.server_optimizer"
         )
         if self.privacy() is not None and self.normalise == "loss+":
@@ -187,8 +182,8 @@ class Stage2Config:
     def validate(self) -> None:
         """Raise :class:`ConfigError` on an invalid value."""
         check_fields(self, "stage2", RANGES["stage2"])
-        _check(self.optimizer, STAGE2_OPTIMIZERS, "stage2 optimizer", "stage2.optimizer")
-        _check(self.solver, SOLVERS, "solver", "stage2.solver")
+        check_choice(self.optimizer, STAGE2_OPTIMIZERS, "stage2 optimizer", "stage2.optimizer")
+        check_choice(self.solver, SOLVERS, "solver", "stage2.solver")
 
 
 @dataclass(frozen=True)
@@ -254,8 +249,8 @@ class BaselineConfig:
     def validate(self) -> None:
         """Raise :class:`ConfigError` on an invalid value."""
         check_fields(self, "baselines", RANGES["baselines"])
-        _check(self.optimizer, LOCAL_OPTIMIZERS, "baseline optimizer", "baselines.optimizer")
-        _check(self.pafnet_deploy, PAFNET_DEPLOY, "pafnet_deploy", "baselines.pafnet_deploy")
+        check_choice(self.optimizer, LOCAL_OPTIMIZERS, "baseline optimizer", "baselines.optimizer")
+        check_choice(self.pafnet_deploy, PAFNET_DEPLOY, "pafnet_deploy", "baselines.pafnet_deploy")
 
 
 @dataclass(frozen=True)
@@ -276,77 +271,28 @@ class DataConfig:
     unseen_categories: str = "refuse"
     features: str = "paper"
     cohort: str | None = None
+    benchmark_split: str | None = None
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` on an invalid value."""
         check_fields(self, "data", RANGES["data"])
-        _check(self.dataset, DATASETS, "dataset", "data.dataset")
-        _check(self.client_split, CLIENT_SPLITS, "client split", "data.client_split")
-        _check(
+        check_choice(self.dataset, DATASETS, "dataset", "data.dataset")
+        check_choice(self.client_split, CLIENT_SPLITS, "client split", "data.client_split")
+        check_choice(
             self.readmission, READMISSION_DEFINITIONS, "readmission definition", "data.readmission"
         )
-        _check(
+        check_choice(
             self.unseen_categories,
             UNSEEN_CATEGORY_POLICIES,
             "unseen-category policy",
             "data.unseen_categories",
         )
-        _check_objectives(self)
-        _check_features(self)
-        _check_cohort(self)
+        check_dataset_choices(self)
         if self.train_fraction + self.val_fraction >= 1:
             raise ConfigError(
                 "data.train_fraction + data.val_fraction must leave rows for the test set, got "
                 f"{self.train_fraction:g} + {self.val_fraction:g}"
             )
-
-
-def _check_features(data: DataConfig) -> None:
-    """Refuse a feature set the dataset lacks, or ρ over a prediction-time feature set."""
-    _check(data.features, FEATURE_SETS, "feature set", "data.features")
-    if data.features not in DATASET_FEATURE_SETS[data.dataset]:
-        raise ConfigError(
-            f"data.features (--features) {data.features!r} is not defined for {data.dataset}; "
-            f"it has {', '.join(DATASET_FEATURE_SETS[data.dataset])} (MIMIC-III's features "
-            "already come from the cohort's first-hours window)"
-        )
-    if data.features != "paper" and data.rho is not None:
-        raise ConfigError(
-            f"data.rho (--rho) cannot be combined with data.features {data.features!r}: ρ moves "
-            "private features into the common set, where an objective predicted earlier would "
-            "see features known only later"
-        )
-
-
-def _check_cohort(data: DataConfig) -> None:
-    """Refuse a cohort the dataset cannot build."""
-    if data.cohort is None:
-        return
-    allowed = DATASET_COHORTS[data.dataset]
-    if not allowed:
-        raise ConfigError(
-            f"data.cohort (--cohort) {data.cohort!r}: {data.dataset} has no cohorts to choose "
-            "from (every encounter is a row); leave it unset"
-        )
-    _check(data.cohort, allowed, f"{data.dataset} cohort", "data.cohort")
-
-
-def _check_objectives(data: DataConfig) -> None:
-    """Refuse more objectives per client than the dataset has, or a cover that cannot be."""
-    n = DATASET_OBJECTIVES[data.dataset]
-    m = data.objectives_per_client
-    if m > n:
-        raise ConfigError(
-            f"data.objectives_per_client (--objectives-per-client) must be ≤ {n}, the number of "
-            f"objectives of {data.dataset}, got {m}"
-        )
-    if data.cover_all_objectives and data.clients * m < n:
-        raise ConfigError(
-            f"data.cover_all_objectives: {data.clients} client(s) × {m} objective(s) each "
-            f"(--clients × --objectives-per-client) cannot cover the {n} objectives of "
-            f"{data.dataset}; give more clients or objectives per client, or set "
-            "data.cover_all_objectives false"
-        )
 
 
 @dataclass(frozen=True)

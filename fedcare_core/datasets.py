@@ -80,6 +80,7 @@ def load_dataset(
             mimic_dir,
             unseen_categories=config.unseen_categories,
             cohort=config.cohort or DEFAULT_COHORT,
+            benchmark_split=config.benchmark_split,
         )
         return LoadedDataset(cohort, MIMIC3_PARTITION, str(mimic_dir))
     raise ConfigError(f"unknown dataset {config.dataset!r}")

@@ -163,6 +163,11 @@ def schema_for(config: ExperimentConfig) -> FederationSchema:
             f"a federation of sites runs {', '.join(FEDERATION_ALGORITHMS)}, "
             f"not {config.algorithm!r}"
         )
+    if config.data.benchmark_split is not None:
+        raise ConfigError(
+            "data.benchmark_split: in a federation each site splits its own patients; a "
+            "schema cannot fix a published split"
+        )
     definition = dataset_definition(config.data.dataset, config.data.features)
     partition = definition.partition
     if config.data.rho is not None:

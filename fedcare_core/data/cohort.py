@@ -67,6 +67,9 @@ class Cohort:
     vocabularies
         Declared category lists of categorical features (from the dataset's data dictionary,
         not computed from rows). Shared features need one so every client encodes them alike.
+    test_patients
+        Patient keys a published split puts in the test set (e.g. the MIMIC-III benchmark's):
+        each client's test split is then exactly its patients among them. None: drawn.
     """
 
     dataset: str
@@ -80,6 +83,7 @@ class Cohort:
     source_sha256: str = ""
     notes: tuple[str, ...] = field(default_factory=tuple)
     vocabularies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    test_patients: np.ndarray | None = None
 
     def __post_init__(self) -> None:
         n = len(self.features)

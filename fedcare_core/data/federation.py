@@ -152,15 +152,28 @@ def assign_patients(cohort: Cohort, config: DataConfig, seed: int) -> np.ndarray
 
 
 def split_patients(
-    patients: np.ndarray, config: DataConfig, seed: int, key: int | str
+    patients: np.ndarray,
+    config: DataConfig,
+    seed: int,
+    key: int | str,
+    test_patients: np.ndarray | None = None,
 ) -> dict[str, np.ndarray]:
     """Each split's patients (train/val/test fractions of ``config``), seeded by ``key``.
 
     ``key`` names the client's stream: its index in a federation built from one cohort, a
-    site's name for a site preparing its own data.
+    site's name for a site preparing its own data. With ``test_patients`` (a published split)
+    the test split is exactly the patients among them, and train and validation divide the
+    others in the ratio of their fractions.
     """
     uniq = np.unique(patients)
     rng = derive_rng(seed, "split", key)
+    if test_patients is not None:
+        fixed = np.isin(uniq, test_patients)
+        rest = uniq[~fixed]
+        order = rest[rng.permutation(len(rest))]
+        share = config.train_fraction / (config.train_fraction + config.val_fraction)
+        n_train = round(share * len(order))
+        return {"train": order[:n_train], "val": order[n_train:], "test": uniq[fixed]}
     order = uniq[rng.permutation(len(uniq))]
     n_train = round(config.train_fraction * len(order))
     n_val = round(config.val_fraction * len(order))
@@ -190,6 +203,7 @@ def subsample_patients(cohort: Cohort, max_patients: int, seed: int) -> Cohort:
         source_sha256=cohort.source_sha256,
         notes=(*cohort.notes, f"subsampled to {max_patients} patients"),
         vocabularies=cohort.vocabularies,
+        test_patients=cohort.test_patients,
     )
 
 
@@ -245,7 +259,7 @@ def build_federation(
     common_width = -1
     for k, objs in enumerate(client_objectives):
         rows = np.flatnonzero(client_of_row == k)
-        splits = split_patients(cohort.patient[rows], config, seed, k)
+        splits = split_patients(cohort.patient[rows], config, seed, k, cohort.test_patients)
         frames, labels = client_splits(cohort, rows, splits, objs)
         check_labels(cohort, objs, labels["train"], f"client {k}", source)
         client = encoding.client(k, objs, frames, labels)

@@ -112,6 +112,30 @@ def test_run_mimic_demo_reports_every_objective(data_dir, tmp_path):
         assert rep["pooled"] is not None or rep["reason"]
 
 
+@pytest.mark.realdata
+def test_run_mimic_demo_benchmark_cohort_with_its_published_test_set(data_dir, tmp_path):
+    import pandas as pd
+
+    demo = data_dir / "mimic3-demo"
+    subjects = sorted(pd.read_csv(demo / "ICUSTAYS.csv")["SUBJECT_ID"].unique())
+    for part, chosen in (("train", subjects[10:]), ("test", subjects[:10])):
+        (tmp_path / "ihm" / part).mkdir(parents=True)
+        rows = "".join(f"{s}_episode1_timeseries.csv,0\n" for s in chosen)
+        (tmp_path / "ihm" / part / "listfile.csv").write_text("stay,y_true\n" + rows)
+    out = tmp_path / "ihm.json"
+    run = ["run", "--dataset", "mimic3", "--data-dir", str(demo), "--cohort", "benchmark-ihm"]
+    run += ["--clients", "3", "--rounds", "3", "--stage2-epochs", "2", "--quiet"]
+    assert main([*run, "--benchmark-split", str(tmp_path / "ihm"), "--out", str(out)]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["config"]["data"]["cohort"] == "benchmark-ihm"
+    every_stay = sum(c["n_train"] + c["n_val"] + c["n_test"] for c in doc["clients"])
+    assert 0 < every_stay <= 57
+    # The test split is the listed test subjects' benchmark stays, whatever the seed.
+    notes = " ".join(doc["data"]["notes"])
+    n_test = int(notes.split("benchmark split: ")[1].split(" train and ")[1].split()[0])
+    assert sum(c["n_test"] for c in doc["clients"]) == n_test > 0
+
+
 def _bad_run(data_path: Path, tmp_path: Path, capsys, *extra: str) -> str:
     out = tmp_path / "out" / "results.json"
     code = main(

@@ -10,6 +10,7 @@ import pandas as pd
 
 from fedcare_core.data.categories import CategorySource, check_known_categories
 from fedcare_core.data.cohort import Cohort
+from fedcare_core.data.mimic3.benchmark_split import read_benchmark_split
 from fedcare_core.data.mimic3.categories import static_features
 from fedcare_core.data.mimic3.cohorts import (
     COHORTS,
@@ -57,6 +58,7 @@ def load_mimic3(
     min_age: float = 18.0,
     unseen_categories: str = "refuse",
     cohort: str = DEFAULT_COHORT,
+    benchmark_split: str | Path | None = None,
 ) -> Cohort:
     """Load an adult MIMIC-III ICU-stay cohort with its three objectives.
 
@@ -78,6 +80,10 @@ def load_mimic3(
         Which stays and feature window (:data:`~fedcare_core.data.mimic3.cohorts.COHORTS`):
         ``"all-adult-24h"`` (every adult stay, first 24 h) or ``"benchmark-ihm"`` (the MIMIC-III
         benchmark's in-hospital-mortality rules, first 48 h).
+    benchmark_split
+        The benchmark task folder holding ``train/listfile.csv`` and ``test/listfile.csv``
+        (:mod:`~fedcare_core.data.mimic3.benchmark_split`): only stays of listed subjects are
+        kept, and the test subjects are the returned cohort's ``test_patients``.
 
     Returns
     -------
@@ -117,9 +123,15 @@ def load_mimic3(
     notes.extend(rule_notes)
     stays, age, stay_notes = join_stays(icu, adm, pat, min_age=min_age, root=sources.root)
     labs, vitals, event_notes = _event_features(sources, stays, adm, chunksize, stats, rules.window)
+    chosen = _Chosen(stays, age, labs, vitals)
     if rules.need_events:
-        stays, age, labs, vitals, note = _with_events(stays, age, labs, vitals, rules)
+        chosen, note = chosen.with_events(rules)
         stay_notes.append(note)
+    part = None
+    if benchmark_split is not None:
+        chosen, part, note = chosen.in_listfiles(benchmark_split)
+        stay_notes.append(note)
+    stays, age, labs, vitals = chosen.stays, chosen.age, chosen.labs, chosen.vitals
     labels, label_notes = build_labels(stays, adm)
     static = static_features(stays, age)
     stay_notes += check_known_categories(
@@ -129,6 +141,7 @@ def load_mimic3(
     for col in NUMERIC_FEATURES:
         features[col] = features[col].astype(np.float64)
     _, patient = np.unique(stays["SUBJECT_ID"].to_numpy(dtype=np.int64), return_inverse=True)
+    test_patients = None if part is None else np.unique(patient[part == "test"])
     return Cohort(
         dataset="mimic3",
         features=features,
@@ -141,6 +154,7 @@ def load_mimic3(
         source_sha256=file_sha256(sources.icustays),
         notes=(*notes, *stay_notes, *label_notes, *event_notes, *_two_digit_notes(stats)),
         vocabularies=MIMIC3_VOCABULARIES,
+        test_patients=test_patients,
     )
 
 
@@ -308,33 +322,59 @@ def _cohort_stays(
     return icu, notes
 
 
-def _with_events(
-    stays: pd.DataFrame,
-    age: np.ndarray,
-    labs: pd.DataFrame,
-    vitals: pd.DataFrame,
-    rules: CohortRules,
-) -> tuple[pd.DataFrame, np.ndarray, pd.DataFrame, pd.DataFrame, str]:
-    """Only the stays with a lab or vital-sign value in the window; a note with the count.
+@dataclass(frozen=True)
+class _Chosen:
+    """The cohort's stays so far, with their ages and event aggregates (row-aligned)."""
 
-    Raises
-    ------
-    DataError
-        If no stay has one.
-    """
-    has = (labs.notna().any(axis=1) | vitals.notna().any(axis=1)).to_numpy()
-    if not has.any():
-        raise DataError(f"no ICU stay of the {rules.name} cohort has an event in its window")
-    hours = rules.window / pd.Timedelta(hours=1)
-    note = (
-        f"{rules.name}: excluded {int((~has).sum())} stays without a lab or vital-sign value "
-        f"in the first {hours:g} h; {int(has.sum())} stays kept"
-    )
+    stays: pd.DataFrame
+    age: np.ndarray
+    labs: pd.DataFrame
+    vitals: pd.DataFrame
 
-    def kept(frame: pd.DataFrame) -> pd.DataFrame:
-        return frame.loc[has].reset_index(drop=True)
+    def keep(self, mask: np.ndarray) -> _Chosen:
+        """The stays where ``mask`` holds, re-indexed."""
 
-    return kept(stays), age[has], kept(labs), kept(vitals), note
+        def kept(frame: pd.DataFrame) -> pd.DataFrame:
+            return frame.loc[mask].reset_index(drop=True)
+
+        return _Chosen(kept(self.stays), self.age[mask], kept(self.labs), kept(self.vitals))
+
+    def with_events(self, rules: CohortRules) -> tuple[_Chosen, str]:
+        """Only the stays with a lab or vital-sign value in the window, and a note.
+
+        Raises
+        ------
+        DataError
+            If no stay has one.
+        """
+        has = (self.labs.notna().any(axis=1) | self.vitals.notna().any(axis=1)).to_numpy()
+        if not has.any():
+            raise DataError(f"no ICU stay of the {rules.name} cohort has an event in its window")
+        hours = rules.window / pd.Timedelta(hours=1)
+        note = (
+            f"{rules.name}: excluded {int((~has).sum())} stays without a lab or vital-sign "
+            f"value in the first {hours:g} h; {int(has.sum())} stays kept"
+        )
+        return self.keep(has), note
+
+    def in_listfiles(self, task_dir: str | Path) -> tuple[_Chosen, np.ndarray, str]:
+        """Only the stays of subjects the benchmark lists; each one's part; a note.
+
+        Raises
+        ------
+        DataError
+            From the listfiles, or if no stay's subject is listed.
+        """
+        part = read_benchmark_split(task_dir).part_of(self.stays["SUBJECT_ID"].to_numpy())
+        listed = part != ""
+        if not listed.any():
+            raise DataError("no cohort stay's subject is in the benchmark's listfiles")
+        note = (
+            f"benchmark split: {int((part == 'train').sum())} train and "
+            f"{int((part == 'test').sum())} test stays; excluded {int((~listed).sum())} stays "
+            "of subjects in neither listfile"
+        )
+        return self.keep(listed), part[listed], note
 
 
 def _event_features(

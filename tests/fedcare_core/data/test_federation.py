@@ -87,3 +87,24 @@ def test_objective_without_positive_label_names_client_and_column():
         build_federation(cohort, PARTITION, cfg, seed=0, source="diabetic_data.csv")
     msg = str(err.value)
     assert "diabetic_data.csv" in msg and "'readmission'" in msg and "no positive" in msg
+
+
+def test_a_published_test_set_is_every_clients_test_split():
+    from dataclasses import replace
+
+    cohort = make_cohort(300, rows_per_patient=2)
+    fixed = np.unique(cohort.patient)[::5]  # every fifth patient: the published test set
+    cfg = DataConfig(clients=3)
+    fed = build_federation(replace(cohort, test_patients=fixed), PARTITION, cfg, seed=2)
+    drawn = build_federation(cohort, PARTITION, cfg, seed=2)
+    client_of_row = assign_patients(cohort, cfg, seed=2)
+    for k, client in enumerate(fed.clients):
+        own = np.unique(cohort.patient[client_of_row == k])
+        test = own[np.isin(own, fixed)]
+        rows = (client_of_row == k) & np.isin(cohort.patient, test)
+        assert client.test.n == int(rows.sum())
+        # train : val keeps the ratio of their fractions (0.7 : 0.1) over the other patients
+        rest = len(own) - len(test)
+        assert client.train.n + client.val.n == 2 * rest
+        assert client.val.n == 2 * (rest - round(0.7 / 0.8 * rest))
+    assert [c.test.n for c in fed.clients] != [c.test.n for c in drawn.clients]

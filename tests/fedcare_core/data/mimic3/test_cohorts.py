@@ -113,3 +113,45 @@ def test_the_demo_benchmark_cohort_is_within_the_benchmark_counts(data_dir: Path
     assert benchmark.n_rows < every.n_rows
     assert 0 < benchmark.n_rows <= 58
     assert "benchmark-ihm: excluded 57 stays shorter than 48 h (ICUSTAYS.LOS)" in benchmark.notes
+
+
+def _listfiles(root: Path, train: list[str], test: list[str]) -> Path:
+    for part, stays in (("train", train), ("test", test)):
+        (root / part).mkdir(parents=True)
+        rows = "".join(f"{s},0\n" for s in stays)
+        (root / part / "listfile.csv").write_text("stay,y_true\n" + rows)
+    return root
+
+
+def test_the_benchmark_listfiles_fix_the_test_patients(tmp_path: Path) -> None:
+    write_tables(tmp_path / "mimic", _tables())
+    task = _listfiles(
+        tmp_path / "ihm", ["1_episode1_timeseries.csv", "99_episode1_timeseries.csv"],
+        ["5_episode1_timeseries.csv"],
+    )  # fmt: skip
+    cohort = load_mimic3(tmp_path / "mimic", cohort="benchmark-ihm", benchmark_split=task)
+    # subject 8 is in neither listfile; subject 99 is not in the cohort
+    assert cohort.n_rows == 2
+    assert cohort.test_patients is not None and cohort.test_patients.tolist() == [1]
+    assert "benchmark split: 1 train and 1 test stays; excluded 1 stays" in "\n".join(cohort.notes)
+
+
+@pytest.mark.parametrize(
+    ("train", "test", "message"),
+    [
+        (
+            ["1_episode1_timeseries.csv", "oops"],
+            ["5_episode1_timeseries.csv"],
+            r"'stay'; row 2: stay must",
+        ),
+        (["1_episode1_timeseries.csv"], ["1_episode2_timeseries.csv"], "in both the train"),
+    ],
+)
+def test_a_bad_listfile_is_refused_naming_file_and_rows(
+    tmp_path: Path, train: list[str], test: list[str], message: str
+) -> None:
+    write_tables(tmp_path / "mimic", _tables())
+    task = _listfiles(tmp_path / "ihm", train, test)
+    with pytest.raises(DataError, match=message) as caught:
+        load_mimic3(tmp_path / "mimic", cohort="benchmark-ihm", benchmark_split=task)
+    assert "listfile.csv" in str(caught.value) and "1_episode" not in str(caught.value)
