@@ -7,12 +7,54 @@ depends on the dataset.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from fedcare_core.errors import ConfigError
 
-if TYPE_CHECKING:
-    from fedcare_core.config import DataConfig
+
+class DataChoices(Protocol):
+    """The fields of :class:`fedcare_core.config.DataConfig` these checks read."""
+
+    @property
+    def dataset(self) -> str:
+        """``DataConfig.dataset``."""
+        ...
+
+    @property
+    def clients(self) -> int:
+        """``DataConfig.clients``."""
+        ...
+
+    @property
+    def rho(self) -> float | None:
+        """``DataConfig.rho``."""
+        ...
+
+    @property
+    def objectives_per_client(self) -> int:
+        """``DataConfig.objectives_per_client``."""
+        ...
+
+    @property
+    def cover_all_objectives(self) -> bool:
+        """``DataConfig.cover_all_objectives``."""
+        ...
+
+    @property
+    def features(self) -> str:
+        """``DataConfig.features``."""
+        ...
+
+    @property
+    def cohort(self) -> str | None:
+        """``DataConfig.cohort``."""
+        ...
+
+    @property
+    def benchmark_split(self) -> str | None:
+        """``DataConfig.benchmark_split``."""
+        ...
+
 
 DATASETS = ("diabetes130", "mimic3")
 READMISSION_DEFINITIONS = ("30d", "any")
@@ -41,7 +83,7 @@ def check_choice(value: str, allowed: tuple[str, ...], name: str, path: str) -> 
         )
 
 
-def check_dataset_choices(data: DataConfig) -> None:
+def check_dataset_choices(data: DataChoices) -> None:
     """Refuse what ``data.dataset`` does not offer (``data.dataset`` itself already checked).
 
     Raises
@@ -54,7 +96,7 @@ def check_dataset_choices(data: DataConfig) -> None:
     _check_cohort(data)
 
 
-def _check_features(data: DataConfig) -> None:
+def _check_features(data: DataChoices) -> None:
     check_choice(data.features, FEATURE_SETS, "feature set", "data.features")
     if data.features not in DATASET_FEATURE_SETS[data.dataset]:
         raise ConfigError(
@@ -70,7 +112,7 @@ def _check_features(data: DataConfig) -> None:
         )
 
 
-def _check_cohort(data: DataConfig) -> None:
+def _check_cohort(data: DataChoices) -> None:
     if data.cohort is not None:
         allowed = DATASET_COHORTS[data.dataset]
         if not allowed:
@@ -86,7 +128,7 @@ def _check_cohort(data: DataConfig) -> None:
         )
 
 
-def _check_objectives(data: DataConfig) -> None:
+def _check_objectives(data: DataChoices) -> None:
     n = DATASET_OBJECTIVES[data.dataset]
     m = data.objectives_per_client
     if m > n:

@@ -110,15 +110,7 @@ def load_mimic3(
     rules = COHORTS[cohort]
     sources = _locate_tables(data_dir)
     stats = TimeStats({}, {})
-    icu, notes = _read_icustays(sources.icustays, chunksize, stats)
-    adm = _read_admissions(sources.admissions, icu, chunksize, stats)
-    pat = _read_patients(sources.patients, icu, chunksize, stats)
-    check_stay_links(icu, adm, pat, sources.icustays)
-    notes.extend(check_admission_times(adm, sources.admissions))
-    check_stay_window(icu, adm, sources.icustays)
-    check_patient_dates(pat, sources.patients)
-    dob = icu["SUBJECT_ID"].map(pat.drop_duplicates("SUBJECT_ID").set_index("SUBJECT_ID")["DOB"])
-    check_stay_values(icu, dob, sources.icustays)
+    icu, adm, pat, notes = _read_checked_tables(sources, chunksize, stats)
     icu, rule_notes = _cohort_stays(icu, rules, sources.icustays)
     notes.extend(rule_notes)
     stays, age, stay_notes = join_stays(icu, adm, pat, min_age=min_age, root=sources.root)
@@ -302,6 +294,22 @@ def _times(
         stats=stats,
         table=table,
     )
+
+
+def _read_checked_tables(
+    sources: _Sources, chunksize: int, stats: TimeStats
+) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
+    """ICUSTAYS, ADMISSIONS and PATIENTS, read and checked against each other; notes."""
+    icu, notes = _read_icustays(sources.icustays, chunksize, stats)
+    adm = _read_admissions(sources.admissions, icu, chunksize, stats)
+    pat = _read_patients(sources.patients, icu, chunksize, stats)
+    check_stay_links(icu, adm, pat, sources.icustays)
+    notes.extend(check_admission_times(adm, sources.admissions))
+    check_stay_window(icu, adm, sources.icustays)
+    check_patient_dates(pat, sources.patients)
+    dob = icu["SUBJECT_ID"].map(pat.drop_duplicates("SUBJECT_ID").set_index("SUBJECT_ID")["DOB"])
+    check_stay_values(icu, dob, sources.icustays)
+    return icu, adm, pat, notes
 
 
 def _cohort_stays(
