@@ -8,6 +8,7 @@ failures (bad data, bad options) print one message and exit with status 2, witho
 from __future__ import annotations
 
 import argparse
+import logging
 import sys
 import time
 from collections.abc import Sequence
@@ -299,6 +300,11 @@ def _run(
     from fedcare_core.runner import run_algorithm
 
     bars = ProgressBars(enabled=not args.quiet)
+    # --quiet: Flower's per-round INFO lines too (flower-sim's server runs in this process).
+    flwr_logger = logging.getLogger("flwr")
+    flwr_level = flwr_logger.level
+    if args.quiet:
+        flwr_logger.setLevel(logging.WARNING)
     try:
         result = run_algorithm(
             inputs.federation,
@@ -310,6 +316,7 @@ def _run(
         )
     finally:
         bars.close()
+        flwr_logger.setLevel(flwr_level)
     document = result.to_dict()
     # Same keys for every backend; Stage 1's notes (lost clients, objectives without an update)
     # come from the result, per-round participation is in rounds[].participants.

@@ -95,8 +95,16 @@ def environment(values: Mapping[str, str]) -> Iterator[None]:
                 os.environ[key] = value
 
 
-def _no_records_after_a_signal(_record: logging.LogRecord) -> bool:
-    """A log filter: nothing once a stop signal has arrived (the process is ending)."""
+def _no_records_after_a_signal(record: logging.LogRecord) -> bool:
+    """A log filter: nothing once a stop signal has arrived, nor the ``run_simulation`` notice.
+
+    After a signal the process is ending. Flower calls ``run_simulation`` deprecated: this
+    runner uses it on purpose (``flwr run`` would start a SuperLink, as the deployment backend
+    does), so its users are not told to change anything.
+    """
+    message = record.getMessage()
+    if "run_simulation" in message and "DEPRECATED" in message:
+        return False
     return received() is None
 
 

@@ -240,3 +240,41 @@ def test_unknown_option_is_a_usage_error(tmp_path):
         check=False,
     )
     assert proc.returncode == 2 and "invalid choice" in proc.stderr
+
+
+def test_quiet_silences_flowers_info_lines_for_the_run_only(data_dir, tmp_path, monkeypatch):
+    # flower-sim's ServerApp runs in this process and logs each round at INFO on "flwr".
+    import logging
+
+    import fedcare_core.runner as runner
+    from fedcare_core.errors import FedcareError
+
+    seen = []
+
+    def record_level(*args, **kwargs):
+        seen.append(logging.getLogger("flwr").level)
+        raise FedcareError("stopped by the test")
+
+    import flwr.common.logger  # noqa: F401  (Flower sets its logger's level on import)
+
+    monkeypatch.setattr(runner, "run_algorithm", record_level)
+    before = logging.getLogger("flwr").level
+    assert before < logging.WARNING
+    for extra in (["--quiet"], []):
+        argv = ["run", "--data-dir", str(data_dir), *QUICK[:-1], *extra]
+        assert main([*argv, "--out", str(tmp_path / "r.json")]) != 0
+        assert logging.getLogger("flwr").level == before
+    assert seen == [logging.WARNING, before]
+
+
+def test_the_simulation_log_filter_drops_flowers_run_simulation_notice():
+    import logging
+
+    from fedcare_flower.simulation import _no_records_after_a_signal
+
+    def record(msg, *args):
+        return logging.LogRecord("flwr", logging.WARNING, __file__, 1, msg, args, None)
+
+    notice = "DEPRECATED FEATURE: %s"
+    assert not _no_records_after_a_signal(record(notice, "The `run_simulation` function is ..."))
+    assert _no_records_after_a_signal(record("[ROUND 1/2]"))
