@@ -59,6 +59,8 @@ CONFIG_FLAGS: dict[str, tuple[str, str]] = {
     "dp_noise_seed": ("stage1", "dp_noise_seed"),
     "secagg": ("stage1", "secagg"),
     "stage2_epochs": ("stage2", "epochs"),
+    "stage2_backbone_lr_scale": ("stage2", "backbone_lr_scale"),
+    "stage2_prox": ("stage2", "prox"),
 }
 
 
@@ -106,6 +108,19 @@ def add_training_options(parser: Any) -> None:
     parser.add_argument("--qp-scope", choices=QP_SCOPES)
     parser.add_argument("--server-optimizer", choices=SERVER_OPTIMIZERS)
     parser.add_argument("--stage2-epochs", type=int)
+    parser.add_argument(
+        "--stage2-backbone-lr-scale",
+        type=float,
+        metavar="S",
+        help="Stage 2's backbone learning rate as a share of its lr, in [0, 1] (0 freezes the "
+        "backbone at w*; default 1, the paper)",
+    )
+    parser.add_argument(
+        "--stage2-prox",
+        type=float,
+        metavar="MU",
+        help="Stage 2 pull of the backbone toward w*: adds MU/2·‖w_b − w*_b‖² (default 0)",
+    )
     add_privacy_options(parser)
 
 

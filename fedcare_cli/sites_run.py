@@ -28,7 +28,8 @@ SCHEMA_DECIDES = (
     "objectives_per_client", "readmission", "features", "cohort", "benchmark_split", "max_patients",
     "unseen_categories",
     "local_steps", "local_lr", "global_lr", "batch_size", "solver", "normalise", "qp_scope",
-    "server_optimizer", "stage2_epochs", "no_verify", "run_dir", "resume",
+    "server_optimizer", "stage2_epochs", "stage2_backbone_lr_scale", "stage2_prox", "no_verify",
+    "run_dir", "resume",
 )  # fmt: skip
 
 

@@ -168,6 +168,11 @@ class Stage2Config:
     over the client's training rows, the step is Adam on the μ*-weighted direction (``"sgd"`` is
     eq. 15 literally), and the deployed model is the epoch with the lowest validation loss
     (``patience`` epochs without improvement end training early).
+
+    Beyond the paper, two ways to keep what Stage 1 learnt (both off by default):
+    ``backbone_lr_scale`` multiplies the backbone's learning rate (0 freezes it: only the
+    personal heads train and the backbone's BatchNorm statistics stay w*'s), and ``prox`` adds
+    ``prox/2 · ‖w_b − w*_b‖²`` to the objective, pulling the backbone toward w* as FedProx does.
     """
 
     epochs: int = 40
@@ -178,6 +183,8 @@ class Stage2Config:
     patience: int = 6
     weight_decay: float = 1e-5
     solver: str = "exact"
+    backbone_lr_scale: float = 1.0
+    prox: float = 0.0
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` on an invalid value."""
@@ -419,6 +426,8 @@ RANGES: dict[str, dict[str, Range]] = {
         "epsilon": NON_NEGATIVE,
         "patience": _STEPS,
         "weight_decay": NON_NEGATIVE,
+        "backbone_lr_scale": CLOSED_UNIT,
+        "prox": NON_NEGATIVE,
     },
     "baselines": {
         "local_epochs": _STEPS,

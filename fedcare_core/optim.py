@@ -12,22 +12,22 @@ used.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import torch
-from torch import nn
 
 from fedcare_core.config import LOCAL_OPTIMIZERS
 
 
 def local_optimizer(
-    params: Iterable[nn.Parameter], name: str, *, lr: float, weight_decay: float
+    params: Iterable[Any], name: str, *, lr: float, weight_decay: float
 ) -> torch.optim.Optimizer:
     """A fresh multi-tensor Adam or SGD over ``params``.
 
     Parameters
     ----------
     params
-        The parameters it steps.
+        The parameters it steps, or torch parameter groups (dicts with ``"params"``).
     name
         ``"adam"`` (Kingma & Ba defaults otherwise) or ``"sgd"`` (no momentum).
     lr, weight_decay

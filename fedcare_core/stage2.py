@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 import torch
@@ -208,14 +209,15 @@ def fine_tune(
     """
     model = build_personal_model(backbone_state, client, model_config, seed)
     losses = client_losses(client, kinds)
-    params = list(model.parameters())
-    opt = local_optimizer(params, config.optimizer, lr=config.lr, weight_decay=config.weight_decay)
+    params, groups = trainable(model, config)
+    opt = local_optimizer(groups, config.optimizer, lr=config.lr, weight_decay=config.weight_decay)
+    anchor = BackboneAnchor.of(model, config)
     rng = derive_rng(seed, "stage2-batch", client.client_id)
     seed_torch(seed, "stage2-dropout", client.client_id)
     keep = KeepBest(model, config.patience, has_validation=client.val.n > 0)
     trace = _Trace(client.objectives, mu_sum=dict.fromkeys(client.objectives, 0.0))
     for epoch in range(1, config.epochs + 1):
-        _train_epoch(model, params, opt, losses, client, config, rng, trace)
+        _train_epoch(model, params, opt, losses, client, config, rng, trace, anchor)
         val = _val_loss(model, losses, client, client.val)
         trace.val_loss.append(val)
         keep.update(epoch, val)
@@ -238,6 +240,50 @@ def fine_tune(
     )
 
 
+def trainable(
+    model: PersonalModel, config: Stage2Config
+) -> tuple[list[torch.nn.Parameter], list[Any]]:
+    """The parameters the min-norm direction spans, and the optimiser's parameter groups.
+
+    The paper's Stage 2 trains everything at ``lr``. ``backbone_lr_scale`` 0 leaves the
+    backbone out (frozen); another scale gives it a group of its own at ``scale · lr``.
+    """
+    backbone = list(model.backbone.parameters())
+    heads = list(model.heads.parameters())
+    scale = config.backbone_lr_scale
+    if scale == 0.0:
+        model.backbone.requires_grad_(False)
+        return heads, list(heads)
+    if scale == 1.0:
+        return backbone + heads, backbone + heads
+    groups = [{"params": backbone, "lr": config.lr * scale}, {"params": heads}]
+    return backbone + heads, groups
+
+
+@dataclass(frozen=True)
+class BackboneAnchor:
+    """w*'s backbone and the pull toward it: ``prox · (w_b − w*_b)`` added to each gradient."""
+
+    params: list[torch.nn.Parameter]
+    start: list[torch.Tensor]
+    prox: float
+
+    @classmethod
+    def of(cls, model: PersonalModel, config: Stage2Config) -> BackboneAnchor | None:
+        """The anchor at the model's current (w*) backbone; None without a pull or when frozen."""
+        if config.prox == 0.0 or config.backbone_lr_scale == 0.0:
+            return None
+        params = list(model.backbone.parameters())
+        return cls(params, [p.detach().clone() for p in params], config.prox)
+
+    def pull(self) -> None:
+        """Add ``prox · (w_b − w*_b)`` to every backbone gradient."""
+        with torch.no_grad():
+            for p, p0 in zip(self.params, self.start, strict=True):
+                if p.grad is not None:
+                    p.grad.add_(p - p0, alpha=self.prox)
+
+
 def _train_epoch(
     model: PersonalModel,
     params: list[torch.nn.Parameter],
@@ -247,9 +293,12 @@ def _train_epoch(
     config: Stage2Config,
     rng: np.random.Generator,
     trace: _Trace,
+    anchor: BackboneAnchor | None,
 ) -> None:
     """One pass of min-norm descent over the client's training rows; stops early on ε."""
     model.train()
+    if config.backbone_lr_scale == 0.0:
+        model.backbone.eval()  # frozen: w*'s BatchNorm statistics, no backbone dropout
     xc, xu, y = _tensors(client.train)
     n = client.train.n
     # μ* and the loss are averaged over the pass's nominal batch count, skipped batches included.
@@ -262,6 +311,8 @@ def _train_epoch(
         if not parts:
             continue
         mu, sq = descend(parts, params, config.solver)
+        if anchor is not None:
+            anchor.pull()
         opt.step()
         trace.steps += 1
         epoch_loss += float(sum(float(v.detach()) for v in parts.values()))

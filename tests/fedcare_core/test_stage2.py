@@ -85,3 +85,41 @@ def test_epsilon_stop(setup):
     )
     assert res.stopped == "epsilon" and res.steps == 1
     assert np.isfinite(res.val_loss[0])
+
+
+def _backbone_shift(res, backbone):
+    """‖w_b − w*_b‖ of the deployed model (parameters; BatchNorm statistics apart)."""
+    state = res.model.backbone.state_dict()
+    keys = [k for k in backbone if "running" not in k and "num_batches" not in k]
+    return float(sum(((state[k] - backbone[k]) ** 2).sum() for k in keys) ** 0.5)
+
+
+def _tuned(setup, **stage2):
+    fed, backbone = setup
+    config = Stage2Config(epochs=3, patience=3, batch_size=64, **stage2)
+    return fine_tune(backbone, fed.clients[0], KINDS, ModelConfig(), config, seed=0), backbone
+
+
+def test_a_frozen_backbone_stays_w_star_bit_for_bit_while_the_heads_learn(setup):
+    res, backbone = _tuned(setup, backbone_lr_scale=0.0)
+    for k, v in res.model.backbone.state_dict().items():
+        assert torch.equal(v, backbone[k]), k  # BatchNorm statistics included
+    assert res.train_loss[-1] < res.train_loss[0]
+    assert sum(res.mu_mean.values()) == pytest.approx(1.0)
+
+
+def test_a_slower_backbone_and_a_pull_toward_w_star_move_it_less(setup):
+    full = _backbone_shift(*_tuned(setup))
+    slow = _backbone_shift(*_tuned(setup, backbone_lr_scale=0.1))
+    pulled = _backbone_shift(*_tuned(setup, prox=50.0))
+    assert 0 < slow < 0.5 * full
+    assert 0 < pulled < full
+
+
+def test_stage2_backbone_options_are_range_checked():
+    from fedcare_core.errors import ConfigError
+
+    with pytest.raises(ConfigError, match=r"stage2.backbone_lr_scale must lie in \[0, 1\]"):
+        Stage2Config(backbone_lr_scale=1.5).validate()
+    with pytest.raises(ConfigError, match=r"stage2.prox must be ≥ 0"):
+        Stage2Config(prox=-1.0).validate()
