@@ -197,6 +197,17 @@ def test_a_round_below_the_threshold_fails_clearly(small_federation, tmp_path, t
     assert "SecureRoundError" in (ws.result_dir / "error.txt").read_text()
 
 
+def test_too_few_clients_online_fail_before_any_secagg_stage(
+    small_federation, tmp_path, task_identity
+):
+    # One of three clients ever answers the handshake: a majority (2) cannot be reached.
+    _, _, ws, plan, grid = _secure_setup(small_federation, tmp_path)
+    grid.apps = {1000: grid.apps[1000]}
+    with pytest.raises(SecureRoundError, match=r"round 1: 1 client\(s\) in the run; secure "):
+        run_secure_server(grid, node_context(0, {}), plan)
+    assert "needs at least 2 of the 3" in (ws.result_dir / "error.txt").read_text()
+
+
 def test_the_threshold_is_a_majority_of_the_clients_actually_asked(small_federation, tmp_path):
     # Three nodes passed the handshake; one left before the instructions went out.
     from fedcare_flower.secagg_server import SecureRoundWorkflow
