@@ -23,6 +23,7 @@ from fedcare_core.config import (
     READMISSION_DEFINITIONS,
     SERVER_OPTIMIZERS,
     SOLVERS,
+    STAGE2_HEAD_INITS,
     ExperimentConfig,
     load_config_file,
 )
@@ -61,6 +62,7 @@ CONFIG_FLAGS: dict[str, tuple[str, str]] = {
     "stage2_epochs": ("stage2", "epochs"),
     "stage2_backbone_lr_scale": ("stage2", "backbone_lr_scale"),
     "stage2_prox": ("stage2", "prox"),
+    "stage2_head_init": ("stage2", "head_init"),
 }
 
 
@@ -120,6 +122,12 @@ def add_training_options(parser: Any) -> None:
         type=float,
         metavar="MU",
         help="Stage 2 pull of the backbone toward w*: adds MU/2·‖w_b − w*_b‖² (default 0)",
+    )
+    parser.add_argument(
+        "--stage2-head-init",
+        choices=STAGE2_HEAD_INITS,
+        help="Stage 2's personal heads start fresh (default, the paper) or as w*'s heads with "
+        "zero private-input weights; 'global' also keeps w* when no epoch improves validation",
     )
     add_privacy_options(parser)
 

@@ -56,6 +56,8 @@ NORMALISATIONS = ("none", "l2", "loss+")
 QP_SCOPES = ("full", "backbone")
 SERVER_OPTIMIZERS = ("sgd", "adam")
 STAGE2_OPTIMIZERS = ("adam", "sgd")
+#: How Stage 2's personal heads start: freshly initialised (the paper), or as the global head.
+STAGE2_HEAD_INITS = ("fresh", "global")
 #: What the loaders do with a category outside a column's declared vocabulary
 #: (:mod:`fedcare_core.data.categories`): stop, or encode it as ``other``.
 UNSEEN_CATEGORY_POLICIES = ("refuse", "other")
@@ -173,6 +175,9 @@ class Stage2Config:
     ``backbone_lr_scale`` multiplies the backbone's learning rate (0 freezes it: only the
     personal heads train and the backbone's BatchNorm statistics stay w*'s), and ``prox`` adds
     ``prox/2 · ‖w_b − w*_b‖²`` to the objective, pulling the backbone toward w* as FedProx does.
+    ``head_init="global"`` starts each personal head as w*'s head of its objective, with zero
+    weights on the private inputs, so the starting model predicts as w* (to rounding); it is a
+    candidate too, deployed (``best_epoch`` 0) when no epoch improves its validation loss.
     """
 
     epochs: int = 40
@@ -185,12 +190,14 @@ class Stage2Config:
     solver: str = "exact"
     backbone_lr_scale: float = 1.0
     prox: float = 0.0
+    head_init: str = "fresh"
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` on an invalid value."""
         check_fields(self, "stage2", RANGES["stage2"])
         check_choice(self.optimizer, STAGE2_OPTIMIZERS, "stage2 optimizer", "stage2.optimizer")
         check_choice(self.solver, SOLVERS, "solver", "stage2.solver")
+        check_choice(self.head_init, STAGE2_HEAD_INITS, "head initialisation", "stage2.head_init")
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,26 @@ def build_personal_model(
     return model
 
 
+def warm_start_heads(
+    model: PersonalModel, global_heads: Mapping[str, Mapping[str, torch.Tensor]]
+) -> None:
+    """Start each personal head as w*'s head of its objective, private-input weights zero.
+
+    The first layer reads ``[h(x_c), x_u]``: its columns for ``h`` are the global head's, those
+    for ``x_u`` zero; the later layers are copied. The model then predicts as w* (to rounding).
+    """
+    rep = model.backbone.proj.out_features
+    with torch.no_grad():
+        for s in model.objectives:
+            state = {k: v.clone() for k, v in global_heads[s].items()}
+            first = state["net.0.weight"]
+            if first.shape[1] != rep:
+                raise ValueError(f"w*'s head of {s!r} reads {first.shape[1]} inputs, not {rep}")
+            zeros = first.new_zeros(first.shape[0], model.private_dim)
+            state["net.0.weight"] = torch.cat([first, zeros], dim=1)
+            model.heads[s].load_state_dict(state)
+
+
 def _tensors(split: SplitArrays) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     return (
         torch.from_numpy(split.x_common),
@@ -186,6 +206,7 @@ def fine_tune(
     model_config: ModelConfig,
     config: Stage2Config,
     seed: int,
+    global_heads: Mapping[str, Mapping[str, torch.Tensor]] | None = None,
 ) -> Stage2Result:
     """Personalise the backbone at one client (Algorithm 2).
 
@@ -201,13 +222,20 @@ def fine_tune(
         Architecture and Stage 2 hyper-parameters.
     seed
         Experiment seed; the client's streams are keyed by its id.
+    global_heads
+        w*'s head state dicts by objective; needed with ``config.head_init == "global"``.
 
     Returns
     -------
     Stage2Result
-        φ_k* and its μ* and loss traces.
+        φ_k* and its μ* and loss traces (``best_epoch`` 0: the starting model, w*, was kept).
     """
     model = build_personal_model(backbone_state, client, model_config, seed)
+    warm = config.head_init == "global"
+    if warm:
+        if global_heads is None:
+            raise ValueError("stage2.head_init 'global' needs w*'s heads")
+        warm_start_heads(model, global_heads)
     losses = client_losses(client, kinds)
     params, groups = trainable(model, config)
     opt = local_optimizer(groups, config.optimizer, lr=config.lr, weight_decay=config.weight_decay)
@@ -216,6 +244,8 @@ def fine_tune(
     seed_torch(seed, "stage2-dropout", client.client_id)
     keep = KeepBest(model, config.patience, has_validation=client.val.n > 0)
     trace = _Trace(client.objectives, mu_sum=dict.fromkeys(client.objectives, 0.0))
+    if warm:  # the start is w* itself: a candidate for deployment too
+        keep.update(0, _val_loss(model, losses, client, client.val))
     for epoch in range(1, config.epochs + 1):
         _train_epoch(model, params, opt, losses, client, config, rng, trace, anchor)
         val = _val_loss(model, losses, client, client.val)

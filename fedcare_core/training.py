@@ -158,7 +158,8 @@ def batch_schedule(
 class KeepBest:
     """Early stopping on the validation loss, keeping the weights of the best epoch.
 
-    The first epoch is always kept; a later one replaces it when its loss is finite and lower.
+    The first epoch recorded is always kept; a later one replaces it when its loss is finite and
+    lower.
     Without validation rows there is nothing to select on: every epoch is kept in turn (the
     last one is deployed) and training never stops early. A diverged epoch (loss NaN or
     infinite) is never an improvement.
@@ -181,14 +182,19 @@ class KeepBest:
         self.best_epoch = 0
         self.since_best = 0
         self.state = copy.deepcopy(model.state_dict())
+        self._seen = False
 
     def update(self, epoch: int, loss: float) -> bool:
-        """Record epoch ``epoch``'s validation loss; returns whether the epoch was kept."""
+        """Record epoch ``epoch``'s validation loss; returns whether the epoch was kept.
+
+        The first epoch recorded is always kept (epoch 0 may be recorded: the starting model).
+        """
         improved = (
-            epoch == 1
+            not self._seen
             or not self.has_validation
             or (bool(np.isfinite(loss)) and loss < self.best_loss)
         )
+        self._seen = True
         if improved:
             self.best_loss, self.best_epoch, self.since_best = loss, epoch, 0
             self.state = copy.deepcopy(self.model.state_dict())

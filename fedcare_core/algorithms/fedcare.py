@@ -83,16 +83,21 @@ class FedCare(Algorithm):
 
     def personalisation(self, inputs: RunInputs, rounds: Rounds) -> Personalisation:
         """Every client of the federation, sharing w*'s backbone and the objective kinds."""
-        backbone = stage2_backbone(rounds.stage1, inputs.federation, inputs.config)
-        shared = (backbone, objective_kinds(inputs.federation))
+        config = inputs.config
+        backbone = stage2_backbone(rounds.stage1, inputs.federation, config)
+        heads = None
+        if config.stage2.head_init == "global":
+            model = load_global_model(rounds.stage1, inputs.federation.common_width, config.model)
+            heads = {s: head.state_dict() for s, head in model.heads.items()}
+        shared = (backbone, objective_kinds(inputs.federation), heads)
         return Personalisation(inputs.federation.clients, shared)
 
     def personalise_client(
         self, shared: Any, client: ClientData, config: ExperimentConfig
     ) -> Stage2Result:
         """Algorithm 2 at one client (its random streams keyed by the seed and its id)."""
-        backbone, kinds = shared
-        return run_stage2_client(backbone, client, kinds, config)
+        backbone, kinds, heads = shared
+        return run_stage2_client(backbone, client, kinds, config, heads)
 
     def predictors(
         self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]
@@ -118,6 +123,7 @@ def run_stage2_client(
     client: ClientData,
     kinds: Mapping[str, str],
     config: ExperimentConfig,
+    global_heads: Mapping[str, Mapping[str, torch.Tensor]] | None = None,
 ) -> Stage2Result:
     """Fine-tune one client's personalised model (Algorithm 2).
 
@@ -131,10 +137,14 @@ def run_stage2_client(
         Objective kinds.
     config
         The experiment configuration.
+    global_heads
+        w*'s heads, for ``stage2.head_init == "global"``.
 
     Returns
     -------
     Stage2Result
         The client's personalised model and its μ* and loss traces.
     """
-    return fine_tune(backbone, client, kinds, config.model, config.stage2, config.seed)
+    return fine_tune(
+        backbone, client, kinds, config.model, config.stage2, config.seed, global_heads
+    )

@@ -123,3 +123,40 @@ def test_stage2_backbone_options_are_range_checked():
         Stage2Config(backbone_lr_scale=1.5).validate()
     with pytest.raises(ConfigError, match=r"stage2.prox must be ≥ 0"):
         Stage2Config(prox=-1.0).validate()
+
+
+@pytest.fixture(scope="module")
+def global_model(setup):
+    fed, _ = setup
+    s1 = run_stage1(fed, ModelConfig(), Stage1Config(rounds=2, batch_size=32), seed=0)
+    return load_global_model(s1, fed.common_width, ModelConfig()).eval()
+
+
+def test_heads_started_from_w_star_predict_as_w_star(setup, global_model):
+    from fedcare_core.stage2 import warm_start_heads
+
+    fed, backbone = setup
+    client = fed.clients[0]
+    model = build_personal_model(backbone, client, ModelConfig(), seed=0)
+    warm_start_heads(model, {s: h.state_dict() for s, h in global_model.heads.items()})
+    model.eval()
+    xc, xu = torch.from_numpy(client.val.x_common), torch.from_numpy(client.val.x_private)
+    assert client.private_encoder.width > 0 and xu.abs().sum() > 0
+    with torch.no_grad():
+        for s in client.objectives:
+            torch.testing.assert_close(model(xc, xu, s), global_model(xc, s), rtol=0, atol=1e-6)
+
+
+def test_w_star_is_deployed_when_no_epoch_improves_on_it(setup, global_model):
+    fed, backbone = setup
+    heads = {s: h.state_dict() for s, h in global_model.heads.items()}
+    # A step far too large: every epoch is worse on validation than the start, w*.
+    bad = Stage2Config(epochs=2, patience=2, batch_size=64, lr=5.0, head_init="global")
+    res = fine_tune(backbone, fed.clients[0], KINDS, ModelConfig(), bad, 0, heads)
+    assert res.best_epoch == 0 and min(res.val_loss) > 0
+    for k, v in res.model.backbone.state_dict().items():
+        assert torch.equal(v, backbone[k])
+    good = Stage2Config(epochs=3, patience=3, batch_size=64, head_init="global")
+    assert fine_tune(backbone, fed.clients[0], KINDS, ModelConfig(), good, 0, heads).best_epoch > 0
+    with pytest.raises(ValueError, match="needs w\\*'s heads"):
+        fine_tune(backbone, fed.clients[0], KINDS, ModelConfig(), good, 0)
