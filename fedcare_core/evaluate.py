@@ -8,7 +8,7 @@ concatenate every client's test predictions.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 import torch
@@ -42,6 +42,9 @@ class ObjectiveReport:
     clients: list[ClientMetric]
     reason: str | None = None
     std_over_clients: float | None = None
+    #: The same metrics on the clients' validation splits (for choosing a configuration
+    #: without looking at test data), or None.
+    validation: ObjectiveReport | None = None
 
 
 @dataclass(frozen=True)
@@ -114,6 +117,26 @@ def evaluate(
             )
         )
     return EvaluationReport(reports)
+
+
+def evaluate_with_validation(federation: Federation, scorers: Sequence[Scorer]) -> EvaluationReport:
+    """:func:`evaluate` on the test splits, each objective carrying its validation report.
+
+    Parameters
+    ----------
+    federation, scorers
+        As for :func:`evaluate`.
+
+    Returns
+    -------
+    EvaluationReport
+        The test report; every :class:`ObjectiveReport` has ``validation`` set.
+    """
+    test = evaluate(federation, scorers, "test")
+    val = evaluate(federation, scorers, "val")
+    return EvaluationReport(
+        [replace(t, validation=v) for t, v in zip(test.objectives, val.objectives, strict=True)]
+    )
 
 
 def _predictions(

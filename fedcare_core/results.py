@@ -101,6 +101,11 @@ class ExperimentResult:
             }
             if rep.reason is not None or rep.pooled is None:
                 entry["reason"] = rep.reason or "undefined"
+            if rep.validation is not None:
+                entry["validation"] = {
+                    "pooled": rep.validation.pooled,
+                    "mean_over_clients": rep.validation.mean_over_clients,
+                }
             objectives[rep.name] = entry
         fed = self.federation
         return {

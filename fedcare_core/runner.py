@@ -32,7 +32,7 @@ from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.federation import ClientData, Federation, build_federation
 from fedcare_core.data.partition import FeaturePartition, with_disparity
 from fedcare_core.deployment import predictor_scorer
-from fedcare_core.evaluate import evaluate
+from fedcare_core.evaluate import evaluate_with_validation
 from fedcare_core.executors import Executor, InProcess
 from fedcare_core.results import DataProvenance, ExperimentResult, PhaseTimer, assemble_result
 from fedcare_core.stage1 import Stage1Result
@@ -191,7 +191,7 @@ def run_algorithm(
     with timer.phase("evaluate"):
         predictors = algorithm.predictors(inputs, rounds, personal)
         scorers = [predictor_scorer(p) for p in predictors]
-        report = executor.run("evaluate", evaluate, federation, scorers)
+        report = executor.run("evaluate", evaluate_with_validation, federation, scorers)
     return assemble_result(
         config,
         federation,

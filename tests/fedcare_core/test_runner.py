@@ -33,6 +33,23 @@ def test_end_to_end_result_document_shape():
     assert len(doc["stage2"]) == 3
 
 
+def test_each_objective_also_reports_the_deployed_models_on_validation():
+    from fedcare_core.deployment import predictor_scorer
+    from fedcare_core.evaluate import evaluate
+
+    res = run_experiment(make_cohort(300), PARTITION, _config())
+    doc = res.to_dict()
+    scorers = [predictor_scorer(p) for p in res.predictors]
+    val = evaluate(res.federation, scorers, "val")
+    for rep in val.objectives:
+        entry = doc["objectives"][rep.name]["validation"]
+        assert entry == {"pooled": rep.pooled, "mean_over_clients": rep.mean_over_clients}
+    assert any(
+        doc["objectives"][s]["validation"]["pooled"] != doc["objectives"][s]["pooled"]
+        for s in doc["objectives"]
+    )
+
+
 def test_same_seed_same_results_different_seed_different():
     a = run_experiment(make_cohort(300), PARTITION, _config(seed=1)).to_dict()
     b = run_experiment(make_cohort(300), PARTITION, _config(seed=1)).to_dict()
