@@ -26,6 +26,7 @@ from fedcare_core.config import DATASETS, RANGES, ExperimentConfig
 from fedcare_core.errors import ConfigError
 from fedcare_core.experiments.cells import (
     ABLATIONS,
+    CANDIDATES,
     CLIENT_COUNTS,
     DISPARITY_RATIOS,
     EXPERIMENTS,
@@ -119,7 +120,11 @@ def add_parser(sub: Any) -> None:
     exp.add_argument("--dataset", choices=DATASETS, default="diabetes130")
     exp.add_argument("--data-dir", help="dataset folder or file (default: $FEDCARE_DATA_DIR)")
     exp.add_argument("--seeds", type=int, default=10, help="seeds 0..n-1 (default 10)")
-    exp.add_argument("--clients", type=int, default=10, help="K of comparison/disparity/ablation")
+    exp.add_argument(
+        "--clients",
+        type=int,
+        help="K of comparison/disparity/ablation (default 10) and selection (default 30)",
+    )
     exp.add_argument(
         "--counts",
         type=_ints,
@@ -143,8 +148,8 @@ def add_parser(sub: Any) -> None:
     exp.add_argument(
         "--variants",
         type=_names,
-        default=list(ABLATIONS),
-        help=f"ablations to run (from {', '.join(ABLATIONS)})",
+        help=f"ablations to run (default all: {', '.join(ABLATIONS)}); selection: candidates "
+        f"(default all: {', '.join(CANDIDATES)})",
     )
     exp.add_argument("--rounds", type=int, help="Stage 1 / federated rounds T (default 100)")
     exp.add_argument("--max-patients", type=int, help="subsample the cohort (quick trials)")
@@ -241,7 +246,7 @@ def check_options(args: argparse.Namespace, names: list[str]) -> ExperimentConfi
     """
     if args.seeds < 1:
         raise ConfigError(f"--seeds must be ≥ 1, got {args.seeds}")
-    if args.clients < MIN_CLIENTS:
+    if args.clients is not None and args.clients < MIN_CLIENTS:
         raise ConfigError(f"--clients must be ≥ {MIN_CLIENTS} (a federation), got {args.clients}")
     if args.workers is not None and args.workers < 1:
         raise ConfigError(f"--workers must be ≥ 1, got {args.workers}")
@@ -256,11 +261,10 @@ def check_options(args: argparse.Namespace, names: list[str]) -> ExperimentConfi
             get_algorithm(algorithm)
     except ConfigError as exc:
         raise ConfigError(f"--algorithms: {exc}") from None
-    unknown = [v for v in args.variants if v not in ABLATIONS]
+    known = CANDIDATES if names == ["selection"] else ABLATIONS
+    unknown = [v for v in args.variants or [] if v not in known]
     if unknown:
-        raise ConfigError(
-            f"--variants: unknown ablation(s) {unknown}; choose from {list(ABLATIONS)}"
-        )
+        raise ConfigError(f"--variants: unknown variant(s) {unknown}; choose from {list(known)}")
     base = grid_base(
         args.dataset,
         rounds=args.rounds,

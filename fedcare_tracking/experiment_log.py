@@ -84,6 +84,10 @@ def write_outputs(
     return ExperimentOutputs(experiment, files, runs, summary)
 
 
+#: The MLflow section of metrics over seeds on the clients' validation splits.
+VALIDATION_SECTION = "validation_over_seeds"
+
+
 def row_metrics(
     row: Mapping[str, object], metrics: Mapping[str, str], group: str | None = None
 ) -> dict[str, float]:
@@ -104,7 +108,9 @@ def row_metrics(
     -------
     dict[str, float]
         ``test_over_seeds[/<group>]/<objective>.<metric>.<pooled|mean_over_clients>.<stat>``,
-        ``…/avg_auroc.<stat>``; ``rounds_run.<stat>`` and ``seconds.<stat>`` on a row's run.
+        ``…/avg_auroc.<stat>``; the validation columns (``.val``) under
+        ``validation_over_seeds[/<group>]/…``; ``rounds_run.<stat>`` and ``seconds.<stat>`` on a
+        row's run.
     """
     prefix = naming.SEEDS_SECTION if group is None else f"{naming.SEEDS_SECTION}/{group}"
     out: dict[str, float] = {}
@@ -113,7 +119,12 @@ def row_metrics(
         if stat not in naming.SUMMARY_STATS or not _finite(value):
             continue
         objective, _, client_mean = name.partition(".")
-        if objective in metrics and client_mean in ("", "client_mean"):
+        if name.endswith(".val"):  # validation, never under the test section's name
+            base = name.removesuffix(".val")
+            unit = f".{metrics[base]}.pooled" if base in metrics else ""
+            where = VALIDATION_SECTION if group is None else f"{VALIDATION_SECTION}/{group}"
+            key = f"{where}/{base}{unit}.{stat}"
+        elif objective in metrics and client_mean in ("", "client_mean"):
             field = "mean_over_clients" if client_mean else "pooled"
             key = naming.summary_key(group, objective, metrics[objective], field, stat)
         elif name in _NOT_TEST:  # cost, not a test metric: on the row's run only

@@ -42,12 +42,27 @@ ABLATIONS: dict[str, dict[str, dict[str, Any]]] = {
     "normalise-loss+": {"stage1": {"normalise": "loss+"}},
     "qp-scope-backbone": {"stage1": {"qp_scope": "backbone"}},
 }
+#: FedCARE configurations that build on Stage 1 (issue 18), compared with ``paper`` by the
+#: ``selection`` experiment on validation scores only; its winner is ``--preset recommended``.
+CANDIDATES: dict[str, dict[str, dict[str, Any]]] = {
+    "s2-warm": {"stage2": {"head_init": "global"}},
+    "s2-frozen": {"stage2": {"backbone_lr_scale": 0.0}},
+    "s2-frozen-warm": {"stage2": {"backbone_lr_scale": 0.0, "head_init": "global"}},
+    "s2-slow-warm": {"stage2": {"backbone_lr_scale": 0.1, "head_init": "global"}},
+    "s2-prox-warm": {"stage2": {"prox": 1.0, "head_init": "global"}},
+    "s1-adam-backbone+s2-frozen-warm": {
+        "stage1": {"server_optimizer": "adam", "qp_scope": "backbone"},
+        "stage2": {"backbone_lr_scale": 0.0, "head_init": "global"},
+    },
+}
+#: K of the selection grid: where federation matters (issue 18).
+SELECTION_CLIENTS = 30
 #: Privacy budgets ε of the privacy–utility experiment (None: no DP, the comparison's runs).
 PRIVACY_BUDGETS: tuple[float | None, ...] = (1.0, 3.0, 8.0, None)
 #: Its client counts and methods (FedCARE-B shares FedCARE's Stage 1, so costs little more).
 PRIVACY_COUNTS = (10, 30)
 PRIVACY_ALGORITHMS = ("fedcare", "fedcare-b", "fedavg")
-EXPERIMENTS = ("comparison", "clients", "disparity", "ablation", "privacy")
+EXPERIMENTS = ("comparison", "clients", "disparity", "ablation", "privacy", "selection")
 
 
 def privacy_variant(budget: float | None) -> str:
@@ -56,15 +71,16 @@ def privacy_variant(budget: float | None) -> str:
 
 
 def variant_overrides(variant: str) -> dict[str, dict[str, Any]]:
-    """The configuration sections a variant overrides: an ablation, or ``dp-eps<ε>``.
+    """The configuration sections a variant overrides: an ablation, a candidate, ``dp-eps<ε>``.
 
     Raises
     ------
     ConfigError
         Neither an ablation nor a DP budget.
     """
-    if variant in ABLATIONS:
-        return {name: dict(values) for name, values in ABLATIONS[variant].items()}
+    for named in (ABLATIONS, CANDIDATES):
+        if variant in named:
+            return {name: dict(values) for name, values in named[variant].items()}
     if variant.startswith("dp-eps"):
         try:
             budget = float(variant.removeprefix("dp-eps"))
@@ -73,7 +89,8 @@ def variant_overrides(variant: str) -> dict[str, dict[str, Any]]:
         if math.isfinite(budget) and budget > 0:
             return {"stage1": {"dp_epsilon": budget}}
     raise ConfigError(
-        f"unknown variant {variant!r}; choose an ablation ({sorted(ABLATIONS)}) or dp-eps<ε>"
+        f"unknown variant {variant!r}; choose an ablation ({sorted(ABLATIONS)}), a candidate "
+        f"({sorted(CANDIDATES)}) or dp-eps<ε>"
     )
 
 
@@ -180,6 +197,20 @@ def ablation(
     ]
 
 
+def selection(
+    seeds: int | Sequence[int],
+    variants: Sequence[str] = tuple(CANDIDATES),
+    clients: int = SELECTION_CLIENTS,
+) -> list[Cell]:
+    """FedCARE as the paper runs it and each candidate configuration, for choosing on validation."""
+    unknown = sorted(set(variants) - set(CANDIDATES))
+    if unknown:
+        raise ConfigError(f"unknown candidate(s) {unknown}; choose from {sorted(CANDIDATES)}")
+    return [
+        Cell("fedcare", s, clients, None, v) for v in ("paper", *variants) for s in _seeds(seeds)
+    ]
+
+
 def privacy_sweep(
     seeds: int | Sequence[int],
     budgets: Sequence[float | None] = PRIVACY_BUDGETS,
@@ -213,11 +244,11 @@ def experiment_cells(
     experiment: str,
     seeds: int | Sequence[int],
     *,
-    clients: int = 10,
+    clients: int | None = None,
     counts: Sequence[int] | None = None,
     ratios: Sequence[float] = DISPARITY_RATIOS,
     algorithms: Sequence[str] | None = None,
-    variants: Sequence[str] = tuple(ABLATIONS),
+    variants: Sequence[str] | None = None,
     budgets: Sequence[float | None] = PRIVACY_BUDGETS,
 ) -> list[Cell]:
     """The grid of one experiment.
@@ -225,18 +256,20 @@ def experiment_cells(
     Parameters
     ----------
     experiment
-        ``comparison``, ``clients``, ``disparity``, ``ablation`` or ``privacy``.
+        ``comparison``, ``clients``, ``disparity``, ``ablation``, ``privacy`` or
+        ``selection``.
     seeds
         A count (seeds 0..n−1) or the seeds themselves.
     clients
-        K of the comparison, disparity and ablation grids.
+        K of the comparison, disparity and ablation grids (None: 10) and of the selection
+        (None: 30).
     counts, ratios
         The client sweep's (or the privacy grid's) K values (None: the experiment's
         defaults) and the disparity sweep's ρ values.
     algorithms
         The methods of the comparison, client sweep or privacy grid (None: their defaults).
     variants
-        The ablations to run.
+        The ablations (or the selection's candidates) to run (None: all).
     budgets
         The privacy grid's ε values (None in it: no DP).
 
@@ -245,6 +278,10 @@ def experiment_cells(
     list[Cell]
         The experiment's cells.
     """
+    if experiment == "selection":
+        k = SELECTION_CLIENTS if clients is None else clients
+        return selection(seeds, tuple(CANDIDATES) if variants is None else variants, k)
+    clients = 10 if clients is None else clients
     if experiment == "comparison":
         return comparison(seeds, clients, algorithms or COMPARISON_ALGORITHMS)
     if experiment == "clients":
@@ -256,7 +293,7 @@ def experiment_cells(
     if experiment == "disparity":
         return disparity_sweep(seeds, ratios, clients)
     if experiment == "ablation":
-        return ablation(seeds, variants, clients)
+        return ablation(seeds, tuple(ABLATIONS) if variants is None else variants, clients)
     raise ConfigError(f"unknown experiment {experiment!r}; choose from {list(EXPERIMENTS)}")
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import pandas as pd
 
 from fedcare_core.experiments.cells import Cell
+from fedcare_core.experiments.selection import choose_on_validation, validation_ranks
 from fedcare_core.experiments.summary import (
     aggregate,
     load_rows,
@@ -108,6 +109,34 @@ def _privacy(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
     return out
 
 
+def _selection(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
+    """Validation metrics only: each variant's, their ranks and the variant the rule chooses."""
+    metrics = dict(_objectives(runs))
+    spec = [(f"{name}.val", head, digits) for name, head, digits in _metric_spec(runs)]
+    ranks = validation_ranks(summary, metrics)
+    chosen = choose_on_validation(summary, metrics)
+    lines = ["| variant | " + " | ".join(f"{n} rank" for n in metrics) + " | mean rank |"]
+    lines.append("| --- | " + " | ".join("---:" for _ in metrics) + " | ---: |")
+    for _, row in ranks.iterrows():
+        cells = [f"{int(row[f'{n}.rank'])}" for n in metrics]
+        lines.append(f"| {row['variant']} | " + " | ".join(cells) + f" | {row['mean_rank']:.2f} |")
+    return [
+        "## Validation metrics (pooled over each client's validation split)\n\n",
+        "No test metric is shown or used here: the choice below reads validation only.\n\n",
+        markdown_table(summary, ["variant"], spec),
+        "\n## Ranks on validation\n\n",
+        "\n".join(lines) + "\n",
+        f"\n**Chosen on validation: `{chosen}`** (lowest mean rank over the objectives; "
+        "`fedcare_core/experiments/selection.py`).\n",
+    ]
+
+
+def _is_test_column(column: str, metrics: dict[str, str]) -> bool:
+    """Whether a runs column holds a test metric (``<objective>``, ``.client_mean``, avg)."""
+    base = column.removesuffix(".client_mean")
+    return base in metrics or base == "avg_auroc"
+
+
 def experiment_tables(
     experiment: str, cells: Sequence[Cell], cells_dir: str | Path, *, dataset: str
 ) -> tuple[dict[str, str], pd.DataFrame, pd.DataFrame]:
@@ -116,7 +145,7 @@ def experiment_tables(
     Parameters
     ----------
     experiment
-        ``comparison``, ``clients``, ``disparity``, ``ablation`` or ``privacy``.
+        ``comparison``, ``clients``, ``disparity``, ``ablation``, ``privacy`` or ``selection``.
     cells
         The experiment's grid (every document must exist in ``cells_dir``).
     cells_dir
@@ -131,11 +160,16 @@ def experiment_tables(
         ``<experiment>.md``), the per-run frame and the summary frame.
     """
     runs = load_rows(cells, cells_dir)
+    if experiment == "selection":  # chosen on validation: the test metrics are left out
+        metrics = runs.attrs["metrics"]
+        runs = runs[[c for c in runs.columns if not _is_test_column(c, metrics)]]
+        runs.attrs["metrics"] = metrics
     summary = aggregate(runs)
     seeds = sorted(set(runs["seed"]))
+    shown = "pooled validation metrics only" if experiment == "selection" else "pooled test metrics"
     title = (
         f"# {experiment} — {dataset}\n\n{len(runs)} runs; seeds {seeds[0]}–{seeds[-1]} "
-        f"({len(seeds)}); mean ± std over seeds (ddof 1); pooled test metrics unless marked "
+        f"({len(seeds)}); mean ± std over seeds (ddof 1); {shown} unless marked "
         "'client mean' (mean over clients of each client's own test metric). A cell marked "
         "'k of n runs' averages the k runs that have a value; the others have none (no test "
         "label, or a diverged model whose error is infinite).\n\n"
@@ -156,6 +190,8 @@ def experiment_tables(
         body += _grids(summary, runs, "rho", "algorithm", "ρ")
     elif experiment == "privacy":
         body += _privacy(summary, runs)
+    elif experiment == "selection":
+        body += _selection(summary, runs)
     else:
         body += [markdown_table(summary, ["variant", "algorithm"], _metric_spec(runs))]
     files = {

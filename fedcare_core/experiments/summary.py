@@ -37,9 +37,9 @@ def run_row(cell: Cell, document: dict[str, Any]) -> dict[str, Any]:
     Returns
     -------
     dict
-        Setting columns, ``seed``, per objective ``<name>`` (pooled) and ``<name>.client_mean``,
-        ``avg_auroc``, under DP the ``epsilon`` spent, Stage 1's ``rounds_run`` and the run's
-        ``seconds``.
+        Setting columns, ``seed``, per objective ``<name>`` (pooled), ``<name>.client_mean``
+        and ``<name>.val`` (pooled on the validation splits), ``avg_auroc`` (``.val`` too),
+        under DP the ``epsilon`` spent, Stage 1's ``rounds_run`` and the run's ``seconds``.
     """
     row: dict[str, Any] = {
         "variant": cell.variant,
@@ -48,13 +48,17 @@ def run_row(cell: Cell, document: dict[str, Any]) -> dict[str, Any]:
         "rho": math.nan if cell.rho is None else cell.rho,
         "seed": cell.seed,
     }
-    aurocs = []
+    aurocs, val_aurocs = [], []
     for name, entry in document["objectives"].items():
         row[name] = _number(entry.get("pooled"))
         row[f"{name}.client_mean"] = _number(entry.get("mean_over_clients"))
+        row[f"{name}.val"] = _number((entry.get("validation") or {}).get("pooled"))
         if entry.get("metric") == "auroc" and math.isfinite(row[name]):
             aurocs.append(row[name])
+        if entry.get("metric") == "auroc" and math.isfinite(row[f"{name}.val"]):
+            val_aurocs.append(row[f"{name}.val"])
     row["avg_auroc"] = sum(aurocs) / len(aurocs) if aurocs else math.nan
+    row["avg_auroc.val"] = sum(val_aurocs) / len(val_aurocs) if val_aurocs else math.nan
     privacy = document.get("privacy")
     if privacy:  # a run under DP: the ε its rounds spent
         row["epsilon"] = _number(privacy.get("epsilon"))

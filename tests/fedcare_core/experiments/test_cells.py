@@ -95,3 +95,18 @@ def test_a_privacy_cell_sets_its_budget_and_seeds_its_noise_by_the_cells_seed():
     for bad in ("dp-eps0", "dp-epsx", "dp-eps-1", "dp-epsnan"):
         with pytest.raises(ConfigError, match="unknown variant"):
             Cell("fedcare", 0, 10, None, bad).config(ExperimentConfig())
+
+
+def test_the_selection_grid_runs_fedcare_as_the_paper_and_every_candidate():
+    from fedcare_core.experiments.cells import CANDIDATES
+
+    cells = experiment_cells("selection", 2)
+    assert {c.algorithm for c in cells} == {"fedcare"} and {c.clients for c in cells} == {30}
+    assert [c.variant for c in cells[::2]] == ["paper", *CANDIDATES]
+    for cell in cells:
+        config = cell.config(ExperimentConfig()).validate()
+        for section, values in CANDIDATES.get(cell.variant, {}).items():
+            for key, value in values.items():
+                assert getattr(getattr(config, section), key) == value
+    with pytest.raises(ConfigError, match="unknown candidate"):
+        experiment_cells("selection", 1, variants=["qp-scope-backbone"])

@@ -107,3 +107,33 @@ def test_a_table_says_how_many_runs_had_no_value(grid):
     assert "3.000 (1 of 2 runs)" in rows["| fedavg"]
     assert "(1 of 2 runs)" in rows["| fedavg"].split(" | ")[2]  # readmission: seed 0 has none
     assert "of 2 runs" not in rows["| fedcare"]
+
+
+def _val_doc(test: tuple[float, float, float], val: tuple[float, float, float]) -> dict:
+    doc = _doc(*test)
+    for name, value in zip(("early_discharge", "readmission", "los"), val, strict=True):
+        doc["objectives"][name]["validation"] = {"pooled": value, "mean_over_clients": value}
+    return doc
+
+
+def test_selection_reads_validation_only_and_chooses_by_mean_rank(tmp_path):
+    # "good-test" is best on every test metric and worst on validation: it must not be chosen.
+    docs = {
+        "paper": ((0.70, 0.60, 2.0), (0.70, 0.60, 2.0)),  # validation ranks 3, 2, 2
+        "s2-warm": ((0.71, 0.61, 1.9), (0.75, 0.59, 1.8)),  # 1, 3, 1
+        "s2-frozen": ((0.90, 0.90, 1.0), (0.60, 0.55, 2.5)),  # 4, 4, 4
+        "s2-frozen-warm": ((0.70, 0.60, 2.0), (0.72, 0.62, 2.1)),  # 2, 1, 3
+    }
+    cells = []
+    for variant, (test, val) in docs.items():
+        for seed in (0, 1):
+            cell = Cell("fedcare", seed, 30, None, variant)
+            (tmp_path / f"{cell.key}.json").write_text(json.dumps(_val_doc(test, val)))
+            cells.append(cell)
+    files, runs, summary = experiment_tables("selection", cells, tmp_path, dataset="toy")
+    md = files["selection.md"]
+    assert "**Chosen on validation: `s2-warm`**" in md  # mean ranks 2.33, 1.67, 4, 2
+    assert "| s2-frozen | 4 | 4 | 4 | 4.00 |" in md and "| paper | 3 | 2 | 2 | 2.33 |" in md
+    assert not {"early_discharge", "avg_auroc", "los.client_mean"} & set(runs.columns)
+    assert "0.9000" not in md and "0.90" not in files["selection_summary.csv"]
+    assert summary.set_index("variant").loc["paper", "avg_auroc.val.mean"] == pytest.approx(0.65)
