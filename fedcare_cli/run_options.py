@@ -87,6 +87,11 @@ def build_config(args: argparse.Namespace) -> ExperimentConfig:
         For an unreadable config file or any invalid value, naming the parameter.
     """
     base = ExperimentConfig() if args.config is None else load_config_file(args.config)
+    preset = getattr(args, "preset", None)
+    if preset is not None:
+        from fedcare_core.presets import with_preset
+
+        base = with_preset(base, preset)
     sections: dict[str, dict[str, Any]] = {"": {}, "data": {}, "stage1": {}, "stage2": {}}
     for flag, (section, key) in CONFIG_FLAGS.items():
         value = getattr(args, flag, None)
@@ -99,7 +104,13 @@ def build_config(args: argparse.Namespace) -> ExperimentConfig:
 
 
 def add_training_options(parser: Any) -> None:
-    """The Stage 1 and Stage 2 flags (``--rounds`` … ``--stage2-epochs``)."""
+    """The Stage 1 and Stage 2 flags (``--preset``, ``--rounds`` … ``--stage2-epochs``)."""
+    parser.add_argument(
+        "--preset",
+        choices=("paper", "recommended"),
+        help="starting configuration: paper (default: FedCARE as the paper describes it) or "
+        "recommended (chosen on validation scores; docs/RESULTS.md); other flags win over it",
+    )
     parser.add_argument("--rounds", type=int, help="Stage 1 rounds T (default 100)")
     parser.add_argument("--local-steps", type=int, help="τ (default 5)")
     parser.add_argument("--local-lr", type=float, help="η_l (default 0.001)")

@@ -29,7 +29,7 @@ SCHEMA_DECIDES = (
     "unseen_categories",
     "local_steps", "local_lr", "global_lr", "batch_size", "solver", "normalise", "qp_scope",
     "server_optimizer", "stage2_epochs", "stage2_backbone_lr_scale", "stage2_prox", "no_verify",
-    "stage2_head_init",
+    "stage2_head_init", "preset",
     "run_dir", "resume",
 )  # fmt: skip
 

@@ -171,13 +171,9 @@ class Stage2Config:
     eq. 15 literally), and the deployed model is the epoch with the lowest validation loss
     (``patience`` epochs without improvement end training early).
 
-    Beyond the paper, two ways to keep what Stage 1 learnt (both off by default):
-    ``backbone_lr_scale`` multiplies the backbone's learning rate (0 freezes it: only the
-    personal heads train and the backbone's BatchNorm statistics stay w*'s), and ``prox`` adds
-    ``prox/2 · ‖w_b − w*_b‖²`` to the objective, pulling the backbone toward w* as FedProx does.
-    ``head_init="global"`` starts each personal head as w*'s head of its objective, with zero
-    weights on the private inputs, so the starting model predicts as w* (to rounding); it is a
-    candidate too, deployed (``best_epoch`` 0) when no epoch improves its validation loss.
+    Beyond the paper (off by default; docs/DESIGN.md, "Stage 2"): ``backbone_lr_scale`` (0
+    freezes the backbone), ``prox`` (a pull ``prox/2 · ‖w_b − w*_b‖²`` toward w*) and
+    ``head_init="global"`` (heads start as w*'s, which stays deployed unless an epoch beats it).
     """
 
     epochs: int = 40

@@ -52,7 +52,8 @@ FEDERATION = "federation"
 FEDERATION_PARAMETERS = ("federation_state_dir", "federation_schema", "min_sites")
 #: Data parameters backend ``"federation"`` refuses: the schema and the sites decide them.
 NOT_WITH_FEDERATION = (
-    "data_dir", "clients", "rho", "features", "max_patients", "stage2_epochs", "config_file",
+    "data_dir", "clients", "rho", "features", "preset", "max_patients", "stage2_epochs",
+    "config_file",
 )  # fmt: skip
 
 
@@ -70,7 +71,7 @@ class FlowParameters:
         One nested MLflow run per algorithm × seed.
     seeds
         Experiment seeds.
-    clients, rounds, rho, features, max_patients, stage2_epochs
+    clients, rounds, rho, features, preset, max_patients, stage2_epochs
         As the ``fedcare run`` flags; ``None`` keeps the configuration's value.
     backend
         Where Stage 1 runs.
@@ -91,6 +92,7 @@ class FlowParameters:
     rounds: int | None = None
     rho: float | None = None
     features: str | None = None
+    preset: str | None = None
     max_patients: int | None = None
     stage2_epochs: int | None = None
     backend: str = "local"
@@ -234,10 +236,15 @@ class FlowParameters:
         _check_overrides(self.overrides)
 
     def base_config(self) -> ExperimentConfig:
-        """The configuration file's contents (defaults without one)."""
-        if self.config_file is None:
-            return ExperimentConfig()
-        return load_config_file(self.config_file)
+        """The configuration file's contents (defaults without one), then the preset's."""
+        base = (
+            ExperimentConfig() if self.config_file is None else load_config_file(self.config_file)
+        )
+        if self.preset is None:
+            return base
+        from fedcare_core.presets import with_preset
+
+        return with_preset(base, self.preset)
 
     def experiment_configs(self) -> list[ExperimentConfig]:
         """One validated configuration per algorithm × seed, algorithms first.

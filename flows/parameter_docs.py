@@ -56,6 +56,11 @@ FEDCARE_PARAMETERS: Mapping[str, str] = {
         "one Stage 1 over the sites per seed)."
     ),
     "rho": "Feature disparity ratio ρ in (0, 1) (null: the configuration's).",
+    "preset": (
+        'Starting configuration: "paper" (FedCARE as the paper describes it) or "recommended" '
+        "(chosen on validation scores; docs/RESULTS.md); null: the configuration's (paper); the "
+        "other parameters win over it."
+    ),
     "features": (
         'Feature set: "paper" (the paper\'s partition) or "admission" (early discharge and LOS see '
         "only what is known at admission, readmission the discharge-time features; Diabetes "
@@ -65,7 +70,7 @@ FEDCARE_PARAMETERS: Mapping[str, str] = {
         'Where the Stage 1 rounds run: "local", "flower-sim" or "flower-deployment" on the '
         'partitioned dataset, or "federation": over the real sites registered with the running '
         "coordinator of federation_state_dir (no data loaded or checked here; fedcare only; "
-        "data_dir, clients, rho, features, max_patients, stage2_epochs, config_file and "
+        "data_dir, clients, rho, features, preset, max_patients, stage2_epochs, config_file and "
         "overrides must stay null: the schema decides them; dataset must be the schema's; the "
         "data-check, "
         "Stage 2, registry and cache parameters do not apply)."
