@@ -17,7 +17,7 @@ from fedcare_core.experiments.cells import CANDIDATES
 __all__ = ["PRESETS", "RECOMMENDED_CANDIDATE", "with_preset"]
 
 #: The selection experiment's choice (docs/results/diabetes130/selection/selection.md).
-RECOMMENDED_CANDIDATE = "s2-frozen-warm"
+RECOMMENDED_CANDIDATE = "s1-adam-backbone+s2-frozen-warm"
 #: Preset name → the configuration sections it sets.
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "paper": {},

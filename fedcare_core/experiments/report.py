@@ -166,11 +166,15 @@ def experiment_tables(
         runs.attrs["metrics"] = metrics
     summary = aggregate(runs)
     seeds = sorted(set(runs["seed"]))
-    shown = "pooled validation metrics only" if experiment == "selection" else "pooled test metrics"
+    shown = (
+        "pooled validation metrics only."
+        if experiment == "selection"
+        else "pooled test metrics unless marked 'client mean' (mean over clients of each "
+        "client's own test metric)."
+    )
     title = (
         f"# {experiment} — {dataset}\n\n{len(runs)} runs; seeds {seeds[0]}–{seeds[-1]} "
-        f"({len(seeds)}); mean ± std over seeds (ddof 1); {shown} unless marked "
-        "'client mean' (mean over clients of each client's own test metric). A cell marked "
+        f"({len(seeds)}); mean ± std over seeds (ddof 1); {shown} A cell marked "
         "'k of n runs' averages the k runs that have a value; the others have none (no test "
         "label, or a diverged model whose error is infinite).\n\n"
     )
