@@ -17,7 +17,7 @@ from fedcare_core.config import (
     Stage2Config,
 )
 from fedcare_core.deployment import predictor_from_spec, predictor_scorer
-from fedcare_core.evaluate import evaluate
+from fedcare_core.evaluate import evaluate_with_validation
 from fedcare_core.runner import run_experiment
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 
@@ -43,7 +43,7 @@ def test_predictors_are_what_the_evaluation_scored(cohort, algorithm):
     result = run_experiment(cohort, PARTITION, _config(algorithm))
     fed = result.federation
     assert len(result.predictors) == len(fed.clients)
-    rescored = evaluate(fed, [predictor_scorer(p) for p in result.predictors])
+    rescored = evaluate_with_validation(fed, [predictor_scorer(p) for p in result.predictors])
     assert rescored == result.evaluation
     for client, predictor in zip(fed.clients, result.predictors, strict=True):
         assert predictor.objectives == client.objectives
