@@ -35,10 +35,10 @@ def stage1_rounds(
     return Rounds(stage1)
 
 
-def stage2_backbone(
+def stage2_start(
     stage1: Stage1Result, federation: Federation, config: ExperimentConfig
-) -> dict[str, torch.Tensor]:
-    """The converged backbone w* that every client's Stage 2 starts from.
+) -> tuple[dict[str, torch.Tensor], dict[str, dict[str, torch.Tensor]] | None]:
+    """What every client's Stage 2 starts from: w*'s backbone, and its heads when asked.
 
     Parameters
     ----------
@@ -47,15 +47,26 @@ def stage2_backbone(
     federation
         The clients (for the common input width).
     config
-        The experiment configuration (model widths).
+        The experiment configuration (model widths, ``stage2.head_init``).
 
     Returns
     -------
-    dict of str to torch.Tensor
-        The backbone's state dict.
+    tuple
+        The backbone's state dict, and each objective's head state dict with
+        ``stage2.head_init == "global"`` (else None).
     """
     model = load_global_model(stage1, federation.common_width, config.model)
-    return model.backbone.state_dict()
+    heads = None
+    if config.stage2.head_init == "global":
+        heads = {s: dict(head.state_dict()) for s, head in model.heads.items()}
+    return model.backbone.state_dict(), heads
+
+
+def stage2_backbone(
+    stage1: Stage1Result, federation: Federation, config: ExperimentConfig
+) -> dict[str, torch.Tensor]:
+    """The converged backbone w* that every client's Stage 2 starts from (:func:`stage2_start`)."""
+    return stage2_start(stage1, federation, config)[0]
 
 
 def global_predictors(inputs: RunInputs, stage1: Stage1Result) -> list[ClientPredictor]:
@@ -83,12 +94,7 @@ class FedCare(Algorithm):
 
     def personalisation(self, inputs: RunInputs, rounds: Rounds) -> Personalisation:
         """Every client of the federation, sharing w*'s backbone and the objective kinds."""
-        config = inputs.config
-        backbone = stage2_backbone(rounds.stage1, inputs.federation, config)
-        heads = None
-        if config.stage2.head_init == "global":
-            model = load_global_model(rounds.stage1, inputs.federation.common_width, config.model)
-            heads = {s: head.state_dict() for s, head in model.heads.items()}
+        backbone, heads = stage2_start(rounds.stage1, inputs.federation, inputs.config)
         shared = (backbone, objective_kinds(inputs.federation), heads)
         return Personalisation(inputs.federation.clients, shared)
 
