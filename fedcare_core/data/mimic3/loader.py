@@ -371,12 +371,16 @@ class _Chosen:
         Raises
         ------
         DataError
-            From the listfiles, or if no stay's subject is listed.
+            From the listfiles, or if the cohort has no stay of a train or of a test subject.
         """
         part = read_benchmark_split(task_dir).part_of(self.stays["SUBJECT_ID"].to_numpy())
         listed = part != ""
-        if not listed.any():
-            raise DataError("no cohort stay's subject is in the benchmark's listfiles")
+        for name in ("train", "test"):
+            if not (part == name).any():
+                raise DataError(
+                    f"no stay of the cohort belongs to a subject of the {name} listfile",
+                    file=str(Path(task_dir) / name / "listfile.csv"),
+                )
         note = (
             f"benchmark split: {int((part == 'train').sum())} train and "
             f"{int((part == 'test').sum())} test stays; excluded {int((~listed).sum())} stays "

@@ -145,6 +145,7 @@ def test_the_benchmark_listfiles_fix_the_test_patients(tmp_path: Path) -> None:
             r"'stay'; row 2: stay must",
         ),
         (["1_episode1_timeseries.csv"], ["1_episode2_timeseries.csv"], "in both the train"),
+        (["1_episode1_timeseries.csv"], ["99_episode1_timeseries.csv"], "of the test listfile"),
     ],
 )
 def test_a_bad_listfile_is_refused_naming_file_and_rows(
