@@ -127,6 +127,7 @@ def with_disparity(partition: FeaturePartition, rho: float, seed: int = 0) -> Fe
 #: When a feature's value is known, earliest first: at admission, by the end of the stay
 #: (totals, in-stay results and medication changes, codes assigned during it), at discharge.
 AVAILABILITY = ("admission", "stay", "discharge")
+_ORDER = {t: i for i, t in enumerate(AVAILABILITY)}
 
 
 def at_prediction_time(
@@ -173,16 +174,15 @@ def at_prediction_time(
         an objective see a feature known only after its prediction time.
     """
     moves = dict(moves or {})
-    order = {t: i for i, t in enumerate(AVAILABILITY)}
     features = set(partition.all_features) | {f for fs in moves.values() for f in fs}
-    _check_times(available, features, "feature", order)
-    _check_times(prediction_time, set(partition.private) | set(moves), "objective", order)
+    _check_times(available, features, "feature")
+    _check_times(prediction_time, set(partition.private) | set(moves), "objective")
 
     def known(feature: str, objective: str) -> bool:
-        return order[available[feature]] <= order[prediction_time[objective]]
+        return _ORDER[available[feature]] <= _ORDER[prediction_time[objective]]
 
-    earliest = min((prediction_time[s] for s in partition.private), key=order.__getitem__)
-    common = tuple(f for f in partition.common if order[available[f]] <= order[earliest])
+    earliest = min((prediction_time[s] for s in partition.private), key=_ORDER.__getitem__)
+    common = tuple(f for f in partition.common if _ORDER[available[f]] <= _ORDER[earliest])
     late = [f for f in partition.common if f not in common]
     private: dict[str, tuple[str, ...]] = {}
     for name, pool in partition.private.items():
@@ -205,10 +205,9 @@ def check_prediction_times(
     ConfigError
         Naming the objective, the features and their times.
     """
-    order = {t: i for i, t in enumerate(AVAILABILITY)}
     for name in partition.private:
         seen = partition.common + partition.private_for([name])
-        late = [f for f in seen if order[available[f]] > order[prediction_time[name]]]
+        late = [f for f in seen if _ORDER[available[f]] > _ORDER[prediction_time[name]]]
         if late:
             raise ConfigError(
                 f"objective {name!r} is predicted at {prediction_time[name]} but would see "
@@ -216,13 +215,11 @@ def check_prediction_times(
             )
 
 
-def _check_times(
-    times: Mapping[str, str], names: set[str], what: str, order: Mapping[str, int]
-) -> None:
+def _check_times(times: Mapping[str, str], names: set[str], what: str) -> None:
     missing = sorted(names - set(times))
     if missing:
         raise ConfigError(f"no time of availability declared for {what}(s) {', '.join(missing)}")
-    unknown = sorted(f"{n}={t!r}" for n, t in times.items() if n in names and t not in order)
+    unknown = sorted(f"{n}={t!r}" for n, t in times.items() if n in names and t not in _ORDER)
     if unknown:
         raise ConfigError(
             f"unknown time(s) {', '.join(unknown)}; expected one of {', '.join(AVAILABILITY)}"
