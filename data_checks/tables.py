@@ -26,8 +26,7 @@ from fedcare_core.data.federation import (
     SPLITS,
     ClientData,
     Federation,
-    assign_patients,
-    subsample_patients,
+    place_patients,
 )
 from fedcare_core.data.mimic3 import MIMIC3_REQUIRED_COLUMNS
 from fedcare_core.errors import DataError
@@ -273,10 +272,9 @@ class PatientAssignment:
 def recompute_assignment(cohort: Cohort, config: DataConfig, seed: int) -> PatientAssignment:
     """Recompute the row → (client, split) assignment that ``build_federation`` makes.
 
-    This repeats the core's steps (optional patient subsampling, then
-    :func:`~fedcare_core.data.federation.assign_patients`, then the per-client seeded split by
-    patient) with the same seed, so it names the same places. It is a stop-gap until the core
-    exposes the assignment it used.
+    This repeats the core's steps (:func:`~fedcare_core.data.federation.place_patients`,
+    then the per-client seeded split by patient) with the same seed, so it names the same
+    places. It is a stop-gap until the core exposes the assignment it used.
 
     Parameters
     ----------
@@ -296,13 +294,13 @@ def recompute_assignment(cohort: Cohort, config: DataConfig, seed: int) -> Patie
     # The core's split helper is private: importing it keeps this copy from drifting.
     from fedcare_core.data.federation import split_patients
 
-    if config.max_patients is not None:
-        cohort = subsample_patients(cohort, config.max_patients, seed)
-    client = assign_patients(cohort, config, seed)
+    cohort, client = place_patients(cohort, config, seed)
     split = np.full(cohort.n_rows, "", dtype=object)
     for k in range(config.clients):
         rows = np.flatnonzero(client == k)
-        for name, pats in split_patients(cohort.patient[rows], config, seed, k).items():
+        for name, pats in split_patients(
+            cohort.patient[rows], config, seed, k, cohort.test_patients
+        ).items():
             split[rows[np.isin(cohort.patient[rows], pats)]] = name
     return PatientAssignment(patient=np.asarray(cohort.patient), client=client, split=split)
 

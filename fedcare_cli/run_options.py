@@ -43,6 +43,7 @@ CONFIG_FLAGS: dict[str, tuple[str, str]] = {
     "cohort": ("data", "cohort"),
     "benchmark_split": ("data", "benchmark_split"),
     "max_patients": ("data", "max_patients"),
+    "max_patients_per_client": ("data", "max_patients_per_client"),
     "unseen_categories": ("data", "unseen_categories"),
     "rounds": ("stage1", "rounds"),
     "local_steps": ("stage1", "local_steps"),
@@ -218,6 +219,12 @@ def add_parser(sub: Any, backends: tuple[str, ...]) -> None:
         "(train/listfile.csv, test/listfile.csv); its test patients are every client's test set",
     )
     run.add_argument("--max-patients", type=int, help="subsample the cohort (quick trials)")
+    run.add_argument(
+        "--max-patients-per-client",
+        type=int,
+        metavar="N",
+        help="keep at most N patients of each client, drawn at random (small hospitals)",
+    )
     add_unseen_categories_option(run)
     add_training_options(run)
     run.add_argument(

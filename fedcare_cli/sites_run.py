@@ -26,7 +26,7 @@ from fedcare_core.sites import federation_of_sites
 SCHEMA_DECIDES = (
     "config", "dataset", "data_dir", "algorithm", "clients", "rho", "split",
     "objectives_per_client", "readmission", "features", "cohort", "benchmark_split", "max_patients",
-    "unseen_categories",
+    "max_patients_per_client", "unseen_categories",
     "local_steps", "local_lr", "global_lr", "batch_size", "solver", "normalise", "qp_scope",
     "server_optimizer", "stage2_epochs", "stage2_backbone_lr_scale", "stage2_prox", "no_verify",
     "stage2_head_init", "preset",

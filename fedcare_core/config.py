@@ -278,6 +278,7 @@ class DataConfig:
     val_fraction: float = 0.1
     readmission: str = "30d"
     max_patients: int | None = None
+    max_patients_per_client: int | None = None
     unseen_categories: str = "refuse"
     features: str = "paper"
     cohort: str | None = None
@@ -456,6 +457,7 @@ RANGES: dict[str, dict[str, Range]] = {
         "train_fraction": OPEN_UNIT,
         "val_fraction": HALF_OPEN_UNIT,
         "max_patients": Range(1, MAX_PATIENTS),
+        "max_patients_per_client": Range(1, MAX_PATIENTS),
     },
 }
 
@@ -488,13 +490,3 @@ def load_config_file(path: str | Path) -> ExperimentConfig:
         return ExperimentConfig.from_dict(raw)
     except ConfigError as exc:
         raise ConfigError(f"config {path}: {exc}") from None
-
-
-def baby_config(dataset: str = "diabetes130", seed: int = 0) -> ExperimentConfig:
-    """A tiny configuration (3 clients, 2 rounds, a few hundred patients) that runs in seconds."""
-    return ExperimentConfig(
-        seed=seed,
-        data=DataConfig(dataset=dataset, clients=3, max_patients=600),
-        stage1=Stage1Config(rounds=2, batch_size=64),
-        stage2=Stage2Config(epochs=2, batch_size=64, patience=2),
-    ).validate()

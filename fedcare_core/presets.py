@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from fedcare_core.config import ExperimentConfig
+from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config
 from fedcare_core.errors import ConfigError
 from fedcare_core.experiments.cells import CANDIDATES
 
-__all__ = ["PRESETS", "RECOMMENDED_CANDIDATE", "with_preset"]
+__all__ = ["PRESETS", "RECOMMENDED_CANDIDATE", "baby_config", "with_preset"]
 
 #: The selection experiment's choice (docs/results/diabetes130/selection/selection.md).
 RECOMMENDED_CANDIDATE = "s1-adam-backbone+s2-frozen-warm"
@@ -39,3 +39,13 @@ def with_preset(config: ExperimentConfig, name: str) -> ExperimentConfig:
         )
     sections = {section: dict(values) for section, values in PRESETS[name].items()}
     return config.with_overrides(**sections) if sections else config
+
+
+def baby_config(dataset: str = "diabetes130", seed: int = 0) -> ExperimentConfig:
+    """A tiny configuration (3 clients, 2 rounds, a few hundred patients) that runs in seconds."""
+    return ExperimentConfig(
+        seed=seed,
+        data=DataConfig(dataset=dataset, clients=3, max_patients=600),
+        stage1=Stage1Config(rounds=2, batch_size=64),
+        stage2=Stage2Config(epochs=2, batch_size=64, patience=2),
+    ).validate()

@@ -64,6 +64,8 @@ _VARIANT_TOKENS: dict[str, Callable[[Any], str]] = {
     "data.cover_all_objectives": lambda v: "cover" if v else "nocover",
     "data.readmission": lambda v: f"readm-{v}",
     "data.max_patients": lambda v: "nall" if v is None else f"n{v}",
+    "data.max_patients_per_client": lambda v: "capall" if v is None else f"cap{v}",
+    "data.features": lambda v: f"features-{v}",
     "stage1.solver": str,
     "stage1.normalise": lambda v: f"norm-{v}",
     "stage1.qp_scope": lambda v: f"qp-{v}",

@@ -190,6 +190,11 @@ def subsample_patients(cohort: Cohort, max_patients: int, seed: int) -> Cohort:
     if max_patients >= len(uniq):
         return cohort
     keep = derive_rng(seed, "subsample").choice(uniq, size=max_patients, replace=False)
+    return _keep_patients(cohort, keep, f"subsampled to {max_patients} patients")
+
+
+def _keep_patients(cohort: Cohort, keep: np.ndarray, note: str) -> Cohort:
+    """The cohort's rows of the patients in ``keep``, with ``note`` added to its notes."""
     mask = np.isin(cohort.patient, keep)
     return Cohort(
         dataset=cohort.dataset,
@@ -201,10 +206,42 @@ def subsample_patients(cohort: Cohort, max_patients: int, seed: int) -> Cohort:
         patient=cohort.patient[mask],
         strata=None if cohort.strata is None else cohort.strata.loc[mask].reset_index(drop=True),
         source_sha256=cohort.source_sha256,
-        notes=(*cohort.notes, f"subsampled to {max_patients} patients"),
+        notes=(*cohort.notes, note),
         vocabularies=cohort.vocabularies,
         test_patients=cohort.test_patients,
     )
+
+
+def place_patients(cohort: Cohort, config: DataConfig, seed: int) -> tuple[Cohort, np.ndarray]:
+    """The rows a federation is built from and each row's client.
+
+    ``max_patients`` subsamples the cohort first; the patients are then assigned to clients
+    (:func:`assign_patients`); ``max_patients_per_client`` then keeps at most that many of
+    each client's patients, drawn at random (seeded, a stream per client): small hospitals.
+
+    Returns
+    -------
+    cohort, client_of_row
+        The kept rows and the client index of each.
+    """
+    if config.max_patients is not None:
+        cohort = subsample_patients(cohort, config.max_patients, seed)
+    client_of_row = assign_patients(cohort, config, seed)
+    cap = config.max_patients_per_client
+    if cap is None:
+        return cohort, client_of_row
+    keep = []
+    for k in range(config.clients):
+        patients = np.unique(cohort.patient[client_of_row == k])
+        if len(patients) > cap:
+            patients = derive_rng(seed, "client-cap", k).choice(patients, size=cap, replace=False)
+        keep.append(patients)
+    kept = np.concatenate(keep)
+    if len(kept) == len(np.unique(cohort.patient)):
+        return cohort, client_of_row
+    mask = np.isin(cohort.patient, kept)
+    capped = _keep_patients(cohort, kept, f"at most {cap} patients per client")
+    return capped, client_of_row[mask]
 
 
 def build_federation(
@@ -245,13 +282,11 @@ def build_federation(
         objective it pursues, or no labelled row at all for an objective.
     """
     _check_partition(cohort, partition)
-    if config.max_patients is not None:
-        cohort = subsample_patients(cohort, config.max_patients, seed)
+    cohort, client_of_row = place_patients(cohort, config, seed)
     client_objectives = draw_client_objectives(
         tuple(o.name for o in cohort.objectives), config, seed
     )
     pursued = {name for objs in client_objectives for name in objs}
-    client_of_row = assign_patients(cohort, config, seed)
     encoding = ClientEncoding(
         partition, frozenset(cohort.numeric_features), max_categories, cohort.vocabularies
     )

@@ -314,3 +314,16 @@ def test_minimum_rows_per_class_is_configurable(setup: Setup, tmp_path: Path) ->
         "training rows of class 0",
         "training rows of class 1",
     ]
+
+
+def test_a_capped_federation_passes_and_its_assignment_matches_the_build(tmp_path: Path) -> None:
+    cohort = make_cohort(300)
+    config = DataConfig(clients=3, max_patients_per_client=60)
+    federation = build_federation(cohort, PARTITION, config, seed=0)
+    assignment = recompute_assignment(cohort, config, 0)
+    assert len(assignment.patient) == sum(
+        c.train.n + c.val.n + c.test.n for c in federation.clients
+    )
+    assert set(np.unique(assignment.split)) == {"train", "val", "test"}
+    report = run_checks(*federation_checks(federation, assignment), tmp_path)
+    assert report.passed, report.summary()

@@ -22,12 +22,12 @@ from fedcare_core.config import (
     ModelConfig,
     Stage1Config,
     Stage2Config,
-    baby_config,
     load_config_file,
 )
 from fedcare_core.config_fields import Range, field_kinds
 from fedcare_core.errors import ConfigError
 from fedcare_core.output_paths import check_output_dir, check_output_file
+from fedcare_core.presets import baby_config
 
 NAN, INF = float("nan"), float("inf")
 

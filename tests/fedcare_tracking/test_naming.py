@@ -9,8 +9,8 @@ from fedcare_core.config import (
     ExperimentConfig,
     Stage1Config,
     Stage2Config,
-    baby_config,
 )
+from fedcare_core.presets import baby_config
 from fedcare_tracking import naming
 
 

@@ -6,6 +6,7 @@ from fedcare_core.data.federation import (
     assign_patients,
     build_federation,
     draw_client_objectives,
+    place_patients,
 )
 from fedcare_core.errors import DataError
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
@@ -46,6 +47,32 @@ def test_dirichlet_split_is_skewed_by_stratum():
     strata = cohort.strata.to_numpy()
     shares = [np.mean(strata[client == k] == "1") for k in range(3) if (client == k).any()]
     assert max(shares) - min(shares) > 0.2
+
+
+@pytest.mark.parametrize("split", ["iid", "dirichlet"])
+def test_a_client_cap_keeps_at_most_that_many_patients_per_client(split):
+    cohort = make_cohort(600, rows_per_patient=2)
+    config = DataConfig(clients=3, client_split=split, max_patients_per_client=40)
+    kept, client = place_patients(cohort, config, seed=3)
+    uncapped = assign_patients(cohort, config, seed=3)
+    for k in range(3):
+        patients = np.unique(kept.patient[client == k])
+        assert len(patients) == min(40, len(np.unique(cohort.patient[uncapped == k])))
+        # Kept patients stay at the client the uncapped assignment gave them, all their rows.
+        assert set(np.unique(cohort.patient[uncapped == k])) >= set(patients)
+        assert np.sum(np.isin(cohort.patient, patients)) == np.sum(client == k)
+    again, client_again = place_patients(cohort, config, seed=3)
+    assert np.array_equal(again.patient, kept.patient) and np.array_equal(client, client_again)
+    fed = build_federation(cohort, PARTITION, config, seed=3)
+    assert sum(c.train.n + c.val.n + c.test.n for c in fed.clients) == kept.n_rows
+
+
+def test_a_cap_above_every_client_changes_nothing():
+    cohort = make_cohort(120)
+    config = DataConfig(clients=3, max_patients_per_client=1000)
+    kept, client = place_patients(cohort, config, seed=0)
+    assert kept is cohort
+    assert np.array_equal(client, assign_patients(cohort, config, seed=0))
 
 
 def test_splits_are_patient_disjoint_and_encoders_agree():
