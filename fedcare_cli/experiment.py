@@ -1,6 +1,7 @@
 """``fedcare experiment``: the paper's experiments as grids of runs, with tables and figures.
 
-``fedcare experiment comparison|clients|disparity|ablation|privacy`` runs one experiment;
+``fedcare experiment comparison|clients|disparity|ablation|privacy|selection|recommended`` runs one
+experiment;
 ``fedcare experiment programme`` runs the comparison, the client sweep and the disparity sweep
 one after another and reports the whole programme's wall time. Runs go through the experiment
 engine on Dask (a local cluster of one worker process per core, or an existing cluster with
@@ -22,10 +23,11 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from fedcare_cli.options import add_unseen_categories_option
 from fedcare_core.algorithms import ALGORITHM_NAMES, get_algorithm
-from fedcare_core.config import DATASETS, RANGES, ExperimentConfig
+from fedcare_core.config import DATASETS, FEATURE_SETS, RANGES, ExperimentConfig
 from fedcare_core.errors import ConfigError
 from fedcare_core.experiments.cells import (
     ABLATIONS,
+    ALL_LABELS,
     CANDIDATES,
     CLIENT_COUNTS,
     DISPARITY_RATIOS,
@@ -33,6 +35,8 @@ from fedcare_core.experiments.cells import (
     PRIVACY_BUDGETS,
     PRIVACY_COUNTS,
     PROGRAMME,
+    RECOMMENDED_SETTINGS,
+    SETTINGS,
     Cell,
     check_grid,
     experiment_cells,
@@ -151,6 +155,19 @@ def add_parser(sub: Any) -> None:
         help=f"ablations to run (default all: {', '.join(ABLATIONS)}); selection: candidates "
         f"(default all: {', '.join(CANDIDATES)})",
     )
+    exp.add_argument(
+        "--settings",
+        type=_names,
+        default=list(RECOMMENDED_SETTINGS),
+        help=f"recommended experiment: federation settings (from {', '.join(SETTINGS)}; "
+        f"default {','.join(RECOMMENDED_SETTINGS)})",
+    )
+    exp.add_argument(
+        "--features",
+        choices=FEATURE_SETS,
+        default="paper",
+        help="feature partition of every run (Diabetes 130; see fedcare run --features)",
+    )
     exp.add_argument("--rounds", type=int, help="Stage 1 / federated rounds T (default 100)")
     exp.add_argument("--max-patients", type=int, help="subsample the cohort (quick trials)")
     add_unseen_categories_option(exp)
@@ -233,6 +250,7 @@ def _cells(name: str, args: argparse.Namespace) -> list[Cell]:
         algorithms=args.algorithms,
         variants=args.variants,
         budgets=args.budgets,
+        settings=args.settings,
     )
 
 
@@ -258,13 +276,17 @@ def check_options(args: argparse.Namespace, names: list[str]) -> ExperimentConfi
         check_address(args.dask_address, "--dask-address")
     try:
         for algorithm in args.algorithms or []:
-            get_algorithm(algorithm)
+            if algorithm != ALL_LABELS or names != ["recommended"]:
+                get_algorithm(algorithm)
     except ConfigError as exc:
         raise ConfigError(f"--algorithms: {exc}") from None
     known = CANDIDATES if names == ["selection"] else ABLATIONS
     unknown = [v for v in args.variants or [] if v not in known]
     if unknown:
         raise ConfigError(f"--variants: unknown variant(s) {unknown}; choose from {list(known)}")
+    unknown = [v for v in args.settings if v not in SETTINGS]
+    if unknown:
+        raise ConfigError(f"--settings: unknown setting(s) {unknown}; choose from {list(SETTINGS)}")
     base = grid_base(
         args.dataset,
         rounds=args.rounds,
@@ -273,6 +295,8 @@ def check_options(args: argparse.Namespace, names: list[str]) -> ExperimentConfi
     )
     if args.unseen_categories is not None:
         base = base.with_overrides(data={"unseen_categories": args.unseen_categories})
+    if args.features != "paper":
+        base = base.with_overrides(data={"features": args.features})
     for name in names:
         check_grid(_cells(name, args), base)
     check_output_dir(args.out or Path(".experiments") / args.dataset)

@@ -12,12 +12,10 @@ from typing import Any
 
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config
 from fedcare_core.errors import ConfigError
-from fedcare_core.experiments.cells import CANDIDATES
+from fedcare_core.experiments.cells import CANDIDATES, RECOMMENDED_CANDIDATE
 
 __all__ = ["PRESETS", "RECOMMENDED_CANDIDATE", "baby_config", "with_preset"]
 
-#: The selection experiment's choice (docs/results/diabetes130/selection/selection.md).
-RECOMMENDED_CANDIDATE = "s1-adam-backbone+s2-frozen-warm"
 #: Preset name → the configuration sections it sets.
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "paper": {},

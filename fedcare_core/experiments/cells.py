@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from fedcare_core.config import DataConfig, ExperimentConfig
+from fedcare_core.config import DATASET_OBJECTIVES, DataConfig, ExperimentConfig
 from fedcare_core.errors import ConfigError
 
 #: Every method of paper §V-B, the two bounds included, in the tables' order.
@@ -57,12 +57,39 @@ CANDIDATES: dict[str, dict[str, dict[str, Any]]] = {
 }
 #: K of the selection grid: where federation matters (issue 18).
 SELECTION_CLIENTS = 30
+#: The selection experiment's choice (docs/results/diabetes130/selection/selection.md), which
+#: is ``--preset recommended``.
+RECOMMENDED_CANDIDATE = "s1-adam-backbone+s2-frozen-warm"
+#: Patients kept per client in the ``small`` (small hospitals) setting.
+SMALL_HOSPITAL_PATIENTS = 300
+#: Federation settings of the ``recommended`` experiment: name → data fields it sets.
+SETTINGS: dict[str, dict[str, Any]] = {
+    "iid": {},
+    "dirichlet": {"client_split": "dirichlet"},
+    "small": {"max_patients_per_client": SMALL_HOSPITAL_PATIENTS},
+}
+#: The ``recommended`` experiment's defaults: its settings, K values and comparators (the
+#: paper's FedCARE is the ``paper`` variant's ``fedcare``).
+RECOMMENDED_SETTINGS = ("iid", "small")
+RECOMMENDED_COUNTS = (30,)
+RECOMMENDED_BASELINES = ("fedavg", "fedprox", "pafnet", "local", "fedcare")
+#: The true all-labels centralised reference: every client holds every objective (its labels
+#: and private features), and Centralised pools them all: the whole dataset in one place.
+ALL_LABELS = "all-labels"
 #: Privacy budgets ε of the privacy–utility experiment (None: no DP, the comparison's runs).
 PRIVACY_BUDGETS: tuple[float | None, ...] = (1.0, 3.0, 8.0, None)
 #: Its client counts and methods (FedCARE-B shares FedCARE's Stage 1, so costs little more).
 PRIVACY_COUNTS = (10, 30)
 PRIVACY_ALGORITHMS = ("fedcare", "fedcare-b", "fedavg")
-EXPERIMENTS = ("comparison", "clients", "disparity", "ablation", "privacy", "selection")
+EXPERIMENTS = (
+    "comparison",
+    "clients",
+    "disparity",
+    "ablation",
+    "privacy",
+    "selection",
+    "recommended",
+)
 
 
 def privacy_variant(budget: float | None) -> str:
@@ -81,6 +108,8 @@ def variant_overrides(variant: str) -> dict[str, dict[str, Any]]:
     for named in (ABLATIONS, CANDIDATES):
         if variant in named:
             return {name: dict(values) for name, values in named[variant].items()}
+    if variant == ALL_LABELS:  # the dataset's objective count is filled in by Cell.config
+        return {"data": {}}
     if variant.startswith("dp-eps"):
         try:
             budget = float(variant.removeprefix("dp-eps"))
@@ -90,7 +119,7 @@ def variant_overrides(variant: str) -> dict[str, dict[str, Any]]:
             return {"stage1": {"dp_epsilon": budget}}
     raise ConfigError(
         f"unknown variant {variant!r}; choose an ablation ({sorted(ABLATIONS)}), a candidate "
-        f"({sorted(CANDIDATES)}) or dp-eps<ε>"
+        f"({sorted(CANDIDATES)}), {ALL_LABELS} or dp-eps<ε>"
     )
 
 
@@ -110,6 +139,8 @@ class Cell:
         Disparity ratio ρ, or None for the dataset's default partition.
     variant
         Ablation name (:data:`ABLATIONS`); ``"paper"`` is the SPEC's configuration.
+    setting
+        Federation setting (:data:`SETTINGS`); ``"iid"`` is the base's split.
     """
 
     algorithm: str
@@ -117,27 +148,36 @@ class Cell:
     clients: int
     rho: float | None = None
     variant: str = "paper"
+    setting: str = "iid"
 
     @property
     def key(self) -> str:
         """File-name-safe identity of the run (no experiment name: equal runs share it)."""
         rho = "default" if self.rho is None else f"{self.rho:g}"
-        return f"{self.variant}__{self.algorithm}__K{self.clients}__rho{rho}__seed{self.seed}"
+        setting = "" if self.setting == "iid" else f"__{self.setting}"
+        return (
+            f"{self.variant}__{self.algorithm}__K{self.clients}__rho{rho}{setting}__seed{self.seed}"
+        )
 
     def config(self, base: ExperimentConfig) -> ExperimentConfig:
-        """``base`` with this cell's algorithm, seed, K, ρ and ablation applied (validated)."""
+        """``base`` with this cell's algorithm, seed, K, ρ, variant and setting (validated)."""
         sections: dict[str, Any] = variant_overrides(self.variant)
         if "dp_epsilon" in sections.get("stage1", {}):
             # Research runs: seeded noise, a stream of its own per seed, so a cell is
             # reproducible and the seeds' noise independent.
             sections["stage1"]["dp_noise_seed"] = self.seed
-        sections.setdefault("data", {}).update(clients=self.clients, rho=self.rho)
+        if self.variant == ALL_LABELS:
+            sections["data"]["objectives_per_client"] = DATASET_OBJECTIVES[base.data.dataset]
+        if self.setting not in SETTINGS:
+            raise ConfigError(f"unknown setting {self.setting!r}; choose from {list(SETTINGS)}")
+        data = sections.setdefault("data", {})
+        data.update(SETTINGS[self.setting], clients=self.clients, rho=self.rho)
         return replace(base, algorithm=self.algorithm, seed=self.seed).with_overrides(**sections)
 
     def stage1_key(self) -> tuple[Any, ...]:
         """Cells with equal keys share Stage 1 (FedCARE and FedCARE-B of the same setting)."""
         algorithm = "fedcare" if self.algorithm in ("fedcare", "fedcare-b") else self.algorithm
-        return (self.variant, algorithm, self.clients, self.rho, self.seed)
+        return (self.variant, algorithm, self.clients, self.rho, self.setting, self.seed)
 
 
 def _seeds(seeds: int | Sequence[int]) -> list[int]:
@@ -211,6 +251,35 @@ def selection(
     ]
 
 
+def recommended_grid(
+    seeds: int | Sequence[int],
+    settings: Sequence[str] = RECOMMENDED_SETTINGS,
+    counts: Sequence[int] = RECOMMENDED_COUNTS,
+    baselines: Sequence[str] = RECOMMENDED_BASELINES,
+) -> list[Cell]:
+    """The recommended preset against each method, paired by seed, in each setting and K.
+
+    Every seed of a setting runs FedCARE with :data:`RECOMMENDED_CANDIDATE` and each method of
+    ``baselines`` (``fedcare`` there is the paper's FedCARE); ``centralised`` is the
+    federation-information bound and ``all-labels`` the whole-dataset reference
+    (:data:`ALL_LABELS`).
+    """
+    unknown = sorted(set(settings) - set(SETTINGS))
+    if unknown:
+        raise ConfigError(f"unknown setting(s) {unknown}; choose from {list(SETTINGS)}")
+    cells = []
+    for setting in settings:
+        for k in counts:
+            for s in _seeds(seeds):
+                cells.append(Cell("fedcare", s, k, None, RECOMMENDED_CANDIDATE, setting))
+                for a in baselines:
+                    if a == ALL_LABELS:
+                        cells.append(Cell("centralised", s, k, None, ALL_LABELS, setting))
+                    else:
+                        cells.append(Cell(a, s, k, None, "paper", setting))
+    return cells
+
+
 def privacy_sweep(
     seeds: int | Sequence[int],
     budgets: Sequence[float | None] = PRIVACY_BUDGETS,
@@ -250,14 +319,15 @@ def experiment_cells(
     algorithms: Sequence[str] | None = None,
     variants: Sequence[str] | None = None,
     budgets: Sequence[float | None] = PRIVACY_BUDGETS,
+    settings: Sequence[str] = RECOMMENDED_SETTINGS,
 ) -> list[Cell]:
     """The grid of one experiment.
 
     Parameters
     ----------
     experiment
-        ``comparison``, ``clients``, ``disparity``, ``ablation``, ``privacy`` or
-        ``selection``.
+        ``comparison``, ``clients``, ``disparity``, ``ablation``, ``privacy``,
+        ``selection`` or ``recommended``.
     seeds
         A count (seeds 0..n−1) or the seeds themselves.
     clients
@@ -272,12 +342,18 @@ def experiment_cells(
         The ablations (or the selection's candidates) to run (None: all).
     budgets
         The privacy grid's ε values (None in it: no DP).
+    settings
+        The recommended experiment's federation settings (:data:`SETTINGS`).
 
     Returns
     -------
     list[Cell]
         The experiment's cells.
     """
+    if experiment == "recommended":
+        return recommended_grid(
+            seeds, settings, counts or RECOMMENDED_COUNTS, algorithms or RECOMMENDED_BASELINES
+        )
     if experiment == "selection":
         k = SELECTION_CLIENTS if clients is None else clients
         return selection(seeds, tuple(CANDIDATES) if variants is None else variants, k)

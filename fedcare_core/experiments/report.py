@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fedcare_core.experiments.cells import Cell
+from fedcare_core.experiments.cells import ALL_LABELS, RECOMMENDED_CANDIDATE, Cell
 from fedcare_core.experiments.selection import choose_on_validation, validation_ranks
 from fedcare_core.experiments.summary import (
     aggregate,
@@ -62,12 +62,12 @@ def _grids(
     return out
 
 
-def _paired(runs: pd.DataFrame) -> str:
-    """FedCARE − method per seed: mean ± std, and the seeds where FedCARE is ahead."""
+def _paired(runs: pd.DataFrame, reference: str = "fedcare", label: str = "FedCARE") -> str:
+    """Reference − method per seed: mean ± std, and the seeds where the reference is ahead."""
     pairs = _objectives(runs)
     metrics = [name for name, _ in pairs] + ["avg_auroc"]
     lower_better = {name for name, metric in pairs if metric != "auroc"}
-    diff = paired_differences(runs, "fedcare", metrics)
+    diff = paired_differences(runs, reference, metrics)
     heads = ["method"] + [f"Δ {m}" for m in metrics] + ["seeds"]
     lines = [
         "| " + " | ".join(heads) + " |",
@@ -85,8 +85,8 @@ def _paired(runs: pd.DataFrame) -> str:
         cells.append(str(n))
         lines.append("| " + " | ".join(cells) + " |")
     note = (
-        "\nΔ = FedCARE − method on the same seed (same clients, splits and objectives); in "
-        "brackets, the seeds on which FedCARE is ahead (higher AUROC, lower MAE).\n"
+        f"\nΔ = {label} − method on the same seed (same clients, splits and objectives); in "
+        f"brackets, the seeds on which {label} is ahead (higher AUROC, lower MAE).\n"
     )
     return "\n".join(lines) + "\n" + note
 
@@ -106,6 +106,52 @@ def _privacy(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
             if "fedcare" in set(group["algorithm"]) and group["algorithm"].nunique() > 1:
                 out += [f"\n### K = {k}, {variant}: FedCARE minus each method\n\n", _paired(group)]
         out.append("\n")
+    return out
+
+
+#: The ``recommended`` experiment's name of each (variant, algorithm) it runs.
+_RECOMMENDED = "recommended"
+
+
+def _method(variant: str, algorithm: str) -> str:
+    if variant == RECOMMENDED_CANDIDATE and algorithm == "fedcare":
+        return _RECOMMENDED
+    if variant == ALL_LABELS:
+        return f"{algorithm} ({ALL_LABELS})"
+    return "fedcare (paper)" if algorithm == "fedcare" else algorithm
+
+
+def _recommended(runs: pd.DataFrame) -> list[str]:
+    """Per setting and K: every method's metrics, then the preset minus each, paired by seed."""
+    methods = [_method(v, a) for v, a in zip(runs["variant"], runs["algorithm"], strict=True)]
+    named = runs.assign(algorithm=methods, variant="")
+    named.attrs = runs.attrs
+    out: list[str] = []
+    for setting in dict.fromkeys(named["setting"]):
+        for k in sorted(set(named.loc[named["setting"] == setting, "clients"])):
+            group = named[(named["setting"] == setting) & (named["clients"] == k)]
+            group.attrs = runs.attrs
+            summary = aggregate(group)
+            out += [
+                f"## {setting}, K = {k}: pooled test metrics\n\n",
+                markdown_table(summary, ["algorithm"], _metric_spec(group)),
+                f"\n### {setting}, K = {k}: validation (pooled)\n\n",
+                markdown_table(summary, ["algorithm"], _metric_spec(group, ".val")),
+            ]
+            if _RECOMMENDED in set(group["algorithm"]) and group["algorithm"].nunique() > 1:
+                out += [
+                    f"\n### {setting}, K = {k}: the recommended preset minus each method\n\n",
+                    _paired(group, _RECOMMENDED, "the recommended preset"),
+                ]
+            out.append("\n")
+    if ALL_LABELS in set(runs["variant"]):
+        out.append(
+            f"`centralised ({ALL_LABELS})` gives every client every objective, its labels and "
+            "private features, and pools them: the whole dataset in one place. Its pooled test "
+            "rows are every client's test patients, a superset of the rows the others are "
+            "scored on for an objective (the clients pursuing it); the patients and splits are "
+            "the same.\n"
+        )
     return out
 
 
@@ -196,6 +242,8 @@ def experiment_tables(
         body += _privacy(summary, runs)
     elif experiment == "selection":
         body += _selection(summary, runs)
+    elif experiment == "recommended":
+        body += _recommended(runs)
     else:
         body += [markdown_table(summary, ["variant", "algorithm"], _metric_spec(runs))]
     files = {

@@ -17,7 +17,7 @@ import pandas as pd
 from fedcare_core.experiments.cells import Cell
 
 #: Columns identifying a setting (a table row before averaging over seeds).
-SETTING = ["variant", "algorithm", "clients", "rho"]
+SETTING = ["variant", "algorithm", "clients", "rho", "setting"]
 
 
 def _number(value: Any) -> float:
@@ -46,6 +46,7 @@ def run_row(cell: Cell, document: dict[str, Any]) -> dict[str, Any]:
         "algorithm": cell.algorithm,
         "clients": cell.clients,
         "rho": math.nan if cell.rho is None else cell.rho,
+        "setting": cell.setting,
         "seed": cell.seed,
     }
     aurocs, val_aurocs = [], []

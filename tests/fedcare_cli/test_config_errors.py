@@ -152,6 +152,8 @@ EXPERIMENT_CASES = [
     (["--workers", "0"], ("--workers",)),
     (["--out", "{tmp}/file"], ("--out", "is a file")),
     (["--out", "{tmp}/file/sub"], ("--out", "not a folder")),
+    (["--settings", "iid,tiny"], ("--settings", "unknown setting", "'tiny'")),
+    (["--features", "admission", "--dataset", "mimic3"], ("data.features", "mimic3")),
 ]
 
 

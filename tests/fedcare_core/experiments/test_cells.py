@@ -110,3 +110,45 @@ def test_the_selection_grid_runs_fedcare_as_the_paper_and_every_candidate():
                 assert getattr(getattr(config, section), key) == value
     with pytest.raises(ConfigError, match="unknown candidate"):
         experiment_cells("selection", 1, variants=["qp-scope-backbone"])
+
+
+def test_the_recommended_grid_pairs_the_preset_with_each_method_per_setting_and_seed():
+    from fedcare_core.experiments.cells import (
+        ALL_LABELS,
+        RECOMMENDED_BASELINES,
+        RECOMMENDED_CANDIDATE,
+        SMALL_HOSPITAL_PATIENTS,
+    )
+    from fedcare_core.presets import PRESETS
+
+    cells = experiment_cells("recommended", 3)
+    assert len(cells) == 2 * 3 * (1 + len(RECOMMENDED_BASELINES))
+    assert {c.setting for c in cells} == {"iid", "small"} and {c.clients for c in cells} == {30}
+    preset = [c for c in cells if c.variant == RECOMMENDED_CANDIDATE]
+    assert {(c.algorithm, c.setting, c.seed) for c in preset} == {
+        ("fedcare", s, seed) for s in ("iid", "small") for seed in range(3)
+    }
+    base = ExperimentConfig()
+    config = preset[0].config(base)
+    assert config.with_overrides(**PRESETS["recommended"]) == config  # the preset's fields
+    small = next(c for c in cells if c.setting == "small" and c.algorithm == "fedavg")
+    assert small.config(base).data.max_patients_per_client == SMALL_HOSPITAL_PATIENTS
+    assert small.config(base).stage1 == base.stage1  # the baselines keep the paper's settings
+    assert small.key.endswith("__small__seed0") and "__iid" not in preset[0].key
+    assert Cell("fedavg", 0, 10).key == "paper__fedavg__K10__rhodefault__seed0"  # unchanged
+    everything = Cell("centralised", 1, 10, None, ALL_LABELS, "dirichlet").config(base)
+    assert everything.data.objectives_per_client == 3
+    assert everything.data.client_split == "dirichlet"
+    grid = experiment_cells(
+        "recommended", 1, counts=[10], algorithms=[ALL_LABELS], settings=["dirichlet"]
+    )
+    assert [(c.algorithm, c.variant) for c in grid] == [
+        ("fedcare", RECOMMENDED_CANDIDATE),
+        ("centralised", ALL_LABELS),
+    ]
+    with pytest.raises(ConfigError, match="unknown setting"):
+        experiment_cells("recommended", 1, settings=["tiny"])
+    with pytest.raises(ConfigError, match="unknown setting"):
+        Cell("fedavg", 0, 10, setting="tiny").config(base)
+    # Settings never share Stage 1.
+    assert len(plan_jobs(experiment_cells("recommended", 1, algorithms=["fedcare"]))) == 4

@@ -137,3 +137,32 @@ def test_selection_reads_validation_only_and_chooses_by_mean_rank(tmp_path):
     assert not {"early_discharge", "avg_auroc", "los.client_mean"} & set(runs.columns)
     assert "0.9000" not in md and "0.90" not in files["selection_summary.csv"]
     assert summary.set_index("variant").loc["paper", "avg_auroc.val.mean"] == pytest.approx(0.65)
+
+
+def test_the_recommended_report_pairs_the_preset_with_each_method_by_setting(tmp_path):
+    from fedcare_core.experiments.cells import ALL_LABELS, RECOMMENDED_CANDIDATE
+
+    runs = {
+        (RECOMMENDED_CANDIDATE, "fedcare"): ((0.80, 0.65, 1.7), (0.82, 0.66, 1.6)),
+        ("paper", "fedcare"): ((0.78, 0.66, 1.8), (0.79, 0.60, 1.9)),
+        ("paper", "fedavg"): ((0.70, 0.60, 2.0), (0.83, 0.61, 1.5)),
+        (ALL_LABELS, "centralised"): ((0.90, 0.70, 1.2), (0.91, 0.71, 1.1)),
+    }
+    cells = []
+    for setting in ("iid", "small"):
+        for (variant, algorithm), values in runs.items():
+            for seed, test in enumerate(values):
+                cell = Cell(algorithm, seed, 30, None, variant, setting)
+                doc = _val_doc(test, test)
+                (tmp_path / f"{cell.key}.json").write_text(json.dumps(doc))
+                cells.append(cell)
+    files, frame, _ = experiment_tables("recommended", cells, tmp_path, dataset="toy")
+    md = files["recommended.md"]
+    assert md.count("the recommended preset minus each method") == 2
+    assert "## small, K = 30: pooled test metrics" in md
+    assert "| fedcare (paper) |" in md and f"| centralised ({ALL_LABELS}) |" in md
+    # Against FedAvg: early discharge ahead on seed 0 only, LOS (lower is better) on seed 0.
+    fedavg = next(line for line in md.splitlines() if line.startswith("| fedavg | 0.0"))
+    assert "(1/2)" in fedavg.split("|")[2] and "(1/2)" in fedavg.split("|")[4]
+    assert "(2/2)" in fedavg.split("|")[3]  # readmission ahead on both seeds
+    assert set(frame["setting"]) == {"iid", "small"}
