@@ -212,19 +212,7 @@ def add_parser(sub: Any, backends: tuple[str, ...]) -> None:
     run.add_argument("--readmission", choices=READMISSION_DEFINITIONS)
     add_features_option(run)
     add_cohort_option(run)
-    run.add_argument(
-        "--benchmark-split",
-        metavar="DIR",
-        help="with --cohort benchmark-ihm: the benchmark's in-hospital-mortality folder "
-        "(train/listfile.csv, test/listfile.csv); its test patients are every client's test set",
-    )
-    run.add_argument("--max-patients", type=int, help="subsample the cohort (quick trials)")
-    run.add_argument(
-        "--max-patients-per-client",
-        type=int,
-        metavar="N",
-        help="keep at most N patients of each client, drawn at random (small hospitals)",
-    )
+    _add_patient_options(run)
     add_unseen_categories_option(run)
     add_training_options(run)
     run.add_argument(
@@ -303,6 +291,23 @@ def add_parser(sub: Any, backends: tuple[str, ...]) -> None:
         "uninterrupted run's results; takes no other option but --out, --quiet and --tracking-uri",
     )
     _add_sites_options(run)
+
+
+def _add_patient_options(run: Any) -> None:
+    """Which patients a run keeps: a published test split, a subsample, a cap per client."""
+    run.add_argument(
+        "--benchmark-split",
+        metavar="DIR",
+        help="with --cohort benchmark-ihm: the benchmark's in-hospital-mortality folder "
+        "(train/listfile.csv, test/listfile.csv); its test patients are every client's test set",
+    )
+    run.add_argument("--max-patients", type=int, help="subsample the cohort (quick trials)")
+    run.add_argument(
+        "--max-patients-per-client",
+        type=int,
+        metavar="N",
+        help="keep at most N patients of each client, drawn at random (small hospitals)",
+    )
 
 
 def _add_sites_options(run: Any) -> None:

@@ -39,6 +39,7 @@ def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:
 #: ``{tmp}`` for the test's folder; the document; words the message names).
 RUN_CASES = [
     (["--max-patients", "-5"], None, ("data.max_patients", "-5")),
+    (["--max-patients-per-client", "0"], None, ("data.max_patients_per_client", "0")),
     (["--clients", "0"], None, ("data.clients", "0")),
     (["--rounds", "0"], None, ("stage1.rounds",)),
     (["--local-lr", "inf"], None, ("stage1.local_lr", "inf")),
