@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import tempfile
 from pathlib import Path
 
@@ -13,6 +14,13 @@ REPO_ROOT = Path(__file__).resolve().parents[1]
 # Prefect's home (settings, the flows' default Stage 1 cache) in a fresh folder per session, set
 # before any test imports Prefect: tests never write into the user's ~/.prefect.
 os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="fedcare-tests-prefect-")
+
+
+# A shell without job control starts a background job (`make test &`) with SIGINT ignored, and
+# an ignored signal is inherited across exec: the tests that press Ctrl-C, in process or in a
+# child `fedcare`, would see nothing. They need the interpreter's default handler.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 def _project_packages() -> tuple[str, ...]:

@@ -98,7 +98,12 @@ def _flow_run_logs(flow_run_id: object) -> list[str]:
                 log_filter=LogFilter(flow_run_id=LogFilterFlowRunId(any_=[flow_run_id]))
             )
             messages = [log.message for log in logs]
-            if any("Finished in state" in m for m in messages) or time.monotonic() > deadline:
+            # The flow run's own last line (a task run's "Finished in state" comes earlier).
+            done = any(
+                log.task_run_id is None and log.message.startswith("Finished in state")
+                for log in logs
+            )
+            if done or time.monotonic() > deadline:
                 return messages
             time.sleep(0.5)
 
