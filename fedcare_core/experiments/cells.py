@@ -167,6 +167,12 @@ class Cell:
             # reproducible and the seeds' noise independent.
             sections["stage1"]["dp_noise_seed"] = self.seed
         if self.variant == ALL_LABELS:
+            if base.data.features != "paper":
+                raise ConfigError(
+                    f"{ALL_LABELS}: every client would hold every objective's features, so an "
+                    "objective would see features past its prediction time; it is defined for "
+                    "--features paper only"
+                )
             sections["data"]["objectives_per_client"] = DATASET_OBJECTIVES[base.data.dataset]
         if self.setting not in SETTINGS:
             raise ConfigError(f"unknown setting {self.setting!r}; choose from {list(SETTINGS)}")

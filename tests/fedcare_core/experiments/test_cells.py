@@ -136,6 +136,9 @@ def test_the_recommended_grid_pairs_the_preset_with_each_method_per_setting_and_
     assert small.config(base).stage1 == base.stage1  # the baselines keep the paper's settings
     assert small.key.endswith("__small__seed0") and "__iid" not in preset[0].key
     assert Cell("fedavg", 0, 10).key == "paper__fedavg__K10__rhodefault__seed0"  # unchanged
+    admission = base.with_overrides(data={"features": "admission"})
+    with pytest.raises(ConfigError, match="past its prediction time"):
+        Cell("centralised", 1, 10, None, ALL_LABELS).config(admission)
     everything = Cell("centralised", 1, 10, None, ALL_LABELS, "dirichlet").config(base)
     assert everything.data.objectives_per_client == 3
     assert everything.data.client_split == "dirichlet"
