@@ -35,6 +35,7 @@ from fedcare_core.experiments.cells import (
     PRIVACY_BUDGETS,
     PRIVACY_COUNTS,
     PROGRAMME,
+    RECOMMENDED_COUNTS,
     RECOMMENDED_SETTINGS,
     SETTINGS,
     Cell,
@@ -133,7 +134,7 @@ def add_parser(sub: Any) -> None:
         "--counts",
         type=_ints,
         help=f"client sweep K values (default {_join(CLIENT_COUNTS)}; privacy: "
-        f"{_join(PRIVACY_COUNTS)})",
+        f"{_join(PRIVACY_COUNTS)}; recommended: {_join(RECOMMENDED_COUNTS)})",
     )
     exp.add_argument(
         "--budgets",
