@@ -18,7 +18,7 @@ from flwr.serverapp import Grid
 from fedcare_core.stage1 import RoundInfo, ServerState
 from fedcare_flower.membership import TTL_MARGIN_S
 from fedcare_flower.polling import PollingGrid
-from fedcare_flower.results import round_to_dict
+from fedcare_flower.results import round_to_dict, write_stage1_result
 from fedcare_flower.run_plan import RunPlan
 from fedcare_flower.site_messages import (
     FINAL_MODEL_ACTION,
@@ -32,15 +32,20 @@ LOGGER = logging.getLogger(__name__)
 FINAL_MODEL_TYPE = f"{MessageType.QUERY}.{FINAL_MODEL_ACTION}"
 
 
-class FinishedStage1(Protocol):
-    """What the broadcast reads of a Stage 1 server (either strategy) once its rounds ended."""
+class Stage1Outcome(Protocol):
+    """What the result folder holds of a Stage 1 server (any strategy) once its rounds ended."""
 
     plan: RunPlan
     state: ServerState
     converged: bool
+    notes: list[str]
 
     @property
     def rounds(self) -> Sequence[RoundInfo]: ...  # noqa: D102
+
+
+class FinishedStage1(Stage1Outcome, Protocol):
+    """What the broadcast reads of a FedCARE Stage 1 server (plain or secure) at its end."""
 
     @property
     def clients(self) -> dict[int, int]: ...  # noqa: D102
@@ -101,3 +106,25 @@ def broadcast_final_model(strategy: FinishedStage1, grid: Grid) -> str | None:
     note += f"; not delivered to {', '.join(failed)}"
     LOGGER.warning(note)
     return note
+
+
+def finish_stage1(
+    outcome: Stage1Outcome, grid: Grid, *, broadcast_from: FinishedStage1 | None
+) -> None:
+    """End Stage 1: broadcast ``w*``, then write the result folder (``stage1.json`` last).
+
+    ``broadcast_from`` is the strategy whose sites get ``w*`` (None: send nothing). A site
+    the broadcast missed is named in the outcome's notes (see
+    :func:`broadcast_final_model`).
+    """
+    if broadcast_from is not None:
+        note = broadcast_final_model(broadcast_from, grid)
+        if note is not None:
+            outcome.notes.append(note)
+    write_stage1_result(
+        outcome.plan.result_dir,
+        outcome.state,
+        list(outcome.rounds),
+        converged=outcome.converged,
+        notes=outcome.notes,
+    )

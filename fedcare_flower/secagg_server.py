@@ -36,14 +36,12 @@ from flwr.server.workflow.constant import MAIN_CONFIGS_RECORD, Key
 from flwr.serverapp import Grid, ServerApp
 
 from fedcare_core.secure_sums import GROWTH
-from fedcare_core.stage1 import RoundInfo
-from fedcare_flower.final_model import broadcast_final_model
+from fedcare_flower.final_model import finish_stage1
 from fedcare_flower.polling import PollingGrid
-from fedcare_flower.results import append_round, write_error, write_stage1_result
 from fedcare_flower.run_plan import RunPlan
 from fedcare_flower.secagg import MAX_ATTEMPTS, MODULUS
 from fedcare_flower.secagg_strategy import RoundHook, SecureRoundError, SecureStage1Strategy
-from fedcare_flower.server_app import PLAN_PATH_KEY
+from fedcare_flower.server_app import errors_recorded, plan_server_app, recorded_rounds
 
 
 class SecureRoundWorkflow(SecAggPlusWorkflow):
@@ -118,17 +116,8 @@ def run_secure_server(
     ``on_round(info, wall_s)`` is called after each round, once the round is on disk. On any
     failure the traceback goes to the result folder's error file and the exception propagates.
     """
-    import traceback
-
-    out = Path(plan.result_dir)
-
-    def record(info: RoundInfo, wall_s: float) -> None:
-        append_round(out, info, wall_s)
-        if on_round is not None:
-            on_round(info, wall_s)
-
-    try:
-        strategy = SecureStage1Strategy(plan, on_round=record)
+    with errors_recorded(plan):
+        strategy = SecureStage1Strategy(plan, on_round=recorded_rounds(plan, on_round))
         legacy = LegacyContext(
             context,
             config=ServerConfig(num_rounds=plan.stage1.rounds),
@@ -138,34 +127,15 @@ def run_secure_server(
         workflow = DefaultWorkflow(fit_workflow=SecureRoundWorkflow(strategy, plan.round_timeout_s))
         polling = PollingGrid(grid, plan.pull_interval_s)
         workflow(polling, legacy)
-        if plan.broadcast:
-            note = broadcast_final_model(strategy, polling)
-            if note is not None:
-                strategy.notes.append(note)
-        write_stage1_result(
-            out, strategy.state, strategy.rounds, converged=strategy.converged, notes=strategy.notes
-        )
-    except BaseException:
-        write_error(out, traceback.format_exc())
-        raise
+        finish_stage1(strategy, polling, broadcast_from=strategy if plan.broadcast else None)
     return strategy
 
 
 def build_secure_server_app(
     plan_path: str | Path | None = None, on_round: RoundHook | None = None
 ) -> ServerApp:
-    """A ServerApp running :func:`run_secure_server` on the plan at ``plan_path``.
-
-    ``on_round`` is only usable when the app runs in the caller's process (the simulation).
-    """
-    server_app = ServerApp()
-
-    @server_app.main()
-    def main(grid: Grid, context: Context) -> None:
-        path = plan_path if plan_path is not None else str(context.run_config[PLAN_PATH_KEY])
-        run_secure_server(grid, context, RunPlan.read(path), on_round)
-
-    return server_app
+    """A ServerApp running :func:`run_secure_server` (see :func:`plan_server_app`)."""
+    return plan_server_app(run_secure_server, plan_path, on_round)
 
 
 app = build_secure_server_app()

@@ -17,7 +17,8 @@ run config key ``plan-path``; the simulation passes the path directly to
 from __future__ import annotations
 
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from flwr.app import Context
@@ -25,9 +26,9 @@ from flwr.serverapp import Grid, ServerApp
 
 from fedcare_core.stage1 import RoundInfo
 from fedcare_flower import baselines
-from fedcare_flower.final_model import broadcast_final_model
+from fedcare_flower.final_model import finish_stage1
 from fedcare_flower.polling import PollingGrid
-from fedcare_flower.results import append_round, write_error, write_stage1_result
+from fedcare_flower.results import append_round, write_error
 from fedcare_flower.run_plan import RunPlan
 from fedcare_flower.strategy import FedCareStrategy
 
@@ -46,12 +47,8 @@ def make_strategy(plan: RunPlan, on_round: RoundHook | None = None) -> ServerStr
     return FedCareStrategy(plan, on_round=on_round)
 
 
-def run_server(grid: Grid, plan: RunPlan, on_round: RoundHook | None = None) -> ServerStrategy:
-    """Run the plan's rounds on ``grid`` and write the result folder; return the strategy.
-
-    ``on_round(info, wall_s)`` is called after each round, once the round is on disk. On any
-    failure the traceback goes to the result folder's error file and the exception propagates.
-    """
+def recorded_rounds(plan: RunPlan, on_round: RoundHook | None) -> RoundHook:
+    """A round hook appending each round to the plan's result folder, then calling ``on_round``."""
     out = Path(plan.result_dir)
 
     def record(info: RoundInfo, wall_s: float) -> None:
@@ -59,8 +56,27 @@ def run_server(grid: Grid, plan: RunPlan, on_round: RoundHook | None = None) -> 
         if on_round is not None:
             on_round(info, wall_s)
 
+    return record
+
+
+@contextmanager
+def errors_recorded(plan: RunPlan) -> Iterator[None]:
+    """On any failure inside, write the traceback to the plan's result folder and re-raise."""
     try:
-        strategy = make_strategy(plan, on_round=record)
+        yield
+    except BaseException:
+        write_error(plan.result_dir, traceback.format_exc())
+        raise
+
+
+def run_server(grid: Grid, plan: RunPlan, on_round: RoundHook | None = None) -> ServerStrategy:
+    """Run the plan's rounds on ``grid`` and write the result folder; return the strategy.
+
+    ``on_round(info, wall_s)`` is called after each round, once the round is on disk. On any
+    failure the traceback goes to the result folder's error file and the exception propagates.
+    """
+    with errors_recorded(plan):
+        strategy = make_strategy(plan, on_round=recorded_rounds(plan, on_round))
         is_baseline = plan.algorithm in baselines.FEDAVG_FAMILY
         polling = PollingGrid(grid, plan.pull_interval_s)
         strategy.start(
@@ -70,38 +86,39 @@ def run_server(grid: Grid, plan: RunPlan, on_round: RoundHook | None = None) -> 
             timeout=plan.round_timeout_s,
             train_config=baselines.baseline_train_config(plan) if is_baseline else None,
         )
-        if plan.broadcast and isinstance(strategy, FedCareStrategy):
-            note = broadcast_final_model(strategy, polling)
-            if note is not None:
-                strategy.notes.append(note)
-        write_stage1_result(
-            out,
-            strategy.state,
-            strategy.rounds,
-            converged=strategy.converged,
-            notes=strategy.notes,
-        )
-    except BaseException:
-        write_error(out, traceback.format_exc())
-        raise
+        sender = strategy if isinstance(strategy, FedCareStrategy) and plan.broadcast else None
+        finish_stage1(strategy, polling, broadcast_from=sender)
     return strategy
 
 
-def build_server_app(
-    plan_path: str | Path | None = None, on_round: RoundHook | None = None
-) -> ServerApp:
-    """A ServerApp reading the plan at ``plan_path`` (default: the run config's ``plan-path``).
+PlanServer = Callable[[Grid, Context, RunPlan, RoundHook | None], object]
 
-    ``on_round`` is only usable when the app runs in the caller's process (the simulation).
+
+def plan_server_app(
+    serve: PlanServer, plan_path: str | Path | None = None, on_round: RoundHook | None = None
+) -> ServerApp:
+    """A ServerApp calling ``serve`` on the plan at ``plan_path``.
+
+    Without ``plan_path`` the plan is the run config's ``plan-path``. ``on_round`` is only
+    usable when the app runs in the caller's process (the simulation).
     """
     server_app = ServerApp()
 
     @server_app.main()
     def main(grid: Grid, context: Context) -> None:
         path = plan_path if plan_path is not None else str(context.run_config[PLAN_PATH_KEY])
-        run_server(grid, RunPlan.read(path), on_round)
+        serve(grid, context, RunPlan.read(path), on_round)
 
     return server_app
+
+
+def build_server_app(
+    plan_path: str | Path | None = None, on_round: RoundHook | None = None
+) -> ServerApp:
+    """A ServerApp running :func:`run_server` (see :func:`plan_server_app`)."""
+    return plan_server_app(
+        lambda grid, _context, plan, hook: run_server(grid, plan, hook), plan_path, on_round
+    )
 
 
 app = build_server_app()
