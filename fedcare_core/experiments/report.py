@@ -5,6 +5,7 @@ Pure: returns file name → text; the caller writes the files (and logs them to 
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -62,6 +63,10 @@ def _grids(
     return out
 
 
+def _p_value(p: float) -> str:
+    return "p n/a" if math.isnan(p) else f"p {p:.3f}"
+
+
 def _paired(runs: pd.DataFrame, reference: str = "fedcare", label: str = "FedCARE") -> str:
     """Reference − method per seed: mean ± std, and the seeds where the reference is ahead."""
     pairs = _objectives(runs)
@@ -77,16 +82,16 @@ def _paired(runs: pd.DataFrame, reference: str = "fedcare", label: str = "FedCAR
         cells = [str(row["algorithm"])]
         n = int(row["n"])
         for m in metrics:
-            ahead = (
-                n - int(row[f"{m}.positive"]) if m in lower_better else int(row[f"{m}.positive"])
-            )
+            ahead = int(row[f"{m}.negative" if m in lower_better else f"{m}.positive"])
             text = mean_std(row[f"{m}.mean"], row[f"{m}.std"], 3 if m in lower_better else 4)
-            cells.append(f"{text} ({ahead}/{n})")
+            cells.append(f"{text} ({ahead}/{int(row[f'{m}.n'])}, {_p_value(row[f'{m}.p'])})")
         cells.append(str(n))
         lines.append("| " + " | ".join(cells) + " |")
     note = (
         f"\nΔ = {label} − method on the same seed (same clients, splits and objectives); in "
-        f"brackets, the seeds on which {label} is ahead (higher AUROC, lower MAE).\n"
+        f"brackets, the seeds on which {label} is ahead (higher AUROC, lower MAE) out of those "
+        "where both have a value, and p, the two-sided Wilcoxon signed-rank test of a zero "
+        "median difference over those seeds (exact; with 10 seeds the smallest p is 0.002).\n"
     )
     return "\n".join(lines) + "\n" + note
 

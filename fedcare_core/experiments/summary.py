@@ -12,7 +12,9 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pandas as pd
+from scipy.stats import wilcoxon
 
 from fedcare_core.experiments.cells import Cell
 
@@ -188,6 +190,22 @@ def pivot(agg: pd.DataFrame, rows: str, columns: str, metric: str, digits: int) 
     return "\n".join(lines) + "\n"
 
 
+def signed_rank_p(differences: np.ndarray) -> float:
+    """Two-sided p-value of the Wilcoxon signed-rank test that the median difference is zero.
+
+    Zero differences are left out (Wilcoxon's rule); the test is exact for small samples
+    without ties, as :func:`scipy.stats.wilcoxon` chooses. An infinite difference (a diverged
+    run) ranks above every finite one, with its sign. NaN when no difference is non-zero.
+    """
+    d = np.asarray(differences, dtype=float)
+    if not np.any(d != 0):
+        return float("nan")
+    finite = np.isfinite(d)
+    largest = float(np.abs(d[finite]).max()) if finite.any() else 0.0
+    d = np.where(finite, d, np.sign(d) * (largest + 1.0))
+    return float(wilcoxon(d, zero_method="wilcox", alternative="two-sided").pvalue)
+
+
 def paired_differences(
     frame: pd.DataFrame, reference: str, metrics: Sequence[str], by: Sequence[str] = SETTING
 ) -> pd.DataFrame:
@@ -212,8 +230,11 @@ def paired_differences(
     -------
     pandas.DataFrame
         One row per other setting: ``<metric>.mean`` / ``<metric>.std`` of the difference,
-        ``<metric>.positive`` (seeds with a positive difference; for an error metric the
-        reference is ahead on the others) and ``n``.
+        ``<metric>.positive`` / ``<metric>.negative`` (seeds with a positive / negative
+        difference: the reference is ahead on the first for an AUROC, on the second for an
+        error), ``<metric>.n`` (seeds where both have a value), ``<metric>.p`` (two-sided
+        Wilcoxon signed-rank test of a zero median difference; NaN when every difference is
+        zero) and ``n`` (seeds with any difference).
     """
     keys = [c for c in by if c != "algorithm"] + ["seed"]
     keyed = frame.assign(rho=frame["rho"].fillna(-1.0))
@@ -224,8 +245,12 @@ def paired_differences(
         diff = diff.dropna(how="all")
         row: dict[str, object] = {"algorithm": algorithm, "n": len(diff)}
         for m in metrics:
-            row[f"{m}.mean"] = float(diff[m].mean())
-            row[f"{m}.std"] = float(diff[m].std())
-            row[f"{m}.positive"] = int((diff[m] > 0).sum())
+            values = diff[m].dropna()
+            row[f"{m}.mean"] = float(values.mean())
+            row[f"{m}.std"] = float(values.std())
+            row[f"{m}.positive"] = int((values > 0).sum())
+            row[f"{m}.negative"] = int((values < 0).sum())
+            row[f"{m}.n"] = len(values)
+            row[f"{m}.p"] = signed_rank_p(values.to_numpy())
         rows.append(row)
     return pd.DataFrame(rows)

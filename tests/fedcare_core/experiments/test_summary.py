@@ -6,11 +6,18 @@ import json
 import math
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from fedcare_core.experiments.cells import Cell
 from fedcare_core.experiments.report import experiment_tables
-from fedcare_core.experiments.summary import aggregate, load_rows, mean_std, paired_differences
+from fedcare_core.experiments.summary import (
+    aggregate,
+    load_rows,
+    mean_std,
+    paired_differences,
+    signed_rank_p,
+)
 
 
 def _doc(early: float, readm: float | None, los: float) -> dict:
@@ -92,6 +99,34 @@ def test_paired_differences_match_seeds(grid):
     assert row["readmission.mean"] == pytest.approx(0.12)  # seed 0 has no readmission AUROC
     assert row["los.mean"] == pytest.approx(-1.5)  # FedCARE's lower error: a negative Δ
     assert int(row["n"]) == 2
+    assert row["readmission.n"] == 1 and row["readmission.positive"] == 1
+    assert row["los.negative"] == 2 and row["los.positive"] == 0
+
+
+def test_a_seed_without_a_value_or_with_a_tie_is_not_counted_ahead(grid):
+    cells, folder = grid
+    tied = json.loads((folder / f"{cells[2].key}.json").read_text())
+    tied["objectives"]["los"]["pooled"] = 2.0  # FedAvg's seed-0 LOS equals FedCARE's
+    (folder / f"{cells[2].key}.json").write_text(json.dumps(tied))
+    row = paired_differences(load_rows(cells, folder), "fedcare", ["readmission", "los"]).iloc[0]
+    assert (row["los.negative"], row["los.positive"], row["los.n"]) == (1, 0, 2)
+    # Seed 0's readmission has no FedAvg value: one seed compared, not two.
+    assert (row["readmission.positive"], row["readmission.n"]) == (1, 1)
+
+
+def test_signed_rank_p_is_the_exact_two_sided_wilcoxon_value():
+    ten_ahead = np.linspace(0.01, 0.1, 10)
+    assert signed_rank_p(ten_ahead) == pytest.approx(2 / 2**10)  # every sign the same
+    assert signed_rank_p(-ten_ahead) == pytest.approx(2 / 2**10)
+    mixed = np.array([0.5, -0.1, 0.2, 0.3, -0.4, 0.6])
+    # W- = 1 + 4 = 5; 10 of the 64 sign patterns give W <= 5: p = 2 * 10 / 64.
+    assert signed_rank_p(mixed) == pytest.approx(0.3125)
+    assert math.isnan(signed_rank_p(np.zeros(4)))
+    # A diverged run (an infinite difference) ranks as the largest difference, with its sign.
+    diverged = np.array([0.5, -np.inf, 0.2, 0.3, -0.1, 0.6])
+    assert signed_rank_p(diverged) == pytest.approx(
+        signed_rank_p(np.array([0.5, -0.7, 0.2, 0.3, -0.1, 0.6]))
+    )
 
 
 def test_a_table_says_how_many_runs_had_no_value(grid):
@@ -163,6 +198,6 @@ def test_the_recommended_report_pairs_the_preset_with_each_method_by_setting(tmp
     assert "| fedcare (paper) |" in md and f"| centralised ({ALL_LABELS}) |" in md
     # Against FedAvg: early discharge ahead on seed 0 only, LOS (lower is better) on seed 0.
     fedavg = next(line for line in md.splitlines() if line.startswith("| fedavg | 0.0"))
-    assert "(1/2)" in fedavg.split("|")[2] and "(1/2)" in fedavg.split("|")[4]
-    assert "(2/2)" in fedavg.split("|")[3]  # readmission ahead on both seeds
+    assert "(1/2, p 1.000)" in fedavg.split("|")[2] and "(1/2, p 1.000)" in fedavg.split("|")[4]
+    assert "(2/2, p 0.500)" in fedavg.split("|")[3]  # readmission ahead on both seeds
     assert set(frame["setting"]) == {"iid", "small"}
