@@ -37,6 +37,7 @@ from fedcare_core.experiments.cells import (
     PROGRAMME,
     RECOMMENDED_COUNTS,
     RECOMMENDED_SETTINGS,
+    SELECTION_SETTINGS,
     SETTINGS,
     Cell,
     check_grid,
@@ -159,9 +160,9 @@ def add_parser(sub: Any) -> None:
     exp.add_argument(
         "--settings",
         type=_names,
-        default=list(RECOMMENDED_SETTINGS),
-        help=f"recommended experiment: federation settings (from {', '.join(SETTINGS)}; "
-        f"default {','.join(RECOMMENDED_SETTINGS)})",
+        help=f"recommended and selection experiments: federation settings (from "
+        f"{', '.join(SETTINGS)}; default {','.join(RECOMMENDED_SETTINGS)}; selection: "
+        f"{','.join(SELECTION_SETTINGS)})",
     )
     exp.add_argument(
         "--features",
@@ -285,7 +286,7 @@ def check_options(args: argparse.Namespace, names: list[str]) -> ExperimentConfi
     unknown = [v for v in args.variants or [] if v not in known]
     if unknown:
         raise ConfigError(f"--variants: unknown variant(s) {unknown}; choose from {list(known)}")
-    unknown = [v for v in args.settings if v not in SETTINGS]
+    unknown = [v for v in args.settings or [] if v not in SETTINGS]
     if unknown:
         raise ConfigError(f"--settings: unknown setting(s) {unknown}; choose from {list(SETTINGS)}")
     base = grid_base(

@@ -71,6 +71,8 @@ SETTINGS: dict[str, dict[str, Any]] = {
 #: The ``recommended`` experiment's defaults: its settings, K values and comparators (the
 #: paper's FedCARE is the ``paper`` variant's ``fedcare``).
 RECOMMENDED_SETTINGS = ("iid", "small")
+#: Federation settings of the ``selection`` experiment (the preset's choice was made in ``iid``).
+SELECTION_SETTINGS = ("iid",)
 RECOMMENDED_COUNTS = (30,)
 RECOMMENDED_BASELINES = ("fedavg", "fedprox", "pafnet", "local", "fedcare")
 #: The true all-labels centralised reference: every client holds every objective (its labels
@@ -247,14 +249,29 @@ def selection(
     seeds: int | Sequence[int],
     variants: Sequence[str] = tuple(CANDIDATES),
     clients: int = SELECTION_CLIENTS,
+    settings: Sequence[str] = SELECTION_SETTINGS,
 ) -> list[Cell]:
-    """FedCARE as the paper runs it and each candidate configuration, for choosing on validation."""
+    """FedCARE as the paper runs it and each candidate configuration, for choosing on validation.
+
+    One grid per federation setting of ``settings`` (:data:`SETTINGS`; the choice of
+    ``--preset recommended`` was made in ``iid``).
+    """
     unknown = sorted(set(variants) - set(CANDIDATES))
     if unknown:
         raise ConfigError(f"unknown candidate(s) {unknown}; choose from {sorted(CANDIDATES)}")
+    _check_settings(settings)
     return [
-        Cell("fedcare", s, clients, None, v) for v in ("paper", *variants) for s in _seeds(seeds)
+        Cell("fedcare", s, clients, None, v, setting)
+        for setting in settings
+        for v in ("paper", *variants)
+        for s in _seeds(seeds)
     ]
+
+
+def _check_settings(settings: Sequence[str]) -> None:
+    unknown = sorted(set(settings) - set(SETTINGS))
+    if unknown:
+        raise ConfigError(f"unknown setting(s) {unknown}; choose from {list(SETTINGS)}")
 
 
 def recommended_grid(
@@ -270,9 +287,7 @@ def recommended_grid(
     federation-information bound and ``all-labels`` the whole-dataset reference
     (:data:`ALL_LABELS`).
     """
-    unknown = sorted(set(settings) - set(SETTINGS))
-    if unknown:
-        raise ConfigError(f"unknown setting(s) {unknown}; choose from {list(SETTINGS)}")
+    _check_settings(settings)
     cells = []
     for setting in settings:
         for k in counts:
@@ -325,7 +340,7 @@ def experiment_cells(
     algorithms: Sequence[str] | None = None,
     variants: Sequence[str] | None = None,
     budgets: Sequence[float | None] = PRIVACY_BUDGETS,
-    settings: Sequence[str] = RECOMMENDED_SETTINGS,
+    settings: Sequence[str] | None = None,
 ) -> list[Cell]:
     """The grid of one experiment.
 
@@ -349,7 +364,8 @@ def experiment_cells(
     budgets
         The privacy grid's ε values (None in it: no DP).
     settings
-        The recommended experiment's federation settings (:data:`SETTINGS`).
+        The federation settings (:data:`SETTINGS`) of the recommended experiment (None:
+        :data:`RECOMMENDED_SETTINGS`) and of the selection (None: :data:`SELECTION_SETTINGS`).
 
     Returns
     -------
@@ -358,11 +374,15 @@ def experiment_cells(
     """
     if experiment == "recommended":
         return recommended_grid(
-            seeds, settings, counts or RECOMMENDED_COUNTS, algorithms or RECOMMENDED_BASELINES
+            seeds,
+            settings or RECOMMENDED_SETTINGS,
+            counts or RECOMMENDED_COUNTS,
+            algorithms or RECOMMENDED_BASELINES,
         )
     if experiment == "selection":
         k = SELECTION_CLIENTS if clients is None else clients
-        return selection(seeds, tuple(CANDIDATES) if variants is None else variants, k)
+        candidates = tuple(CANDIDATES) if variants is None else variants
+        return selection(seeds, candidates, k, settings or SELECTION_SETTINGS)
     clients = 10 if clients is None else clients
     if experiment == "comparison":
         return comparison(seeds, clients, algorithms or COMPARISON_ALGORITHMS)

@@ -161,6 +161,20 @@ def _recommended(runs: pd.DataFrame) -> list[str]:
 
 
 def _selection(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
+    """Per federation setting: the validation tables and the variant the rule chooses."""
+    settings = list(dict.fromkeys(runs["setting"]))
+    if settings == ["iid"]:
+        return _selection_setting(summary, runs, "")
+    out: list[str] = []
+    for setting in settings:
+        at = runs[runs["setting"] == setting]
+        at.attrs = runs.attrs
+        out += [f"# Setting `{setting}`\n\n"]
+        out += _selection_setting(summary[summary["setting"] == setting], at, f"{setting}: ")
+    return out
+
+
+def _selection_setting(summary: pd.DataFrame, runs: pd.DataFrame, prefix: str) -> list[str]:
     """Validation metrics only: each variant's, their ranks and the variant the rule chooses."""
     metrics = dict(_objectives(runs))
     spec = [(f"{name}.val", head, digits) for name, head, digits in _metric_spec(runs)]
@@ -172,12 +186,12 @@ def _selection(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
         cells = [f"{int(row[f'{n}.rank'])}" for n in metrics]
         lines.append(f"| {row['variant']} | " + " | ".join(cells) + f" | {row['mean_rank']:.2f} |")
     return [
-        "## Validation metrics (pooled over each client's validation split)\n\n",
+        f"## {prefix}Validation metrics (pooled over each client's validation split)\n\n",
         "No test metric is shown or used here: the choice below reads validation only.\n\n",
         markdown_table(summary, ["variant"], spec),
-        "\n## Ranks on validation\n\n",
+        f"\n## {prefix}Ranks on validation\n\n",
         "\n".join(lines) + "\n",
-        f"\n**Chosen on validation: `{chosen}`** (lowest mean rank over the objectives; "
+        f"\n**{prefix}Chosen on validation: `{chosen}`** (lowest mean rank over the objectives; "
         "`fedcare_core/experiments/selection.py`).\n",
     ]
 

@@ -112,6 +112,22 @@ def test_the_selection_grid_runs_fedcare_as_the_paper_and_every_candidate():
         experiment_cells("selection", 1, variants=["qp-scope-backbone"])
 
 
+def test_the_selection_grid_runs_in_each_setting_asked_and_keeps_its_iid_keys():
+    from fedcare_core.experiments.cells import CANDIDATES, SMALL_HOSPITAL_PATIENTS
+
+    iid = experiment_cells("selection", 2)
+    assert {c.setting for c in iid} == {"iid"}
+    assert all("__small" not in c.key and "__iid" not in c.key for c in iid)
+    both = experiment_cells("selection", 2, settings=["iid", "small"])
+    assert both[: len(iid)] == iid and len(both) == 2 * 2 * (1 + len(CANDIDATES))
+    small = [c for c in both if c.setting == "small"]
+    assert all(c.key.endswith(f"__small__seed{c.seed}") for c in small)
+    capped = small[0].config(ExperimentConfig()).validate()
+    assert capped.data.max_patients_per_client == SMALL_HOSPITAL_PATIENTS
+    with pytest.raises(ConfigError, match="unknown setting"):
+        experiment_cells("selection", 1, settings=["tiny"])
+
+
 def test_the_recommended_grid_pairs_the_preset_with_each_method_per_setting_and_seed():
     from fedcare_core.experiments.cells import (
         ALL_LABELS,

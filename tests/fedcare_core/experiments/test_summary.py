@@ -174,6 +174,27 @@ def test_selection_reads_validation_only_and_chooses_by_mean_rank(tmp_path):
     assert summary.set_index("variant").loc["paper", "avg_auroc.val.mean"] == pytest.approx(0.65)
 
 
+def test_a_selection_over_two_settings_chooses_in_each_on_its_own_validation(tmp_path):
+    # In iid "s2-warm" ranks first on validation, in small "paper" does.
+    docs = {
+        ("iid", "paper"): (0.70, 0.60, 2.0),
+        ("iid", "s2-warm"): (0.75, 0.62, 1.8),
+        ("small", "paper"): (0.66, 0.58, 2.1),
+        ("small", "s2-warm"): (0.60, 0.55, 2.4),
+    }
+    cells = []
+    for (setting, variant), val in docs.items():
+        for seed in (0, 1):
+            cell = Cell("fedcare", seed, 30, None, variant, setting)
+            (tmp_path / f"{cell.key}.json").write_text(json.dumps(_val_doc((0.9, 0.9, 1.0), val)))
+            cells.append(cell)
+    md = experiment_tables("selection", cells, tmp_path, dataset="toy")[0]["selection.md"]
+    iid, small = md.split("# Setting `small`")
+    assert "**iid: Chosen on validation: `s2-warm`**" in iid
+    assert "**small: Chosen on validation: `paper`**" in small
+    assert "| paper | 0.6600 ± 0.0000 |" in small and "0.6600" not in iid
+
+
 def test_the_recommended_report_pairs_the_preset_with_each_method_by_setting(tmp_path):
     from fedcare_core.experiments.cells import ALL_LABELS, RECOMMENDED_CANDIDATE
 
