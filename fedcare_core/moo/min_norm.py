@@ -307,9 +307,11 @@ def _affine_minimiser(
         # Two gradients a, b: the closed form of the line through them.
         a, b = corral
         return list(_segment(rows[a][a], rows[a][b], rows[b][b]))
-    if n == kkt.shape[0]:
-        block = kkt  # the whole set, in order: no copy needed
+    if n == kkt.shape[0] and _in_order(corral):
+        block = kkt  # the whole set, in index order: no copy needed
     else:
+        # α is ordered as the corral is, which after drops and re-entries need not be the
+        # index order, even when the corral holds every gradient.
         idx = [0, *(c + 1 for c in corral)]
         block = kkt.take(idx, 0).take(idx, 1)
         rhs = rhs[:n]
@@ -318,6 +320,11 @@ def _affine_minimiser(
     if info != 0 or not max(map(abs, alpha)) < _ALPHA_MAX:
         alpha = np.linalg.lstsq(block, rhs, rcond=None)[0][1:].tolist()
     return alpha
+
+
+def _in_order(corral: list[int]) -> bool:
+    """Whether ``corral`` is ``[0, 1, …, len − 1]``, so its weights index the Gram directly."""
+    return all(c == i for i, c in enumerate(corral))
 
 
 def _wolfe(
@@ -416,7 +423,8 @@ def _wolfe_run(
         # Major cycle: λ is optimal iff (Gλ)_j ≥ λᵀGλ for every j (the KKT conditions;
         # λᵀGλ − min_j (Gλ)_j is half the Frank–Wolfe duality gap). Otherwise add the most
         # violating gradient.
-        if len(corral) == n:
+        # (Gλ)_j for every j, with the weights mapped through the corral's indices.
+        if len(corral) == n and _in_order(corral):
             glam: list[float] = np.dot(weights, g).tolist()
         else:
             glam = np.dot(weights, g.take(corral, 0)).tolist()
