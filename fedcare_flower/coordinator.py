@@ -89,7 +89,9 @@ class Coordinator:
     """
 
     def __init__(self, root: str | Path) -> None:
-        self.root = Path(root)
+        # Absolute: the paths below are written into the flwr CLI's config and the SuperLink's
+        # arguments, which other processes read from other working folders.
+        self.root = Path(root).expanduser().absolute()
 
     # ---- paths ----------------------------------------------------------------------------
 

@@ -109,7 +109,7 @@ class SiteFolder:
     @classmethod
     def open(cls, path: str | Path) -> SiteFolder:
         """An existing site folder, or a :class:`ConfigError` saying what is missing."""
-        root = Path(path)
+        root = Path(path).expanduser().absolute()  # the node's processes run elsewhere
         for name in (SITE_FILE, SCHEMA_FILE, CARD_FILE, DATA_DIR, KEYS_DIR):
             if not (root / name).exists():
                 raise ConfigError(

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
 from mlflow.exceptions import MlflowException
 from mlflow.protos.databricks_pb2 import RESOURCE_ALREADY_EXISTS, ErrorCode
@@ -18,13 +17,14 @@ from mlflow.tracking import MlflowClient, get_tracking_uri, set_registry_uri, se
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
 from fedcare_tracking import views
+from fedcare_tracking.local_artifacts import (
+    DB_FILE,
+    STORE_DIR,
+    artifact_root_for,
+    register_artifact_repository,
+    sqlite_path,
+)
 
-#: Folder (relative to the project root) that holds the local store; never a Python package.
-STORE_DIR = "mlflow"
-#: SQLite database file inside :data:`STORE_DIR`.
-DB_FILE = "mlflow.db"
-#: Artifact root folder, beside the database.
-ARTIFACTS_DIR = "artifacts"
 #: Experiment name prefix: one experiment per dataset (``fedcare/diabetes130``).
 EXPERIMENT_PREFIX = "fedcare/"
 #: Statuses a run may end with.
@@ -54,25 +54,6 @@ def default_tracking_uri(project_root: str | Path) -> str:
     return f"sqlite:///{db.as_posix()}"
 
 
-def sqlite_path(tracking_uri: str) -> Path | None:
-    """The database file of a ``sqlite:///`` URI; ``None`` for other URIs or in-memory SQLite."""
-    parsed = urlparse(tracking_uri)
-    if parsed.scheme != "sqlite":
-        return None
-    path = unquote(parsed.path)
-    # sqlite:///rel.db parses to "/rel.db" and sqlite:////abs.db to "//abs.db".
-    path = path[1:] if path.startswith("/") else path
-    if not path or path == ":memory:":
-        return None
-    return Path(path).resolve()
-
-
-def artifact_root_for(tracking_uri: str) -> Path | None:
-    """Artifact root beside a SQLite store (``<db folder>/artifacts``); ``None`` otherwise."""
-    db = sqlite_path(tracking_uri)
-    return None if db is None else db.parent / ARTIFACTS_DIR
-
-
 def configure(tracking_uri: str | None = None, *, project_root: str | Path | None = None) -> str:
     """Point MLflow (tracking and model registry) at a store.
 
@@ -99,6 +80,7 @@ def configure(tracking_uri: str | None = None, *, project_root: str | Path | Non
         db.parent.mkdir(parents=True, exist_ok=True)
     _artifact_root = artifact_root_for(tracking_uri)
     _silence_telemetry()
+    register_artifact_repository()
     set_tracking_uri(tracking_uri)
     # The registry lives in the same store unless the user points it elsewhere. MLflow's
     # set_registry_uri also writes MLFLOW_REGISTRY_URI (for subprocesses), so a value equal to

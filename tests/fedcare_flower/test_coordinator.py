@@ -69,3 +69,21 @@ def test_a_port_in_use_is_refused_before_anything_starts(coordinator, tmp_path):
         with pytest.raises(CoordinatorError, match="in use"):
             coordinator.start("127.0.0.1", port)
     assert coordinator.running() is None
+
+
+def test_a_relative_state_folder_works_from_another_working_folder(tmp_path, monkeypatch):
+    # `fedcare federation start --state-dir STATE`, then `register --state-dir STATE`: the flwr
+    # CLI's config written at start names the CA by an absolute path, so registering works
+    # whatever folder the later command (and the flwr CLI it runs) starts in.
+    monkeypatch.chdir(tmp_path)
+    coord = Coordinator("STATE")
+    assert coord.root == tmp_path / "STATE"
+    try:
+        coord.start("127.0.0.1", free_port())
+        config = (coord.flwr_home / "config.toml").read_text()
+        assert str(tmp_path / "STATE" / "ca.crt") in config
+        (tmp_path / "elsewhere").mkdir()
+        monkeypatch.chdir(tmp_path / "elsewhere")
+        assert Coordinator(tmp_path / "STATE").register(_card(tmp_path, "north")).node_id > 0
+    finally:
+        coord.stop(grace_s=5)
