@@ -187,7 +187,11 @@ def add_parser(sub: Any) -> None:
     )
     exp.add_argument("--out", type=Path, help="output folder (default .experiments/<dataset>)")
     exp.add_argument("--mlflow", action="store_true", help="log each experiment to MLflow")
-    exp.add_argument("--tracking-uri", help="MLflow tracking URI (default: the project's store)")
+    exp.add_argument(
+        "--tracking-uri",
+        help="with --mlflow: MLflow tracking URI (default $MLFLOW_TRACKING_URI, else the "
+        "project's mlflow/mlflow.db)",
+    )
     exp.add_argument("--no-verify", action="store_true", help="skip the dataset checksum")
     exp.add_argument("--quiet", action="store_true", help="no per-run lines")
 

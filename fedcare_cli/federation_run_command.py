@@ -27,7 +27,7 @@ def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
     flower = FlowerConfig(
         round_timeout_s=args.round_timeout, startup_timeout_s=args.startup_timeout
     ).validate({"round_timeout_s": "--round-timeout", "startup_timeout_s": "--startup-timeout"})
-    tracking = tracked.open_store(args.tracking_uri) if args.tracking_uri else None
+    tracking = tracked.open_chosen_store(args.tracking_uri)
     coordinator.require_running()
     name = args.name or time.strftime(f"fedcare-%Y%m%dT%H%M%S-seed{args.seed}")
     if not args.quiet:

@@ -31,7 +31,7 @@ from fedcare_core import __version__
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.errors import ConfigError, FedcareError
 from fedcare_core.interrupts import as_interrupted, exit_now, signals_raise
-from fedcare_core.output_paths import check_output_file
+from fedcare_core.output_paths import check_output_dir, check_output_file
 
 if TYPE_CHECKING:
     from fedcare_core.algorithms.base import Stage1Runner
@@ -198,7 +198,7 @@ def open_run_folder(args: argparse.Namespace) -> tuple[RunFolder, ExperimentConf
 def cmd_run(args: argparse.Namespace) -> int:
     """``fedcare run`` (with ``--run-dir`` or ``--resume``: a run that survives being killed)."""
     from data_checks.source_checks import checked_dataset, checked_federation
-    from fedcare_cli.output import results_table, write_json_atomic
+    from fedcare_cli.output import RESULTS_DIR, results_table, write_json_atomic
     from fedcare_core.algorithms import backend_refusal, secagg_refusal
     from fedcare_core.results import DataProvenance
     from fedcare_core.run_dir import RunData, RunFolder
@@ -207,7 +207,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     recorded: RunData | None = None
     if args.out is not None:  # before any work: not after hours of training
         check_output_file(args.out)
-    tracking = tracked.open_store(args.tracking_uri) if args.tracking_uri else None
+    elif args.resume is None and args.run_dir is None:  # the default results/<setting>.json
+        check_output_dir(RESULTS_DIR, "the results folder")
+    tracking = tracked.open_chosen_store(args.tracking_uri)
     if args.resume is not None:
         folder, config, recorded = open_run_folder(args)
         if folder.is_complete():
@@ -296,7 +298,12 @@ def _run(
     folder: RunFolder | None,
 ) -> int:
     """Run the checked inputs; write, print and track the result."""
-    from fedcare_cli.output import ProgressBars, results_table, write_json_atomic
+    from fedcare_cli.output import (
+        ProgressBars,
+        default_results_file,
+        results_table,
+        write_json_atomic,
+    )
     from fedcare_core.runner import run_algorithm
 
     bars = ProgressBars(enabled=not args.quiet)
@@ -325,11 +332,18 @@ def _run(
         print(f"fedcare: stage 1: {note}", file=sys.stderr)
     if folder is not None:
         folder.write_results(document)
-    if args.out is not None:
-        write_json_atomic(args.out, document)
+    out = args.out
+    if out is None and folder is None:
+        config = inputs.config
+        out = default_results_file(
+            config.data.dataset, config.algorithm, len(inputs.federation.clients),
+            config.stage1.rounds, config.seed,
+        )  # fmt: skip
+    if out is not None:
+        write_json_atomic(out, document)
     print(results_table(document))
-    if args.out is not None:
-        print(f"results written to {args.out}")
+    if out is not None:
+        print(f"results written to {out}")
     if tracking is not None:
         tracked.track(tracking, result, inputs.backend)
     return 0

@@ -17,11 +17,24 @@ def add_unseen_categories_option(parser: Any) -> None:
     )
 
 
-def add_tracking_uri_option(parser: Any, what: str) -> None:
-    """``--tracking-uri``: an MLflow tracking URI (default ``$MLFLOW_TRACKING_URI``)."""
+def add_tracking_uri_option(
+    parser: Any, what: str, otherwise: str = "else nothing is logged"
+) -> None:
+    """``--tracking-uri``: an MLflow tracking URI (default ``$MLFLOW_TRACKING_URI``).
+
+    Parameters
+    ----------
+    parser
+        The sub-command's parser.
+    what
+        What the store is for, in the help.
+    otherwise
+        What happens with neither the option nor ``$MLFLOW_TRACKING_URI``, in the help.
+    """
     parser.add_argument(
         "--tracking-uri",
         metavar="URI",
-        help=f"MLflow tracking URI, {what} (e.g. sqlite:///mlflow.db or http://127.0.0.1:5000; "
-        "default $MLFLOW_TRACKING_URI, else the project's mlflow/mlflow.db)",
+        help=f"MLflow tracking URI, {what} (e.g. sqlite:///mlflow/mlflow.db, the stack's store "
+        f"with the stack up or down, or http://127.0.0.1:5000; default $MLFLOW_TRACKING_URI, "
+        f"{otherwise})",
     )

@@ -96,3 +96,25 @@ def write_json_atomic(path: Path, document: dict[str, Any]) -> None:
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, document_json(document).encode())
+
+
+#: Where ``fedcare run`` writes its results document when ``--out`` is not given.
+RESULTS_DIR = Path("results")
+
+
+def default_results_file(
+    dataset: str, algorithm: str, clients: int, rounds: int, seed: int
+) -> Path:
+    """``results/<dataset>-<algorithm>-K<clients>-T<rounds>-seed<seed>.json`` (git ignores it).
+
+    Parameters
+    ----------
+    dataset, algorithm, clients, rounds, seed
+        The run's setting, as its MLflow run name spells it.
+
+    Returns
+    -------
+    pathlib.Path
+        Relative to the working folder.
+    """
+    return RESULTS_DIR / f"{dataset}-{algorithm}-K{clients}-T{rounds}-seed{seed}.json"

@@ -49,7 +49,9 @@ def add_parser(sub: Any) -> None:
         help="a category outside a column's documented values: refuse the rows or encode it as "
         "'other' (default: as the model's training run did)",
     )
-    add_tracking_uri_option(predict, "where models:/ URIs are looked up")
+    add_tracking_uri_option(
+        predict, "where models:/ URIs are looked up", "else the project's mlflow/mlflow.db"
+    )
 
 
 def _load_model(uri: str) -> Any:

@@ -8,6 +8,7 @@ the entry the Prefect flow's tasks use: the same runs, λ* traces, models and re
 from __future__ import annotations
 
 import logging
+import os
 import sys
 from typing import TYPE_CHECKING
 
@@ -20,13 +21,20 @@ if TYPE_CHECKING:
     from fedcare_core.results import ExperimentResult
 
 
-def open_store(uri: str) -> str:
+def open_store(uri: str, what: str = "--tracking-uri") -> str:
     """Point MLflow at ``uri`` and reach it; the URI in use.
+
+    Parameters
+    ----------
+    uri
+        The tracking URI.
+    what
+        Where it was given, for the message (the option or the environment variable).
 
     Raises
     ------
     ConfigError
-        If the store cannot be opened or reached (one line naming ``--tracking-uri``).
+        If the store cannot be opened or reached (one line naming ``what``).
     """
     import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
     from fedcare_tracking import store
@@ -38,10 +46,22 @@ def open_store(uri: str) -> str:
         store.client().search_experiments(max_results=1)
     except Exception as exc:  # any failure to open the store is the URI's
         detail = " ".join(str(exc).split())[:300]
-        raise ConfigError(
-            f"--tracking-uri {uri}: cannot open the MLflow store ({detail})"
-        ) from None
+        raise ConfigError(f"{what} {uri}: cannot open the MLflow store ({detail})") from None
     return in_use
+
+
+def open_chosen_store(uri: str | None) -> str | None:
+    """The store to log to: ``--tracking-uri``, else ``$MLFLOW_TRACKING_URI``, else ``None``.
+
+    Raises
+    ------
+    ConfigError
+        If the chosen store cannot be opened (see :func:`open_store`).
+    """
+    if uri:
+        return open_store(uri)
+    env = os.environ.get("MLFLOW_TRACKING_URI")
+    return open_store(env, "MLFLOW_TRACKING_URI") if env else None
 
 
 def _reach(uri: str) -> None:

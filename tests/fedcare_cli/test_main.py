@@ -278,3 +278,35 @@ def test_the_simulation_log_filter_drops_flowers_run_simulation_notice():
     notice = "DEPRECATED FEATURE: %s"
     assert not _no_records_after_a_signal(record(notice, "The `run_simulation` function is ..."))
     assert _no_records_after_a_signal(record("[ROUND 1/2]"))
+
+
+@pytest.mark.realdata
+def test_run_saves_results_by_default_and_logs_to_the_environments_store(
+    data_dir, tmp_path, monkeypatch, capsys
+):
+    # No --out: results/<setting>.json in the working folder; MLFLOW_TRACKING_URI set: the run
+    # is logged there, as --tracking-uri's help says.
+    import mlflow
+
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path}/store/mlflow.db"
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
+    args = ["run", "--dataset", "diabetes130", "--data-dir", str(data_dir), "--seed", "1"]
+    assert main([*args, *QUICK]) == 0
+    out = tmp_path / "results" / "diabetes130-fedcare-K3-T2-seed1.json"
+    assert json.loads(out.read_text())["config"]["seed"] == 1
+    assert f"results written to {out.relative_to(tmp_path)}" in capsys.readouterr().out
+    runs = mlflow.MlflowClient(uri).search_runs(
+        [mlflow.MlflowClient(uri).get_experiment_by_name("fedcare/diabetes130").experiment_id]
+    )
+    assert runs and all(r.info.status == "FINISHED" for r in runs)
+
+
+def test_an_unreachable_store_in_the_environment_is_named(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://127.0.0.1:9/")
+    code = main(["run", "--dataset", "diabetes130", "--data-dir", str(tmp_path), *QUICK])
+    assert code == 2
+    err = capsys.readouterr().err
+    assert "MLFLOW_TRACKING_URI http://127.0.0.1:9/: cannot open the MLflow store" in err
+    assert not (tmp_path / "results").exists()
