@@ -94,6 +94,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
     from fedcare_core.checkpoint import write_atomic
     from fedcare_core.data.rows import row_format
+    from fedcare_core.private_files import keep_out_of_git
     from fedcare_tracking import store
 
     check_output_file(args.out)
@@ -117,6 +118,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     kept = rows.loc[:, [c for c in fmt.identifiers if c in rows.columns]]
     out = pd.concat([kept, predictions], axis=1)
     args.out.parent.mkdir(parents=True, exist_ok=True)
+    if kept.columns.size:  # scores keyed by patient: never where git would pick them up
+        keep_out_of_git(args.out, "the scores (keyed by patient identifiers)", folder=False)
     write_atomic(args.out, out.to_csv(index=False).encode())
     columns = ", ".join(str(c) for c in predictions.columns)
     print(f"scored {len(out)} rows ({columns}) → {args.out}", file=sys.stderr)

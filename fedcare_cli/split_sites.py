@@ -65,6 +65,7 @@ def cmd_split_sites(args: argparse.Namespace) -> int:
         split_sites,
         write_sites,
     )
+    from fedcare_core.private_files import keep_out_of_git
 
     if args.dataset not in SUPPORTED_DATASETS:
         raise ConfigError(
@@ -78,6 +79,7 @@ def cmd_split_sites(args: argparse.Namespace) -> int:
     data, name = read_source(find_diabetes130(args.data))
     sites = split_sites(decode_csv(data, name), args.sites, args.seed, name=name)
     manifest = write_sites(sites, objectives, args.out)
+    keep_out_of_git(args.out, "the sites' files (patient rows)", folder=True)
     for site in sites:
         print(
             f"{site.name}: {site.patients:,} patients, {site.encounters:,} encounters "

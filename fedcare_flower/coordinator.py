@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from fedcare_core.errors import ConfigError
+from fedcare_core.private_files import keep_out_of_git
 from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.processes import (
     CHILD_UMASK,
@@ -167,6 +168,7 @@ class Coordinator:
         if port_open(port, host):
             raise CoordinatorError(f"{host}:{port} is in use; choose another --port")
         private_folder(self.root)
+        keep_out_of_git(self.root, "the coordinator's state (its TLS private key)", folder=True)
         for sub in ("logs", "runs", "keys"):
             private_folder(self.root / sub)
         tls = self._tls(host, given, validity_days)

@@ -37,6 +37,7 @@ from fedcare_core.data.federation import SPLITS, ClientData
 from fedcare_core.errors import ConfigError
 from fedcare_core.federation_schema import FederationSchema, read_schema
 from fedcare_core.param_vectors import param_layout
+from fedcare_core.private_files import keep_out_of_git
 from fedcare_core.stage1 import Stage1Result, build_model
 from fedcare_flower.results import round_from_dict
 from fedcare_flower.site_messages import FinalModel
@@ -205,6 +206,9 @@ def create_site_folder(
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    keep_out_of_git(
+        out, "the site folder (encoded patient rows, the node's private key)", folder=True
+    )
     return SiteFolder(out)
 
 
