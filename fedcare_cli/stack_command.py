@@ -15,11 +15,12 @@ def add_parser(sub: Any) -> None:
     )
     stack.add_argument(
         "action",
-        choices=["up", "down", "status", "env", "run"],
+        choices=["up", "down", "status", "env", "run", "schedule"],
         help="up: start and deploy; down: stop everything; status: report; env: print the "
         "shell exports (PREFECT_API_URL, MLFLOW_TRACKING_URI, ...) that talk to the stack; "
         "run: run a deployment and wait for it (prefect deployment run --watch, with a state "
-        "poll beside it in case the watch misses the end)",
+        "poll beside it in case the watch misses the end); schedule: show or change the "
+        "re-training schedule (kept across stack up)",
     )
     stack.add_argument(
         "deployment", nargs="?", help="run: flow/deployment, e.g. fedcare/full-experiment"
@@ -45,6 +46,11 @@ def add_parser(sub: Any) -> None:
     stack.add_argument(
         "--data-dir", type=Path, help="data folder for flow runs (default: $FEDCARE_DATA_DIR)"
     )
+    when = stack.add_mutually_exclusive_group()
+    when.add_argument("--pause", action="store_true", help="schedule: pause re-training")
+    when.add_argument("--resume", action="store_true", help="schedule: resume re-training")
+    stack.add_argument("--cron", help="schedule: when to re-train, e.g. '0 2 * * 0'")
+    stack.add_argument("--timezone", help="schedule: the cron's IANA time zone (UTC)")
 
 
 def cmd_stack(args: argparse.Namespace) -> int:
@@ -73,6 +79,8 @@ def cmd_stack(args: argparse.Namespace) -> int:
             say("run needs a deployment, e.g. fedcare stack run fedcare/full-experiment")
             return 2
         return run_deployment(config, args.deployment, args.param, out=sys.stdout, say=say)
+    if args.action == "schedule":
+        return _schedule(args, config)
     if args.action == "env":
         for key, value in config.client_env().items():
             print(f"export {key}={shlex.quote(value)}")
@@ -90,3 +98,34 @@ def cmd_stack(args: argparse.Namespace) -> int:
     if args.action == "up":
         print(f"Prefect UI: {config.prefect_url}   MLflow UI: {config.mlflow_url}")
     return 0 if all(s.running and s.healthy for s in services) else 1
+
+
+def _schedule(args: argparse.Namespace, config: Any) -> int:
+    """``fedcare stack schedule [--pause|--resume] [--cron EXPR] [--timezone TZ]``."""
+    from dataclasses import replace
+
+    from fedcare_core.errors import ConfigError
+    from fedcare_stack import schedule
+
+    current = schedule.on_server(config) if _prefect_up(config) else None
+    if current is None:
+        raise ConfigError(
+            f"the stack's Prefect server ({config.prefect_url}) does not hold "
+            f"{schedule.DEPLOYMENT}; bring the stack up first (fedcare stack up)"
+        )
+    wanted = schedule.checked(args.cron, args.timezone, current)
+    if args.pause or args.resume:
+        wanted = replace(wanted, active=args.resume)
+    if wanted != current:
+        schedule.apply(config, wanted)
+    print(wanted.describe())
+    return 0
+
+
+def _prefect_up(config: Any) -> bool:
+    import httpx
+
+    try:
+        return httpx.get(f"{config.prefect_api_url}/health", timeout=5.0).status_code == 200
+    except httpx.HTTPError:
+        return False

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fedcare_core.errors import FedcareError
+from fedcare_stack import schedule
 from fedcare_stack.processes import (
     alive,
     log_tail,
@@ -256,10 +257,17 @@ def up(config: StackConfig, say: Say = print) -> list[ServiceStatus]:
         _wait_healthy(config, "mlflow-server", mlflow_pid)
         say(f"mlflow-server: ready at {config.mlflow_url}")
         _cli(config, token, "work-pool", "create", WORK_POOL, "--type", "process", "--overwrite")
+        chosen = schedule.keep_across_deploy(config)  # `prefect deploy` re-creates schedules
         _cli(
             config, token, "deploy", "--all", "--prefect-file", str(config.project / "prefect.yaml")
         )
         say(f"deployments of {config.project / 'prefect.yaml'} applied (work pool {WORK_POOL})")
+        if chosen is not None:
+            schedule.apply(config, chosen)
+        in_force = schedule.on_server(config)
+        if in_force is not None:
+            schedule.save(config, in_force)
+            say(f"schedule {in_force.describe()} (change: fedcare stack schedule)")
         worker_pid = _start(config, "prefect-worker", token, say)
         _wait_worker(config, worker_pid)
         say("prefect-worker: online")

@@ -178,6 +178,7 @@ def test_full_experiment_deployment_on_the_local_stack(data_dir: Path, tmp_path:
             deployment = client.read_deployment_by_name("fedcare/full-experiment")
         assert f"data_dir={data_dir}," in (deployment.description or "")
         assert [s.slug for s in deployment.schedules] == ["weekly-retrain"]
+        _check_the_schedule_survives_a_redeploy(config)
         print(f"stack up {t_up:.0f} s; two deployment runs {t_runs:.0f} s")
     finally:
         token_file = config.state_dir / "token"
@@ -186,3 +187,18 @@ def test_full_experiment_deployment_on_the_local_stack(data_dir: Path, tmp_path:
     assert not port_in_use(config.prefect_port, LOOPBACK)
     assert not port_in_use(config.mlflow_port, LOOPBACK)
     assert token and marked_processes(TOKEN_ENV, token) == []
+
+
+def _check_the_schedule_survives_a_redeploy(config: StackConfig) -> None:
+    """`fedcare stack schedule` pauses and moves it; `stack up` (prefect deploy) keeps that."""
+    from fedcare_cli.main import main
+    from fedcare_stack import schedule
+
+    ports = ["--state-dir", str(config.state_dir), "--prefect-port", str(config.prefect_port)]
+    assert main(["stack", "schedule", "--pause", "--cron", "30 3 * * 1", *ports]) == 0
+    paused = schedule.RetrainSchedule("30 3 * * 1", "UTC", active=False)
+    assert schedule.on_server(config) == paused
+    stack.up(config, say=print)  # re-deploys prefect.yaml, which says active at 02:00 Sunday
+    assert schedule.on_server(config) == paused == schedule.saved(config)
+    assert main(["stack", "schedule", "--resume", *ports]) == 0
+    assert schedule.on_server(config) == schedule.RetrainSchedule("30 3 * * 1", "UTC", True)
