@@ -27,6 +27,7 @@ from fedcare_core.data.partition import FeaturePartition, with_disparity
 from fedcare_core.datasets import DatasetDefinition, dataset_definition
 from fedcare_core.errors import ConfigError
 from fedcare_core.json_files import read_json
+from fedcare_core.quick import quick_sized
 
 #: The ``format`` field of every schema file; readers refuse other values.
 SCHEMA_FORMAT = "fedcare-federation/1"
@@ -117,7 +118,7 @@ class FederationSchema:
         if secagg:
             stage1["secagg"] = True
         data = {"clients": clients, "cover_all_objectives": False}
-        return self.config.with_overrides(seed=seed, data=data, stage1=stage1)
+        return quick_sized(self.config.with_overrides(seed=seed, data=data, stage1=stage1))
 
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data (the file's content)."""

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.errors import ConfigError
+from fedcare_core.quick import quick_sized
 
 if TYPE_CHECKING:
     from fedcare_core.algorithms.base import Algorithm
@@ -75,6 +76,11 @@ def validate_config(config: ExperimentConfig) -> ExperimentConfig:
     ConfigError
         For an unknown algorithm, any invalid field, or differential privacy or secure
         aggregation asked of an algorithm whose rounds have none.
+
+    Notes
+    -----
+    With ``FEDCARE_QUICK`` set the configuration returned is capped
+    (:func:`fedcare_core.quick.quick_sized`).
     """
     algorithm = get_algorithm(config.algorithm)
     config.validate()
@@ -89,7 +95,7 @@ def validate_config(config: ExperimentConfig) -> ExperimentConfig:
             f"algorithm {config.algorithm!r} has no securely aggregated rounds; "
             f"stage1.secagg applies to {', '.join(FEDCARE_ALGORITHMS)} over Flower"
         )
-    return config
+    return quick_sized(config)
 
 
 def backend_refusal(name: str, backend: str) -> str | None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from fedcare_core.config import DATASET_OBJECTIVES, DataConfig, ExperimentConfig
 from fedcare_core.errors import ConfigError
+from fedcare_core.quick import quick_seeds
 
 #: Every method of paper §V-B, the two bounds included, in the tables' order.
 COMPARISON_ALGORITHMS = (
@@ -372,6 +373,8 @@ def experiment_cells(
     list[Cell]
         The experiment's cells.
     """
+    if isinstance(seeds, int):
+        seeds = quick_seeds(seeds)  # FEDCARE_QUICK: one seed
     if experiment == "recommended":
         return recommended_grid(
             seeds,
