@@ -12,10 +12,9 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fedcare_cli.options import add_unseen_categories_option
-from fedcare_cli.output import write_json_atomic
 from fedcare_cli.run_options import (
     add_cohort_option,
     add_features_option,
@@ -24,8 +23,10 @@ from fedcare_cli.run_options import (
 )
 from fedcare_core.algorithms import ALGORITHM_NAMES
 from fedcare_core.config import DATASETS, READMISSION_DEFINITIONS
-from fedcare_core.federation_schema import FederationSchema, schema_for
 from fedcare_core.output_paths import check_output_file
+
+if TYPE_CHECKING:
+    from fedcare_core.federation_schema import FederationSchema
 
 
 def add_init_parser(fed_sub: Any) -> None:
@@ -69,6 +70,10 @@ def cmd_federation_init(args: argparse.Namespace) -> int:
         For an unwritable ``--out``, a bad config file or flag value, or an algorithm other
         than FedCARE (nothing is written).
     """
+    # Imported here: ``fedcare federation --help`` must not load torch or pandas.
+    from fedcare_cli.output import write_json_atomic
+    from fedcare_core.federation_schema import schema_for
+
     check_output_file(args.out)
     schema = schema_for(build_config(args))
     write_json_atomic(args.out, schema.to_dict())

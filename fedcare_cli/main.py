@@ -16,25 +16,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fedcare_cli import (
-    experiment,
-    federation_command,
-    predict,
-    run_options,
-    site_command,
-    split_sites,
-    stack_command,
-    tracked,
-)
-from fedcare_cli.run_options import build_config
-from fedcare_core import __version__
-from fedcare_core.config import ExperimentConfig
+from fedcare_cli import tracked
+from fedcare_cli.commands import BACKENDS, build_parser, command_of
 from fedcare_core.errors import ConfigError, FedcareError
 from fedcare_core.interrupts import as_interrupted, exit_now, signals_raise
 from fedcare_core.output_paths import check_output_dir, check_output_file
 
 if TYPE_CHECKING:
     from fedcare_core.algorithms.base import Stage1Runner
+    from fedcare_core.config import ExperimentConfig
     from fedcare_core.data.federation import Federation
     from fedcare_core.results import DataProvenance
     from fedcare_core.run_dir import RunBackend, RunData, RunFolder
@@ -42,41 +32,18 @@ if TYPE_CHECKING:
 EXIT_ERROR = 2
 #: The exit status of a command ended by Ctrl-C (SIGINT); SIGTERM's is 143 (128 + 15).
 EXIT_INTERRUPTED = 130
-#: Where Stage 1 runs (``fedcare_flower.BACKENDS``; repeated here so that ``fedcare --help``
-#: does not import the Flower layer).
-BACKENDS = ("local", "flower-sim", "flower-deployment")
+#: The whole parser (every command's options), as tests and tools build it.
+_parser = build_parser
+__all__ = ["BACKENDS", "EXIT_ERROR", "build_parser", "build_stage1_runner", "cmd_run", "main"]
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="fedcare",
-        description="FedCARE: multi-objective personalised federated learning for clinical data.",
-    )
-    parser.add_argument("--version", action="version", version=f"fedcare {__version__}")
-    sub = parser.add_subparsers(dest="command", required=True)
+def __getattr__(name: str) -> Any:
+    """``build_config`` (:func:`fedcare_cli.run_options.build_config`), imported on first use."""
+    if name == "build_config":
+        from fedcare_cli.run_options import build_config
 
-    run_options.add_parser(sub, BACKENDS)
-    _add_data_parser(sub)
-    stack_command.add_parser(sub)
-    experiment.add_parser(sub)
-    predict.add_parser(sub)
-    federation_command.add_parser(sub)
-    site_command.add_parser(sub)
-    return parser
-
-
-def _add_data_parser(sub: Any) -> None:
-    """``fedcare data fetch``'s options."""
-    data = sub.add_parser("data", help="dataset utilities")
-    data_sub = data.add_subparsers(dest="data_command", required=True)
-    fetch = data_sub.add_parser("fetch", help="download a public dataset into the cache")
-    fetch.add_argument("name", choices=["diabetes130"])
-    fetch.add_argument(
-        "--cache-dir", type=Path, help="default: $FEDCARE_CACHE_DIR or ~/.cache/fedcare"
-    )
-    fetch.add_argument("--url", help="download from this URL instead of the official one")
-    fetch.add_argument("--quiet", action="store_true")
-    split_sites.add_parser(data_sub)
+        return build_config
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: Each Flower transport flag (its ``argparse`` dest) and the backends it applies to; given
@@ -172,7 +139,7 @@ RESUME_OPTIONS = ("command", "resume", "out", "quiet", "tracking_uri")
 
 def resume_conflicts(args: argparse.Namespace) -> list[str]:
     """The options given with ``--resume`` that it does not take, as ``--flag`` names."""
-    defaults = vars(_parser().parse_args(["run"]))
+    defaults = vars(build_parser("run").parse_args(["run"]))
     return [
         "--" + key.replace("_", "-")
         for key, value in vars(args).items()
@@ -199,6 +166,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     """``fedcare run`` (with ``--run-dir`` or ``--resume``: a run that survives being killed)."""
     from data_checks.source_checks import checked_dataset, checked_federation
     from fedcare_cli.output import RESULTS_DIR, results_table, write_json_atomic
+    from fedcare_cli.run_options import build_config
     from fedcare_core.algorithms import backend_refusal, secagg_refusal
     from fedcare_core.results import DataProvenance
     from fedcare_core.run_dir import RunData, RunFolder
@@ -402,7 +370,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     a library left waiting on a stopped backend keeps it alive. Called with ``argv``, it returns
     the status.
     """
-    args = _parser().parse_args(argv)
+    words = sys.argv[1:] if argv is None else argv
+    args = build_parser(command_of(words)).parse_args(argv)
     try:
         with signals_raise():
             return _dispatch(args)
@@ -418,21 +387,34 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    """Run the parsed command (its module imported only now)."""
     if args.command == "run":
         return cmd_run(args)
     if args.command == "data" and args.data_command == "fetch":
         return cmd_fetch(args)
     if args.command == "data" and args.data_command == "split-sites":
+        from fedcare_cli import split_sites
+
         return split_sites.cmd_split_sites(args)
     if args.command == "stack":
+        from fedcare_cli import stack_command
+
         return stack_command.cmd_stack(args)
     if args.command == "experiment":
+        from fedcare_cli import experiment
+
         return experiment.cmd_experiment(args)
     if args.command == "predict":
+        from fedcare_cli import predict
+
         return predict.cmd_predict(args)
     if args.command == "federation":
+        from fedcare_cli import federation_command
+
         return federation_command.cmd_federation(args)
     if args.command == "site":
+        from fedcare_cli import site_command
+
         return site_command.cmd_site(args)
     return EXIT_ERROR  # pragma: no cover - argparse rejects other commands
 

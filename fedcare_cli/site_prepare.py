@@ -17,10 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fedcare_cli import tracked
-from fedcare_cli.sites_input import check_site_name, load_site
-from fedcare_core.config import MAX_SEED
 from fedcare_core.errors import ConfigError
-from fedcare_core.federation_schema import read_schema
 from fedcare_core.output_paths import check_output_dir, check_output_file
 
 if TYPE_CHECKING:
@@ -103,6 +100,10 @@ def cmd_site_prepare(args: argparse.Namespace) -> int:
     DataError, DataCheckError
         For a file that fails its checks: the file, column and rows (nothing is written).
     """
+    # Imported here, not at the top: ``fedcare site --help`` must not load torch or pandas.
+    from fedcare_cli.sites_input import check_site_name, load_site
+    from fedcare_core.config import MAX_SEED
+    from fedcare_core.federation_schema import read_schema
     from fedcare_flower.site_folder import CARD_FILE, check_new_folder, create_site_folder
 
     check_new_folder(args.out)
