@@ -21,7 +21,7 @@ STACK_ARGS ?=
 export MLFLOW_DISABLE_TELEMETRY := true
 export GX_ANALYTICS_ENABLED := false
 
-.PHONY: install run run-direct stack-up stack-down stack-status test lint typecheck unit slow \
+.PHONY: install run run-direct stack-up stack-down stack-status test lint typecheck unit slow journey \
 	bench bench-stage2 bench-dask screenshot clean
 
 $(STAMP): pyproject.toml constraints/py311-linux.txt
@@ -79,7 +79,11 @@ unit: $(STAMP)
 test: lint typecheck unit
 
 slow: $(STAMP)
-	FEDCARE_DATA_DIR="$(DATA_DIR)" $(BIN)/python -m pytest -m slow -q
+	FEDCARE_DATA_DIR="$(DATA_DIR)" $(BIN)/python -m pytest -m "slow and not journey" -q
+
+# Every bash block of README.md, in order, on a fresh clone (FEDCARE_QUICK=1; tests/e2e/test_readme.py).
+journey: $(STAMP)
+	FEDCARE_DATA_DIR="$(DATA_DIR)" $(BIN)/python -m pytest -m journey -q
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/bench_min_norm.py --out docs/benchmarks/min_norm.md

@@ -48,7 +48,9 @@ def test_every_bash_block_is_in_the_journey_with_known_directives():
 
 
 @pytest.mark.slow
+@pytest.mark.journey
 @pytest.mark.realdata
+@pytest.mark.timeout(3600)
 def test_the_readme_journeys_run_as_written_on_a_fresh_clone(data_dir, tmp_path):
     clone = _fresh_clone(tmp_path)
     (tmp_path / "shared").mkdir()
