@@ -1,4 +1,4 @@
-"""``mlflow-artifacts:`` locations of the stack's server, read and written through its SQLite file."""
+"""``mlflow-artifacts:`` locations of the stack's server, read and written via its SQLite file."""
 
 from __future__ import annotations
 
