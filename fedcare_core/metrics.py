@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.stats import rankdata
 
 
 @dataclass(frozen=True)
@@ -22,6 +21,10 @@ def auroc(y_true: np.ndarray, y_score: np.ndarray) -> MetricValue:
 
     Returns ``None`` with a reason when the labels hold a single class.
     """
+    # Imported here: scipy.stats takes ~1 s to import, which scoring raw rows
+    # (``fedcare predict``) and preparing a site never need.
+    from scipy.stats import rankdata
+
     y = np.asarray(y_true, dtype=np.float64)
     s = np.asarray(y_score, dtype=np.float64)
     mask = np.isfinite(y)

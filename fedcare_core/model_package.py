@@ -22,7 +22,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -34,7 +34,9 @@ from fedcare_core.data.preprocess import FeatureEncoder
 from fedcare_core.data.rows import row_format
 from fedcare_core.deployment import ClientPredictor, predictor_from_spec
 from fedcare_core.errors import ConfigError
-from fedcare_core.results import ExperimentResult
+
+if TYPE_CHECKING:  # the run's result module (metrics, Stage 1 …) is not needed to score rows
+    from fedcare_core.results import ExperimentResult
 
 __all__ = [
     "PACKAGE_FILE",
