@@ -27,7 +27,8 @@ def add_parser(sub: Any) -> None:
         "predict",
         help="score raw rows (no labels needed) with a client's model",
         description="Score raw rows of the model's dataset with a client's deployed model "
-        "(e.g. models:/fedcare-diabetes130-fedcare-client0@champion) and write one column per "
+        "(e.g. models:/fedcare-diabetes130-fedcare-early_discharge-client0@champion: the "
+        "registered name says what it predicts and for which client) and write one column per "
         "objective, after the input's identifier columns.",
     )
     predict.add_argument(

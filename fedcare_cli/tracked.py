@@ -95,6 +95,7 @@ def track(
         ``fedcare.site``, its model registered under the site's name.
     """
     from fedcare_tracking import store
+    from fedcare_tracking.links import run_url
     from fedcare_tracking.track import track_result
 
     logging.getLogger("mlflow").setLevel(logging.WARNING)  # not an INFO line per model logged
@@ -103,20 +104,26 @@ def track(
     if site_name is not None:
         tags["fedcare.site"] = site_name
     tracked = track_result(result, tags=tags, site_name=site_name)
-    print(f"MLflow run {tracked.run_id} in {uri}", file=sys.stderr)
+    experiment_id = store.client().get_run(tracked.run_id).info.experiment_id
+    page = run_url(uri, experiment_id, tracked.run_id)  # a server's UI, in model-training mode
+    print(f"MLflow run {tracked.run_id} in {uri}" + (f" ({page})" if page else ""), file=sys.stderr)
     for name, version, promoted in tracked.registrations.versions():
         flag = " (champion)" if promoted else ""
         print(f"registered {name} version {version}{flag}", file=sys.stderr)
 
 
-def check_site_model_name(dataset: str, algorithm: str, site: str) -> str:
-    """The name a site's model is registered under, checked before any work.
+def check_site_model_name(dataset: str, algorithm: str, site: str) -> None:
+    """Check, before any work, that the site's model can be registered under the site's name.
+
+    The model is registered as ``fedcare-<dataset>-<algorithm>-<objectives>-<site>``
+    (:func:`fedcare_tracking.model_names.site_model_name`).
 
     Raises
     ------
     ConfigError
         For a site name that would take another model's name.
     """
-    from fedcare_tracking.client_registry import site_model_name
+    from fedcare_tracking.model_names import check_site_name
 
-    return site_model_name(dataset, algorithm, site)
+    del dataset, algorithm  # the name's other parts cannot clash
+    check_site_name(site)

@@ -1,15 +1,20 @@
-"""Register every client's deployed model, one registered model per client.
+"""Register every client's deployed model, one registered model per client and objectives.
 
-Client ``k`` of an algorithm on a dataset is ``fedcare-<dataset>-<algorithm>-client<k>``; each
-run adds a version whose tags and description carry the client's per-objective validation and
-test metrics and the run that made it. The ``champion`` alias moves only when the client's
-validation score improves: the mean validation AUROC over its binary objectives (higher is
-better), or for a client with only length of stay its validation MAE in days (lower is
-better). A version judged on other objectives than the champion (another seed drew the client
-other objectives) is registered but not compared, and tagged why.
+Client ``k`` of an algorithm on a dataset, predicting objectives ``o1``, ``o2``, is
+``fedcare-<dataset>-<algorithm>-<o1>+<o2>-client<k>`` (:mod:`fedcare_tracking.model_names`;
+the objectives sorted): a client's objectives are drawn per seed, so a seed that draws it
+other objectives registers another model. The registered model's tags and description say
+what it predicts, for whom and from what; each run adds a version whose tags and description
+carry the client's per-objective validation and test metrics and the run that made it. The
+``champion`` alias moves only when the client's validation score improves: the mean
+validation AUROC over its binary objectives (higher is better), or for a client with only
+length of stay its validation MAE in days (lower is better). Every version of a model is
+judged on the same objectives; one judged otherwise than the champion (a champion set by hand,
+or registered under an older name scheme) is registered but not compared, and tagged why.
 
 A site of a federation that runs its own Stage 2 (``fedcare site personalise``) registers its
-one model in its own store under its name instead: ``fedcare-<dataset>-<algorithm>-<site>``.
+one model in its own store under its name instead:
+``fedcare-<dataset>-<algorithm>-<objectives>-<site>``.
 """
 
 from __future__ import annotations
@@ -19,45 +24,35 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedcare_core.errors import ConfigError
 from fedcare_core.evaluate import EvaluationReport
 from fedcare_core.results import ExperimentResult
 from fedcare_tracking import store
 from fedcare_tracking.log_run import TAG_CLIENT_MODEL_ID
+from fedcare_tracking.model_names import (
+    CLIENT_MODEL_TEMPLATE,
+    SITE_MODEL_TEMPLATE,
+    TAG_OUTPUTS,
+    TAG_SITE,
+    client_card,
+    client_model_name,
+    site_model_name,
+)
 from fedcare_tracking.registry import Score, register_version, validation_report
 
-#: Registered model name of a client's deployed model.
-CLIENT_MODEL_TEMPLATE = "fedcare-{dataset}-{algorithm}-client{client}"
-#: Registered model name of a named site's deployed model (the site's own run).
-SITE_MODEL_TEMPLATE = "fedcare-{dataset}-{algorithm}-{site}"
-#: Model-version tag naming the site whose model a version is.
-TAG_SITE = "fedcare.site"
+__all__ = [
+    "CLIENT_MODEL_TEMPLATE",
+    "SITE_MODEL_TEMPLATE",
+    "ClientRegistration",
+    "client_model_name",
+    "client_score",
+    "privacy_tags",
+    "register_client_models",
+    "site_model_name",
+]
+
 #: Model-version tag prefixes of the per-objective metrics (``fedcare.val.los.mae_days``).
 TAG_VAL_PREFIX = "fedcare.val."
 TAG_TEST_PREFIX = "fedcare.test."
-
-
-def client_model_name(dataset: str, algorithm: str, client: int) -> str:
-    """Registered model name of client ``client``'s deployed model."""
-    return CLIENT_MODEL_TEMPLATE.format(dataset=dataset, algorithm=algorithm, client=client)
-
-
-def site_model_name(dataset: str, algorithm: str, site: str) -> str:
-    """Registered model name of site ``site``'s deployed model.
-
-    Raises
-    ------
-    ConfigError
-        For a site name that would take another model's name (``backbone``, ``client<k>``).
-    """
-    reserved = site == "backbone" or (site.startswith("client") and site[6:].isdigit())
-    if reserved:
-        raise ConfigError(
-            f"site name {site!r} would register its model as another model's name "
-            f"({SITE_MODEL_TEMPLATE.format(dataset=dataset, algorithm=algorithm, site=site)}); "
-            "prepare the site under another --name to track it"
-        )
-    return SITE_MODEL_TEMPLATE.format(dataset=dataset, algorithm=algorithm, site=site)
 
 
 @dataclass(frozen=True)
@@ -105,13 +100,14 @@ def _description(
     val: dict[tuple[str, str], float | None],
     test: dict[tuple[str, str], float | None],
     site_name: str | None = None,
+    outputs: str = "",
 ) -> str:
     unit = {"auroc": "AUROC", "mae_days": "MAE (days)"}
     who = f"Client {client}" if site_name is None else f"Site {site_name} (client {client})"
     lines = [
         f"{who}'s deployed model: {result.config.algorithm}, "
         f"K = {result.config.data.clients}, T = {result.config.stage1.rounds}, "
-        f"seed {result.config.seed}; MLflow run {run_id}.",
+        f"seed {result.config.seed}; MLflow run {run_id}. Outputs: {outputs}.",
         "",
         "| objective | metric | validation | test |",
         "| --- | --- | --- | --- |",
@@ -143,7 +139,8 @@ def register_client_models(
         already computed.
     site_name
         The run is this named site's own (one client): its model is registered as
-        :func:`site_model_name` and its versions tagged ``fedcare.site``.
+        :func:`~fedcare_tracking.model_names.site_model_name` and its versions tagged
+        ``fedcare.site``.
 
     Returns
     -------
@@ -156,7 +153,7 @@ def register_client_models(
         If the run logged no model for a client, or ``site_name`` is given for a run of more
         than one client.
     ConfigError
-        For a ``site_name`` :func:`site_model_name` refuses.
+        For a ``site_name`` :func:`~fedcare_tracking.model_names.check_site_name` refuses.
     """
     if site_name is not None and len(result.federation.clients) != 1:
         raise ValueError(f"site {site_name!r}: a site's run has one client")
@@ -173,17 +170,13 @@ def register_client_models(
         score = client_score(val)
         if score is None:
             continue
-        dataset, algorithm = result.federation.dataset, result.config.algorithm
-        name = (
-            client_model_name(dataset, algorithm, k)
-            if site_name is None
-            else site_model_name(dataset, algorithm, site_name)
-        )
+        card = client_card(result, client, site_name)
         site_tags = {} if site_name is None else {TAG_SITE: site_name}
         metric_tags = {f"{TAG_VAL_PREFIX}{s}.{m}": _text(v) for (s, m), v in val.items()}
         metric_tags |= {f"{TAG_TEST_PREFIX}{s}.{m}": _text(v) for (s, m), v in test.items()}
+        outputs = ", ".join(f"`{c}`" for c in card.tags[TAG_OUTPUTS].split(","))
         version, promoted = register_version(
-            name,
+            card.name,
             model_id,
             run_id,
             score,
@@ -196,10 +189,12 @@ def register_client_models(
             }
             | site_tags
             | dp_tags,
-            description=_description(result, k, run_id, val, test, site_name),
+            description=_description(result, k, run_id, val, test, site_name, outputs),
             other_score="keep",
+            model_tags=card.tags,
+            model_description=card.description,
         )
-        out.append(ClientRegistration(k, name, version, promoted, score))
+        out.append(ClientRegistration(k, card.name, version, promoted, score))
     return out
 
 

@@ -11,6 +11,11 @@ that file (an HTML file previewed in the page). ``/runs/:runUuid`` alone also ex
 ``get_artifact_handler``) returns the file itself, as a download (``Content-Disposition:
 attachment``, so that no artifact's HTML runs on the server's origin).
 
+Every UI link carries ``?workflowType=machine_learning``: MLflow 3.17's UI shows an experiment
+in its "GenAI" mode (traces, no link to the model registry) unless the URL or the browser's
+remembered switch says "Model training" (:mod:`fedcare_tracking.store`); the router matches the
+path before the ``?``, and the run page reads the artifact path from the path alone.
+
 Only an ``http(s)://`` tracking URI has a UI to link to; for a local store (``sqlite:///…``,
 a folder) the functions return None and callers show the run id and path instead.
 """
@@ -18,6 +23,9 @@ a folder) the functions return None and callers show the run id and path instead
 from __future__ import annotations
 
 from urllib.parse import quote, urlencode
+
+#: The query that opens a UI page in its model-training mode.
+MODEL_TRAINING_QUERY = "workflowType=machine_learning"
 
 
 def ui_base(tracking_uri: str) -> str | None:
@@ -27,20 +35,33 @@ def ui_base(tracking_uri: str) -> str | None:
     return None
 
 
-def run_url(tracking_uri: str, experiment_id: str, run_id: str) -> str | None:
-    """The run's page in the MLflow UI: ``<server>/#/experiments/<id>/runs/<run>``."""
+def _run_page(base: str, experiment_id: str, run_id: str) -> str:
+    return f"{base}/#/experiments/{quote(experiment_id, safe='')}/runs/{quote(run_id, safe='')}"
+
+
+def experiment_url(tracking_uri: str, experiment_id: str) -> str | None:
+    """The experiment's runs in the MLflow UI, in model-training mode."""
     base = ui_base(tracking_uri)
     if base is None:
         return None
-    return f"{base}/#/experiments/{quote(experiment_id, safe='')}/runs/{quote(run_id, safe='')}"
+    return f"{base}/#/experiments/{quote(experiment_id, safe='')}/runs?{MODEL_TRAINING_QUERY}"
+
+
+def run_url(tracking_uri: str, experiment_id: str, run_id: str) -> str | None:
+    """The run's page in the MLflow UI: ``<server>/#/experiments/<id>/runs/<run>?…``."""
+    base = ui_base(tracking_uri)
+    if base is None:
+        return None
+    return f"{_run_page(base, experiment_id, run_id)}?{MODEL_TRAINING_QUERY}"
 
 
 def artifact_url(tracking_uri: str, experiment_id: str, run_id: str, path: str) -> str | None:
     """The run's artifact browser opened on ``path`` (a file or a folder) in the MLflow UI."""
-    page = run_url(tracking_uri, experiment_id, run_id)
-    if page is None:
+    base = ui_base(tracking_uri)
+    if base is None:
         return None
-    return f"{page}/artifacts/{quote(path.strip('/'), safe='/')}"
+    where = quote(path.strip("/"), safe="/")
+    return f"{_run_page(base, experiment_id, run_id)}/artifacts/{where}?{MODEL_TRAINING_QUERY}"
 
 
 def artifact_download_url(tracking_uri: str, run_id: str, path: str) -> str | None:

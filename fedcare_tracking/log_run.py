@@ -3,14 +3,14 @@
 Run layout, in the dataset's experiment::
 
     <flow run>                      (parent, created by the caller; optional)
-      <algorithm>-K<k>-T<t>[-<variant>]-seed<k>
+      seed<k> · <algorithm>-K<k>-T<t>[-<variant>]
                                     params, per-round metrics, final metrics, artifacts, the
                                     backbone (FedCARE, FedCARE-B) and every client's deployed
                                     model (``client<k>``: a pyfunc over raw rows)
         stage2-client<k>            μ* and loss traces per epoch (FedCARE)
 
-Run names and the final metrics' keys (``test/<objective>.<metric>.pooled``, …) are
-:mod:`fedcare_tracking.naming`'s.
+Run names and the metrics' keys (``lambda/<objective>``, ``test/<objective>.<metric>.pooled``,
+…) are :mod:`fedcare_tracking.naming`'s.
 
 Everything logged comes from :meth:`ExperimentResult.to_dict` (the ``results.json`` document),
 which holds no identifiers (clients are numbered 0..K-1), and from the models and their
@@ -72,7 +72,7 @@ TAG_CLIENT_MODEL_ID = "fedcare.client_model_id"
 #: The rounds' privacy: ``none``, or the DP mechanism and its accountant.
 TAG_PRIVACY = "fedcare.privacy"
 #: The ``privacy`` fields of ``results.json`` logged as run metrics (``dp.delta`` …; ε is the
-#: per-round ``dp.epsilon``, whose last step the runs table shows).
+#: per-round ``stage1/dp.epsilon``, whose last step the runs table shows).
 DP_SUMMARY = ("delta", "noise_multiplier", "clip")
 #: Prefix of the tags naming each objective's metric (``fedcare.metric.los = mae_days``).
 TAG_METRIC_PREFIX = "fedcare.metric."
@@ -124,7 +124,7 @@ def log_experiment(
         Prefect flow-run id, tagged as :data:`TAG_FLOW_RUN_ID`.
     run_name
         Display name (default :func:`fedcare_tracking.naming.run_name`, e.g.
-        ``fedcare-K10-T100-seed0``).
+        ``seed0 · fedcare-K10-T100``).
 
     Returns
     -------
@@ -252,16 +252,22 @@ def now_ms() -> int:
 
 
 def round_metrics(rounds: Sequence[Mapping[str, Any]]) -> list[Metric]:
-    """Per-round Stage 1 trace: λ*_s, ‖d‖², loss per objective, participants (step = round)."""
+    """Per-round Stage 1 trace (step = round): λ*_s, then ‖d‖², loss per objective, participants.
+
+    Keys: ``lambda/<objective>`` (its own chart section, the first of a run's) and
+    ``stage1/d_sq_norm``, ``stage1/loss.<objective>``, ``stage1/participants``,
+    ``stage1/dp.epsilon`` (under DP only) — :func:`~fedcare_tracking.naming.lambda_key`,
+    :func:`~fedcare_tracking.naming.round_key`.
+    """
     now = now_ms()
     values: list[tuple[str, Any, int]] = []
     for r in rounds:
         step = int(r["round"])
-        values += [(f"lambda.{s}", v, step) for s, v in r.get("lambda", {}).items()]
-        values.append(("d_sq_norm", r.get("d_sq_norm"), step))
-        values += [(f"loss.{s}", v, step) for s, v in r.get("loss", {}).items()]
-        values.append(("participants", len(r.get("participants", [])), step))
-        values.append(("dp.epsilon", r.get("epsilon"), step))  # under DP only
+        values += [(naming.lambda_key(s), v, step) for s, v in r.get("lambda", {}).items()]
+        values.append((naming.round_key("d_sq_norm"), r.get("d_sq_norm"), step))
+        values += [(naming.round_key(f"loss.{s}"), v, step) for s, v in r.get("loss", {}).items()]
+        values.append((naming.round_key("participants"), len(r.get("participants", [])), step))
+        values.append((naming.round_key("dp.epsilon"), r.get("epsilon"), step))  # under DP only
     return _metrics(values, now)
 
 

@@ -1,26 +1,37 @@
 """Names in MLflow that make runs comparable: run names and metric keys that carry their unit.
 
 Run names
-    ``<algorithm>-K<clients>-T<rounds>[-<variant>]-seed<k>``, e.g. ``fedcare-K10-T100-seed0``
-    or ``fedcare-K10-T100-rho0.5-dirichlet-seed2``. The variant lists, in a fixed order, the
-    settings that depart from the dataset's default :class:`~fedcare_core.config.ExperimentConfig`
-    and matter for comparison (ρ, client split, solver, normalisation, QP scope, objectives per
-    client, patient cap, …); any other departure (learning rates, batch sizes, epochs) is folded
-    into one ``cfg<hash>`` token, so two runs differ in name whenever their configurations
-    differ in more than the seed. The seed comes last: sorted by name, the seeds of one setting
-    sit together, and the name without it is the run's *setting* (tag ``fedcare.setting``).
+    ``seed<k> · <setting>``, e.g. ``seed0 · fedcare-K10-T100`` or
+    ``seed2 · fedcare-K10-T100-rho0.5-dirichlet``: the seed first, so the runs table's narrow
+    name column still shows which seed and algorithm a row is. The *setting* (tag
+    ``fedcare.setting``) is ``<algorithm>-K<clients>-T<rounds>[-<variant>]``; the variant lists,
+    in a fixed order, the settings that depart from the dataset's default
+    :class:`~fedcare_core.config.ExperimentConfig` and matter for comparison (ρ, client split,
+    solver, normalisation, QP scope, objectives per client, patient cap, …); any other departure
+    (learning rates, batch sizes, epochs) is folded into one ``cfg<hash>`` token, so two runs
+    differ in name whenever their configurations differ in more than the seed.
+    :func:`parse_run_name` reads a name back. A flow run's parent run is named by what it ran:
+    ``flow · <setting>[ + <setting>…] · seeds <k>[-<k>|,<k>…]`` (:func:`parent_run_name`); a
+    Stage 1 run over real sites ``seed<k> · <its run name>`` (:func:`stage1_run_name`).
 
 Metric keys
     MLflow's UI puts a metric's chart in the section named by the key up to its last ``/``
-    (no ``/``: "Model metrics") and titles it with the rest; the runs table lists keys
-    alphabetically. So the objective and its metric (the unit) are spelt out after a section:
+    (no ``/``: "Model metrics", always shown after the named sections, which are sorted by
+    name) and titles it with the rest; the runs table lists keys alphabetically. So λ* has its
+    own section that sorts first, the other per-round traces follow, and the objective and its
+    metric (the unit) are spelt out after the test sections:
 
+    - ``lambda/<objective>`` (a run: λ*_s per round, step = round);
+    - ``stage1/d_sq_norm``, ``stage1/loss.<objective>``, ``stage1/participants`` and, under DP,
+      ``stage1/dp.epsilon`` (a run: per round);
     - ``test/<objective>.<metric>.<pooled|mean_over_clients|std_over_clients>`` (a run);
     - ``test_by_client/<objective>.<metric>.client<k>`` (a run, one per client);
     - ``test/<objective>.<metric>`` (a Stage 2 run: its client's test value);
     - ``test_over_seeds/<group>/<objective>.<metric>.<pooled|mean_over_clients>.<mean|std>``
       and ``test_over_seeds/<group>/seeds`` (a parent run; the group is the algorithm, or the
-      setting when one parent holds several settings of an algorithm).
+      setting when one parent holds several settings of an algorithm); a parent of one setting
+      also carries ``test/<objective>.<metric>.<pooled|mean_over_clients>``: the mean over its
+      seeds, so the runs table's test columns show it.
 
     ``<metric>`` is the results document's (``auroc``: higher is better; ``mae_days``: mean
     absolute error in days, lower is better). MLflow 3.17 has no metric descriptions (a
@@ -32,7 +43,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -44,6 +55,14 @@ TEST_SECTION = "test"
 CLIENT_SECTION = "test_by_client"
 #: Section of a parent run's mean and std over seeds.
 SEEDS_SECTION = "test_over_seeds"
+#: Section of λ*_s per round (sorts before every other section of a run).
+LAMBDA_SECTION = "lambda"
+#: Section of the other per-round Stage 1 traces.
+ROUNDS_SECTION = "stage1"
+#: Between the parts of a run name.
+NAME_SEPARATOR = " · "
+#: First part of a flow run's parent run name.
+FLOW_PREFIX = "flow"
 #: The document's per-objective summary fields logged on a run.
 RUN_FIELDS = ("pooled", "mean_over_clients", "std_over_clients")
 #: The fields a parent run summarises over seeds.
@@ -152,9 +171,81 @@ def setting_name(doc: Mapping[str, Any]) -> str:
     return "-".join(parts + ([tokens] if tokens else []))
 
 
+def config_setting_name(config: ExperimentConfig) -> str:
+    """:func:`setting_name` of a configuration, before it runs."""
+    return setting_name(
+        {"algorithm": config.algorithm, "dataset": config.data.dataset, "config": config.to_dict()}
+    )
+
+
 def run_name(doc: Mapping[str, Any]) -> str:
-    """``<setting>-seed<k>`` of a results document (see the module docstring)."""
-    return f"{setting_name(doc)}-seed{doc.get('config', {}).get('seed')}"
+    """``seed<k> · <setting>`` of a results document (see the module docstring)."""
+    seed = doc.get("config", {}).get("seed")
+    return f"seed{seed}{NAME_SEPARATOR}{setting_name(doc)}"
+
+
+def parse_run_name(name: str) -> tuple[int, str] | None:
+    """The seed and setting of a :func:`run_name` (``None`` for any other name).
+
+    Parameters
+    ----------
+    name
+        A run's name, e.g. ``"seed3 · fedcare-K10-T100-rho0.5"``.
+
+    Returns
+    -------
+    tuple of (int, str) or None
+        ``(3, "fedcare-K10-T100-rho0.5")``.
+    """
+    head, sep, setting = name.partition(NAME_SEPARATOR)
+    number = head.removeprefix("seed")
+    if not sep or not setting or head == number or not number.lstrip("-").isdigit():
+        return None
+    return int(number), setting
+
+
+def seeds_label(seeds: Sequence[int]) -> str:
+    """``seed 0``, ``seeds 0-9`` (consecutive) or ``seeds 0,3,5``, in increasing order."""
+    ordered = sorted(set(seeds))
+    if len(ordered) == 1:
+        return f"seed {ordered[0]}"
+    if ordered == list(range(ordered[0], ordered[-1] + 1)):
+        return f"seeds {ordered[0]}-{ordered[-1]}"
+    return "seeds " + ",".join(str(s) for s in ordered)
+
+
+def parent_run_name(settings: Sequence[str], seeds: Sequence[int]) -> str:
+    """A flow run's parent run: ``flow · fedcare-K10-T100 + fedavg-K10-T100 · seeds 0-2``.
+
+    Parameters
+    ----------
+    settings
+        The settings it runs (:func:`setting_name`), in order; repeats are dropped.
+    seeds
+        Its seeds.
+    """
+    what = " + ".join(dict.fromkeys(settings)) or "nothing"
+    return NAME_SEPARATOR.join((FLOW_PREFIX, what, seeds_label(seeds)))
+
+
+def stage1_run_name(document: Mapping[str, Any]) -> str:
+    """A Stage 1 document's run (``fedcare federation run``): ``seed<k> · <its run name>``.
+
+    The document's own name (``fedcare-<time>[-<flow run>]-seed<k>``) loses its trailing
+    ``-seed<k>``, which comes first instead.
+    """
+    seed = document["seed"]
+    return f"seed{seed}{NAME_SEPARATOR}{str(document['run_name']).removesuffix(f'-seed{seed}')}"
+
+
+def lambda_key(objective: str) -> str:
+    """λ*_s of a round: ``lambda/readmission``."""
+    return f"{LAMBDA_SECTION}/{objective}"
+
+
+def round_key(name: str) -> str:
+    """Another per-round Stage 1 trace: ``stage1/d_sq_norm``, ``stage1/loss.los``."""
+    return f"{ROUNDS_SECTION}/{name}"
 
 
 def metric_name(objective: str, metric: object) -> str:

@@ -1,7 +1,9 @@
 """Model registry: register a re-trained backbone and move ``champion`` only when it is better.
 
 Each registered version keeps the score it was judged on as model-version tags, so the next
-re-training compares against the champion's stored score rather than re-evaluating it.
+re-training compares against the champion's stored score rather than re-evaluating it. The
+registered model itself carries the tags and description that say what it predicts
+(:mod:`fedcare_tracking.model_names`), written when it is created and kept up to date.
 """
 
 from __future__ import annotations
@@ -71,6 +73,8 @@ def register_backbone(
     *,
     score_name: str = DEFAULT_SCORE_NAME,
     alias: str = CHAMPION_ALIAS,
+    model_tags: Mapping[str, str] | None = None,
+    model_description: str | None = None,
 ) -> tuple[int, bool]:
     """Register the run's backbone as a new version and promote it if it beats the champion.
 
@@ -92,6 +96,8 @@ def register_backbone(
         What ``score`` measures; comparing with a champion judged on another score is refused.
     alias
         The alias to manage.
+    model_tags, model_description
+        The registered model's tags and description (:func:`register_version`).
 
     Returns
     -------
@@ -113,6 +119,8 @@ def register_backbone(
         run_id,
         Score(score, score_name, higher_is_better),
         alias=alias,
+        model_tags=model_tags,
+        model_description=model_description,
     )
 
 
@@ -139,6 +147,8 @@ def register_version(
     tags: Mapping[str, str] | None = None,
     description: str | None = None,
     other_score: str = "raise",
+    model_tags: Mapping[str, str] | None = None,
+    model_description: str | None = None,
 ) -> tuple[int, bool]:
     """Register a logged model as a new version of ``model_name``; move ``alias`` if it is better.
 
@@ -159,6 +169,11 @@ def register_version(
     other_score
         A champion judged on another score or direction: ``"raise"`` (:class:`ValueError`) or
         ``"keep"`` (the new version is registered, not compared, not promoted, and tagged why).
+        With names that say what a model predicts this is rare: a champion set by hand, or a
+        version registered under an older naming.
+    model_tags, model_description
+        The registered model's tags and description (what it predicts, for whom): set when it
+        is created, and updated where they differ.
 
     Returns
     -------
@@ -172,11 +187,7 @@ def register_version(
     mismatch = _judged_otherwise(current, score, model_name, alias)
     if mismatch is not None and other_score == "raise":
         raise ValueError(mismatch)
-    try:
-        mc.create_registered_model(model_name)
-    except MlflowException as exc:
-        if exc.error_code != ErrorCode.Name(RESOURCE_ALREADY_EXISTS):
-            raise
+    _ensure_registered_model(model_name, model_tags or {}, model_description)
     version = mc.create_model_version(
         model_name,
         source=f"models:/{model_id}",
@@ -200,6 +211,25 @@ def register_version(
     if mismatch is not None:
         mc.set_model_version_tag(model_name, version.version, TAG_NOT_COMPARED, mismatch)
     return int(version.version), promote
+
+
+def _ensure_registered_model(
+    model_name: str, tags: Mapping[str, str], description: str | None
+) -> None:
+    """Create the registered model with ``tags`` and ``description``, or bring them up to date."""
+    mc = store.client()
+    try:
+        mc.create_registered_model(model_name, tags=dict(tags), description=description)
+        return
+    except MlflowException as exc:
+        if exc.error_code != ErrorCode.Name(RESOURCE_ALREADY_EXISTS):
+            raise
+    current = mc.get_registered_model(model_name)
+    if description is not None and current.description != description:
+        mc.update_registered_model(model_name, description=description)
+    for key, value in tags.items():
+        if current.tags.get(key) != value:
+            mc.set_registered_model_tag(model_name, key, value)
 
 
 def _judged_otherwise(

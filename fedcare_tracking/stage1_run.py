@@ -1,8 +1,10 @@
 """A coordinator's Stage 1 over sites in MLflow: the run, its λ* trajectory and ``w*``.
 
-The run sits in the dataset's experiment beside every other run (``fedcare/<dataset>``), with
-the same per-round metric names (``lambda.<objective>``, ``d_sq_norm``, ``loss.<objective>``,
-``participants``), the Stage 1 settings as parameters, the document and the λ* plot as
+The run sits in the dataset's experiment beside every other run (``fedcare/<dataset>``), named
+``seed<k> · <the document's run name>`` (:func:`~fedcare_tracking.naming.stage1_run_name`; the
+document's own name is the tag ``fedcare.run_name``), with the same per-round metric names
+(``lambda/<objective>``, ``stage1/d_sq_norm``, ``stage1/loss.<objective>``,
+``stage1/participants``), the Stage 1 settings as parameters, the document and the λ* plot as
 artifacts, and ``w*`` (weights only) under ``stage1/``. Nothing in it is patient-level: the
 coordinator never had any.
 """
@@ -15,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from fedcare_tracking import plots, store
+from fedcare_tracking import naming, plots, store
 from fedcare_tracking.log_run import json_safe, log_batch_chunked, round_metrics
 
 STAGE1_FILE = "stage1.json"
@@ -62,12 +64,14 @@ def log_stage1_run(
         "fedcare.entry": "fedcare federation run",
         "fedcare.schema_digest": str(document["schema_digest"]),
         "fedcare.sites": str(len(document["sites"])),
+        "fedcare.seed": str(document["seed"]),
+        "fedcare.run_name": str(document["run_name"]),
         **(tags or {}),
     }
     run_id = store.create_child_run(
         store.experiment_for(str(document["dataset"])),
         parent_run_id=parent_run_id,
-        run_name=str(document["run_name"]),
+        run_name=naming.stage1_run_name(document),
         tags=all_tags,
     )
     mc = store.client()

@@ -3,6 +3,16 @@
 The default store is a SQLite database under the project's ``mlflow/`` folder with artifacts
 beside it (``mlflow/mlflow.db``, ``mlflow/artifacts/``). Any other tracking URI (another SQLite
 file, a tracking server) is accepted; for a SQLite file the artifacts go next to the database.
+
+Every FedCARE experiment is marked a model-training experiment: the tag
+``mlflow.experimentKind = custom_model_development`` (:data:`EXPERIMENT_KIND`), the value the
+MLflow UI's experiment-type selector writes for "Machine learning". MLflow 3.17's UI reads
+that tag only when its workflow switch is off; with it on (as built) the page's mode is the
+browser's "GenAI" / "Model training" switch: the URL's ``workflowType`` parameter, else the
+choice remembered in the browser, else GenAI (``mlflow/server/js/build``: the
+``mlflow.workflowType`` local-storage key and the experiment page's redirect). So FedCARE's
+links into the UI also carry ``?workflowType=machine_learning``
+(:mod:`fedcare_tracking.links`).
 """
 
 from __future__ import annotations
@@ -31,6 +41,10 @@ EXPERIMENT_PREFIX = "fedcare/"
 END_STATUSES = ("FINISHED", "FAILED", "KILLED")
 #: Experiment tag naming the dataset.
 TAG_DATASET = "fedcare.dataset"
+#: Experiment tag the MLflow UI reads an experiment's type from, and FedCARE's value of it
+#: ("Machine learning": runs, metrics and models, not GenAI traces).
+TAG_EXPERIMENT_KIND = "mlflow.experimentKind"
+EXPERIMENT_KIND = "custom_model_development"
 
 _artifact_root: Path | None = None
 #: The registry URI :func:`configure` set last (MLflow mirrors it in ``MLFLOW_REGISTRY_URI``).
@@ -115,11 +129,13 @@ def experiment_name(dataset: str) -> str:
 
 
 def experiment_for(dataset: str) -> str:
-    """Get or create the dataset's experiment.
+    """Get or create the dataset's experiment, marked a model-training experiment.
 
     A new experiment on a SQLite store stores its artifacts under
     ``<artifact root>/<dataset>``; on other stores the server's default applies. It is created
-    with a description of the run and metric names (:data:`fedcare_tracking.views.DESCRIPTION`).
+    with a description of the run and metric names (:data:`fedcare_tracking.views.DESCRIPTION`)
+    and :data:`TAG_EXPERIMENT_KIND`; an existing experiment without that tag gets it (one a
+    person set to another kind keeps theirs).
 
     Parameters
     ----------
@@ -135,16 +151,17 @@ def experiment_for(dataset: str) -> str:
     name = experiment_name(dataset)
     found = mc.get_experiment_by_name(name)
     if found is not None:
+        if TAG_EXPERIMENT_KIND not in found.tags:
+            mc.set_experiment_tag(found.experiment_id, TAG_EXPERIMENT_KIND, EXPERIMENT_KIND)
         return str(found.experiment_id)
     location = None if _artifact_root is None else (_artifact_root / dataset).as_uri()
+    tags = {
+        TAG_DATASET: dataset,
+        TAG_EXPERIMENT_KIND: EXPERIMENT_KIND,
+        views.NOTE_TAG: views.DESCRIPTION,
+    }
     try:
-        return str(
-            mc.create_experiment(
-                name,
-                artifact_location=location,
-                tags={TAG_DATASET: dataset, views.NOTE_TAG: views.DESCRIPTION},
-            )
-        )
+        return str(mc.create_experiment(name, artifact_location=location, tags=tags))
     except MlflowException as exc:
         # Another process created it between the lookup and the create.
         if exc.error_code != ErrorCode.Name(RESOURCE_ALREADY_EXISTS):
@@ -169,7 +186,7 @@ def start_parent_run(
     dataset
         Selects the experiment (:func:`experiment_for`).
     run_name
-        Display name (e.g. the Prefect flow-run name).
+        Display name (a flow run's: :func:`fedcare_tracking.naming.parent_run_name`).
     tags
         Run tags (e.g. ``prefect.flow_run_id``, ``fedcare.dataset_sha256``).
     params

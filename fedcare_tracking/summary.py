@@ -7,6 +7,13 @@ mean-over-clients test metrics, and how many seeds went in:
 (:mod:`fedcare_tracking.naming`), and the experiment's "FedCARE: mean over seeds" view shows
 them (:mod:`fedcare_tracking.views`). Where one parent holds several settings of an algorithm,
 each setting is its own group (``test_over_seeds/fedcare-K5-T20/…``).
+
+A parent whose runs share one setting (a flow run of one algorithm, as ``make run``) also
+carries that mean under its runs' own keys, ``test/<objective>.<metric>.<pooled|
+mean_over_clients>``, with its runs' setting tag and their K and T as params, so the runs
+table's columns (and the "FedCARE: test metrics" view) show the parent's row filled, not "-".
+A parent of several settings gets the setting tag (``fedcare-K10-T100 + fedavg-K10-T100``)
+only: one value per column would mix them.
 """
 
 from __future__ import annotations
@@ -31,6 +38,9 @@ from fedcare_tracking.log_run import (
 
 #: ``(objective, metric, field)`` → value: one run's test scores.
 Scores = dict[tuple[str, str, str], float]
+#: A run's K and T among its params (``flatten_params`` of its configuration).
+CLIENTS_PARAM = "data.clients"
+ROUNDS_PARAM = "stage1.rounds"
 
 
 @dataclass(frozen=True)
@@ -46,11 +56,15 @@ class RunScores:
     scores
         ``(objective, metric, field)`` → value, for the fields in
         :data:`~fedcare_tracking.naming.SUMMARY_FIELDS` (missing values left out).
+    clients, rounds
+        Its K and T (the params ``data.clients`` and ``stage1.rounds``), when known.
     """
 
     algorithm: str
     setting: str
     scores: Scores = field(default_factory=dict)
+    clients: str | None = None
+    rounds: str | None = None
 
 
 def _finite(value: Any) -> float | None:
@@ -67,7 +81,16 @@ def scores_from_doc(doc: Mapping[str, Any]) -> RunScores:
             value = _finite(rep.get(name))
             if value is not None:
                 scores[(objective, str(rep.get("metric")), name)] = value
-    return RunScores(str(doc["algorithm"]), naming.setting_name(doc), scores)
+    config = doc.get("config", {})
+    clients = config.get("data", {}).get("clients")
+    rounds = config.get("stage1", {}).get("rounds")
+    return RunScores(
+        str(doc["algorithm"]),
+        naming.setting_name(doc),
+        scores,
+        None if clients is None else str(clients),
+        None if rounds is None else str(rounds),
+    )
 
 
 def scores_from_run(run: Run) -> RunScores:
@@ -83,7 +106,14 @@ def scores_from_run(run: Run) -> RunScores:
             if value is not None:
                 scores[(objective, metric, name)] = value
     algorithm = tags.get(TAG_ALGORITHM, "unknown")
-    return RunScores(algorithm, tags.get(TAG_SETTING, algorithm), scores)
+    params = run.data.params
+    return RunScores(
+        algorithm,
+        tags.get(TAG_SETTING, algorithm),
+        scores,
+        params.get(CLIENTS_PARAM),
+        params.get(ROUNDS_PARAM),
+    )
 
 
 def _group(runs: Sequence[RunScores]) -> dict[str, list[RunScores]]:
@@ -123,6 +153,46 @@ def summary_metrics(runs: Iterable[RunScores]) -> dict[str, float]:
     return out
 
 
+def setting_metrics(runs: Iterable[RunScores]) -> dict[str, float]:
+    """The mean over seeds under the runs' own keys, for runs of one setting; else nothing.
+
+    Parameters
+    ----------
+    runs
+        The parent's algorithm × seed runs.
+
+    Returns
+    -------
+    dict[str, float]
+        ``test/<objective>.<metric>.<field>`` → the mean over the runs that have it
+        (:func:`~fedcare_tracking.naming.test_key`); empty unless every run has one setting.
+    """
+    members = list(runs)
+    if len({r.setting for r in members}) != 1:
+        return {}
+    keys = sorted({k for r in members for k in r.scores})
+    return {
+        naming.test_key(*key): statistics.fmean(r.scores[key] for r in members if key in r.scores)
+        for key in keys
+    }
+
+
+def parent_labels(runs: Sequence[RunScores]) -> tuple[dict[str, str], dict[str, str]]:
+    """The parent's setting tag, and its runs' K and T as params where they all share them."""
+    if not runs:
+        return {}, {}
+    tags = {TAG_SETTING: " + ".join(sorted({r.setting for r in runs}))}
+    params: dict[str, str] = {}
+    for key, values in (
+        (CLIENTS_PARAM, {r.clients for r in runs}),
+        (ROUNDS_PARAM, {r.rounds for r in runs}),
+    ):
+        shared = values.pop() if len(values) == 1 else None
+        if shared is not None:
+            params[key] = shared
+    return tags, params
+
+
 def child_runs(parent_run_id: str) -> list[Run]:
     """The parent's finished algorithm × seed runs (not their Stage 2 runs)."""
     mc = store.client()
@@ -155,18 +225,22 @@ def log_parent_summary(
     Returns
     -------
     dict[str, float]
-        What was logged (empty when the parent has no finished run).
+        What was logged (empty when the parent has no finished run): :func:`summary_metrics`
+        and, for runs of one setting, :func:`setting_metrics`.
     """
     runs = (
         [scores_from_run(r) for r in child_runs(parent_run_id)]
         if docs is None
         else [scores_from_doc(d) for d in docs]
     )
-    values = summary_metrics(runs)
+    values = summary_metrics(runs) | setting_metrics(runs)
     now = now_ms()
     metrics = [Metric(key, value, now, 0) for key, value in values.items()]
     mc = store.client()
-    log_batch_chunked(mc, parent_run_id, metrics=metrics)
+    tags, params = parent_labels(runs)
+    logged = mc.get_run(parent_run_id).data.params  # a retry: only the params not yet logged
+    params = {k: v for k, v in params.items() if k not in logged}
+    log_batch_chunked(mc, parent_run_id, metrics=metrics, params=params, tags=tags)
     if values:
         experiment_id = mc.get_run(parent_run_id).info.experiment_id
         views.publish(mc, experiment_id, views.SEEDS_VIEW, views.seeds_columns(values))

@@ -16,14 +16,21 @@ from fedcare_core.algorithms import FEDCARE_ALGORITHMS
 from fedcare_core.results import ExperimentResult
 from fedcare_tracking import log_run, registry
 from fedcare_tracking.client_registry import ClientRegistration, register_client_models
+from fedcare_tracking.model_names import (
+    BACKBONE_MODEL_TEMPLATE,
+    backbone_card,
+    backbone_model_name,
+)
 
-#: Registered model name of a dataset's and algorithm's backbone.
-BACKBONE_MODEL_TEMPLATE = "fedcare-{dataset}-{algorithm}-backbone"
-
-
-def backbone_model_name(dataset: str, algorithm: str) -> str:
-    """Registered model name of the backbone trained by ``algorithm`` on ``dataset``."""
-    return BACKBONE_MODEL_TEMPLATE.format(dataset=dataset, algorithm=algorithm)
+__all__ = [
+    "BACKBONE_MODEL_TEMPLATE",
+    "BackboneRegistration",
+    "Registrations",
+    "TrackedRun",
+    "backbone_model_name",
+    "register_run",
+    "track_result",
+]
 
 
 @dataclass(frozen=True)
@@ -101,7 +108,7 @@ def register_run(
     site_name
         The run is this named site's own Stage 2 from the federation's ``w*``: only the site's
         model is registered, under the site's name
-        (:func:`~fedcare_tracking.client_registry.site_model_name`); the backbone is the
+        (:func:`~fedcare_tracking.model_names.site_model_name`); the backbone is the
         coordinator's to register (it stays logged with the run).
 
     Returns
@@ -112,10 +119,12 @@ def register_run(
     backbone = None
     report = registry.validation_report(result)  # scored once, for the backbone and the clients
     if result.config.algorithm in FEDCARE_ALGORITHMS and site_name is None:
-        name = backbone_model_name(result.federation.dataset, result.config.algorithm)
+        card = backbone_card(result)
         score = registry.validation_score(result, report=report)
-        version, promoted = registry.register_backbone(run_id, name, score)
-        backbone = BackboneRegistration(name, version, promoted, score)
+        version, promoted = registry.register_backbone(
+            run_id, card.name, score, model_tags=card.tags, model_description=card.description
+        )
+        backbone = BackboneRegistration(card.name, version, promoted, score)
     clients = register_client_models(result, run_id, report, site_name=site_name)
     return Registrations(backbone, clients)
 

@@ -42,24 +42,34 @@ VIEW_NAMES = {RUNS_VIEW: "FedCARE: test metrics", SEEDS_VIEW: "FedCARE: mean ove
 #: Columns every runs view starts with (the run's setting, K and T).
 _BASE_COLUMNS = ("tags.`fedcare.setting`", "params.`data.clients`", "params.`stage1.rounds`")
 
-#: The experiment's description (Markdown).
+#: The experiment's description (Markdown). A description that starts with
+#: :data:`DESCRIPTION_HEAD` is FedCARE's and kept up to date; any other is a person's, kept.
+DESCRIPTION_HEAD = "FedCARE runs."
 DESCRIPTION = """\
-FedCARE runs. Each flow run is a parent run; under it one run per algorithm × seed, named
-`<algorithm>-K<clients>-T<rounds>[-<variant>]-seed<k>` (the variant lists the settings that
-depart from the defaults; `cfg<hash>` stands for any other departure, spelt out in the tag
+FedCARE runs. Each flow run is a parent run named by what it ran
+(`flow · <setting>[ + <setting>…] · seeds <list>`); under it one run per algorithm × seed,
+named `seed<k> · <setting>`, where the setting (tag `fedcare.setting`) is
+`<algorithm>-K<clients>-T<rounds>[-<variant>]` (the variant lists the settings that depart
+from the defaults; `cfg<hash>` stands for any other departure, spelt out in the tag
 `fedcare.variant`), and under that one `stage2-client<k>` run per client.
 
-Metric keys name the objective and its metric, which is the unit: `auroc` (higher is better)
-or `mae_days` (mean absolute error in days, lower is better).
+Charts: `lambda/<objective>` (λ* per round) first, then `stage1/…` (‖d‖², loss per
+objective, participants per round). Metric keys name the objective and its metric, which is
+the unit: `auroc` (higher is better) or `mae_days` (mean absolute error in days, lower is
+better).
 
 - `test/<objective>.<metric>.pooled`: over all the clients' test rows;
   `.mean_over_clients` / `.std_over_clients`: of each client's own test value;
 - `test_by_client/<objective>.<metric>.client<k>`: client k's test value;
 - on a parent run, `test_over_seeds/<algorithm>/<objective>.<metric>.<pooled|mean_over_clients>`
-  `.mean` / `.std` (ddof 1) over its seeds, and `test_over_seeds/<algorithm>/seeds`.
+  `.mean` / `.std` (ddof 1) over its seeds, and `test_over_seeds/<algorithm>/seeds`; a parent
+  of one setting also holds `test/<objective>.<metric>.<pooled|mean_over_clients>`: the mean
+  over its seeds.
 
 The "Views" menu above the runs table holds "FedCARE: test metrics" and "FedCARE: mean over
-seeds", which show these columns.
+seeds", which show these columns. Each client's model is registered as
+`fedcare-<dataset>-<algorithm>-<objectives>-client<k>` (the objectives it predicts, sorted,
+joined by `+`); its registered-model tags and description say what it predicts and from what.
 """
 
 
@@ -117,7 +127,7 @@ def view_tag(view_id: str, columns: Sequence[str], existing: str | None, now_ms:
 
 
 def publish(mc: MlflowClient, experiment_id: str, view_id: str, columns: Sequence[str]) -> None:
-    """Add ``columns`` to a saved view of the experiment (and its description if it has none).
+    """Add ``columns`` to a saved view of the experiment; write or refresh its description.
 
     Parameters
     ----------
@@ -135,11 +145,19 @@ def publish(mc: MlflowClient, experiment_id: str, view_id: str, columns: Sequenc
     value = view_tag(view_id, columns, tags.get(VIEW_TAG_PREFIX + view_id), now)
     if value is not None:
         mc.set_experiment_tag(experiment_id, VIEW_TAG_PREFIX + view_id, value)
-    if NOTE_TAG not in tags:
+    note = tags.get(NOTE_TAG)
+    if note is None or (note.startswith(DESCRIPTION_HEAD) and note != DESCRIPTION):
         mc.set_experiment_tag(experiment_id, NOTE_TAG, DESCRIPTION)
 
 
 def view_url(tracking_uri: str, experiment_id: str, view_id: str = RUNS_VIEW) -> str:
-    """The UI address that opens a saved view (``<server>/#/experiments/<id>/runs?…``)."""
+    """The UI address that opens a saved view (``<server>/#/experiments/<id>/runs?…``).
+
+    In the UI's model-training mode (``workflowType=machine_learning``, see
+    :mod:`fedcare_tracking.store`).
+    """
     base = tracking_uri.rstrip("/")
-    return f"{base}/#/experiments/{experiment_id}/runs?viewStateShareKey={view_id}"
+    return (
+        f"{base}/#/experiments/{experiment_id}/runs?viewStateShareKey={view_id}"
+        "&workflowType=machine_learning"
+    )

@@ -43,6 +43,7 @@ from fedcare_core.datasets import LoadedDataset
 from fedcare_core.errors import FedcareError
 from fedcare_core.results import DataProvenance, ExperimentResult
 from fedcare_core.runner import run_algorithm
+from fedcare_tracking.naming import config_setting_name
 from flows.federation_flow import run_federation_pipeline
 from flows.flow_parameters import (
     FEDERATION,
@@ -273,7 +274,7 @@ def _run_pipeline(
     dataset, data_dir, backend = params.dataset, params.data_dir, params.backend
     flow_run_id = runtime_flow_run.id
     report_root = Path(reports_dir) / (flow_run_id or time.strftime("%Y%m%dT%H%M%S"))
-    run = ParentRun.start(tracking_uri, params)
+    run = ParentRun.start(tracking_uri, params, [config_setting_name(c) for c in configs])
     workers = start_workers(configs, parallel_stage2)
     try:
         raw = validate_raw_task(

@@ -8,8 +8,9 @@ and no Stage 2 here: each site personalises on its own data once ``w*`` reaches 
 Before anything is logged the flow checks that the coordinator runs and that ``min_sites``
 sites are registered for the schema; then, per seed, one ``stage1-federation-seed<S>`` task
 runs Stage 1 (``rounds`` rounds), its document is written to ``out_dir`` (when given) and
-logged as a run nested under the flow run's MLflow parent run (``lambda.<objective>`` per
-round, the document, the λ* plot and ``w*``). An expected failure (the coordinator stopped,
+logged as a run nested under the flow run's MLflow parent run (``lambda/<objective>`` per
+round, the document, the λ* plot and ``w*``), the parent named
+``flow · <algorithm>-federation-T<rounds> · seeds …``. An expected failure (the coordinator stopped,
 too few sites registered or online, the run failing) ends the flow run ``Failed`` with its
 one-line message.
 """
@@ -104,7 +105,8 @@ def run_federation_pipeline(
     coordinator.require_running()
     run_sites(coordinator, schema, min_sites, where="min_sites")
     rounds = params.rounds if params.rounds is not None else schema.config.stage1.rounds
-    run = ParentRun.start(tracking_uri, params)
+    setting = f"{schema.config.algorithm}-federation-T{rounds}"
+    run = ParentRun.start(tracking_uri, params, [setting])
     runs: list[dict[str, Any]] = []
     try:
         for seed in params.seeds:

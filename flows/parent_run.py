@@ -1,9 +1,12 @@
 """The ``fedcare`` flow run's MLflow parent run: checks, nested runs, results, its end.
 
-Each data check's report is attached to the parent run and to the Prefect flow run (a
-Markdown artifact linking the report in the MLflow UI), each algorithm × seed is logged as a
-nested run (its backbone and every client's model registered), and a completed flow run ends
-with one Markdown artifact ``fedcare-results``: the results table, linked to every MLflow run
+The parent run is named by what the flow run runs (``flow · fedcare-K10-T100 · seed 0``,
+:func:`fedcare_tracking.naming.parent_run_name`), the Prefect flow run's id and name kept as
+its tags ``prefect.flow_run_id`` and ``prefect.flow_run_name``. Each data check's report is
+attached to the parent run and to the Prefect flow run (a Markdown artifact linking the report
+in the MLflow UI), each algorithm × seed is logged as a nested run (its backbone and every
+client's model registered), and a completed flow run ends with one Markdown artifact
+``fedcare-results``: the results table, linked to every MLflow run
 (:func:`tasks.artifacts.results_markdown`).
 """
 
@@ -20,6 +23,7 @@ from data_checks.validate import INDEX_HTML, CheckReport, require_checks_pass
 from fedcare_core import __version__
 from fedcare_core.results import ExperimentResult
 from fedcare_tracking.links import report_location
+from fedcare_tracking.naming import parent_run_name
 from flows.flow_parameters import FlowParameters
 from tasks.artifacts import results_artifact_task, validation_artifact_task
 from tasks.tracking import (
@@ -83,13 +87,27 @@ class ParentRun:
     step: str = "validation"
 
     @classmethod
-    def start(cls, tracking_uri: str | None, params: FlowParameters) -> ParentRun:
-        """Start the parent run, tagged with the Prefect flow run."""
+    def start(
+        cls, tracking_uri: str | None, params: FlowParameters, settings: list[str] | None = None
+    ) -> ParentRun:
+        """Start the parent run, named by what it runs, tagged with the Prefect flow run.
+
+        Parameters
+        ----------
+        tracking_uri
+            The store (None: the default one).
+        params
+            The flow run's parameters.
+        settings
+            The settings it runs (:func:`fedcare_tracking.naming.config_setting_name`);
+            None: its algorithms.
+        """
         flow_run_id, flow_run_name = runtime_flow_run.id, runtime_flow_run.name
+        what = list(params.algorithms) if settings is None else settings
         uri, parent = start_parent_run_task(
             tracking_uri,
             params.dataset,
-            run_name=flow_run_name,
+            run_name=parent_run_name(what, params.seeds),
             tags={
                 "prefect.flow_run_id": str(flow_run_id),
                 TAG_FLOW_RUN_NAME: str(flow_run_name),

@@ -1,7 +1,8 @@
 """Score the same raw rows through every path a user has, and compare the predictions.
 
 Takes a registered client model (default: client 0's ``champion`` of FedCARE on Diabetes
-130-US, as ``make run`` or ``fedcare run --tracking-uri`` registers it) and the first rows of
+130-US, as ``make run`` registers it: ``fedcare-diabetes130-fedcare-early_discharge-client0``,
+client 0 of seed 0 at K = 10 predicting early discharge) and the first rows of
 ``diabetic_data.csv`` with ``time_in_hospital`` and ``readmitted`` removed, and scores them
 
 1. with ``fedcare predict`` (a subprocess, as a user runs it);
@@ -117,7 +118,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tracking-uri", required=True)
     parser.add_argument("--data-dir", type=Path, default=Path("../shared/datasets"))
-    parser.add_argument("--model", default="models:/fedcare-diabetes130-fedcare-client0@champion")
+    parser.add_argument(
+        "--model", default="models:/fedcare-diabetes130-fedcare-early_discharge-client0@champion"
+    )
     parser.add_argument("--rows", type=int, default=300)
     parser.add_argument("--report", type=Path)
     args = parser.parse_args()

@@ -56,6 +56,8 @@ RUN_FILTER = "tags.`fedcare.stage` = 'experiment' and params.`data.clients` = '{
 SETTING_FILTER = "tags.`fedcare.stage` = 'experiment' and tags.`fedcare.setting` = '{setting}'"
 #: ``--page table``: the saved runs-table view (``fedcare_tracking.views.RUNS_VIEW``).
 TABLE_VIEW = "fedcare-test-metrics"
+#: The UI's model-training mode (``fedcare_tracking.links.MODEL_TRAINING_QUERY``), not GenAI.
+MODE = "workflowType=machine_learning"
 #: The pages and the element each waits for before its screenshot.
 PAGES = ("runs", "compare", "table", "registry", "version")
 TABLE_ROW = "[role='row'], tr"
@@ -140,19 +142,21 @@ def page_url(args: argparse.Namespace) -> tuple[str, str | None, str]:
     """The page's URL, its chart filter (None: no charts) and the element to wait for."""
     base = args.tracking_uri.rstrip("/")
     if args.page == "registry":
-        return f"{base}/#/models", None, TABLE_ROW
+        return f"{base}/#/models?{MODE}", None, TABLE_ROW
     if args.page == "version":
-        return f"{base}/#/models/{args.model}/versions/{args.version}", None, "h1, h2"
+        model = quote(args.model, safe="")
+        return f"{base}/#/models/{model}/versions/{args.version}?{MODE}", None, "h1, h2"
     exp = experiment_id(args.tracking_uri, args.dataset)
     if args.page == "table":
-        return f"{base}/#/experiments/{exp}/runs?viewStateShareKey={TABLE_VIEW}", None, TABLE_ROW
+        view = f"{base}/#/experiments/{exp}/runs?viewStateShareKey={TABLE_VIEW}&{MODE}"
+        return view, None, TABLE_ROW
     runs = (
         SETTING_FILTER.format(setting=args.setting)
         if args.page == "compare"
         else RUN_FILTER.format(clients=args.clients)
     )
     url = f"{base}/#/experiments/{exp}/runs?compareRunsMode=CHART&searchFilter={quote(runs)}"
-    return url, args.search, CHART_SEARCH
+    return f"{url}&{MODE}", args.search, CHART_SEARCH
 
 
 def main() -> None:
@@ -164,7 +168,11 @@ def main() -> None:
     parser.add_argument("--page", choices=PAGES, default="runs")
     parser.add_argument("--dataset", default="diabetes130")
     parser.add_argument("--setting", default="fedcare-K10-T100", help="--page compare: its runs")
-    parser.add_argument("--model", default="fedcare-diabetes130-fedcare-client0")
+    parser.add_argument(
+        "--model",
+        default="fedcare-diabetes130-fedcare-early_discharge-client0",
+        help="--page version: a registered model (default: client 0's after make run)",
+    )
     parser.add_argument("--version", default="1", help="--page version: which version")
     parser.add_argument("--search", default="lambda", help="chart filter (default: lambda)")
     parser.add_argument("--clients", type=int, default=10, help="show runs with this K only")

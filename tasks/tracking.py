@@ -14,7 +14,7 @@ from prefect import task
 
 import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
 from fedcare_core.results import ExperimentResult
-from fedcare_tracking import log_run, store, summary, track
+from fedcare_tracking import links, log_run, store, summary, track
 from fedcare_tracking.track import Registrations
 from tasks.common import IO_RETRIES, IO_RETRY_DELAY_S, NO_CACHE, retry_on_io_error, run_logger
 
@@ -24,7 +24,7 @@ TAG_FAILED_AT = "fedcare.failed_at"
 TAG_FLOW_STATE = "prefect.flow_run_state"
 #: Tag with the Prefect flow-run name.
 TAG_FLOW_RUN_NAME = "prefect.flow_run_name"
-#: Registered model name of a dataset's and algorithm's backbone.
+#: Registered model name of a dataset's, algorithm's and objectives' backbone.
 MODEL_NAME_TEMPLATE = track.BACKBONE_MODEL_TEMPLATE
 model_name = track.backbone_model_name
 
@@ -54,7 +54,8 @@ def start_parent_run_task(
     dataset
         Selects the experiment (``fedcare/<dataset>``).
     run_name
-        Display name (the Prefect flow-run name).
+        Display name (what the flow run runs, :func:`fedcare_tracking.naming.parent_run_name`;
+        the Prefect flow-run id and name go in ``tags``).
     tags, params
         The parent run's tags (Prefect flow-run id, version) and the flow's parameters.
 
@@ -65,7 +66,9 @@ def start_parent_run_task(
     """
     uri = store.configure(tracking_uri)
     run_id = store.start_parent_run(dataset, run_name=run_name, tags=tags, params=params)
-    run_logger().info("MLflow parent run %s in %s", run_id, uri)
+    experiment_id = store.client().get_run(run_id).info.experiment_id
+    page = links.run_url(uri, experiment_id, run_id)  # a server's UI, in model-training mode
+    run_logger().info("MLflow parent run %s in %s%s", run_id, uri, f" ({page})" if page else "")
     return uri, run_id
 
 

@@ -26,7 +26,16 @@ from fedcare_stack.processes import free_port, start_detached, stop_group, wait_
 from fedcare_stack.settings import LOOPBACK, OFFLINE_ENV
 
 pytestmark = [pytest.mark.slow, pytest.mark.realdata]
-MODEL = "models:/fedcare-diabetes130-fedcare-client0@champion"
+
+
+def _client_model(uri: str, client: int) -> str:
+    """``models:/<name>@champion`` of a client's model (its name says what it predicts)."""
+    from mlflow.tracking import MlflowClient
+
+    found = MlflowClient(uri).search_registered_models()
+    (name,) = [m.name for m in found if m.tags.get("fedcare.client") == str(client)]
+    assert name.startswith("fedcare-diabetes130-fedcare-") and name.endswith(f"-client{client}")
+    return f"models:/{name}@champion"
 
 
 def _rows(data_dir: Path) -> pd.DataFrame:
@@ -47,19 +56,20 @@ def test_served_model_answers_raw_rows_like_predict_and_pyfunc(data_dir, tmp_pat
         main([*run, "--max-patients", "1500", "--stage2-epochs", "2", "--tracking-uri", uri]) == 0
     )
     rows = _rows(data_dir)
+    model = _client_model(uri, 0)
     csv, out = tmp_path / "rows.csv", tmp_path / "pred.csv"
     rows.to_csv(csv, index=False)
-    predict = ["predict", "--model", MODEL, "--data", str(csv), "--out", str(out)]
+    predict = ["predict", "--model", model, "--data", str(csv), "--out", str(out)]
     assert main([*predict, "--tracking-uri", uri]) == 0
     cli = pd.read_csv(out)
     mlflow.set_tracking_uri(uri)
-    python = mlflow.pyfunc.load_model(MODEL).predict(rows)
+    python = mlflow.pyfunc.load_model(model).predict(rows)
 
     port = free_port(LOOPBACK)
     bin_dir = str(Path(sys.executable).parent)
     env = {**os.environ, **OFFLINE_ENV, "MLFLOW_TRACKING_URI": uri}
     env["PATH"] = f"{bin_dir}{os.pathsep}{env.get('PATH', '')}"  # uvicorn of this environment
-    argv = [str(Path(bin_dir) / "mlflow"), "models", "serve", "-m", MODEL]
+    argv = [str(Path(bin_dir) / "mlflow"), "models", "serve", "-m", model]
     argv += ["--env-manager", "local", "--host", LOOPBACK, "--port", str(port)]
     log = tmp_path / "serve.log"
     pid = start_detached(argv, env=env, log=log, pid_file=tmp_path / "serve.pid", cwd=tmp_path)

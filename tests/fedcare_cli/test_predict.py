@@ -40,11 +40,20 @@ def tracked(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> SimpleN
     rows = pd.read_csv(io.BytesIO(data), nrows=300).drop(columns=["time_in_hospital", "readmitted"])
     csv = root / "rows.csv"
     rows.to_csv(csv, index=False)
-    return SimpleNamespace(root=root, uri=uri, rows=rows, csv=csv)
+    return SimpleNamespace(root=root, uri=uri, rows=rows, csv=csv, models=_client_models(uri))
 
 
-def _predict(tracked: SimpleNamespace, *extra: str, model: str = "client0") -> int:
-    uri = f"models:/fedcare-diabetes130-fedcare-{model}@champion"
+def _client_models(uri: str) -> dict[int, str]:
+    """Client → its registered model, found by the registered model's tags."""
+    from fedcare_tracking import store
+
+    store.configure(uri)
+    found = store.client().search_registered_models()
+    return {int(m.tags["fedcare.client"]): m.name for m in found if "fedcare.client" in m.tags}
+
+
+def _predict(tracked: SimpleNamespace, *extra: str, client: int = 0) -> int:
+    uri = f"models:/{tracked.models[client]}@champion"
     return main(["predict", "--model", uri, "--tracking-uri", tracked.uri, *extra])
 
 
@@ -56,7 +65,7 @@ def test_predict_keeps_identifiers_and_matches_the_python_api(tracked, tmp_path,
     assert (written[IDENTIFIERS].to_numpy() == tracked.rows[IDENTIFIERS].to_numpy()).all()
     assert stat.S_IMODE(os.stat(out).st_mode) == 0o600
     mlflow.set_tracking_uri(tracked.uri)
-    model = mlflow.pyfunc.load_model("models:/fedcare-diabetes130-fedcare-client0@champion")
+    model = mlflow.pyfunc.load_model(f"models:/{tracked.models[0]}@champion")
     python = model.predict(tracked.rows)
     assert list(written.columns[2:]) == list(python.columns)
     assert (written[python.columns].to_numpy() == python.to_numpy()).all()
@@ -70,10 +79,18 @@ def test_every_client_has_a_champion_with_its_metrics(tracked):
 
     store.configure(tracked.uri)
     mc = store.client()
-    for k in range(3):
-        version = mc.get_model_version_by_alias(
-            f"fedcare-diabetes130-fedcare-client{k}", "champion"
-        )
+    assert sorted(tracked.models) == [0, 1, 2]
+    for k, name in tracked.models.items():
+        # The name says what the model predicts and whom it serves; so do its tags.
+        model = mc.get_registered_model(name)
+        objectives = model.tags["fedcare.objectives"].split(",")
+        assert name == f"fedcare-diabetes130-fedcare-{'+'.join(objectives)}-client{k}"
+        assert model.tags["fedcare.dataset"] == "diabetes130"
+        assert "diabetic_data.csv" in model.description
+        outputs = model.tags["fedcare.outputs"].split(",")
+        predicted = mlflow.pyfunc.load_model(f"models:/{name}@champion").predict(tracked.rows)
+        assert list(predicted.columns) == outputs  # what the tags say is what it returns
+        version = mc.get_model_version_by_alias(name, "champion")
         tags = version.tags
         assert tags["fedcare.client"] == str(k) and tags["fedcare.run_id"] == version.run_id
         assert any(t.startswith("fedcare.val.") for t in tags)
@@ -117,7 +134,7 @@ def test_bad_options_are_one_line(tracked, tmp_path, capsys, what, args, words):
     empty = tmp_path / "empty.csv"
     empty.write_text("")
     base = {
-        "--model": "models:/fedcare-diabetes130-fedcare-client1@champion",
+        "--model": f"models:/{tracked.models[1]}@champion",
         "--data": str(tracked.csv),
         "--out": str(tmp_path / "o.csv"),
     }

@@ -410,12 +410,15 @@ def test_personalise_tracks_the_site_in_its_own_store(
     out = tmp_path / "result.json"
     assert personalise(federation.folders["hospital-b"], out, "--quiet", "--tracking-uri", uri) == 0
     err = capsys.readouterr().err
-    assert "registered fedcare-diabetes130-fedcare-hospital-b version 1 (champion)" in err
+    # Named by what it predicts (hospital-b: readmission and los, sorted) and whom it serves.
+    name = "fedcare-diabetes130-fedcare-los+readmission-hospital-b"
+    assert f"registered {name} version 1 (champion)" in err
     mc = MlflowClient(uri)
-    assert [m.name for m in mc.search_registered_models()] == [
-        "fedcare-diabetes130-fedcare-hospital-b"  # no backbone: w* is the coordinator's
-    ]
-    version = mc.get_model_version("fedcare-diabetes130-fedcare-hospital-b", "1")
+    models = mc.search_registered_models()
+    assert [m.name for m in models] == [name]  # no backbone: w* is the coordinator's
+    assert models[0].tags["fedcare.site"] == "hospital-b"
+    assert models[0].tags["fedcare.objectives"] == "los,readmission"
+    version = mc.get_model_version(name, "1")
     assert version.tags["fedcare.site"] == "hospital-b" and version.tags["fedcare.client"] == "1"
     runs = mc.search_runs([e.experiment_id for e in mc.search_experiments()])
     assert {r.data.tags["fedcare.stage"] for r in runs} == {"experiment", "stage2"}

@@ -32,7 +32,28 @@ def test_each_client_gets_its_model_with_its_metrics(logged):
     assert [r.client for r in regs] == [c.client_id for c in fed.clients]
     mc = store.client()
     for reg, client in zip(regs, fed.clients, strict=True):
-        assert reg.model_name == f"fedcare-synthetic-fedcare-client{client.client_id}"
+        # Named by what it predicts (objectives sorted, joined by '+') and whom it serves.
+        objectives = "+".join(sorted(client.objectives))
+        assert reg.model_name == f"fedcare-synthetic-fedcare-{objectives}-client{client.client_id}"
+        model = mc.get_registered_model(reg.model_name)
+        outputs = [
+            f"{s}_probability" if fed.objective(s).kind == "binary" else f"{s}_days"
+            for s in client.objectives
+        ]
+        assert model.tags == {
+            "fedcare.dataset": "synthetic",
+            "fedcare.algorithm": "fedcare",
+            "fedcare.objectives": ",".join(sorted(client.objectives)),
+            "fedcare.outputs": ",".join(outputs),
+            "fedcare.model": "client",
+            "fedcare.client": str(client.client_id),
+            "fedcare.input": "raw rows",
+        }
+        assert model.description.startswith(
+            f"Predicts {', '.join(f'`{c}`' for c in outputs)} for client {client.client_id} "
+        )
+        assert all(f"| `{c}` |" in model.description for c in outputs)
+        assert f"models:/{reg.model_name}@champion" in model.description
         version = mc.get_model_version(reg.model_name, str(reg.version))
         assert version.run_id == logged.run_id
         assert version.tags["fedcare.objectives"] == ",".join(client.objectives)
@@ -76,10 +97,16 @@ def test_a_site_registers_its_one_model_under_its_name(logged):
     regs = client_registry.register_client_models(
         site_run, logged.run_id, report, site_name="st-mary"
     )
-    assert [(r.client, r.model_name) for r in regs] == [(1, "fedcare-synthetic-fedcare-st-mary")]
+    objectives = "+".join(sorted(fed.clients[1].objectives))
+    name = f"fedcare-synthetic-fedcare-{objectives}-st-mary"
+    assert [(r.client, r.model_name) for r in regs] == [(1, name)]
     version = store.client().get_model_version(regs[0].model_name, str(regs[0].version))
     assert version.tags["fedcare.site"] == "st-mary" and version.tags["fedcare.client"] == "1"
     assert version.description.startswith("Site st-mary (client 1)'s deployed model: fedcare")
+    model = store.client().get_registered_model(name)
+    assert model.tags["fedcare.model"] == "site" and model.tags["fedcare.site"] == "st-mary"
+    assert "fedcare.client" not in model.tags  # a site's client number is the federation's
+    assert " for the site st-mary of a FedCARE federation " in model.description
     with pytest.raises(ValueError, match="a site's run has one client"):
         client_registry.register_client_models(result, logged.run_id, report, site_name="x")
 
@@ -87,7 +114,29 @@ def test_a_site_registers_its_one_model_under_its_name(logged):
 @pytest.mark.parametrize("site", ["backbone", "client0", "client12"])
 def test_a_site_name_that_is_another_models_is_refused(site):
     with pytest.raises(ConfigError, match=f"site name '{site}' would register its model"):
-        client_registry.site_model_name("diabetes130", "fedcare", site)
-    assert client_registry.site_model_name("diabetes130", "fedcare", "clients") == (
-        "fedcare-diabetes130-fedcare-clients"
-    )
+        client_registry.site_model_name("diabetes130", "fedcare", ["los"], site)
+    assert client_registry.site_model_name(
+        "diabetes130", "fedcare", ["readmission", "los"], "clients"
+    ) == ("fedcare-diabetes130-fedcare-los+readmission-clients")
+
+
+def test_names_say_what_a_model_predicts_in_a_fixed_order():
+    one = client_registry.client_model_name("diabetes130", "fedcare-b", ["readmission"], 3)
+    assert one == "fedcare-diabetes130-fedcare-b-readmission-client3"
+    a = client_registry.client_model_name("mimic3", "fedavg", ["readmission", "mortality"], 0)
+    b = client_registry.client_model_name("mimic3", "fedavg", ["mortality", "readmission"], 0)
+    assert a == b == "fedcare-mimic3-fedavg-mortality+readmission-client0"
+    with pytest.raises(ValueError, match="at least one objective"):
+        client_registry.client_model_name("mimic3", "fedavg", [], 0)
+
+
+def test_a_client_drawn_other_objectives_gets_another_model(logged):
+    """Another seed's draw of client 0: its own registered model, its own champion."""
+    result = logged.result
+    fed = result.federation
+    drawn = tuple(o.name for o in fed.objectives if o.name not in fed.clients[0].objectives)
+    assert drawn, "the synthetic federation gives client 0 fewer than all objectives"
+    first = client_registry.register_client_models(result, logged.run_id)[0]
+    other = client_registry.client_model_name("synthetic", "fedcare", drawn, 0)
+    assert first.model_name != other
+    assert all(s in first.model_name for s in fed.clients[0].objectives)

@@ -11,6 +11,7 @@ import fedcare_tracking  # noqa: F401  (MLflow environment defaults before mlflo
 from fedcare_tracking.links import (
     artifact_download_url,
     artifact_url,
+    experiment_url,
     report_location,
     run_url,
     ui_base,
@@ -18,14 +19,16 @@ from fedcare_tracking.links import (
 from tests.mlflow_server import mlflow_server, route_of, ui_bundle, ui_chunk_with, ui_routes
 
 SERVER = "http://127.0.0.1:5000/"
+#: Every UI link opens the page in the UI's model-training mode.
+MODE = "?workflowType=machine_learning"
 
 
 def test_links_name_the_experiment_and_run() -> None:
     assert ui_base(SERVER) == "http://127.0.0.1:5000"
-    assert run_url(SERVER, "7", "abc") == "http://127.0.0.1:5000/#/experiments/7/runs/abc"
-    assert (
-        artifact_url(SERVER, "7", "abc", "validation/raw/index.html")
-        == "http://127.0.0.1:5000/#/experiments/7/runs/abc/artifacts/validation/raw/index.html"
+    assert run_url(SERVER, "7", "abc") == f"http://127.0.0.1:5000/#/experiments/7/runs/abc{MODE}"
+    assert experiment_url(SERVER, "7") == f"http://127.0.0.1:5000/#/experiments/7/runs{MODE}"
+    assert artifact_url(SERVER, "7", "abc", "validation/raw/index.html") == (
+        f"http://127.0.0.1:5000/#/experiments/7/runs/abc/artifacts/validation/raw/index.html{MODE}"
     )
     assert (
         artifact_download_url(SERVER, "abc", "validation/raw/index.html")
@@ -38,11 +41,31 @@ def test_links_name_the_experiment_and_run() -> None:
 def test_a_local_store_has_no_links() -> None:
     uri = "sqlite:////tmp/m/mlflow.db"
     assert ui_base(uri) is None and run_url(uri, "1", "abc") is None
+    assert experiment_url(uri, "1") is None
     assert artifact_url(uri, "1", "abc", "p") is None
     assert artifact_download_url(uri, "abc", "p") is None
     assert report_location(uri, "1", "abc", "validation/raw", "index.html") == (
         f"run abc, artifacts/validation/raw/index.html ({uri})"
     )
+
+
+def test_the_installed_ui_takes_its_mode_from_the_workflow_type_parameter() -> None:
+    """MLflow's UI bundle: GenAI or model training is the URL's `workflowType`, else the browser's.
+
+    Why the links carry ``workflowType=machine_learning``: the mode comes from the URL
+    parameter, then the choice remembered in the browser (local storage), then GenAI.
+    """
+    import mlflow
+
+    build = Path(mlflow.__file__).parent / "server" / "js" / "build" / "static" / "js"
+    (main,) = build.glob("main.*.js")
+    source = main.read_text(errors="replace")
+    assert 'e.GENAI="genai",e.MACHINE_LEARNING="machine_learning"' in source
+    assert 'key:"mlflow.workflowType",version:1,initialValue:c' in source  # c: GenAI
+    assert 'e.get("workflowType");return n===l.GENAI||n===l.MACHINE_LEARNING?n:t' in source
+    # The experiment link's page is a route of this UI (the run links are checked on a server).
+    page = (experiment_url(SERVER, "7") or "").partition("#")[2].partition("?")[0]
+    assert route_of(page, ui_routes(source)) == "/experiments/:experimentId/runs"
 
 
 @pytest.mark.slow
@@ -62,10 +85,12 @@ def test_links_open_the_run_and_its_report_on_a_real_mlflow_server(tmp_path: Pat
         routes = ui_routes(bundle)
 
         # The UI pages: the fragment after '#' is a route of the served bundle's router.
-        page = urlsplit(run_url(url, experiment_id, run_id) or "").fragment
+        # (The router matches the path; the query after it sets the UI's mode.)
+        page, _, query = urlsplit(run_url(url, experiment_id, run_id) or "").fragment.partition("?")
         assert route_of(page, routes) == "/experiments/:experimentId/runs/:runUuid"
+        assert query == MODE[1:]
         opened = artifact_url(url, experiment_id, run_id, "validation/raw/index.html")
-        fragment = urlsplit(opened or "").fragment
+        fragment = urlsplit(opened or "").fragment.partition("?")[0]
         assert route_of(fragment, routes) == "/experiments/:experimentId/runs/:runUuid/*"
         # ... whose artifact browser selects what follows /artifacts/ (the run page's
         # `location.pathname.match(/\/(?:artifactPath|artifacts)\/(.+)/)`).

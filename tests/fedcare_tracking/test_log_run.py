@@ -16,7 +16,7 @@ from fedcare_core.cpu_kernels import kernel_path
 from fedcare_core.losses import predict
 from fedcare_core.model_package import client_package
 from fedcare_core.stage1 import load_global_model
-from fedcare_tracking import log_run, store
+from fedcare_tracking import log_run, naming, store
 from fedcare_tracking.mlflow_params import flatten_params
 from tests.fedcare_tracking.conftest import FLOW_RUN_ID, PATIENT_OFFSET, artifact_dir
 
@@ -42,8 +42,9 @@ def test_run_is_nested_in_the_dataset_experiment_with_provenance_tags(logged):
     assert artifact_dir(exp.artifact_location) == logged.root / "mlflow" / "artifacts" / "synthetic"
     assert (logged.root / "mlflow" / "mlflow.db").is_file()
     assert run.info.status == "FINISHED"
-    # tiny_config: K=3, T=3, and batch sizes and epochs off the defaults (one cfg<hash> token).
-    assert re.fullmatch(r"fedcare-K3-T3-cfg[0-9a-f]{4}-seed0", run.info.run_name)
+    # tiny_config: K=3, T=3, and batch sizes and epochs off the defaults (one cfg<hash> token);
+    # the seed first, so a narrow name column still shows it.
+    assert re.fullmatch(r"seed0 · fedcare-K3-T3-cfg[0-9a-f]{4}", run.info.run_name)
     tags = run.data.tags
     assert tags["mlflow.parentRunId"] == logged.parent_id
     assert tags[log_run.TAG_DATASET_SHA256] == "0" * 64
@@ -51,7 +52,8 @@ def test_run_is_nested_in_the_dataset_experiment_with_provenance_tags(logged):
     assert tags[log_run.TAG_CPU_KERNELS] == kernel_path()
     assert tags[log_run.TAG_FLOW_RUN_ID] == FLOW_RUN_ID
     assert tags["fedcare.metric.los"] == "mae_days"
-    assert tags[log_run.TAG_SETTING] == run.info.run_name.removesuffix("-seed0")
+    assert tags[log_run.TAG_SETTING] == run.info.run_name.removeprefix("seed0 · ")
+    assert naming.parse_run_name(run.info.run_name) == (0, tags[log_run.TAG_SETTING])
     assert "stage2.epochs=2" in tags[log_run.TAG_VARIANT]
 
 
@@ -72,16 +74,26 @@ def test_per_round_metrics_have_one_point_per_round(logged):
     assert len(rounds) == 3
     for s in logged.result.federation.objective_names:
         for key, values in (
-            (f"lambda.{s}", [r.lambdas[s] for r in rounds]),
-            (f"loss.{s}", [r.losses[s] for r in rounds]),
+            (f"lambda/{s}", [r.lambdas[s] for r in rounds]),
+            (f"stage1/loss.{s}", [r.losses[s] for r in rounds]),
         ):
             hist = sorted(client.get_metric_history(logged.run_id, key), key=lambda m: m.step)
             assert [m.step for m in hist] == [1, 2, 3]
             assert [m.value for m in hist] == pytest.approx(values, rel=1e-12)
-    d_sq = sorted(client.get_metric_history(logged.run_id, "d_sq_norm"), key=lambda m: m.step)
+    d_sq = client.get_metric_history(logged.run_id, "stage1/d_sq_norm")
+    d_sq = sorted(d_sq, key=lambda m: m.step)
     assert [m.value for m in d_sq] == pytest.approx([r.d_sq_norm for r in rounds], rel=1e-12)
-    parts = client.get_metric_history(logged.run_id, "participants")
+    parts = client.get_metric_history(logged.run_id, "stage1/participants")
     assert sorted((m.step, m.value) for m in parts) == [(1, 3.0), (2, 3.0), (3, 3.0)]
+
+
+def test_the_lambda_charts_come_first_in_the_ui(logged):
+    """MLflow's chart view: sections by key up to its last '/', sorted; no '/' comes last."""
+    keys = store.client().get_run(logged.run_id).data.metrics
+    sections = sorted({k.rpartition("/")[0] for k in keys if "/" in k})
+    assert sections[0] == "lambda" and sections[1] == "stage1"
+    lambdas = sorted(k for k in keys if k.startswith("lambda/"))
+    assert lambdas == [f"lambda/{s}" for s in sorted(logged.result.federation.objective_names)]
 
 
 def test_final_metrics_match_the_result(logged):
@@ -258,7 +270,7 @@ def test_a_results_document_is_logged_without_models(logged, caplog):
     assert run.info.run_name == "from-json"
     assert log_run.TAG_BACKBONE_MODEL_ID not in run.data.tags
     assert run.data.params == flatten_params(logged.result.config.to_dict())
-    assert len(client.get_metric_history(run_id, "d_sq_norm")) == 3
+    assert len(client.get_metric_history(run_id, "stage1/d_sq_norm")) == 3
     children = _children(client, run_id)
     assert len(children) == 3
     assert all(log_run.TAG_CLIENT_MODEL_ID not in c.data.tags for c in children)

@@ -25,7 +25,7 @@ def test_a_private_run_logs_epsilon_per_round_and_its_mechanism(logged, private_
     doc = private_result.to_dict()
     run_id = log_run.log_experiment(doc, parent_run_id=logged.parent_id, run_name="dp")
     client = store.client()
-    history = sorted(client.get_metric_history(run_id, "dp.epsilon"), key=lambda m: m.step)
+    history = sorted(client.get_metric_history(run_id, "stage1/dp.epsilon"), key=lambda m: m.step)
     assert [m.step for m in history] == [1, 2, 3]
     assert [m.value for m in history] == pytest.approx([r["epsilon"] for r in doc["rounds"]])
     assert history[-1].value == pytest.approx(doc["privacy"]["epsilon"])
@@ -36,7 +36,7 @@ def test_a_private_run_logs_epsilon_per_round_and_its_mechanism(logged, private_
     # A run without DP says so, and logs no ε.
     plain = client.get_run(logged.run_id)
     assert plain.data.tags[log_run.TAG_PRIVACY] == "none"
-    assert "dp.epsilon" not in plain.data.metrics
+    assert "stage1/dp.epsilon" not in plain.data.metrics
 
 
 def test_a_registered_models_tags_carry_its_privacy(logged, private_result):

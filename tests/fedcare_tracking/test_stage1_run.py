@@ -62,9 +62,13 @@ def test_a_stage1_run_nests_under_a_parent_with_the_given_tags(tmp_path: Path) -
     assert run.data.tags["fedcare.entry"] == "a flow"
     assert run.data.tags["prefect.flow_run_id"] == "f1"
     assert run.data.tags["fedcare.backend"] == "federation"
-    history = mc.get_metric_history(nested, "lambda.readmission")
+    # The seed first in the name (the runs table cuts long names); the document's name kept.
+    assert run.info.run_name == "seed0 · fedcare-test"
+    assert run.data.tags["fedcare.run_name"] == "fedcare-test-seed0"
+    history = mc.get_metric_history(nested, "lambda/readmission")
     steps = sorted((m.step, m.value) for m in history)
     assert steps == [(1, 0.8), (2, 0.9)]
+    assert len(mc.get_metric_history(nested, "stage1/d_sq_norm")) == 2
     assert {a.path for a in mc.list_artifacts(nested, "stage1")} == {"stage1/stage1.npz"}
     top = mc.get_run(alone).data.tags
     assert "mlflow.parentRunId" not in top and top["fedcare.entry"] == "fedcare federation run"

@@ -49,6 +49,20 @@ def test_experiment_per_dataset_is_reused(logged):
     assert exp.artifact_location.endswith("/mlflow/artifacts/synthetic-other")
 
 
+def test_experiments_are_model_training_experiments(logged):
+    """The tag the MLflow UI's experiment-type selector writes for "Machine learning"."""
+    mc = store.client()
+    created = mc.get_experiment(store.experiment_for("synthetic-kind"))
+    assert created.tags["mlflow.experimentKind"] == "custom_model_development"
+    # An experiment made before (or by hand) gets it when FedCARE uses it; a person's is kept.
+    older = mc.create_experiment("fedcare/synthetic-older")
+    store.experiment_for("synthetic-older")
+    assert mc.get_experiment(older).tags["mlflow.experimentKind"] == "custom_model_development"
+    mc.set_experiment_tag(older, "mlflow.experimentKind", "genai_development")
+    store.experiment_for("synthetic-older")
+    assert mc.get_experiment(older).tags["mlflow.experimentKind"] == "genai_development"
+
+
 def test_configure_defaults_to_the_environment_then_the_project(logged, monkeypatch, tmp_path):
     try:
         monkeypatch.setenv("MLFLOW_TRACKING_URI", logged.uri)

@@ -96,3 +96,35 @@ def test_the_task_logs_the_summary(flow, logged):
     assert log_parent_summary_task.fn(logged.uri, parent) == len(_expected(docs, "fedcare")) + len(
         _expected(docs, "fedavg")
     )
+
+
+def test_a_parent_of_one_setting_fills_its_runs_columns_with_the_mean(logged):
+    """The runs table shows the parent's row under the runs' own test columns, not '-'."""
+    docs = [_seed_doc(logged.doc, s) for s in SEEDS]
+    parent = store.start_parent_run("synthetic", run_name="one-setting-flow")
+    for doc in docs:
+        log_run.log_experiment(doc, parent_run_id=parent, models=False)
+    values = summary.log_parent_summary(parent)
+    run = store.client().get_run(parent)
+    for objective, rep in docs[0]["objectives"].items():
+        for field in ("pooled", "mean_over_clients"):
+            key = f"test/{objective}.{rep['metric']}.{field}"
+            mean = statistics.fmean(d["objectives"][objective][field] for d in docs)
+            assert values[key] == pytest.approx(mean) == run.data.metrics[key]
+            assert values[f"test_over_seeds/fedcare/{objective}.{rep['metric']}.{field}.mean"] == (
+                pytest.approx(mean)
+            )
+    setting = summary.scores_from_doc(docs[0]).setting
+    assert run.data.tags["fedcare.setting"] == setting
+    assert (run.data.params["data.clients"], run.data.params["stage1.rounds"]) == ("3", "3")
+    assert summary.log_parent_summary(parent) == values  # a retry logs the same again
+
+
+def test_a_parent_of_several_settings_gets_no_mixed_column(flow):
+    parent, docs = flow
+    values = summary.log_parent_summary(parent)
+    assert not [k for k in values if k.startswith("test/")]
+    run = store.client().get_run(parent)
+    settings = sorted({summary.scores_from_doc(d).setting for d in docs})
+    assert run.data.tags["fedcare.setting"] == " + ".join(settings)
+    assert run.data.params["data.clients"] == "3"  # shared by every run

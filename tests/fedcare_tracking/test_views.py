@@ -70,6 +70,19 @@ def test_a_new_experiment_is_created_with_the_description(logged):
     experiment_id = store.experiment_for("described")
     assert store.client().get_experiment(experiment_id).tags[views.NOTE_TAG] == views.DESCRIPTION
     url = views.view_url("http://127.0.0.1:5000/", experiment_id)
-    assert url.endswith(
-        f"/#/experiments/{experiment_id}/runs?viewStateShareKey=fedcare-test-metrics"
+    assert url == (
+        f"http://127.0.0.1:5000/#/experiments/{experiment_id}/runs"
+        "?viewStateShareKey=fedcare-test-metrics&workflowType=machine_learning"
     )
+
+
+def test_an_outdated_fedcare_description_is_refreshed_a_persons_is_kept(logged):
+    mc = store.client()
+    experiment_id = store.experiment_for("described-before")
+    mc.set_experiment_tag(experiment_id, views.NOTE_TAG, "FedCARE runs. The old names.")
+    views.publish(mc, experiment_id, views.RUNS_VIEW, ["a"])
+    assert mc.get_experiment(experiment_id).tags[views.NOTE_TAG] == views.DESCRIPTION
+    mc.set_experiment_tag(experiment_id, views.NOTE_TAG, "Ours: the weekly re-training.")
+    views.publish(mc, experiment_id, views.RUNS_VIEW, ["b"])
+    assert mc.get_experiment(experiment_id).tags[views.NOTE_TAG] == "Ours: the weekly re-training."
+    assert "seed<k> · <setting>" in views.DESCRIPTION and "lambda/<objective>" in views.DESCRIPTION

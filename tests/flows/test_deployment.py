@@ -141,7 +141,7 @@ def test_full_experiment_deployment_on_the_local_stack(data_dir: Path, tmp_path:
                 == parent.data.tags["fedcare.dataset_sha256"]
             )
             for objective in ("early_discharge", "readmission", "los"):
-                history = mc.get_metric_history(run.info.run_id, f"lambda.{objective}")
+                history = mc.get_metric_history(run.info.run_id, f"lambda/{objective}")
                 assert sorted(m.step for m in history) == list(range(1, ROUNDS + 1))
                 unit = run.data.tags[f"fedcare.metric.{objective}"]
                 assert f"test/{objective}.{unit}.pooled" in run.data.metrics
@@ -160,9 +160,10 @@ def test_full_experiment_deployment_on_the_local_stack(data_dir: Path, tmp_path:
         models = mc.search_logged_models(experiment_ids=[experiment.experiment_id])
         names = sorted(m.name for m in models)
         assert names.count("backbone") == 2 and len(names) == 2 + 6
-        versions = mc.search_model_versions("name='fedcare-diabetes130-fedcare-backbone'")
+        backbone = "fedcare-diabetes130-fedcare-early_discharge+los+readmission-backbone"
+        versions = mc.search_model_versions(f"name='{backbone}'")
         assert len(versions) == 2
-        champion = mc.get_model_version_by_alias("fedcare-diabetes130-fedcare-backbone", "champion")
+        champion = mc.get_model_version_by_alias(backbone, "champion")
         scores = {v.version: float(v.tags["fedcare.score"]) for v in versions}
         assert scores[champion.version] == max(scores.values())
 

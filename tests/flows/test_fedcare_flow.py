@@ -18,7 +18,8 @@ import pytest
 
 import fedcare_tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
 from fedcare_cli.main import main as fedcare_main
-from flows.fedcare_flow import fedcare_pipeline
+from fedcare_tracking.naming import config_setting_name
+from flows.fedcare_flow import experiment_configs, fedcare_pipeline
 from tests.tasks.test_data import write_clean_table
 
 SMALL = {"clients": 3, "rounds": 3, "max_patients": 3000, "stage2_epochs": 3}
@@ -109,6 +110,14 @@ def test_flow_equals_fedcare_run_with_parallel_stage2(
         pytest.approx(experiment.data.metrics["test/early_discharge.auroc.pooled"])
     )
     assert parent.data.metrics["test_over_seeds/fedcare/seeds"] == 1
+    # ... and, one setting, that mean under the run's own key: the runs table's row is filled.
+    assert parent.data.metrics["test/early_discharge.auroc.pooled"] == pytest.approx(
+        experiment.data.metrics["test/early_discharge.auroc.pooled"]
+    )
+    setting = experiment.data.tags["fedcare.setting"]
+    assert experiment.info.run_name == f"seed0 · {setting}"
+    assert parent.info.run_name == f"flow · {setting} · seed 0"
+    assert parent.data.tags["fedcare.setting"] == setting
 
 
 def test_corrupted_table_stops_the_flow_at_validation(
@@ -138,6 +147,12 @@ def test_corrupted_table_stops_the_flow_at_validation(
     assert len(runs) == 1  # the parent only: no training run was ever created
     parent = runs[0]
     assert parent.info.status == "FAILED"
+    # Named by what the flow run was to run; the Prefect flow run's id and name are tags.
+    (config,) = experiment_configs(data_dir=str(tmp_path / "data"), clients=3, rounds=2)
+    assert parent.info.run_name == f"flow · {config_setting_name(config)} · seed 0"
+    assert parent.info.run_name.startswith("flow · fedcare-K3-T2")
+    assert parent.data.tags["prefect.flow_run_id"] == str(state.state_details.flow_run_id)
+    assert parent.data.tags["prefect.flow_run_name"]
     assert parent.data.tags["fedcare.failed_at"] == "validation"
     from mlflow.tracking import MlflowClient
 

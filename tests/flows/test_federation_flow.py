@@ -299,8 +299,10 @@ def test_the_flow_runs_stage1_over_real_sites(
     assert run.data.tags["fedcare.backend"] == "federation"
     assert parent.data.params["flow.backend"] == "federation"
     for objective in document["objectives"]:
-        history = mc.get_metric_history(run.info.run_id, f"lambda.{objective}")
+        history = mc.get_metric_history(run.info.run_id, f"lambda/{objective}")
         assert sorted(m.step for m in history) == [1, 2], objective
+    assert run.info.run_name == f"seed0 · {document['run_name'].removesuffix('-seed0')}"
+    assert parent.info.run_name.startswith("flow · ") and parent.info.run_name.endswith(" · seed 0")
     artifacts = {a.path for a in mc.list_artifacts(run.info.run_id)}
     assert {"stage1.json", "stage1"} <= artifacts
     names = [r.name for r in _task_runs(state.state_details.flow_run_id, "stage1-federation", 1)]

@@ -66,7 +66,8 @@ def test_results_artifact_links_every_run_and_the_report(
         assert len(rows) == 2
         fedcare_row, fedavg_row = rows
         assert fedcare_row.startswith(f"| fedcare | 0 | {K} | 3 | 3 | ")
-        assert "`fedcare-diabetes130-fedcare-backbone` v1 (champion)" in fedcare_row
+        backbone = "fedcare-diabetes130-fedcare-early_discharge+los+readmission-backbone"
+        assert f"`{backbone}` v1 (champion)" in fedcare_row
         # Every algorithm registers its clients' models; a baseline has no backbone.
         assert (
             f"{K} client models (v1; " in fedcare_row and f"{K} client models (v1; " in fedavg_row
@@ -79,9 +80,10 @@ def test_results_artifact_links_every_run_and_the_report(
 
         links = LINK.findall(results)
         run_ids = [summary["parent_run_id"], *(r["mlflow_run_id"] for r in summary["runs"])]
-        assert links == [f"{url}/#/experiments/{experiment_id}/runs/{r}" for r in run_ids]
+        mode = "?workflowType=machine_learning"  # the UI's model-training mode
+        assert links == [f"{url}/#/experiments/{experiment_id}/runs/{r}{mode}" for r in run_ids]
         for link in links:
-            assert route_of(urlsplit(link).fragment, routes) == (
+            assert route_of(urlsplit(link).fragment.partition("?")[0], routes) == (
                 "/experiments/:experimentId/runs/:runUuid"
             )
 
@@ -89,8 +91,9 @@ def test_results_artifact_links_every_run_and_the_report(
         path = "validation/raw/index.html"
         assert opened == (
             f"{url}/#/experiments/{experiment_id}/runs/{summary['parent_run_id']}/artifacts/{path}"
+            f"{mode}"
         )
-        assert route_of(urlsplit(opened).fragment, routes) == (
+        assert route_of(urlsplit(opened).fragment.partition("?")[0], routes) == (
             "/experiments/:experimentId/runs/:runUuid/*"
         )
         reply = httpx.get(download, timeout=30)

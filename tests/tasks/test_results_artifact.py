@@ -30,7 +30,8 @@ def test_table_has_units_registry_and_links_to_each_run() -> None:
     md = results_markdown("diabetes130", runs, "http://127.0.0.1:5000", "4", "p0")
     lines = md.splitlines()
     assert lines[0] == "# FedCARE results: diabetes130"
-    assert "[parent](http://127.0.0.1:5000/#/experiments/4/runs/p0)" in md
+    mode = "?workflowType=machine_learning"  # the UI's model-training mode
+    assert f"[parent](http://127.0.0.1:5000/#/experiments/4/runs/p0{mode})" in md
     head = lines[lines.index(next(x for x in lines if x.startswith("| algorithm")))]
     assert head == (
         "| algorithm | seed | K | T | rounds run | early_discharge AUROC | readmission AUROC "
@@ -40,9 +41,9 @@ def test_table_has_units_registry_and_links_to_each_run() -> None:
     assert rows == [
         "| fedcare | 0 | 3 | 4 | 4 | 0.7123 / 0.7000 | 0.6000 / — | 2.5000 / 2.2500 "
         "| `fedcare-d-fedcare-backbone` v2 (champion) "
-        "| [run](http://127.0.0.1:5000/#/experiments/4/runs/r1) |",
+        f"| [run](http://127.0.0.1:5000/#/experiments/4/runs/r1{mode}) |",
         "| fedavg | 0 | 3 | 4 | 4 | 0.7123 / 0.7000 | 0.6000 / — | 2.5000 / 2.2500 | — "
-        "| [run](http://127.0.0.1:5000/#/experiments/4/runs/r2) |",
+        f"| [run](http://127.0.0.1:5000/#/experiments/4/runs/r2{mode}) |",
     ]
 
 

@@ -54,10 +54,22 @@ def test_parent_run_nested_run_registry_and_finish(tmp_path: Path) -> None:
     registered = register_task.fn(uri, result, run_id)
     first = registered.backbone
     assert first is not None
-    assert first.model_name == model_name("synthetic", "fedcare") and first.promoted
+    fed = result.federation
+    assert first.model_name == model_name("synthetic", "fedcare", fed.objective_names)
+    assert first.model_name == "fedcare-synthetic-fedcare-early_discharge+los+readmission-backbone"
+    assert first.promoted
+    backbone = store.client().get_registered_model(first.model_name)
+    assert backbone.tags["fedcare.model"] == "backbone"
+    assert backbone.tags["fedcare.objectives"] == "early_discharge,los,readmission"
+    assert backbone.tags["fedcare.outputs"] == ",".join(
+        f"{o.name}_probability" if o.kind == "binary" else f"{o.name}_days" for o in fed.objectives
+    )
+    assert backbone.tags["fedcare.input"] == "encoded common features"
+    assert "not raw rows" in backbone.description
     assert [c.client for c in registered.clients] == [0, 1, 2]
     assert [(c.version, c.promoted) for c in registered.clients] == [(1, True)] * 3
-    assert registered.clients[1].model_name == "fedcare-synthetic-fedcare-client1"
+    objectives = "+".join(sorted(fed.clients[1].objectives))
+    assert registered.clients[1].model_name == f"fedcare-synthetic-fedcare-{objectives}-client1"
     again = register_task.fn(uri, result, run_id)  # same score: not better, alias stays
     assert again.backbone is not None
     assert again.backbone.version == first.version + 1 and not again.backbone.promoted
