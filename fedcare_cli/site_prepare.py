@@ -79,7 +79,8 @@ def add_personalise_parser(site_sub: Any) -> None:
     personalise.add_argument(
         "--tracking-uri", metavar="URI",
         help="the site's own MLflow store (e.g. sqlite:///mlflow.db): log the run and register "
-        "the site's model as fedcare-<dataset>-fedcare-<site name> (default: not tracked)",
+        "the site's model as fedcare-<dataset>-fedcare-<objectives>-<site name> (default: not "
+        "tracked)",
     )  # fmt: skip
     personalise.add_argument("--quiet", action="store_true", help="no progress bars")
 
