@@ -26,6 +26,12 @@ from fedcare_stack.settings import StackConfig
 #: Prefect's final state types.
 FINAL_STATES = frozenset({"COMPLETED", "FAILED", "CRASHED", "CANCELLED"})
 
+#: Prefect's words before the exception in a failed run's state message, and the error's type.
+_PREAMBLE = re.compile(
+    r"^(?:Flow run encountered an exception|Task run encountered an exception)"
+    r"(?: \w+)?:\s*(?:[A-Za-z_][\w.]*(?:Error|Exception)[\w]*:\s*)?"
+)
+
 _UUID = re.compile(r"UUID: ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12})")
 
 StateReader = Callable[[str], "str | None"]
@@ -44,6 +50,27 @@ def prefect_state_reader(config: StackConfig) -> StateReader:
     return read
 
 
+def prefect_failure_reader(config: StackConfig) -> StateReader:
+    """Read why a flow run failed: its final state's message, without Prefect's preamble."""
+
+    def read(flow_run_id: str) -> str | None:
+        from prefect.client.orchestration import SyncPrefectClient
+
+        with SyncPrefectClient(config.prefect_api_url) as client:
+            state = client.read_flow_run(UUID(flow_run_id)).state
+        if state is None or state.type.value == "COMPLETED" or not state.message:
+            return None
+        return failure_line(state.message)
+
+    return read
+
+
+def failure_line(message: str) -> str:
+    """The error's own line from a state message (``Flow run encountered an exception: …``)."""
+    text = _PREAMBLE.sub("", message.strip(), count=1)
+    return text.splitlines()[0] if text else message.strip()
+
+
 def watch_command(config: StackConfig, deployment: str, params: Sequence[str]) -> list[str]:
     """``prefect deployment run <deployment> --watch -p …`` with the stack's ``prefect``."""
     argv = [str(Path(config.python).parent / "prefect"), "deployment", "run", deployment, "--watch"]
@@ -60,6 +87,7 @@ def run_deployment(
     out: TextIO,
     say: Callable[[str], None],
     read_state: StateReader | None = None,
+    read_failure: StateReader | None = None,
     argv: Sequence[str] | None = None,
     poll_s: float = 5.0,
     grace_s: float = 30.0,
@@ -80,6 +108,8 @@ def run_deployment(
         Where this function's own messages go.
     read_state
         Reads a flow run's state type; the stack's API when omitted.
+    read_failure
+        Reads why a flow run failed (one line); the stack's API when omitted.
     argv
         The command to run instead of :func:`watch_command` (tests).
     poll_s
@@ -91,7 +121,8 @@ def run_deployment(
     -------
     int
         The watch's exit status when it ends by itself; otherwise 0 for a Completed run and 1
-        for any other final state.
+        for any other final state. A run that did not complete is followed by one line saying
+        why (the failure's own message, e.g. the data check that refused the data).
     """
     reader = prefect_state_reader(config) if read_state is None else read_state
     command = list(argv) if argv is not None else watch_command(config, deployment, params)
@@ -138,12 +169,20 @@ def run_deployment(
                     proc.kill()
                     proc.wait()
                 copier.join(timeout=5)
-                return 0 if final == "COMPLETED" else 1
+                rc = 0 if final == "COMPLETED" else 1
+                break
+        else:
+            copier.join(timeout=5)
+            rc = int(proc.returncode)
     except BaseException:
         proc.kill()
         raise
-    copier.join(timeout=5)
-    return int(proc.returncode)
+    if rc != 0 and found:
+        failure = prefect_failure_reader(config) if read_failure is None else read_failure
+        why = _read_quietly(failure, found[0])
+        if why:
+            say(f"flow run {found[0]} failed: {why}")
+    return rc
 
 
 def _read_quietly(read_state: StateReader, flow_run_id: str) -> str | None:

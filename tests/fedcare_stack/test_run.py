@@ -118,3 +118,32 @@ def test_the_cli_passes_deployment_and_parameters(
     assert calls == [("fedcare/full-experiment", ["seeds=[1]", "rounds=5"], 4300)]
     assert main(["stack", "run", "--state-dir", str(tmp_path)]) == 2
     assert "run needs a deployment" in capsys.readouterr().err
+
+
+def test_a_failed_run_ends_with_the_reason_it_failed(tmp_path: Path) -> None:
+    # Prefect's watch prints only "Failed"; the state's message names the data at fault.
+    reason = States("/data/x.csv: data checks failed: raw: column 'age': 3 unexpected (rows 2, 5)")
+    out, said = io.StringIO(), []
+    rc = run_deployment(
+        StackConfig(state=tmp_path / "stack"), "fedcare/full-experiment", [], out=out,
+        say=said.append, read_state=States("FAILED"), read_failure=reason,
+        argv=fake_watch("import sys; sys.exit(1)"), poll_s=0.05, grace_s=0.5,
+    )  # fmt: skip
+    assert rc == 1
+    assert said == [f"flow run {RUN_ID} failed: {reason.answers[0]}"]
+
+
+@pytest.mark.parametrize(
+    ("message", "line"),
+    [
+        ("Flow run encountered an exception: SourceCheckError: f.csv: data checks failed: x",
+         "f.csv: data checks failed: x"),
+        ("Flow run encountered an exception: DataError: file f.csv, column age, rows 3, 7: bad\n"
+         "Traceback …", "file f.csv, column age, rows 3, 7: bad"),
+        ("Flow run was cancelled", "Flow run was cancelled"),
+    ],
+)  # fmt: skip
+def test_the_reason_is_the_errors_own_line(message: str, line: str) -> None:
+    from fedcare_stack.run import failure_line
+
+    assert failure_line(message) == line
