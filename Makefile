@@ -36,8 +36,11 @@ install: $(STAMP)
 # run the `fedcare/full-experiment` deployment (Diabetes 130-US, 10 clients, 100 rounds, seed 0)
 # on the data in DATA_DIR (downloaded into ~/.cache/fedcare when DATA_DIR does not exist), wait
 # for it (`fedcare stack run`: Prefect's --watch, with a state poll beside it), and say where the
-# UIs are. Exits non-zero if the flow run fails. The stack stays up
-# for the UIs: `make stack-down` stops it.
+# UIs are (MLflow's: the experiment's runs in the UI's "Model training" mode, not its GenAI
+# home). Exits non-zero if the flow run fails. The stack stays up for the UIs: `make stack-down`
+# stops it.
+MLFLOW_PAGE = import sys; from fedcare_tracking.store import experiment_page; \
+	print(experiment_page(sys.argv[1], "diabetes130"))
 run: $(STAMP)
 	@if [ -e "$(DATA_DIR)" ]; then data="$$(realpath "$(DATA_DIR)")"; \
 	else data="$$($(BIN)/fedcare data fetch diabetes130)" || exit 1; fi; \
@@ -45,7 +48,9 @@ run: $(STAMP)
 	eval "$$($(BIN)/fedcare stack env $(STACK_ARGS))"; \
 	$(BIN)/fedcare stack run fedcare/full-experiment $(STACK_ARGS) -p data_dir="$$data" \
 		$(RUN_PARAMS); rc=$$?; \
-	echo; echo "Prefect UI: $${PREFECT_API_URL%/api}   MLflow UI: $$MLFLOW_TRACKING_URI"; \
+	echo; echo "Prefect UI: $${PREFECT_API_URL%/api}"; \
+	echo "MLflow UI:  $$($(BIN)/python -c '$(MLFLOW_PAGE)' "$$MLFLOW_TRACKING_URI" 2>/dev/null \
+		|| echo "$$MLFLOW_TRACKING_URI")"; \
 	echo "Stop the stack with: make stack-down"; \
 	exit $$rc
 

@@ -172,6 +172,31 @@ def experiment_for(dataset: str) -> str:
         return str(again.experiment_id)
 
 
+def experiment_page(tracking_uri: str, dataset: str) -> str:
+    """Where to open the dataset's runs: the UI page in model-training mode, else the store.
+
+    Parameters
+    ----------
+    tracking_uri
+        The store (``make run`` prints this for the stack's server).
+    dataset
+        Its experiment is ``fedcare/<dataset>``.
+
+    Returns
+    -------
+    str
+        ``<server>/#/experiments/<id>/runs?workflowType=machine_learning`` for a server that
+        holds the experiment; otherwise ``tracking_uri`` itself.
+    """
+    from fedcare_tracking.links import experiment_url
+
+    if not tracking_uri.startswith(("http://", "https://")):
+        return tracking_uri
+    found = MlflowClient(tracking_uri=tracking_uri).get_experiment_by_name(experiment_name(dataset))
+    page = None if found is None else experiment_url(tracking_uri, str(found.experiment_id))
+    return page or tracking_uri
+
+
 def start_parent_run(
     dataset: str,
     *,

@@ -105,6 +105,12 @@ def test_links_open_the_run_and_its_report_on_a_real_mlflow_server(tmp_path: Pat
         assert reply.status_code == 200
         assert reply.text == (report / "index.html").read_text()
         assert reply.headers["content-type"].startswith("text/html")
+        # What `make run` prints: the dataset's experiment in model-training mode, if it exists.
+        from fedcare_tracking import store
+
+        page_id = mc.create_experiment("fedcare/links-page")
+        assert store.experiment_page(url, "links-page") == experiment_url(url, page_id)
+        assert store.experiment_page(url, "absent") == url
         # The experiment id in the UI link is the run's own.
         got = httpx.get(f"{url}/api/2.0/mlflow/runs/get", params={"run_id": run_id}, timeout=30)
         assert got.json()["run"]["info"]["experiment_id"] == experiment_id

@@ -61,6 +61,8 @@ def test_experiments_are_model_training_experiments(logged):
     mc.set_experiment_tag(older, "mlflow.experimentKind", "genai_development")
     store.experiment_for("synthetic-older")
     assert mc.get_experiment(older).tags["mlflow.experimentKind"] == "genai_development"
+    # A local store has no UI page to print: `make run` shows the store itself.
+    assert store.experiment_page(logged.uri, "synthetic") == logged.uri
 
 
 def test_configure_defaults_to_the_environment_then_the_project(logged, monkeypatch, tmp_path):
