@@ -30,7 +30,6 @@ from prefect.task_runners import TaskRunner
 from prefect_dask.task_runners import DaskTaskRunner, PrefectDaskFuture
 
 import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
-from data_checks.validate import require_checks_pass
 from fedcare_core import __version__
 from fedcare_core.algorithms import get_algorithm
 from fedcare_core.config import ExperimentConfig
@@ -248,10 +247,8 @@ def _experiment(
     runner = grid_task_runner(dask_address, workers)
     cells_dir = cell_store(out, base)
     flow_run_id = str(runtime_flow_run.id)
-    raw = validate_raw_task(
-        dataset, data_dir, out / "validation" / flow_run_id, base.data.unseen_categories
-    )
-    require_checks_pass(raw)
+    # Fails the task (and the flow) with the line `fedcare experiment` prints for the data.
+    validate_raw_task(base.data, data_dir, out / "validation" / flow_run_id, verify_checksum)
     # The loader's own checks too, once, before any cell (as `fedcare experiment` does).
     load_dataset_task(base, data_dir, verify_checksum)
     spec = DataSpec(data_dir or os.environ.get("FEDCARE_DATA_DIR"), verify_checksum)

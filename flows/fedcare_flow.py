@@ -55,6 +55,7 @@ from flows.flow_parameters import (
 from flows.parameter_docs import FEDCARE_PARAMETERS, document_parameters
 from flows.parent_run import ParentRun
 from tasks.data import (
+    DataRefused,
     load_dataset_task,
     partition_task,
     validate_partitions_task,
@@ -277,10 +278,17 @@ def _run_pipeline(
     run = ParentRun.start(tracking_uri, params, [config_setting_name(c) for c in configs])
     workers = start_workers(configs, parallel_stage2)
     try:
-        raw = validate_raw_task(
-            dataset, data_dir, report_root / "raw", configs[0].data.unseen_categories
-        )
-        run.check(raw, artifact_path="validation/raw", stage="raw tables", key="validation-raw")
+        raw_report = {
+            "artifact_path": "validation/raw",
+            "stage": "raw tables",
+            "key": "validation-raw",
+        }
+        try:
+            raw = validate_raw_task(configs[0].data, data_dir, report_root / "raw", verify_checksum)
+        except DataRefused as refused:  # the task run failed; the flow reports it and stops
+            run.attach(refused.report, **raw_report)
+            raise
+        run.attach(raw, **raw_report)
         run.step = "loading"
         loaded = load_dataset_task(configs[0], data_dir, verify_checksum)
         set_tags_task(run.uri, run.parent, {"fedcare.dataset_sha256": loaded.cohort.source_sha256})

@@ -121,6 +121,11 @@ class ParentRun:
 
     def check(self, report: CheckReport, *, artifact_path: str, stage: str, key: str) -> None:
         """Attach a validation report to MLflow and Prefect, then stop if it failed."""
+        self.attach(report, artifact_path=artifact_path, stage=stage, key=key)
+        require_checks_pass(report)
+
+    def attach(self, report: CheckReport, *, artifact_path: str, stage: str, key: str) -> None:
+        """Attach a validation report (passed or failed) to MLflow and Prefect."""
         log_artifacts_task(self.uri, self.parent, report.report_dir, artifact_path)
         page = (
             report.html_report.relative_to(report.report_dir).as_posix()
@@ -129,7 +134,6 @@ class ParentRun:
         )
         where = report_location(self.uri, self.experiment_id, self.parent, artifact_path, page)
         validation_artifact_task(report, stage, key, where)
-        require_checks_pass(report)
 
     def log(
         self, result: ExperimentResult, backend: str, extra: dict[str, Path], *, register: bool

@@ -11,15 +11,16 @@ from pathlib import Path
 
 from prefect import task
 
-from data_checks.source_checks import check_raw_tables
+from data_checks.source_checks import SourceCheckError, check_raw_tables
 from data_checks.suites import federation_checks
 from data_checks.tables import recompute_assignment
-from data_checks.validate import CheckReport, run_checks
-from fedcare_core.config import ExperimentConfig
+from data_checks.validate import CheckReport, DataCheckError, run_checks
+from fedcare_core.config import DataConfig, ExperimentConfig
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.federation import Federation
 from fedcare_core.data.partition import FeaturePartition
 from fedcare_core.datasets import LoadedDataset, load_dataset
+from fedcare_core.errors import FedcareError
 from fedcare_core.runner import prepare_federation
 from tasks.common import IO_RETRIES, IO_RETRY_DELAY_S, NO_CACHE, retry_on_io_error, run_logger
 
@@ -33,34 +34,69 @@ from tasks.common import IO_RETRIES, IO_RETRY_DELAY_S, NO_CACHE, retry_on_io_err
     persist_result=False,
 )
 def validate_raw_task(
-    dataset: str, data_dir: str | None, report_dir: Path, unseen_categories: str = "refuse"
+    data: DataConfig, data_dir: str | None, report_dir: Path, verify_checksum: bool = True
 ) -> CheckReport:
-    """Read the raw source tables and run their Great Expectations suites.
+    """Read the raw source tables and run their Great Expectations suites; fail on a failure.
 
     Parameters
     ----------
-    dataset
-        The dataset.
+    data
+        The dataset, its label options and ``unseen_categories``.
     data_dir
         Its folder or file (see :func:`data_checks.source_checks.raw_source`).
     report_dir
-        Where the HTML and JSON reports are written.
-    unseen_categories
-        The configuration's ``data.unseen_categories``.
+        Where the HTML and JSON reports are written (kept either way).
+    verify_checksum
+        Whether the loader checks the Diabetes 130 file's SHA-256 (for the failure's line).
 
     Returns
     -------
     CheckReport
-        Passed or not; the caller decides (the flow stops on failure).
+        A report that passed.
 
     Raises
     ------
     DataError
         If a table cannot be found or read.
+    DataRefused
+        If an expectation failed (the task run fails): its first line is the one ``fedcare
+        run`` prints for the same file, the failed expectations follow; it carries the report.
     """
-    report = check_raw_tables(dataset, data_dir, report_dir, unseen_categories=unseen_categories)
+    report = check_raw_tables(
+        data.dataset, data_dir, report_dir, unseen_categories=data.unseen_categories
+    )
     run_logger().info("%s", report.summary().splitlines()[0])
+    if not report.passed:
+        raise DataRefused(report, refusal_line(report, data, data_dir, verify_checksum))
     return report
+
+
+class DataRefused(DataCheckError):
+    """Data refused by its checks: the line every entry shows, and the report behind it."""
+
+    def __init__(self, report: CheckReport, line: str) -> None:
+        super().__init__(report)
+        self.line = line
+
+    def __str__(self) -> str:
+        """The line, then the failed expectations (table, column, counts; never values)."""
+        return f"{self.line}\n{self.report.summary()}"
+
+
+def refusal_line(
+    report: CheckReport, data: DataConfig, data_dir: str | None, verify_checksum: bool
+) -> str:
+    """The one line ``fedcare run`` prints for data that failed ``report``'s suites.
+
+    ``fedcare run`` runs the loader's checks first, which name the file, column and rows; only
+    data they accept reaches the suites, whose line names the source and the first failed
+    expectation. The same order gives the same line here.
+    """
+    try:
+        loaded = load_dataset(data, data_dir, verify_checksum=verify_checksum)
+    except FedcareError as exc:
+        return str(exc)
+    return str(SourceCheckError(report, loaded.source, keep_report=True))
 
 
 @task(

@@ -134,13 +134,19 @@ def test_corrupted_table_stops_the_flow_at_validation(
         rounds=2,
         tracking_uri=uri,
         reports_dir=str(tmp_path / "reports"),
+        verify_checksum=False,  # a modified file on purpose: the rows are what is refused
         return_state=True,
     )
     assert state.is_failed()
     with pytest.raises(Exception) as err:
         state.result()
     message = str(err.value)
-    assert "data checks failed" in message
+    # The line `fedcare run` prints for the same file (file, column, rows), then the
+    # failed expectations (counts).
+    data_file = tmp_path / "data" / "diabetic_data.csv"
+    assert message.splitlines()[0] == (
+        f"file {data_file}; column 'readmitted'; rows 3, 6: readmitted must be one of NO, <30, >30"
+    )
     assert "expect_column_values_to_be_in_set on column 'readmitted'" in message
 
     runs = _runs(uri)
@@ -170,3 +176,14 @@ def test_corrupted_table_stops_the_flow_at_validation(
         )
     raw = [a for a in artifacts if a.key == "validation-raw"]
     assert raw and "readmitted" in str(raw[0].data) and "FAILED" in str(raw[0].data)
+    # The validation task itself is red in the graph, not green beside a failed flow.
+    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterName
+
+    with get_client(sync_client=True) as client:
+        (validation,) = client.read_task_runs(
+            flow_run_filter=FlowRunFilter(
+                id=FlowRunFilterId(any_=[state.state_details.flow_run_id])
+            ),
+            task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_="validate-raw-tables")),
+        )
+    assert validation.state is not None and validation.state.is_failed()

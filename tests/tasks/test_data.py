@@ -8,10 +8,10 @@ import pandas as pd
 import pytest
 
 from data_checks.source_checks import raw_source
-from data_checks.validate import DataCheckError, require_checks_pass
+from data_checks.validate import DataCheckError
 from fedcare_core.config import DataConfig, ExperimentConfig
 from fedcare_core.errors import ConfigError, DataError
-from tasks.data import partition_task, validate_partitions_task, validate_raw_task
+from tasks.data import DataRefused, partition_task, validate_partitions_task, validate_raw_task
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 
 TINY_CSV = (
@@ -46,7 +46,8 @@ def test_raw_source_follows_the_loader(tmp_path: Path, monkeypatch: pytest.Monke
 def test_raw_checks_pass_on_a_good_table_and_name_the_corruption(tmp_path: Path) -> None:
     good = tmp_path / "good"
     df = write_clean_table(good)
-    report = validate_raw_task.fn("diabetes130", str(good), tmp_path / "report-good")
+    data = ExperimentConfig().data
+    report = validate_raw_task.fn(data, str(good), tmp_path / "report-good", False)
     assert report.passed, report.summary()
     assert report.html_report.is_file()
 
@@ -54,16 +55,22 @@ def test_raw_checks_pass_on_a_good_table_and_name_the_corruption(tmp_path: Path)
     bad.mkdir()
     df.loc[3, "readmitted"] = "MAYBE"
     df.to_csv(bad / "diabetic_data.csv", index=False)
-    report = validate_raw_task.fn("diabetes130", str(bad), tmp_path / "report-bad")
-    assert not report.passed
-    with pytest.raises(DataCheckError) as err:
-        require_checks_pass(report)
-    assert "expect_column_values_to_be_in_set on column 'readmitted'" in str(err.value)
+    with pytest.raises(DataRefused) as err:
+        validate_raw_task.fn(data, str(bad), tmp_path / "report-bad", False)
+    # The line `fedcare run` prints (the loader names file, column and rows), then the suites'.
+    line, *expectations = str(err.value).splitlines()
+    assert line == (
+        f"file {bad / 'diabetic_data.csv'}; column 'readmitted'; row 4: "
+        "readmitted must be one of NO, <30, >30"
+    )
+    assert "expect_column_values_to_be_in_set on column 'readmitted'" in "\n".join(expectations)
+    assert not err.value.report.passed and err.value.report.html_report.is_file()
+    assert isinstance(err.value, DataCheckError)
 
 
 def test_missing_file_is_a_data_error(tmp_path: Path) -> None:
     with pytest.raises(DataError):
-        validate_raw_task.fn("diabetes130", str(tmp_path / "absent"), tmp_path / "r")
+        validate_raw_task.fn(ExperimentConfig().data, str(tmp_path / "absent"), tmp_path / "r")
 
 
 def test_partition_and_its_checks(tmp_path: Path) -> None:
