@@ -5,15 +5,18 @@ so the model's code travels with it and loading it needs only FedCARE installed 
 object. The model's one artifact is the client's package (:mod:`fedcare_core.model_package`):
 its encoders, predictor recipe and weights. ``predict`` takes raw rows as a pandas DataFrame
 (labels absent or ignored) and returns one named column per objective; a row that cannot be
-scored raises :class:`~fedcare_core.errors.DataError` (HTTP 400 under ``mlflow models serve``,
-the message in the returned traceback), naming the column and rows, never a value.
+scored raises :class:`~fedcare_core.errors.DataError` naming the column and rows, never a value;
+under ``mlflow models serve`` it is answered 400 with that line as the reply's ``message``
+(:class:`ScoringRefused`).
 """
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pandas as pd
+from mlflow.exceptions import MlflowException
 from mlflow.models import set_model
 from mlflow.pyfunc import PythonModel
 from mlflow.pyfunc.model import PythonModelContext
@@ -40,11 +43,46 @@ class FedcareClientModel(PythonModel):
         params: dict[str, Any] | None = None,
     ) -> pd.DataFrame:
         """One named column per objective for each row of ``model_input``."""
-        # A row that cannot be scored raises FedcareError (DataError, ConfigError), not an
-        # MlflowException: MLflow's scoring server quotes the whole input (patient rows) in
-        # the message of an MlflowException, while for any other error it answers 400 with
-        # the traceback, whose last line is the FedCARE message (column and rows, no value).
-        return self.package.score(model_input, unseen_categories=(params or {}).get(UNSEEN_PARAM))
+        from fedcare_core.errors import FedcareError
+
+        try:
+            return self.package.score(
+                model_input, unseen_categories=(params or {}).get(UNSEEN_PARAM)
+            )
+        except FedcareError as exc:
+            if os.environ.get(SERVING_ENV, "").lower() == "true":
+                raise ScoringRefused(str(exc)) from None
+            raise  # in process: the DataError itself (fedcare predict adds the file)
+
+
+#: Set by MLflow's scoring server (``mlflow models serve``) in its process.
+SERVING_ENV = "_MLFLOW_IS_IN_SERVING_ENVIRONMENT"
+
+
+class ScoringRefused(MlflowException):
+    """Rows the model cannot score, as MLflow's scoring server should answer them.
+
+    The server answers any other exception with a generic message and the whole traceback
+    (FedCARE's line at its end), and rewrites the message of an MlflowException to quote the
+    input, i.e. patient rows, before answering. This one answers 400 (``BAD_REQUEST``) with
+    FedCARE's line (column and rows, never a value) as the reply's ``message``, and keeps it:
+    a later assignment to ``message`` is ignored.
+    """
+
+    def __init__(self, line: str) -> None:
+        from mlflow.protos.databricks_pb2 import BAD_REQUEST
+
+        super().__init__(line, error_code=BAD_REQUEST)
+
+    @property
+    def message(self) -> str:
+        """FedCARE's line, as first given."""
+        return self._line
+
+    @message.setter
+    def message(self, value: str) -> None:
+        if not hasattr(self, "_line"):
+            self._line = value
 
 
 set_model(FedcareClientModel())
