@@ -5,7 +5,9 @@ accept and refuse the same files: the loader's own checks (parsing, clinical pla
 known value sets, cross-table consistency, truncation; errors name the file, column and rows)
 and the Great Expectations suites on the raw tables (:mod:`data_checks.suites`; the report
 names table, column and counts). :func:`checked_dataset` runs both, the loader first since its
-messages are the more precise; the flows run the suites as their own task first, to attach the
+messages are the more precise (without a report to keep, the suites' expectations run vectorised
+first, and Great Expectations, seconds to import, only when one may fail: the same files are
+refused, with the same message); the flows run the suites as their own task first, to attach the
 report, then the loader. A single run (``fedcare run``, the ``fedcare`` flow) then checks the
 federation it built, every client's partition and patient disjointness
 (:func:`checked_federation`), before training.
@@ -15,11 +17,11 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pandas as pd
-from great_expectations import ExpectationSuite
 
-from data_checks.suites import diabetes130_raw_suite, federation_checks, mimic3_raw_suites
+from data_checks.expectations import diabetes130_raw_expectations, failed_critical
 from data_checks.tables import (
     DIABETES130_TABLE,
     read_diabetes130_raw,
@@ -32,6 +34,9 @@ from fedcare_core.data.federation import Federation
 from fedcare_core.datasets import LoadedDataset, load_dataset
 from fedcare_core.errors import ConfigError, DataError
 from fedcare_core.runner import prepare_federation
+
+if TYPE_CHECKING:  # Great Expectations (seconds to import) only where a suite is validated by it
+    from great_expectations import ExpectationSuite
 
 __all__ = [
     "check_raw_tables",
@@ -98,6 +103,8 @@ def read_raw_tables(dataset: str, source: Path) -> dict[str, pd.DataFrame]:
 
 def raw_suites(dataset: str, unseen_categories: str = "refuse") -> dict[str, ExpectationSuite]:
     """The suites of ``dataset``'s raw tables, keyed like :func:`read_raw_tables`."""
+    from data_checks.suites import diabetes130_raw_suite, mimic3_raw_suites
+
     if dataset == "diabetes130":
         return {DIABETES130_TABLE: diabetes130_raw_suite(unseen_categories=unseen_categories)}
     return mimic3_raw_suites(unseen_categories=unseen_categories)
@@ -109,6 +116,7 @@ def check_raw_tables(
     report_dir: str | Path,
     *,
     unseen_categories: str = "refuse",
+    pages: bool = True,
 ) -> CheckReport:
     """Read the raw tables and run their suites; the caller decides what a failure means.
 
@@ -122,6 +130,8 @@ def check_raw_tables(
         Where the HTML and JSON reports are written.
     unseen_categories
         The configuration's ``data.unseen_categories`` (see :func:`raw_suites`).
+    pages
+        Write each table's rendered page (``False``: a report that is thrown away).
 
     Returns
     -------
@@ -134,7 +144,7 @@ def check_raw_tables(
         If a table cannot be found or read.
     """
     tables = read_raw_tables(dataset, raw_source(dataset, data_dir))
-    return run_checks(tables, raw_suites(dataset, unseen_categories), report_dir)
+    return run_checks(tables, raw_suites(dataset, unseen_categories), report_dir, pages=pages)
 
 
 def checked_dataset(
@@ -155,8 +165,10 @@ def checked_dataset(
     verify_checksum
         Check the Diabetes 130 file's SHA-256.
     report_dir
-        Where the suites' report is kept; ``None``: a temporary folder, removed (a failure's
-        message then lists every failed expectation itself).
+        Where the suites' report is kept; ``None``: no report is kept, and the suites'
+        expectations are run vectorised first (:func:`raw_tables_certainly_pass`); only if
+        one may fail do they run in Great Expectations, in a temporary folder, removed (a
+        failure's message then lists every failed expectation itself).
 
     Returns
     -------
@@ -172,6 +184,8 @@ def checked_dataset(
         the counts.
     """
     loaded = load_dataset(config, data_dir, verify_checksum=verify_checksum)
+    if report_dir is None and raw_tables_certainly_pass(config, data_dir):
+        return loaded
     if report_dir is not None:
         report = check_raw_tables(
             config.dataset, data_dir, report_dir, unseen_categories=config.unseen_categories
@@ -180,10 +194,29 @@ def checked_dataset(
         return loaded
     with tempfile.TemporaryDirectory(prefix="fedcare-checks-") as tmp:
         report = check_raw_tables(
-            config.dataset, data_dir, tmp, unseen_categories=config.unseen_categories
+            config.dataset,
+            data_dir,
+            tmp,
+            unseen_categories=config.unseen_categories,
+            pages=False,  # the report is removed: the message lists the failures
         )
         _require(report, loaded.source, keep_report=False)
     return loaded
+
+
+def raw_tables_certainly_pass(config: DataConfig, data_dir: str | Path | None) -> bool:
+    """Whether every critical expectation of the raw suites passes, run without Great Expectations.
+
+    The suites' expectations are run vectorised (:mod:`data_checks.expectations`) where they
+    are described without Great Expectations (Diabetes 130's raw file); ``False`` when one
+    fails or cannot be judged so, or for another dataset: :func:`checked_dataset` then runs
+    the suites in Great Expectations, which decide and word the refusal.
+    """
+    if config.dataset != "diabetes130":
+        return False
+    table = read_diabetes130_raw(raw_source(config.dataset, data_dir))
+    expectations = diabetes130_raw_expectations(unseen_categories=config.unseen_categories)
+    return not failed_critical(table, expectations)
 
 
 def checked_federation(loaded: LoadedDataset, config: ExperimentConfig) -> Federation:
@@ -209,11 +242,13 @@ def checked_federation(loaded: LoadedDataset, config: ExperimentConfig) -> Feder
         If a partition expectation failed (e.g. too few labelled training rows, rows in two
         places); the report is temporary, so the message lists the failures.
     """
+    from data_checks.suites import federation_checks
+
     federation = prepare_federation(loaded.cohort, loaded.partition, config, loaded.source)
     assignment = recompute_assignment(loaded.cohort, config.data, config.seed)
     tables, suites = federation_checks(federation, assignment)
     with tempfile.TemporaryDirectory(prefix="fedcare-checks-") as tmp:
-        _require(run_checks(tables, suites, tmp), loaded.source, keep_report=False)
+        _require(run_checks(tables, suites, tmp, pages=False), loaded.source, keep_report=False)
     return federation
 
 

@@ -20,6 +20,12 @@ from great_expectations.expectations import Expectation
 from great_expectations.expectations.metadata_types import FailureSeverity
 from great_expectations.expectations.row_conditions import Column
 
+from data_checks.expectations import DIABETES130_ID_COLUMNS as DIABETES130_ID_COLUMNS
+from data_checks.expectations import DIABETES130_MIN_PRESENT as DIABETES130_MIN_PRESENT
+from data_checks.expectations import DIGITS as DIGITS
+from data_checks.expectations import ICD9_CODE as ICD9_CODE
+from data_checks.expectations import NON_NEGATIVE_NUMBER as NON_NEGATIVE_NUMBER
+from data_checks.expectations import Expect, diabetes130_raw_expectations
 from data_checks.tables import (
     ASSIGNMENT_TABLE,
     CLIENT_COLUMN,
@@ -35,49 +41,20 @@ from data_checks.tables import (
     label_column,
 )
 from fedcare_core.data.cohort import Objective
-from fedcare_core.data.diabetes130 import (
-    AGE_BRACKETS,
-    COLUMNS_WITH_GAPS,
-    DIABETES130_COLUMNS,
-    DIABETES130_COUNT_COLUMNS,
-    DIABETES130_VOCABULARIES,
-    ICD9_CODE_PATTERN,
-    READMITTED_VALUES,
-    TIME_IN_HOSPITAL_RANGE,
-)
 from fedcare_core.data.federation import SPLITS, Federation
 
 # --------------------------------------------------------------------------------------------
 # Diabetes 130-US (raw file, read as text)
 # --------------------------------------------------------------------------------------------
 
-#: Identifier columns: present and made of digits only (never checked against values).
-DIABETES130_ID_COLUMNS: tuple[str, ...] = ("encounter_id", "patient_nbr")
 
-#: Smallest share of non-missing values accepted in columns allowed to have gaps. In the
-#: published file: race 97.8 %, payer_code 60.4 %, medical_specialty 50.9 %, diag_1 99.98 %,
-#: diag_2 99.6 %, diag_3 98.6 %; weight (3 %) is not checked. Every other column is complete.
-DIABETES130_MIN_PRESENT: dict[str, float] = {
-    "race": 0.95,
-    "payer_code": 0.5,
-    "medical_specialty": 0.4,
-    "diag_1": 0.99,
-    "diag_2": 0.98,
-    "diag_3": 0.95,
-}
-
-#: Columns with gaps in the published file and no share checked (every column the loader lets
-#: have gaps, less those with a share above).
-_DIABETES130_SPARSE = frozenset(COLUMNS_WITH_GAPS) - set(DIABETES130_MIN_PRESENT)
-
-#: A non-negative decimal number written as text.
-NON_NEGATIVE_NUMBER = r"^\d+(?:\.\d+)?$"
-#: Digits only.
-DIGITS = r"^\d+$"
-#: An ICD-9-CM code as the file writes it (``250.83``, ``V45``, ``E812``).
-ICD9_CODE = ICD9_CODE_PATTERN
-
-_DIAG_COLUMNS = ("diag_1", "diag_2", "diag_3")
+def gx_expectation(expect: Expect) -> Expectation:
+    """The Great Expectations expectation ``expect`` describes (tuples passed as lists)."""
+    kwargs = {k: list(v) if isinstance(v, tuple) else v for k, v in expect.kwargs.items()}
+    if expect.warning:
+        kwargs["severity"] = FailureSeverity.WARNING
+    expectation: Expectation = getattr(gxe, expect.kind)(**kwargs)
+    return expectation
 
 
 def diabetes130_raw_suite(
@@ -112,47 +89,12 @@ def diabetes130_raw_suite(
         category list from ``DIABETES130_VOCABULARIES``; diagnosis codes shaped like ICD-9.
 
     """
-    present = dict(DIABETES130_MIN_PRESENT if min_present is None else min_present)
-    expectations: list[Expectation] = []
-    add = expectations.append
-    # Every column, in any order, others allowed (the loader reads by name, ignores extras).
-    add(gxe.ExpectTableColumnsToMatchSet(column_set=list(DIABETES130_COLUMNS), exact_match=False))
-    add(gxe.ExpectTableRowCountToBeBetween(min_value=min_rows))
-
-    for col in DIABETES130_COLUMNS:
-        if col in _DIABETES130_SPARSE and col not in present:
-            continue
-        if col in present:  # a profile of the published file: a warning, never a refusal
-            add(
-                gxe.ExpectColumnValuesToNotBeNull(
-                    column=col, mostly=present[col], severity=FailureSeverity.WARNING
-                )
-            )
-        else:
-            add(gxe.ExpectColumnValuesToNotBeNull(column=col))
-
-    for col in DIABETES130_ID_COLUMNS:
-        add(gxe.ExpectColumnValuesToMatchRegex(column=col, regex=DIGITS))
-    add(gxe.ExpectColumnValuesToBeUnique(column="encounter_id"))
-
-    lo, hi = TIME_IN_HOSPITAL_RANGE
-    add(
-        gxe.ExpectColumnValuesToBeInSet(
-            column="time_in_hospital", value_set=[str(d) for d in range(lo, hi + 1)]
-        )
+    expectations = diabetes130_raw_expectations(
+        min_rows=min_rows, min_present=min_present, unseen_categories=unseen_categories
     )
-    add(gxe.ExpectColumnValuesToBeInSet(column="readmitted", value_set=list(READMITTED_VALUES)))
-    for col in DIABETES130_COUNT_COLUMNS:
-        add(gxe.ExpectColumnValuesToMatchRegex(column=col, regex=NON_NEGATIVE_NUMBER))
-    add(gxe.ExpectColumnValuesToBeInSet(column="age", value_set=list(AGE_BRACKETS)))
-    for col, vocabulary in DIABETES130_VOCABULARIES.items():
-        if col in _DIAG_COLUMNS:  # the vocabulary is of ICD-9 groups, not of raw codes
-            continue
-        if unseen_categories == "refuse":
-            add(gxe.ExpectColumnValuesToBeInSet(column=col, value_set=list(vocabulary)))
-    for col in _DIAG_COLUMNS:
-        add(gxe.ExpectColumnValuesToMatchRegex(column=col, regex=ICD9_CODE))
-    return ExpectationSuite(name=DIABETES130_TABLE, expectations=expectations)
+    return ExpectationSuite(
+        name=DIABETES130_TABLE, expectations=[gx_expectation(e) for e in expectations]
+    )
 
 
 # --------------------------------------------------------------------------------------------

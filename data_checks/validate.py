@@ -14,22 +14,27 @@ carry is removed before anything is written.
 
 from __future__ import annotations
 
+import copy
 import html
 import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-from great_expectations import ExpectationSuite
 
 from fedcare_core.errors import FedcareError
 
+if TYPE_CHECKING:  # imported where used: importing Great Expectations takes seconds
+    from great_expectations import ExpectationSuite
+
 #: Result format of every validation: counts and percentages, no unexpected values listed.
+#: ``BASIC``: ``SUMMARY`` adds only what :data:`REDACTED_RESULT_KEYS` removes (value counts, the
+#: unexpected rows' index list and query), filtering the whole table per map expectation.
 RESULT_FORMAT: dict[str, Any] = {
-    "result_format": "SUMMARY",
+    "result_format": "BASIC",
     "partial_unexpected_count": 0,
     "include_unexpected_rows": False,
 }
@@ -186,6 +191,8 @@ def run_checks(
     tables: Mapping[str, pd.DataFrame],
     suites: Mapping[str, ExpectationSuite],
     report_dir: str | Path,
+    *,
+    pages: bool = True,
 ) -> CheckReport:
     """Validate each table against its suite and write the reports.
 
@@ -201,6 +208,9 @@ def run_checks(
         Folder for the reports; created if needed. Per table ``<name>.json`` (the validation
         result) and ``<name>.html`` (its rendered page); ``index.html`` and ``summary.json``
         list the failures.
+    pages
+        Write each table's ``<name>.json`` and ``<name>.html``; ``False`` for a report that
+        is thrown away (``index.html`` and ``summary.json`` only; the same checks run).
 
     Returns
     -------
@@ -229,7 +239,8 @@ def run_checks(
         failures.extend(table_failures)
         warnings.extend(_failure(name, r) for r in failed if not _is_critical(r))
         statuses.append((name, not table_failures, len(result.results), len(table_failures)))
-        _write_table_report(out, stems[name], result)
+        if pages:
+            _write_table_report(out, stems[name], result)
     report = CheckReport(
         passed=not failures,
         failures=failures,
@@ -239,7 +250,7 @@ def run_checks(
         report_dir=out,
         warnings=warnings,
     )
-    _write_summary(report, statuses, stems)
+    _write_summary(report, statuses, stems if pages else None)
     return report
 
 
@@ -322,9 +333,9 @@ def _write_table_report(out: Path, stem: str, result: Any) -> None:
 
 
 def _write_summary(
-    report: CheckReport, statuses: list[_TableStatus], stems: Mapping[str, str]
+    report: CheckReport, statuses: list[_TableStatus], stems: Mapping[str, str] | None
 ) -> None:
-    """Write ``index.html`` and ``summary.json`` in the report folder."""
+    """Write ``index.html`` (linking each table's page, if ``stems``) and ``summary.json``."""
     out = report.report_dir
     (out / INDEX_HTML).write_text(_index_html(report, statuses, stems), encoding="utf-8")
     (out / SUMMARY_JSON).write_text(
@@ -350,8 +361,18 @@ def _file_stem(name: str) -> str:
 
 
 def _copy_suite(suite: ExpectationSuite, name: str) -> ExpectationSuite:
-    """A context-free copy of ``suite``: adding a suite to a context binds it and its items."""
-    expectations = [e.copy(update={"id": None}, deep=True) for e in suite.expectations]
+    """A context-free copy of ``suite``: adding a suite to a context binds it and its items.
+
+    An expectation holds its suite's save callback, so a plain deep copy of each copies the
+    whole suite (n² copies); the memo keeps it uncopied, and the new suite rebinds each copy.
+    """
+    from great_expectations import ExpectationSuite
+
+    expectations = []
+    for expectation in suite.expectations:
+        copied = copy.deepcopy(expectation, {id(suite): suite})
+        copied.id = None
+        expectations.append(copied)
     return ExpectationSuite(name=name, expectations=expectations, meta=dict(suite.meta))
 
 
@@ -433,11 +454,19 @@ def _failure(table: str, r: Any) -> Failure:
     )
 
 
-def _index_html(report: CheckReport, statuses: list[_TableStatus], stems: Mapping[str, str]) -> str:
+def _index_html(
+    report: CheckReport, statuses: list[_TableStatus], stems: Mapping[str, str] | None
+) -> str:
     esc = html.escape
     verdict = "PASSED" if report.passed else "FAILED"
+
+    def name(table: str) -> str:
+        return (
+            esc(table) if stems is None else f"<a href='{esc(stems[table])}.html'>{esc(table)}</a>"
+        )
+
     rows = "\n".join(
-        f"<tr><td><a href='{esc(stems[t])}.html'>{esc(t)}</a></td>"
+        f"<tr><td>{name(t)}</td>"
         f"<td>{'passed' if ok else 'FAILED'}</td><td>{n}</td><td>{nf}</td></tr>"
         for t, ok, n, nf in statuses
     )

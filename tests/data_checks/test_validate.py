@@ -100,3 +100,29 @@ def test_passed_report_summary() -> None:
         report_dir=Path("r"),
     )
     assert report.summary().startswith("data checks passed: 3 expectations on 1 table(s)")
+
+
+def test_a_thrown_away_report_runs_every_check_and_writes_no_table_page(tmp_path: Path) -> None:
+    suite = small_suite()
+    bad = pd.DataFrame({"x": [1.0, 99.0, None, 4.0]})
+    kept = run_checks({"bad": bad}, {"bad": suite}, tmp_path / "kept")
+    thrown = run_checks({"bad": bad}, {"bad": suite}, tmp_path / "thrown", pages=False)
+    assert thrown.failures == kept.failures and thrown.n_expectations == kept.n_expectations
+    assert {p.name for p in thrown.report_dir.iterdir()} == {INDEX_HTML, SUMMARY_JSON}
+    index = (thrown.report_dir / INDEX_HTML).read_text(encoding="utf-8")
+    assert "<a href" not in index and "expect_column_values_to_be_between" in index
+
+
+def test_a_large_suite_is_copied_not_bound_to_the_context(tmp_path: Path) -> None:
+    from data_checks.suites import diabetes130_raw_suite
+    from data_checks.tables import read_diabetes130_raw
+
+    suite = diabetes130_raw_suite()
+    before = suite.to_json_dict()
+    tiny = Path(__file__).parents[1] / "fedcare_core" / "data" / "fixtures"
+    table = read_diabetes130_raw(tiny / "diabetic_data_tiny.csv")
+    for run in ("first", "second"):  # one suite serves two runs: ids are the context's copies'
+        report = run_checks({"t": table}, {"t": suite}, tmp_path / run, pages=False)
+        assert report.passed and report.n_expectations == len(suite.expectations) == 101
+    assert suite.to_json_dict() == before
+    assert all(e.id is None for e in suite.expectations)
