@@ -56,7 +56,7 @@ def _task_runs(flow_run_id: Any, prefix: str, expected: int) -> list[Any]:
 @pytest.mark.slow
 @pytest.mark.realdata
 def test_flow_equals_fedcare_run_with_parallel_stage2(
-    prefect_harness: None, data_dir: Path, tmp_path: Path
+    prefect_harness: None, data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     uri = f"sqlite:///{tmp_path / 'mlflow' / 'mlflow.db'}"
     state = fedcare_pipeline(
@@ -72,6 +72,8 @@ def test_flow_equals_fedcare_run_with_parallel_stage2(
     flow_doc = json.loads((tmp_path / "flow" / "diabetes130-fedcare-seed0.json").read_text())
 
     cli_out = tmp_path / "cli.json"
+    # The CLI run is for comparison only: not logged to the store the flow set in the environment.
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
     argv = ["run", "--dataset", "diabetes130", "--data-dir", str(data_dir), "--seed", "0"]
     argv += ["--clients", "3", "--rounds", "3", "--max-patients", "3000", "--stage2-epochs", "3"]
     assert fedcare_main([*argv, "--out", str(cli_out), "--quiet"]) == 0
