@@ -14,8 +14,12 @@ from pathlib import Path
 from typing import Any
 
 from fedcare_cli import federation_init
-from fedcare_cli.options import add_tracking_uri_option
+from fedcare_cli.options import add_tracking_uri_option, bounded
+from fedcare_core.config_fields import Range
 from fedcare_core.errors import ConfigError
+
+#: The ports a coordinator may listen on.
+PORTS = Range(1, 65_535)
 
 
 def add_parser(sub: Any) -> None:
@@ -106,6 +110,8 @@ def cmd_federation(args: argparse.Namespace) -> int:
         return federation_init.cmd_federation_init(args)
     from fedcare_flower.coordinator import Coordinator
 
+    if args.state_dir.exists() and not args.state_dir.is_dir():
+        raise ConfigError(f"--state-dir {args.state_dir}: a file, not a folder")
     coordinator = Coordinator(args.state_dir)
     if command == "start":
         return _start(args, coordinator)
@@ -127,22 +133,21 @@ def cmd_federation(args: argparse.Namespace) -> int:
 
 
 def _start(args: argparse.Namespace, coordinator: Any) -> int:
+    from fedcare_flower.coordinator import MAX_VALIDITY_DAYS
     from fedcare_flower.tls import TlsFiles
 
     try:
         ipaddress.ip_address(args.host)
     except ValueError:
         raise ConfigError(f"--host {args.host!r}: give an IP address") from None
-    if not 0 < args.port < 65536:
-        raise ConfigError(f"--port {args.port}: give a port in 1..65535")
+    bounded("--port", args.port, PORTS)
+    bounded("--validity-days", args.validity_days, Range(1, MAX_VALIDITY_DAYS))
     given_files = (args.ca_cert, args.server_cert, args.server_key)
     given = None
     if any(f is not None for f in given_files):
-        if not all(f is not None and f.is_file() for f in given_files):
+        if not all(f is not None for f in given_files):
             raise ConfigError("--ca-cert, --server-cert and --server-key go together (PEM files)")
-        given = TlsFiles(*given_files)
-    if args.validity_days < 1:
-        raise ConfigError(f"--validity-days {args.validity_days}: give at least 1")
+        given = TlsFiles(*given_files)  # each checked (PEM, dates, key, issuer) before use
     coordinator.start(args.host, args.port, given=given, validity_days=args.validity_days)
     print(f"coordinator listening on {args.host}:{args.port} (TLS, node authentication)")
     print(f"give the sites {coordinator.ca_cert} (their --root-certificates)")
@@ -172,15 +177,16 @@ def _card(args: argparse.Namespace) -> Any:
         return SiteCard.read(path)
     if args.name is None or args.objectives is None or args.schema is None:
         raise ConfigError("--public-key needs --name, --objectives and --schema")
-    from fedcare_cli.sites_input import check_site_name
+    from fedcare_core.safe_names import check_name
+    from fedcare_flower.tls_checks import check_node_public_key, read_key_file
 
+    name = check_name(args.name, "--name", "site name")
     schema = read_schema(args.schema)
     objectives = schema.check_objectives([o.strip() for o in args.objectives.split(",")])
-    try:
-        key = args.public_key.read_text().strip()
-    except OSError as exc:
-        raise ConfigError(f"--public-key {args.public_key}: {exc.strerror}") from None
-    return SiteCard(check_site_name(args.name, "--name"), objectives, schema.digest(), key)
+    data = read_key_file(args.public_key, "--public-key")
+    where = f"--public-key {args.public_key}"
+    key = check_node_public_key(data.decode("utf-8", errors="replace"), where)
+    return SiteCard(name, objectives, schema.digest(), key)
 
 
 def _status(coordinator: Any) -> int:

@@ -8,10 +8,14 @@ import time
 from typing import Any
 
 from fedcare_cli import tracked
+from fedcare_cli.options import bounded
 from fedcare_cli.output import ProgressBars, write_json_atomic
+from fedcare_core.config import MAX_CLIENTS, MAX_ROUNDS, MAX_SEED
+from fedcare_core.config_fields import Range
 from fedcare_core.errors import ConfigError
 from fedcare_core.federation_schema import read_schema
 from fedcare_core.output_paths import check_output_file
+from fedcare_core.safe_names import check_name
 
 
 def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
@@ -20,15 +24,21 @@ def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
     from fedcare_flower.flower_options import FlowerConfig
 
     check_output_file(args.out)
-    schema = read_schema(args.schema)
     if args.min_sites < 2:
         raise ConfigError(f"--min-sites {args.min_sites}: a federation needs at least 2 sites")
+    bounded("--min-sites", args.min_sites, Range(2, MAX_CLIENTS))
+    bounded("--rounds", args.rounds, Range(1, MAX_ROUNDS))
+    bounded("--seed", args.seed, Range(0, MAX_SEED))
+    if args.name is not None:
+        check_name(args.name, "--name", "run name")  # STATE/runs/<name>/
+    schema = read_schema(args.schema)
     schema.run_config(seed=args.seed, clients=args.min_sites, rounds=args.rounds)  # checks T
     flower = FlowerConfig(
         round_timeout_s=args.round_timeout, startup_timeout_s=args.startup_timeout
     ).validate({"round_timeout_s": "--round-timeout", "startup_timeout_s": "--startup-timeout"})
-    tracking = tracked.open_chosen_store(args.tracking_uri)
     coordinator.require_running()
+    coordinator.sites()  # the state file checked before a store is made
+    tracking = tracked.open_chosen_store(args.tracking_uri)
     name = args.name or time.strftime(f"fedcare-%Y%m%dT%H%M%S-seed{args.seed}")
     if not args.quiet:
         print(f"Waiting for {args.min_sites} site(s) …", file=sys.stderr)

@@ -177,7 +177,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_output_file(args.out)
     elif args.resume is None and args.run_dir is None:  # the default results/<setting>.json
         check_output_dir(RESULTS_DIR, "the results folder")
-    tracking = tracked.open_chosen_store(args.tracking_uri)
+    sites_run = args.sites is not None or args.schema is not None
+    # A sites run checks every site's file first: a refusal there makes no store.
+    tracking = None if sites_run else tracked.open_chosen_store(args.tracking_uri)
     if args.resume is not None:
         folder, config, recorded = open_run_folder(args)
         if folder.is_complete():
@@ -189,8 +191,9 @@ def cmd_run(args: argparse.Namespace) -> int:
             return 0
         data_dir, verify = recorded.path, recorded.verify_checksum
         backend = folder.read_backend()
-    elif args.sites is not None or args.schema is not None:
-        return _run(args, tracking, _sites_inputs(args), None)
+    elif sites_run:
+        inputs = _sites_inputs(args)
+        return _run(args, tracked.open_chosen_store(args.tracking_uri), inputs, None)
     else:
         config = build_config(args)
         data_dir, verify = args.data_dir, not args.no_verify

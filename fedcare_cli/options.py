@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from fedcare_core.config import UNSEEN_CATEGORY_POLICIES
+from fedcare_core.config_fields import Range
+from fedcare_core.errors import ConfigError
+
+#: An option's number type.
+Number = TypeVar("Number", int, float)
 
 
 def add_unseen_categories_option(parser: Any) -> None:
@@ -38,3 +43,19 @@ def add_tracking_uri_option(
         f"with the stack up or down, or http://127.0.0.1:5000; default $MLFLOW_TRACKING_URI, "
         f"{otherwise})",
     )
+
+
+def bounded(flag: str, value: Number, limits: Range) -> Number:
+    """``value`` of option ``flag`` if it lies in ``limits``, else a one-line refusal.
+
+    Every numeric option a multi-site command reads is bounded where it is read, so a value
+    that would overflow later (a timeout past the clock's range, 10**9 sites) is refused first.
+
+    Raises
+    ------
+    ConfigError
+        ``<flag> must lie in [low, high], got <value>``.
+    """
+    if not limits.contains(value):
+        raise ConfigError(f"{flag} must {limits.text()}, got {value}")
+    return value

@@ -10,6 +10,7 @@ written only there, owner-only (0600), never printed or logged, and never passed
 from __future__ import annotations
 
 import argparse
+import contextlib
 import io
 import sys
 from pathlib import Path
@@ -53,6 +54,35 @@ def add_parser(sub: Any) -> None:
     add_tracking_uri_option(
         predict, "where models:/ URIs are looked up", "else the project's mlflow/mlflow.db"
     )
+
+
+def _check_model_store(uri: str, db: Path) -> None:
+    """Refuse a SQLite store that holds no model registry, without writing to it.
+
+    MLflow would create its tables in an empty database file (``sqlite3 x.db ''``) before
+    finding no model there: the store is opened read-only here first.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``--tracking-uri``: no such file, not an SQLite database, or no MLflow tables.
+    """
+    import sqlite3
+
+    if not db.is_file():
+        raise ConfigError(f"--tracking-uri {uri}: no MLflow store at {db}")
+    try:
+        with contextlib.closing(sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)) as con:
+            found = con.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'registered_models'"
+            ).fetchone()
+    except sqlite3.Error as exc:
+        raise ConfigError(f"--tracking-uri {uri}: {db} is not an MLflow store ({exc})") from None
+    if found is None:
+        raise ConfigError(
+            f"--tracking-uri {uri}: {db} holds no MLflow model registry (an empty database): "
+            "no model can be loaded from it"
+        )
 
 
 def _load_model(uri: str) -> Any:
@@ -156,8 +186,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if not args.data.is_file():
         raise DataError("not a file (missing, or a folder)", file=str(args.data))
     db = store.sqlite_path(args.tracking_uri) if args.tracking_uri else None
-    if db is not None and not db.is_file():  # reading a model must not create a store
-        raise ConfigError(f"--tracking-uri {args.tracking_uri}: no MLflow store at {db}")
+    if db is not None:  # reading a model must not create (or migrate) a store
+        _check_model_store(args.tracking_uri, db)
     store.configure(args.tracking_uri)
     model = _load_model(args.model)
     fmt = row_format(str(model.metadata.metadata["dataset"]))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -48,20 +49,44 @@ def cmd_site(args: argparse.Namespace) -> int:
 
 def _join(args: argparse.Namespace) -> int:
     """``fedcare site join``: the site's node until Ctrl-C."""
-    from fedcare_core.errors import ConfigError
     from fedcare_flower.site_folder import SiteFolder
     from fedcare_flower.site_join import join_federation
+    from fedcare_flower.tls_checks import check_certificates, check_node_key
 
-    host, sep, port = args.superlink.rpartition(":")
-    if not sep or not host or not port.isdigit():
-        raise ConfigError(f"--superlink {args.superlink!r}: give HOST:PORT")
-    site = SiteFolder.open(args.site)
+    check_superlink(args.superlink)
+    site = SiteFolder.open(args.site)  # site.json and the card checked
+    # Flower reads these only once its node runs, and would retry a bad CA's handshake forever.
+    check_certificates(args.root_certificates, "--root-certificates")
+    check_node_key(site.private_key, f"--site {site.root}: the node key")
 
     def say(line: str) -> None:
         print(f"fedcare: {line}", file=sys.stderr, flush=True)
 
     join_federation(site, args.superlink, args.root_certificates, say=say)
     return 0
+
+
+#: What a host in ``--superlink`` may hold: a DNS name or an IPv4 address (or ``[IPv6]``).
+_HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,252})|\[[0-9A-Fa-f:.]{2,45}\]")
+
+
+def check_superlink(address: str) -> tuple[str, int]:
+    """``--superlink HOST:PORT`` as host and port, or a one-line refusal (before any process).
+
+    Raises
+    ------
+    ConfigError
+        Naming ``--superlink``: no port, a port outside 1..65535, or a host that is not a DNS
+        name or an IP address (Flower's SuperNode would print its own error, or retry forever).
+    """
+    from fedcare_core.errors import ConfigError
+
+    host, sep, port = address.rpartition(":")
+    if not sep or _HOST.fullmatch(host) is None or not port.isdigit() or len(port) > 5:
+        raise ConfigError(f"--superlink {address!r}: give HOST:PORT (a name or an IP address)")
+    if not 1 <= int(port) <= 65_535:
+        raise ConfigError(f"--superlink {address!r}: the port must lie in [1, 65535]")
+    return host, int(port)
 
 
 def _rotate(args: argparse.Namespace) -> int:

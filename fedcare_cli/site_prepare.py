@@ -152,14 +152,14 @@ def cmd_site_personalise(args: argparse.Namespace) -> int:
     from fedcare_flower.site_folder import SiteFolder, read_final_model
 
     check_output_file(args.out)
-    store = tracked.open_store(args.tracking_uri) if args.tracking_uri else None
     t0 = time.perf_counter()
     site = SiteFolder.open(args.site)
     schema, info = site.schema(), site.info()
-    if store is not None:
-        tracked.check_site_model_name(schema.dataset, schema.config.algorithm, info["name"])
     received = read_final_model(site, schema.config.model)
     client = dataclasses.replace(site.client(), client_id=received.client_id)
+    if args.tracking_uri:  # the site's files checked first: a refusal creates no store
+        tracked.check_site_model_name(schema.dataset, schema.config.algorithm, info["name"])
+    store = tracked.open_store(args.tracking_uri) if args.tracking_uri else None
     config = schema.run_config(
         seed=received.seed, clients=received.clients, rounds=received.planned_rounds
     )

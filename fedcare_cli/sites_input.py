@@ -11,16 +11,20 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from fedcare_core.config import DataConfig
 from fedcare_core.data.federation import ClientData
+from fedcare_core.data.patient_keys import patient_keys
 from fedcare_core.errors import ConfigError
 from fedcare_core.federation_schema import FederationSchema
 from fedcare_core.json_files import read_json
 from fedcare_core.results import DataProvenance
+from fedcare_core.safe_names import check_name
 from fedcare_core.sites import prepare_site
 
 
@@ -35,12 +39,17 @@ class SiteEntry:
 
 @dataclass(frozen=True)
 class LoadedSite:
-    """A site's prepared client data and where its file came from."""
+    """A site's prepared client data, where its file came from, and its patients.
+
+    ``patients`` holds the file's distinct patient keys, kept in memory only to check that no
+    patient is at two sites (:func:`check_disjoint_sites`); never written or printed.
+    """
 
     name: str
     client: ClientData
     provenance: DataProvenance
     source: str
+    patients: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
 def read_sites_list(path: Path, schema: FederationSchema) -> list[SiteEntry]:
@@ -75,22 +84,27 @@ def _entry(path: Path, index: int, item: Any, schema: FederationSchema) -> SiteE
     objectives = item["objectives"]
     if not isinstance(objectives, list) or not all(isinstance(o, str) for o in objectives):
         raise ConfigError(f"{where}: 'objectives' must be a list of names")
-    data = Path(str(item["data"]))
+    if not isinstance(item["data"], str) or not item["data"] or "\0" in item["data"]:
+        raise ConfigError(f"{where}: 'data' must be a file or folder path (a string)")
+    data = Path(item["data"])
     if not data.is_absolute():
         data = path.parent / data
     if not data.exists():
         raise ConfigError(f"{where}: data {data}: no such file or folder")
-    name = str(item.get("name") or data.stem)
-    check_site_name(name, where)
+    name = item.get("name", data.stem)
+    check_site_name(name, f"{where}, 'name'" if "name" in item else f"{where} (the file's stem)")
     return SiteEntry(name, data, schema.check_objectives(objectives, f"{where} objectives"))
 
 
-def check_site_name(name: str, where: str) -> str:
-    """``name`` if it is a usable site name (letters, digits, ``-``, ``_``, ``.``; ≤ 64)."""
-    ok = 0 < len(name) <= 64 and all(c.isalnum() or c in "-_." for c in name)
-    if not ok or name.startswith("."):
-        raise ConfigError(f"{where}: site name {name!r}: use 1-64 letters, digits, '-', '_' or '.'")
-    return name
+def check_site_name(name: object, where: str) -> str:
+    """``name`` if it can name a site (:func:`fedcare_core.safe_names.check_name`).
+
+    Raises
+    ------
+    ConfigError
+        ``<where>: site name <value>: use …``.
+    """
+    return check_name(name, where, "site name")
 
 
 def load_site(
@@ -126,7 +140,43 @@ def load_site(
         loaded.cohort.source_sha256,
         tuple(n for n in loaded.cohort.notes if not n.startswith("checksum not enforced")),
     )
-    return LoadedSite(name, client, provenance, loaded.source)
+    patients = patient_keys(schema.dataset, data)  # the file's own identifiers, in memory only
+    return LoadedSite(name, client, provenance, loaded.source, patients)
+
+
+def check_disjoint_sites(sites: Sequence[LoadedSite], where: str) -> None:
+    """Refuse sites that share a patient: a patient's records belong at one site.
+
+    A patient at two sites could be in one site's test split and another's training split,
+    and the sites' contributions would not be independent. Only counts and site names are
+    reported, never a patient's key.
+
+    Raises
+    ------
+    ConfigError
+        ``<where>: sites 'a' and 'b' share N patient(s) …`` (the first pair found, and how
+        many patients are at more than one site in all).
+    """
+    if len(sites) < 2:
+        return
+    arrays = [s.patients for s in sites]
+    if len({a.dtype.kind for a in arrays}) > 1:
+        arrays = [a.astype(str) for a in arrays]
+    keys = np.concatenate(arrays)
+    owner = np.repeat(np.arange(len(sites)), [len(a) for a in arrays])
+    order = np.argsort(keys, kind="stable")
+    keys, owner = keys[order], owner[order]
+    repeated = np.flatnonzero(keys[1:] == keys[:-1])
+    if repeated.size == 0:
+        return
+    first, second = sorted({int(owner[repeated[0]]), int(owner[repeated[0] + 1])})
+    shared = np.unique(keys[repeated]).size
+    a, b = sites[first], sites[second]
+    raise ConfigError(
+        f"{where}: sites {a.name!r} ({a.source}) and {b.name!r} ({b.source}) hold the same "
+        f"patient(s); {shared:,} patient(s) are at more than one site in all. Each patient's "
+        "records must be at one site (split a cohort with `fedcare data split-sites`)"
+    )
 
 
 def combined_provenance(sites: Sequence[LoadedSite]) -> DataProvenance:

@@ -14,8 +14,15 @@ import sys
 import time
 from dataclasses import dataclass
 
-from fedcare_cli.sites_input import combined_provenance, load_site, read_sites_list
-from fedcare_core.config import ExperimentConfig
+from fedcare_cli.options import bounded
+from fedcare_cli.sites_input import (
+    check_disjoint_sites,
+    combined_provenance,
+    load_site,
+    read_sites_list,
+)
+from fedcare_core.config import MAX_ROUNDS, MAX_SEED, ExperimentConfig
+from fedcare_core.config_fields import Range
 from fedcare_core.data.federation import Federation
 from fedcare_core.errors import ConfigError
 from fedcare_core.federation_schema import read_schema
@@ -74,8 +81,14 @@ def prepare_sites_run(args: argparse.Namespace, *, quiet: bool) -> SitesRun:
             f"{', '.join(refused)}: only --seed, --rounds, --backend, --secagg and the output "
             "options may be added"
         )
+    if args.seed is not None:
+        bounded("--seed", args.seed, Range(0, MAX_SEED))
+    if args.rounds is not None:
+        bounded("--rounds", args.rounds, Range(1, MAX_ROUNDS))
     schema = read_schema(args.schema)
     entries = read_sites_list(args.sites, schema)
+    if len(entries) < 2:
+        raise ConfigError(f"--sites {args.sites}: a federation needs at least 2 sites, got 1")
     seed = schema.config.seed if args.seed is None else args.seed
     secagg = bool(getattr(args, "secagg", False))
     config = schema.run_config(seed=seed, clients=len(entries), rounds=args.rounds, secagg=secagg)
@@ -85,5 +98,6 @@ def prepare_sites_run(args: argparse.Namespace, *, quiet: bool) -> SitesRun:
         if not quiet:
             print(f"Preparing site {entry.name} …", file=sys.stderr, flush=True)
         sites.append(load_site(schema, entry.data, entry.objectives, name=entry.name, seed=seed))
+    check_disjoint_sites(sites, f"--sites {args.sites}")
     federation = federation_of_sites(schema, [(s.name, s.client) for s in sites])
     return SitesRun(config, federation, combined_provenance(sites), time.perf_counter() - t0)

@@ -12,7 +12,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from fedcare_core.config import DATASETS
+from fedcare_cli.options import bounded
+from fedcare_core.config import DATASETS, MAX_CLIENTS, MAX_SEED
+from fedcare_core.config_fields import Range
 from fedcare_core.errors import ConfigError
 
 #: The datasets split-sites can split (the others are refused with a clear message).
@@ -59,6 +61,7 @@ def cmd_split_sites(args: argparse.Namespace) -> int:
     from fedcare_core.data.diabetes130 import DIABETES130_OBJECTIVES
     from fedcare_core.data.diabetes130.source import find_diabetes130, read_source
     from fedcare_core.data.site_split import (
+        MIN_SITES,
         check_out_dir,
         decode_csv,
         draw_site_objectives,
@@ -71,6 +74,9 @@ def cmd_split_sites(args: argparse.Namespace) -> int:
         raise ConfigError(
             f"--dataset {args.dataset}: split-sites supports {', '.join(SUPPORTED_DATASETS)} only"
         )
+    # Bounded before the draw: 10**9 sites would be drawn objectives before the file is read.
+    bounded("--sites", args.sites, Range(MIN_SITES, MAX_CLIENTS))
+    bounded("--seed", args.seed, Range(0, MAX_SEED))
     names = tuple(o.name for o in DIABETES130_OBJECTIVES)
     objectives = draw_site_objectives(
         args.dataset, names, args.sites, args.objectives_per_site, args.seed

@@ -39,6 +39,9 @@ def open_store(uri: str, what: str = "--tracking-uri") -> str:
     import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
     from fedcare_tracking import store
 
+    # An empty or older SQLite store is set up on first use: not an INFO line per table step.
+    for name in ("mlflow.store.db.utils", "alembic"):
+        logging.getLogger(name).setLevel(logging.WARNING)
     try:
         if uri.startswith(("http://", "https://")):
             _reach(uri)

@@ -45,7 +45,14 @@ from fedcare_core.dataset_choices import (
     FEATURE_SETS as FEATURE_SETS,
 )
 from fedcare_core.errors import ConfigError
-from fedcare_core.privacy import DpSettings, resolve_dp
+from fedcare_core.privacy import (
+    MAX_CLIP,
+    MAX_NOISE_MULTIPLIER,
+    MIN_CLIP,
+    MIN_NOISE_MULTIPLIER,
+    DpSettings,
+    resolve_dp,
+)
 
 #: FedCARE's own methods, whose documents have no ``baselines`` section (the algorithm names
 #: are the registry's, :mod:`fedcare_core.algorithms`).
@@ -419,8 +426,8 @@ RANGES: dict[str, dict[str, Range]] = {
         "epsilon": NON_NEGATIVE,
         "dp_epsilon": POSITIVE,
         "dp_delta": OPEN_UNIT,
-        "dp_noise_multiplier": POSITIVE,
-        "dp_clip": POSITIVE,
+        "dp_noise_multiplier": Range(MIN_NOISE_MULTIPLIER, MAX_NOISE_MULTIPLIER),
+        "dp_clip": Range(MIN_CLIP, MAX_CLIP),
         "dp_noise_seed": Range(0, MAX_SEED),
     },
     "stage2": {

@@ -55,7 +55,9 @@ class Range:
 
 def _num(value: float) -> str:
     """A number as messages write it (integers without a decimal point)."""
-    if isinstance(value, int) or (math.isfinite(value) and value == int(value)):
+    if isinstance(value, int) or (
+        math.isfinite(value) and value == int(value) and abs(value) < 1e15
+    ):
         return str(int(value))
     return f"{value:g}"
 

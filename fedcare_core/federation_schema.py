@@ -26,7 +26,7 @@ from fedcare_core.data.cohort import Objective
 from fedcare_core.data.partition import FeaturePartition, with_disparity
 from fedcare_core.datasets import DatasetDefinition, dataset_definition
 from fedcare_core.errors import ConfigError
-from fedcare_core.json_files import read_json
+from fedcare_core.json_files import JsonObject
 from fedcare_core.quick import quick_sized
 
 #: The ``format`` field of every schema file; readers refuse other values.
@@ -198,14 +198,34 @@ def read_schema(path: str | Path) -> FederationSchema:
         configuration.
     """
     p = Path(path)
-    raw = read_json(p, "federation schema")
+    doc = JsonObject.read(p, "federation schema")
+    check_schema_shape(doc)
     try:
-        return schema_from_dict(raw)
+        return schema_from_dict(doc.raw)
     except ConfigError as exc:
         raise ConfigError(f"federation schema {p}: {exc}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         what = f"{type(exc).__name__}: {exc}"
         raise ConfigError(f"federation schema {p}: malformed ({what})") from None
+
+
+def check_schema_shape(doc: JsonObject) -> None:
+    """Refuse a schema document whose fields have the wrong JSON types (naming the field).
+
+    Each list of names must be a list of strings, each object an object: a string where a
+    list belongs would otherwise be read letter by letter.
+    """
+    doc.expect_format(SCHEMA_FORMAT)
+    doc.text("dataset", 64)
+    doc.obj("config")
+    for objective in doc.objects("objectives"):
+        for key in ("name", "kind", "label"):
+            objective.text(key)
+    features = doc.obj("features")
+    for key in ("common", "private_only", "numeric", "categorical"):
+        features.strings(key)
+    features.string_lists("private")
+    features.string_lists("vocabularies")
 
 
 def schema_from_dict(raw: Mapping[str, Any]) -> FederationSchema:

@@ -40,8 +40,15 @@ from fedcare_core.errors import ConfigError
 MECHANISM = "gaussian-client-level-joint-clip"
 #: The adjacency the guarantee is stated for.
 NEIGHBOURING = "add-or-remove-one-client"
-#: Largest noise multiplier searched when calibrating to a budget.
+#: Largest noise multiplier searched when calibrating to a budget, and accepted when given.
 MAX_NOISE_MULTIPLIER = 1e6
+#: Smallest noise multiplier accepted (the calibration's lower end): below it the accountant's
+#: ε overflows to infinity, a run that claims DP and guarantees nothing.
+MIN_NOISE_MULTIPLIER = 1e-3
+#: The clip's bounds: below, a denormal scale that freezes the model; above, noise of z·C that
+#: overflows the Gram matrix of the per-objective sums (NaN λ*).
+MIN_CLIP = 1e-6
+MAX_CLIP = 1e6
 
 
 def accountant_name() -> str:

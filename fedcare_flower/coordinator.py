@@ -27,12 +27,19 @@ import signal
 import subprocess
 import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from fedcare_core.errors import ConfigError
 from fedcare_core.private_files import keep_out_of_git
+from fedcare_core.safe_names import check_name, name_path
+from fedcare_flower.coordinator_state import (
+    PROCESS_FILE,
+    SITES_FILE,
+    RegisteredSite,
+    read_process_record,
+    read_sites,
+)
 from fedcare_flower.flower_options import FlowerConfig
 from fedcare_flower.processes import (
     CHILD_UMASK,
@@ -51,6 +58,7 @@ from fedcare_flower.tls import (
     private_folder,
     write_file,
 )
+from fedcare_flower.tls_checks import check_server_files
 from fedcare_flower.workspace import (
     FLWR_CONNECTION,
     FlowerRunError,
@@ -64,20 +72,12 @@ from fedcare_procs import alive
 CLI_TIMEOUT_S = 120.0
 #: Validity of a certificate authority the coordinator makes.
 DEFAULT_VALIDITY_DAYS = 365
+#: The longest validity accepted (a hundred years; a date past 9999 cannot be written at all).
+MAX_VALIDITY_DAYS = 36_500
 
 
 class CoordinatorError(FlowerRunError):
     """The coordinator cannot do what was asked (the message says why and what to do)."""
-
-
-@dataclass(frozen=True)
-class RegisteredSite:
-    """A site the coordinator admits."""
-
-    name: str
-    objectives: tuple[str, ...]
-    schema_digest: str
-    node_id: int
 
 
 class Coordinator:
@@ -119,17 +119,14 @@ class Coordinator:
     @property
     def process_file(self) -> Path:
         """The running SuperLink's record."""
-        return self.root / "superlink.json"
+        return self.root / PROCESS_FILE
 
     # ---- the SuperLink --------------------------------------------------------------------
 
     def running(self) -> dict[str, Any] | None:
         """The running SuperLink's record (pid, host, port), or None if it is not running."""
-        try:
-            record: dict[str, Any] = json.loads(self.process_file.read_text())
-        except (OSError, json.JSONDecodeError):
-            return None
-        return record if _is_our_process(record) else None
+        record = read_process_record(self.process_file)  # checked: stop signals its pid
+        return record if record is not None and _is_our_process(record) else None
 
     def start(
         self,
@@ -167,6 +164,7 @@ class Coordinator:
             )
         if port_open(port, host):
             raise CoordinatorError(f"{host}:{port} is in use; choose another --port")
+        self._check_tls(given, validity_days)  # before anything is written
         private_folder(self.root)
         keep_out_of_git(self.root, "the coordinator's state (its TLS private key)", folder=True)
         for sub in ("logs", "runs", "keys"):
@@ -234,6 +232,29 @@ class Coordinator:
         """The environment of the coordinator's Flower processes and ``flwr`` calls."""
         return flower_env(self.flwr_home)
 
+    def _kept_tls(self) -> TlsFiles:
+        folder = self.root / "tls"
+        return TlsFiles(folder / "ca.pem", folder / "server.pem", folder / "server.key")
+
+    def _check_tls(self, given: TlsFiles | None, validity_days: int) -> None:
+        """Refuse certificates Flower could not use (given, or kept from the last start).
+
+        Raises
+        ------
+        ConfigError
+            Naming the option (or the kept file) and what is wrong with it.
+        """
+        if not 1 <= validity_days <= MAX_VALIDITY_DAYS:
+            raise ConfigError(
+                f"--validity-days {validity_days}: give 1 to {MAX_VALIDITY_DAYS:,} days"
+            )
+        if given is not None:
+            check_server_files(given, ("--ca-cert", "--server-cert", "--server-key"))
+        elif self._kept_tls().server_key.exists():
+            kept = self._kept_tls()
+            what = f"the coordinator's kept certificate (in {kept.ca_cert.parent})"
+            check_server_files(kept, (what, what, what))
+
     def _tls(self, host: str, given: TlsFiles | None, validity_days: int) -> TlsFiles:
         folder = private_folder(self.root / "tls")
         if given is not None:
@@ -252,17 +273,8 @@ class Coordinator:
     # ---- sites ----------------------------------------------------------------------------
 
     def sites(self) -> dict[str, RegisteredSite]:
-        """The registered sites by name."""
-        path = self.root / "sites.json"
-        if not path.exists():
-            return {}
-        raw = json.loads(path.read_text())
-        return {
-            name: RegisteredSite(
-                name, tuple(s["objectives"]), str(s["schema_digest"]), int(s["node_id"])
-            )
-            for name, s in raw.items()
-        }
+        """The registered sites by name (``sites.json``, every field checked)."""
+        return read_sites(self.root / SITES_FILE)
 
     def _write_sites(self, sites: dict[str, RegisteredSite]) -> None:
         doc = {
@@ -275,7 +287,7 @@ class Coordinator:
         }
         tmp = self.root / ".sites.json.tmp"
         write_private(tmp, json.dumps(doc, indent=1) + "\n")
-        os.replace(tmp, self.root / "sites.json")
+        os.replace(tmp, self.root / SITES_FILE)
 
     def register(self, card: SiteCard) -> RegisteredSite:
         """Register a site's public key with the SuperLink; only registered sites can join.
@@ -293,7 +305,7 @@ class Coordinator:
                 f"site {card.name!r} is registered already; to rotate its key, run "
                 f"`fedcare federation unregister --state-dir {self.root} --name {card.name}` first"
             )
-        key_path = self.root / "keys" / f"{card.name}.pub"
+        key_path = name_path(self.root / "keys", card.name, ".pub", "site card", "site name")
         write_file(key_path, (card.public_key + "\n").encode(), PUBLIC_MODE)
         try:
             out = self.flwr(
@@ -315,6 +327,7 @@ class Coordinator:
 
     def unregister(self, name: str) -> None:
         """Unregister a site: its key no longer admits it (register a new key to rotate)."""
+        check_name(name, "--name", "site name")
         self.require_running()
         sites = self.sites()
         if name not in sites:
@@ -362,7 +375,7 @@ class Coordinator:
 
     def new_run_dir(self, name: str) -> Path:
         """A new, owner-only folder for run ``name``."""
-        path = self.runs_dir / name
+        path = name_path(self.runs_dir, name, "", "--name", "run name")
         if path.exists():
             raise ConfigError(f"run {name!r} exists in {self.runs_dir}; choose another name")
         path.mkdir(parents=True, mode=FOLDER_MODE)

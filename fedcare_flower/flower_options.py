@@ -18,17 +18,23 @@ from fedcare_procs import LOOPBACK, free_port
 
 #: How a deployment SuperNode runs ClientApp tasks (see :attr:`FlowerConfig.client_exec`).
 CLIENT_EXECS = ("warm", "subprocess")
+#: The longest time any wait may be given (30 days): longer ones overflow the clock's range in
+#: ``time.sleep`` and thread waits (about 292 years; a typo's 1e300 s) after passing a
+#: positivity check.
+MAX_TIMEOUT_S = 30 * 86_400.0
+#: A time in seconds: positive and at most :data:`MAX_TIMEOUT_S`.
+SECONDS = Range(0, MAX_TIMEOUT_S, low_open=True)
 #: Every number field's range (NaN and ±inf are refused for every float field).
 RANGES: dict[str, Range] = {
-    "round_timeout_s": POSITIVE,
-    "startup_timeout_s": POSITIVE,
-    "pull_interval_s": POSITIVE,
-    "process_start_timeout_s": POSITIVE,
-    "shutdown_grace_s": POSITIVE,
-    "run_timeout_s": POSITIVE,
+    "round_timeout_s": SECONDS,
+    "startup_timeout_s": SECONDS,
+    "pull_interval_s": SECONDS,
+    "process_start_timeout_s": SECONDS,
+    "shutdown_grace_s": SECONDS,
+    "run_timeout_s": SECONDS,
     "sim_num_cpus": AT_LEAST_1,
     "sim_client_cpus": POSITIVE,
-    "node_poll_s": POSITIVE,
+    "node_poll_s": SECONDS,
 }
 #: The ``fedcare run`` flag of each field that has one (what the CLI's messages name).
 CLI_FLAGS: dict[str, str] = {

@@ -36,10 +36,17 @@ from fedcare_core.data.client_store import save_client_data as save_data
 from fedcare_core.data.federation import SPLITS, ClientData
 from fedcare_core.errors import ConfigError
 from fedcare_core.federation_schema import FederationSchema, read_schema
-from fedcare_core.param_vectors import param_layout
+from fedcare_core.param_vectors import get_buffers, param_layout
 from fedcare_core.private_files import keep_out_of_git
 from fedcare_core.stage1 import Stage1Result, build_model
-from fedcare_flower.results import round_from_dict
+from fedcare_flower.site_files import (
+    SITE_FORMAT,
+    STAGE1_FORMAT,
+    SiteCard,
+    read_site_info,
+    read_stage1_arrays,
+    read_stage1_doc,
+)
 from fedcare_flower.site_messages import FinalModel
 from fedcare_flower.tls import PUBLIC_MODE, make_node_keys, write_file
 
@@ -51,54 +58,6 @@ KEYS_DIR = "keys"
 STAGE1_DIR = "stage1"
 STAGE1_ARRAYS = "stage1.npz"
 STAGE1_DOC = "stage1.json"
-SITE_FORMAT = "fedcare-site/1"
-CARD_FORMAT = "fedcare-site-card/1"
-#: The ``format`` of a site's kept Stage 1 document (``stage1/stage1.json``).
-STAGE1_FORMAT = "fedcare-site-stage1/1"
-
-
-@dataclass(frozen=True)
-class SiteCard:
-    """What a site gives the coordinator to be registered: public facts and its public key."""
-
-    name: str
-    objectives: tuple[str, ...]
-    schema_digest: str
-    public_key: str
-
-    def to_dict(self) -> dict[str, Any]:
-        """The card file's content."""
-        return {
-            "format": CARD_FORMAT,
-            "name": self.name,
-            "objectives": list(self.objectives),
-            "schema_digest": self.schema_digest,
-            "public_key": self.public_key,
-        }
-
-    @classmethod
-    def read(cls, path: Path) -> SiteCard:
-        """Read a card file.
-
-        Raises
-        ------
-        ConfigError
-            Naming the file if it is missing, not JSON or not a site card.
-        """
-        try:
-            raw = json.loads(path.read_text())
-            if raw.get("format") != CARD_FORMAT:
-                raise ValueError(f"format {raw.get('format')!r}, expected {CARD_FORMAT!r}")
-            return cls(
-                str(raw["name"]),
-                tuple(str(o) for o in raw["objectives"]),
-                str(raw["schema_digest"]),
-                str(raw["public_key"]).strip(),
-            )
-        except FileNotFoundError:
-            raise ConfigError(f"site card {path}: no such file") from None
-        except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ConfigError(f"site card {path}: not a FedCARE site card ({exc})") from None
 
 
 @dataclass(frozen=True)
@@ -109,15 +68,43 @@ class SiteFolder:
 
     @classmethod
     def open(cls, path: str | Path) -> SiteFolder:
-        """An existing site folder, or a :class:`ConfigError` saying what is missing."""
+        """An existing site folder whose ``site.json`` and card agree, or a :class:`ConfigError`.
+
+        Raises
+        ------
+        ConfigError
+            Naming what is missing (or of the wrong kind), the file and field at fault in
+            ``site.json`` or the card, or the field in which they disagree.
+        """
         root = Path(path).expanduser().absolute()  # the node's processes run elsewhere
-        for name in (SITE_FILE, SCHEMA_FILE, CARD_FILE, DATA_DIR, KEYS_DIR):
-            if not (root / name).exists():
+        wanted = {SITE_FILE: True, SCHEMA_FILE: True, CARD_FILE: True, DATA_DIR: False}
+        for name, is_file in {**wanted, KEYS_DIR: False}.items():
+            found = (root / name).is_file() if is_file else (root / name).is_dir()
+            if not found:
+                what = f"{name} is not a {'file' if is_file else 'folder'}"
                 raise ConfigError(
-                    f"--site {root}: not a site folder (no {name}); prepare one with "
+                    f"--site {root}: not a site folder "
+                    f"({what if (root / name).exists() else 'no ' + name}); prepare one with "
                     "`fedcare site prepare`"
                 )
-        return cls(root)
+        site = cls(root)
+        site.check_card(site.card(), site.info())
+        return site
+
+    def check_card(self, card: SiteCard, info: dict[str, Any]) -> None:
+        """Refuse a card that names another site, schema or objectives than ``site.json``."""
+        mine = (info["name"], tuple(info["objectives"]), info["schema_digest"])
+        for field, theirs, own in zip(
+            ("name", "objectives", "schema_digest"),
+            (card.name, card.objectives, card.schema_digest),
+            mine,
+            strict=True,
+        ):
+            if theirs != own:
+                raise ConfigError(
+                    f"site card {self.root / CARD_FILE}: field {field!r} differs from "
+                    f"{self.root / SITE_FILE}'s; prepare the site again (`fedcare site prepare`)"
+                )
 
     @property
     def data_dir(self) -> Path:
@@ -135,9 +122,8 @@ class SiteFolder:
         return self.root / STAGE1_DIR
 
     def info(self) -> dict[str, Any]:
-        """``site.json``."""
-        out: dict[str, Any] = json.loads((self.root / SITE_FILE).read_text())
-        return out
+        """``site.json``, every field checked (:func:`.site_files.read_site_info`)."""
+        return read_site_info(self.root / SITE_FILE)
 
     @property
     def name(self) -> str:
@@ -149,8 +135,21 @@ class SiteFolder:
         return SiteCard.read(self.root / CARD_FILE)
 
     def schema(self) -> FederationSchema:
-        """The schema the site was prepared for."""
-        return read_schema(self.root / SCHEMA_FILE)
+        """The schema the site was prepared for (its digest is ``site.json``'s).
+
+        Raises
+        ------
+        ConfigError
+            For a schema file that cannot be read, or one edited since the site was prepared.
+        """
+        schema = read_schema(self.root / SCHEMA_FILE)
+        if schema.digest() != self.info()["schema_digest"]:
+            raise ConfigError(
+                f"federation schema {self.root / SCHEMA_FILE}: its digest differs from "
+                f"{self.root / SITE_FILE}'s field 'schema_digest' (the file was changed after "
+                "the site was prepared); prepare the site again"
+            )
+        return schema
 
     def client(self) -> ClientData:
         """The site's prepared data."""
@@ -217,20 +216,21 @@ def rotate_key(site: SiteFolder) -> SiteCard:
 
     From then on the site joins with the new key, so it is refused until the coordinator has
     unregistered the old key (``fedcare federation unregister``) and registered the new card.
+    The old card is read (and checked) first, and the new pair and card are made beside the
+    old ones before any replaces them: a site whose card cannot be read keeps its key.
     """
+    old = SiteFolder.open(site.root).card()
     tmp = Path(tempfile.mkdtemp(prefix=".rotate.", dir=site.root))
     try:
         keys = make_node_keys(tmp, "node")
+        public = keys.public_key.read_text().strip()
+        card = SiteCard(old.name, old.objectives, old.schema_digest, public)
+        _write_json(tmp / CARD_FILE, card.to_dict(), PUBLIC_MODE)
         os.replace(keys.private_key, site.root / KEYS_DIR / "node.key")
         os.replace(keys.public_key, site.root / KEYS_DIR / "node.pub")
+        os.replace(tmp / CARD_FILE, site.root / CARD_FILE)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    old = site.card()
-    public = (site.root / KEYS_DIR / "node.pub").read_text().strip()
-    card = SiteCard(old.name, old.objectives, old.schema_digest, public)
-    tmp_card = site.root / f".{CARD_FILE}.tmp"
-    _write_json(tmp_card, card.to_dict(), PUBLIC_MODE)
-    os.replace(tmp_card, site.root / CARD_FILE)
     return card
 
 
@@ -289,12 +289,15 @@ class ReceivedStage1:
 
 
 def read_final_model(site: SiteFolder, model: ModelConfig) -> ReceivedStage1:
-    """The ``w*`` the coordinator broadcast to ``site``.
+    """The ``w*`` the coordinator broadcast to ``site``, every field and array checked.
 
     Raises
     ------
     ConfigError
-        If none has arrived yet, or it was computed for another schema.
+        If none has arrived yet; or naming the file and field (or array) at fault: another
+        format, a wrong type or range, objectives the schema lacks, out of its head order or
+        without the site's own, another encoded width or schema, arrays of another shape or
+        holding NaN or infinite values. The message says how to get a fresh copy.
     """
     doc_path = site.stage1_dir / STAGE1_DOC
     if not doc_path.exists():
@@ -304,42 +307,47 @@ def read_final_model(site: SiteFolder, model: ModelConfig) -> ReceivedStage1:
         )
     try:
         return _read_final_model(site, doc_path, model)
-    except (OSError, ValueError, KeyError, TypeError) as exc:
+    except ConfigError as exc:
         raise ConfigError(
-            f"--site {site.root}: the Stage 1 model in {site.stage1_dir} cannot be read "
-            f"({type(exc).__name__}: {exc}); it is sent again at the end of the coordinator's "
-            "next `fedcare federation run`"
+            f"{exc}; it is sent again at the end of the coordinator's next `fedcare federation run`"
         ) from None
 
 
 def _read_final_model(site: SiteFolder, doc_path: Path, model: ModelConfig) -> ReceivedStage1:
-    doc = json.loads(doc_path.read_text())
-    if doc.get("format") != STAGE1_FORMAT:
-        raise ValueError(f"format {doc.get('format')!r}, expected {STAGE1_FORMAT!r}")
-    digest = site.info()["schema_digest"]
-    if doc["schema_digest"] != digest:
+    schema, info = site.schema(), site.info()
+    doc = read_stage1_doc(doc_path)
+    where = f"the Stage 1 model's document {doc_path}"
+    digest = info["schema_digest"]
+    if doc.schema_digest != digest:
         raise ConfigError(
-            f"--site {site.root}: the Stage 1 model was computed for schema "
-            f"{doc['schema_digest'][:12]}…, this site was prepared for {digest[:12]}…"
+            f"{where}: field 'schema_digest': the model was computed for schema "
+            f"{doc.schema_digest[:12]}…, this site was prepared for {digest[:12]}…"
         )
-    with np.load(site.stage1_dir / STAGE1_ARRAYS, allow_pickle=False) as npz:
-        params, buffers = npz["params"], npz["buffers"]
-    objectives = tuple(str(o) for o in doc["objectives"])
-    layout = param_layout(build_model(int(doc["common_width"]), objectives, model, 0))
+    in_order = tuple(o for o in schema.objective_names if o in doc.objectives)
+    lacking = [o for o in info["objectives"] if o not in doc.objectives]
+    if doc.objectives != in_order or lacking:
+        raise ConfigError(
+            f"{where}: field 'objectives' must be objectives of the schema in its order "
+            f"({', '.join(schema.objective_names)}) including the site's own "
+            f"({', '.join(info['objectives'])}), got {', '.join(doc.objectives)}"
+        )
+    if doc.common_width != schema.common_width():
+        raise ConfigError(
+            f"{where}: field 'common_width' must be the schema's encoded width "
+            f"{schema.common_width()}, got {doc.common_width}"
+        )
+    built = build_model(doc.common_width, doc.objectives, model, 0)
+    layout = param_layout(built)
+    sizes = {"params": layout.total, "buffers": int(get_buffers(built).size)}
+    arrays = read_stage1_arrays(site.stage1_dir / STAGE1_ARRAYS, sizes)
     result = Stage1Result(
-        params=params,
-        buffers=buffers,
-        rounds=[round_from_dict(r) for r in doc["rounds"]],
-        converged=bool(doc["converged"]),
-        objectives=objectives,
+        params=arrays["params"],
+        buffers=arrays["buffers"],
+        rounds=doc.rounds,
+        converged=doc.converged,
+        objectives=doc.objectives,
         layout=layout,
     )
     return ReceivedStage1(
-        result,
-        int(doc["client_id"]),
-        int(doc["seed"]),
-        digest,
-        str(doc["run_name"]),
-        int(doc["planned_rounds"]),
-        int(doc["clients"]),
+        result, doc.client_id, doc.seed, digest, doc.run_name, doc.planned_rounds, doc.clients
     )

@@ -164,7 +164,7 @@ def _retype(raw: dict[str, Any]) -> None:
         (_set_label, "objective 'readmission': kind 'binary' / label 'any readmission' differ"),
         (_set_vocabulary, "differs from diabetes130's documented values"),
         (_retype, "is numeric in diabetes130, the schema declares it categorical"),
-        (lambda raw: raw.update(format="fedcare-federation/0"), "format must be"),
+        (lambda raw: raw.update(format="fedcare-federation/0"), "field 'format' must be"),
         (lambda raw: raw["config"]["stage1"].update(rounds=-1), "stage1.rounds"),
     ],
 )

@@ -434,8 +434,9 @@ def test_a_site_name_that_would_take_another_models_name_is_refused_before_work(
 ) -> None:
     site = tmp_path / "site"
     shutil.copytree(federation.folders["hospital-a"], site)
-    info = json.loads((site / "site.json").read_text())
-    (site / "site.json").write_text(json.dumps(info | {"name": "client0"}))
+    for name in ("site.json", "site-card.json"):  # a site prepared under that name
+        info = json.loads((site / name).read_text())
+        (site / name).write_text(json.dumps(info | {"name": "client0"}))
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     assert personalise(site, tmp_path / "r.json", "--tracking-uri", uri) == 2
     assert "site name 'client0' would register its model as another model's name" in (

@@ -76,7 +76,7 @@ def test_a_schema_that_cannot_be_honoured_is_refused(tmp_path, capsys):
     bad = tmp_path / "federation.json"
     bad.write_text(json.dumps({"format": "something else"}))
     err = _run(capsys, "--sites", str(_sites(tmp_path, GOOD)), "--schema", str(bad))
-    assert "format must be" in err and str(bad) in err
+    assert "field 'format' must be" in err and str(bad) in err
 
 
 def test_a_site_file_that_fails_its_checks_is_named(tmp_path, schema, capsys):

@@ -77,7 +77,7 @@ def _tampered(tmp_path: Path, change) -> Path:
 @pytest.mark.parametrize(
     ("change", "reason"),
     [
-        (lambda r: r.update(format="fedcare-federation/9"), "format must be"),
+        (lambda r: r.update(format="fedcare-federation/9"), "'format' must be"),
         (lambda r: r["objectives"][1].update(label="any readmission"), "differ from"),
         (lambda r: r["objectives"][0].update(kind="regression"), "differ from"),
         (lambda r: r["objectives"].append(dict(r["objectives"][0])), "distinct"),
@@ -95,7 +95,8 @@ def _tampered(tmp_path: Path, change) -> Path:
         (lambda r: r["config"].update(algorithm="pafnet"), "a federation runs fedcare"),
         (lambda r: r.update(dataset="mimic3"), "config.data.dataset"),
         (lambda r: r["features"]["private"].update(mortality=["race"]), "unknown objective"),
-        (lambda r: r.pop("features"), "malformed"),
+        (lambda r: r.pop("features"), "field 'features' must be a JSON object"),
+        (lambda r: r["features"].update(common="age"), "'features.common' must be a list"),
     ],
 )
 def test_a_schema_that_cannot_be_honoured_is_refused_with_the_reason(tmp_path, change, reason):

@@ -17,7 +17,7 @@ def site(small_federation, tmp_path):
     _, fed = small_federation
     schema = schema_for(ExperimentConfig())
     return create_site_folder(
-        tmp_path / "north", fed.clients[0], schema, name="north", seed=0, source_sha256=""
+        tmp_path / "north", fed.clients[0], schema, name="north", seed=0, source_sha256="cd" * 32
     )
 
 
