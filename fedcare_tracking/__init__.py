@@ -5,7 +5,9 @@ Modules: :mod:`~fedcare_tracking.store` (tracking URI, experiments, parent runs)
 :mod:`~fedcare_tracking.serving` (the backbone's exported wrapper),
 :mod:`~fedcare_tracking.client_models` and :mod:`~fedcare_tracking.pyfunc_model` (each client's
 deployed model as a pyfunc over raw rows), :mod:`~fedcare_tracking.client_registry` (one
-registered model per client), :mod:`~fedcare_tracking.track` (log and register a run: the
+registered model per client and objectives), :mod:`~fedcare_tracking.model_names` (registered
+names, tags and descriptions: what a model predicts, for whom, from what),
+:mod:`~fedcare_tracking.track` (log and register a run: the
 entry of the flow and of ``fedcare run --tracking-uri``),
 :mod:`~fedcare_tracking.log_run` (:func:`~fedcare_tracking.log_run.log_experiment`),
 :mod:`~fedcare_tracking.naming` (run names, metric keys with their unit),

@@ -120,16 +120,6 @@ def test_a_site_name_that_is_another_models_is_refused(site):
     ) == ("fedcare-diabetes130-fedcare-los+readmission-clients")
 
 
-def test_names_say_what_a_model_predicts_in_a_fixed_order():
-    one = client_registry.client_model_name("diabetes130", "fedcare-b", ["readmission"], 3)
-    assert one == "fedcare-diabetes130-fedcare-b-readmission-client3"
-    a = client_registry.client_model_name("mimic3", "fedavg", ["readmission", "mortality"], 0)
-    b = client_registry.client_model_name("mimic3", "fedavg", ["mortality", "readmission"], 0)
-    assert a == b == "fedcare-mimic3-fedavg-mortality+readmission-client0"
-    with pytest.raises(ValueError, match="at least one objective"):
-        client_registry.client_model_name("mimic3", "fedavg", [], 0)
-
-
 def test_a_client_drawn_other_objectives_gets_another_model(logged):
     """Another seed's draw of client 0: its own registered model, its own champion."""
     result = logged.result
