@@ -22,7 +22,7 @@ export MLFLOW_DISABLE_TELEMETRY := true
 export GX_ANALYTICS_ENABLED := false
 
 .PHONY: install run run-direct stack-up stack-down stack-status test lint typecheck unit slow journey \
-	bench bench-stage2 bench-dask screenshot clean
+	bench bench-stage2 bench-dask bench-commands screenshot clean
 
 $(STAMP): pyproject.toml constraints/py311-linux.txt
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -101,6 +101,12 @@ bench-stage2: $(STAMP)
 # An experiment grid on a local Dask cluster with one worker, then two (docs/benchmarks/dask_grid.md).
 bench-dask: $(STAMP)
 	FEDCARE_DATA_DIR="$(DATA_DIR)" $(BIN)/python benchmarks/bench_dask_grid.py
+
+# fedcare --help/--version, predict (1,000 rows) and site prepare (30,000 rows): median wall times
+# (docs/BENCHMARKS.md, "Fast commands"); BASELINE=<another checkout> compares with it.
+bench-commands: $(STAMP)
+	FEDCARE_DATA_DIR="$(DATA_DIR)" $(BIN)/python benchmarks/bench_commands.py \
+		--out docs/benchmarks/commands.md $(if $(BASELINE),--baseline "$(BASELINE)")
 
 # Headless Chromium screenshot of the MLflow UI (needs the stack up and a finished run).
 screenshot: $(STAMP)
