@@ -29,6 +29,12 @@ MAX_PEM_BYTES = 1 << 20
 NODE_CURVES = (ec.SECP256R1, ec.SECP384R1, ec.SECP521R1)
 
 
+def _detail(exc: Exception) -> str:
+    """The library's reason, short: its first sentence, no link."""
+    text = " ".join(str(exc).split()).split(" See http")[0]
+    return text[:120] or type(exc).__name__
+
+
 def read_key_file(path: Path, where: str) -> bytes:
     """The bytes of a certificate or key file, or a refusal naming ``where``.
 
@@ -63,7 +69,7 @@ def check_certificates(path: Path, where: str) -> list[x509.Certificate]:
     try:
         certs = x509.load_pem_x509_certificates(data)
     except ValueError as exc:
-        detail = " ".join(str(exc).split())[:120]
+        detail = _detail(exc)
         raise ConfigError(f"{where} {path}: not a PEM certificate ({detail})") from None
     now = datetime.datetime.now(datetime.UTC)
     for cert in certs:
@@ -95,7 +101,7 @@ def check_private_key(path: Path, where: str) -> PrivateKeyTypes:
             f"{where} {path}: the key is protected by a passphrase; Flower needs it unencrypted"
         ) from None
     except (ValueError, UnsupportedAlgorithm) as exc:
-        detail = " ".join(str(exc).split())[:120]
+        detail = _detail(exc)
         raise ConfigError(f"{where} {path}: not a PEM private key ({detail})") from None
     return key
 
@@ -153,7 +159,7 @@ def check_node_key(path: Path, where: str) -> None:
     try:
         key = serialization.load_ssh_private_key(data, password=None)
     except (ValueError, TypeError, UnsupportedAlgorithm) as exc:
-        detail = " ".join(str(exc).split())[:120]
+        detail = _detail(exc)
         raise ConfigError(
             f"{where} {path}: not an unencrypted OpenSSH private key ({detail}); make a new "
             "pair with `fedcare site rotate-key`"
@@ -179,7 +185,7 @@ def check_node_public_key(text: str, where: str) -> str:
             raise ValueError("not one line of at most 4,096 characters")
         key = serialization.load_ssh_public_key(line.encode("ascii"))
     except (ValueError, UnicodeEncodeError, UnsupportedAlgorithm) as exc:
-        detail = " ".join(str(exc).split())[:120]
+        detail = _detail(exc)
         raise ConfigError(f"{where}: not an OpenSSH public key ({detail})") from None
     if not isinstance(key, ec.EllipticCurvePublicKey) or not isinstance(key.curve, NODE_CURVES):
         raise ConfigError(

@@ -45,6 +45,7 @@ def patient_keys(dataset: str, data: str | Path) -> np.ndarray:
         path = find_table(Path(data), "PATIENTS", required=True)
         assert path is not None
         column = read_small(path, PATIENTS, 2_000_000)[PATIENT_COLUMNS[dataset]]
+        column = column.dropna().astype("int64")  # read as float: 1000.0 is patient 1000
     else:
         return np.zeros(0, dtype=str)
     return np.unique(column.dropna().astype(str).str.strip().to_numpy(dtype=str))

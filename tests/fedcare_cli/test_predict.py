@@ -155,3 +155,20 @@ def test_an_unreachable_tracking_server_fails_before_any_work(data_dir, tmp_path
     err = capsys.readouterr().err
     assert "--tracking-uri http://127.0.0.1:9: cannot open the MLflow store" in err
     assert not (tmp_path / "r.json").exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [(b"", "holds no MLflow model registry (an empty database)"), (b"hello\n", "not an MLflow")],
+)
+def test_a_store_without_models_is_refused_and_left_as_it_was(tmp_path, capsys, content, words):
+    from tests.fedcare_core.data.diabetes130.helpers import FIXTURE
+
+    db = tmp_path / "x.db"
+    db.write_bytes(content)  # `sqlite3 x.db ''` makes an empty file
+    argv = ["predict", "--model", "models:/fedcare-x@champion", "--data", str(FIXTURE)]
+    argv += ["--out", str(tmp_path / "o.csv"), "--tracking-uri", f"sqlite:///{db}"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1 and "Traceback" not in err
+    assert db.read_bytes() == content and sorted(p.name for p in tmp_path.iterdir()) == ["x.db"]

@@ -450,3 +450,64 @@ def registered_names(uri: str) -> list[str]:
     from mlflow.tracking import MlflowClient
 
     return [m.name for m in MlflowClient(uri).search_registered_models()]
+
+
+def _nan_params(site: Path) -> None:
+    import numpy as np
+
+    path = site / "stage1" / "stage1.npz"
+    with np.load(path) as npz:
+        arrays = dict(npz)
+    arrays["params"][:3] = np.nan
+    np.savez(path, **arrays)
+
+
+def _edit_json(relative: str, **changes: Any) -> Any:
+    def edit(site: Path) -> None:
+        path = site / relative
+        path.write_text(json.dumps(json.loads(path.read_text()) | changes))
+
+    return edit
+
+
+@pytest.mark.parametrize(
+    ("edit", "part"),
+    [
+        (_nan_params, "stage1.npz: array 'params' holds 3 NaN or infinite value(s)"),
+        (_edit_json("stage1/stage1.json", client_id=-3), "stage1.json: field 'client_id'"),
+        (_edit_json("stage1/stage1.json", objectives=["los"]), "field 'rounds[0].lambda' must"),
+        (_edit_json("stage1/stage1.json", common_width=10), "field 'common_width'"),
+        (_edit_json("site.json", name="../../x"), "site.json: field 'name': site name '../../x'"),
+        (_edit_json("site.json", source_sha256=None), "site.json: field 'source_sha256'"),
+    ],
+)
+def test_personalise_refuses_an_edited_site_folder_or_w_star_and_writes_nothing(
+    federation: SimpleNamespace,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    edit: Any,
+    part: str,
+) -> None:
+    site = tmp_path / "hospital-b"
+    shutil.copytree(federation.folders["hospital-b"], site)
+    edit(site)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert personalise(site, tmp_path / "result.json", "--tracking-uri", uri) == 2
+    assert part in one_error(capsys)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["hospital-b"]  # no result, no store
+
+
+@pytest.mark.filterwarnings("ignore:No complete tensor found:UserWarning")
+def test_personalise_logs_to_a_store_made_before_it(
+    federation: SimpleNamespace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sqlite3
+
+    sqlite3.connect(tmp_path / "mlflow.db").close()  # `sqlite3 mlflow.db ''`: an empty store
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    out = tmp_path / "result.json"
+    assert personalise(federation.folders["hospital-c"], out, "--quiet", "--tracking-uri", uri) == 0
+    assert out.exists() and registered_names(uri) == [
+        "fedcare-diabetes130-fedcare-early_discharge+los-hospital-c"
+    ]
+    assert "Creating initial MLflow database tables" not in capsys.readouterr().err

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import pytest
@@ -97,3 +98,46 @@ def test_secagg_is_the_one_stage1_setting_a_sites_run_adds_to_the_schema(schema)
     secure = read_schema(schema).run_config(seed=0, clients=2, secagg=True)
     assert secure.stage1.secagg and not plain.stage1.secagg
     assert secure.stage1.rounds == plain.stage1.rounds and secure.model == plain.model
+
+
+@pytest.mark.parametrize(
+    ("entries", "message"),
+    [
+        ([GOOD[0], {**GOOD[1], "name": 5}], "site 1, 'name': site name 5 (a int)"),
+        ([GOOD[0], {**GOOD[1], "data": 7}], "site 1: 'data' must be a file or folder path"),
+        ([GOOD[0]], "a federation needs at least 2 sites, got 1"),
+    ],
+)
+def test_a_sites_list_of_the_wrong_types_is_refused(tmp_path, schema, capsys, entries, message):
+    sites = _sites(tmp_path, entries)
+    err = _run(capsys, "--sites", str(sites), "--schema", str(schema))
+    assert message in err and str(sites) in err
+
+
+@pytest.mark.parametrize(
+    ("extra", "message"),
+    [(["--rounds", "0"], "--rounds must lie in"), (["--seed", "-5"], "--seed must lie in")],
+)
+def test_the_options_a_sites_run_adds_are_bounded(tmp_path, schema, capsys, extra, message):
+    err = _run(capsys, "--sites", str(_sites(tmp_path, GOOD)), "--schema", str(schema), *extra)
+    assert message in err
+
+
+def test_two_sites_holding_the_same_patients_are_refused_naming_both(tmp_path, capsys):
+    from tests.fedcare_cli.test_site_prepare import IDS, init_schema, synthetic_site
+
+    schema = init_schema(tmp_path / "federation.json")
+    north = synthetic_site(tmp_path / "north.csv")
+    shutil.copy(north, tmp_path / "south.csv")  # the same export sent twice
+    synthetic_site(tmp_path / "west.csv", offset=2)
+    entries = [
+        {"data": f"{n}.csv", "objectives": ["readmission"]} for n in ("north", "south", "west")
+    ]
+    sites = tmp_path / "sites.json"
+    sites.write_text(json.dumps(entries))
+    out, uri = tmp_path / "results.json", f"sqlite:///{tmp_path / 'mlflow.db'}"
+    err = _run(capsys, "--sites", str(sites), "--schema", str(schema), "--out", str(out),
+               "--tracking-uri", uri)  # fmt: skip
+    assert f"--sites {sites}: sites 'north' ({tmp_path / 'north.csv'}) and 'south'" in err
+    assert "120 patient(s) are at more than one site" in err and not IDS.search(err.encode())
+    assert not out.exists() and not (tmp_path / "mlflow.db").exists()

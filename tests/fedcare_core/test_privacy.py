@@ -13,7 +13,7 @@ from dp_accounting.rdp import RdpAccountant
 
 import fedcare_core.checkpoint as ckpt
 from fedcare_core.checkpoint import CheckpointedStage1, load_checkpoint
-from fedcare_core.config import DataConfig, ModelConfig, Stage1Config
+from fedcare_core.config import DataConfig, ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.federation import build_federation
 from fedcare_core.errors import ConfigError
 from fedcare_core.param_vectors import get_buffers, get_params, param_layout
@@ -74,6 +74,24 @@ def test_a_run_whose_rounds_exceed_the_budget_is_refused_naming_the_parameters()
     for bad in ({"dp_delta": 1.0}, {"dp_clip": 0.0}, {"dp_epsilon": -1.0}):
         with pytest.raises(ConfigError, match=next(iter(bad))):
             Stage1Config(**bad).validate()
+
+
+@pytest.mark.parametrize(
+    ("field", "value"),
+    [
+        ("dp_noise_multiplier", 1e300),  # noise z·C overflowed the Gram: NaN λ*, a traceback
+        ("dp_noise_multiplier", 1e-300),  # ε overflowed to inf: a "DP" run that guarantees nothing
+        ("dp_clip", 1e300),
+        ("dp_clip", 1e-320),  # a denormal scale that froze the model
+    ],
+)
+def test_dp_numbers_that_would_overflow_later_are_refused_when_read(field, value):
+    with pytest.raises(ConfigError, match=rf"stage1.{field} must lie in \[") as exc:
+        ExperimentConfig.from_dict({"stage1": {field: value}})
+    assert "1e+06]" in str(exc.value) or "1,000,000]" in str(exc.value)
+    bounds = {"dp_noise_multiplier": (1e-3, 1e6), "dp_clip": (1e-6, 1e6)}[field]
+    for ok in bounds:  # the bounds themselves are accepted
+        assert getattr(ExperimentConfig.from_dict({"stage1": {field: ok}}).stage1, field) == ok
 
 
 def test_clip_jointly_bounds_the_concatenation_and_keeps_small_updates():

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import stat
 
 import numpy as np
@@ -94,3 +95,59 @@ def test_rotating_the_key_replaces_the_pair_and_the_card(site):
     assert stat.S_IMODE(site.private_key.stat().st_mode) == 0o600
     assert not [p for p in site.root.iterdir() if p.name.startswith(".")]
     assert np.isfinite(site.client().train.x_common).all()
+
+
+ROUND = {
+    "round": 1, "lambda": {"readmission": 0.4, "los": 0.6}, "d_sq_norm": 0.2, "loss": {},
+    "participants": [0, 1], "missing_objectives": [],
+}  # fmt: skip
+
+
+def _edit(path, change):
+    doc = json.loads(path.read_text())
+    change(doc)
+    path.write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (lambda d: d.update(objectives=["los", "readmission"]), "in its order"),
+        (lambda d: d.update(objectives=["los"]), "including the site's own"),
+        (lambda d: d.update(objectives=["mortality", "readmission"]), "field 'objectives'"),
+        (lambda d: d.update(common_width=10), "field 'common_width' must be the schema's"),
+        (lambda d: d.update(planned_rounds=1, rounds=[ROUND] * 2), "field 'rounds' must hold"),
+    ],
+)
+def test_a_w_star_the_site_cannot_use_is_refused_before_any_work(site, change, message):
+    store_final_model(site.stage1_dir, _final())
+    _edit(site.stage1_dir / STAGE1_DOC, change)
+    with pytest.raises(ConfigError) as exc:
+        read_final_model(site, SCHEMA.config.model)
+    text = str(exc.value)
+    assert text.startswith(f"the Stage 1 model's document {site.stage1_dir / STAGE1_DOC}: ")
+    assert message in text and text.endswith("next `fedcare federation run`") and "\n" not in text
+
+
+def test_a_folder_whose_card_or_schema_disagrees_with_site_json_is_refused(site):
+    _edit(site.root / "site-card.json", lambda d: d.update(name="south"))
+    with pytest.raises(ConfigError, match=r"site-card.json: field 'name' differs from .*site.json"):
+        SiteFolder.open(site.root)
+    _edit(site.root / "site-card.json", lambda d: d.update(name="north"))
+    assert SiteFolder.open(site.root).name == "north"
+    _edit(site.root / "federation.json", lambda d: d["config"].update(seed=9))
+    with pytest.raises(ConfigError, match=r"federation.json: its digest differs from .*site.json"):
+        site.schema()
+    shutil.rmtree(site.root / "keys")
+    (site.root / "keys").write_text("not a folder")
+    with pytest.raises(ConfigError, match=r"not a site folder \(keys is not a folder\)"):
+        SiteFolder.open(site.root)
+
+
+def test_rotating_with_an_unreadable_card_keeps_the_old_key(site):
+    old_key = site.private_key.read_bytes()
+    (site.root / "site-card.json").write_text("{not json")
+    with pytest.raises(ConfigError, match=r"site card .*not a readable JSON file"):
+        rotate_key(site)
+    assert site.private_key.read_bytes() == old_key
+    assert not [p for p in site.root.iterdir() if p.name.startswith(".rotate")]
