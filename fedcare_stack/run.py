@@ -106,16 +106,12 @@ def run_deployment(
         Where the watch's output goes.
     say
         Where this function's own messages go.
-    read_state
-        Reads a flow run's state type; the stack's API when omitted.
-    read_failure
-        Reads why a flow run failed (one line); the stack's API when omitted.
+    read_state, read_failure
+        Read a flow run's state type, and why it failed (one line); the stack's API if omitted.
     argv
         The command to run instead of :func:`watch_command` (tests).
-    poll_s
-        Seconds between state polls.
-    grace_s
-        How long the watch may run on after the state is final.
+    poll_s, grace_s
+        Seconds between state polls; how long the watch may run on after the state is final.
 
     Returns
     -------
@@ -178,11 +174,17 @@ def run_deployment(
         proc.kill()
         raise
     if rc != 0 and found:
-        failure = prefect_failure_reader(config) if read_failure is None else read_failure
-        why = _read_quietly(failure, found[0])
-        if why:
-            say(f"flow run {found[0]} failed: {why}")
+        _say_why(
+            found[0], prefect_failure_reader(config) if read_failure is None else read_failure, say
+        )
     return rc
+
+
+def _say_why(flow_run_id: str, read_failure: StateReader, say: Callable[[str], None]) -> None:
+    """One line saying why a flow run did not complete, if its state says."""
+    why = _read_quietly(read_failure, flow_run_id)
+    if why:
+        say(f"flow run {flow_run_id} failed: {why}")
 
 
 def _read_quietly(read_state: StateReader, flow_run_id: str) -> str | None:
