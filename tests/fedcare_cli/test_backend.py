@@ -46,7 +46,7 @@ def test_unknown_or_invalid_backend_settings_are_rejected(capsys):
     with pytest.raises(SystemExit):
         _args("--backend", "grpc")
     assert "invalid choice" in capsys.readouterr().err
-    with pytest.raises(ConfigError, match="--round-timeout must be > 0"):
+    with pytest.raises(ConfigError, match=r"--round-timeout must lie in \(0, 2,592,000\], got 0"):
         build_stage1_runner(_args("--backend", "flower-sim", "--round-timeout", "0"))
     from fedcare_flower.runners import make_stage1_runner
 

@@ -199,4 +199,6 @@ def test_a_malformed_schema_is_named_by_the_parameter(tmp_path: Path, schema_fil
     bad.write_text(json.dumps({"format": "fedcare-federation/9"}))
     with pytest.raises(ConfigError) as err:
         _federation(schema_file, federation_schema=str(bad)).validate()
-    assert str(err.value).startswith(f"federation_schema {bad}: format must be"), str(err.value)
+    assert str(err.value).startswith(f"federation_schema {bad}: field 'format' must be"), str(
+        err.value
+    )
