@@ -57,5 +57,6 @@ def bounded(flag: str, value: Number, limits: Range) -> Number:
         ``<flag> must lie in [low, high], got <value>``.
     """
     if not limits.contains(value):
-        raise ConfigError(f"{flag} must {limits.text()}, got {value}")
+        shown = f"{value:,}" if isinstance(value, int) else f"{value:g}"  # never read as an id
+        raise ConfigError(f"{flag} must {limits.text()}, got {shown}")
     return value

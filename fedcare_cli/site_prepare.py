@@ -111,10 +111,11 @@ def cmd_site_prepare(args: argparse.Namespace) -> int:
     check_output_dir(args.out)
     schema = read_schema(args.schema)
     objectives = schema.check_objectives(objective_names(args.objectives))
-    where = "--name" if args.name else f"--out {args.out} (the default --name)"
-    name = check_site_name(args.name or args.out.resolve().name, where)
+    given = args.name is not None  # an empty --name is refused, not replaced
+    where = "--name" if given else f"--out {args.out} (the default --name)"
+    name = check_site_name(args.name if given else args.out.resolve().name, where)
     if not 0 <= args.seed <= MAX_SEED:
-        raise ConfigError(f"--seed must lie in [0, {MAX_SEED}], got {args.seed}")
+        raise ConfigError(f"--seed must lie in [0, {MAX_SEED:,}], got {args.seed:,}")
     loaded = load_site(schema, args.data, objectives, name=name, seed=args.seed)
     folder = create_site_folder(
         args.out,

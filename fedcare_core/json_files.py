@@ -64,7 +64,8 @@ def read_json(path: str | Path, what: str, max_bytes: int = MAX_JSON_BYTES) -> A
 
 
 def _shown(value: Any) -> str:
-    text = show(value)
+    big = isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10_000
+    text = f"{value:,}" if big else show(value)  # grouped: never read as an identifier
     return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
 
 

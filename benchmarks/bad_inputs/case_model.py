@@ -3,9 +3,9 @@
 A :class:`Case` says how to build its inputs (a function that writes into the case's own
 temporary folder, never anywhere else), the ``fedcare`` command line to run, and what must come
 out: ``refused`` (exit 2, one line naming ``names`` and, where given, one of ``rows``) or
-``accepted`` (exit 0 and the ``--out`` file written). Command lines use two placeholders:
-``{in}`` (the case's input folder) and ``{work}`` (the case's folder, also the working
-directory of the command).
+``accepted`` (exit 0 and the ``--out`` file written). Command lines use three placeholders:
+``{in}`` (the case's input folder), ``{work}`` (the case's folder, also the working directory
+of the command) and ``{port}`` (a TCP port free when the case starts).
 """
 
 from __future__ import annotations
@@ -67,6 +67,12 @@ class Case:
         Seconds before the case counts as hung (``None``: the runner's default).
     note
         Why the expectation is what it is, where it is not obvious.
+    teardown
+        Run after the command whatever happened (e.g. stop the coordinator a builder started);
+        the runner also ends every process still naming the case's folder.
+    volatile
+        Globs (relative to the case folder) of files a process the builder started keeps
+        writing (a SuperLink's database and log): their changes are not the command's.
     """
 
     id: str
@@ -82,11 +88,14 @@ class Case:
     timeout: float | None = None
     note: str = ""
     env: dict[str, str] = field(default_factory=dict)
+    teardown: Callable[[Path], None] | None = None
+    volatile: tuple[str, ...] = ()
 
 
-def fill(text: str, inp: Path, work: Path) -> str:
-    """Replace the ``{in}`` and ``{work}`` placeholders in ``text``."""
-    return text.replace("{in}", str(inp)).replace("{work}", str(work))
+def fill(text: str, inp: Path, work: Path, port: int | None = None) -> str:
+    """Replace the ``{in}``, ``{work}`` (and, given, ``{port}``) placeholders in ``text``."""
+    out = text.replace("{in}", str(inp)).replace("{work}", str(work))
+    return out if port is None else out.replace("{port}", str(port))
 
 
 class Sources:

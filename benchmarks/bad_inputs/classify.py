@@ -20,6 +20,7 @@ KIND_ORDER = (
     "wrong-refusal",
     "wrong-exit",
     "partial-output",
+    "stray-process",
     "leak",
     "unclear",
     "no-output",

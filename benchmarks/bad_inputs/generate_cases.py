@@ -26,8 +26,11 @@ from case_model import DEFAULT_DATA_ROOT, Case, Sources, fill
 from config_cases import config_cases, flag_cases
 from diabetes_cases import diabetes_content_cases
 from diabetes_files import diabetes_file_cases
+from federation_cases import federation_cases
 from mimic_extra import mimic_cases
+from multisite_data_cases import multisite_data_cases
 from ops_cases import experiment_cases, flower_cases, output_cases, resume_cases
+from site_cases import site_cases
 
 
 def all_cases(src: Sources) -> list[Case]:
@@ -42,6 +45,9 @@ def all_cases(src: Sources) -> list[Case]:
         + resume_cases(src)
         + flower_cases(src)
         + experiment_cases(src)
+        + federation_cases(src)
+        + site_cases(src)
+        + multisite_data_cases(src)
     )
     seen: set[str] = set()
     for case in cases:

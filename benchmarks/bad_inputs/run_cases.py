@@ -15,11 +15,14 @@ Run from the repository root (about 15 minutes on two cores)::
 from __future__ import annotations
 
 import argparse
+import contextlib
+import fnmatch
 import json
 import os
 import shlex
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -57,12 +60,54 @@ def changed_paths(
     before: dict[str, tuple[str, int, int]],
     after: dict[str, tuple[str, int, int]],
     allowed: set[str],
+    volatile: tuple[str, ...] = (),
 ) -> list[str]:
-    """Paths created, changed or removed between two snapshots, less ``allowed`` ones."""
+    """Paths created, changed or removed between two snapshots, less ``allowed`` ones.
+
+    ``volatile`` globs name files a process started by the case's builder keeps writing.
+    """
     out = [p for p in after if before.get(p) != after[p] and p not in allowed]
     out += [f"{p} (removed)" for p in before if p not in after]
     allowed_dirs = {str(Path(a).parent) for a in allowed}
-    return sorted(p for p in out if p not in allowed_dirs)
+    kept = [p for p in out if p not in allowed_dirs]
+    return sorted(p for p in kept if not any(fnmatch.fnmatch(p, g) for g in volatile))
+
+
+def free_port() -> int:
+    """A TCP port on loopback that nothing listens on now (the ``{port}`` placeholder)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def processes_naming(folder: Path) -> list[int]:
+    """Pids of the processes whose command line names ``folder`` (what a case started)."""
+    found = []
+    needle = str(folder).encode()
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            if needle in (entry / "cmdline").read_bytes():
+                found.append(int(entry.name))
+        except OSError:
+            continue
+    return found
+
+
+def sweep(folder: Path, grace: float = 10.0) -> list[int]:
+    """End (SIGTERM, then SIGKILL) every process still naming ``folder``; their pids."""
+    pids = processes_naming(folder)
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+        deadline = time.monotonic() + grace
+        while time.monotonic() < deadline and processes_naming(folder):
+            time.sleep(0.2)
+        if not processes_naming(folder):
+            break
+    return pids
 
 
 def _environment(home: Path) -> dict[str, str]:
@@ -81,7 +126,7 @@ def _environment(home: Path) -> dict[str, str]:
 def _execute(
     cmd: list[str], cwd: Path, env: dict[str, str], timeout: float
 ) -> tuple[int | None, str, str, bool]:
-    """Run ``cmd`` in its own session; kill the whole group on timeout."""
+    """Run ``cmd`` in its own session; on timeout Ctrl-C its group, then kill it."""
     proc = subprocess.Popen(
         cmd,
         cwd=cwd,
@@ -96,9 +141,17 @@ def _execute(
         out, err = proc.communicate(timeout=timeout)
         return proc.returncode, out, err, False
     except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
+        pass
+    # Ctrl-C first: the command's own teardown stops the processes it started; then SIGKILL.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGINT)
+    try:
+        out, err = proc.communicate(timeout=30.0)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
         out, err = proc.communicate()
-        return None, out, err, True
+    return None, out, err, True
 
 
 def run_case(case: Case, src: Sources, root: Path, python: str, timeout: float) -> Outcome:
@@ -107,16 +160,41 @@ def run_case(case: Case, src: Sources, root: Path, python: str, timeout: float) 
     inp = work / "in"
     inp.mkdir()
     (work / "out").mkdir()
-    argv = [fill(a, inp, work) for a in case.argv]
+    argv = [fill(a, inp, work, free_port()) for a in case.argv]
     shown = "fedcare " + shlex.join(argv).replace(str(work), "$CASE")
     out = Outcome(case.id, case.category, case.expect, None, 0.0, "", command=shown, note=case.note)
+    try:
+        _judged_run(case, src, root, python, timeout, work, argv, out)
+    finally:
+        if case.teardown is not None:
+            with contextlib.suppress(Exception):
+                case.teardown(inp)
+        stray = sweep(work)
+        if stray:
+            out.kinds.append("stray-process")
+            out.details.append(f"{len(stray)} process(es) still running after the case")
+        shutil.rmtree(work, ignore_errors=True)
+    return out
+
+
+def _judged_run(
+    case: Case,
+    src: Sources,
+    root: Path,
+    python: str,
+    timeout: float,
+    work: Path,
+    argv: list[str],
+    out: Outcome,
+) -> None:
+    """Build the case's inputs, run the command and judge it into ``out``."""
+    inp = work / "in"
     try:
         case.build(inp, src)
     except Exception as exc:  # a harness fault, not the project's: report it as such
         out.kinds.append("harness-error")
         out.line = f"building the inputs failed: {exc!r}"
-        shutil.rmtree(work, ignore_errors=True)
-        return out
+        return
     cmd = [python, "-m", "fedcare_cli", *argv]
     if case.as_nobody:
         for d in (work, inp, work / "out", root / "home"):
@@ -147,12 +225,10 @@ def run_case(case: Case, src: Sources, root: Path, python: str, timeout: float) 
         names=case.names,
         rows=case.rows,
         secrets=case.secrets,
-        scan_ids=case.id[:2] in ("d-", "m-", "o-", "r-", "e-"),
-        changed=changed_paths(before, after, allowed),
+        scan_ids=case.id[:2] in ("d-", "m-", "o-", "r-", "e-", "s-", "x-"),
+        changed=changed_paths(before, after, allowed, case.volatile),
         missing_outputs=sorted(p for p in outputs if not (work / p).exists()),
     )
-    shutil.rmtree(work, ignore_errors=True)
-    return out
 
 
 def _cell(text: str, limit: int = 220) -> str:

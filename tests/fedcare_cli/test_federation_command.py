@@ -97,7 +97,7 @@ def test_a_public_key_that_is_not_one_is_refused(
     ("extra", "parts"),
     [
         (["--validity-days", str(10**9)], ("--validity-days must lie in [1, 36,500]",)),
-        (["--port", "70000"], ("--port must lie in [1, 65,535], got 70000",)),
+        (["--port", "70000"], ("--port must lie in [1, 65,535], got 70,000",)),
         (["--host", "nowhere"], ("--host 'nowhere': give an IP address",)),
     ],
 )

@@ -186,6 +186,10 @@ def test_name_and_seed_options(tmp_path: Path, schema_file: Path) -> None:
         (["--objectives", "los,los"], "got los, los"),
         (["--objectives", "readmission", "--name", "bad name"], "--name: site name 'bad name'"),
         (["--objectives", "readmission", "--seed", "-1"], "--seed must lie in [0, "),
+        (["--objectives", "readmission", "--seed", str(2**40)],
+         "--seed must lie in [0, 4,294,967,295], got 1,099,511,627,776"),
+        (["--objectives", "readmission", "--name", ""], "--name: site name ''"),
+        (["--objectives", "readmission", "--name", "../x"], "--name: site name '../x'"),
     ],
 )  # fmt: skip
 def test_bad_options_are_refused_before_the_file_is_read(

@@ -130,7 +130,7 @@ def test_a_file_without_patient_nbr_is_refused_and_nothing_written(
     [
         (["--objectives-per-site", "4"], 3, "--objectives-per-site must be between 1 and 3"),
         ([], 1, "--sites must lie in [2, 1000], got 1"),
-        ([], 10**9, "--sites must lie in [2, 1000], got 1000000000"),  # before any draw
+        ([], 10**9, "--sites must lie in [2, 1000], got 1,000,000,000"),  # before any draw
         ([], 10, "9 patient(s) cannot be split over 10 sites"),
         (["--seed", "-1"], 3, "--seed must lie in [0, 4,294,967,295], got -1"),
     ],
