@@ -68,8 +68,8 @@ RUN_CASES = [
         for flags, words in [
             (["--round-timeout", "nan"], ("--round-timeout", "finite", "nan")),
             (["--round-timeout", "inf"], ("--round-timeout", "finite", "inf")),
-            (["--round-timeout=-5"], ("--round-timeout", "> 0", "-5")),
-            (["--round-timeout", "0"], ("--round-timeout", "> 0")),
+            (["--round-timeout=-5"], ("--round-timeout", "(0, 2,592,000]", "-5")),
+            (["--round-timeout", "0"], ("--round-timeout", "(0, 2,592,000]", "got 0")),
             (["--startup-timeout", "inf"], ("--startup-timeout", "inf")),
             (["--insecure", "--node-auth"], ("--node-auth", "--insecure")),
             (["--bind-address", "0.0.0.0"], ("--bind-address", "0.0.0.0")),
