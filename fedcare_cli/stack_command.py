@@ -49,6 +49,12 @@ def add_parser(sub: Any) -> None:
     when = stack.add_mutually_exclusive_group()
     when.add_argument("--pause", action="store_true", help="schedule: pause re-training")
     when.add_argument("--resume", action="store_true", help="schedule: resume re-training")
+    stack.add_argument(
+        "--unset",
+        action="store_true",
+        help="env: print the unset commands instead (after stack down: the shell stops "
+        "talking to the stack)",
+    )
     stack.add_argument("--cron", help="schedule: when to re-train, e.g. '0 2 * * 0'")
     stack.add_argument("--timezone", help="schedule: the cron's IANA time zone (UTC)")
 
@@ -82,7 +88,13 @@ def cmd_stack(args: argparse.Namespace) -> int:
     if args.action == "schedule":
         return _schedule(args, config)
     if args.action == "env":
-        for key, value in config.client_env().items():
+        exports = config.client_env()
+        if args.unset:  # where the stack is; the offline settings stay
+            from fedcare_stack.settings import OFFLINE_ENV
+
+            print(f"unset {' '.join(k for k in exports if k not in OFFLINE_ENV)}")
+            return 0
+        for key, value in exports.items():
             print(f"export {key}={shlex.quote(value)}")
         return 0
     if args.action == "down":

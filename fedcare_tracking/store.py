@@ -74,8 +74,10 @@ def configure(tracking_uri: str | None = None, *, project_root: str | Path | Non
     Parameters
     ----------
     tracking_uri
-        Any MLflow tracking URI. ``None`` uses ``MLFLOW_TRACKING_URI`` when set, otherwise
-        :func:`default_tracking_uri` of ``project_root``.
+        Any MLflow tracking URI; given, it holds the model registry too (a
+        ``MLFLOW_REGISTRY_URI`` left in the shell, e.g. by ``fedcare stack env``, is not
+        followed). ``None`` uses ``MLFLOW_TRACKING_URI`` when set (and ``MLFLOW_REGISTRY_URI``
+        for the registry when set), otherwise :func:`default_tracking_uri` of ``project_root``.
     project_root
         Folder holding ``mlflow/`` for the default store (default: the working directory).
 
@@ -85,6 +87,7 @@ def configure(tracking_uri: str | None = None, *, project_root: str | Path | Non
         The tracking URI now in use.
     """
     global _artifact_root, _registry_set
+    explicit = tracking_uri is not None
     if tracking_uri is None:
         tracking_uri = os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(
             project_root if project_root is not None else Path.cwd()
@@ -100,7 +103,7 @@ def configure(tracking_uri: str | None = None, *, project_root: str | Path | Non
     # set_registry_uri also writes MLFLOW_REGISTRY_URI (for subprocesses), so a value equal to
     # the one set here last is this module's, not the user's: a second store gets its own.
     user = os.environ.get("MLFLOW_REGISTRY_URI")
-    registry = user if user and user != _registry_set else tracking_uri
+    registry = user if user and user != _registry_set and not explicit else tracking_uri
     set_registry_uri(registry)
     _registry_set = registry
     return tracking_uri

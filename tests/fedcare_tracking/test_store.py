@@ -94,8 +94,15 @@ def test_each_store_gets_its_own_registry_unless_the_user_names_one(logged, monk
         assert get_registry_uri() == second != first
         chosen = store.default_tracking_uri(tmp_path / "registry")
         monkeypatch.setenv("MLFLOW_REGISTRY_URI", chosen)
-        store.configure(store.default_tracking_uri(tmp_path / "c"))
+        monkeypatch.setenv("MLFLOW_TRACKING_URI", store.default_tracking_uri(tmp_path / "c"))
+        store.configure()  # both from the environment: the user's registry
         assert get_registry_uri() == chosen
+        # A store given explicitly (--tracking-uri) holds its registry: a registry URI left in
+        # the shell (`eval "$(fedcare stack env)"`, the stack since stopped) is not followed.
+        monkeypatch.setenv("MLFLOW_REGISTRY_URI", "http://127.0.0.1:9")
+        explicit = store.configure(store.default_tracking_uri(tmp_path / "d"))
+        assert get_registry_uri() == explicit
     finally:
         monkeypatch.delenv("MLFLOW_REGISTRY_URI", raising=False)
+        monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
         store.configure(logged.uri)
