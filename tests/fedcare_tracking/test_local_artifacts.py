@@ -98,4 +98,6 @@ def _env(tracking_uri: str) -> dict[str, str]:
 
     from fedcare_stack.settings import OFFLINE_ENV
 
-    return {**os.environ, **OFFLINE_ENV, "MLFLOW_TRACKING_URI": tracking_uri}
+    # The registry too: earlier tests' stores are left in MLFLOW_REGISTRY_URI by MLflow.
+    env = {**os.environ, **OFFLINE_ENV, "MLFLOW_TRACKING_URI": tracking_uri}
+    return env | {"MLFLOW_REGISTRY_URI": tracking_uri}
