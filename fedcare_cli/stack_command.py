@@ -118,8 +118,10 @@ def _schedule(args: argparse.Namespace, config: Any) -> int:
 
     from fedcare_core.errors import ConfigError
     from fedcare_stack import schedule
+    from fedcare_stack.processes import wait_http
 
-    current = schedule.on_server(config) if _prefect_up(config) else None
+    reachable = wait_http(f"{config.prefect_api_url}/health", 1.0)
+    current = schedule.on_server(config) if reachable else None
     if current is None:
         raise ConfigError(
             f"the stack's Prefect server ({config.prefect_url}) does not hold "
@@ -132,12 +134,3 @@ def _schedule(args: argparse.Namespace, config: Any) -> int:
         schedule.apply(config, wanted)
     print(wanted.describe())
     return 0
-
-
-def _prefect_up(config: Any) -> bool:
-    import httpx
-
-    try:
-        return httpx.get(f"{config.prefect_api_url}/health", timeout=5.0).status_code == 200
-    except httpx.HTTPError:
-        return False

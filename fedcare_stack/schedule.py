@@ -51,7 +51,13 @@ def checked(cron: str | None, timezone: str | None, base: RetrainSchedule) -> Re
     from prefect.client.schemas.schedules import CronSchedule
     from pydantic import ValidationError
 
-    new = replace(base, cron=cron or base.cron, timezone=timezone or base.timezone)
+    new = replace(
+        base,
+        cron=base.cron if cron is None else cron,
+        timezone=base.timezone if timezone is None else timezone,
+    )
+    if not new.timezone.strip():  # Prefect takes '' for its default zone; say which one
+        raise ConfigError("--timezone '': give an IANA time zone (e.g. UTC, Europe/London)")
     try:
         CronSchedule(cron=new.cron, timezone=new.timezone)
     except ValidationError as exc:
