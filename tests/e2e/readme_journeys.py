@@ -92,7 +92,7 @@ def session_script(blocks: list[Block], log: str) -> str:
     """
     out = ["set -euo pipefail", f"JOURNEY_LOG={shlex.quote(log)}"]
     for n, block in enumerate(blocks):
-        out.append(f"echo '::: README block {n} (line {block.line})' >&2")
+        out.append(f'echo "::: README block {n} (line {block.line}) at ${{SECONDS}} s" >&2')
         wrapped = sorted(
             {p.split()[0] for p in block.background} | {p.split()[0] for p, _ in block.skip}
         )
@@ -103,7 +103,7 @@ def session_script(blocks: list[Block], log: str) -> str:
             text = text.replace(host, local)
         out.append(text)
         out.extend(f"unset -f {word}" for word in wrapped)
-    out.append("echo '::: README journey complete' >&2")
+    out.append('echo "::: README journey complete at ${SECONDS} s" >&2')
     return "\n".join(out) + "\n"
 
 
