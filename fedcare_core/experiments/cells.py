@@ -13,7 +13,7 @@ from typing import Any
 
 from fedcare_core.config import DATASET_OBJECTIVES, DataConfig, ExperimentConfig
 from fedcare_core.errors import ConfigError
-from fedcare_core.quick import quick_seeds
+from fedcare_core.quick import quick_seeds, quick_sized
 
 #: Every method of paper §V-B, the two bounds included, in the tables' order.
 COMPARISON_ALGORITHMS = (
@@ -163,7 +163,12 @@ class Cell:
         )
 
     def config(self, base: ExperimentConfig) -> ExperimentConfig:
-        """``base`` with this cell's algorithm, seed, K, ρ, variant and setting (validated)."""
+        """``base`` with this cell's algorithm, seed, K, ρ, variant and setting (validated).
+
+        Capped to the quick size under ``FEDCARE_QUICK`` (:func:`~fedcare_core.quick.quick_sized`)
+        here, where every executor of a grid gets its cells' configurations, so the cohort a job
+        loads is the capped one too.
+        """
         sections: dict[str, Any] = variant_overrides(self.variant)
         if "dp_epsilon" in sections.get("stage1", {}):
             # Research runs: seeded noise, a stream of its own per seed, so a cell is
@@ -181,7 +186,8 @@ class Cell:
             raise ConfigError(f"unknown setting {self.setting!r}; choose from {list(SETTINGS)}")
         data = sections.setdefault("data", {})
         data.update(SETTINGS[self.setting], clients=self.clients, rho=self.rho)
-        return replace(base, algorithm=self.algorithm, seed=self.seed).with_overrides(**sections)
+        config = replace(base, algorithm=self.algorithm, seed=self.seed).with_overrides(**sections)
+        return quick_sized(config)
 
     def stage1_key(self) -> tuple[Any, ...]:
         """Cells with equal keys share Stage 1 (FedCARE and FedCARE-B of the same setting)."""

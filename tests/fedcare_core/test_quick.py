@@ -32,6 +32,9 @@ def test_with_it_every_validated_configuration_is_capped(monkeypatch, capsys):
         data={"max_patients": 100},
     )  # fmt: skip
     assert validate_config(tiny) == tiny  # already smaller: kept
-    seeds = {c.config(big).seed for c in experiment_cells("comparison", 10)}
-    assert seeds == {0}
+    cells = experiment_cells("comparison", 10)
+    assert {c.config(big).seed for c in cells} == {0}
+    # A grid's cell loads and runs at the quick size (not only its validation).
+    assert {c.config(big).data.max_patients for c in cells} == {quick.QUICK_PATIENTS}
+    assert {c.config(big).stage1.rounds for c in cells} == {quick.QUICK_ROUNDS}
     assert capsys.readouterr().err.count(quick.QUICK_ENV) == 1  # said once
