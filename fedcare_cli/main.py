@@ -305,11 +305,7 @@ def _run(
         folder.write_results(document)
     out = args.out
     if out is None and folder is None:
-        config = inputs.config
-        out = default_results_file(
-            config.data.dataset, config.algorithm, len(inputs.federation.clients),
-            config.stage1.rounds, config.seed,
-        )  # fmt: skip
+        out = default_results_file(document)
     if out is not None:
         write_json_atomic(out, document)
     print(results_table(document))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -102,19 +103,24 @@ def write_json_atomic(path: Path, document: dict[str, Any]) -> None:
 RESULTS_DIR = Path("results")
 
 
-def default_results_file(
-    dataset: str, algorithm: str, clients: int, rounds: int, seed: int
-) -> Path:
-    """``results/<dataset>-<algorithm>-K<clients>-T<rounds>-seed<seed>.json`` (git ignores it).
+def default_results_file(document: Mapping[str, Any]) -> Path:
+    """``results/<dataset>-<setting>-seed<seed>.json`` of a results document (git ignores it).
+
+    The setting is the MLflow run's (:func:`fedcare_tracking.naming.setting_name`:
+    ``<algorithm>-K<clients>-T<rounds>[-<variant>]``), so runs that differ in anything but the
+    output options (``--rho 0.5``, a DP budget, ``--max-patients``) keep a file each.
 
     Parameters
     ----------
-    dataset, algorithm, clients, rounds, seed
-        The run's setting, as its MLflow run name spells it.
+    document
+        The run's results document (``ExperimentResult.to_dict()``).
 
     Returns
     -------
     pathlib.Path
         Relative to the working folder.
     """
-    return RESULTS_DIR / f"{dataset}-{algorithm}-K{clients}-T{rounds}-seed{seed}.json"
+    from fedcare_tracking.naming import setting_name
+
+    seed = document["config"]["seed"]
+    return RESULTS_DIR / f"{document['dataset']}-{setting_name(document)}-seed{seed}.json"

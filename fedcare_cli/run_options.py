@@ -269,7 +269,12 @@ def add_parser(sub: Any, backends: tuple[str, ...]) -> None:
         action="store_true",
         help="Flower backends: keep the run folder (logs, per-client data) for debugging",
     )
-    run.add_argument("--out", type=Path, help="write results JSON here")
+    run.add_argument(
+        "--out",
+        type=Path,
+        help="write the results document here (default, without --run-dir or --resume: "
+        "results/<dataset>-<setting>-seed<seed>.json, the setting as the MLflow run names it)",
+    )
     add_tracking_uri_option(run, "to log the run, its models and registry versions to")
     run.add_argument("--no-verify", action="store_true", help="skip the dataset checksum")
     run.add_argument("--quiet", action="store_true", help="no progress bars")

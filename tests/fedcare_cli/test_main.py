@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from fedcare_cli.main import main
+from fedcare_tracking.naming import setting_name
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fedcare_core" / "data" / "fixtures"
 QUICK = [
@@ -293,8 +294,14 @@ def test_run_saves_results_by_default_and_logs_to_the_environments_store(
     monkeypatch.setenv("MLFLOW_TRACKING_URI", uri)
     args = ["run", "--dataset", "diabetes130", "--data-dir", str(data_dir), "--seed", "1"]
     assert main([*args, *QUICK]) == 0
-    out = tmp_path / "results" / "diabetes130-fedcare-K3-T2-seed1.json"
-    assert json.loads(out.read_text())["config"]["seed"] == 1
+    # The setting as the MLflow run names it, variant included (QUICK's smaller cohort and
+    # Stage 2 budget), so a run with other settings does not overwrite this one's file.
+    (out,) = (tmp_path / "results").iterdir()
+    assert out.name.startswith("diabetes130-fedcare-K3-T2-n1500-")
+    assert out.name.endswith("-seed1.json")
+    document = json.loads(out.read_text())
+    assert document["config"]["seed"] == 1
+    assert out.name == f"diabetes130-{setting_name(document)}-seed1.json"
     assert f"results written to {out.relative_to(tmp_path)}" in capsys.readouterr().out
     runs = mlflow.MlflowClient(uri).search_runs(
         [mlflow.MlflowClient(uri).get_experiment_by_name("fedcare/diabetes130").experiment_id]
