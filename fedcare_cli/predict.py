@@ -1,7 +1,10 @@
 """``fedcare predict``: score raw rows with a logged or registered client model.
 
-The model is loaded through MLflow (``mlflow.pyfunc.load_model``), as a Python user or
-``mlflow models serve`` loads it, so the three give the same predictions. The output CSV holds
+The model is an MLflow pyfunc over the client's package; ``fedcare predict`` scores with that
+package as the pyfunc's ``predict`` does (:func:`_load_model`), so it gives the predictions of
+``mlflow.pyfunc.load_model`` and ``mlflow models serve``, and a registered version in a local
+SQLite store is found without MLflow's client (:mod:`fedcare_tracking.model_folder`), which
+keeps the command quick (``docs/BENCHMARKS.md``). The output CSV holds
 the input's identifier columns (``encounter_id``, ``patient_nbr``; MIMIC-III's ``SUBJECT_ID``,
 ``HADM_ID``, ``ICUSTAY_ID``) for joining, then one column per objective; identifiers are
 written only there, owner-only (0600), never printed or logged, and never passed to the model.
@@ -14,12 +17,18 @@ import contextlib
 import io
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fedcare_cli.options import add_tracking_uri_option
 from fedcare_core.config import UNSEEN_CATEGORY_POLICIES
 from fedcare_core.errors import ConfigError, DataError
 from fedcare_core.output_paths import check_output_file
+
+if TYPE_CHECKING:
+    from fedcare_core.model_package import ModelPackage
+
+#: The MLflow model's description file.
+MLMODEL_FILE = "MLmodel"
 
 
 def add_parser(sub: Any) -> None:
@@ -85,31 +94,72 @@ def _check_model_store(uri: str, db: Path) -> None:
         )
 
 
-def _load_model(uri: str) -> Any:
-    """The pyfunc model at ``uri``; a missing or foreign model is a one-line error.
+def _load_model(uri: str, tracking_uri: str | None) -> ModelPackage:
+    """The client package of the MLflow model at ``uri``; a missing or foreign model is one line.
 
-    Loaded as ``mlflow.pyfunc.load_model(uri)`` loads it (the same files, the same code), but
-    in two steps: the model's folder is fetched first, and its pinned requirements are then
-    compared with this environment by :func:`requirement_mismatches`, a warning on stderr, in
-    place of MLflow's own comparison, which maps every installed distribution to its modules
-    first (about a second, spent on every call).
+    MLflow's pyfunc of a client model (:mod:`fedcare_tracking.pyfunc_model`) wraps one artifact,
+    the client's package, and its ``predict`` is :meth:`ModelPackage.score`; ``fedcare predict``
+    reads that package from the model's folder and scores with it directly, so it predicts what
+    ``mlflow.pyfunc.load_model(uri).predict`` and ``mlflow models serve`` predict (the tests
+    compare them) without importing MLflow where it need not. The folder of a registered
+    version in a local SQLite store is found read-only
+    (:func:`~fedcare_tracking.model_folder.registered_model_folder`); any other URI is fetched
+    by ``mlflow.artifacts.download_artifacts``. The model's pinned requirements are compared
+    with this environment by :func:`requirement_mismatches` (a warning on stderr), as MLflow
+    warns when it loads a model.
     """
+    from fedcare_core.model_package import load_package
+    from fedcare_tracking.model_folder import (
+        PACKAGE_ARTIFACT,
+        registered_model_folder,
+        registry_uri,
+    )
+
+    folder = registered_model_folder(uri, registry_uri(tracking_uri))
+    if folder is None:
+        folder = _download(uri, tracking_uri)
+    mlmodel = _read_mlmodel(uri, folder)
+    flavor = (mlmodel.get("flavors") or {}).get("python_function") or {}
+    artifact = ((flavor.get("artifacts") or {}).get(PACKAGE_ARTIFACT) or {}).get("path")
+    if "dataset" not in (mlmodel.get("metadata") or {}) or not isinstance(artifact, str):
+        raise ConfigError(f"--model {uri}: not a FedCARE client model (no dataset in its metadata)")
+    for mismatch in requirement_mismatches(folder, flavor.get("python_version")):
+        print(f"fedcare: warning: --model {uri}: {mismatch}", file=sys.stderr)
+    try:
+        return load_package(folder / artifact)
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+        detail = " ".join(str(exc).split())
+        raise ConfigError(f"--model {uri}: cannot load the model ({detail})") from None
+
+
+def _download(uri: str, tracking_uri: str | None) -> Path:
+    """The model's folder as MLflow fetches it (any URI MLflow knows) from ``tracking_uri``."""
+    import fedcare_tracking  # noqa: F401, I001  (MLflow's telemetry off before it is imported)
     import mlflow.artifacts
-    import mlflow.pyfunc
     from mlflow.exceptions import MlflowException
 
+    from fedcare_tracking import store
+
+    store.configure(tracking_uri)
     try:
-        folder = mlflow.artifacts.download_artifacts(artifact_uri=uri)
-        model = mlflow.pyfunc.load_model(folder, suppress_warnings=True)
+        return Path(mlflow.artifacts.download_artifacts(artifact_uri=uri))
     except (MlflowException, OSError) as exc:
         detail = " ".join(str(exc).split())
         raise ConfigError(f"--model {uri}: cannot load the model ({detail})") from None
-    if "dataset" not in (model.metadata.metadata or {}):
-        raise ConfigError(f"--model {uri}: not a FedCARE client model (no dataset in its metadata)")
-    logged_python = model.metadata.flavors.get("python_function", {}).get("python_version")
-    for mismatch in requirement_mismatches(Path(folder), logged_python):
-        print(f"fedcare: warning: --model {uri}: {mismatch}", file=sys.stderr)
-    return model
+
+
+def _read_mlmodel(uri: str, folder: Path) -> dict[str, Any]:
+    """The model's ``MLmodel`` file (YAML), or a one-line error naming ``--model``."""
+    import yaml
+
+    try:
+        document = yaml.safe_load((folder / MLMODEL_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        detail = " ".join(str(exc).split())
+        raise ConfigError(f"--model {uri}: not an MLflow model ({detail})") from None
+    if not isinstance(document, dict):
+        raise ConfigError(f"--model {uri}: not an MLflow model ({MLMODEL_FILE} is not a mapping)")
+    return document
 
 
 def requirement_mismatches(folder: Path, python_version: str | None) -> list[str]:
@@ -176,26 +226,24 @@ def cmd_predict(args: argparse.Namespace) -> int:
     """``fedcare predict``: load, read, score, write; one message on an expected failure."""
     import pandas as pd
 
-    import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
     from fedcare_core.checkpoint import write_atomic
     from fedcare_core.data.rows import row_format
     from fedcare_core.private_files import keep_out_of_git
-    from fedcare_tracking import store
+    from fedcare_tracking.local_artifacts import sqlite_path
 
     check_output_file(args.out)
     if not args.data.is_file():
         raise DataError("not a file (missing, or a folder)", file=str(args.data))
-    db = store.sqlite_path(args.tracking_uri) if args.tracking_uri else None
+    tracking_uri = args.tracking_uri
+    db = sqlite_path(tracking_uri) if tracking_uri else None
     if db is not None:  # reading a model must not create (or migrate) a store
-        _check_model_store(args.tracking_uri, db)
-    store.configure(args.tracking_uri)
-    model = _load_model(args.model)
-    fmt = row_format(str(model.metadata.metadata["dataset"]))
+        _check_model_store(tracking_uri, db)
+    package = _load_model(args.model, tracking_uri)
+    fmt = row_format(package.dataset)
     rows = _read_rows(args.data)
-    inputs = [c for c in model.metadata.get_input_schema().input_names() if c in rows.columns]
-    params = {} if args.unseen_categories is None else {"unseen_categories": args.unseen_categories}
+    inputs = [c for c in package.input_columns if c in rows.columns]
     try:
-        predictions = model.predict(rows.loc[:, inputs], params=params or None)
+        predictions = package.score(rows.loc[:, inputs], unseen_categories=args.unseen_categories)
     except DataError as exc:
         raise DataError(
             exc.message, file=str(args.data), column=exc.column, rows=exc.rows

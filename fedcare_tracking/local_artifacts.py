@@ -43,6 +43,23 @@ def sqlite_path(tracking_uri: str) -> Path | None:
     return Path(path).resolve()
 
 
+def default_tracking_uri(project_root: str | Path) -> str:
+    """The project's local SQLite store: ``sqlite:///<root>/mlflow/mlflow.db``.
+
+    Parameters
+    ----------
+    project_root
+        The project folder (the one holding ``mlflow/``).
+
+    Returns
+    -------
+    str
+        A SQLAlchemy SQLite URI with an absolute path (four slashes on POSIX).
+    """
+    db = Path(project_root).resolve() / STORE_DIR / DB_FILE
+    return f"sqlite:///{db.as_posix()}"
+
+
 def artifact_root_for(tracking_uri: str) -> Path | None:
     """Artifact root beside a SQLite store (``<db folder>/artifacts``); ``None`` otherwise."""
     db = sqlite_path(tracking_uri)

@@ -21,8 +21,8 @@ from mlflow.models import set_model
 from mlflow.pyfunc import PythonModel
 from mlflow.pyfunc.model import PythonModelContext
 
-#: The model's artifact holding the package folder.
-PACKAGE_ARTIFACT = "package"
+from fedcare_tracking.model_folder import PACKAGE_ARTIFACT  # the package folder's artifact name
+
 #: The predict parameter that overrides the run's unseen-category policy.
 UNSEEN_PARAM = "unseen_categories"
 

@@ -28,9 +28,8 @@ from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
 from fedcare_tracking import views
 from fedcare_tracking.local_artifacts import (
-    DB_FILE,
-    STORE_DIR,
     artifact_root_for,
+    default_tracking_uri,
     register_artifact_repository,
     sqlite_path,
 )
@@ -49,23 +48,6 @@ EXPERIMENT_KIND = "custom_model_development"
 _artifact_root: Path | None = None
 #: The registry URI :func:`configure` set last (MLflow mirrors it in ``MLFLOW_REGISTRY_URI``).
 _registry_set: str | None = None
-
-
-def default_tracking_uri(project_root: str | Path) -> str:
-    """The project's local SQLite store: ``sqlite:///<root>/mlflow/mlflow.db``.
-
-    Parameters
-    ----------
-    project_root
-        The project folder (the one holding ``mlflow/``).
-
-    Returns
-    -------
-    str
-        A SQLAlchemy SQLite URI with an absolute path (four slashes on POSIX).
-    """
-    db = Path(project_root).resolve() / STORE_DIR / DB_FILE
-    return f"sqlite:///{db.as_posix()}"
 
 
 def configure(tracking_uri: str | None = None, *, project_root: str | Path | None = None) -> str:

@@ -13,6 +13,7 @@ import zipfile
 from pathlib import Path
 from types import SimpleNamespace
 
+import mlflow.artifacts
 import mlflow.pyfunc
 import numpy as np
 import pandas as pd
@@ -72,6 +73,30 @@ def test_predict_keeps_identifiers_and_matches_the_python_api(tracked, tmp_path,
     printed = capsys.readouterr()
     for value in tracked.rows["encounter_id"].head(20).astype(str):
         assert value not in printed.out + printed.err
+
+
+def test_every_form_of_model_uri_scores_the_same(tracked, tmp_path):
+    # The registry's names are found read-only in the SQLite store; a logged model's id and a
+    # local folder go through MLflow: the same model, the same scores.
+    from fedcare_tracking import store
+
+    store.configure(tracked.uri)
+    version = store.client().get_model_version_by_alias(tracked.models[2], "champion")
+    logged = version.source  # models:/<logged model id>
+    assert logged.startswith("models:/m-")
+    folder = mlflow.artifacts.download_artifacts(logged, dst_path=str(tmp_path))
+    scores = []
+    for uri in (
+        f"models:/{tracked.models[2]}@champion",
+        f"models:/{tracked.models[2]}/{version.version}",
+        logged,
+        folder,
+    ):
+        out = tmp_path / f"scores{len(scores)}.csv"
+        argv = ["predict", "--model", uri, "--tracking-uri", tracked.uri]
+        assert main([*argv, "--data", str(tracked.csv), "--out", str(out)]) == 0, uri
+        scores.append(out.read_bytes())
+    assert len(set(scores)) == 1
 
 
 def test_every_client_has_a_champion_with_its_metrics(tracked):
