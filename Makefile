@@ -84,7 +84,7 @@ unit: $(STAMP)
 test: lint typecheck unit
 
 slow: $(STAMP)
-	FEDCARE_DATA_DIR="$(DATA_DIR)" $(BIN)/python -m pytest -m "slow and not journey" -q
+	FEDCARE_DATA_DIR="$(DATA_DIR)" $(BIN)/python -m pytest -m "slow and not journey" -q --durations=15
 
 # Every bash block of README.md, in order, on a fresh clone (FEDCARE_QUICK=1; tests/e2e/test_readme.py).
 journey: $(STAMP)
