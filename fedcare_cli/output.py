@@ -9,7 +9,7 @@ from typing import Any
 
 from tqdm import tqdm
 
-from fedcare_core.checkpoint import write_atomic
+from fedcare_core.atomic_files import write_atomic
 from fedcare_core.results import document_json
 
 STAGE_LABELS = {"stage1": "Stage 1 (federated rounds)", "stage2": "Stage 2 (personalisation)"}

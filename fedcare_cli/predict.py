@@ -108,16 +108,24 @@ def _load_model(uri: str, tracking_uri: str | None) -> ModelPackage:
     with this environment by :func:`requirement_mismatches` (a warning on stderr), as MLflow
     warns when it loads a model.
     """
-    from fedcare_core.model_package import load_package
-    from fedcare_tracking.model_folder import (
-        PACKAGE_ARTIFACT,
-        registered_model_folder,
-        registry_uri,
-    )
+    import tempfile
+
+    from fedcare_tracking.model_folder import registered_model_folder, registry_uri
 
     folder = registered_model_folder(uri, registry_uri(tracking_uri))
-    if folder is None:
-        folder = _download(uri, tracking_uri)
+    if folder is None and Path(uri).is_dir():  # a model folder on this machine: read in place
+        folder = Path(uri)
+    if folder is not None:
+        return _package_in(uri, folder)
+    with tempfile.TemporaryDirectory(prefix="fedcare-model-") as fetched:  # removed once read
+        return _package_in(uri, _download(uri, tracking_uri, Path(fetched)))
+
+
+def _package_in(uri: str, folder: Path) -> ModelPackage:
+    """The client package of the MLflow model in ``folder`` (``--model uri``), read whole."""
+    from fedcare_core.model_package import load_package
+    from fedcare_tracking.model_folder import PACKAGE_ARTIFACT
+
     mlmodel = _read_mlmodel(uri, folder)
     flavor = (mlmodel.get("flavors") or {}).get("python_function") or {}
     artifact = ((flavor.get("artifacts") or {}).get(PACKAGE_ARTIFACT) or {}).get("path")
@@ -132,8 +140,8 @@ def _load_model(uri: str, tracking_uri: str | None) -> ModelPackage:
         raise ConfigError(f"--model {uri}: cannot load the model ({detail})") from None
 
 
-def _download(uri: str, tracking_uri: str | None) -> Path:
-    """The model's folder as MLflow fetches it (any URI MLflow knows) from ``tracking_uri``."""
+def _download(uri: str, tracking_uri: str | None, into: Path) -> Path:
+    """The model's folder as MLflow fetches it (any URI MLflow knows) into ``into``."""
     import fedcare_tracking  # noqa: F401, I001  (MLflow's telemetry off before it is imported)
     import mlflow.artifacts
     from mlflow.exceptions import MlflowException
@@ -142,7 +150,7 @@ def _download(uri: str, tracking_uri: str | None) -> Path:
 
     store.configure(tracking_uri)
     try:
-        return Path(mlflow.artifacts.download_artifacts(artifact_uri=uri))
+        return Path(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=str(into)))
     except (MlflowException, OSError) as exc:
         detail = " ".join(str(exc).split())
         raise ConfigError(f"--model {uri}: cannot load the model ({detail})") from None
@@ -226,7 +234,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     """``fedcare predict``: load, read, score, write; one message on an expected failure."""
     import pandas as pd
 
-    from fedcare_core.checkpoint import write_atomic
+    from fedcare_core.atomic_files import write_atomic
     from fedcare_core.data.rows import row_format
     from fedcare_core.private_files import keep_out_of_git
     from fedcare_tracking.local_artifacts import sqlite_path

@@ -21,8 +21,6 @@ from __future__ import annotations
 import hashlib
 import io
 import json
-import os
-import tempfile
 import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import asdict
@@ -31,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from fedcare_core.atomic_files import write_atomic
 from fedcare_core.config import ModelConfig, Stage1Config
 from fedcare_core.data.federation import Federation
 from fedcare_core.errors import FedcareError
@@ -48,43 +47,6 @@ ARRAY_KEYS = ("params", "buffers", "adam_m", "adam_v")
 
 class CheckpointError(FedcareError):
     """A checkpoint that cannot be read, or that belongs to another run."""
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically and durably; the file is owner-only (0600).
-
-    Parameters
-    ----------
-    path
-        The file to write; its folder must exist.
-    data
-        The new contents.
-    """
-    path = Path(path)
-    # mkstemp creates the file with mode 0600, which os.replace keeps.
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    _fsync_folder(path.parent)
-
-
-def _fsync_folder(folder: Path) -> None:
-    """Make a rename in ``folder`` durable (a no-op where folders cannot be opened)."""
-    try:
-        fd = os.open(folder, os.O_RDONLY)
-    except OSError:  # pragma: no cover - platforms without directory file descriptors
-        return
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _digest(arrays: dict[str, np.ndarray]) -> str:

@@ -22,7 +22,8 @@ from pathlib import Path
 from typing import Any
 
 from fedcare_core.algorithms import FEDCARE_ALGORITHMS, validate_config
-from fedcare_core.checkpoint import CheckpointedStage1, write_atomic
+from fedcare_core.atomic_files import write_atomic
+from fedcare_core.checkpoint import CheckpointedStage1
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.errors import DataError, FedcareError
 from fedcare_core.output_paths import check_output_dir

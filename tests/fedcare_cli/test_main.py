@@ -317,3 +317,28 @@ def test_an_unreachable_store_in_the_environment_is_named(tmp_path, monkeypatch,
     err = capsys.readouterr().err
     assert "MLFLOW_TRACKING_URI http://127.0.0.1:9/: cannot open the MLflow store" in err
     assert not (tmp_path / "results").exists()
+
+
+def test_a_quick_exit_command_run_as_the_program_ends_at_once_with_its_status(
+    monkeypatch, tmp_path
+):
+    # fedcare predict skips the interpreter's teardown (exit_now) when run as the program, on
+    # success and on a refusal alike; called with argv (tests, tools) it returns its status.
+    import fedcare_cli.main as cli
+
+    ended: list[int] = []
+
+    def end(status: int) -> None:
+        ended.append(status)
+        raise SystemExit(status)
+
+    monkeypatch.setattr(cli, "exit_now", end)
+    argv = ["predict", "--model", str(tmp_path), "--data", str(tmp_path / "none.csv")]
+    argv += ["--out", str(tmp_path / "o.csv")]
+    monkeypatch.setattr(sys, "argv", ["fedcare", *argv])
+    with pytest.raises(SystemExit):
+        cli.main()
+    assert ended == [2]
+    assert cli.main(argv) == 2 and ended == [2]
+    monkeypatch.setattr(sys, "argv", ["fedcare", "data", "fetch", "diabetes130", "--url", "x:"])
+    assert cli.main() == 2 and ended == [2]  # any other command returns as before

@@ -9,6 +9,8 @@ from __future__ import annotations
 import io
 import os
 import stat
+import subprocess
+import sys
 import zipfile
 from pathlib import Path
 from types import SimpleNamespace
@@ -97,6 +99,13 @@ def test_every_form_of_model_uri_scores_the_same(tracked, tmp_path):
         assert main([*argv, "--data", str(tracked.csv), "--out", str(out)]) == 0, uri
         scores.append(out.read_bytes())
     assert len(set(scores)) == 1
+    # The command as a hospital runs it (its own process, ended at once when done): the same.
+    out = tmp_path / "program.csv"
+    argv = ["predict", "--model", f"models:/{tracked.models[2]}@champion"]
+    argv += ["--tracking-uri", tracked.uri, "--data", str(tracked.csv), "--out", str(out)]
+    done = subprocess.run([sys.executable, "-m", "fedcare_cli", *argv], capture_output=True)
+    assert done.returncode == 0, done.stderr
+    assert out.read_bytes() == scores[0] and b"scored 300 rows" in done.stderr
 
 
 def test_every_client_has_a_champion_with_its_metrics(tracked):
