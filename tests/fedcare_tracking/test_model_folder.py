@@ -26,8 +26,11 @@ def registered(tmp_path_factory: pytest.TempPathFactory) -> str:
     """A SQLite store with two READY versions of one model, the second its ``champion``."""
     root = tmp_path_factory.mktemp("registry")
     uri = store.configure(store.default_tracking_uri(root))
+    # Its own experiment with its artifacts beside the store (the Default experiment's
+    # location is ./mlruns of the working folder: the checkout).
+    experiment = mlflow.create_experiment("model-folder", artifact_location=str(root / "artifacts"))
     for _ in range(2):
-        with mlflow.start_run():
+        with mlflow.start_run(experiment_id=experiment):
             mlflow.pyfunc.log_model(name="m", python_model=_Constant(), registered_model_name=NAME)
     store.client().set_registered_model_alias(NAME, "champion", "2")
     return uri
