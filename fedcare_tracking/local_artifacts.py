@@ -18,6 +18,7 @@ This module imports nothing from MLflow at module level: MLflow loads it while i
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlparse
@@ -58,6 +59,40 @@ def default_tracking_uri(project_root: str | Path) -> str:
     """
     db = Path(project_root).resolve() / STORE_DIR / DB_FILE
     return f"sqlite:///{db.as_posix()}"
+
+
+def chosen_store(
+    tracking_uri: str | None, project_root: str | Path, *, registry_set: str | None = None
+) -> tuple[str, str]:
+    """The tracking and registry URIs a FedCARE command uses.
+
+    Parameters
+    ----------
+    tracking_uri
+        The URI given (``--tracking-uri``): it then holds the registry too (a
+        ``MLFLOW_REGISTRY_URI`` left in the shell, e.g. by ``fedcare stack env``, is not
+        followed). ``None``: ``MLFLOW_TRACKING_URI`` when set, else :func:`default_tracking_uri`
+        of ``project_root``, and ``MLFLOW_REGISTRY_URI`` for the registry when set.
+    project_root
+        Folder holding ``mlflow/`` for the default store.
+    registry_set
+        A registry URI this process set itself (MLflow writes it to ``MLFLOW_REGISTRY_URI``):
+        not taken for the user's.
+
+    Returns
+    -------
+    tuple of str
+        The tracking URI and the registry URI.
+    """
+    explicit = tracking_uri is not None
+    tracking = (
+        tracking_uri
+        if tracking_uri is not None
+        else (os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(project_root))
+    )
+    user = os.environ.get("MLFLOW_REGISTRY_URI")
+    registry = user if user and user != registry_set and not explicit else tracking
+    return tracking, registry
 
 
 def artifact_root_for(tracking_uri: str) -> Path | None:

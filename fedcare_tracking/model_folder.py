@@ -19,13 +19,12 @@ This module imports nothing from MLflow.
 from __future__ import annotations
 
 import contextlib
-import os
 import re
 import sqlite3
 from pathlib import Path
 from urllib.parse import unquote, urlparse
 
-from fedcare_tracking.local_artifacts import default_tracking_uri, local_location, sqlite_path
+from fedcare_tracking.local_artifacts import chosen_store, local_location, sqlite_path
 
 #: The client model's one artifact: the package folder (:mod:`fedcare_tracking.pyfunc_model`).
 PACKAGE_ARTIFACT = "package"
@@ -39,17 +38,12 @@ _WORKSPACE = "default"
 def registry_uri(tracking_uri: str | None) -> str:
     """The registry that ``models:/`` URIs are looked up in.
 
-    As :func:`fedcare_tracking.store.configure` chooses it in a fresh process: ``tracking_uri``
+    :func:`~fedcare_tracking.local_artifacts.chosen_store`'s, as
+    :func:`fedcare_tracking.store.configure` chooses it in a fresh process: ``tracking_uri``
     when given, else ``MLFLOW_REGISTRY_URI``, else ``MLFLOW_TRACKING_URI``, else the project's
     ``mlflow/mlflow.db`` in the working folder.
     """
-    if tracking_uri:
-        return tracking_uri
-    return (
-        os.environ.get("MLFLOW_REGISTRY_URI")
-        or os.environ.get("MLFLOW_TRACKING_URI")
-        or default_tracking_uri(Path.cwd())
-    )
+    return chosen_store(tracking_uri, Path.cwd())[1]
 
 
 def registered_model_folder(model_uri: str, tracking_uri: str | None) -> Path | None:

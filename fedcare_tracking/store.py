@@ -17,7 +17,6 @@ links into the UI also carry ``?workflowType=machine_learning``
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -29,9 +28,12 @@ from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 from fedcare_tracking import views
 from fedcare_tracking.local_artifacts import (
     artifact_root_for,
-    default_tracking_uri,
+    chosen_store,
     register_artifact_repository,
     sqlite_path,
+)
+from fedcare_tracking.local_artifacts import (  # re-exported: the project's default store
+    default_tracking_uri as default_tracking_uri,
 )
 
 #: Experiment name prefix: one experiment per dataset (``fedcare/diabetes130``).
@@ -69,11 +71,11 @@ def configure(tracking_uri: str | None = None, *, project_root: str | Path | Non
         The tracking URI now in use.
     """
     global _artifact_root, _registry_set
-    explicit = tracking_uri is not None
-    if tracking_uri is None:
-        tracking_uri = os.environ.get("MLFLOW_TRACKING_URI") or default_tracking_uri(
-            project_root if project_root is not None else Path.cwd()
-        )
+    # The registry lives in the same store unless the user points it elsewhere. MLflow's
+    # set_registry_uri also writes MLFLOW_REGISTRY_URI (for subprocesses), so a value equal to
+    # the one set here last is this module's, not the user's: a second store gets its own.
+    root = project_root if project_root is not None else Path.cwd()
+    tracking_uri, registry = chosen_store(tracking_uri, root, registry_set=_registry_set)
     db = sqlite_path(tracking_uri)
     if db is not None:
         db.parent.mkdir(parents=True, exist_ok=True)
@@ -81,11 +83,6 @@ def configure(tracking_uri: str | None = None, *, project_root: str | Path | Non
     _silence_telemetry()
     register_artifact_repository()
     set_tracking_uri(tracking_uri)
-    # The registry lives in the same store unless the user points it elsewhere. MLflow's
-    # set_registry_uri also writes MLFLOW_REGISTRY_URI (for subprocesses), so a value equal to
-    # the one set here last is this module's, not the user's: a second store gets its own.
-    user = os.environ.get("MLFLOW_REGISTRY_URI")
-    registry = user if user and user != _registry_set and not explicit else tracking_uri
     set_registry_uri(registry)
     _registry_set = registry
     return tracking_uri
