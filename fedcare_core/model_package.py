@@ -17,6 +17,7 @@ objective, ``<objective>_days`` for length of stay.
 from __future__ import annotations
 
 import json
+import pickle
 import threading
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -258,7 +259,8 @@ def load_package(folder: str | Path) -> ModelPackage:
     Raises
     ------
     ValueError
-        If the folder holds another package format or weights that do not fit.
+        If the folder holds another package format, weights that do not fit, or a weights file
+        that is not one (anything but tensors is refused: nothing in it is run).
     """
     root = Path(folder)
     doc: Mapping[str, Any] = json.loads((root / PACKAGE_FILE).read_text())
@@ -267,7 +269,15 @@ def load_package(folder: str | Path) -> ModelPackage:
             f"{root / PACKAGE_FILE}: package format {doc.get('format')!r}; this FedCARE "
             f"({__version__}) reads format {PACKAGE_FORMAT}"
         )
-    weights = torch.load(root / WEIGHTS_FILE, map_location="cpu", weights_only=True)
+    try:
+        weights = torch.load(root / WEIGHTS_FILE, map_location="cpu", weights_only=True)
+    except pickle.UnpicklingError:  # weights_only: anything but tensors is refused, never run
+        raise ValueError(
+            f"{root / WEIGHTS_FILE}: holds objects other than tensors (refused, not loaded)"
+        ) from None
+    except (RuntimeError, EOFError) as exc:
+        detail = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise ValueError(f"{root / WEIGHTS_FILE}: not a weights file ({detail})") from None
     return ModelPackage(
         dataset=str(doc["dataset"]),
         algorithm=str(doc["algorithm"]),

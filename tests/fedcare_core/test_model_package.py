@@ -84,6 +84,32 @@ def test_a_package_saved_and_loaded_predicts_the_same(diabetes, raw_rows, tmp_pa
     assert "encounter_id" not in text and "patient_nbr" not in text
 
 
+class _NotATensor:
+    pass
+
+
+@pytest.mark.parametrize(
+    ("content", "words"),
+    [
+        ("object", "holds objects other than tensors (refused, not loaded)"),
+        ("truncated", "not a weights file"),
+        ("empty", "not a weights file"),
+    ],
+)
+def test_a_weights_file_that_is_not_one_is_refused_by_name(diabetes, tmp_path, content, words):
+    import torch
+
+    folder = save_package(client_package(diabetes, 0), tmp_path / "pkg")
+    weights = folder / "weights.pt"
+    if content == "object":  # loading it unrestricted would run the pickle's code
+        torch.save({"w": _NotATensor()}, weights)
+    else:
+        weights.write_bytes(weights.read_bytes()[:200] if content == "truncated" else b"")
+    with pytest.raises(ValueError, match=r"weights\.pt: ") as refused:
+        load_package(folder)
+    assert words in str(refused.value) and "\n" not in str(refused.value)
+
+
 def test_a_missing_column_is_named(diabetes, raw_rows):
     package = client_package(diabetes, 0)
     column = package.input_columns[3]
