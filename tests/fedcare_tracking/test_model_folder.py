@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sqlite3
+from collections.abc import Iterator
 from pathlib import Path
 
 import mlflow
@@ -22,18 +24,35 @@ class _Constant(mlflow.pyfunc.PythonModel):
 
 
 @pytest.fixture(scope="module")
-def registered(tmp_path_factory: pytest.TempPathFactory) -> str:
-    """A SQLite store with two READY versions of one model, the second its ``champion``."""
+def registered(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A SQLite store with two READY versions of one model, the second its ``champion``.
+
+    MLflow points at it only while this module runs: the package's other tests share one
+    logged store (``logged``) through MLflow's global URIs, the environment variables MLflow
+    writes and :mod:`fedcare_tracking.store`'s state, all put back afterwards.
+    """
     root = tmp_path_factory.mktemp("registry")
-    uri = store.configure(store.default_tracking_uri(root))
-    # Its own experiment with its artifacts beside the store (the Default experiment's
-    # location is ./mlruns of the working folder: the checkout).
-    experiment = mlflow.create_experiment("model-folder", artifact_location=str(root / "artifacts"))
-    for _ in range(2):
-        with mlflow.start_run(experiment_id=experiment):
-            mlflow.pyfunc.log_model(name="m", python_model=_Constant(), registered_model_name=NAME)
-    store.client().set_registered_model_alias(NAME, "champion", "2")
-    return uri
+    before = mlflow.get_tracking_uri(), mlflow.get_registry_uri()
+    with pytest.MonkeyPatch.context() as kept:
+        for name in ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI"):
+            value = os.environ.get(name)
+            kept.setenv(name, value) if value is not None else kept.delenv(name, raising=False)
+        for name in ("_artifact_root", "_registry_set"):
+            kept.setattr(store, name, getattr(store, name))
+        uri = store.configure(store.default_tracking_uri(root))
+        # Its own experiment with its artifacts beside the store (the Default experiment's
+        # location is ./mlruns of the working folder: the checkout).
+        location = str(root / "artifacts")
+        experiment = mlflow.create_experiment("model-folder", artifact_location=location)
+        for _ in range(2):
+            with mlflow.start_run(experiment_id=experiment):
+                mlflow.pyfunc.log_model(
+                    name="m", python_model=_Constant(), registered_model_name=NAME
+                )
+        store.client().set_registered_model_alias(NAME, "champion", "2")
+        yield uri
+        mlflow.set_tracking_uri(before[0])
+        mlflow.set_registry_uri(before[1])
 
 
 def _files(folder: Path) -> dict[str, bytes]:
@@ -46,8 +65,12 @@ def _files(folder: Path) -> dict[str, bytes]:
 def test_the_folder_is_the_one_mlflow_fetches(registered, uri, tmp_path):
     found = registered_model_folder(uri, registered)
     assert found is not None and (found / "MLmodel").is_file()
-    store.configure(registered)
-    fetched = Path(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=str(tmp_path)))
+    fetched = Path(
+        mlflow.artifacts.download_artifacts(
+            artifact_uri=uri, dst_path=str(tmp_path), tracking_uri=registered,
+            registry_uri=registered,
+        )
+    )  # fmt: skip
     assert _files(found) == _files(fetched)
     other = registered_model_folder(f"models:/{NAME}/2", registered)
     assert (other == found) == uri.endswith("@champion")  # the alias points at version 2
