@@ -15,7 +15,7 @@ from typing import Any
 
 from fedcare_cli import federation_init
 from fedcare_cli.options import add_tracking_uri_option, bounded
-from fedcare_core.config_fields import Range
+from fedcare_core.config.fields import Range
 from fedcare_core.errors import ConfigError
 
 #: The ports a coordinator may listen on.

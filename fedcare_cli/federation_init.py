@@ -14,15 +14,8 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fedcare_cli.options import add_unseen_categories_option
-from fedcare_cli.run_options import (
-    add_cohort_option,
-    add_features_option,
-    add_training_options,
-    build_config,
-)
-from fedcare_core.algorithms import ALGORITHM_NAMES
-from fedcare_core.config import DATASETS, READMISSION_DEFINITIONS
+from fedcare_cli.run_options import add_preset_option
+from fedcare_cli.setting_flags import add_setting_flags, build_config
 from fedcare_core.output_paths import check_output_file
 
 if TYPE_CHECKING:
@@ -36,29 +29,16 @@ def add_init_parser(fed_sub: Any) -> None:
         help="write the federation's schema (objectives, features, vocabularies, settings)",
         description="Write the schema every site prepares its data against; no data is read.",
     )
-    init.add_argument("--dataset", choices=DATASETS, required=True)
     init.add_argument(
         "--out", type=Path, required=True, metavar="federation.json", help="the schema file"
     )
     init.add_argument(
         "--config", type=Path, help="JSON file with an ExperimentConfig (as `fedcare run`)"
     )
-    init.add_argument(
-        "--algorithm",
-        choices=ALGORITHM_NAMES,
-        help="a federation of sites runs fedcare (the default); others are refused",
-    )
-    init.add_argument(
-        "--seed",
-        type=int,
-        help="the seed ρ's feature choice is drawn with; also the runs' default seed (default 0)",
-    )
-    init.add_argument("--rho", type=float, help="feature disparity ratio in (0, 1)")
-    init.add_argument("--readmission", choices=READMISSION_DEFINITIONS)
-    add_features_option(init)
-    add_cohort_option(init)
-    add_unseen_categories_option(init)
-    add_training_options(init)
+    add_preset_option(init)
+    # What each run or site decides (clients, splits, subsampling, secure aggregation) is not
+    # the schema's: those settings are not offered here.
+    add_setting_flags(init, schema_only=True, required=("dataset",))
 
 
 def cmd_federation_init(args: argparse.Namespace) -> int:

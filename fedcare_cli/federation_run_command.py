@@ -11,7 +11,7 @@ from fedcare_cli import tracked
 from fedcare_cli.options import bounded
 from fedcare_cli.output import ProgressBars, write_json_atomic
 from fedcare_core.config import MAX_CLIENTS, MAX_ROUNDS, MAX_SEED
-from fedcare_core.config_fields import Range
+from fedcare_core.config.fields import Range
 from fedcare_core.errors import ConfigError
 from fedcare_core.federation_schema import read_schema
 from fedcare_core.output_paths import check_output_file

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any, TypeVar
 
 from fedcare_core.config import UNSEEN_CATEGORY_POLICIES
-from fedcare_core.config_fields import Range
+from fedcare_core.config.fields import Range
 from fedcare_core.errors import ConfigError
 
 #: An option's number type.

@@ -22,7 +22,7 @@ from fedcare_cli.sites_input import (
     read_sites_list,
 )
 from fedcare_core.config import MAX_ROUNDS, MAX_SEED, ExperimentConfig
-from fedcare_core.config_fields import Range
+from fedcare_core.config.fields import Range
 from fedcare_core.data.federation import Federation
 from fedcare_core.errors import ConfigError
 from fedcare_core.federation_schema import read_schema

@@ -14,7 +14,7 @@ from typing import Any
 
 from fedcare_cli.options import bounded
 from fedcare_core.config import DATASETS, MAX_CLIENTS, MAX_SEED
-from fedcare_core.config_fields import Range
+from fedcare_core.config.fields import Range
 from fedcare_core.errors import ConfigError
 
 #: The datasets split-sites can split (the others are refused with a clear message).

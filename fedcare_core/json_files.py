@@ -18,7 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NoReturn
 
-from fedcare_core.config_fields import Range, show
+from fedcare_core.config.fields import Range, show
 from fedcare_core.errors import ConfigError
 from fedcare_core.safe_names import check_name, is_safe_name
 

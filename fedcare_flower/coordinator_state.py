@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fedcare_core.config_fields import Range
+from fedcare_core.config.fields import Range
 from fedcare_core.errors import ConfigError
 from fedcare_core.json_files import JsonObject
 

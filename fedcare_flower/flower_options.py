@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fedcare_core.config_fields import AT_LEAST_1, POSITIVE, Range, check_value, field_kinds
+from fedcare_core.config.fields import AT_LEAST_1, POSITIVE, Range, check_value, field_kinds
 from fedcare_core.errors import ConfigError
 from fedcare_procs import LOOPBACK, free_port
 

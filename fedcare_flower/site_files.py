@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from fedcare_core.config import MAX_CLIENTS, MAX_ROUNDS, MAX_SEED
-from fedcare_core.config_fields import CLOSED_UNIT, NON_NEGATIVE, Range
+from fedcare_core.config.fields import CLOSED_UNIT, NON_NEGATIVE, Range
 from fedcare_core.errors import ConfigError
 from fedcare_core.json_files import JsonObject
 from fedcare_core.stage1 import RoundInfo

@@ -27,7 +27,7 @@ from fedcare_core.config import (
     ExperimentConfig,
     load_config_file,
 )
-from fedcare_core.config_fields import (
+from fedcare_core.config.fields import (
     AT_LEAST_1,
     OPEN_UNIT,
     Range,

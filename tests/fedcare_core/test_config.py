@@ -24,7 +24,8 @@ from fedcare_core.config import (
     Stage2Config,
     load_config_file,
 )
-from fedcare_core.config_fields import Range, field_kinds
+from fedcare_core.config.fields import field_kinds
+from fedcare_core.dataset_choices import check_dataset_choices
 from fedcare_core.errors import ConfigError
 from fedcare_core.output_paths import check_output_dir, check_output_file
 from fedcare_core.presets import baby_config
@@ -187,9 +188,7 @@ def test_objectives_per_client_up_to_the_datasets_count(dataset: str) -> None:
         DataConfig(dataset=dataset, clients=2).validate()
     # a range wider than this dataset's count (another dataset's) still meets its own
     with pytest.raises(ConfigError, match=f"≤ {n}, the number of objectives of {dataset}"):
-        with pytest.MonkeyPatch.context() as mp:
-            mp.setitem(RANGES["data"], "objectives_per_client", Range(1, 99))
-            DataConfig(dataset=dataset, objectives_per_client=n + 1).validate()
+        check_dataset_choices(DataConfig(dataset=dataset, objectives_per_client=n + 1))
 
 
 def test_feature_sets_are_the_datasets_and_refuse_rho() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from fedcare_core.config_fields import CLOSED_UNIT, Range
+from fedcare_core.config.fields import CLOSED_UNIT, Range
 from fedcare_core.errors import ConfigError
 from fedcare_core.json_files import JsonObject, read_json
 

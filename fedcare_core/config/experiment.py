@@ -1,0 +1,165 @@
+"""The whole configuration of a run: :class:`ExperimentConfig` and its sections.
+
+Every field is declared once, with :func:`~fedcare_core.config.settings.setting`; the ranges
+(:data:`RANGES`) and every entry's options are derived from the declarations
+(:func:`all_settings`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from fedcare_core.config.fields import Range, check_value, coerce_section, field_kinds, show
+from fedcare_core.config.limits import FEDCARE_DOCUMENT_ALGORITHMS, MAX_THREADS, SEEDS
+from fedcare_core.config.sections import BaselineConfig, DataConfig
+from fedcare_core.config.settings import SettingRef, declared, ranges_of, setting
+from fedcare_core.config.stages import ModelConfig, Stage1Config, Stage2Config
+from fedcare_core.errors import ConfigError
+
+_RUN = "run"
+
+
+@dataclass(frozen=True)
+class ExperimentConfig:
+    """Everything that determines a run; the same config and seed give the same results."""
+
+    algorithm: str = setting(
+        "fedcare",
+        help="fedcare (two stages), fedcare-b (Stage 1 only), the baselines fedavg, fedprox, "
+        "fmgda, fsmgda, pafnet, or the bounds local, centralised (in process only)",
+        choices_of="algorithm",
+        flag="algorithm",
+        group=_RUN,
+    )
+    seed: int = setting(0, help="experiment seed", range=SEEDS, flag="seed", group=_RUN)
+    #: The networks are small: one thread is as fast as two and does not oversubscribe the
+    #: cores when clients run in parallel processes.
+    threads: int = setting(
+        1, help="PyTorch intra-op threads", range=Range(1, MAX_THREADS), group=_RUN
+    )
+    data: DataConfig = field(default_factory=DataConfig)
+    model: ModelConfig = field(default_factory=ModelConfig)
+    stage1: Stage1Config = field(default_factory=Stage1Config)
+    stage2: Stage2Config = field(default_factory=Stage2Config)
+    baselines: BaselineConfig = field(default_factory=BaselineConfig)
+
+    def validate(self) -> ExperimentConfig:
+        """Check every field; return ``self`` so calls chain.
+
+        The algorithm's name is checked against the registry by
+        :func:`fedcare_core.algorithms.validate_config` (this module cannot import it).
+        """
+        kinds = field_kinds(ExperimentConfig)
+        for name in TOP_LEVEL_FIELDS:
+            check_value(name, getattr(self, name), kinds[name], RANGES[""].get(name))
+        if not self.algorithm:
+            raise ConfigError("algorithm must be a name, got ''")
+        for name, cls in SECTIONS.items():
+            section = getattr(self, name)
+            if not isinstance(section, cls):
+                raise ConfigError(f"{name} must be a configuration section, got {show(section)}")
+            getattr(self, name).validate()
+        return self
+
+    def to_dict(self) -> dict[str, Any]:
+        """Plain nested dict (JSON-serialisable).
+
+        The ``baselines`` section appears for every algorithm but FedCARE's own: FedCARE's
+        documents stay as they were before the baselines existed (and load back with defaults).
+        """
+        out = asdict(self)
+        if self.algorithm in FEDCARE_DOCUMENT_ALGORITHMS:
+            del out["baselines"]
+        return out
+
+    @classmethod
+    def from_dict(cls, raw: Mapping[str, Any]) -> ExperimentConfig:
+        """Build from a nested dict, rejecting unknown keys, wrong types and bad values.
+
+        Raises
+        ------
+        ConfigError
+            Naming the parameter at fault (``stage1.rounds``) and its value.
+        """
+        if not isinstance(raw, Mapping):
+            raise ConfigError(f"the configuration must be a JSON object, got {show(raw)}")
+        kwargs: dict[str, Any] = {}
+        for key, value in raw.items():
+            if key in SECTIONS:
+                sub = SECTIONS[key]
+                kwargs[key] = sub(**coerce_section(sub, key, value, RANGES[key]))
+            else:
+                kwargs.update(_top_level({key: value}))
+        return cls(**kwargs).validate()
+
+    def with_overrides(self, **sections: Any) -> ExperimentConfig:
+        """Return a copy with fields of the named sections (or top-level keys) replaced.
+
+        Each value is checked as it arrives (types, ranges, unknown keys), then the whole.
+        """
+        out = self
+        for name, value in sections.items():
+            if name in SECTIONS:
+                checked = coerce_section(SECTIONS[name], name, value, RANGES[name])
+                out = replace(out, **{name: replace(getattr(out, name), **checked)})
+            else:
+                out = replace(out, **_top_level({name: value}))
+        return out.validate()
+
+
+#: The configuration's sections, by their key in documents and overrides.
+SECTIONS: dict[str, type] = {
+    "data": DataConfig,
+    "model": ModelConfig,
+    "stage1": Stage1Config,
+    "stage2": Stage2Config,
+    "baselines": BaselineConfig,
+}
+#: The configuration's top-level scalar fields.
+TOP_LEVEL_FIELDS = tuple(ref.name for ref in declared(ExperimentConfig, ""))
+#: Every number field's range, per section (``""``: the top level), from the declarations.
+RANGES: dict[str, dict[str, Range]] = {
+    "": ranges_of(ExperimentConfig),
+    **{name: ranges_of(cls) for name, cls in SECTIONS.items()},
+}
+
+
+def all_settings() -> Iterator[SettingRef]:
+    """Every declared setting of the configuration: the top level's, then each section's."""
+    yield from declared(ExperimentConfig, "")
+    for name, cls in SECTIONS.items():
+        yield from declared(cls, name)
+
+
+def _top_level(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """Top-level (non-section) keys, checked."""
+    kinds = field_kinds(ExperimentConfig)
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        if key not in TOP_LEVEL_FIELDS:
+            raise ConfigError(f"unknown configuration key {key!r}")
+        out[key] = check_value(key, value, kinds[key], RANGES[""].get(key))
+    return out
+
+
+def load_config_file(path: str | Path) -> ExperimentConfig:
+    """The :class:`ExperimentConfig` in a JSON file (as ``fedcare run --config`` reads it).
+
+    Raises
+    ------
+    ConfigError
+        An unreadable file, invalid JSON, a document that is not an object, or any invalid
+        value; the message names the file.
+    """
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise ConfigError(f"cannot read config {path}: {exc}") from None
+    try:
+        return ExperimentConfig.from_dict(raw)
+    except ConfigError as exc:
+        raise ConfigError(f"config {path}: {exc}") from None

@@ -1,0 +1,247 @@
+"""The data and the baselines' sections of the configuration (SPEC §3 and §4)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from fedcare_core.config.fields import (
+    ANY_FINITE,
+    CLOSED_UNIT,
+    HALF_OPEN_UNIT,
+    NON_NEGATIVE,
+    OPEN_UNIT,
+    POSITIVE,
+    Range,
+)
+from fedcare_core.config.limits import (
+    BATCH,
+    CLIENT_SPLITS,
+    LOCAL_OPTIMIZERS,
+    MAX_CLIENTS,
+    MAX_PATIENTS,
+    PAFNET_DEPLOY,
+    STEPS,
+    UNSEEN_CATEGORY_POLICIES,
+    WIDTH,
+)
+from fedcare_core.config.settings import check_section, setting
+from fedcare_core.dataset_choices import (
+    DATASET_COHORTS,
+    DATASET_OBJECTIVES,
+    DATASETS,
+    FEATURE_SETS,
+    READMISSION_DEFINITIONS,
+    check_dataset_choices,
+)
+from fedcare_core.errors import ConfigError
+
+_DATA = "data and federation"
+_BASELINES = "baselines and bounds (docs/DESIGN.md, 'Baselines and bounds')"
+_PATIENTS = Range(1, MAX_PATIENTS)
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Cohort, feature partition, clients and splits (SPEC §3)."""
+
+    dataset: str = setting(
+        "diabetes130", help="the dataset", choices=DATASETS, noun="dataset", flag="dataset",
+        group=_DATA,
+    )  # fmt: skip
+    clients: int = setting(
+        10,
+        help="number of clients K (a federation has at least two)",
+        range=Range(2, MAX_CLIENTS),
+        flag="clients",
+        group=_DATA,
+        in_schema=False,
+    )
+    rho: float | None = setting(
+        None,
+        help="feature disparity ratio ρ = d_u / (d_c + d_u) in (0, 1); none: the dataset's",
+        range=OPEN_UNIT,
+        flag="rho",
+        group=_DATA,
+    )
+    client_split: str = setting(
+        "iid",
+        help="patients to clients IID, or Dirichlet over admission source",
+        choices=CLIENT_SPLITS,
+        noun="client split",
+        flag="split",
+        group=_DATA,
+        in_schema=False,
+    )
+    dirichlet_alpha: float = setting(
+        0.5, help="concentration α of the Dirichlet split", range=POSITIVE, group=_DATA,
+        in_schema=False,
+    )  # fmt: skip
+    objectives_per_client: int = setting(
+        1,
+        help="objectives per client m_k",
+        range=Range(1, max(DATASET_OBJECTIVES.values())),
+        flag="objectives-per-client",
+        group=_DATA,
+        in_schema=False,
+    )
+    cover_all_objectives: bool = setting(
+        True, help="every objective is pursued by at least one client", group=_DATA,
+        in_schema=False,
+    )  # fmt: skip
+    train_fraction: float = setting(
+        0.7, help="share of each client's patients for training", range=OPEN_UNIT, group=_DATA
+    )
+    val_fraction: float = setting(
+        0.1, help="share of each client's patients for validation", range=HALF_OPEN_UNIT,
+        group=_DATA,
+    )  # fmt: skip
+    readmission: str = setting(
+        "30d",
+        help="readmission label: within 30 days, or any readmission",
+        choices=READMISSION_DEFINITIONS,
+        noun="readmission definition",
+        flag="readmission",
+        group=_DATA,
+    )
+    max_patients: int | None = setting(
+        None,
+        help="subsample the cohort to this many patients (quick trials); none: all",
+        range=_PATIENTS,
+        flag="max-patients",
+        group=_DATA,
+        in_schema=False,
+    )
+    max_patients_per_client: int | None = setting(
+        None,
+        help="keep at most N patients of each client, drawn at random after the split (small "
+        "hospitals); none: all",
+        range=_PATIENTS,
+        flag="max-patients-per-client",
+        metavar="N",
+        group=_DATA,
+        in_schema=False,
+    )
+    unseen_categories: str = setting(
+        "refuse",
+        help="a category outside a column's documented values: refuse the data, or encode it "
+        "as 'other' (for a site whose export holds more codes)",
+        choices=UNSEEN_CATEGORY_POLICIES,
+        noun="unseen-category policy",
+        flag="unseen-categories",
+        group=_DATA,
+    )
+    features: str = setting(
+        "paper",
+        help="feature set: 'admission' limits early discharge and LOS to what is known at "
+        "admission and gives readmission the discharge-time features (Diabetes 130)",
+        choices=FEATURE_SETS,
+        noun="feature set",
+        flag="features",
+        group=_DATA,
+    )
+    cohort: str | None = setting(
+        None,
+        help="MIMIC-III cohort: all-adult-24h (every adult ICU stay, first 24 h; none: this) "
+        "or benchmark-ihm (the MIMIC-III benchmark's in-hospital-mortality rules, first 48 h)",
+        choices=tuple(sorted({c for cs in DATASET_COHORTS.values() for c in cs})),
+        noun="cohort",
+        flag="cohort",
+        group=_DATA,
+    )
+    benchmark_split: str | None = setting(
+        None,
+        help="with cohort benchmark-ihm: the benchmark's in-hospital-mortality folder "
+        "(train/listfile.csv, test/listfile.csv); its test patients are every client's test set",
+        flag="benchmark-split",
+        metavar="DIR",
+        group=_DATA,
+        in_schema=False,
+    )
+
+    def validate(self) -> None:
+        """Raise :class:`ConfigError` on an invalid value."""
+        # The feature set and the cohort are checked against the dataset's own.
+        check_section(self, "data", skip_choices=("features", "cohort"))
+        check_dataset_choices(self)
+        if self.train_fraction + self.val_fraction >= 1:
+            raise ConfigError(
+                "data.train_fraction + data.val_fraction must leave rows for the test set, got "
+                f"{self.train_fraction:g} + {self.val_fraction:g}"
+            )
+
+
+@dataclass(frozen=True)
+class BaselineConfig:
+    """The baselines and bounds (SPEC §4; ``fedcare_core.baselines``).
+
+    The number of federated rounds T is ``stage1.rounds`` for every federated method, so
+    ``--rounds`` means the same thing everywhere. FMGDA and FSMGDA are Algorithm 1's
+    gradient-sum form and take τ, η_l, η_g, the batch size and the solver from ``stage1``.
+
+    Methods that train with a local optimiser (FedAvg, FedProx, PAFNet, Local, Centralised) use
+    the one FedCARE's Stage 2 uses (Adam, lr 1e-3, weight decay 1e-5, batch 256), so no method
+    gets a better-tuned optimiser than another; the paper gives none of these values. The
+    default cap of 5 local steps per round is Stage 1's τ: every federated method does the same
+    local work per round as FedCARE, holding compute and communication equal (None:
+    ``local_epochs`` full passes, FedAvg's E; at K = 10 one pass is about 27 steps).
+    """
+
+    local_epochs: int = setting(
+        1, help="passes over a client's training rows per round (FedAvg's E)", range=STEPS,
+        group=_BASELINES,
+    )  # fmt: skip
+    max_local_steps: int | None = setting(
+        5, help="cap on mini-batch steps per round (none: local_epochs full passes)",
+        range=STEPS, group=_BASELINES,
+    )  # fmt: skip
+    lr: float = setting(
+        1e-3, help="local optimiser's learning rate", range=POSITIVE, group=_BASELINES
+    )
+    weight_decay: float = setting(
+        1e-5, help="local optimiser's weight decay", range=NON_NEGATIVE, group=_BASELINES
+    )
+    optimizer: str = setting(
+        "adam",
+        help="local optimiser (its state starts afresh each round: clients are stateless)",
+        choices=LOCAL_OPTIMIZERS,
+        noun="baseline optimizer",
+        group=_BASELINES,
+    )
+    batch_size: int = setting(256, help="local mini-batch rows", range=BATCH, group=_BASELINES)
+    prox_mu: float = setting(
+        0.01, help="FedProx's μ: the local objective adds μ/2 ‖w − w^t‖² (0 is FedAvg)",
+        range=NON_NEGATIVE, group=_BASELINES,
+    )  # fmt: skip
+    pafnet_latent: int = setting(
+        64, help="width of PAFNet's common latent space", range=WIDTH, group=_BASELINES
+    )
+    pafnet_mask_init: float = setting(
+        0.0, help="PAFNet's initial mask score s (a mask is 2·sigmoid(s); 0: mask 1)",
+        range=ANY_FINITE, group=_BASELINES,
+    )  # fmt: skip
+    pafnet_temperature: float = setting(
+        0.05, help="PAFNet's peer-attention temperature on the cosine similarity of updates",
+        range=POSITIVE, group=_BASELINES,
+    )  # fmt: skip
+    pafnet_self_weight: float = setting(
+        0.5, help="share of a PAFNet client's own model in its aggregate", range=CLOSED_UNIT,
+        group=_BASELINES,
+    )  # fmt: skip
+    pafnet_deploy: str = setting(
+        "best-val",
+        help="which model a PAFNet client deploys: best-val (lowest validation loss) or last",
+        choices=PAFNET_DEPLOY,
+        noun="pafnet_deploy",
+        group=_BASELINES,
+    )
+    bound_epochs: int = setting(
+        40, help="Local and Centralised: training epochs", range=STEPS, group=_BASELINES
+    )
+    bound_patience: int = setting(
+        6, help="Local and Centralised: epochs without validation improvement that end training",
+        range=STEPS, group=_BASELINES,
+    )  # fmt: skip
+
+    def validate(self) -> None:
+        """Raise :class:`ConfigError` on an invalid value."""
+        check_section(self, "baselines")
