@@ -14,7 +14,12 @@ from collections.abc import Callable, Container
 from pathlib import Path
 from typing import Any
 
-from fedcare_core.config import ExperimentConfig, all_settings, load_config_file
+from fedcare_core.config import (
+    ExperimentConfig,
+    flagged_settings,
+    load_config_file,
+    sections_of,
+)
 from fedcare_core.config.settings import SettingRef
 from fedcare_core.errors import ConfigError
 
@@ -29,15 +34,6 @@ def _algorithm_names() -> tuple[str, ...]:
 
 
 CHOICE_REGISTRIES["algorithm"] = _algorithm_names
-
-
-def flagged_settings(*, schema_only: bool = False) -> list[SettingRef]:
-    """The settings offered as flags (``schema_only``: those a federation's schema fixes)."""
-    return [
-        ref
-        for ref in all_settings()
-        if ref.spec.flag is not None and (ref.spec.in_schema or not schema_only)
-    ]
 
 
 def choices_of(ref: SettingRef) -> tuple[str, ...] | None:
@@ -68,7 +64,7 @@ def add_setting_flags(
         Flags the command adds itself.
     """
     groups: dict[str, Any] = {}
-    for ref in flagged_settings(schema_only=schema_only):
+    for ref in flagged_settings(schema_only=schema_only).values():
         flag = str(ref.spec.flag)
         if flag in skip:
             continue
@@ -121,13 +117,9 @@ def setting_values(args: argparse.Namespace) -> dict[str, dict[str, Any]]:
         path, value = _parse_set(item)
         section, _, key = path.rpartition(".")
         sections.setdefault(section, {})[key] = value
-    for ref in flagged_settings():
-        value = getattr(args, str(ref.dest), None)
-        if value is None:
-            continue
-        for path in (ref.path, *ref.spec.also_sets):
-            section, _, key = path.rpartition(".")
-            sections.setdefault(section, {})[key] = value
+    given = {name: getattr(args, name, None) for name in flagged_settings()}
+    for section, values in sections_of(given).items():
+        sections.setdefault(section, {}).update(values)
     return sections
 
 

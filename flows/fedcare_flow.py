@@ -47,6 +47,7 @@ from fedcare_tracking.naming import config_setting_name
 from flows.federation_flow import run_federation_pipeline
 from flows.flow_parameters import (
     FEDERATION,
+    GRID_SETTINGS,
     FlowParameters,
     as_tuple,
     check_output_dirs,
@@ -54,6 +55,7 @@ from flows.flow_parameters import (
 )
 from flows.parameter_docs import FEDCARE_PARAMETERS, document_parameters
 from flows.parent_run import ParentRun
+from flows.setting_parameters import setting_descriptions, with_setting_parameters
 from tasks.data import (
     DataRefused,
     load_dataset_task,
@@ -174,20 +176,15 @@ def _end_open_mlflow_runs(flow: Any, flow_run: Any, state: Any) -> None:
     on_cancellation=[_end_open_mlflow_runs],
     validate_parameters=True,
 )
-@document_parameters(FEDCARE_PARAMETERS)
+@document_parameters({**FEDCARE_PARAMETERS, **setting_descriptions(GRID_SETTINGS)})
+@with_setting_parameters(skip=GRID_SETTINGS)
 def fedcare_pipeline(
     dataset: str = "diabetes130",
     data_dir: str | None = None,
     algorithm: str | list[str] = "fedcare",
-    clients: int | None = None,
-    rounds: int = 100,
     seeds: list[int] | int = 0,
-    rho: float | None = None,
-    features: str | None = None,
     preset: str | None = None,
     backend: str = "local",
-    max_patients: int | None = None,
-    stage2_epochs: int | None = None,
     config_file: str | None = None,
     overrides: dict[str, Any] | None = None,
     verify_checksum: bool = True,
@@ -201,10 +198,14 @@ def fedcare_pipeline(
     federation_state_dir: str | None = None,
     federation_schema: str | None = None,
     min_sites: int | None = None,
+    **settings: Any,
 ) -> dict[str, Any] | State:
     """Check, train and track FedCARE on one dataset, for each algorithm × seed.
 
-    Each parameter is described in :data:`flows.parameter_docs.FEDCARE_PARAMETERS`, appended
+    Besides the parameters below, every configuration setting offered by name is a parameter
+    (``rounds``, ``clients``, ``stage2_epochs``, …: :mod:`flows.setting_parameters`), as the
+    ``fedcare run`` flag of the same name. Each parameter is described in
+    :data:`flows.parameter_docs.FEDCARE_PARAMETERS` or by its setting's declaration, appended
     below as the ``Args:`` section Prefect's deployment form shows.
 
     With ``backend="federation"`` no data is loaded: Stage 1 runs over the sites registered
@@ -221,24 +222,19 @@ def fedcare_pipeline(
     """
     try:
         # Every parameter and output folder checked before the MLflow parent run exists.
-        params = FlowParameters(
+        params = FlowParameters.of(
             dataset=dataset,
             data_dir=data_dir,
             algorithms=as_tuple(algorithm),
             seeds=as_tuple(seeds),
-            clients=clients,
-            rounds=rounds,
-            rho=rho,
-            features=features,
             preset=preset,
-            max_patients=max_patients,
-            stage2_epochs=stage2_epochs,
             backend=backend,
             config_file=config_file,
             overrides=overrides if overrides is not None else {},
             federation_state_dir=federation_state_dir,
             federation_schema=federation_schema,
             min_sites=min_sites,
+            **settings,
         ).validate()
         check_output_dirs(
             reports_dir=reports_dir, out_dir=out_dir, stage1_cache_dir=stage1_cache_dir
@@ -395,6 +391,6 @@ def experiment_configs(**parameters: Any) -> Sequence[ExperimentConfig]:
     """The configurations a flow run with these parameters trains (for tools and tests)."""
     seeds = parameters.pop("seeds", 0)
     algorithm = parameters.pop("algorithm", "fedcare")
-    return FlowParameters(
+    return FlowParameters.of(
         algorithms=as_tuple(algorithm), seeds=as_tuple(seeds), **parameters
     ).experiment_configs()

@@ -20,22 +20,15 @@ from fedcare_core.algorithms import (
     validate_config,
 )
 from fedcare_core.config import (
-    MAX_SEED,
     RANGES,
     SECTIONS,
     TOP_LEVEL_FIELDS,
     ExperimentConfig,
+    flagged_settings,
     load_config_file,
+    sections_of,
 )
-from fedcare_core.config.fields import (
-    AT_LEAST_1,
-    OPEN_UNIT,
-    Range,
-    check_value,
-    coerce_section,
-    field_kinds,
-    show,
-)
+from fedcare_core.config.fields import Range, check_value, coerce_section, field_kinds, show
 from fedcare_core.errors import ConfigError, FedcareError
 from fedcare_core.federation_schema import FEDERATION_ALGORITHMS, FederationSchema, read_schema
 from fedcare_core.output_paths import check_output_dir
@@ -50,11 +43,14 @@ BACKENDS = ("local", "flower-sim", "flower-deployment", "federation")
 FEDERATION = "federation"
 #: The parameters only backend ``"federation"`` takes (and needs).
 FEDERATION_PARAMETERS = ("federation_state_dir", "federation_schema", "min_sites")
-#: Data parameters backend ``"federation"`` refuses: the schema and the sites decide them.
-NOT_WITH_FEDERATION = (
-    "data_dir", "clients", "rho", "features", "preset", "max_patients", "stage2_epochs",
-    "config_file",
-)  # fmt: skip
+#: Parameters backend ``"federation"`` refuses: the schema and the sites decide them (every
+#: setting too, but for :data:`FEDERATION_SETTINGS`).
+NOT_WITH_FEDERATION = ("data_dir", "preset", "config_file")
+#: The settings a run over the federation's sites takes (the schema decides the others).
+FEDERATION_SETTINGS = ("rounds", "secagg")
+#: The settings the flow takes as lists of their own (``algorithm``, ``seeds``) or always
+#: (``dataset``): every other offered setting is a parameter of its own name.
+GRID_SETTINGS = ("algorithm", "seed", "dataset")
 
 
 @dataclass(frozen=True)
@@ -71,8 +67,11 @@ class FlowParameters:
         One nested MLflow run per algorithm × seed.
     seeds
         Experiment seeds.
-    clients, rounds, rho, features, preset, max_patients, stage2_epochs
-        As the ``fedcare run`` flags; ``None`` keeps the configuration's value.
+    preset
+        As ``fedcare run --preset``.
+    settings
+        Every other offered setting given (``{"rounds": 20}``), as the ``fedcare run`` flag of
+        the same name; one left out keeps the configuration's value.
     backend
         Where Stage 1 runs.
     config_file
@@ -88,19 +87,35 @@ class FlowParameters:
     data_dir: str | None = None
     algorithms: tuple[str, ...] = ("fedcare",)
     seeds: tuple[int, ...] = (0,)
-    clients: int | None = None
-    rounds: int | None = None
-    rho: float | None = None
-    features: str | None = None
     preset: str | None = None
-    max_patients: int | None = None
-    stage2_epochs: int | None = None
+    settings: Mapping[str, Any] = field(default_factory=dict)
     backend: str = "local"
     config_file: str | None = None
     overrides: Mapping[str, Any] = field(default_factory=dict)
     federation_state_dir: str | None = None
     federation_schema: str | None = None
     min_sites: int | None = None
+
+    @classmethod
+    def of(cls, **parameters: Any) -> FlowParameters:
+        """The parameters as the flow takes them: settings by name among the others.
+
+        ``None`` values are left out of ``settings`` (the configuration's value stands).
+        """
+        offered = set(flagged_settings()) - set(GRID_SETTINGS)
+        given = {k: v for k, v in parameters.items() if k in offered and v is not None}
+        own = {k: v for k, v in parameters.items() if k not in offered}
+        return cls(settings=given, **own)
+
+    def setting(self, name: str) -> Any:
+        """The value given for setting ``name`` (None: not given)."""
+        return self.settings.get(name)
+
+    @property
+    def rounds(self) -> int | None:
+        """The Stage 1 rounds given (None: the configuration's or the schema's)."""
+        rounds = self.setting("rounds")
+        return None if rounds is None else int(rounds)
 
     def validate(self) -> FlowParameters:
         """Check everything that can be checked before touching data; return ``self``.
@@ -162,6 +177,9 @@ class FlowParameters:
         for name in NOT_WITH_FEDERATION:
             if getattr(self, name) is not None:
                 raise ConfigError(f"{name}: {_SCHEMA_DECIDES}")
+        for name in self.settings:
+            if name not in FEDERATION_SETTINGS:
+                raise ConfigError(f"{name}: {_SCHEMA_DECIDES}")
         if self.overrides and not self.federation_secagg_only():
             raise ConfigError(
                 f"overrides: {_SCHEMA_DECIDES}; only {{'stage1': {{'secagg': true}}}} may be given"
@@ -203,9 +221,10 @@ class FlowParameters:
 
     @property
     def secagg(self) -> bool:
-        """Whether Stage 1 is asked to run under SecAgg+ (``overrides.stage1.secagg``)."""
+        """Whether Stage 1 is asked to run under SecAgg+ (``secagg``, or in ``overrides``)."""
         stage1 = self.overrides.get("stage1")
-        return isinstance(stage1, Mapping) and stage1.get("secagg") is True
+        asked = isinstance(stage1, Mapping) and stage1.get("secagg") is True
+        return asked or self.setting("secagg") is True
 
     def check_types(self) -> None:
         """Check each parameter's type and range (NaN and ±inf refused), naming it.
@@ -217,9 +236,10 @@ class FlowParameters:
         """
         kinds = field_kinds(FlowParameters)
         for name, kind in kinds.items():
-            if name in ("algorithms", "seeds", "overrides"):
+            if name in ("algorithms", "seeds", "overrides", "settings"):
                 continue
             check_value(name, getattr(self, name), kind, PARAMETER_RANGES.get(name))
+        _check_settings(self.settings)
         for name, values, item in (
             ("algorithm", self.algorithms, str),
             ("seeds", self.seeds, int),
@@ -232,7 +252,10 @@ class FlowParameters:
                     kind_name = "a name" if item is str else "an integer"
                     raise ConfigError(f"each of {name} must be {kind_name}, got {show(value)}")
                 if item is int:
-                    check_value("seeds", value, field_kinds(ExperimentConfig)["seed"], SEED_RANGE)
+                    seed = flagged_settings()["seed"]
+                    check_value(
+                        "seeds", value, field_kinds(ExperimentConfig)["seed"], seed.spec.range
+                    )
         _check_overrides(self.overrides)
 
     def base_config(self) -> ExperimentConfig:
@@ -264,16 +287,11 @@ class FlowParameters:
             else:
                 top[key] = value
         sections["data"]["dataset"] = self.dataset
-        for section, key, value in (
-            ("data", "clients", self.clients),
-            ("data", "rho", self.rho),
-            ("data", "features", self.features),
-            ("data", "max_patients", self.max_patients),
-            ("stage1", "rounds", self.rounds),
-            ("stage2", "epochs", self.stage2_epochs),
-        ):
-            if value is not None:
-                sections[section][key] = value
+        for section, values in sections_of(self.settings).items():
+            if section:
+                sections.setdefault(section, {}).update(values)
+            else:
+                top.update(values)
         try:
             base = base.with_overrides(**top, **sections)
         except ConfigError as exc:
@@ -285,25 +303,19 @@ class FlowParameters:
         ]
         refusal = secagg_refusal(configs[0], self.backend) if configs else None
         if refusal is not None:
-            raise ConfigError(refusal.replace("--secagg", "overrides"))
+            raise ConfigError(refusal.replace("--secagg", "secagg"))
         return configs
 
     def to_params(self) -> dict[str, str]:
         """The parameters as MLflow params of the parent run (``flow.<name>``)."""
         from fedcare_tracking.mlflow_params import flatten_params
 
-        return flatten_params(asdict(self), prefix="flow")
+        own = {k: v for k, v in asdict(self).items() if k != "settings"}
+        return flatten_params({**own, **self.settings}, prefix="flow")
 
 
-#: Ranges of the flow's own number parameters (as the configuration fields they set).
-PARAMETER_RANGES: dict[str, Range] = {
-    "clients": AT_LEAST_1,
-    "rounds": AT_LEAST_1,
-    "rho": OPEN_UNIT,
-    "max_patients": AT_LEAST_1,
-    "stage2_epochs": AT_LEAST_1,
-    "min_sites": Range(2),  # a federation needs two sites
-}
+#: Ranges of the flow's own number parameters (a setting's range is its declaration's).
+PARAMETER_RANGES: dict[str, Range] = {"min_sites": Range(2)}  # a federation needs two sites
 #: What each federation parameter is (named in the message when one is missing).
 _NEEDS = {
     "federation_state_dir": "the coordinator's state folder",
@@ -314,7 +326,23 @@ _SCHEMA_DECIDES = (
     "not with backend 'federation': the federation schema and the registered sites decide it "
     "(leave it null)"
 )
-SEED_RANGE = Range(0, MAX_SEED)
+
+
+def _check_settings(settings: Mapping[str, Any]) -> None:
+    """Each setting parameter's type and range, as its declaration says, naming it.
+
+    Raises
+    ------
+    ConfigError
+        Naming the parameter (``rounds must lie in [1, 100,000], got 0``).
+    """
+    offered = flagged_settings()
+    for name, value in settings.items():
+        ref = offered.get(name)
+        if ref is None or name in GRID_SETTINGS:
+            raise ConfigError(f"unknown flow parameter {name!r}")
+        kind = field_kinds(SECTIONS[ref.section] if ref.section else ExperimentConfig)[ref.name]
+        check_value(name, value, kind, ref.spec.range)
 
 
 def _check_overrides(overrides: object) -> None:

@@ -29,7 +29,6 @@ _DATA_DIR = (
 _COMMON = {
     "dataset": '"diabetes130" (Diabetes 130-US hospitals) or "mimic3" (MIMIC-III).',
     "data_dir": _DATA_DIR,
-    "max_patients": "Subsample the cohort to this many patients (null: the whole cohort).",
     "tracking_uri": (
         "MLflow tracking URI (null: $MLFLOW_TRACKING_URI, the stack's MLflow server, else "
         "./mlflow/mlflow.db)."
@@ -46,36 +45,23 @@ FEDCARE_PARAMETERS: Mapping[str, str] = {
         'A registered algorithm ("fedcare", "fedcare-b", a baseline such as "fedavg", or a '
         'bound: "local", "centralised"), or a list of them.'
     ),
-    "clients": (
-        "K: the number of clients (hospitals) the cohort is partitioned into (null: the "
-        "configuration's, 10; leave null with backend federation: the sites are the clients)."
-    ),
-    "rounds": "T: the number of Stage 1 federated rounds (backend federation too).",
     "seeds": (
         "One seed or a list; each algorithm × seed is a nested MLflow run (backend federation: "
         "one Stage 1 over the sites per seed)."
     ),
-    "rho": "Feature disparity ratio ρ in (0, 1) (null: the configuration's).",
     "preset": (
         'Starting configuration: "paper" (FedCARE as the paper describes it) or "recommended" '
         "(chosen on validation scores; docs/RESULTS.md); null: the configuration's (paper); the "
         "other parameters win over it."
     ),
-    "features": (
-        'Feature set: "paper" (the paper\'s partition) or "admission" (early discharge and LOS see '
-        "only what is known at admission, readmission the discharge-time features; Diabetes "
-        "130); null: the configuration's, paper."
-    ),
     "backend": (
         'Where the Stage 1 rounds run: "local", "flower-sim" or "flower-deployment" on the '
         'partitioned dataset, or "federation": over the real sites registered with the running '
         "coordinator of federation_state_dir (no data loaded or checked here; fedcare only; "
-        "data_dir, clients, rho, features, preset, max_patients, stage2_epochs, config_file and "
-        "overrides must stay null: the schema decides them; dataset must be the schema's; the "
-        "data-check, "
+        "data_dir, preset, config_file, overrides and every setting but rounds and secagg must "
+        "stay null: the schema decides them; dataset must be the schema's; the data-check, "
         "Stage 2, registry and cache parameters do not apply)."
     ),
-    "stage2_epochs": "Stage 2 (personalisation) epochs per client (null: the configuration's).",
     "config_file": "A JSON ExperimentConfig file the other parameters override (null: defaults).",
     "overrides": 'Further configuration sections, e.g. {"stage1": {"solver": "slsqp"}}.',
     "register_model": (
@@ -116,6 +102,7 @@ FEDCARE_PARAMETERS: Mapping[str, str] = {
 EXPERIMENT_PARAMETERS: Mapping[str, str] = {
     **_COMMON,
     "seeds": "Seeds per cell: 0, 1, …, seeds − 1.",
+    "max_patients": "Subsample the cohort to this many patients (null: the whole cohort).",
     "clients": "K: the number of clients of every cell.",
     "counts": (
         "The client counts K swept (null: 3, 5, 10, 20, 30; the privacy experiment: 10, 30)."

@@ -13,7 +13,9 @@ from fedcare_core.config.experiment import (
     TOP_LEVEL_FIELDS,
     ExperimentConfig,
     all_settings,
+    flagged_settings,
     load_config_file,
+    sections_of,
 )
 from fedcare_core.config.limits import (
     CLIENT_SPLITS,
@@ -73,5 +75,7 @@ __all__ = [
     "Stage1Config",
     "Stage2Config",
     "all_settings",
+    "flagged_settings",
     "load_config_file",
+    "sections_of",
 ]

@@ -135,6 +135,43 @@ def all_settings() -> Iterator[SettingRef]:
         yield from declared(cls, name)
 
 
+def flagged_settings(*, schema_only: bool = False) -> dict[str, SettingRef]:
+    """The settings every entry offers by name, by that name (``stage2_epochs``).
+
+    ``schema_only``: only those a federation's schema fixes (``fedcare federation init``).
+    """
+    return {
+        str(ref.dest): ref
+        for ref in all_settings()
+        if ref.dest is not None and (ref.spec.in_schema or not schema_only)
+    }
+
+
+def sections_of(values: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    """Offered settings' values (``{"rounds": 7}``) as configuration sections, ``None`` dropped.
+
+    A setting's ``also_sets`` fields take its value too (``--solver`` sets both stages').
+    The top level is section ``""``.
+
+    Raises
+    ------
+    ConfigError
+        For a name that is not an offered setting.
+    """
+    offered = flagged_settings()
+    sections: dict[str, dict[str, Any]] = {}
+    for name, value in values.items():
+        if name not in offered:
+            raise ConfigError(f"unknown setting {name!r}")
+        if value is None:
+            continue
+        ref = offered[name]
+        for path in (ref.path, *ref.spec.also_sets):
+            section, _, key = path.rpartition(".")
+            sections.setdefault(section, {})[key] = value
+    return sections
+
+
 def _top_level(raw: Mapping[str, Any]) -> dict[str, Any]:
     """Top-level (non-section) keys, checked."""
     kinds = field_kinds(ExperimentConfig)

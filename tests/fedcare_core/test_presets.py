@@ -42,7 +42,7 @@ def test_flags_win_over_the_preset_on_the_command_line():
 def test_the_flow_takes_the_preset_as_a_parameter():
     from flows.flow_parameters import FlowParameters
 
-    (config,) = FlowParameters(preset="recommended").experiment_configs()
+    (config,) = FlowParameters.of(preset="recommended").experiment_configs()
     assert config.stage2 == with_preset(ExperimentConfig(), "recommended").stage2
     with pytest.raises(ConfigError, match="unknown preset"):
-        FlowParameters(preset="nope").experiment_configs()
+        FlowParameters.of(preset="nope").experiment_configs()

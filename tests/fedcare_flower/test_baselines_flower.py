@@ -274,6 +274,6 @@ def test_cli_refuses_pafnet_on_flower_before_loading_data(tmp_path, capsys):
 def test_flow_parameters_accept_the_federated_baselines_on_flower(backend):
     from flows.flow_parameters import FlowParameters
 
-    FlowParameters(algorithms=("fedcare", *federated_baselines()), backend=backend).validate()
+    FlowParameters.of(algorithms=("fedcare", *federated_baselines()), backend=backend).validate()
     with pytest.raises(ConfigError, match="backend 'local'"):
-        FlowParameters(algorithms=("fedavg", "centralised"), backend=backend).validate()
+        FlowParameters.of(algorithms=("fedavg", "centralised"), backend=backend).validate()

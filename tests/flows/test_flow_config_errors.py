@@ -52,7 +52,7 @@ FEDERATION_PATHS = {"federation_state_dir": "{tmp}/s", "federation_schema": "{tm
 )
 def test_bad_flow_parameters_name_the_parameter(kwargs: dict[str, Any], words: tuple[str, ...]):
     with pytest.raises(ConfigError) as err:
-        FlowParameters(**kwargs).validate()
+        FlowParameters.of(**kwargs).validate()
     message = str(err.value)
     assert "\n" not in message and all(w in message for w in words), message
 
@@ -66,7 +66,7 @@ def test_a_bad_config_file_names_the_file(tmp_path: Path, document: object, word
     if document is not None:
         path.write_text(json.dumps(document))
     with pytest.raises(ConfigError) as err:
-        FlowParameters(config_file=str(path)).validate()
+        FlowParameters.of(config_file=str(path)).validate()
     assert str(path) in str(err.value) and words in str(err.value)
 
 

@@ -22,7 +22,7 @@ def test_same_configuration_as_the_cli(tmp_path: Path) -> None:
             "--stage2-epochs", "3", "--algorithm", "fedcare-b",
         ]
     )  # fmt: skip
-    params = FlowParameters(
+    params = FlowParameters.of(
         algorithms=("fedcare-b",),
         seeds=(5,),
         clients=4,
@@ -36,7 +36,7 @@ def test_same_configuration_as_the_cli(tmp_path: Path) -> None:
 
 
 def test_algorithm_times_seed_and_overrides() -> None:
-    params = FlowParameters(
+    params = FlowParameters.of(
         algorithms=("fedcare", "fedcare-b"),
         seeds=(0, 1),
         overrides={"stage1": {"solver": "slsqp"}, "threads": 1},
@@ -48,7 +48,7 @@ def test_algorithm_times_seed_and_overrides() -> None:
     assert all(c.stage1.solver == "slsqp" for c in configs)
     assert params.to_params()["flow.seeds"] == "[0, 1]"
     assert all(c.data.features == "paper" for c in configs)
-    (admission,) = FlowParameters(features="admission").experiment_configs()
+    (admission,) = FlowParameters.of(features="admission").experiment_configs()
     assert admission.data.features == "admission"
 
 
@@ -60,7 +60,7 @@ def test_algorithm_times_seed_and_overrides() -> None:
         ({"seeds": ()}, "at least one seed"),
         ({"algorithms": ("fedcare", "fedcare")}, "repeated algorithms"),
         ({"algorithms": ("fedavg2",)}, "unknown algorithm"),
-        ({"clients": 0}, "clients must be"),
+        ({"clients": 0}, r"clients must lie in \[2, 1000\], got 0"),
         ({"features": "admission", "dataset": "mimic3"}, "'admission' is not defined for mimic3"),
         ({"features": "admission", "rho": 0.3}, "cannot be combined"),
         ({"overrides": {"stage1": {"nope": 1}}}, "invalid configuration override"),
@@ -69,7 +69,7 @@ def test_algorithm_times_seed_and_overrides() -> None:
 )
 def test_bad_parameters_are_config_errors(kwargs: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
-        FlowParameters(**kwargs).validate()
+        FlowParameters.of(**kwargs).validate()
 
 
 def test_as_tuple() -> None:
@@ -96,7 +96,7 @@ def _federation(schema_file: str, **kwargs: object) -> FlowParameters:
         "rounds": 5,
         "seeds": (0, 1),
     }
-    return FlowParameters(**{**base, **kwargs})  # type: ignore[arg-type]
+    return FlowParameters.of(**{**base, **kwargs})  # type: ignore[arg-type]
 
 
 def test_backend_federation_needs_no_data_parameter(schema_file: str) -> None:
@@ -123,7 +123,7 @@ def test_federation_parameters_apply_to_backend_federation_only(
     backend: str, name: str, value: object
 ) -> None:
     with pytest.raises(ConfigError) as err:
-        FlowParameters(backend=backend, **{name: value}).validate()  # type: ignore[arg-type]
+        FlowParameters.of(backend=backend, **{name: value}).validate()  # type: ignore[arg-type]
     assert str(err.value) == (
         f"{name} applies to backend 'federation' only (backend is {backend!r})"
     )

@@ -51,8 +51,11 @@ def test_descriptions_are_the_parameters_own_and_validation_still_coerces() -> N
     from flows.fedcare_flow import fedcare_pipeline
 
     properties = parameter_schema(fedcare_pipeline).properties
-    assert properties["clients"]["description"].startswith("K:")
-    assert properties["rounds"]["description"].startswith("T:")
+    # A setting's description is its declaration's help, with its default.
+    assert properties["clients"]["description"].startswith("Number of clients K")
+    assert properties["rounds"]["description"] == (
+        "Stage 1 rounds T; null: the configuration's (100)."
+    )
     assert "nested MLflow run" in properties["seeds"]["description"]
     # validate_parameters=True still checks and coerces against the annotations.
     checked = fedcare_pipeline.validate_parameters({"clients": "3", "seeds": [0, 1]})
