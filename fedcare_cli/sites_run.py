@@ -21,23 +21,18 @@ from fedcare_cli.sites_input import (
     load_site,
     read_sites_list,
 )
-from fedcare_core.config import MAX_ROUNDS, MAX_SEED, ExperimentConfig
-from fedcare_core.config.fields import Range
+from fedcare_core.config import ExperimentConfig, flagged_settings
 from fedcare_core.data.federation import Federation
 from fedcare_core.errors import ConfigError
-from fedcare_core.federation_schema import read_schema
+from fedcare_core.federation_schema import RUN_SETTINGS, read_schema
 from fedcare_core.results import DataProvenance
 from fedcare_core.sites import federation_of_sites
 
-#: ``fedcare run`` options the schema decides (given with --sites they would be ignored).
+#: ``fedcare run`` options the schema decides (given with --sites they would be ignored):
+#: every setting but :data:`~fedcare_core.federation_schema.RUN_SETTINGS`, and these.
 SCHEMA_DECIDES = (
-    "config", "dataset", "data_dir", "algorithm", "clients", "rho", "split",
-    "objectives_per_client", "readmission", "features", "cohort", "benchmark_split", "max_patients",
-    "max_patients_per_client", "unseen_categories",
-    "local_steps", "local_lr", "global_lr", "batch_size", "solver", "normalise", "qp_scope",
-    "server_optimizer", "stage2_epochs", "stage2_backbone_lr_scale", "stage2_prox", "no_verify",
-    "stage2_head_init", "preset",
-    "run_dir", "resume",
+    "config", "data_dir", "no_verify", "preset", "set_values", "run_dir", "resume",
+    *(name for name in flagged_settings() if name not in RUN_SETTINGS),
 )  # fmt: skip
 
 
@@ -57,7 +52,7 @@ def refused_options(args: argparse.Namespace) -> list[str]:
     for dest in SCHEMA_DECIDES:
         value = getattr(args, dest, None)
         if value is not None and value is not False:
-            out.append("--" + dest.replace("_", "-"))
+            out.append("--set" if dest == "set_values" else "--" + dest.replace("_", "-"))
     return out
 
 
@@ -81,10 +76,10 @@ def prepare_sites_run(args: argparse.Namespace, *, quiet: bool) -> SitesRun:
             f"{', '.join(refused)}: only --seed, --rounds, --backend, --secagg and the output "
             "options may be added"
         )
-    if args.seed is not None:
-        bounded("--seed", args.seed, Range(0, MAX_SEED))
-    if args.rounds is not None:
-        bounded("--rounds", args.rounds, Range(1, MAX_ROUNDS))
+    for name in RUN_SETTINGS:
+        value, limits = getattr(args, name), flagged_settings()[name].spec.range
+        if value is not None and limits is not None:
+            bounded(f"--{name}", value, limits)
     schema = read_schema(args.schema)
     entries = read_sites_list(args.sites, schema)
     if len(entries) < 2:

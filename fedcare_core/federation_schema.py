@@ -33,6 +33,9 @@ from fedcare_core.quick import quick_sized
 SCHEMA_FORMAT = "fedcare-federation/1"
 #: Algorithms a federation of sites runs (Stage 1 at the coordinator, Stage 2 at each site).
 FEDERATION_ALGORITHMS = ("fedcare",)
+#: The settings a run over a federation's sites takes (:meth:`FederationSchema.run_config`);
+#: the schema decides every other.
+RUN_SETTINGS = ("seed", "rounds", "secagg")
 
 
 @dataclass(frozen=True)

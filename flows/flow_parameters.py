@@ -30,7 +30,12 @@ from fedcare_core.config import (
 )
 from fedcare_core.config.fields import Range, check_value, coerce_section, field_kinds, show
 from fedcare_core.errors import ConfigError, FedcareError
-from fedcare_core.federation_schema import FEDERATION_ALGORITHMS, FederationSchema, read_schema
+from fedcare_core.federation_schema import (
+    FEDERATION_ALGORITHMS,
+    RUN_SETTINGS,
+    FederationSchema,
+    read_schema,
+)
 from fedcare_core.output_paths import check_output_dir
 
 if TYPE_CHECKING:
@@ -44,10 +49,8 @@ FEDERATION = "federation"
 #: The parameters only backend ``"federation"`` takes (and needs).
 FEDERATION_PARAMETERS = ("federation_state_dir", "federation_schema", "min_sites")
 #: Parameters backend ``"federation"`` refuses: the schema and the sites decide them (every
-#: setting too, but for :data:`FEDERATION_SETTINGS`).
+#: setting too, but for :data:`~fedcare_core.federation_schema.RUN_SETTINGS`).
 NOT_WITH_FEDERATION = ("data_dir", "preset", "config_file")
-#: The settings a run over the federation's sites takes (the schema decides the others).
-FEDERATION_SETTINGS = ("rounds", "secagg")
 #: The settings the flow takes as lists of their own (``algorithm``, ``seeds``) or always
 #: (``dataset``): every other offered setting is a parameter of its own name.
 GRID_SETTINGS = ("algorithm", "seed", "dataset")
@@ -178,7 +181,7 @@ class FlowParameters:
             if getattr(self, name) is not None:
                 raise ConfigError(f"{name}: {_SCHEMA_DECIDES}")
         for name in self.settings:
-            if name not in FEDERATION_SETTINGS:
+            if name not in RUN_SETTINGS:
                 raise ConfigError(f"{name}: {_SCHEMA_DECIDES}")
         if self.overrides and not self.federation_secagg_only():
             raise ConfigError(

@@ -59,8 +59,13 @@ def test_a_bad_sites_list_is_refused_naming_the_file_and_entry(
 
 
 @pytest.mark.parametrize(
-    "extra", [["--clients", "4"], ["--rho", "0.2"], ["--local-steps", "3"], ["--no-verify"]]
-)
+    "extra",
+    [
+        ["--clients", "4"], ["--rho", "0.2"], ["--local-steps", "3"], ["--no-verify"],
+        # once silently ignored: the schema's configuration has no DP, and --set any setting
+        ["--dp-epsilon", "3"], ["--set", "stage1.epsilon=0.1"],
+    ],
+)  # fmt: skip
 def test_options_the_schema_decides_are_refused(tmp_path, schema, capsys, extra):
     sites = _sites(tmp_path, GOOD)
     err = _run(capsys, "--sites", str(sites), "--schema", str(schema), *extra)
