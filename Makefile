@@ -39,7 +39,7 @@ install: $(STAMP)
 # UIs are (MLflow's: the experiment's runs in the UI's "Model training" mode, not its GenAI
 # home). Exits non-zero if the flow run fails. The stack stays up for the UIs: `make stack-down`
 # stops it.
-MLFLOW_PAGE = import sys; from fedcare_tracking.store import experiment_page; \
+MLFLOW_PAGE = import sys; from fedcare.tracking.store import experiment_page; \
 	print(experiment_page(sys.argv[1], "diabetes130"))
 run: $(STAMP)
 	@if [ -e "$(DATA_DIR)" ]; then data="$$(realpath "$(DATA_DIR)")"; \

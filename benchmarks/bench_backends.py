@@ -24,13 +24,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 
+from fedcare.flower import BACKENDS
+from fedcare.flower.flower_options import FlowerConfig
+from fedcare.flower.runners import make_stage1_runner
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config
 from fedcare_core.datasets import load_dataset
 from fedcare_core.runner import prepare_federation
 from fedcare_core.stage1 import run_stage1
-from fedcare_flower import BACKENDS
-from fedcare_flower.flower_options import FlowerConfig
-from fedcare_flower.runners import make_stage1_runner
 
 #: flower-deployment with Flower's stock SuperNodes (``fedcare run --stock-supernodes``).
 STOCK = "flower-deployment-stock"

@@ -67,7 +67,7 @@ class Timing:
 def fedcare(source: Path | None) -> tuple[list[str], dict[str, str]]:
     """The ``fedcare`` command and its environment (``source``: that checkout's packages first)."""
     script = Path(sys.executable).with_name("fedcare")
-    command = [str(script)] if script.is_file() else [sys.executable, "-m", "fedcare_cli"]
+    command = [str(script)] if script.is_file() else [sys.executable, "-m", "fedcare.cli"]
     env = {k: v for k, v in os.environ.items() if k != "MLFLOW_TRACKING_URI"}
     if source is not None:
         env["PYTHONPATH"] = os.pathsep.join([str(source.resolve()), env.get("PYTHONPATH", "")])
@@ -169,7 +169,7 @@ def prepare_inputs(
 
 def client_model(store: str) -> str:
     """The registered model of client 0 in ``store`` (its name carries its objectives)."""
-    from fedcare_tracking import store as stores
+    from fedcare.tracking import store as stores
 
     stores.configure(store)
     names = [m.name for m in stores.client().search_registered_models()]

@@ -2,7 +2,7 @@
 
 Runs one fixed grid (the comparison: every method, ``--seeds`` seeds, K = ``--clients``,
 ``--rounds`` rounds, a ``--max-patients`` subsample of Diabetes 130, ``--stage2-epochs`` epochs
-of Stage 2 and of the bounds) through ``fedcare_grid.run_grid`` on a local cluster of 1 and of
+of Stage 2 and of the bounds) through ``fedcare.grid.run_grid`` on a local cluster of 1 and of
 2 worker processes (one thread each), ``--repeats`` times each, alternating, each run into a
 fresh folder (nothing resumed). Per run it times the cluster's start (workers up and
 registered) and the grid (first submit to last document, each worker's one data load
@@ -31,9 +31,9 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in (str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")) if p
 )
 
+from fedcare.grid import grid_client, run_grid
 from fedcare_core.experiments.cells import experiment_cells, grid_base
 from fedcare_core.experiments.engine import DataSpec, plan_jobs
-from fedcare_grid import grid_client, run_grid
 
 
 def _documents(out: Path) -> dict[str, Any]:
@@ -77,7 +77,7 @@ def _report(args: argparse.Namespace, runs: dict[int, list[dict[str, Any]]], inf
         f"Comparison grid on Diabetes 130: every method × {args.seeds} seeds "
         f"({info['cells']} runs, {info['jobs']} jobs), K = {args.clients}, "
         f"T = {args.rounds} rounds, {args.max_patients} patients, {args.stage2_epochs} epochs "
-        f"of Stage 2 and bounds; `fedcare_grid.run_grid` on a local Dask cluster "
+        f"of Stage 2 and bounds; `fedcare.grid.run_grid` on a local Dask cluster "
         f"(one thread per worker), median of {args.repeats} runs each, alternating.",
         "",
         f"Machine: {info['nproc']} CPUs ({info['cpu']}); load average (1/5/15 min) before "

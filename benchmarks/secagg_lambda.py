@@ -13,10 +13,10 @@ import statistics
 import tempfile
 from dataclasses import replace
 
+from fedcare.flower.flower_options import FlowerConfig
+from fedcare.flower.runners import make_stage1_runner
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config
 from fedcare_core.runner import prepare_federation
-from fedcare_flower.flower_options import FlowerConfig
-from fedcare_flower.runners import make_stage1_runner
 
 
 def _run(backend, fed, cfg, secagg):

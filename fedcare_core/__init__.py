@@ -2,7 +2,7 @@
 
 Data loading, feature partitioning, models, the min-norm solver, Stage 1 and Stage 2 and an
 in-process runner. Nothing here imports Flower, Prefect, MLflow or Great Expectations: those are
-thin layers (``fedcare_cli``, ``flows``, ``tasks``, ``data_checks``) over this package.
+thin layers (``fedcare.cli``, ``flows``, ``tasks``, ``data_checks``) over this package.
 
 Importing the package pins torch's CPU kernels to one instruction set (:mod:`.cpu_kernels`), so
 that a seed gives the same numbers on every x86-64 machine.

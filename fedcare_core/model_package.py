@@ -6,7 +6,7 @@ means, standard deviations, vocabularies), the predictor's rebuild recipe and we
 (:mod:`fedcare_core.deployment`), and the run's policy for unseen categories. On disk it is two
 files — ``package.json`` and ``weights.pt`` (a ``state_dict``, read with
 ``torch.load(weights_only=True)``: no pickled code) — which the MLflow model wraps
-(:mod:`fedcare_tracking.client_models`).
+(:mod:`fedcare.tracking.client_models`).
 
 :meth:`ModelPackage.score` reads rows as the dataset's loader would
 (:func:`fedcare_core.data.rows.row_format`), encodes them with the client's encoders and

@@ -1,7 +1,7 @@
 """Stage 1 from per-objective *sums* only: what a securely aggregated round sends and computes.
 
 Under secure aggregation (``Stage1Config.secagg``; Flower's SecAgg+, see
-:mod:`fedcare_flower.secagg_server`) the server never sees a client's update, only the sum over
+:mod:`fedcare.flower.secagg_server`) the server never sees a client's update, only the sum over
 the clients of one vector each. This module is that vector and the server step computed from
 the sum; no cryptography here (masking, key agreement and Shamir shares are Flower's).
 

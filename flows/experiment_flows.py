@@ -29,7 +29,9 @@ from prefect.states import State
 from prefect.task_runners import TaskRunner
 from prefect_dask.task_runners import DaskTaskRunner, PrefectDaskFuture
 
-import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
+import fedcare.tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
+from fedcare.grid import local_cluster_kwargs
+from fedcare.grid.cluster import check_address
 from fedcare_core import __version__
 from fedcare_core.algorithms import get_algorithm
 from fedcare_core.config import ExperimentConfig
@@ -51,8 +53,6 @@ from fedcare_core.experiments.engine import (
     cell_store,
 )
 from fedcare_core.output_paths import check_output_dir
-from fedcare_grid import local_cluster_kwargs
-from fedcare_grid.cluster import check_address
 from flows.flow_parameters import expected_failure
 from flows.parameter_docs import EXPERIMENT_PARAMETERS, document_parameters
 from tasks.data import load_dataset_task, validate_raw_task
@@ -73,7 +73,7 @@ def grid_task_runner(dask_address: str | None, workers: int | None) -> TaskRunne
         An existing scheduler, e.g. ``tcp://10.0.0.5:8786`` (None: a local cluster).
     workers
         Worker processes of the local cluster (None: one per core), on loopback, one thread
-        each (:func:`fedcare_grid.local_cluster_kwargs`).
+        each (:func:`fedcare.grid.local_cluster_kwargs`).
 
     Raises
     ------

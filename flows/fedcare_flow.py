@@ -2,7 +2,7 @@
 
 Deployed as ``fedcare/full-experiment`` (``prefect.yaml``). One flow run is one MLflow parent
 run in the dataset's experiment; each algorithm × seed is a nested run with a nested run per
-client's Stage 2 (see :mod:`fedcare_tracking.log_run`). The raw tables are checked before
+client's Stage 2 (see :mod:`fedcare.tracking.log_run`). The raw tables are checked before
 anything is loaded for training, and every client partition before Stage 1: a failed check
 stops the flow with the failed expectations named, the report attached to the Prefect flow run
 (Markdown artifact) and to the MLflow parent run, which is marked ``FAILED``. No MLflow run of
@@ -34,8 +34,9 @@ from prefect.runtime import flow_run as runtime_flow_run
 from prefect.states import State
 from prefect.task_runners import ThreadPoolTaskRunner
 
-import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
+import fedcare.tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
 from data_checks.validate import CheckReport
+from fedcare.tracking.naming import config_setting_name
 from fedcare_core.algorithms import get_algorithm
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.data.federation import Federation
@@ -43,7 +44,6 @@ from fedcare_core.datasets import LoadedDataset
 from fedcare_core.errors import FedcareError
 from fedcare_core.results import DataProvenance, ExperimentResult
 from fedcare_core.runner import run_algorithm
-from fedcare_tracking.naming import config_setting_name
 from flows.federation_flow import run_federation_pipeline
 from flows.flow_parameters import (
     FEDERATION,
@@ -149,8 +149,8 @@ def _federation_key(config: ExperimentConfig) -> str:
 
 def _end_open_mlflow_runs(flow: Any, flow_run: Any, state: Any) -> None:
     """Crash/cancellation hook: mark this flow run's unfinished MLflow runs ``KILLED``."""
-    from fedcare_tracking import store
-    from fedcare_tracking.log_run import TAG_FLOW_RUN_ID
+    from fedcare.tracking import store
+    from fedcare.tracking.log_run import TAG_FLOW_RUN_ID
 
     try:
         store.configure((flow_run.parameters or {}).get("tracking_uri"))
@@ -378,7 +378,7 @@ def _checked_federations(
 
 def _write_results(out_dir: Path, result: ExperimentResult, backend: str) -> Path:
     """Write a run's ``results.json`` atomically (as ``fedcare run --out``)."""
-    from fedcare_cli.output import write_json_atomic
+    from fedcare.cli.output import write_json_atomic
 
     doc = result.to_dict()
     doc["stage1"]["backend"] = backend

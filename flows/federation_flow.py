@@ -21,8 +21,8 @@ import time
 from pathlib import Path
 from typing import Any, cast
 
+from fedcare.tracking.log_run import TAG_FLOW_RUN_ID
 from fedcare_core.federation_schema import read_schema
-from fedcare_tracking.log_run import TAG_FLOW_RUN_ID
 from flows.flow_parameters import FlowParameters
 from flows.parent_run import ParentRun
 from tasks.federation import FederationStage1, log_stage1_task, stage1_federation_task
@@ -94,9 +94,9 @@ def run_federation_pipeline(
         Before the parent run exists: the coordinator is not running or fewer than
         ``min_sites`` sites are registered for the schema; later, from the seed's task.
     """
-    from fedcare_cli.output import write_json_atomic
-    from fedcare_flower.coordinator import Coordinator
-    from fedcare_flower.federation_run import run_sites
+    from fedcare.cli.output import write_json_atomic
+    from fedcare.flower.coordinator import Coordinator
+    from fedcare.flower.federation_run import run_sites
 
     state_dir, schema_path = str(params.federation_state_dir), str(params.federation_schema)
     min_sites = int(params.min_sites or 1)

@@ -311,7 +311,7 @@ class FlowParameters:
 
     def to_params(self) -> dict[str, str]:
         """The parameters as MLflow params of the parent run (``flow.<name>``)."""
-        from fedcare_tracking.mlflow_params import flatten_params
+        from fedcare.tracking.mlflow_params import flatten_params
 
         own = {k: v for k, v in asdict(self).items() if k != "settings"}
         return flatten_params({**own, **self.settings}, prefix="flow")

@@ -1,7 +1,7 @@
 """The ``fedcare`` flow run's MLflow parent run: checks, nested runs, results, its end.
 
 The parent run is named by what the flow run runs (``flow · fedcare-K10-T100 · seed 0``,
-:func:`fedcare_tracking.naming.parent_run_name`), the Prefect flow run's id and name kept as
+:func:`fedcare.tracking.naming.parent_run_name`), the Prefect flow run's id and name kept as
 its tags ``prefect.flow_run_id`` and ``prefect.flow_run_name``. Each data check's report is
 attached to the parent run and to the Prefect flow run (a Markdown artifact linking the report
 in the MLflow UI), each algorithm × seed is logged as a nested run (its backbone and every
@@ -20,10 +20,10 @@ from prefect import get_run_logger
 from prefect.runtime import flow_run as runtime_flow_run
 
 from data_checks.validate import INDEX_HTML, CheckReport, require_checks_pass
+from fedcare.tracking.links import report_location
+from fedcare.tracking.naming import parent_run_name
 from fedcare_core import __version__
 from fedcare_core.results import ExperimentResult
-from fedcare_tracking.links import report_location
-from fedcare_tracking.naming import parent_run_name
 from flows.flow_parameters import FlowParameters
 from tasks.artifacts import results_artifact_task, validation_artifact_task
 from tasks.tracking import (
@@ -99,7 +99,7 @@ class ParentRun:
         params
             The flow run's parameters.
         settings
-            The settings it runs (:func:`fedcare_tracking.naming.config_setting_name`);
+            The settings it runs (:func:`fedcare.tracking.naming.config_setting_name`);
             None: its algorithms.
         """
         flow_run_id, flow_run_name = runtime_flow_run.id, runtime_flow_run.name

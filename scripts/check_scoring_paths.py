@@ -37,7 +37,7 @@ import httpx
 import numpy as np
 import pandas as pd
 
-import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow loads)
+import fedcare.tracking  # noqa: F401  (MLflow telemetry off before mlflow loads)
 
 BIN = Path(sys.executable).parent
 
@@ -60,8 +60,8 @@ def _cli(model: str, uri: str, rows: pd.DataFrame, folder: Path) -> pd.DataFrame
 
 
 def _served(model: str, uri: str, rows: pd.DataFrame, folder: Path) -> pd.DataFrame:
-    from fedcare_stack.processes import free_port, start_detached, stop_group, wait_http
-    from fedcare_stack.settings import LOOPBACK, OFFLINE_ENV
+    from fedcare.stack.processes import free_port, start_detached, stop_group, wait_http
+    from fedcare.stack.settings import LOOPBACK, OFFLINE_ENV
 
     port = free_port(LOOPBACK)
     env = {**os.environ, **OFFLINE_ENV, "MLFLOW_TRACKING_URI": uri}
@@ -86,11 +86,11 @@ def _in_process(model: str, uri: str, data_dir: Path, rows: pd.DataFrame) -> pd.
     """Train the version's run configuration again here and score with the client's package."""
     import mlflow
 
+    from fedcare.tracking import store
     from fedcare_core.config import ExperimentConfig
     from fedcare_core.datasets import load_dataset
     from fedcare_core.model_package import client_package
     from fedcare_core.runner import run_experiment
-    from fedcare_tracking import store
 
     store.configure(uri)
     mc = store.client()

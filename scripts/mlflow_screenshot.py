@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow loads)
+import fedcare.tracking  # noqa: F401  (MLflow telemetry off before mlflow loads)
 
 #: Chromium flags: headless, no sandbox (root in a container), nothing in the background.
 CHROMIUM_FLAGS = (
@@ -54,9 +54,9 @@ ASSISTANT_CLOSE = "button[aria-label='Close']"
 RUN_FILTER = "tags.`fedcare.stage` = 'experiment' and params.`data.clients` = '{clients}'"
 #: ``--page compare``: the runs of one setting (its seeds).
 SETTING_FILTER = "tags.`fedcare.stage` = 'experiment' and tags.`fedcare.setting` = '{setting}'"
-#: ``--page table``: the saved runs-table view (``fedcare_tracking.views.RUNS_VIEW``).
+#: ``--page table``: the saved runs-table view (``fedcare.tracking.views.RUNS_VIEW``).
 TABLE_VIEW = "fedcare-test-metrics"
-#: The UI's model-training mode (``fedcare_tracking.links.MODEL_TRAINING_QUERY``), not GenAI.
+#: The UI's model-training mode (``fedcare.tracking.links.MODEL_TRAINING_QUERY``), not GenAI.
 MODE = "workflowType=machine_learning"
 #: The pages and the element each waits for before its screenshot.
 PAGES = ("runs", "compare", "table", "registry", "version")

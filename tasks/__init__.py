@@ -1,4 +1,4 @@
-"""Thin Prefect tasks over ``fedcare_core``, ``data_checks`` and ``fedcare_tracking``.
+"""Thin Prefect tasks over ``fedcare_core``, ``data_checks`` and ``fedcare.tracking``.
 
 * :mod:`tasks.data` — read and validate the raw tables, load the cohort, build and validate the
   federation.

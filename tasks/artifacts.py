@@ -2,7 +2,7 @@
 
 The validation artifact gives the checks' summary, the failed expectations and where the HTML
 report is; the results artifact one row per algorithm × seed with its test metrics, registry
-version and a link to its MLflow run (:mod:`fedcare_tracking.links`).
+version and a link to its MLflow run (:mod:`fedcare.tracking.links`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from prefect import task
 from prefect.artifacts import create_markdown_artifact
 
 from data_checks.validate import CheckReport
-from fedcare_tracking.links import run_url
+from fedcare.tracking.links import run_url
 from tasks.common import NO_CACHE
 
 #: Longest failure list shown in an artifact (the HTML report has them all).

@@ -11,11 +11,11 @@ from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import task_run as runtime_task_run
 
+from fedcare.tracking import store
+from fedcare.tracking.experiment_log import ExperimentOutputs, log_experiment_run, write_outputs
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.experiments.cells import Cell
 from fedcare_core.experiments.engine import DataSpec, Job, run_job
-from fedcare_tracking import store
-from fedcare_tracking.experiment_log import ExperimentOutputs, log_experiment_run, write_outputs
 
 
 def _job_run_name() -> str:

@@ -3,7 +3,7 @@
 The ``stage1`` task of a FedCARE / FedCARE-B run has a cache key (:class:`Stage1CachePolicy`):
 a SHA-256 of :func:`~fedcare_core.checkpoint.stage1_fingerprint` (model and Stage 1 settings,
 seed, objectives, every client's training arrays), the backend that ran the rounds and the code
-(every source file of ``fedcare_core``, and of ``fedcare_flower`` for a Flower backend, plus the
+(every source file of ``fedcare_core``, and of ``fedcare.flower`` for a Flower backend, plus the
 torch and numpy versions). Its result is persisted by Prefect under that key, so a flow run
 retried after a failure in Stage 2, in the evaluation or in MLflow logging (Prefect's ``retries``,
 ``prefect flow-run retry``, or the deployment run again with the same parameters) finds the
@@ -132,7 +132,7 @@ def stage1_cache_key(inputs: RunInputs, backend: str) -> str | None:
         return None
     import torch
 
-    packages = ["fedcare_core"] + ([] if backend == "local" else ["fedcare_flower"])
+    packages = ["fedcare_core"] + ([] if backend == "local" else ["fedcare.flower"])
     fields = {
         "version": KEY_VERSION,
         "fedcare": fedcare_core.__version__,

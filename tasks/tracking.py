@@ -1,6 +1,6 @@
 """Tracking tasks: the flow run's MLflow parent run, one algorithm × seed run, the registry.
 
-Thin wrappers over :mod:`fedcare_tracking`; they retry on I/O failures (an unreachable tracking
+Thin wrappers over :mod:`fedcare.tracking`; they retry on I/O failures (an unreachable tracking
 server), since a retried log call only creates a new run, and a run whose logging failed is
 marked ``FAILED``, never ``FINISHED``.
 """
@@ -12,10 +12,10 @@ from pathlib import Path
 
 from prefect import task
 
-import fedcare_tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
+import fedcare.tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
+from fedcare.tracking import links, log_run, store, summary, track
+from fedcare.tracking.track import Registrations
 from fedcare_core.results import ExperimentResult
-from fedcare_tracking import links, log_run, store, summary, track
-from fedcare_tracking.track import Registrations
 from tasks.common import IO_RETRIES, IO_RETRY_DELAY_S, NO_CACHE, retry_on_io_error, run_logger
 
 #: Tag naming the step at which a flow run failed (``validation``, ``training``, …).
@@ -54,7 +54,7 @@ def start_parent_run_task(
     dataset
         Selects the experiment (``fedcare/<dataset>``).
     run_name
-        Display name (what the flow run runs, :func:`fedcare_tracking.naming.parent_run_name`;
+        Display name (what the flow run runs, :func:`fedcare.tracking.naming.parent_run_name`;
         the Prefect flow-run id and name go in ``tags``).
     tags, params
         The parent run's tags (Prefect flow-run id, version) and the flow's parameters.
@@ -170,7 +170,7 @@ def log_experiment_task(
 def log_parent_summary_task(tracking_uri: str, parent_run_id: str) -> int:
     """Log the mean and std over seeds of the parent's finished runs on the parent run.
 
-    Reads the runs back from MLflow (:func:`fedcare_tracking.summary.log_parent_summary`), so
+    Reads the runs back from MLflow (:func:`fedcare.tracking.summary.log_parent_summary`), so
     a flow run that failed part-way still summarises the runs it finished. Logging the same
     values again (a retry) only adds points at step 0.
 
@@ -198,8 +198,8 @@ def register_task(tracking_uri: str, result: ExperimentResult, run_id: str) -> R
 
     The backbone (FedCARE, FedCARE-B) is judged on the mean, over the binary objectives, of
     the mean validation AUROC over clients, each client scored with the model it deploys
-    (:func:`fedcare_tracking.registry.validation_score`); each client's model on its own
-    validation score (:mod:`fedcare_tracking.client_registry`).
+    (:func:`fedcare.tracking.registry.validation_score`); each client's model on its own
+    validation score (:mod:`fedcare.tracking.client_registry`).
 
     Parameters
     ----------

@@ -36,7 +36,7 @@ from tasks.stage1_cache import cached_stage1_options
 
 T = TypeVar("T")
 
-#: Stage 1 backends (``fedcare_flower.BACKENDS``; repeated so that importing this module does
+#: Stage 1 backends (``fedcare.flower.BACKENDS``; repeated so that importing this module does
 #: not import Flower).
 BACKENDS = ("local", "flower-sim", "flower-deployment")
 #: Log a phase's progress every this many units (rounds, clients).
@@ -68,8 +68,8 @@ def flower_backend(
         raise ConfigError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
     if backend == "local":
         return None
-    from fedcare_flower.flower_options import FlowerConfig
-    from fedcare_flower.runners import make_stage1_runner
+    from fedcare.flower.flower_options import FlowerConfig
+    from fedcare.flower.runners import make_stage1_runner
 
     return make_stage1_runner(backend, FlowerConfig.from_options(flower_options or {}))
 

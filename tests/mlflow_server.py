@@ -10,8 +10,8 @@ from pathlib import Path
 
 import httpx
 
-from fedcare_stack.processes import free_port, start_detached, stop_group, wait_http
-from fedcare_stack.settings import LOOPBACK, OFFLINE_ENV
+from fedcare.stack.processes import free_port, start_detached, stop_group, wait_http
+from fedcare.stack.settings import LOOPBACK, OFFLINE_ENV
 
 #: A route of the UI's router, as the minified bundle declares it: ``static get runPage(){return
 #: (0,r.Oz)("/experiments/:experimentId/runs/:runUuid")}``.

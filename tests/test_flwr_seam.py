@@ -1,4 +1,4 @@
-"""The import rule: only ``fedcare_flower/flwr_internals.py`` uses Flower's non-public internals.
+"""The import rule: only ``fedcare/flower/flwr_internals.py`` uses Flower's non-public internals.
 
 Every ``.py`` file of the project's packages is parsed with :mod:`ast` (imports at any depth,
 inside functions too) and a use of flwr is a violation when
@@ -15,7 +15,7 @@ inside functions too) and a use of flwr is a violation when
 Names are resolved per module, whatever the scope of the import (a function-level import counts
 for the whole file): a project name shadowing an imported flwr name would be misread, which
 no module here does. The contracts of what the seam uses:
-``tests/fedcare_flower/test_flwr_internals.py``.
+``tests/fedcare/flower/test_flwr_internals.py``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ import pytest
 from tests.conftest import PROJECT_PACKAGES, REPO_ROOT
 
 PACKAGES = PROJECT_PACKAGES
-SEAM = REPO_ROOT / "fedcare_flower" / "flwr_internals.py"
+SEAM = REPO_ROOT / "fedcare" / "flower" / "flwr_internals.py"
 #: flwr's public modules: those of Flower's Python API reference (flower.ai/docs/framework/
 #: ref-api/flwr.html for 1.42: agentapp, app, client, clientapp, common, server, serverapp,
 #: simulation) and the subpackages those pages document (``mod``, ``strategy``, ``workflow``).
@@ -253,7 +253,7 @@ def project_files() -> list[Path]:
 
 def test_no_module_but_the_seam_uses_flower_internals():
     found = [v for p in project_files() if p != SEAM for v in check_file(p)]
-    assert found == [], "use fedcare_flower.flwr_internals instead:\n" + "\n".join(map(str, found))
+    assert found == [], "use fedcare.flower.flwr_internals instead:\n" + "\n".join(map(str, found))
 
 
 def test_the_seam_is_where_the_internals_are():
@@ -342,7 +342,7 @@ def test_the_checker_finds(source, expected):
         "    def f(self):\n        return self._mine, self._helper(), self.__class__\n"
         "    def _helper(self):\n        return 0\n",
         "from flwr.app import Message\nMessage.__name__\n",
-        "import fedcare_flower.flwr_internals as seam\nseam._private\n",
+        "import fedcare.flower.flwr_internals as seam\nseam._private\n",
     ],
 )
 def test_the_checker_allows(source):

@@ -21,7 +21,7 @@ def run_fedcare(argv: list[str], cwd: Path) -> None:
     """Run the CLI from a builder (the runner exports ``BADINPUTS_PYTHON``); raise on failure."""
     python = os.environ.get("BADINPUTS_PYTHON", "python")
     subprocess.run(
-        [python, "-m", "fedcare_cli", *argv], cwd=cwd, check=True, capture_output=True, timeout=300
+        [python, "-m", "fedcare.cli", *argv], cwd=cwd, check=True, capture_output=True, timeout=300
     )
 
 

@@ -1,7 +1,7 @@
 """Run every bad-input case against the ``fedcare`` CLI and report which promises held.
 
 Each case gets its own temporary folder (inputs derived from the real files, then deleted), runs
-as a subprocess of ``python -m fedcare_cli`` with that folder as its working directory and a
+as a subprocess of ``python -m fedcare.cli`` with that folder as its working directory and a
 timeout, and is judged by :mod:`classify`. The report is a Markdown file: a summary (cases and
 held percentage per category, broken cases per kind), the broken cases with their command and
 first message line, then every case. A JSON twin sits next to it (``.json``).
@@ -195,7 +195,7 @@ def _judged_run(
         out.kinds.append("harness-error")
         out.line = f"building the inputs failed: {exc!r}"
         return
-    cmd = [python, "-m", "fedcare_cli", *argv]
+    cmd = [python, "-m", "fedcare.cli", *argv]
     if case.as_nobody:
         for d in (work, inp, work / "out", root / "home"):
             d.chmod(0o777)

@@ -46,10 +46,10 @@ from cryptography.x509.oid import NameOID
 from fedcare_core.federation_schema import read_schema
 from fedcare_core.sites import federation_of_sites
 from fedcare_core.stage1 import run_stage1
-from fedcare_flower.results import round_to_dict
-from fedcare_flower.site_folder import SiteFolder, store_final_model
-from fedcare_flower.site_messages import FinalModel
-from fedcare_flower.tls import make_tls
+from fedcare.flower.results import round_to_dict
+from fedcare.flower.site_folder import SiteFolder, store_final_model
+from fedcare.flower.site_messages import FinalModel
+from fedcare.flower.tls import make_tls
 
 root = Path(sys.argv[1])
 schema = read_schema(root / "fed.json")

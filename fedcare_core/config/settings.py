@@ -5,7 +5,7 @@ A field of a configuration section is declared with :func:`setting`: its default
 setting every entry offers, its ``flag``. Everything else is derived from that one declaration:
 
 - the range and choice checks (:func:`fedcare_core.config.fields.check_fields`);
-- the ``fedcare run`` flags (``--<flag>``, :mod:`fedcare_cli.setting_flags`);
+- the ``fedcare run`` flags (``--<flag>``, :mod:`fedcare.cli.setting_flags`);
 - the Prefect flow parameters (``<flag>`` with ``-`` as ``_``, :mod:`flows.setting_parameters`),
   with their descriptions in the UI;
 - the options table of ``docs/OPTIONS.md`` (:func:`options_table`).

@@ -87,7 +87,7 @@ class Stage1Config:
 
     Client-level differential privacy (:mod:`fedcare_core.privacy`) is off unless
     ``dp_epsilon`` or ``dp_noise_multiplier`` is set. ``secagg`` sums the rounds with Flower's
-    SecAgg+ (:mod:`fedcare_flower.secagg_server`): the server only ever holds per-objective sums
+    SecAgg+ (:mod:`fedcare.flower.secagg_server`): the server only ever holds per-objective sums
     of the clients' pre-weighted updates (:mod:`fedcare_core.secure_sums`); Flower backends only.
     """
 

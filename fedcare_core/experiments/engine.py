@@ -4,7 +4,7 @@ The engine changes where and how often work happens, never what a run computes:
 
 - **Jobs anywhere.** A job (:class:`Job`) is one cell, or FedCARE and FedCARE-B sharing Stage
   1; :func:`run_job` runs one in whatever process it is called from and writes its documents.
-  Grids run on Dask (:mod:`fedcare_grid`, and the experiment flows on ``prefect-dask``): one
+  Grids run on Dask (:mod:`fedcare.grid`, and the experiment flows on ``prefect-dask``): one
   worker process per core with one thread each, the longest jobs first so the cores finish
   together. :func:`run_cells` runs them here, one after another: the reference order, with no
   cluster. This module imports no scheduler.
@@ -257,7 +257,7 @@ class GridRun:
 
     Finds the cells whose documents are already written (skipped: an interrupted grid resumes),
     plans the rest as jobs (:func:`plan_jobs`, longest first) and records each job's rows as
-    they arrive. The in-process :func:`run_cells` and the Dask layer (:mod:`fedcare_grid`) both
+    they arrive. The in-process :func:`run_cells` and the Dask layer (:mod:`fedcare.grid`) both
     drive one, so a grid's outcomes do not depend on where its jobs ran.
 
     Parameters
@@ -337,7 +337,7 @@ def run_cells(
 ) -> list[CellOutcome]:
     """Run every cell in this process, one job after another (the reference order).
 
-    Grids run on Dask through :func:`fedcare_grid.run_grid`; this sequential path is what its
+    Grids run on Dask through :func:`fedcare.grid.run_grid`; this sequential path is what its
     documents are tested against, and needs no cluster.
 
     Parameters

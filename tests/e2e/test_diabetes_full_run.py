@@ -21,7 +21,7 @@ def _run(data_dir: Path, out: Path) -> dict:
     cmd = [
         sys.executable,
         "-m",
-        "fedcare_cli",
+        "fedcare.cli",
         "run",
         "--dataset",
         "diabetes130",

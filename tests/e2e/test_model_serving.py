@@ -21,9 +21,9 @@ import mlflow.pyfunc
 import pandas as pd
 import pytest
 
-from fedcare_cli.main import main
-from fedcare_stack.processes import free_port, start_detached, stop_group, wait_http
-from fedcare_stack.settings import LOOPBACK, OFFLINE_ENV
+from fedcare.cli.main import main
+from fedcare.stack.processes import free_port, start_detached, stop_group, wait_http
+from fedcare.stack.settings import LOOPBACK, OFFLINE_ENV
 
 pytestmark = [pytest.mark.slow, pytest.mark.realdata]
 

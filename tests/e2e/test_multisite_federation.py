@@ -30,8 +30,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedcare_flower.processes import TOKEN_ENV
-from fedcare_procs import free_port, marked_processes
+from fedcare.flower.processes import TOKEN_ENV
+from fedcare.procs import free_port, marked_processes
 
 pytestmark = [pytest.mark.slow, pytest.mark.realdata]
 ROUNDS = "5"
@@ -43,7 +43,7 @@ def fedcare(
 ) -> subprocess.CompletedProcess[str]:
     """``fedcare ARGS`` as a user types it (a subprocess of this interpreter's environment)."""
     done = subprocess.run(
-        [sys.executable, "-m", "fedcare_cli", *args],
+        [sys.executable, "-m", "fedcare.cli", *args],
         capture_output=True,
         text=True,
         timeout=timeout,
@@ -58,7 +58,7 @@ def join(site: Path, port: int, ca: Path, log: Path) -> subprocess.Popen[bytes]:
     """``fedcare site join`` for one site, in a session of its own (as a site's own machine)."""
     with open(log, "wb") as fh:
         return subprocess.Popen(
-            [sys.executable, "-m", "fedcare_cli", "site", "join", "--site", str(site),
+            [sys.executable, "-m", "fedcare.cli", "site", "join", "--site", str(site),
              "--superlink", f"127.0.0.1:{port}", "--root-certificates", str(ca)],
             stdout=fh, stderr=subprocess.STDOUT, start_new_session=True,
         )  # fmt: skip
@@ -190,7 +190,7 @@ def test_a_site_that_drops_out_mid_run_is_noted_and_the_others_finish(federation
     leaving = names[-1]
     out = root / "stage1-drop.json"
     run = subprocess.Popen(
-        [sys.executable, "-m", "fedcare_cli", "federation", "run", "--state-dir", str(state),
+        [sys.executable, "-m", "fedcare.cli", "federation", "run", "--state-dir", str(state),
          "--schema", str(federation["schema"]), "--min-sites", "3", "--rounds", "6",
          "--seed", "1", "--out", str(out), "--round-timeout", "30", "--quiet",
          "--name", "dropout"],

@@ -21,10 +21,10 @@ from pathlib import Path
 
 import pytest
 
-from fedcare_procs import marked_processes
+from fedcare.procs import marked_processes
 from tests.conftest import REPO_ROOT
 from tests.faults.run_processes import MARK_ENV, processes_left
-from tests.fedcare_flower.test_workspace import client_files
+from tests.fedcare.flower.test_workspace import client_files
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 
@@ -43,7 +43,7 @@ def test_sigkill_mid_run_leaves_no_client_data_and_no_process(data_dir, tmp_path
     path = os.pathsep.join([str(REPO_ROOT), os.environ.get("PYTHONPATH", "")])
     # TMPDIR: the run folder (/tmp/fedcare-flwr-*) is created under tmp_path.
     env = {**os.environ, MARK_ENV: mark, "TMPDIR": str(tmp_path), "PYTHONPATH": path}
-    argv = [sys.executable, "-m", "fedcare_cli", "run", "--dataset", "diabetes130"]
+    argv = [sys.executable, "-m", "fedcare.cli", "run", "--dataset", "diabetes130"]
     argv += ["--data-dir", str(data_dir), "--max-patients", "3000", "--clients", "3"]
     argv += ["--rounds", "50", "--stage2-epochs", "1", "--quiet"]
     argv += ["--backend", "flower-deployment", *supernodes]

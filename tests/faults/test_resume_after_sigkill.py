@@ -44,7 +44,7 @@ WAIT_S = 300
 
 
 def _cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "fedcare_cli", "run", *args]
+    return [sys.executable, "-m", "fedcare.cli", "run", *args]
 
 
 def _env(data_dir: Path) -> dict[str, str]:

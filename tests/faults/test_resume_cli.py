@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from fedcare_cli.main import main
+from fedcare.cli.main import main
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config
 from fedcare_core.errors import FedcareError
 from fedcare_core.run_dir import CHECKPOINT_FILE, RunData, RunFolder

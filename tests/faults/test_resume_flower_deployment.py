@@ -6,7 +6,7 @@ killed with SIGKILL (no handler, no teardown: its processes follow it) or the Su
 ``fedcare`` process must then fail cleanly, status 2, naming the kept checkpoint and the
 ``--resume`` command). Either way no process of the run may be left, and ``fedcare run
 --resume`` must finish the run with the uninterrupted deployment run's λ* of every round and
-metrics, within the backends' equivalence tolerances (tests/fedcare_flower/test_deployment.py).
+metrics, within the backends' equivalence tolerances (tests/fedcare/flower/test_deployment.py).
 """
 
 from __future__ import annotations
@@ -22,12 +22,12 @@ from pathlib import Path
 
 import pytest
 
+from fedcare.procs import marked_processes
 from fedcare_core.checkpoint import load_checkpoint
 from fedcare_core.run_dir import CHECKPOINT_FILE, RESULTS_FILE
-from fedcare_procs import marked_processes
 from tests.conftest import REPO_ROOT
 from tests.faults.run_processes import MARK_ENV, command_line, processes_left
-from tests.fedcare_flower.test_deployment import LAMBDA_TOL
+from tests.fedcare.flower.test_deployment import LAMBDA_TOL
 
 pytestmark = [pytest.mark.realdata, pytest.mark.slow]
 
@@ -40,7 +40,7 @@ WAIT_S = 300
 
 
 def _argv(data_dir: Path, *extra: str) -> list[str]:
-    argv = [sys.executable, "-m", "fedcare_cli", "run", "--dataset", "diabetes130", "--quiet"]
+    argv = [sys.executable, "-m", "fedcare.cli", "run", "--dataset", "diabetes130", "--quiet"]
     argv += ["--data-dir", str(data_dir), "--no-verify", "--max-patients", "3000"]
     argv += ["--clients", "3", "--rounds", str(ROUNDS), "--stage2-epochs", "1"]
     return [*argv, "--backend", "flower-deployment", *extra]
@@ -149,7 +149,7 @@ def test_a_killed_deployment_run_resumes_to_the_uninterrupted_results(
 
     started = time.monotonic()
     resumed = subprocess.run(
-        [sys.executable, "-m", "fedcare_cli", "run", "--resume", str(run_dir), "--quiet"],
+        [sys.executable, "-m", "fedcare.cli", "run", "--resume", str(run_dir), "--quiet"],
         env=env,
         capture_output=True,
         text=True,

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from fedcare_procs import marked_processes
+from fedcare.procs import marked_processes
 from tests.conftest import REPO_ROOT
 from tests.faults.run_processes import FOLLOW_S, MARK_ENV, processes_left
 
@@ -56,7 +56,7 @@ class Cli:
         }
         with self.stderr_path.open("wb") as err:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "fedcare_cli", *args],
+                [sys.executable, "-m", "fedcare.cli", *args],
                 env=env,
                 stdout=subprocess.DEVNULL,
                 stderr=err,

@@ -1,7 +1,7 @@
 """Integration: the real local stack runs ``fedcare/full-experiment`` twice; MLflow holds it all.
 
 Brings up a Prefect server, a process worker, the deployments of ``prefect.yaml`` and an MLflow
-tracking server (``fedcare_stack``, on free loopback ports, state in a temporary folder),
+tracking server (``fedcare.stack``, on free loopback ports, state in a temporary folder),
 triggers the deployment with the Prefect CLI as ``make run`` does (``fedcare stack run``; small
 settings, two seeds in two flow runs), then reads MLflow back over HTTP, and tears the stack
 down, leaving no process. A quick test renders ``prefect.yaml`` as ``prefect deploy`` does
@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
-import fedcare_tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
-from fedcare_stack import stack
-from fedcare_stack.processes import free_port, marked_processes, port_in_use
-from fedcare_stack.run import run_deployment
-from fedcare_stack.settings import LOOPBACK, RETRAIN_DATA_ENV, TOKEN_ENV, StackConfig
+import fedcare.tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
+from fedcare.stack import stack
+from fedcare.stack.processes import free_port, marked_processes, port_in_use
+from fedcare.stack.run import run_deployment
+from fedcare.stack.settings import LOOPBACK, RETRAIN_DATA_ENV, TOKEN_ENV, StackConfig
 
 PREFECT_YAML = Path(__file__).resolve().parents[2] / "prefect.yaml"
 ROUNDS = 4
@@ -192,8 +192,8 @@ def test_full_experiment_deployment_on_the_local_stack(data_dir: Path, tmp_path:
 
 def _check_the_schedule_survives_a_redeploy(config: StackConfig) -> None:
     """`fedcare stack schedule` pauses and moves it; `stack up` (prefect deploy) keeps that."""
-    from fedcare_cli.main import main
-    from fedcare_stack import schedule
+    from fedcare.cli.main import main
+    from fedcare.stack import schedule
 
     ports = ["--state-dir", str(config.state_dir), "--prefect-port", str(config.prefect_port)]
     assert main(["stack", "schedule", "--pause", "--cron", "30 3 * * 1", *ports]) == 0

@@ -8,12 +8,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-import fedcare_tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
-from fedcare_cli.main import main as fedcare
+import fedcare.tracking
+from fedcare.cli.main import main as fedcare
+from fedcare.grid import LOOPBACK
 from fedcare_core.errors import ConfigError
 from fedcare_core.experiments.cells import experiment_cells
 from fedcare_core.experiments.engine import plan_jobs
-from fedcare_grid import LOOPBACK
 from flows.experiment_flows import comparison_flow, disparity_flow, grid_task_runner
 from tests.tasks.test_data import write_clean_table
 

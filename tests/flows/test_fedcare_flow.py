@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-import fedcare_tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
-from fedcare_cli.main import main as fedcare_main
-from fedcare_tracking.naming import config_setting_name
+import fedcare.tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
+from fedcare.cli.main import main as fedcare_main
+from fedcare.tracking.naming import config_setting_name
 from flows.fedcare_flow import experiment_configs, fedcare_pipeline
 from tests.tasks.test_data import write_clean_table
 

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 
-import fedcare_tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
+import fedcare.tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.errors import FedcareError
 from fedcare_core.federation_schema import FederationSchema, schema_for
@@ -91,7 +91,7 @@ def test_a_failure_inside_stage1_fails_the_flow_run_in_one_line(
 ) -> None:
     from mlflow.tracking import MlflowClient
 
-    from fedcare_flower.coordinator import CoordinatorError
+    from fedcare.flower.coordinator import CoordinatorError
 
     offline = "1 of the 3 sites needed joined within 600 s; offline: c, d"
 
@@ -99,9 +99,9 @@ def test_a_failure_inside_stage1_fails_the_flow_run_in_one_line(
         raise CoordinatorError(offline)
 
     # A coordinator that runs with enough sites registered, whose sites do not come online.
-    monkeypatch.setattr("fedcare_flower.coordinator.Coordinator.require_running", lambda s: {})
-    monkeypatch.setattr("fedcare_flower.federation_run.run_sites", lambda *a, **k: ())
-    monkeypatch.setattr("fedcare_flower.federation_run.run_federation", run_federation)
+    monkeypatch.setattr("fedcare.flower.coordinator.Coordinator.require_running", lambda s: {})
+    monkeypatch.setattr("fedcare.flower.federation_run.run_sites", lambda *a, **k: ())
+    monkeypatch.setattr("fedcare.flower.federation_run.run_federation", run_federation)
     schema = schema_for(ExperimentConfig()).write(tmp_path / "federation.json")
     uri = f"sqlite:///{tmp_path / 'mlflow' / 'mlflow.db'}"
     state = fedcare_pipeline(
@@ -152,8 +152,8 @@ class SiteFederation:
 
 
 def _join(folder: Path, address: str, ca_cert: Path, stop: threading.Event, fed: Any) -> None:
-    from fedcare_flower.site_folder import SiteFolder
-    from fedcare_flower.site_join import join_federation
+    from fedcare.flower.site_folder import SiteFolder
+    from fedcare.flower.site_join import join_federation
 
     try:
         join_federation(SiteFolder(folder), address, ca_cert, stop_when=stop.is_set)
@@ -170,10 +170,10 @@ def site_federation(
     Every process started from here on carries a fresh :data:`MARK_ENV`; teardown stops the
     nodes and the coordinator, then checks that none of them is left.
     """
-    from fedcare_cli.sites_input import load_site
-    from fedcare_flower.coordinator import Coordinator
-    from fedcare_flower.site_folder import SiteFolder, create_site_folder
-    from fedcare_procs import free_port
+    from fedcare.cli.sites_input import load_site
+    from fedcare.flower.coordinator import Coordinator
+    from fedcare.flower.site_folder import SiteFolder, create_site_folder
+    from fedcare.procs import free_port
 
     mark = uuid.uuid4().hex
     monkeypatch.setenv(MARK_ENV, mark)

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-import fedcare_tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
+import fedcare.tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
 from flows.fedcare_flow import fedcare_pipeline
 from tests.flows.test_task_run_names import _task_run_names
 from tests.mlflow_server import mlflow_server, route_of, ui_bundle, ui_routes

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-import fedcare_tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
+import fedcare.tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
 from fedcare_core.errors import ConfigError
 from flows.experiment_flows import clients_flow, comparison_flow, disparity_flow
 from flows.fedcare_flow import fedcare_pipeline

@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
-from fedcare_cli.main import _parser
-from fedcare_cli.options_doc import markdown
-from fedcare_cli.setting_flags import build_config, setting_values
+from fedcare.cli.main import _parser
+from fedcare.cli.options_doc import markdown
+from fedcare.cli.setting_flags import build_config, setting_values
 from fedcare_core.config import ExperimentConfig, all_settings, flagged_settings, sections_of
 from fedcare_core.config.settings import SettingRef
 from fedcare_core.errors import ConfigError
@@ -170,5 +170,5 @@ def test_federation_init_offers_what_the_schema_fixes() -> None:
 def test_the_options_page_is_the_declarations() -> None:
     page = Path(__file__).resolve().parents[2] / "docs" / "OPTIONS.md"
     assert page.read_text(encoding="utf-8") == markdown(), (
-        "docs/OPTIONS.md is stale: python -m fedcare_cli.options_doc > docs/OPTIONS.md"
+        "docs/OPTIONS.md is stale: python -m fedcare.cli.options_doc > docs/OPTIONS.md"
     )

@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-import fedcare_tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
-from fedcare_cli.main import main as fedcare_main
+import fedcare.tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
+from fedcare.cli.main import main as fedcare_main
 from flows.fedcare_flow import fedcare_pipeline
 
 SMALL = {"clients": 3, "rounds": 4, "max_patients": 3000, "stage2_epochs": 2}

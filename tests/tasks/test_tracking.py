@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-import fedcare_tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
+import fedcare.tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config
 from fedcare_core.runner import run_experiment
 from tasks.tracking import (
@@ -23,7 +23,7 @@ from tests.fedcare_core.synthetic import PARTITION, make_cohort
 
 
 def test_parent_run_nested_run_registry_and_finish(tmp_path: Path) -> None:
-    from fedcare_tracking import registry, store
+    from fedcare.tracking import registry, store
 
     config = ExperimentConfig(
         data=DataConfig(clients=3),

@@ -73,7 +73,7 @@ def test_warm_up_starts_a_worker_and_returns_its_process_id() -> None:
 
 
 def test_a_baseline_result_logs_without_models(tmp_path) -> None:
-    from fedcare_tracking import store
+    from fedcare.tracking import store
     from tasks.tracking import log_experiment_task, start_parent_run_task
 
     result = run_experiment(make_cohort(300), PARTITION, _config("fedavg"))

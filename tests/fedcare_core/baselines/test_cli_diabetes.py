@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fedcare_cli.main import main
+from fedcare.cli.main import main
 from fedcare_core.algorithms import BASELINE_ALGORITHMS
 
 ARGS = ["--dataset", "diabetes130", "--max-patients", "3000", "--rounds", "3", "--seed", "0"]

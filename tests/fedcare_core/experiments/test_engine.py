@@ -21,7 +21,7 @@ def _without_timing(doc: dict) -> dict:
 
 
 def test_engine_documents_equal_run_experiment(tmp_path: Path, data_dir: Path):
-    """The fast path (shared Stage 1, one load) = the reference path (Dask: tests/fedcare_grid)."""
+    """The fast path (shared Stage 1, one load) = the reference path (Dask: tests/fedcare.grid)."""
     out = tmp_path / "cells"
     outcomes = run_cells(CELLS, BASE, DataSpec(str(data_dir)), out)
     assert [o.cell for o in outcomes] == CELLS

@@ -1,0 +1,72 @@
+"""``fedcare federation run``: Stage 1 over the registered sites; the Stage 1 document."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from typing import Any
+
+from fedcare.cli import tracked
+from fedcare.cli.options import bounded
+from fedcare.cli.output import ProgressBars, write_json_atomic
+from fedcare_core.config import MAX_CLIENTS, MAX_ROUNDS, MAX_SEED
+from fedcare_core.config.fields import Range
+from fedcare_core.errors import ConfigError
+from fedcare_core.federation_schema import read_schema
+from fedcare_core.output_paths import check_output_file
+from fedcare_core.safe_names import check_name
+
+
+def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
+    """Check everything, run Stage 1 over the sites, write (and log) the Stage 1 document."""
+    from fedcare.flower.federation_run import run_federation, stage1_document
+    from fedcare.flower.flower_options import FlowerConfig
+
+    check_output_file(args.out)
+    if args.min_sites < 2:
+        raise ConfigError(f"--min-sites {args.min_sites}: a federation needs at least 2 sites")
+    bounded("--min-sites", args.min_sites, Range(2, MAX_CLIENTS))
+    bounded("--rounds", args.rounds, Range(1, MAX_ROUNDS))
+    bounded("--seed", args.seed, Range(0, MAX_SEED))
+    if args.name is not None:
+        check_name(args.name, "--name", "run name")  # STATE/runs/<name>/
+    schema = read_schema(args.schema)
+    schema.run_config(seed=args.seed, clients=args.min_sites, rounds=args.rounds)  # checks T
+    flower = FlowerConfig(
+        round_timeout_s=args.round_timeout, startup_timeout_s=args.startup_timeout
+    ).validate({"round_timeout_s": "--round-timeout", "startup_timeout_s": "--startup-timeout"})
+    coordinator.require_running()
+    coordinator.sites()  # the state file checked before a store is made
+    tracking = tracked.open_chosen_store(args.tracking_uri)
+    name = args.name or time.strftime(f"fedcare-%Y%m%dT%H%M%S-seed{args.seed}")
+    if not args.quiet:
+        print(f"Waiting for {args.min_sites} site(s) …", file=sys.stderr)
+    bars = ProgressBars(enabled=not args.quiet)
+    try:
+        run = run_federation(
+            coordinator, schema, min_sites=args.min_sites, rounds=args.rounds, seed=args.seed,
+            flower=flower, run_name=name, progress=bars, secagg=args.secagg,
+        )  # fmt: skip
+    finally:
+        bars.close()
+    document = stage1_document(run, schema)
+    write_json_atomic(args.out, document)
+    for note in document["notes"]:
+        print(f"fedcare: stage 1: {note}", file=sys.stderr)
+    last = document["rounds"][-1] if document["rounds"] else None
+    lambdas = ", ".join(f"{k} {v:.4f}" for k, v in (last["lambda"] if last else {}).items())
+    took_part = sorted({site for r in document["rounds"] for site in r["participant_sites"]})
+    print(
+        f"Stage 1 {name}: {document['rounds_run']} round(s) over {', '.join(took_part) or '-'} "
+        f"(of {len(document['sites'])} registered); final λ*: {lambdas or '-'}"
+    )
+    print(f"Stage 1 document written to {args.out}")
+    if tracking is not None:
+        from fedcare.tracking import store
+        from fedcare.tracking.stage1_run import log_stage1_run
+
+        store.configure(tracking)
+        run_id = log_stage1_run(document, run.run_dir / "result")
+        print(f"MLflow run {run_id} in {tracking}", file=sys.stderr)
+    return 0

@@ -1,0 +1,430 @@
+"""The ``fedcare`` command line.
+
+``fedcare run`` executes an experiment in process and prints a results table;
+``fedcare data fetch diabetes130`` downloads the public dataset into the cache. Expected
+failures (bad data, bad options) print one message and exit with status 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fedcare.cli import tracked
+from fedcare.cli.commands import BACKENDS, build_parser, command_of
+from fedcare_core.errors import ConfigError, FedcareError
+from fedcare_core.interrupts import as_interrupted, exit_now, signals_raise
+from fedcare_core.output_paths import check_output_dir, check_output_file
+
+if TYPE_CHECKING:
+    from fedcare_core.algorithms.base import Stage1Runner
+    from fedcare_core.config import ExperimentConfig
+    from fedcare_core.data.federation import Federation
+    from fedcare_core.results import DataProvenance
+    from fedcare_core.run_dir import RunBackend, RunData, RunFolder
+
+EXIT_ERROR = 2
+#: Commands that, run as the program, end the process at once when done (:func:`exit_now`),
+#: skipping the interpreter's teardown of torch and pandas (about 0.8 s of ``fedcare predict``'s
+#: 3 s): they leave nothing to flush, join or clean up (their one output file written whole
+#: and fsynced, no thread, no child process, no temporary file).
+QUICK_EXIT_COMMANDS = frozenset({"predict"})
+#: The exit status of a command ended by Ctrl-C (SIGINT); SIGTERM's is 143 (128 + 15).
+EXIT_INTERRUPTED = 130
+#: The whole parser (every command's options), as tests and tools build it.
+_parser = build_parser
+__all__ = ["BACKENDS", "EXIT_ERROR", "build_parser", "build_stage1_runner", "cmd_run", "main"]
+
+
+def __getattr__(name: str) -> Any:
+    """``build_config`` (:func:`fedcare.cli.run_options.build_config`), imported on first use."""
+    if name == "build_config":
+        from fedcare.cli.run_options import build_config
+
+        return build_config
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+#: Each Flower transport flag (its ``argparse`` dest) and the backends it applies to; given
+#: with another backend it would be silently ignored, so it is refused.
+FLOWER_FLAGS: dict[str, tuple[str, ...]] = {
+    "round_timeout": ("flower-sim", "flower-deployment"),
+    "startup_timeout": ("flower-sim", "flower-deployment"),
+    "keep_workdir": ("flower-sim", "flower-deployment"),
+    "stock_supernodes": ("flower-deployment",),
+    "insecure": ("flower-deployment",),
+    "node_auth": ("flower-deployment",),
+    "bind_address": ("flower-deployment",),
+}
+
+
+def check_flower_flags(args: argparse.Namespace) -> None:
+    """Refuse a Flower flag given with a backend that would ignore it (``--backend local``).
+
+    Raises
+    ------
+    ConfigError
+        Naming the first such flag and the backends it applies to.
+    """
+    for dest, backends in FLOWER_FLAGS.items():
+        value = getattr(args, dest)
+        if value is None or value is False or args.backend in backends:
+            continue
+        which = (
+            "the Flower backends (--backend flower-sim or flower-deployment)"
+            if len(backends) > 1
+            else "--backend flower-deployment only"
+        )
+        raise ConfigError(f"--{dest.replace('_', '-')} applies to {which}")
+
+
+def flower_overrides(args: argparse.Namespace) -> dict[str, Any]:
+    """The Flower options the command line gives (``FlowerConfig`` fields; JSON values).
+
+    Raises
+    ------
+    ConfigError
+        For ``--bind-address`` with a backend other than ``flower-deployment``.
+    """
+    overrides: dict[str, Any] = {"keep_workdir": args.keep_workdir}
+    if args.round_timeout is not None:
+        overrides["round_timeout_s"] = args.round_timeout
+    if args.startup_timeout is not None:
+        overrides["startup_timeout_s"] = args.startup_timeout
+    if args.stock_supernodes:
+        overrides.update(client_exec="subprocess", node_poll_s=None)
+    if args.insecure or args.node_auth:
+        overrides.update(insecure=args.insecure, node_auth=args.node_auth)
+    if args.bind_address is not None:
+        overrides["bind_address"] = args.bind_address
+    return overrides
+
+
+def build_stage1_runner(
+    args: argparse.Namespace, backend: RunBackend | None = None
+) -> Stage1Runner | None:
+    """The Stage 1 runner for ``--backend`` (None: in process); Flower is imported only here.
+
+    ``backend``: a resumed run's recorded backend and options instead of the command line's.
+    """
+    check_flower_flags(args)
+    name = args.backend if backend is None else backend.name
+    if name == "local":
+        return None
+    try:
+        from fedcare.flower.flower_options import CLI_FLAGS, FlowerConfig
+        from fedcare.flower.runners import make_stage1_runner
+    except ModuleNotFoundError as exc:
+        raise FedcareError(
+            f"--backend {name} needs the Flower layer ({exc.name} is missing); "
+            "reinstall the project: pip install -e ."
+        ) from None
+
+    overrides = flower_overrides(args) if backend is None else backend.options
+    # Every option checked, naming its flag, before any process starts or data is read.
+    flower = FlowerConfig(**overrides).validate(CLI_FLAGS)
+    runner = make_stage1_runner(name, flower)
+    if flower.insecure and name == "flower-deployment":
+        print(
+            "fedcare: warning: --insecure: the Flower processes talk plain HTTP (no TLS)",
+            file=sys.stderr,
+        )
+    return runner
+
+
+#: ``fedcare run`` options that ``--resume`` accepts (the rest come from the run's config.json).
+RESUME_OPTIONS = ("command", "resume", "out", "quiet", "tracking_uri")
+
+
+def resume_conflicts(args: argparse.Namespace) -> list[str]:
+    """The options given with ``--resume`` that it does not take, as ``--flag`` names."""
+    defaults = vars(build_parser("run").parse_args(["run"]))
+    return [
+        "--" + key.replace("_", "-")
+        for key, value in vars(args).items()
+        if key not in RESUME_OPTIONS and value != defaults.get(key)
+    ]
+
+
+def open_run_folder(args: argparse.Namespace) -> tuple[RunFolder, ExperimentConfig, RunData]:
+    """``--resume DIR``: the run folder, its configuration and its data, or a clear refusal."""
+    from fedcare_core.run_dir import RunFolder
+
+    given = resume_conflicts(args)
+    if given:
+        raise ConfigError(
+            f"--resume takes no other training options (got {', '.join(given)}): the run's "
+            f"settings are in {Path(args.resume) / 'config.json'}"
+        )
+    folder = RunFolder.open(args.resume)
+    config, data = folder.read_config()
+    return folder, config, data
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``fedcare run`` (with ``--run-dir`` or ``--resume``: a run that survives being killed)."""
+    from data_checks.source_checks import checked_dataset, checked_federation
+    from fedcare.cli.output import RESULTS_DIR, results_table, write_json_atomic
+    from fedcare.cli.run_options import build_config
+    from fedcare_core.algorithms import backend_refusal, secagg_refusal
+    from fedcare_core.results import DataProvenance
+    from fedcare_core.run_dir import RunData, RunFolder
+
+    folder: RunFolder | None = None
+    recorded: RunData | None = None
+    if args.out is not None:  # before any work: not after hours of training
+        check_output_file(args.out)
+    elif args.resume is None and args.run_dir is None:  # the default results/<setting>.json
+        check_output_dir(RESULTS_DIR, "the results folder")
+    sites_run = args.sites is not None or args.schema is not None
+    # A sites run checks every site's file first: a refusal there makes no store.
+    tracking = None if sites_run else tracked.open_chosen_store(args.tracking_uri)
+    if args.resume is not None:
+        folder, config, recorded = open_run_folder(args)
+        if folder.is_complete():
+            print(f"fedcare: the run in {folder.root} is complete: {folder.results_path}")
+            document = folder.read_results()
+            if args.out is not None:
+                write_json_atomic(args.out, document)
+            print(results_table(document))
+            return 0
+        data_dir, verify = recorded.path, recorded.verify_checksum
+        backend = folder.read_backend()
+    elif sites_run:
+        inputs = _sites_inputs(args)
+        return _run(args, tracked.open_chosen_store(args.tracking_uri), inputs, None)
+    else:
+        config = build_config(args)
+        data_dir, verify = args.data_dir, not args.no_verify
+        backend = _command_line_backend(args)
+    # Before loading data: PAFNet and the bounds run in process only (the message says why).
+    refusal = backend_refusal(config.algorithm, backend.name) or secagg_refusal(
+        config, backend.name
+    )
+    if refusal is not None:
+        raise ConfigError(refusal)
+    stage1_runner = build_stage1_runner(args, backend)
+    if args.run_dir is not None:  # probed now, made once the data checks pass
+        RunFolder.check_new(args.run_dir)
+    if not args.quiet:
+        print(f"Loading {config.data.dataset} …", file=sys.stderr)
+    loaded = checked_dataset(config.data, data_dir, verify_checksum=verify)
+    if folder is not None and recorded is not None:
+        folder.check_data(recorded, loaded.cohort.source_sha256)
+    t0 = time.perf_counter()
+    federation = checked_federation(loaded, config)  # the flow's partition checks too
+    partition_s = time.perf_counter() - t0
+    if args.run_dir is not None:
+        folder = RunFolder.create(args.run_dir)
+        source = str(Path(loaded.source).resolve())
+        data = RunData(source, verify, loaded.cohort.source_sha256)
+        folder.write_config(config, data, None if backend.name == "local" else backend)
+    if folder is not None:
+        stage1_runner = _run_folder_runner(folder, config.algorithm, stage1_runner)
+    provenance = DataProvenance.of(loaded.cohort)
+    inputs = RunInputs(config, federation, provenance, partition_s, backend.name, stage1_runner)
+    return _run(args, tracking, inputs, folder)
+
+
+@dataclass(frozen=True)
+class RunInputs:
+    """What ``fedcare run`` runs, once every option and every file has been checked."""
+
+    config: ExperimentConfig
+    federation: Federation
+    provenance: DataProvenance
+    partition_s: float
+    backend: str
+    stage1_runner: Stage1Runner | None
+
+
+def _command_line_backend(args: argparse.Namespace) -> RunBackend:
+    from fedcare_core.run_dir import RunBackend
+
+    local = args.backend == "local"
+    return RunBackend(args.backend, {} if local else flower_overrides(args))
+
+
+def _sites_inputs(args: argparse.Namespace) -> RunInputs:
+    """``--sites``: the sites prepared from their own files (no run folder)."""
+    from fedcare.cli.sites_run import prepare_sites_run
+    from fedcare_core.algorithms import secagg_backend_refusal
+
+    backend = _command_line_backend(args)
+    refusal = secagg_backend_refusal(backend.name) if args.secagg else None
+    if refusal is not None:  # before any site's file is read
+        raise ConfigError(refusal)
+    run = prepare_sites_run(args, quiet=args.quiet)  # refuses the options the schema decides
+    runner = build_stage1_runner(args, backend)  # the schema's fedcare runs on every backend
+    return RunInputs(
+        run.config, run.federation, run.provenance, run.partition_s, backend.name, runner
+    )
+
+
+def _run(
+    args: argparse.Namespace,
+    tracking: str | None,
+    inputs: RunInputs,
+    folder: RunFolder | None,
+) -> int:
+    """Run the checked inputs; write, print and track the result."""
+    from fedcare.cli.output import (
+        ProgressBars,
+        default_results_file,
+        results_table,
+        write_json_atomic,
+    )
+    from fedcare_core.runner import run_algorithm
+
+    bars = ProgressBars(enabled=not args.quiet)
+    # --quiet: Flower's per-round INFO lines too (flower-sim's server runs in this process).
+    flwr_logger = logging.getLogger("flwr")
+    flwr_level = flwr_logger.level
+    if args.quiet:
+        flwr_logger.setLevel(logging.WARNING)
+    try:
+        result = run_algorithm(
+            inputs.federation,
+            inputs.config,
+            provenance=inputs.provenance,
+            backend=inputs.stage1_runner,
+            progress=bars,
+            timing={"partition_s": inputs.partition_s},
+        )
+    finally:
+        bars.close()
+        flwr_logger.setLevel(flwr_level)
+    document = result.to_dict()
+    # Same keys for every backend; Stage 1's notes (lost clients, objectives without an update)
+    # come from the result, per-round participation is in rounds[].participants.
+    document["stage1"]["backend"] = inputs.backend
+    for note in result.stage1.notes:
+        print(f"fedcare: stage 1: {note}", file=sys.stderr)
+    if folder is not None:
+        folder.write_results(document)
+    out = args.out
+    if out is None and folder is None:
+        out = default_results_file(document)
+    if out is not None:
+        write_json_atomic(out, document)
+    print(results_table(document))
+    if out is not None:
+        print(f"results written to {out}")
+    if tracking is not None:
+        tracked.track(tracking, result, inputs.backend)
+    return 0
+
+
+def _run_folder_runner(
+    folder: RunFolder, algorithm: str, runner: Stage1Runner | None
+) -> Stage1Runner | None:
+    """The Stage 1 runner of a run kept in ``folder`` (checkpointed for FedCARE/FedCARE-B)."""
+
+    def say(line: str) -> None:
+        print(f"fedcare: resume: {line}", file=sys.stderr)
+
+    if runner is None:
+        return folder.stage1_runner(algorithm, say)
+    from fedcare.flower.runners import run_folder_runner
+
+    return run_folder_runner(runner, algorithm, folder.checkpoint_path, say)
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    """``fedcare data fetch``."""
+    from tqdm import tqdm
+
+    from fedcare_core.data.fetch import fetch_diabetes130
+
+    bar: tqdm | None = None
+
+    def progress(done: int, total: int | None) -> None:
+        nonlocal bar
+        if args.quiet:
+            return
+        if bar is None:
+            bar = tqdm(total=total, unit="B", unit_scale=True, desc="diabetes130", file=sys.stderr)
+        bar.update(done - bar.n)
+
+    kwargs: dict[str, Any] = {"progress": progress}
+    if args.url:
+        kwargs["url"] = args.url
+    try:
+        path = fetch_diabetes130(args.cache_dir, **kwargs)
+    finally:
+        if bar is not None:
+            bar.close()
+    print(path)
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``fedcare`` console script.
+
+    SIGINT, SIGTERM and SIGHUP end any command the same way: the run's teardown runs, then one
+    line ``fedcare: interrupted (SIGTERM)`` and the exit status 128 + the signal's number.
+    Called as the program (``argv`` None), the process then ends at once
+    (:func:`fedcare_core.interrupts.exit_now`): nothing runs after the message, and no thread
+    a library left waiting on a stopped backend keeps it alive. Called with ``argv``, it returns
+    the status. A command of :data:`QUICK_EXIT_COMMANDS` ends the program the same way once done.
+    """
+    words = sys.argv[1:] if argv is None else argv
+    args = build_parser(command_of(words)).parse_args(argv)
+    try:
+        with signals_raise():
+            status = _dispatch(args)
+    except FedcareError as exc:
+        print(f"fedcare: error: {exc}", file=sys.stderr)
+        status = EXIT_ERROR
+    except KeyboardInterrupt as exc:
+        interrupted = as_interrupted(exc)
+        print(f"fedcare: interrupted ({interrupted.name})", file=sys.stderr, flush=True)
+        if argv is None:
+            exit_now(interrupted.exit_status)
+        return interrupted.exit_status
+    if argv is None and args.command in QUICK_EXIT_COMMANDS:
+        exit_now(status)
+    return status
+
+
+def _dispatch(args: argparse.Namespace) -> int:
+    """Run the parsed command (its module imported only now)."""
+    if args.command == "run":
+        return cmd_run(args)
+    if args.command == "data" and args.data_command == "fetch":
+        return cmd_fetch(args)
+    if args.command == "data" and args.data_command == "split-sites":
+        from fedcare.cli import split_sites
+
+        return split_sites.cmd_split_sites(args)
+    if args.command == "stack":
+        from fedcare.cli import stack_command
+
+        return stack_command.cmd_stack(args)
+    if args.command == "experiment":
+        from fedcare.cli import experiment
+
+        return experiment.cmd_experiment(args)
+    if args.command == "predict":
+        from fedcare.cli import predict
+
+        return predict.cmd_predict(args)
+    if args.command == "federation":
+        from fedcare.cli import federation_command
+
+        return federation_command.cmd_federation(args)
+    if args.command == "site":
+        from fedcare.cli import site_command
+
+        return site_command.cmd_site(args)
+    return EXIT_ERROR  # pragma: no cover - argparse rejects other commands
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,126 @@
+"""Human-readable output of the CLI: progress bars, the results table, atomic JSON writes."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from tqdm import tqdm
+
+from fedcare_core.atomic_files import write_atomic
+from fedcare_core.results import document_json
+
+STAGE_LABELS = {"stage1": "Stage 1 (federated rounds)", "stage2": "Stage 2 (personalisation)"}
+STAGE_UNITS = {"stage1": "round", "stage2": "client"}
+
+
+class ProgressBars:
+    """One tqdm bar per stage, created on first report, written to stderr."""
+
+    def __init__(self, enabled: bool = True) -> None:
+        self.enabled = enabled
+        self.bars: dict[str, tqdm] = {}
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        """Advance ``stage``'s bar to ``done`` of ``total``."""
+        if not self.enabled:
+            return
+        bar = self.bars.get(stage)
+        if bar is None:
+            bar = tqdm(
+                total=total,
+                desc=STAGE_LABELS.get(stage, stage),
+                unit=STAGE_UNITS.get(stage, "step"),
+                file=sys.stderr,
+                leave=True,
+                dynamic_ncols=True,
+            )
+            self.bars[stage] = bar
+        bar.update(done - bar.n)
+        if done >= total:
+            bar.close()
+
+    def close(self) -> None:
+        """Close every open bar."""
+        for bar in self.bars.values():
+            bar.close()
+
+
+def _fmt(value: float | None, metric: str) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.4f}" if metric == "auroc" else f"{value:.3f} d"
+
+
+def results_table(results: dict[str, Any]) -> str:
+    """A plain-text table of per-objective results."""
+    rows = [("objective", "metric", "pooled", "mean over clients", "clients", "note")]
+    for name, rep in results["objectives"].items():
+        metric = rep["metric"]
+        mean = rep["mean_over_clients"]
+        std = rep.get("std_over_clients")
+        mean_s = _fmt(mean, metric)
+        if mean is not None and std is not None:
+            mean_s += f" ± {std:.3f}"
+        rows.append(
+            (
+                name,
+                "AUROC" if metric == "auroc" else "MAE (days)",
+                _fmt(rep["pooled"], metric),
+                mean_s,
+                str(len(rep["clients"])),
+                rep.get("reason") or "",
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    timing = results.get("timing", {})
+    head = (
+        f"{results['algorithm']} on {results['dataset']}: {len(results['clients'])} clients, "
+        f"{len(results['rounds'])} rounds, {timing.get('total_s', float('nan')):.1f} s"
+    )
+    privacy = results.get("privacy")
+    if privacy:
+        head += (
+            f"\nclient-level DP: ε = {privacy['epsilon']:.3f} at δ = {privacy['delta']:g} after "
+            f"{privacy['rounds_accounted']} rounds (noise multiplier "
+            f"{privacy['noise_multiplier']:.4g}, clip {privacy['clip']:g}; {privacy['accountant']})"
+        )
+    return head + "\n" + "\n".join(lines)
+
+
+def write_json_atomic(path: Path, document: dict[str, Any]) -> None:
+    """Write ``document`` to ``path`` atomically (owner-only), so no half-written file remains."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, document_json(document).encode())
+
+
+#: Where ``fedcare run`` writes its results document when ``--out`` is not given.
+RESULTS_DIR = Path("results")
+
+
+def default_results_file(document: Mapping[str, Any]) -> Path:
+    """``results/<dataset>-<setting>-seed<seed>.json`` of a results document (git ignores it).
+
+    The setting is the MLflow run's (:func:`fedcare.tracking.naming.setting_name`:
+    ``<algorithm>-K<clients>-T<rounds>[-<variant>]``), so runs that differ in anything but the
+    output options (``--rho 0.5``, a DP budget, ``--max-patients``) keep a file each.
+
+    Parameters
+    ----------
+    document
+        The run's results document (``ExperimentResult.to_dict()``).
+
+    Returns
+    -------
+    pathlib.Path
+        Relative to the working folder.
+    """
+    from fedcare.tracking.naming import setting_name
+
+    seed = document["config"]["seed"]
+    return RESULTS_DIR / f"{document['dataset']}-{setting_name(document)}-seed{seed}.json"

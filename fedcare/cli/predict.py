@@ -1,0 +1,267 @@
+"""``fedcare predict``: score raw rows with a logged or registered client model.
+
+The model is an MLflow pyfunc over the client's package; ``fedcare predict`` scores with that
+package as the pyfunc's ``predict`` does (:func:`_load_model`), so it gives the predictions of
+``mlflow.pyfunc.load_model`` and ``mlflow models serve``, and a registered version in a local
+SQLite store is found without MLflow's client (:mod:`fedcare.tracking.model_folder`), which
+keeps the command quick (``docs/BENCHMARKS.md``). The output CSV holds
+the input's identifier columns (``encounter_id``, ``patient_nbr``; MIMIC-III's ``SUBJECT_ID``,
+``HADM_ID``, ``ICUSTAY_ID``) for joining, then one column per objective; identifiers are
+written only there, owner-only (0600), never printed or logged, and never passed to the model.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import sys
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from fedcare.cli.options import add_tracking_uri_option
+from fedcare_core.config import UNSEEN_CATEGORY_POLICIES
+from fedcare_core.errors import ConfigError, DataError
+from fedcare_core.output_paths import check_output_file
+
+if TYPE_CHECKING:
+    from fedcare_core.model_package import ModelPackage
+
+#: The MLflow model's description file.
+MLMODEL_FILE = "MLmodel"
+
+
+def add_parser(sub: Any) -> None:
+    """Register ``fedcare predict``."""
+    predict = sub.add_parser(
+        "predict",
+        help="score raw rows (no labels needed) with a client's model",
+        description="Score raw rows of the model's dataset with a client's deployed model "
+        "(e.g. models:/fedcare-diabetes130-fedcare-early_discharge-client0@champion: the "
+        "registered name says what it predicts and for which client) and write one column per "
+        "objective, after the input's identifier columns.",
+    )
+    predict.add_argument(
+        "--model",
+        required=True,
+        metavar="URI",
+        help="an MLflow model URI: models:/<name>@champion, models:/<name>/<version>, "
+        "models:/<model id>, runs:/<run id>/client<k>, or a local model folder",
+    )
+    predict.add_argument(
+        "--data", required=True, type=Path, metavar="FILE.csv", help="the rows to score"
+    )
+    predict.add_argument(
+        "--out", required=True, type=Path, metavar="FILE.csv", help="write the predictions here"
+    )
+    predict.add_argument(
+        "--unseen-categories",
+        choices=UNSEEN_CATEGORY_POLICIES,
+        help="a category outside a column's documented values: refuse the rows or encode it as "
+        "'other' (default: as the model's training run did)",
+    )
+    add_tracking_uri_option(
+        predict, "where models:/ URIs are looked up", "else the project's mlflow/mlflow.db"
+    )
+
+
+def _check_model_store(uri: str, db: Path) -> None:
+    """Refuse a SQLite store that holds no model registry, without writing to it.
+
+    MLflow would create its tables in an empty database file (``sqlite3 x.db ''``) before
+    finding no model there: the store is opened read-only here first.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``--tracking-uri``: no such file, not an SQLite database, or no MLflow tables.
+    """
+    import sqlite3
+
+    if not db.is_file():
+        raise ConfigError(f"--tracking-uri {uri}: no MLflow store at {db}")
+    try:
+        with contextlib.closing(sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)) as con:
+            found = con.execute(
+                "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'registered_models'"
+            ).fetchone()
+    except sqlite3.Error as exc:
+        raise ConfigError(f"--tracking-uri {uri}: {db} is not an MLflow store ({exc})") from None
+    if found is None:
+        raise ConfigError(
+            f"--tracking-uri {uri}: {db} holds no MLflow model registry (an empty database): "
+            "no model can be loaded from it"
+        )
+
+
+def _load_model(uri: str, tracking_uri: str | None) -> ModelPackage:
+    """The client package of the MLflow model at ``uri``; a missing or foreign model is one line.
+
+    MLflow's pyfunc of a client model (:mod:`fedcare.tracking.pyfunc_model`) wraps one artifact,
+    the client's package, and its ``predict`` is :meth:`ModelPackage.score`; ``fedcare predict``
+    reads that package from the model's folder and scores with it directly, so it predicts what
+    ``mlflow.pyfunc.load_model(uri).predict`` and ``mlflow models serve`` predict (the tests
+    compare them) without importing MLflow where it need not. The folder of a registered
+    version in a local SQLite store is found read-only
+    (:func:`~fedcare.tracking.model_folder.registered_model_folder`); any other URI is fetched
+    by ``mlflow.artifacts.download_artifacts``. The model's pinned requirements are compared
+    with this environment by :func:`requirement_mismatches` (a warning on stderr), as MLflow
+    warns when it loads a model.
+    """
+    import tempfile
+
+    from fedcare.tracking.model_folder import registered_model_folder, registry_uri
+
+    folder = registered_model_folder(uri, registry_uri(tracking_uri))
+    if folder is None and Path(uri).is_dir():  # a model folder on this machine: read in place
+        folder = Path(uri)
+    if folder is not None:
+        return _package_in(uri, folder)
+    with tempfile.TemporaryDirectory(prefix="fedcare-model-") as fetched:  # removed once read
+        return _package_in(uri, _download(uri, tracking_uri, Path(fetched)))
+
+
+def _package_in(uri: str, folder: Path) -> ModelPackage:
+    """The client package of the MLflow model in ``folder`` (``--model uri``), read whole."""
+    from fedcare.tracking.model_folder import PACKAGE_ARTIFACT
+    from fedcare_core.model_package import load_package
+
+    mlmodel = _read_mlmodel(uri, folder)
+    flavor = (mlmodel.get("flavors") or {}).get("python_function") or {}
+    artifact = ((flavor.get("artifacts") or {}).get(PACKAGE_ARTIFACT) or {}).get("path")
+    if "dataset" not in (mlmodel.get("metadata") or {}) or not isinstance(artifact, str):
+        raise ConfigError(f"--model {uri}: not a FedCARE client model (no dataset in its metadata)")
+    for mismatch in requirement_mismatches(folder, flavor.get("python_version")):
+        print(f"fedcare: warning: --model {uri}: {mismatch}", file=sys.stderr)
+    try:
+        return load_package(folder / artifact)
+    except (OSError, ValueError, KeyError, TypeError, RuntimeError) as exc:
+        detail = " ".join(str(exc).split())
+        raise ConfigError(f"--model {uri}: cannot load the model ({detail})") from None
+
+
+def _download(uri: str, tracking_uri: str | None, into: Path) -> Path:
+    """The model's folder as MLflow fetches it (any URI MLflow knows) into ``into``."""
+    import fedcare.tracking  # noqa: F401, I001  (MLflow's telemetry off before it is imported)
+    import mlflow.artifacts
+    from mlflow.exceptions import MlflowException
+
+    from fedcare.tracking import store
+
+    store.configure(tracking_uri)
+    try:
+        return Path(mlflow.artifacts.download_artifacts(artifact_uri=uri, dst_path=str(into)))
+    except (MlflowException, OSError) as exc:
+        detail = " ".join(str(exc).split())
+        raise ConfigError(f"--model {uri}: cannot load the model ({detail})") from None
+
+
+def _read_mlmodel(uri: str, folder: Path) -> dict[str, Any]:
+    """The model's ``MLmodel`` file (YAML), or a one-line error naming ``--model``."""
+    import yaml
+
+    try:
+        document = yaml.safe_load((folder / MLMODEL_FILE).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+        detail = " ".join(str(exc).split())
+        raise ConfigError(f"--model {uri}: not an MLflow model ({detail})") from None
+    if not isinstance(document, dict):
+        raise ConfigError(f"--model {uri}: not an MLflow model ({MLMODEL_FILE} is not a mapping)")
+    return document
+
+
+def requirement_mismatches(folder: Path, python_version: str | None) -> list[str]:
+    """How this environment differs from what the model in ``folder`` was logged with.
+
+    Parameters
+    ----------
+    folder
+        The MLflow model's folder (its ``requirements.txt``: pinned ``name==version`` lines).
+    python_version
+        The Python version the model was logged with (its pyfunc flavour's), or ``None``.
+
+    Returns
+    -------
+    list of str
+        One line per package whose installed version does not satisfy its requirement (or is
+        not installed), and one if Python's major.minor version differs, as MLflow warns.
+    """
+    from importlib import metadata
+
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    found: list[str] = []
+    running = ".".join(str(v) for v in sys.version_info[:2])
+    if python_version is not None and ".".join(python_version.split(".")[:2]) != running:
+        found.append(f"logged with Python {python_version}, running Python {running}")
+    path = folder / "requirements.txt"
+    lines = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    for line in lines:
+        try:
+            req = Requirement(line.strip())
+        except InvalidRequirement:  # a comment, an option, a path or URL: not compared
+            continue
+        if req.marker is not None and not req.marker.evaluate():
+            continue
+        try:
+            installed: str | None = metadata.version(req.name)
+        except metadata.PackageNotFoundError:
+            installed = None
+        if installed is None or (req.specifier and not req.specifier.contains(installed)):
+            found.append(f"{req.name} {installed or 'not installed'}, the model needs {req}")
+    return found
+
+
+def _read_rows(path: Path) -> Any:
+    """The CSV's rows as pandas reads them by default (``?``, empty cells: missing)."""
+    import pandas as pd
+
+    name = str(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise DataError(f"cannot read the file ({exc.strerror})", file=name) from None
+    if not data.strip():
+        raise DataError("the file is empty", file=name)
+    try:
+        return pd.read_csv(io.BytesIO(data), low_memory=False)
+    except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        detail = " ".join(str(exc).split())
+        raise DataError(f"cannot parse the CSV ({detail})", file=name) from None
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    """``fedcare predict``: load, read, score, write; one message on an expected failure."""
+    import pandas as pd
+
+    from fedcare.tracking.local_artifacts import sqlite_path
+    from fedcare_core.atomic_files import write_atomic
+    from fedcare_core.data.rows import row_format
+    from fedcare_core.private_files import keep_out_of_git
+
+    check_output_file(args.out)
+    if not args.data.is_file():
+        raise DataError("not a file (missing, or a folder)", file=str(args.data))
+    tracking_uri = args.tracking_uri
+    db = sqlite_path(tracking_uri) if tracking_uri else None
+    if db is not None:  # reading a model must not create (or migrate) a store
+        _check_model_store(tracking_uri, db)
+    package = _load_model(args.model, tracking_uri)
+    fmt = row_format(package.dataset)
+    rows = _read_rows(args.data)
+    inputs = [c for c in package.input_columns if c in rows.columns]
+    try:
+        predictions = package.score(rows.loc[:, inputs], unseen_categories=args.unseen_categories)
+    except DataError as exc:
+        raise DataError(
+            exc.message, file=str(args.data), column=exc.column, rows=exc.rows
+        ) from None
+    kept = rows.loc[:, [c for c in fmt.identifiers if c in rows.columns]]
+    out = pd.concat([kept, predictions], axis=1)
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    if kept.columns.size:  # scores keyed by patient: never where git would pick them up
+        keep_out_of_git(args.out, "the scores (keyed by patient identifiers)", folder=False)
+    write_atomic(args.out, out.to_csv(index=False).encode())
+    columns = ", ".join(str(c) for c in predictions.columns)
+    print(f"scored {len(out)} rows ({columns}) → {args.out}", file=sys.stderr)
+    return 0

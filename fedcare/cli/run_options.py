@@ -1,0 +1,132 @@
+"""``fedcare run``'s options (the command itself is :func:`fedcare.cli.main.cmd_run`).
+
+The configuration's flags come from the settings' declarations
+(:func:`fedcare.cli.setting_flags.add_setting_flags`); the others (data, backend, output,
+run folder, sites) are the command's own.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from fedcare.cli.options import add_tracking_uri_option
+from fedcare.cli.setting_flags import add_setting_flags, build_config
+
+__all__ = ["add_parser", "add_preset_option", "build_config"]
+
+
+def add_preset_option(parser: Any) -> None:
+    """``--preset``: the starting configuration the other flags override."""
+    parser.add_argument(
+        "--preset",
+        choices=("paper", "recommended"),
+        help="starting configuration: paper (default: FedCARE as the paper describes it) or "
+        "recommended (chosen on validation scores; docs/RESULTS.md); other flags win over it",
+    )
+
+
+def add_parser(sub: Any, backends: tuple[str, ...]) -> None:
+    """``fedcare run``'s options."""
+    run = sub.add_parser("run", help="run an experiment end to end")
+    run.add_argument("--config", type=Path, help="JSON file with an ExperimentConfig; flags win")
+    run.add_argument("--data-dir", help="dataset folder or file (default: $FEDCARE_DATA_DIR)")
+    add_preset_option(run)
+    add_setting_flags(run)
+    run.add_argument(
+        "--backend",
+        choices=backends,
+        default="local",
+        help="where Stage 1 (or FedAvg/FedProx/FMGDA/FSMGDA's rounds) runs: in process, "
+        "Flower's Simulation Engine, or SuperLink/SuperNode processes on loopback "
+        "(default local; PAFNet, local and centralised: local only)",
+    )
+    run.add_argument(
+        "--round-timeout",
+        type=float,
+        help="Flower backends: seconds to wait for clients' replies in a round (default 600)",
+    )
+    run.add_argument(
+        "--startup-timeout",
+        type=float,
+        help="Flower backends: seconds to wait for all clients to connect (default 180)",
+    )
+    run.add_argument(
+        "--stock-supernodes",
+        action="store_true",
+        help="flower-deployment: run Flower's stock SuperNode loop (3 s idle polls, a fresh "
+        "flwr-clientapp interpreter per message) instead of the warm, poll-capped one",
+    )
+    run.add_argument(
+        "--insecure",
+        action="store_true",
+        help="flower-deployment: plain HTTP between the Flower processes instead of TLS with a "
+        "per-run certificate authority (the default)",
+    )
+    run.add_argument(
+        "--node-auth",
+        action="store_true",
+        help="flower-deployment: SuperNode authentication; the SuperLink admits only nodes "
+        "whose per-run public key was registered with it (needs TLS)",
+    )
+    run.add_argument(
+        "--bind-address",
+        metavar="IP",
+        help="flower-deployment: the IPv4 address of this machine the SuperLink listens on "
+        "and its certificate names (default 127.0.0.1; another address needs TLS)",
+    )
+    run.add_argument(
+        "--keep-workdir",
+        action="store_true",
+        help="Flower backends: keep the run folder (logs, per-client data) for debugging",
+    )
+    run.add_argument(
+        "--out",
+        type=Path,
+        help="write the results document here (default, without --run-dir or --resume: "
+        "results/<dataset>-<setting>-seed<seed>.json, the setting as the MLflow run names it)",
+    )
+    add_tracking_uri_option(run, "to log the run, its models and registry versions to")
+    run.add_argument("--no-verify", action="store_true", help="skip the dataset checksum")
+    run.add_argument("--quiet", action="store_true", help="no progress bars")
+    keep = run.add_mutually_exclusive_group()
+    keep.add_argument(
+        "--run-dir",
+        type=Path,
+        metavar="DIR",
+        help="keep the run's state in DIR (new or empty; owner-only): config.json, for "
+        "fedcare/fedcare-b a checkpoint after every Stage 1 round, and results.json at the end "
+        "(other algorithms: config and results only; --resume reruns them from the start); "
+        "any --backend",
+    )
+    keep.add_argument(
+        "--resume",
+        type=Path,
+        metavar="DIR",
+        help="continue the run kept in DIR (by --run-dir) from its last checkpoint, to the "
+        "uninterrupted run's results; takes no other option but --out, --quiet and --tracking-uri",
+    )
+    _add_sites_options(run)
+
+
+def _add_sites_options(run: Any) -> None:
+    """``--sites`` and ``--schema``: a federation of sites from their own files."""
+    sites = run.add_argument_group(
+        "sites",
+        "a federation of sites from their own files (as `fedcare site prepare` prepares each "
+        "one), in process or on --backend; the schema gives the configuration: only --seed, "
+        "--rounds and the output and backend options may be added",
+    )
+    sites.add_argument(
+        "--sites",
+        type=Path,
+        metavar="SITES.json",
+        help='a JSON list of {"data": FILE, "objectives": [...], "name": NAME} (as '
+        "`fedcare data split-sites` writes); needs --schema",
+    )
+    sites.add_argument(
+        "--schema",
+        type=Path,
+        metavar="federation.json",
+        help="the federation's schema (`fedcare federation init`)",
+    )

@@ -1,0 +1,104 @@
+"""``fedcare site``: what a hospital's data team runs (prepare, join, personalise)."""
+
+from __future__ import annotations
+
+import argparse
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from fedcare.cli import site_prepare
+
+
+def add_parser(sub: Any) -> None:
+    """``fedcare site``'s sub-commands."""
+    site = sub.add_parser("site", help="a hospital's side of a federation")
+    site_sub = site.add_subparsers(dest="site_command", required=True)
+    site_prepare.add_prepare_parser(site_sub)
+    join = site_sub.add_parser(
+        "join", help="run the site's node in the federation until stopped (Ctrl-C)"
+    )
+    join.add_argument("--site", type=Path, required=True, metavar="SITE_DIR")
+    join.add_argument(
+        "--superlink", required=True, metavar="HOST:PORT", help="the coordinator's address"
+    )
+    join.add_argument(
+        "--root-certificates", type=Path, required=True, metavar="CA.crt",
+        help="the coordinator's CA certificate (its STATE/ca.crt)",
+    )  # fmt: skip
+    site_prepare.add_personalise_parser(site_sub)
+    rotate = site_sub.add_parser(
+        "rotate-key", help="make a new node key pair and site card (then re-register the card)"
+    )
+    rotate.add_argument("--site", type=Path, required=True, metavar="SITE_DIR")
+
+
+def cmd_site(args: argparse.Namespace) -> int:
+    """Run ``fedcare site <command>``."""
+    if args.site_command == "prepare":
+        return site_prepare.cmd_site_prepare(args)
+    if args.site_command == "join":
+        return _join(args)
+    if args.site_command == "rotate-key":
+        return _rotate(args)
+    if args.site_command == "personalise":
+        return site_prepare.cmd_site_personalise(args)
+    raise AssertionError(args.site_command)  # pragma: no cover - argparse rejects the rest
+
+
+def _join(args: argparse.Namespace) -> int:
+    """``fedcare site join``: the site's node until Ctrl-C."""
+    from fedcare.flower.site_folder import SiteFolder
+    from fedcare.flower.site_join import join_federation
+    from fedcare.flower.tls_checks import check_certificates, check_node_key
+
+    check_superlink(args.superlink)
+    site = SiteFolder.open(args.site)  # site.json and the card checked
+    # Flower reads these only once its node runs, and would retry a bad CA's handshake forever.
+    check_certificates(args.root_certificates, "--root-certificates")
+    check_node_key(site.private_key, f"--site {site.root}: the node key")
+
+    def say(line: str) -> None:
+        print(f"fedcare: {line}", file=sys.stderr, flush=True)
+
+    join_federation(site, args.superlink, args.root_certificates, say=say)
+    return 0
+
+
+#: What a host in ``--superlink`` may hold: a DNS name or an IPv4 address (or ``[IPv6]``).
+_HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,252})|\[[0-9A-Fa-f:.]{2,45}\]")
+
+
+def check_superlink(address: str) -> tuple[str, int]:
+    """``--superlink HOST:PORT`` as host and port, or a one-line refusal (before any process).
+
+    Raises
+    ------
+    ConfigError
+        Naming ``--superlink``: no port, a port outside 1..65535, or a host that is not a DNS
+        name or an IP address (Flower's SuperNode would print its own error, or retry forever).
+    """
+    from fedcare_core.errors import ConfigError
+
+    host, sep, port = address.rpartition(":")
+    if not sep or _HOST.fullmatch(host) is None or not port.isdigit() or len(port) > 5:
+        raise ConfigError(f"--superlink {address!r}: give HOST:PORT (a name or an IP address)")
+    if not 1 <= int(port) <= 65_535:
+        raise ConfigError(f"--superlink {address!r}: the port must lie in [1, 65535]")
+    return host, int(port)
+
+
+def _rotate(args: argparse.Namespace) -> int:
+    """``fedcare site rotate-key``: a new key pair; the card to send the coordinator."""
+    from fedcare.flower.site_folder import CARD_FILE, SiteFolder, rotate_key
+
+    site = SiteFolder.open(args.site)
+    card = rotate_key(site)
+    print(f"site {card.name}: new node key in {site.private_key} (keep it secret)")
+    print(
+        f"send {site.root / CARD_FILE} to the coordinator, who runs `fedcare federation "
+        f"unregister --name {card.name}` and `fedcare federation register --site <card>`; "
+        "until then the old key is the registered one"
+    )
+    return 0

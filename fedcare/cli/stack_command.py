@@ -1,0 +1,136 @@
+"""``fedcare stack``: the local Prefect server, worker, deployments and MLflow server."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_parser(sub: Any) -> None:
+    """``fedcare stack``'s options."""
+    stack = sub.add_parser(
+        "stack", help="the local Prefect server, worker, deployments and MLflow server"
+    )
+    stack.add_argument(
+        "action",
+        choices=["up", "down", "status", "env", "run", "schedule"],
+        help="up: start and deploy; down: stop everything; status: report; env: print the "
+        "shell exports (PREFECT_API_URL, MLFLOW_TRACKING_URI, ...) that talk to the stack; "
+        "run: run a deployment and wait for it (prefect deployment run --watch, with a state "
+        "poll beside it in case the watch misses the end); schedule: show or change the "
+        "re-training schedule (kept across stack up)",
+    )
+    stack.add_argument(
+        "deployment", nargs="?", help="run: flow/deployment, e.g. fedcare/full-experiment"
+    )
+    stack.add_argument(
+        "-p",
+        "--param",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="run: a flow parameter, as prefect deployment run -p takes it (repeatable)",
+    )
+    stack.add_argument("--state-dir", type=Path, help="pid files, logs, Prefect home (.stack)")
+    stack.add_argument("--mlflow-dir", type=Path, help="MLflow store folder (mlflow)")
+    stack.add_argument("--prefect-port", type=int, help="Prefect API/UI port (4200)")
+    stack.add_argument("--mlflow-port", type=int, help="MLflow server/UI port (5000)")
+    stack.add_argument(
+        "--host",
+        metavar="IP",
+        help="IPv4 address the Prefect and MLflow servers listen on (default 127.0.0.1); "
+        "neither authenticates its clients, so another address opens them to that network",
+    )
+    stack.add_argument(
+        "--data-dir", type=Path, help="data folder for flow runs (default: $FEDCARE_DATA_DIR)"
+    )
+    when = stack.add_mutually_exclusive_group()
+    when.add_argument("--pause", action="store_true", help="schedule: pause re-training")
+    when.add_argument("--resume", action="store_true", help="schedule: resume re-training")
+    stack.add_argument(
+        "--unset",
+        action="store_true",
+        help="env: print the unset commands instead (after stack down: the shell stops "
+        "talking to the stack)",
+    )
+    stack.add_argument("--cron", help="schedule: when to re-train, e.g. '0 2 * * 0'")
+    stack.add_argument("--timezone", help="schedule: the cron's IANA time zone (UTC)")
+
+
+def cmd_stack(args: argparse.Namespace) -> int:
+    """``fedcare stack up|down|status|env|run``."""
+    import shlex
+    from dataclasses import replace
+
+    from fedcare.stack import stack
+    from fedcare.stack.settings import StackConfig
+
+    config = StackConfig(state=args.state_dir, mlflow_dir=args.mlflow_dir, data_dir=args.data_dir)
+    if args.prefect_port is not None:
+        config = replace(config, prefect_port=args.prefect_port)
+    if args.mlflow_port is not None:
+        config = replace(config, mlflow_port=args.mlflow_port)
+    if args.host is not None:
+        config = replace(config, host=args.host)
+
+    def say(message: str) -> None:
+        print(f"fedcare stack: {message}", file=sys.stderr)
+
+    if args.action == "run":
+        from fedcare.stack.run import run_deployment
+
+        if not args.deployment:
+            say("run needs a deployment, e.g. fedcare stack run fedcare/full-experiment")
+            return 2
+        return run_deployment(config, args.deployment, args.param, out=sys.stdout, say=say)
+    if args.action == "schedule":
+        return _schedule(args, config)
+    if args.action == "env":
+        exports = config.client_env()
+        if args.unset:  # where the stack is; the offline settings stay
+            from fedcare.stack.settings import OFFLINE_ENV
+
+            print(f"unset {' '.join(k for k in exports if k not in OFFLINE_ENV)}")
+            return 0
+        for key, value in exports.items():
+            print(f"export {key}={shlex.quote(value)}")
+        return 0
+    if args.action == "down":
+        stack.down(config, say=say)
+        return 0
+    if args.action == "up" and not config.loopback:
+        say(f"warning: --host {config.host}: the servers have no authentication")
+    services = stack.up(config, say=say) if args.action == "up" else stack.status(config)
+    for s in services:
+        state = ("running" if s.healthy else "not answering") if s.running else "stopped"
+        where = f"  {s.url}" if s.url else ""
+        print(f"{s.name:15} {state:14} pid {s.pid or '-':>7}{where}")
+    if args.action == "up":
+        print(f"Prefect UI: {config.prefect_url}   MLflow UI: {config.mlflow_url}")
+    return 0 if all(s.running and s.healthy for s in services) else 1
+
+
+def _schedule(args: argparse.Namespace, config: Any) -> int:
+    """``fedcare stack schedule [--pause|--resume] [--cron EXPR] [--timezone TZ]``."""
+    from dataclasses import replace
+
+    from fedcare.stack import schedule
+    from fedcare.stack.processes import wait_http
+    from fedcare_core.errors import ConfigError
+
+    reachable = wait_http(f"{config.prefect_api_url}/health", 1.0)
+    current = schedule.on_server(config) if reachable else None
+    if current is None:
+        raise ConfigError(
+            f"the stack's Prefect server ({config.prefect_url}) does not hold "
+            f"{schedule.DEPLOYMENT}; bring the stack up first (fedcare stack up)"
+        )
+    wanted = schedule.checked(args.cron, args.timezone, current)
+    if args.pause or args.resume:
+        wanted = replace(wanted, active=args.resume)
+    if wanted != current:
+        schedule.apply(config, wanted)
+    print(wanted.describe())
+    return 0

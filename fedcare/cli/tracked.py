@@ -1,0 +1,132 @@
+"""``fedcare run --tracking-uri``: log an in-process run to MLflow exactly as the flow does.
+
+The store is opened (and reached) before any work, so a wrong URI fails in a second, not after
+training; the run is then logged and registered by :func:`fedcare.tracking.track.track_result`,
+the entry the Prefect flow's tasks use: the same runs, λ* traces, models and registry versions.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from typing import TYPE_CHECKING
+
+from fedcare_core.errors import ConfigError
+
+#: Seconds to wait for a tracking server to answer before any work.
+REACH_TIMEOUT_S = 5.0
+
+if TYPE_CHECKING:
+    from fedcare_core.results import ExperimentResult
+
+
+def open_store(uri: str, what: str = "--tracking-uri") -> str:
+    """Point MLflow at ``uri`` and reach it; the URI in use.
+
+    Parameters
+    ----------
+    uri
+        The tracking URI.
+    what
+        Where it was given, for the message (the option or the environment variable).
+
+    Raises
+    ------
+    ConfigError
+        If the store cannot be opened or reached (one line naming ``what``).
+    """
+    import fedcare.tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
+    from fedcare.tracking import store
+
+    # An empty or older SQLite store is set up on first use: not an INFO line per table step.
+    for name in ("mlflow.store.db.utils", "alembic"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+    try:
+        if uri.startswith(("http://", "https://")):
+            _reach(uri)
+        in_use = store.configure(uri)
+        store.client().search_experiments(max_results=1)
+    except Exception as exc:  # any failure to open the store is the URI's
+        detail = " ".join(str(exc).split())[:300]
+        raise ConfigError(f"{what} {uri}: cannot open the MLflow store ({detail})") from None
+    return in_use
+
+
+def open_chosen_store(uri: str | None) -> str | None:
+    """The store to log to: ``--tracking-uri``, else ``$MLFLOW_TRACKING_URI``, else ``None``.
+
+    Raises
+    ------
+    ConfigError
+        If the chosen store cannot be opened (see :func:`open_store`).
+    """
+    if uri:
+        return open_store(uri)
+    env = os.environ.get("MLFLOW_TRACKING_URI")
+    return open_store(env, "MLFLOW_TRACKING_URI") if env else None
+
+
+def _reach(uri: str) -> None:
+    """GET the tracking server's ``/health`` within seconds (MLflow's client retries minutes)."""
+    import urllib.request
+
+    with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=REACH_TIMEOUT_S) as reply:
+        reply.read()
+
+
+def track(
+    uri: str,
+    result: ExperimentResult,
+    backend: str,
+    *,
+    entry: str = "fedcare run",
+    site_name: str | None = None,
+) -> None:
+    """Log and register ``result`` in the store :func:`open_store` opened; say where.
+
+    Parameters
+    ----------
+    uri
+        The store in use.
+    result
+        The run's result.
+    backend, entry
+        Tagged ``fedcare.backend`` and ``fedcare.entry`` (the command that ran it).
+    site_name
+        The run is this site's own Stage 2 (``fedcare site personalise``): tagged
+        ``fedcare.site``, its model registered under the site's name.
+    """
+    from fedcare.tracking import store
+    from fedcare.tracking.links import run_url
+    from fedcare.tracking.track import track_result
+
+    logging.getLogger("mlflow").setLevel(logging.WARNING)  # not an INFO line per model logged
+    store.configure(uri)
+    tags = {"fedcare.backend": backend, "fedcare.entry": entry}
+    if site_name is not None:
+        tags["fedcare.site"] = site_name
+    tracked = track_result(result, tags=tags, site_name=site_name)
+    experiment_id = store.client().get_run(tracked.run_id).info.experiment_id
+    page = run_url(uri, experiment_id, tracked.run_id)  # a server's UI, in model-training mode
+    print(f"MLflow run {tracked.run_id} in {uri}" + (f" ({page})" if page else ""), file=sys.stderr)
+    for name, version, promoted in tracked.registrations.versions():
+        flag = " (champion)" if promoted else ""
+        print(f"registered {name} version {version}{flag}", file=sys.stderr)
+
+
+def check_site_model_name(dataset: str, algorithm: str, site: str) -> None:
+    """Check, before any work, that the site's model can be registered under the site's name.
+
+    The model is registered as ``fedcare-<dataset>-<algorithm>-<objectives>-<site>``
+    (:func:`fedcare.tracking.model_names.site_model_name`).
+
+    Raises
+    ------
+    ConfigError
+        For a site name that would take another model's name.
+    """
+    from fedcare.tracking.model_names import check_site_name
+
+    del dataset, algorithm  # the name's other parts cannot clash
+    check_site_name(site)

@@ -1,0 +1,210 @@
+"""The FedCARE ClientApp: a thin adapter around :func:`fedcare_core.stage1.client_update`.
+
+A client process knows only where its own data is (a folder or a one-file image, see
+:mod:`fedcare_core.data.client_store`; in a deployment an anonymous memory file of the runner's,
+:func:`fedcare.flower.workspace.memory_handover`); everything else (objectives, model and Stage 1
+configuration, seed, round, ``w^t``) arrives in the message, so the app holds no state between
+messages and gives the same update whichever process runs it.
+
+``app`` (this module's ClientApp) is the one SuperNodes load: it reads the folder from the
+SuperNode's node config key ``data-path``. The simulation builds its own app with
+:func:`build_client_app` and a locator keyed by Flower's ``partition-id``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import replace
+from functools import partial
+from pathlib import Path
+
+from flwr.app import Context, Message, RecordDict
+from flwr.clientapp import ClientApp
+
+from fedcare.flower.messages import (
+    PROTOCOL,
+    PROTOCOL_VERSION,
+    ProtocolError,
+    decode_train_instruction,
+    encode_client_update,
+    encode_identity,
+)
+from fedcare.flower.site_messages import (
+    FINAL_MODEL_ACTION,
+    SiteIdentity,
+    add_site_identity,
+    assigned_client_id,
+    decode_final_model,
+    encode_stored,
+)
+from fedcare_core.data.client_store import load_client_data
+from fedcare_core.data.federation import ClientData
+
+#: Node-config key naming the client's data folder (``flower-supernode --node-config``).
+DATA_PATH_KEY = "data-path"
+#: Node-config keys of a node serving a named site (``fedcare site join``, and the loopback
+#: deployment's nodes): its name, its schema's digest, and (a site folder only) where the
+#: broadcast ``w*`` is kept.
+SITE_NAME_KEY = "site-name"
+SCHEMA_DIGEST_KEY = "schema-digest"
+STAGE1_PATH_KEY = "stage1-path"
+#: Flower's node-config key for a simulated node's index.
+PARTITION_ID_KEY = "partition-id"
+
+DataLocator = Callable[[Context], Path]
+
+# A long-lived process (a Ray actor in simulation) serves many messages: load each folder once.
+_CACHE: dict[str, ClientData] = {}
+
+
+def node_config_data_path(context: Context) -> Path:
+    """The data folder named by the SuperNode's ``data-path`` node config."""
+    try:
+        return Path(str(context.node_config[DATA_PATH_KEY]))
+    except KeyError:
+        raise ValueError(
+            f"SuperNode started without --node-config {DATA_PATH_KEY}=<client folder>"
+        ) from None
+
+
+def partition_data_path(data_dir: str, context: Context) -> Path:
+    """Simulation: ``<data_dir>/client-<partition-id>``."""
+    return Path(data_dir) / client_folder_name(int(context.node_config[PARTITION_ID_KEY]))
+
+
+def client_folder_name(client_id: int) -> str:
+    """Folder name of client ``client_id``'s data."""
+    return f"client-{client_id}"
+
+
+def memory_data_path(paths: tuple[str, ...], context: Context) -> Path:
+    """Simulation with the memory handover: the partition's ``/proc/<pid>/fd/<n>``."""
+    return Path(paths[int(context.node_config[PARTITION_ID_KEY])])
+
+
+def simulation_locator(data_dir: str | Path, data_paths: Sequence[str] = ()) -> DataLocator:
+    """A picklable locator for simulated nodes (Ray ships it to its actors).
+
+    With ``data_paths`` (the workspace's memory files, by client id) each node reads its
+    client's memory file; otherwise its folder under ``data_dir``.
+    """
+    if data_paths:
+        return partial(memory_data_path, tuple(data_paths))
+    return partial(partition_data_path, str(data_dir))
+
+
+def data_key(path: str | Path) -> str:
+    """The cache key of a data path: absolute, symlinks not followed.
+
+    A memory file's ``/proc/<pid>/fd/<n>`` is a link to a name no file system holds
+    (``/memfd:... (deleted)``): it must be opened as given, never resolved.
+    """
+    return str(Path(path).absolute())
+
+
+def cached_client(locate: DataLocator, context: Context) -> ClientData:
+    """The node's client data, loaded once per process (see :func:`preload`)."""
+    key = data_key(locate(context))
+    if key not in _CACHE:
+        _CACHE[key] = load_client_data(key)
+    return _CACHE[key]
+
+
+def preload(data_path: str | Path) -> None:
+    """Load a client's data into this process's cache (a warm parent before forking)."""
+    key = data_key(data_path)
+    _CACHE[key] = load_client_data(key)
+
+
+def node_site(context: Context) -> SiteIdentity | None:
+    """The site this node serves, from its node config (None: a node without a site name)."""
+    config = context.node_config
+    if SITE_NAME_KEY not in config:
+        return None
+    return SiteIdentity(str(config[SITE_NAME_KEY]), str(config.get(SCHEMA_DIGEST_KEY, "")))
+
+
+def assigned(client: ClientData, content: RecordDict) -> ClientData:
+    """``client`` under the client id the server's message assigns (if it assigns one)."""
+    client_id = assigned_client_id(content)
+    if client_id is None or client_id == client.client_id:
+        return client
+    return replace(client, client_id=client_id)
+
+
+def handle_query(locate: DataLocator, msg: Message, context: Context) -> Message:
+    """Handshake: say which client (and which site) this node serves; nothing about its data."""
+    if msg.content.config_records["config"][PROTOCOL] != PROTOCOL_VERSION:
+        raise ProtocolError("server speaks another FedCARE protocol version")
+    client = cached_client(locate, context)
+    content = encode_identity(client.client_id)
+    return Message(add_site_identity(content, node_site(context)), reply_to=msg)
+
+
+def handle_final_model(msg: Message, context: Context) -> Message:
+    """The end of Stage 1: keep the broadcast ``w*`` in the site's folder, if it has one."""
+    from fedcare.flower.site_folder import store_final_model
+
+    final = decode_final_model(msg.content)
+    site = node_site(context)
+    if site is not None and site.schema_digest != final.schema_digest:
+        raise ProtocolError("the final model was computed for another federation schema")
+    path = context.node_config.get(STAGE1_PATH_KEY)
+    if path:
+        store_final_model(Path(str(path)), final)
+    return Message(encode_stored(bool(path)), reply_to=msg)
+
+
+def handle_train(locate: DataLocator, msg: Message, context: Context) -> Message:
+    """One round: Stage 1's local steps, or a FedAvg/FedProx client's local training.
+
+    Stage 1: τ local steps per objective from ``w^t``, replying with every Δ_{k,s}; with a
+    union layout in the instruction (FMGDA/FSMGDA) on the client's union vectors, embedded
+    here from its own features. A FedAvg or FedProx message goes to
+    :func:`fedcare.flower.baselines.baseline_train`.
+    """
+    import torch
+
+    from fedcare.flower.baselines import baseline_train, is_baseline_message, union_view
+    from fedcare_core.models import MultiObjectiveModel
+    from fedcare_core.stage1 import client_update
+
+    if is_baseline_message(msg.content):
+        key = data_key(locate(context))
+        reply = baseline_train(cached_client(locate, context), key, msg.content)
+        return Message(reply, reply_to=msg)
+    instr = decode_train_instruction(msg.content)
+    client = assigned(cached_client(locate, context), msg.content)
+    if instr.union_layout is not None:
+        client = union_view(client, data_key(locate(context)), instr.union_layout)
+    width = client.train.x_common.shape[1]
+    if width != instr.common_width:
+        raise ProtocolError(
+            f"client {client.client_id} encodes {width} common columns, "
+            f"the server's model expects {instr.common_width}"
+        )
+    torch.use_deterministic_algorithms(True)
+    model = MultiObjectiveModel(instr.common_width, instr.objectives, instr.model)
+    update = client_update(
+        model,
+        instr.params,
+        instr.buffers,
+        client,
+        instr.kinds,
+        instr.stage1,
+        seed=instr.seed,
+        round_idx=instr.server_round,
+    )
+    return Message(encode_client_update(update, instr.objectives), reply_to=msg)
+
+
+def build_client_app(locate: DataLocator) -> ClientApp:
+    """A ClientApp whose data folder is found by ``locate(context)``."""
+    client_app = ClientApp()
+    client_app.query()(partial(handle_query, locate))
+    client_app.query(FINAL_MODEL_ACTION)(handle_final_model)
+    client_app.train()(partial(handle_train, locate))
+    return client_app
+
+
+app = build_client_app(node_config_data_path)

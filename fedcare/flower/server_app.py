@@ -1,0 +1,124 @@
+"""The FedCARE ServerApp: runs the plan's strategy with Flower's round loop on a polling Grid.
+
+:func:`run_server` is the one server entry point: it picks
+:class:`~fedcare.flower.strategy.FedCareStrategy` (FedCARE, FedCARE-B, and FMGDA/FSMGDA, which
+are Algorithm 1 over the union layout) or, for FedAvg and FedProx, Flower's own strategies
+(:func:`fedcare.flower.baselines.make_strategy`), runs Flower's
+:meth:`~flwr.serverapp.strategy.Strategy.start` on a
+:class:`~fedcare.flower.polling.PollingGrid`, and writes the result folder.
+
+It reads a :class:`~fedcare.flower.run_plan.RunPlan` (federation metadata and configuration; no
+client data) and writes its outcome to the plan's result folder (see
+:mod:`fedcare.flower.results`). ``app`` (the one a SuperLink loads) finds the plan through the
+run config key ``plan-path``; the simulation passes the path directly to
+:func:`build_server_app`.
+"""
+
+from __future__ import annotations
+
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from flwr.app import Context
+from flwr.serverapp import Grid, ServerApp
+
+from fedcare.flower import baselines
+from fedcare.flower.final_model import finish_stage1
+from fedcare.flower.polling import PollingGrid
+from fedcare.flower.results import append_round, write_error
+from fedcare.flower.run_plan import RunPlan
+from fedcare.flower.strategy import FedCareStrategy
+from fedcare_core.stage1 import RoundInfo
+
+#: Run-config key holding the plan's path (``[tool.flwr.app.config]`` of the generated app).
+PLAN_PATH_KEY = "plan-path"
+
+
+RoundHook = Callable[[RoundInfo, float], None]
+ServerStrategy = FedCareStrategy | baselines.UnionFedAvg
+
+
+def make_strategy(plan: RunPlan, on_round: RoundHook | None = None) -> ServerStrategy:
+    """The plan's strategy: Flower's FedAvg/FedProx for those baselines, else Algorithm 1."""
+    if plan.algorithm in baselines.FEDAVG_FAMILY:
+        return baselines.make_strategy(plan, on_round)
+    return FedCareStrategy(plan, on_round=on_round)
+
+
+def recorded_rounds(plan: RunPlan, on_round: RoundHook | None) -> RoundHook:
+    """A round hook appending each round to the plan's result folder, then calling ``on_round``."""
+    out = Path(plan.result_dir)
+
+    def record(info: RoundInfo, wall_s: float) -> None:
+        append_round(out, info, wall_s)
+        if on_round is not None:
+            on_round(info, wall_s)
+
+    return record
+
+
+@contextmanager
+def errors_recorded(plan: RunPlan) -> Iterator[None]:
+    """On any failure inside, write the traceback to the plan's result folder and re-raise."""
+    try:
+        yield
+    except BaseException:
+        write_error(plan.result_dir, traceback.format_exc())
+        raise
+
+
+def run_server(grid: Grid, plan: RunPlan, on_round: RoundHook | None = None) -> ServerStrategy:
+    """Run the plan's rounds on ``grid`` and write the result folder; return the strategy.
+
+    ``on_round(info, wall_s)`` is called after each round, once the round is on disk. On any
+    failure the traceback goes to the result folder's error file and the exception propagates.
+    """
+    with errors_recorded(plan):
+        strategy = make_strategy(plan, on_round=recorded_rounds(plan, on_round))
+        is_baseline = plan.algorithm in baselines.FEDAVG_FAMILY
+        polling = PollingGrid(grid, plan.pull_interval_s)
+        strategy.start(
+            polling,
+            strategy.initial_arrays(),
+            num_rounds=plan.stage1.rounds,
+            timeout=plan.round_timeout_s,
+            train_config=baselines.baseline_train_config(plan) if is_baseline else None,
+        )
+        sender = strategy if isinstance(strategy, FedCareStrategy) and plan.broadcast else None
+        finish_stage1(strategy, polling, broadcast_from=sender)
+    return strategy
+
+
+PlanServer = Callable[[Grid, Context, RunPlan, RoundHook | None], object]
+
+
+def plan_server_app(
+    serve: PlanServer, plan_path: str | Path | None = None, on_round: RoundHook | None = None
+) -> ServerApp:
+    """A ServerApp calling ``serve`` on the plan at ``plan_path``.
+
+    Without ``plan_path`` the plan is the run config's ``plan-path``. ``on_round`` is only
+    usable when the app runs in the caller's process (the simulation).
+    """
+    server_app = ServerApp()
+
+    @server_app.main()
+    def main(grid: Grid, context: Context) -> None:
+        path = plan_path if plan_path is not None else str(context.run_config[PLAN_PATH_KEY])
+        serve(grid, context, RunPlan.read(path), on_round)
+
+    return server_app
+
+
+def build_server_app(
+    plan_path: str | Path | None = None, on_round: RoundHook | None = None
+) -> ServerApp:
+    """A ServerApp running :func:`run_server` (see :func:`plan_server_app`)."""
+    return plan_server_app(
+        lambda grid, _context, plan, hook: run_server(grid, plan, hook), plan_path, on_round
+    )
+
+
+app = build_server_app()

@@ -1,0 +1,168 @@
+"""The records of a federation of named sites, beside :mod:`fedcare.flower.messages`' layout.
+
+Handshake reply, added by a node that serves a named site
+    ``"site"`` ConfigRecord: ``site-name`` (str) and ``schema-digest`` (str, the SHA-256 of the
+    federation schema the site was prepared for; empty for a federation built from one cohort).
+Round t, server → client: every ``train`` message also carries
+    ``"assignment"`` ConfigRecord: ``client-id`` (int), the site's client id in this run (its
+    position in the run's site order; it keys the site's random streams).
+End of Stage 1, server → client (message type ``query.final_model``: Algorithm 1, line 30)
+    ``"arrays"`` ArrayRecord: ``params`` / ``buffers`` = ``w*``.
+    ``"config"`` ConfigRecord: ``protocol``, ``client-id``, ``seed``, ``schema-digest``,
+    ``objectives`` (list[str], the model's heads), ``common-width``, ``rounds`` (str: the
+    JSON list of the rounds' λ*, ‖d‖², losses, participants and, under differential privacy,
+    ε), ``planned-rounds`` (int, T),
+    ``clients`` (int, K), ``converged`` (bool) and ``run-name`` (str).
+Its reply
+    ``"metrics"`` MetricRecord: ``stored`` (1: the site kept ``w*`` in its folder; 0: the node
+    has no folder to keep it in, e.g. a loopback run's memory handover).
+
+Nothing here is patient-level: names, digests, counts and model weights only.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, cast
+
+import numpy as np
+from flwr.app import ConfigRecord, MetricRecord, RecordDict
+
+from fedcare.flower.messages import (
+    ARRAYS,
+    CONFIG,
+    METRICS,
+    PROTOCOL,
+    PROTOCOL_VERSION,
+    ProtocolError,
+    model_arrays,
+    model_from_arrays,
+)
+
+SITE = "site"
+SITE_NAME = "site-name"
+SCHEMA_DIGEST = "schema-digest"
+ASSIGNMENT = "assignment"
+CLIENT_ID = "client-id"
+#: The action of the final broadcast: message type ``query.final_model``.
+FINAL_MODEL_ACTION = "final_model"
+STORED = "stored"
+
+
+@dataclass(frozen=True)
+class SiteIdentity:
+    """Who a node says it is: its site's name and the schema it was prepared for."""
+
+    name: str
+    schema_digest: str = ""
+
+
+@dataclass(frozen=True)
+class FinalModel:
+    """What the coordinator broadcasts to each site at the end of Stage 1."""
+
+    client_id: int
+    seed: int
+    schema_digest: str
+    objectives: tuple[str, ...]
+    common_width: int
+    rounds: list[dict[str, Any]]
+    planned_rounds: int
+    clients: int
+    converged: bool
+    run_name: str
+    params: np.ndarray
+    buffers: np.ndarray
+
+
+def add_site_identity(content: RecordDict, identity: SiteIdentity | None) -> RecordDict:
+    """``content`` (a handshake reply) with the site's identity added (None: unchanged)."""
+    if identity is not None:
+        content[SITE] = ConfigRecord(
+            {SITE_NAME: identity.name, SCHEMA_DIGEST: identity.schema_digest}
+        )
+    return content
+
+
+def site_identity(content: RecordDict) -> SiteIdentity | None:
+    """The identity a handshake reply carries, or None for a node without one."""
+    if SITE not in content.config_records:
+        return None
+    record = content.config_records[SITE]
+    try:
+        return SiteIdentity(str(record[SITE_NAME]), str(record[SCHEMA_DIGEST]))
+    except KeyError as exc:
+        raise ProtocolError(f"site identity lacks {exc}") from None
+
+
+def with_assignment(content: RecordDict, client_id: int) -> RecordDict:
+    """A copy of ``content`` (its records shared, not copied) telling the node its client id."""
+    out = RecordDict(dict(content.items()))
+    out[ASSIGNMENT] = ConfigRecord({CLIENT_ID: int(client_id)})
+    return out
+
+
+def assigned_client_id(content: RecordDict) -> int | None:
+    """The client id a ``train`` or final message assigns, or None when it assigns none."""
+    if ASSIGNMENT not in content.config_records:
+        return None
+    return int(cast(int, content.config_records[ASSIGNMENT][CLIENT_ID]))
+
+
+def encode_final_model(final: FinalModel) -> RecordDict:
+    """Content of the ``query.final_model`` message to one site."""
+    config = ConfigRecord(
+        {
+            PROTOCOL: PROTOCOL_VERSION,
+            CLIENT_ID: int(final.client_id),
+            "seed": int(final.seed),
+            SCHEMA_DIGEST: final.schema_digest,
+            "objectives": list(final.objectives),
+            "common-width": int(final.common_width),
+            "rounds": json.dumps(final.rounds),
+            "planned-rounds": int(final.planned_rounds),
+            "clients": int(final.clients),
+            "converged": bool(final.converged),
+            "run-name": final.run_name,
+        }
+    )
+    return RecordDict({ARRAYS: model_arrays(final.params, final.buffers), CONFIG: config})
+
+
+def decode_final_model(content: RecordDict) -> FinalModel:
+    """Inverse of :func:`encode_final_model`."""
+    try:
+        config = content.config_records[CONFIG]
+        if config[PROTOCOL] != PROTOCOL_VERSION:
+            raise ProtocolError(f"protocol version {config[PROTOCOL]!r}")
+        params, buffers = model_from_arrays(content.array_records[ARRAYS])
+        return FinalModel(
+            client_id=int(cast(int, config[CLIENT_ID])),
+            seed=int(cast(int, config["seed"])),
+            schema_digest=str(config[SCHEMA_DIGEST]),
+            objectives=tuple(cast(list[str], config["objectives"])),
+            common_width=int(cast(int, config["common-width"])),
+            rounds=list(json.loads(cast(str, config["rounds"]))),
+            planned_rounds=int(cast(int, config["planned-rounds"])),
+            clients=int(cast(int, config["clients"])),
+            converged=bool(config["converged"]),
+            run_name=str(config["run-name"]),
+            params=params,
+            buffers=buffers,
+        )
+    except KeyError as exc:
+        raise ProtocolError(f"final model message lacks {exc}") from None
+
+
+def encode_stored(stored: bool) -> RecordDict:
+    """The reply to the final model: whether the site kept it."""
+    return RecordDict({METRICS: MetricRecord({STORED: int(stored)})})
+
+
+def decode_stored(content: RecordDict) -> bool:
+    """Inverse of :func:`encode_stored`."""
+    try:
+        return bool(content.metric_records[METRICS][STORED])
+    except KeyError as exc:
+        raise ProtocolError(f"final model reply lacks {exc}") from None

@@ -1,0 +1,49 @@
+"""``fedcare run`` applies the loader's checks and the Great Expectations suites, like the flow."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from fedcare.cli.main import EXIT_ERROR, main
+from tests.fedcare_core.data.diabetes130.helpers import fixture_lines, set_field, write_csv
+
+RUN = ["run", "--dataset", "diabetes130", "--no-verify", "--clients", "3", "--rounds", "1"]
+QUICK = ["--stage2-epochs", "1", "--quiet"]
+
+
+def run(csv: Path, out: Path, *extra: str) -> int:
+    return main([*RUN, "--data-dir", str(csv), *QUICK, "--out", str(out), *extra])
+
+
+def test_what_only_the_suites_refuse_stops_the_cli_too(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # An identifier written as a decimal: the loader reads the number, the suite wants digits
+    # only. The CLI refuses it like the flow, naming the source, the table and the column.
+    lines = fixture_lines()
+    encounter = lines[6].split(",")[0]
+    csv = write_csv(
+        tmp_path / "diabetic_data.csv", set_field(lines, 6, "encounter_id", f"{encounter}.0")
+    )
+    out = tmp_path / "out.json"
+    assert run(csv, out) == EXIT_ERROR and not out.exists()
+    err = capsys.readouterr().err
+    assert str(csv) in err and "'encounter_id'" in err and "match_regex" in err
+    assert len(err.strip().splitlines()) == 1 and encounter not in err
+    assert "report /tmp" not in err  # the temporary report is gone
+
+
+def test_unseen_categories_refused_by_default_and_encoded_on_request(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = set_field(fixture_lines(), 6, "race", "Martian")
+    csv = write_csv(tmp_path / "diabetic_data.csv", lines)
+    out = tmp_path / "out.json"
+    assert run(csv, out) == EXIT_ERROR and not out.exists()
+    err = capsys.readouterr().err
+    assert "column 'race'; row 6" in err and "--unseen-categories other" in err
+    assert "Martian" not in err
+    assert run(csv, out, "--unseen-categories", "other") == 0 and out.exists()
+    assert '"unseen_categories": "other"' in out.read_text()

@@ -1,0 +1,106 @@
+"""``fedcare site join`` and ``rotate-key``: a certificate, a key, an address or a site folder
+Flower could not use is refused in one line before any process starts (a CA that is not PEM used
+to make the node retry its handshake for ever), and a refused rotation keeps the old key."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+from pathlib import Path
+
+import pytest
+
+from fedcare.cli.main import main
+from fedcare.flower.tls import make_tls
+from tests.fedcare.cli.test_federation_command import refused
+from tests.fedcare.cli.test_site_prepare import init_schema, prepare, synthetic_site
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("prepared")
+    schema = init_schema(root / "federation.json")
+    data = synthetic_site(root / "north.csv")
+    assert prepare(schema, data, root / "north", "readmission") == 0
+    return root / "north"
+
+
+@pytest.fixture
+def site(prepared: Path, tmp_path: Path) -> Path:
+    shutil.copytree(prepared, tmp_path / "north")
+    make_tls(tmp_path / "coordinator")  # tmp_path/coordinator/ca.pem: a real CA certificate
+    return tmp_path / "north"
+
+
+def join(site: Path, ca: Path, superlink: str = "127.0.0.1:9092") -> list[str]:
+    return ["site", "join", "--site", str(site), "--superlink", superlink,
+            "--root-certificates", str(ca)]  # fmt: skip
+
+
+def _edit(path: Path, **changes: object) -> None:
+    path.write_text(json.dumps(json.loads(path.read_text()) | changes))
+
+
+def test_a_root_certificate_or_node_key_flower_cannot_read_is_refused_at_once(
+    site: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ca = tmp_path / "coordinator" / "ca.pem"
+    garbage = tmp_path / "garbage.crt"
+    garbage.write_text("garbage\n")
+    started = time.monotonic()
+    refused(capsys, tmp_path, join(site, garbage), f"--root-certificates {garbage}", "PEM")
+    refused(capsys, tmp_path, join(site, tmp_path), "--root-certificates", "a folder")
+    (site / "keys" / "node.key").write_text("garbage\n")
+    refused(capsys, tmp_path, join(site, ca), "the node key", "not an unencrypted OpenSSH")
+    assert time.monotonic() - started < 30  # no node was started, nothing waited
+
+
+@pytest.mark.parametrize(
+    ("superlink", "part"),
+    [
+        ("127.0.0.1:0", "the port must lie in [1, 65535]"),
+        ("127.0.0.1:99999", "the port must lie in [1, 65535]"),
+        ("127.0.0.1", "give HOST:PORT"),
+        ("http://x:9092", "give HOST:PORT"),
+        ("a b:9092", "give HOST:PORT"),
+    ],
+)
+def test_a_superlink_address_flower_cannot_parse_is_refused(
+    site: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str], superlink: str, part: str
+) -> None:
+    ca = tmp_path / "coordinator" / "ca.pem"
+    refused(capsys, tmp_path, join(site, ca, superlink), f"--superlink {superlink!r}", part)
+
+
+@pytest.mark.parametrize(
+    ("file", "changes", "part"),
+    [
+        ("site.json", {"name": "../../x"}, "site.json: field 'name': site name '../../x'"),
+        ("site.json", {"schema_digest": 5}, "site.json: field 'schema_digest'"),
+        ("site-card.json", {"name": "south"}, "site-card.json: field 'name' differs"),
+        ("site-card.json", {"objectives": []}, "site-card.json: field 'objectives'"),
+    ],
+)
+def test_a_site_folder_edited_by_hand_is_refused(
+    site: Path,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    file: str,
+    changes: dict[str, object],
+    part: str,
+) -> None:
+    _edit(site / file, **changes)
+    refused(capsys, tmp_path, join(site, tmp_path / "coordinator" / "ca.pem"), part)
+    refused(capsys, tmp_path, ["site", "rotate-key", "--site", str(site)], part)
+
+
+def test_rotate_key_keeps_the_key_when_the_card_cannot_be_read(
+    site: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (site / "site-card.json").write_text("{")
+    refused(capsys, tmp_path, ["site", "rotate-key", "--site", str(site)], "site-card.json")
+    (site / "site-card.json").unlink()
+    refused(capsys, tmp_path, ["site", "rotate-key", "--site", str(site)], "(no site-card.json)")
+    assert main(["site", "rotate-key", "--site", str(tmp_path / "nowhere")]) == 2
+    assert "not a site folder (no site.json)" in capsys.readouterr().err

@@ -1,0 +1,42 @@
+"""Marker-based process sweeps and port helpers."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import uuid
+
+from fedcare.procs import alive, free_port, marked_processes, port_open, terminate_marked
+
+
+def test_a_marked_process_is_found_and_stopped_even_if_it_ignores_sigterm():
+    token = uuid.uuid4().hex
+    ignore_term = (
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); "
+        "print('ready', flush=True); time.sleep(60)"
+    )
+    proc = subprocess.Popen(
+        [sys.executable, "-c", ignore_term],
+        env={**os.environ, "FEDCARE_TEST_MARK": token},
+        stdout=subprocess.PIPE,
+    )
+    try:
+        assert proc.stdout is not None and proc.stdout.readline() == b"ready\n"
+        assert marked_processes("FEDCARE_TEST_MARK", token) == [proc.pid]
+        assert marked_processes("FEDCARE_TEST_MARK", "other") == []
+        assert terminate_marked("FEDCARE_TEST_MARK", token, grace_s=0.5) == [proc.pid]
+        assert proc.wait(timeout=5) == -9  # SIGTERM ignored, so SIGKILL ended it
+        assert not alive(proc.pid)
+    finally:
+        proc.kill()
+
+
+def test_ports():
+    port = free_port()
+    assert not port_open(port)
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", port))
+        server.listen()
+        assert port_open(port)

@@ -1,0 +1,93 @@
+from __future__ import annotations
+
+import math
+
+import mlflow.pytorch
+import pytest
+import torch
+
+from fedcare.tracking import registry, store
+
+pytestmark = [
+    pytest.mark.filterwarnings("ignore:No complete tensor found:UserWarning"),
+    pytest.mark.filterwarnings("ignore:The ``noload`` loader strategy:DeprecationWarning"),
+]
+
+
+def _champion_version(name):
+    mv = registry.champion(name)
+    return None if mv is None else int(mv.version)
+
+
+def test_champion_moves_only_for_a_better_score(logged):
+    name = "fedcare-synthetic-backbone"
+    assert registry.champion(name) is None
+    assert registry.register_backbone(logged.run_id, name, 0.70) == (1, True)
+    assert _champion_version(name) == 1
+    assert registry.register_backbone(logged.run_id, name, 0.60) == (2, False)
+    assert registry.register_backbone(logged.run_id, name, 0.70) == (3, False)  # a tie keeps it
+    assert _champion_version(name) == 1
+    assert registry.register_backbone(logged.run_id, name, 0.80) == (4, True)
+    assert _champion_version(name) == 4
+
+    mc = store.client()
+    v2 = mc.get_model_version(name, "2")
+    assert v2.tags[registry.TAG_SCORE] == "0.6"
+    assert v2.tags[registry.TAG_PROMOTED] == "false"
+    assert v2.run_id == logged.run_id
+    # The champion is the logged backbone and loads by alias.
+    loaded = mlflow.pytorch.load_model(f"models:/{name}@{registry.CHAMPION_ALIAS}")
+    x = torch.zeros(3, logged.result.federation.common_width)
+    assert loaded(x).shape == (3, len(logged.result.federation.objective_names))
+
+
+def test_lower_is_better_scores(logged):
+    name = "fedcare-synthetic-mae"
+    kwargs = {"higher_is_better": False, "score_name": "validation_mae_days"}
+    assert registry.register_backbone(logged.run_id, name, 2.5, **kwargs) == (1, True)
+    assert registry.register_backbone(logged.run_id, name, 3.0, **kwargs) == (2, False)
+    assert registry.register_backbone(logged.run_id, name, 2.0, **kwargs) == (3, True)
+
+
+def test_a_champion_judged_on_another_score_is_not_compared(logged):
+    name = "fedcare-synthetic-mixed"
+    registry.register_backbone(logged.run_id, name, 0.7, score_name="validation_auroc")
+    with pytest.raises(ValueError, match="judged on"):
+        registry.register_backbone(logged.run_id, name, 0.9, score_name="validation_mae")
+    with pytest.raises(ValueError, match="judged on"):
+        registry.register_backbone(
+            logged.run_id, name, 0.9, higher_is_better=False, score_name="validation_auroc"
+        )
+    assert _champion_version(name) == 1
+
+
+def test_a_champion_set_by_hand_without_a_score_is_kept(logged):
+    name = "fedcare-synthetic-manual"
+    registry.register_backbone(logged.run_id, name, 0.5)
+    mc = store.client()
+    mc.delete_model_version_tag(name, "1", registry.TAG_SCORE)
+    assert registry.register_backbone(logged.run_id, name, 0.99) == (2, False)
+    assert _champion_version(name) == 1
+
+
+@pytest.mark.parametrize("score", [math.nan, math.inf])
+def test_a_non_finite_score_is_refused(logged, score):
+    with pytest.raises(ValueError, match="finite"):
+        registry.register_backbone(logged.run_id, "fedcare-synthetic-nan", score)
+
+
+def test_a_run_without_a_backbone_is_refused(logged):
+    exp_id = store.client().get_run(logged.run_id).info.experiment_id
+    bare = store.create_child_run(exp_id, parent_run_id=None, run_name="bare", tags={})
+    store.finish_run(bare)
+    with pytest.raises(ValueError, match="no logged backbone"):
+        registry.register_backbone(bare, "fedcare-synthetic-bare", 0.5)
+
+
+def test_validation_score_is_a_mean_auroc(logged):
+    score = registry.validation_score(logged.result)
+    assert 0.0 <= score <= 1.0
+    mae = registry.validation_score(logged.result, metric="mae_days")
+    assert mae > 0
+    with pytest.raises(ValueError, match="no objective"):
+        registry.validation_score(logged.result, metric="brier")

@@ -1,0 +1,74 @@
+"""A coordinator's Stage 1 document in MLflow: top level, or nested under a flow's parent run."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import fedcare.tracking  # noqa: F401  (sets the MLflow environment defaults before mlflow loads)
+
+
+def _document() -> dict[str, Any]:
+    """A Stage 1 document as :func:`fedcare.flower.federation_run.stage1_document` writes it."""
+    rounds = [
+        {
+            "round": r,
+            "lambda": {"readmission": lam, "los": 1 - lam},
+            "d_sq_norm": 0.5 / r,
+            "loss": {"readmission": 0.6, "los": 0.9},
+            "participants": [0, 1],
+            "missing_objectives": [],
+            "participant_sites": ["a", "b"],
+        }
+        for r, lam in ((1, 0.8), (2, 0.9))
+    ]
+    return {
+        "format": "fedcare-stage1/1", "run_name": "fedcare-test-seed0", "dataset": "diabetes130",
+        "algorithm": "fedcare", "schema_digest": "d" * 64, "seed": 0,
+        "config": {"stage1": {"rounds": 2}, "model": {"hidden": 8}},
+        "objectives": ["readmission", "los"],
+        "sites": [{"name": "a", "client_id": 0, "objectives": ["readmission"]},
+                  {"name": "b", "client_id": 1, "objectives": ["los"]}],
+        "rounds": rounds, "rounds_run": 2, "converged": False, "notes": [],
+        "w_star_sha256": "e" * 64, "timing": {"wait_for_sites_s": 1.0, "stage1_s": 2.0},
+    }  # fmt: skip
+
+
+def test_a_stage1_run_nests_under_a_parent_with_the_given_tags(tmp_path: Path) -> None:
+    from mlflow.tracking import MlflowClient
+
+    from fedcare.tracking import store
+    from fedcare.tracking.stage1_run import log_stage1_run
+
+    uri = store.configure(store.default_tracking_uri(tmp_path))
+    result_dir = tmp_path / "result"
+    result_dir.mkdir()
+    np.savez(result_dir / "stage1.npz", params=np.zeros(3))
+    parent = store.start_parent_run("diabetes130", run_name="flow", tags={})
+    nested = log_stage1_run(
+        _document(), result_dir, parent_run_id=parent,
+        tags={"fedcare.entry": "a flow", "prefect.flow_run_id": "f1"},
+    )  # fmt: skip
+    alone = log_stage1_run(_document(), result_dir)
+    store.finish_run(parent)
+
+    mc = MlflowClient(tracking_uri=uri)
+    run = mc.get_run(nested)
+    assert run.info.status == "FINISHED"
+    assert run.info.experiment_id == mc.get_run(parent).info.experiment_id
+    assert run.data.tags["mlflow.parentRunId"] == parent
+    assert run.data.tags["fedcare.entry"] == "a flow"
+    assert run.data.tags["prefect.flow_run_id"] == "f1"
+    assert run.data.tags["fedcare.backend"] == "federation"
+    # The seed first in the name (the runs table cuts long names); the document's name kept.
+    assert run.info.run_name == "seed0 · fedcare-test"
+    assert run.data.tags["fedcare.run_name"] == "fedcare-test-seed0"
+    history = mc.get_metric_history(nested, "lambda/readmission")
+    steps = sorted((m.step, m.value) for m in history)
+    assert steps == [(1, 0.8), (2, 0.9)]
+    assert len(mc.get_metric_history(nested, "stage1/d_sq_norm")) == 2
+    assert {a.path for a in mc.list_artifacts(nested, "stage1")} == {"stage1/stage1.npz"}
+    top = mc.get_run(alone).data.tags
+    assert "mlflow.parentRunId" not in top and top["fedcare.entry"] == "fedcare federation run"
