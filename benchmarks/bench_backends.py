@@ -24,9 +24,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import torch
 
-from fedcare.flower import BACKENDS
 from fedcare.flower.flower_options import FlowerConfig
 from fedcare.flower.runners import make_stage1_runner
+from fedcare_core.backends import backend_names
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config
 from fedcare_core.datasets import load_dataset
 from fedcare_core.runner import prepare_federation
@@ -75,8 +75,8 @@ def main() -> None:
     ap.add_argument("--max-patients", type=int)
     ap.add_argument(
         "--backends",
-        default=",".join(BACKENDS),
-        help=f"comma-separated, from {', '.join([*BACKENDS, STOCK])}",
+        default=",".join(backend_names()),
+        help=f"comma-separated, from {', '.join([*backend_names(), STOCK])}",
     )
     ap.add_argument("--out", type=Path, help="write the measurements as JSON here")
     args = ap.parse_args()

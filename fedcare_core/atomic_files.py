@@ -2,13 +2,19 @@
 
 Kept apart from :mod:`fedcare_core.checkpoint` (which uses it for every checkpoint) so that a
 command that only writes a file (``fedcare predict``'s scores) imports no training code.
+:func:`write_json_atomic` is the one writer of FedCARE's JSON documents (results, run folders,
+schemas, Stage 1 documents).
 """
 
 from __future__ import annotations
 
+import json
+import math
 import os
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 
 def write_atomic(path: Path, data: bytes) -> None:
@@ -46,3 +52,56 @@ def _fsync_folder(folder: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def write_json_atomic(path: str | Path, document: Mapping[str, Any]) -> None:
+    """Write ``document`` as :func:`document_json` atomically (owner-only), its folder made.
+
+    Parameters
+    ----------
+    path
+        The file; missing parent folders are created.
+    document
+        A JSON-like mapping.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_atomic(path, document_json(document).encode())
+
+
+def document_json(document: Mapping[str, Any]) -> str:
+    """A results document as JSON text (NaN and infinities as ``null``, numpy scalars as numbers).
+
+    Parameters
+    ----------
+    document
+        :meth:`ExperimentResult.to_dict` (or any JSON-like mapping).
+
+    Returns
+    -------
+    str
+        Indented JSON, ending in a newline.
+    """
+    text = json.dumps(_finite(document), indent=2, allow_nan=False, default=_json_default)
+    return text + "\n"
+
+
+def _json_default(obj: object) -> Any:
+    import numpy as np
+
+    if isinstance(obj, np.generic):
+        return obj.item()
+    if isinstance(obj, tuple):
+        return list(obj)
+    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
+
+
+def _finite(obj: Any) -> Any:
+    """Replace NaN/inf floats by None (JSON has no NaN)."""
+    if isinstance(obj, float):
+        return obj if math.isfinite(obj) else None
+    if isinstance(obj, Mapping):
+        return {k: _finite(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_finite(v) for v in obj]
+    return obj

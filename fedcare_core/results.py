@@ -6,8 +6,6 @@ A leaf of the run pipeline: the algorithms (:mod:`fedcare_core.algorithms`) and 
 
 from __future__ import annotations
 
-import json
-import math
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -83,6 +81,9 @@ class ExperimentResult:
     notes: list[str] = field(default_factory=list)
     #: The model each client deploys (what ``evaluation`` scored), in client order.
     predictors: list[ClientPredictor] = field(default_factory=list)
+    #: Where the federated rounds ran: a registered backend's name
+    #: (:mod:`fedcare_core.backends`), or ``"federation"`` for a site of a multi-site run.
+    backend: str = "local"
 
     def to_dict(self) -> dict[str, Any]:
         """The ``results.json`` document (no identifiers: clients are numbered 0..K-1)."""
@@ -133,6 +134,7 @@ class ExperimentResult:
                 "notes": list(self.stage1.notes),
                 # Rounds summed by SecAgg+ (only a Flower backend runs them; others refuse).
                 "secure_aggregation": self.config.stage1.secagg,
+                "backend": self.backend,
             },
             "stage2": [
                 {
@@ -190,6 +192,7 @@ def assemble_result(
     *,
     timing: Mapping[str, float],
     provenance: DataProvenance,
+    backend: str = "local",
 ) -> ExperimentResult:
     """Put a run's parts together as an :class:`ExperimentResult`.
 
@@ -211,6 +214,8 @@ def assemble_result(
         :meth:`PhaseTimer.timing`.
     provenance
         The data's checksum and loading notes.
+    backend
+        Where the federated rounds ran (:attr:`ExperimentResult.backend`).
 
     Returns
     -------
@@ -227,42 +232,5 @@ def assemble_result(
         data_sha256=provenance.sha256,
         notes=list(provenance.notes),
         predictors=list(predictors),
+        backend=backend,
     )
-
-
-def document_json(document: Mapping[str, Any]) -> str:
-    """A results document as JSON text (NaN and infinities as ``null``, numpy scalars as numbers).
-
-    Parameters
-    ----------
-    document
-        :meth:`ExperimentResult.to_dict` (or any JSON-like mapping).
-
-    Returns
-    -------
-    str
-        Indented JSON, ending in a newline.
-    """
-    text = json.dumps(_finite(document), indent=2, allow_nan=False, default=_json_default)
-    return text + "\n"
-
-
-def _json_default(obj: object) -> Any:
-    import numpy as np
-
-    if isinstance(obj, np.generic):
-        return obj.item()
-    if isinstance(obj, tuple):
-        return list(obj)
-    raise TypeError(f"not JSON-serialisable: {type(obj).__name__}")
-
-
-def _finite(obj: Any) -> Any:
-    """Replace NaN/inf floats by None (JSON has no NaN)."""
-    if isinstance(obj, float):
-        return obj if math.isfinite(obj) else None
-    if isinstance(obj, Mapping):
-        return {k: _finite(v) for k, v in obj.items()}
-    if isinstance(obj, list | tuple):
-        return [_finite(v) for v in obj]
-    return obj

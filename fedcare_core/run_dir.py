@@ -22,12 +22,11 @@ from pathlib import Path
 from typing import Any
 
 from fedcare_core.algorithms import FEDCARE_ALGORITHMS, validate_config
-from fedcare_core.atomic_files import write_atomic
+from fedcare_core.atomic_files import write_atomic, write_json_atomic
 from fedcare_core.checkpoint import CheckpointedStage1
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.errors import DataError, FedcareError
 from fedcare_core.output_paths import check_output_dir
-from fedcare_core.results import document_json
 
 #: The ``format`` of ``config.json``; another value is refused.
 RUN_FORMAT = "fedcare-run/1"
@@ -237,7 +236,7 @@ class RunFolder:
 
     def write_results(self, document: dict[str, Any]) -> None:
         """Write the result document (NaN and infinities as null, like ``--out``)."""
-        write_atomic(self.results_path, document_json(document).encode())
+        write_json_atomic(self.results_path, document)
 
     def read_results(self) -> dict[str, Any]:
         """The result document of a complete run."""

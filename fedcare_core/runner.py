@@ -127,6 +127,7 @@ def run_algorithm(
     progress: ProgressFn | None = None,
     stage1: Stage1Result | None = None,
     timing: Mapping[str, float] | None = None,
+    backend_name: str = "local",
 ) -> ExperimentResult:
     """Run ``config.algorithm`` over a prepared federation and return its result document.
 
@@ -151,6 +152,8 @@ def run_algorithm(
     timing
         Seconds already spent (``partition_s`` building the federation; ``stage1_s`` with a
         shared ``stage1``).
+    backend_name
+        The backend's name, recorded in the result (``stage1.backend`` of the document).
 
     Returns
     -------
@@ -201,6 +204,7 @@ def run_algorithm(
         predictors,
         timing=timer.timing(),
         provenance=provenance,
+        backend=backend_name,
     )
 
 

@@ -36,6 +36,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 import fedcare.tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
 from data_checks.validate import CheckReport
+from fedcare.app.run import JsonFile, PreparedRun, ResultSink, execute_run
 from fedcare.tracking.naming import config_setting_name
 from fedcare_core.algorithms import get_algorithm
 from fedcare_core.config import ExperimentConfig
@@ -43,7 +44,6 @@ from fedcare_core.data.federation import Federation
 from fedcare_core.datasets import LoadedDataset
 from fedcare_core.errors import FedcareError
 from fedcare_core.results import DataProvenance, ExperimentResult
-from fedcare_core.runner import run_algorithm
 from flows.federation_flow import run_federation_pipeline
 from flows.flow_parameters import (
     FEDERATION,
@@ -95,8 +95,9 @@ def train(
     workers: WorkerPool | None,
     partition_s: float,
     stage1_cache: Path | None = None,
+    sinks: Sequence[ResultSink] = (),
 ) -> ExperimentResult:
-    """Run one configuration through the run pipeline, its phases as this flow's tasks.
+    """Run one configuration through the run service, its phases as this flow's tasks.
 
     Parameters
     ----------
@@ -115,28 +116,33 @@ def train(
         Seconds spent building the federation (reported in the timings).
     stage1_cache
         Folder of the Stage 1 cache (:mod:`tasks.stage1_cache`); None: Stage 1 always trains.
+    sinks
+        Where the result goes besides the flow's MLflow runs (a ``results.json`` file).
 
     Returns
     -------
     ExperimentResult
         As ``fedcare run`` returns it.
     """
-    result = run_algorithm(
-        federation,
+    prepared = PreparedRun(
         config,
-        provenance=DataProvenance.of(loaded.cohort),
-        backend=flower_backend(backend),
+        federation,
+        DataProvenance.of(loaded.cohort),
+        partition_s,
+        backend,
+        flower_backend(backend),
+    )
+    return execute_run(
+        prepared,
         executor=PrefectExecutor(
             workers.pool if workers is not None else None,
             stage1_cache=stage1_cache,
             backend_name=backend,
         ),
         progress=progress_logger(),
-        timing={"partition_s": partition_s},
+        sinks=sinks,
+        notes=lambda note: get_run_logger().warning("stage 1: %s", note),
     )
-    for note in result.stage1.notes:
-        get_run_logger().warning("stage 1: %s", note)
-    return result
 
 
 def _federation_key(config: ExperimentConfig) -> str:
@@ -340,12 +346,11 @@ def _train_and_log(
             workers=workers,
             partition_s=seconds,
             stage1_cache=stage1_cache,
+            sinks=[] if out_dir is None else [JsonFile(Path(out_dir) / _results_name(config))],
         )
         run.step = f"tracking {config.algorithm} seed {config.seed}"
         extra = {"validation/raw": raw.report_dir, "validation/partitions": checked.report_dir}
         runs.append(run.log(result, backend, extra, register=register_model))
-        if out_dir is not None:
-            _write_results(Path(out_dir), result, backend)
     return runs
 
 
@@ -376,15 +381,9 @@ def _checked_federations(
     return federations
 
 
-def _write_results(out_dir: Path, result: ExperimentResult, backend: str) -> Path:
-    """Write a run's ``results.json`` atomically (as ``fedcare run --out``)."""
-    from fedcare.cli.output import write_json_atomic
-
-    doc = result.to_dict()
-    doc["stage1"]["backend"] = backend
-    path = out_dir / f"{doc['dataset']}-{doc['algorithm']}-seed{result.config.seed}.json"
-    write_json_atomic(path, doc)
-    return path
+def _results_name(config: ExperimentConfig) -> str:
+    """The file name of a configuration's ``results.json`` in ``out_dir``."""
+    return f"{config.data.dataset}-{config.algorithm}-seed{config.seed}.json"
 
 
 def experiment_configs(**parameters: Any) -> Sequence[ExperimentConfig]:

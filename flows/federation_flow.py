@@ -94,9 +94,9 @@ def run_federation_pipeline(
         Before the parent run exists: the coordinator is not running or fewer than
         ``min_sites`` sites are registered for the schema; later, from the seed's task.
     """
-    from fedcare.cli.output import write_json_atomic
     from fedcare.flower.coordinator import Coordinator
     from fedcare.flower.federation_run import run_sites
+    from fedcare_core.atomic_files import write_json_atomic
 
     state_dir, schema_path = str(params.federation_state_dir), str(params.federation_schema)
     min_sites = int(params.min_sites or 1)

@@ -19,6 +19,7 @@ from fedcare_core.algorithms import (
     secagg_refusal,
     validate_config,
 )
+from fedcare_core.backends import backend_names
 from fedcare_core.config import (
     RANGES,
     SECTIONS,
@@ -43,7 +44,7 @@ if TYPE_CHECKING:
 
 #: Stage 1 backends the flow accepts: ``fedcare run --backend``'s, and ``"federation"`` (Stage 1
 #: over the sites registered with a running coordinator, as ``fedcare federation run``).
-BACKENDS = ("local", "flower-sim", "flower-deployment", "federation")
+BACKENDS = (*backend_names(), "federation")
 #: The backend that runs over real sites (the schema decides the data; no data is loaded).
 FEDERATION = "federation"
 #: The parameters only backend ``"federation"`` takes (and needs).

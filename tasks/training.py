@@ -29,16 +29,13 @@ from prefect import task, unmapped
 
 from fedcare_core import executors
 from fedcare_core.algorithms.base import Stage1Runner
-from fedcare_core.errors import ConfigError
+from fedcare_core.backends import get_backend
 from fedcare_core.training import ProgressFn
 from tasks.common import NO_CACHE, run_logger
 from tasks.stage1_cache import cached_stage1_options
 
 T = TypeVar("T")
 
-#: Stage 1 backends (``fedcare.flower.BACKENDS``; repeated so that importing this module does
-#: not import Flower).
-BACKENDS = ("local", "flower-sim", "flower-deployment")
 #: Log a phase's progress every this many units (rounds, clients).
 PROGRESS_EVERY = 10
 
@@ -64,14 +61,8 @@ def flower_backend(
     ConfigError
         For an unknown backend or Flower option.
     """
-    if backend not in BACKENDS:
-        raise ConfigError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
-    if backend == "local":
-        return None
-    from fedcare.flower.flower_options import FlowerConfig
-    from fedcare.flower.runners import make_stage1_runner
-
-    return make_stage1_runner(backend, FlowerConfig.from_options(flower_options or {}))
+    spec = get_backend(backend)
+    return cast("Stage1Runner | None", spec.build(spec.options_from(flower_options)))
 
 
 @task(name="phase", cache_policy=NO_CACHE, persist_result=False)

@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from fedcare_core import __version__
+from fedcare_core.backends import backend_names
 
-#: Where Stage 1 runs (``fedcare.flower.BACKENDS``; repeated here so that ``fedcare --help``
-#: does not import the Flower layer).
-BACKENDS = ("local", "flower-sim", "flower-deployment")
+#: Where Stage 1 runs: the registry's backends (:mod:`fedcare_core.backends` imports no
+#: backend's module, so ``fedcare --help`` stays instant).
+BACKENDS = backend_names()
 
 
 def _add_run_parser(sub: Any) -> None:

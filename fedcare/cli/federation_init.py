@@ -51,7 +51,7 @@ def cmd_federation_init(args: argparse.Namespace) -> int:
         than FedCARE (nothing is written).
     """
     # Imported here: ``fedcare federation --help`` must not load torch or pandas.
-    from fedcare.cli.output import write_json_atomic
+    from fedcare_core.atomic_files import write_json_atomic
     from fedcare_core.federation_schema import schema_for
 
     check_output_file(args.out)

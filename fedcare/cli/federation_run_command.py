@@ -9,7 +9,8 @@ from typing import Any
 
 from fedcare.cli import tracked
 from fedcare.cli.options import bounded
-from fedcare.cli.output import ProgressBars, write_json_atomic
+from fedcare.cli.output import ProgressBars
+from fedcare_core.atomic_files import write_json_atomic
 from fedcare_core.config import MAX_CLIENTS, MAX_ROUNDS, MAX_SEED
 from fedcare_core.config.fields import Range
 from fedcare_core.errors import ConfigError

@@ -10,9 +10,8 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-import time
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,10 +22,10 @@ from fedcare_core.interrupts import as_interrupted, exit_now, signals_raise
 from fedcare_core.output_paths import check_output_dir, check_output_file
 
 if TYPE_CHECKING:
+    from fedcare.app.run import PreparedRun
     from fedcare_core.algorithms.base import Stage1Runner
     from fedcare_core.config import ExperimentConfig
-    from fedcare_core.data.federation import Federation
-    from fedcare_core.results import DataProvenance
+    from fedcare_core.results import ExperimentResult
     from fedcare_core.run_dir import RunBackend, RunData, RunFolder
 
 EXIT_ERROR = 2
@@ -40,15 +39,6 @@ EXIT_INTERRUPTED = 130
 #: The whole parser (every command's options), as tests and tools build it.
 _parser = build_parser
 __all__ = ["BACKENDS", "EXIT_ERROR", "build_parser", "build_stage1_runner", "cmd_run", "main"]
-
-
-def __getattr__(name: str) -> Any:
-    """``build_config`` (:func:`fedcare.cli.run_options.build_config`), imported on first use."""
-    if name == "build_config":
-        from fedcare.cli.run_options import build_config
-
-        return build_config
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 #: Each Flower transport flag (its ``argparse`` dest) and the backends it applies to; given
@@ -109,33 +99,40 @@ def flower_overrides(args: argparse.Namespace) -> dict[str, Any]:
 def build_stage1_runner(
     args: argparse.Namespace, backend: RunBackend | None = None
 ) -> Stage1Runner | None:
-    """The Stage 1 runner for ``--backend`` (None: in process); Flower is imported only here.
+    """The Stage 1 runner for ``--backend`` (None: in process); its module imported only now.
 
     ``backend``: a resumed run's recorded backend and options instead of the command line's.
-    """
-    check_flower_flags(args)
-    name = args.backend if backend is None else backend.name
-    if name == "local":
-        return None
-    try:
-        from fedcare.flower.flower_options import CLI_FLAGS, FlowerConfig
-        from fedcare.flower.runners import make_stage1_runner
-    except ModuleNotFoundError as exc:
-        raise FedcareError(
-            f"--backend {name} needs the Flower layer ({exc.name} is missing); "
-            "reinstall the project: pip install -e ."
-        ) from None
 
-    overrides = flower_overrides(args) if backend is None else backend.options
+    Raises
+    ------
+    ConfigError
+        A Flower flag with a backend that ignores it, or an invalid option (naming its flag).
+    """
+    from fedcare.app.run import backend_runner
+
+    check_flower_flags(args)
+    backend = _command_line_backend(args) if backend is None else backend
     # Every option checked, naming its flag, before any process starts or data is read.
-    flower = FlowerConfig(**overrides).validate(CLI_FLAGS)
-    runner = make_stage1_runner(name, flower)
-    if flower.insecure and name == "flower-deployment":
+    runner = backend_runner(backend.name, backend.options, option_flags(backend))
+    _warn_insecure(backend)
+    return runner
+
+
+def option_flags(backend: RunBackend) -> dict[str, str] | None:
+    """What messages call each of the backend's options: its ``fedcare run`` flag."""
+    if not backend.options:
+        return None
+    from fedcare.flower.flower_options import CLI_FLAGS
+
+    return CLI_FLAGS
+
+
+def _warn_insecure(backend: RunBackend) -> None:
+    if backend.options.get("insecure"):
         print(
             "fedcare: warning: --insecure: the Flower processes talk plain HTTP (no TLS)",
             file=sys.stderr,
         )
-    return runner
 
 
 #: ``fedcare run`` options that ``--resume`` accepts (the rest come from the run's config.json).
@@ -168,91 +165,82 @@ def open_run_folder(args: argparse.Namespace) -> tuple[RunFolder, ExperimentConf
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    """``fedcare run`` (with ``--run-dir`` or ``--resume``: a run that survives being killed)."""
-    from data_checks.source_checks import checked_dataset, checked_federation
-    from fedcare.cli.output import RESULTS_DIR, results_table, write_json_atomic
-    from fedcare.cli.run_options import build_config
-    from fedcare_core.algorithms import backend_refusal, secagg_refusal
-    from fedcare_core.results import DataProvenance
+    """``fedcare run`` (with ``--run-dir`` or ``--resume``: a run that survives being killed).
+
+    An adapter over the run service (:mod:`fedcare.app.run`): the command line becomes a
+    request, checked before any data is read, then prepared and executed with the command's
+    sinks (the results file, the run folder, MLflow).
+    """
+    from fedcare.app.run import RunRequest, check_request, load_checked, prepare_run
+    from fedcare.cli.output import RESULTS_DIR
+    from fedcare.cli.setting_flags import build_config
     from fedcare_core.run_dir import RunData, RunFolder
 
-    folder: RunFolder | None = None
-    recorded: RunData | None = None
     if args.out is not None:  # before any work: not after hours of training
         check_output_file(args.out)
     elif args.resume is None and args.run_dir is None:  # the default results/<setting>.json
         check_output_dir(RESULTS_DIR, "the results folder")
-    sites_run = args.sites is not None or args.schema is not None
-    # A sites run checks every site's file first: a refusal there makes no store.
-    tracking = None if sites_run else tracked.open_chosen_store(args.tracking_uri)
+    if args.sites is not None or args.schema is not None:
+        return _run_sites(args)
+    tracking = tracked.open_chosen_store(args.tracking_uri)
+    folder: RunFolder | None = None
+    recorded: RunData | None = None
     if args.resume is not None:
         folder, config, recorded = open_run_folder(args)
         if folder.is_complete():
-            print(f"fedcare: the run in {folder.root} is complete: {folder.results_path}")
-            document = folder.read_results()
-            if args.out is not None:
-                write_json_atomic(args.out, document)
-            print(results_table(document))
-            return 0
-        data_dir, verify = recorded.path, recorded.verify_checksum
+            return _report_complete(args, folder)
         backend = folder.read_backend()
-    elif sites_run:
-        inputs = _sites_inputs(args)
-        return _run(args, tracked.open_chosen_store(args.tracking_uri), inputs, None)
+        data_dir, verify = recorded.path, recorded.verify_checksum
     else:
-        config = build_config(args)
-        data_dir, verify = args.data_dir, not args.no_verify
+        config, data_dir, verify = build_config(args), args.data_dir, not args.no_verify
         backend = _command_line_backend(args)
-    # Before loading data: PAFNet and the bounds run in process only (the message says why).
-    refusal = backend_refusal(config.algorithm, backend.name) or secagg_refusal(
-        config, backend.name
-    )
-    if refusal is not None:
-        raise ConfigError(refusal)
-    stage1_runner = build_stage1_runner(args, backend)
+    request = RunRequest(config, data_dir, verify, backend.name, backend.options)
+    check_flower_flags(args)
+    runner = check_request(request, option_flags(backend))
+    _warn_insecure(backend)
     if args.run_dir is not None:  # probed now, made once the data checks pass
         RunFolder.check_new(args.run_dir)
     if not args.quiet:
-        print(f"Loading {config.data.dataset} …", file=sys.stderr)
-    loaded = checked_dataset(config.data, data_dir, verify_checksum=verify)
+        print(f"Loading {request.config.data.dataset} …", file=sys.stderr)
+    loaded = load_checked(request)
     if folder is not None and recorded is not None:
         folder.check_data(recorded, loaded.cohort.source_sha256)
-    t0 = time.perf_counter()
-    federation = checked_federation(loaded, config)  # the flow's partition checks too
-    partition_s = time.perf_counter() - t0
+    prepared = prepare_run(request, loaded, runner)  # the flow's partition checks too
     if args.run_dir is not None:
         folder = RunFolder.create(args.run_dir)
         source = str(Path(loaded.source).resolve())
-        data = RunData(source, verify, loaded.cohort.source_sha256)
-        folder.write_config(config, data, None if backend.name == "local" else backend)
+        data = RunData(source, request.verify_checksum, loaded.cohort.source_sha256)
+        folder.write_config(request.config, data, backend if runner is not None else None)
     if folder is not None:
-        stage1_runner = _run_folder_runner(folder, config.algorithm, stage1_runner)
-    provenance = DataProvenance.of(loaded.cohort)
-    inputs = RunInputs(config, federation, provenance, partition_s, backend.name, stage1_runner)
-    return _run(args, tracking, inputs, folder)
+        runner = _run_folder_runner(folder, request.config.algorithm, runner)
+        prepared = replace(prepared, runner=runner)
+    return _execute(args, tracking, prepared, folder)
 
 
-@dataclass(frozen=True)
-class RunInputs:
-    """What ``fedcare run`` runs, once every option and every file has been checked."""
+def _report_complete(args: argparse.Namespace, folder: RunFolder) -> int:
+    """``--resume`` of a finished run: its results again (to ``--out`` too)."""
+    from fedcare.cli.output import results_table
+    from fedcare_core.atomic_files import write_json_atomic
 
-    config: ExperimentConfig
-    federation: Federation
-    provenance: DataProvenance
-    partition_s: float
-    backend: str
-    stage1_runner: Stage1Runner | None
+    print(f"fedcare: the run in {folder.root} is complete: {folder.results_path}")
+    document = folder.read_results()
+    if args.out is not None:
+        write_json_atomic(args.out, document)
+    print(results_table(document))
+    return 0
 
 
 def _command_line_backend(args: argparse.Namespace) -> RunBackend:
+    from fedcare_core.backends import get_backend
     from fedcare_core.run_dir import RunBackend
 
-    local = args.backend == "local"
-    return RunBackend(args.backend, {} if local else flower_overrides(args))
+    takes_options = get_backend(args.backend).options is not None
+    return RunBackend(args.backend, flower_overrides(args) if takes_options else {})
 
 
-def _sites_inputs(args: argparse.Namespace) -> RunInputs:
-    """``--sites``: the sites prepared from their own files (no run folder)."""
+def _run_sites(args: argparse.Namespace) -> int:
+    """``--sites``: the sites prepared from their own files (no run folder), then executed."""
+    from fedcare.app.run import PreparedRun
     from fedcare.cli.sites_run import prepare_sites_run
     from fedcare_core.algorithms import secagg_backend_refusal
 
@@ -262,26 +250,33 @@ def _sites_inputs(args: argparse.Namespace) -> RunInputs:
         raise ConfigError(refusal)
     run = prepare_sites_run(args, quiet=args.quiet)  # refuses the options the schema decides
     runner = build_stage1_runner(args, backend)  # the schema's fedcare runs on every backend
-    return RunInputs(
+    prepared = PreparedRun(
         run.config, run.federation, run.provenance, run.partition_s, backend.name, runner
     )
+    # A sites run checks every site's file first: a refusal there makes no store.
+    return _execute(args, tracked.open_chosen_store(args.tracking_uri), prepared, None)
 
 
-def _run(
+def _execute(
     args: argparse.Namespace,
     tracking: str | None,
-    inputs: RunInputs,
+    prepared: PreparedRun,
     folder: RunFolder | None,
 ) -> int:
-    """Run the checked inputs; write, print and track the result."""
-    from fedcare.cli.output import (
-        ProgressBars,
-        default_results_file,
-        results_table,
-        write_json_atomic,
-    )
-    from fedcare_core.runner import run_algorithm
+    """Execute the prepared run with the command's sinks; print the table and where it went."""
+    from fedcare.app.run import JsonFile, ResultSink, execute_run
+    from fedcare.cli.output import ProgressBars, default_results_file, results_table
 
+    sinks: list[ResultSink] = []
+    if folder is not None:
+        sinks.append(RunFolderSink(folder))
+    out = args.out
+    if out is None and folder is None:
+        out = default_results_file(prepared.config)
+    if out is not None:
+        sinks.append(JsonFile(Path(out)))
+    if tracking is not None:
+        sinks.append(tracked.MlflowSink(tracking, prepared.backend))
     bars = ProgressBars(enabled=not args.quiet)
     # --quiet: Flower's per-round INFO lines too (flower-sim's server runs in this process).
     flwr_logger = logging.getLogger("flwr")
@@ -289,36 +284,30 @@ def _run(
     if args.quiet:
         flwr_logger.setLevel(logging.WARNING)
     try:
-        result = run_algorithm(
-            inputs.federation,
-            inputs.config,
-            provenance=inputs.provenance,
-            backend=inputs.stage1_runner,
-            progress=bars,
-            timing={"partition_s": inputs.partition_s},
-        )
+        result = execute_run(prepared, progress=bars, sinks=sinks, notes=_stage1_note)
     finally:
         bars.close()
         flwr_logger.setLevel(flwr_level)
-    document = result.to_dict()
-    # Same keys for every backend; Stage 1's notes (lost clients, objectives without an update)
-    # come from the result, per-round participation is in rounds[].participants.
-    document["stage1"]["backend"] = inputs.backend
-    for note in result.stage1.notes:
-        print(f"fedcare: stage 1: {note}", file=sys.stderr)
-    if folder is not None:
-        folder.write_results(document)
-    out = args.out
-    if out is None and folder is None:
-        out = default_results_file(document)
-    if out is not None:
-        write_json_atomic(out, document)
-    print(results_table(document))
+    print(results_table(result.to_dict()))
     if out is not None:
         print(f"results written to {out}")
-    if tracking is not None:
-        tracked.track(tracking, result, inputs.backend)
     return 0
+
+
+def _stage1_note(note: str) -> None:
+    """Stage 1's notes (lost clients, objectives without an update), on stderr."""
+    print(f"fedcare: stage 1: {note}", file=sys.stderr)
+
+
+@dataclass(frozen=True)
+class RunFolderSink:
+    """Sink: ``results.json`` of a run kept with ``--run-dir`` (its completion mark)."""
+
+    folder: RunFolder
+
+    def write(self, result: ExperimentResult, document: dict[str, Any]) -> None:
+        """Write the document into the run folder."""
+        self.folder.write_results(document)
 
 
 def _run_folder_runner(

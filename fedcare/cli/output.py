@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
-from fedcare_core.atomic_files import write_atomic
-from fedcare_core.results import document_json
+if TYPE_CHECKING:
+    from fedcare_core.config import ExperimentConfig
 
 STAGE_LABELS = {"stage1": "Stage 1 (federated rounds)", "stage2": "Stage 2 (personalisation)"}
 STAGE_UNITS = {"stage1": "round", "stage2": "client"}
@@ -92,35 +91,28 @@ def results_table(results: dict[str, Any]) -> str:
     return head + "\n" + "\n".join(lines)
 
 
-def write_json_atomic(path: Path, document: dict[str, Any]) -> None:
-    """Write ``document`` to ``path`` atomically (owner-only), so no half-written file remains."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, document_json(document).encode())
-
-
 #: Where ``fedcare run`` writes its results document when ``--out`` is not given.
 RESULTS_DIR = Path("results")
 
 
-def default_results_file(document: Mapping[str, Any]) -> Path:
-    """``results/<dataset>-<setting>-seed<seed>.json`` of a results document (git ignores it).
+def default_results_file(config: ExperimentConfig) -> Path:
+    """``results/<dataset>-<setting>-seed<seed>.json`` of a run (git ignores ``results/``).
 
-    The setting is the MLflow run's (:func:`fedcare.tracking.naming.setting_name`:
+    The setting is the MLflow run's (:func:`fedcare.tracking.naming.config_setting_name`:
     ``<algorithm>-K<clients>-T<rounds>[-<variant>]``), so runs that differ in anything but the
     output options (``--rho 0.5``, a DP budget, ``--max-patients``) keep a file each.
 
     Parameters
     ----------
-    document
-        The run's results document (``ExperimentResult.to_dict()``).
+    config
+        The run's configuration.
 
     Returns
     -------
     pathlib.Path
         Relative to the working folder.
     """
-    from fedcare.tracking.naming import setting_name
+    from fedcare.tracking.naming import config_setting_name
 
-    seed = document["config"]["seed"]
-    return RESULTS_DIR / f"{document['dataset']}-{setting_name(document)}-seed{seed}.json"
+    name = config_setting_name(config)
+    return RESULTS_DIR / f"{config.data.dataset}-{name}-seed{config.seed}.json"

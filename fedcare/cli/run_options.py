@@ -11,9 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from fedcare.cli.options import add_tracking_uri_option
-from fedcare.cli.setting_flags import add_setting_flags, build_config
-
-__all__ = ["add_parser", "add_preset_option", "build_config"]
+from fedcare.cli.setting_flags import add_setting_flags
 
 
 def add_preset_option(parser: Any) -> None:

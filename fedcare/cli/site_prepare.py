@@ -146,8 +146,9 @@ def cmd_site_personalise(args: argparse.Namespace) -> int:
         For an unwritable ``--out``, an unreachable tracking store, a folder that is not a site
         folder, or no ``w*`` yet (or one computed for another schema).
     """
-    from fedcare.cli.output import ProgressBars, results_table, write_json_atomic
+    from fedcare.cli.output import ProgressBars, results_table
     from fedcare.flower.site_folder import SiteFolder, read_final_model
+    from fedcare_core.atomic_files import write_json_atomic
     from fedcare_core.results import DataProvenance
     from fedcare_core.runner import run_algorithm
     from fedcare_core.sites import single_site_federation
@@ -174,11 +175,11 @@ def cmd_site_personalise(args: argparse.Namespace) -> int:
             stage1=received.result,
             progress=bars,
             timing={"partition_s": time.perf_counter() - t0},
+            backend_name=FEDERATION_BACKEND,
         )
     finally:
         bars.close()
     document = result.to_dict()
-    document["stage1"]["backend"] = FEDERATION_BACKEND
     # The model has a head per objective of the federation; the site is evaluated on its own.
     document["objectives"] = {
         name: report for name, report in document["objectives"].items() if name in client.objectives

@@ -10,7 +10,8 @@ from __future__ import annotations
 import logging
 import os
 import sys
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from fedcare_core.errors import ConfigError
 
@@ -73,6 +74,18 @@ def _reach(uri: str) -> None:
 
     with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=REACH_TIMEOUT_S) as reply:
         reply.read()
+
+
+@dataclass(frozen=True)
+class MlflowSink:
+    """Sink (:class:`fedcare.app.run.ResultSink`): log and register a run in a store."""
+
+    uri: str
+    backend: str
+
+    def write(self, result: ExperimentResult, document: dict[str, Any]) -> None:
+        """Log ``result`` as :func:`track` does."""
+        track(self.uri, result, self.backend)
 
 
 def track(

@@ -9,7 +9,6 @@ FedAvg/FedProx on Flower's own strategies (the runners also run FMGDA/FSMGDA on
 ``FedCareStrategy``: :class:`fedcare_core.algorithms.base.BaselineBackend`). Nothing in
 ``fedcare_core`` imports this package. Everything here uses Flower's public API except
 ``flwr_internals``, the one module that touches its internals (the deployment speed-ups),
-behind a check of the flwr version.
+behind a check of the flwr version. The backends themselves are registered in
+:mod:`fedcare_core.backends`, by import path.
 """
-
-BACKENDS = ("local", "flower-sim", "flower-deployment")

@@ -119,8 +119,12 @@ class FlowerConfig:
     bind_address: str = LOOPBACK
 
     @classmethod
-    def from_options(cls, options: Mapping[str, Any]) -> FlowerConfig:
+    def from_options(
+        cls, options: Mapping[str, Any], names: Mapping[str, str] | None = None
+    ) -> FlowerConfig:
         """A validated configuration from a mapping (a Prefect parameter, JSON).
+
+        ``names``: what messages call each field (as :meth:`validate`).
 
         Raises
         ------
@@ -130,7 +134,7 @@ class FlowerConfig:
         unknown = sorted(str(k) for k in options if k not in field_kinds(cls))
         if unknown:
             raise ConfigError(f"unknown Flower option(s): {unknown}")
-        return cls(**options).validate()
+        return cls(**options).validate(names)
 
     def validate(self, names: Mapping[str, str] | None = None) -> FlowerConfig:
         """Check every field's type and range, and the combinations; return ``self``.

@@ -12,12 +12,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol, cast
 
-from fedcare.flower import BACKENDS
 from fedcare.flower.flower_options import FlowerConfig
 from fedcare.flower.run_plan import CheckpointTarget
 from fedcare.flower.workspace import FlowerRunError
 from fedcare_core.algorithms import FEDCARE_ALGORITHMS
 from fedcare_core.algorithms.base import Stage1Runner
+from fedcare_core.backends import get_backend
 from fedcare_core.checkpoint import (
     CheckpointError,
     load_checkpoint,
@@ -26,7 +26,6 @@ from fedcare_core.checkpoint import (
 )
 from fedcare_core.config import ModelConfig, Stage1Config
 from fedcare_core.data.federation import Federation
-from fedcare_core.errors import ConfigError
 from fedcare_core.stage1 import Stage1Result
 from fedcare_core.training import ProgressFn
 
@@ -39,17 +38,7 @@ def make_stage1_runner(backend: str, flower: FlowerConfig | None = None) -> Stag
     ConfigError
         For an unknown backend name.
     """
-    if backend not in BACKENDS:
-        raise ConfigError(f"unknown backend {backend!r}; expected one of {', '.join(BACKENDS)}")
-    if backend == "flower-sim":
-        from fedcare.flower.simulation import SimulationStage1Runner
-
-        return SimulationStage1Runner(flower)
-    if backend == "flower-deployment":
-        from fedcare.flower.deployment import DeploymentStage1Runner
-
-        return DeploymentStage1Runner(flower)
-    return None
+    return cast("Stage1Runner | None", get_backend(backend).build(flower))
 
 
 class CheckpointableRunner(Protocol):

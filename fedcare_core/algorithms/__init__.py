@@ -10,6 +10,8 @@ import importlib
 from functools import cache
 from typing import TYPE_CHECKING
 
+from fedcare_core.backends import REGISTRY as REGISTERED_BACKENDS
+from fedcare_core.backends import secagg_backends
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.errors import ConfigError
 from fedcare_core.quick import quick_sized
@@ -105,16 +107,13 @@ def backend_refusal(name: str, backend: str) -> str | None:
     whose rounds a federated backend supports.
     """
     algorithm = get_algorithm(name)
-    if backend == "local" or algorithm.flower:
+    spec = REGISTERED_BACKENDS.get(backend)
+    if (spec is not None and not spec.federated) or algorithm.flower:
         return None
     return (
         f"algorithm {name!r} runs in process only (--backend local): "
         f"{algorithm.in_process_reason}. Over Flower: {', '.join(federated_baselines())}"
     )
-
-
-#: The backends that run Stage 1 on Flower's SecAgg+ (``stage1.secagg``).
-SECAGG_BACKENDS = ("flower-sim", "flower-deployment")
 
 
 def secagg_refusal(config: ExperimentConfig, backend: str) -> str | None:
@@ -128,11 +127,12 @@ def secagg_refusal(config: ExperimentConfig, backend: str) -> str | None:
 
 def secagg_backend_refusal(backend: str) -> str | None:
     """Why ``backend`` cannot sum rounds with SecAgg+ (None: it can)."""
-    if backend in SECAGG_BACKENDS:
+    capable = secagg_backends()
+    if backend in capable:
         return None
     return (
         f"stage1.secagg (--secagg) runs on Flower's SecAgg+: backend {backend!r} cannot; "
-        f"use {' or '.join(SECAGG_BACKENDS)}"
+        f"use {' or '.join(capable)}"
     )
 
 

@@ -10,11 +10,14 @@ def _args(*extra):
     return _parser().parse_args(["run", "--dataset", "diabetes130", *extra])
 
 
-def test_the_cli_offers_exactly_the_flower_layers_backends():
-    import fedcare.flower
+def test_the_cli_offers_exactly_the_registered_backends():
     from fedcare.cli.main import BACKENDS
+    from fedcare_core.backends import REGISTRY
 
-    assert fedcare.flower.BACKENDS == BACKENDS
+    assert BACKENDS == tuple(REGISTRY)
+    run = _parser("run")._subparsers._group_actions[0].choices["run"]
+    (action,) = [a for a in run._actions if a.dest == "backend"]
+    assert tuple(action.choices) == tuple(REGISTRY)
 
 
 def test_local_is_the_default_and_uses_the_in_process_runner():

@@ -11,9 +11,9 @@ import math
 
 import pytest
 
-from fedcare.flower import BACKENDS
 from fedcare.flower.flower_options import FlowerConfig
 from fedcare.flower.runners import make_stage1_runner
+from fedcare_core.backends import backend_names
 from fedcare_core.config import (
     DataConfig,
     ExperimentConfig,
@@ -23,6 +23,7 @@ from fedcare_core.config import (
 from fedcare_core.datasets import load_dataset
 from fedcare_core.runner import run_experiment
 
+BACKENDS = backend_names()
 LAMBDA_TOL = 1e-5
 METRIC_TOL = 1e-4
 

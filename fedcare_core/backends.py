@@ -1,0 +1,151 @@
+"""The registry of backends: where a run's federated rounds execute, by name.
+
+A backend is declared once, here, as a :class:`BackendSpec`: its name, what it can do, the
+type of its options and a factory that builds its Stage 1 runner. Options type and factory are
+named by import path and loaded only when a run uses the backend, so the core never imports
+Flower. Every entry (``fedcare run --backend``, the flows' ``backend``, the grids) reads this
+registry; no backend name is compared anywhere else.
+
+Adding a backend is one module with its runner and one :func:`register_backend` line.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from fedcare_core.errors import ConfigError
+
+
+@dataclass(frozen=True)
+class BackendSpec:
+    """One backend.
+
+    Parameters
+    ----------
+    name
+        Its name (``--backend NAME``).
+    summary
+        One line for ``--help`` and the flows' parameter form.
+    factory
+        ``"module:callable"``: called with the options object, returns the Stage 1 runner;
+        None: the core's in-process loop (no runner).
+    options
+        ``"module:Class"`` of its options (``FlowerConfig``); None: it takes none. The class
+        has ``from_options(mapping)`` and ``validate()``.
+    secagg
+        Whether it sums rounds with secure aggregation (``stage1.secagg``).
+    federated
+        Whether its rounds cross a process boundary (only algorithms with federated rounds
+        run on it; the others run in process only).
+    """
+
+    name: str
+    summary: str
+    factory: str | None = None
+    options: str | None = None
+    secagg: bool = False
+    federated: bool = True
+
+    def options_from(
+        self, values: Mapping[str, Any] | None, names: Mapping[str, str] | None = None
+    ) -> Any:
+        """The backend's options object from ``values``, checked (None: it takes none).
+
+        Parameters
+        ----------
+        values
+            Option name → value (JSON, a flow parameter, the command line's).
+        names
+            What a message calls each option (``--round-timeout``); its own name otherwise.
+
+        Raises
+        ------
+        ConfigError
+            An unknown or invalid option, naming it; options for a backend that has none.
+        """
+        if self.options is None:
+            if values:
+                raise ConfigError(f"backend {self.name!r} takes no options, got {sorted(values)}")
+            return None
+        return _load(self.options).from_options(dict(values or {}), names)
+
+    def build(self, options: Any = None) -> Any:
+        """The Stage 1 runner, given :meth:`options_from`'s object (None: the in-process loop).
+
+        Imports the backend's module now (Flower for the Flower backends).
+        """
+        return None if self.factory is None else _load(self.factory)(options)
+
+
+def _load(path: str) -> Any:
+    """The object at ``"module:name"``."""
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+#: Every backend, by name, in the order ``--help`` lists them.
+REGISTRY: dict[str, BackendSpec] = {}
+
+
+def register_backend(spec: BackendSpec) -> BackendSpec:
+    """Add ``spec`` to the registry (a second backend of one name is refused).
+
+    Raises
+    ------
+    ValueError
+        If the name is taken.
+    """
+    if spec.name in REGISTRY:
+        raise ValueError(f"backend {spec.name!r} is registered already")
+    REGISTRY[spec.name] = spec
+    return spec
+
+
+def get_backend(name: str) -> BackendSpec:
+    """The backend called ``name``.
+
+    Raises
+    ------
+    ConfigError
+        ``unknown backend 'x'; expected one of local, flower-sim, flower-deployment``.
+    """
+    spec = REGISTRY.get(name)
+    if spec is None:
+        raise ConfigError(f"unknown backend {name!r}; expected one of {', '.join(REGISTRY)}")
+    return spec
+
+
+def backend_names() -> tuple[str, ...]:
+    """Every registered backend's name."""
+    return tuple(REGISTRY)
+
+
+def secagg_backends() -> tuple[str, ...]:
+    """The backends that sum rounds with secure aggregation."""
+    return tuple(name for name, spec in REGISTRY.items() if spec.secagg)
+
+
+#: The core's in-process loop.
+LOCAL = register_backend(BackendSpec("local", "in this process (the core's loop)", federated=False))
+_FLOWER_OPTIONS = "fedcare.flower.flower_options:FlowerConfig"
+register_backend(
+    BackendSpec(
+        "flower-sim",
+        "Flower's Simulation Engine (a private Ray)",
+        factory="fedcare.flower.simulation:SimulationStage1Runner",
+        options=_FLOWER_OPTIONS,
+        secagg=True,
+    )
+)
+register_backend(
+    BackendSpec(
+        "flower-deployment",
+        "a Flower SuperLink and one SuperNode per client, as processes on loopback (TLS)",
+        factory="fedcare.flower.deployment:DeploymentStage1Runner",
+        options=_FLOWER_OPTIONS,
+        secagg=True,
+    )
+)
