@@ -72,6 +72,15 @@ class BackendSpec:
             return None
         return _load(self.options).from_options(dict(values or {}), names)
 
+    def packages(self) -> tuple[str, ...]:
+        """The package holding its runner (``fedcare.flower``); none for the in-process loop.
+
+        Part of a cached Stage 1's key: a change to the code that ran the rounds is a miss.
+        """
+        if self.factory is None:
+            return ()
+        return (self.factory.partition(":")[0].rpartition(".")[0],)
+
     def build(self, options: Any = None) -> Any:
         """The Stage 1 runner, given :meth:`options_from`'s object (None: the in-process loop).
 

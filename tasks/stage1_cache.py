@@ -35,6 +35,7 @@ from prefect.settings import get_current_settings
 import fedcare_core
 from fedcare_core.algorithms import FEDCARE_ALGORITHMS
 from fedcare_core.algorithms.base import Rounds, RunInputs
+from fedcare_core.backends import get_backend
 from fedcare_core.checkpoint import (
     CheckpointError,
     decode_result,
@@ -132,7 +133,7 @@ def stage1_cache_key(inputs: RunInputs, backend: str) -> str | None:
         return None
     import torch
 
-    packages = ["fedcare_core"] + ([] if backend == "local" else ["fedcare.flower"])
+    packages = ["fedcare_core", *get_backend(backend).packages()]
     fields = {
         "version": KEY_VERSION,
         "fedcare": fedcare_core.__version__,

@@ -21,6 +21,8 @@ def test_the_registry_holds_the_three_backends_and_imports_none() -> None:
     assert tuple(REGISTRY) == ("local", "flower-sim", "flower-deployment")
     assert backends.secagg_backends() == ("flower-sim", "flower-deployment")
     assert get_backend("local").build() is None
+    assert get_backend("local").packages() == ()
+    assert get_backend("flower-deployment").packages() == ("fedcare.flower",)
     source = open(backends.__file__, encoding="utf-8").read()
     assert "import flwr" not in source and "from fedcare.flower" not in source
 
