@@ -40,6 +40,8 @@ class BackendSpec:
     federated
         Whether its rounds cross a process boundary (only algorithms with federated rounds
         run on it; the others run in process only).
+    network
+        Whether its parties talk over sockets (TLS, node authentication, a bind address).
     """
 
     name: str
@@ -48,6 +50,7 @@ class BackendSpec:
     options: str | None = None
     secagg: bool = False
     federated: bool = True
+    network: bool = False
 
     def options_from(
         self, values: Mapping[str, Any] | None, names: Mapping[str, str] | None = None
@@ -156,5 +159,6 @@ register_backend(
         factory="fedcare.flower.deployment:DeploymentStage1Runner",
         options=_FLOWER_OPTIONS,
         secagg=True,
+        network=True,
     )
 )

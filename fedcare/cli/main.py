@@ -41,37 +41,43 @@ _parser = build_parser
 __all__ = ["BACKENDS", "EXIT_ERROR", "build_parser", "build_stage1_runner", "cmd_run", "main"]
 
 
-#: Each Flower transport flag (its ``argparse`` dest) and the backends it applies to; given
-#: with another backend it would be silently ignored, so it is refused.
-FLOWER_FLAGS: dict[str, tuple[str, ...]] = {
-    "round_timeout": ("flower-sim", "flower-deployment"),
-    "startup_timeout": ("flower-sim", "flower-deployment"),
-    "keep_workdir": ("flower-sim", "flower-deployment"),
-    "stock_supernodes": ("flower-deployment",),
-    "insecure": ("flower-deployment",),
-    "node_auth": ("flower-deployment",),
-    "bind_address": ("flower-deployment",),
+#: Each backend-option flag (its ``argparse`` dest) and what a backend needs to take it: any
+#: options (the Flower backends) or sockets between its parties (``network``). Given with
+#: another backend it would be silently ignored, so it is refused.
+BACKEND_FLAGS: dict[str, str] = {
+    "round_timeout": "options",
+    "startup_timeout": "options",
+    "keep_workdir": "options",
+    "stock_supernodes": "network",
+    "insecure": "network",
+    "node_auth": "network",
+    "bind_address": "network",
 }
 
 
 def check_flower_flags(args: argparse.Namespace) -> None:
-    """Refuse a Flower flag given with a backend that would ignore it (``--backend local``).
+    """Refuse a backend option given with a backend that would ignore it (``--backend local``).
 
     Raises
     ------
     ConfigError
         Naming the first such flag and the backends it applies to.
     """
-    for dest, backends in FLOWER_FLAGS.items():
+    from fedcare_core.backends import REGISTRY, get_backend
+
+    chosen = get_backend(args.backend)
+    for dest, needs in BACKEND_FLAGS.items():
         value = getattr(args, dest)
-        if value is None or value is False or args.backend in backends:
+        if value is None or value is False or _takes(chosen, needs):
             continue
-        which = (
-            "the Flower backends (--backend flower-sim or flower-deployment)"
-            if len(backends) > 1
-            else "--backend flower-deployment only"
-        )
+        names = [spec.name for spec in REGISTRY.values() if _takes(spec, needs)]
+        which = f"--backend {' or '.join(names)}" + (" only" if len(names) == 1 else "")
         raise ConfigError(f"--{dest.replace('_', '-')} applies to {which}")
+
+
+def _takes(spec: Any, needs: str) -> bool:
+    """Whether backend ``spec`` takes an option that needs ``needs``."""
+    return spec.network if needs == "network" else spec.options is not None
 
 
 def flower_overrides(args: argparse.Namespace) -> dict[str, Any]:

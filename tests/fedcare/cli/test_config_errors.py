@@ -84,10 +84,10 @@ RUN_CASES = [
     *[
         (flags, None, (flags[0], "applies to", where))
         for flags, where in [
-            (["--round-timeout", "nan"], "Flower backends"),
-            (["--round-timeout", "30"], "Flower backends"),
-            (["--startup-timeout", "9"], "Flower backends"),
-            (["--keep-workdir"], "Flower backends"),
+            (["--round-timeout", "nan"], "--backend flower-sim or flower-deployment"),
+            (["--round-timeout", "30"], "--backend flower-sim or flower-deployment"),
+            (["--startup-timeout", "9"], "--backend flower-sim or flower-deployment"),
+            (["--keep-workdir"], "--backend flower-sim or flower-deployment"),
             (["--stock-supernodes"], "flower-deployment only"),
             (["--insecure"], "flower-deployment only"),
             (["--node-auth"], "flower-deployment only"),
