@@ -21,7 +21,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from fedcare_core.algorithms import FEDCARE_ALGORITHMS, validate_config
+from fedcare_core.algorithms import get_algorithm, validate_config
 from fedcare_core.atomic_files import write_atomic, write_json_atomic
 from fedcare_core.checkpoint import CheckpointedStage1
 from fedcare_core.config import ExperimentConfig
@@ -252,6 +252,6 @@ class RunFolder:
         algorithm's run folder keeps its configuration and results, and a resumed run of it
         starts again from the beginning (to the same results: every run is deterministic).
         """
-        if algorithm not in FEDCARE_ALGORITHMS:
+        if not get_algorithm(algorithm).runs_stage1:
             return None
         return CheckpointedStage1(self.checkpoint_path, say)

@@ -33,7 +33,7 @@ from prefect.serializers import Serializer
 from prefect.settings import get_current_settings
 
 import fedcare_core
-from fedcare_core.algorithms import FEDCARE_ALGORITHMS
+from fedcare_core.algorithms import get_algorithm
 from fedcare_core.algorithms.base import Rounds, RunInputs
 from fedcare_core.backends import get_backend
 from fedcare_core.checkpoint import (
@@ -129,7 +129,7 @@ def stage1_cache_key(inputs: RunInputs, backend: str) -> str | None:
         A SHA-256 hex digest (see the module docstring); None for baselines and bounds.
     """
     config = inputs.config
-    if config.algorithm not in FEDCARE_ALGORITHMS:
+    if not get_algorithm(config.algorithm).runs_stage1:
         return None
     import torch
 

@@ -15,7 +15,7 @@ from typing import Protocol, cast
 from fedcare.flower.flower_options import FlowerConfig
 from fedcare.flower.run_plan import CheckpointTarget
 from fedcare.flower.workspace import FlowerRunError
-from fedcare_core.algorithms import FEDCARE_ALGORITHMS
+from fedcare_core.algorithms import get_algorithm
 from fedcare_core.algorithms.base import Stage1Runner
 from fedcare_core.backends import get_backend
 from fedcare_core.checkpoint import (
@@ -133,6 +133,6 @@ def run_folder_runner(
     and a resumed run reruns them from the start, to the same results), so their runner is
     returned as it is.
     """
-    if algorithm not in FEDCARE_ALGORITHMS:
+    if not get_algorithm(algorithm).runs_stage1:
         return runner
     return CheckpointedFlowerStage1(cast(CheckpointableRunner, runner), path, say)

@@ -42,7 +42,7 @@ from fedcare.tracking.client_models import log_client_models
 from fedcare.tracking.mlflow_params import flatten_params, param_value
 from fedcare.tracking.serving import GlobalPredictor, input_example, signature_for
 from fedcare_core import __version__
-from fedcare_core.algorithms import FEDCARE_ALGORITHMS
+from fedcare_core.algorithms import get_algorithm
 from fedcare_core.results import ExperimentResult
 from fedcare_core.stage1 import load_global_model
 
@@ -198,7 +198,7 @@ def _log_models(
     params: Mapping[str, str],
 ) -> dict[int, str]:
     """The backbone (FedCARE, FedCARE-B) and every client's model; client → logged-model id."""
-    if result.config.algorithm in FEDCARE_ALGORITHMS:
+    if get_algorithm(result.config.algorithm).runs_stage1:
         model_id = _log_backbone(result, run_id, experiment_id, params)
         mc.set_tag(run_id, TAG_BACKBONE_MODEL_ID, model_id)
     client_models = log_client_models(

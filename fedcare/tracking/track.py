@@ -19,7 +19,7 @@ from fedcare.tracking.model_names import (
     backbone_card,
     backbone_model_name,
 )
-from fedcare_core.algorithms import FEDCARE_ALGORITHMS
+from fedcare_core.algorithms import get_algorithm
 from fedcare_core.results import ExperimentResult
 
 __all__ = [
@@ -118,7 +118,7 @@ def register_run(
     """
     backbone = None
     report = registry.validation_report(result)  # scored once, for the backbone and the clients
-    if result.config.algorithm in FEDCARE_ALGORITHMS and site_name is None:
+    if get_algorithm(result.config.algorithm).runs_stage1 and site_name is None:
         card = backbone_card(result)
         score = registry.validation_score(result, report=report)
         version, promoted = registry.register_backbone(

@@ -36,7 +36,7 @@ REGISTRY: dict[str, str] = {
 #: The registered names.
 ALGORITHM_NAMES: tuple[str, ...] = tuple(REGISTRY)
 #: FedCARE's own two methods; every other algorithm is a baseline or a bound.
-FEDCARE_ALGORITHMS = ("fedcare", "fedcare-b")
+FEDCARE_ALGORITHMS = ("fedcare", "fedcare-b")  # grouping for listings (baselines: the rest)
 #: The baselines and bounds of SPEC §4.
 BASELINE_ALGORITHMS: tuple[str, ...] = tuple(n for n in REGISTRY if n not in FEDCARE_ALGORITHMS)
 
@@ -92,10 +92,11 @@ def validate_config(config: ExperimentConfig) -> ExperimentConfig:
             f"algorithm {config.algorithm!r} has no differentially private rounds; "
             f"stage1.dp_epsilon / dp_noise_multiplier apply to {', '.join(private)}"
         )
-    if config.stage1.secagg and config.algorithm not in FEDCARE_ALGORITHMS:
+    if config.stage1.secagg and not algorithm.runs_stage1:
+        capable = [n for n in ALGORITHM_NAMES if _load(n).runs_stage1]
         raise ConfigError(
             f"algorithm {config.algorithm!r} has no securely aggregated rounds; "
-            f"stage1.secagg applies to {', '.join(FEDCARE_ALGORITHMS)} over Flower"
+            f"stage1.secagg applies to {', '.join(capable)} over Flower"
         )
     return quick_sized(config)
 

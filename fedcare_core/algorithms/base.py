@@ -151,6 +151,10 @@ class Algorithm(ABC):
     #: Whether its rounds run under client-level DP when the configuration asks for it
     #: (``stage1.dp_epsilon`` / ``dp_noise_multiplier``; :mod:`fedcare_core.privacy`).
     private_rounds: ClassVar[bool] = False
+    #: Whether its rounds are FedCARE's Stage 1 (:func:`fedcare_core.stage1.run_stage1`):
+    #: checkpointed in a run folder, resumable, cached by the flow, summable with SecAgg+, and
+    #: training a shared backbone w* that is logged and registered of its own.
+    runs_stage1: ClassVar[bool] = False
     #: Why the algorithm runs in process only (when :attr:`flower` is False).
     in_process_reason: ClassVar[str] = ""
     #: The per-client phase's progress name (``"stage2"``, ``"local"``), or None.

@@ -83,6 +83,7 @@ class FedCare(Algorithm):
     name = "fedcare"
     flower = True
     private_rounds = True
+    runs_stage1 = True
     personal_phase = "stage2"
     deploys = "personal"
 

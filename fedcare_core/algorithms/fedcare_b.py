@@ -17,6 +17,7 @@ class FedCareB(Algorithm):
     name = "fedcare-b"
     flower = True
     private_rounds = True
+    runs_stage1 = True
 
     def rounds(
         self, inputs: RunInputs, backend: Stage1Runner | None, progress: ProgressFn | None
