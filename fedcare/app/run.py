@@ -2,7 +2,7 @@
 
 A run is always the same sequence, and only this module writes it:
 
-1. :func:`check_request`: the backend is looked up in the registry
+1. :func:`check_request` and :func:`backend_runner`: the backend is looked up in the registry
    (:mod:`fedcare_core.backends`), the algorithm checked against it (and secure aggregation),
    its options checked and its Stage 1 runner built, before any data is read;
 2. :func:`prepare_run`: the data gate (the loader's and the Great Expectations checks of the
@@ -98,30 +98,21 @@ class ResultSink(Protocol):
         ...
 
 
-def check_request(
-    request: RunRequest, option_names: Mapping[str, str] | None = None
-) -> Stage1Runner | None:
-    """Refuse what cannot run before any data is read; the backend's Stage 1 runner.
-
-    Parameters
-    ----------
-    request
-        The run asked for.
-    option_names
-        What messages call each backend option (the command line's flags).
+def check_request(request: RunRequest) -> None:
+    """Refuse what the backend cannot run, before any data is read.
 
     Raises
     ------
     ConfigError
         An unknown backend, an algorithm it cannot run (PAFNet and the bounds run in process
-        only), secure aggregation it cannot do, or an invalid backend option.
+        only), or secure aggregation it cannot do.
     """
+    get_backend(request.backend)
     refusal = backend_refusal(request.config.algorithm, request.backend) or secagg_refusal(
         request.config, request.backend
     )
     if refusal is not None:
         raise ConfigError(refusal)
-    return backend_runner(request.backend, request.backend_options, option_names)
 
 
 def backend_runner(
@@ -218,8 +209,8 @@ def execute_run(
         timing={"partition_s": prepared.partition_s},
         backend_name=prepared.backend,
     )
-    for note in result.stage1.notes:
-        if notes is not None:
+    if notes is not None:
+        for note in result.stage1.notes:
             notes(note)
     document = result.to_dict()
     for sink in sinks:

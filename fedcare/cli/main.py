@@ -201,9 +201,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         config, data_dir, verify = build_config(args), args.data_dir, not args.no_verify
         backend = _command_line_backend(args)
     request = RunRequest(config, data_dir, verify, backend.name, backend.options)
-    check_flower_flags(args)
-    runner = check_request(request, option_flags(backend))
-    _warn_insecure(backend)
+    check_request(request)
+    runner = build_stage1_runner(args, backend)
     if args.run_dir is not None:  # probed now, made once the data checks pass
         RunFolder.check_new(args.run_dir)
     if not args.quiet:
