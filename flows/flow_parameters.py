@@ -256,10 +256,7 @@ class FlowParameters:
                     kind_name = "a name" if item is str else "an integer"
                     raise ConfigError(f"each of {name} must be {kind_name}, got {show(value)}")
                 if item is int:
-                    seed = flagged_settings()["seed"]
-                    check_value(
-                        "seeds", value, field_kinds(ExperimentConfig)["seed"], seed.spec.range
-                    )
+                    flagged_settings()["seed"].check("seeds", value)
         _check_overrides(self.overrides)
 
     def base_config(self) -> ExperimentConfig:
@@ -345,8 +342,7 @@ def _check_settings(settings: Mapping[str, Any]) -> None:
         ref = offered.get(name)
         if ref is None or name in GRID_SETTINGS:
             raise ConfigError(f"unknown flow parameter {name!r}")
-        kind = field_kinds(SECTIONS[ref.section] if ref.section else ExperimentConfig)[ref.name]
-        check_value(name, value, kind, ref.spec.range)
+        ref.check(name, value)
 
 
 def _check_overrides(overrides: object) -> None:

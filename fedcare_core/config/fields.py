@@ -79,21 +79,23 @@ HALF_OPEN_UNIT = Range(0, 1, high_open=True)
 
 
 @dataclass(frozen=True)
-class _Kind:
+class FieldKind:
+    """A field's declared type: its base (``X | None`` unwrapped), optionality, tuple length."""
+
     base: type
     optional: bool
     length: int | None = None  # tuples: how many ints
 
 
-_KINDS: dict[type, dict[str, _Kind]] = {}
+_KINDS: dict[type, dict[str, FieldKind]] = {}
 
 
-def field_kinds(cls: type) -> dict[str, _Kind]:
+def field_kinds(cls: type) -> dict[str, FieldKind]:
     """Each field of dataclass ``cls`` with its declared base type (``X | None`` unwrapped)."""
     if cls in _KINDS:
         return _KINDS[cls]
     hints = typing.get_type_hints(cls)
-    kinds: dict[str, _Kind] = {}
+    kinds: dict[str, FieldKind] = {}
     for f in fields(cls):
         hint = hints[f.name]
         optional = False
@@ -101,9 +103,9 @@ def field_kinds(cls: type) -> dict[str, _Kind]:
             args = [a for a in typing.get_args(hint) if a is not type(None)]
             optional, hint = len(args) < len(typing.get_args(hint)), args[0]
         if typing.get_origin(hint) is tuple:
-            kinds[f.name] = _Kind(tuple, optional, len(typing.get_args(hint)))
+            kinds[f.name] = FieldKind(tuple, optional, len(typing.get_args(hint)))
         else:
-            kinds[f.name] = _Kind(hint, optional)
+            kinds[f.name] = FieldKind(hint, optional)
     _KINDS[cls] = kinds
     return kinds
 
@@ -131,7 +133,7 @@ def _is_real(value: object) -> bool:
     return isinstance(value, numbers.Real) and not isinstance(value, bool)
 
 
-def check_value(path: str, value: Any, kind: _Kind, limits: Range | None) -> Any:
+def check_value(path: str, value: Any, kind: FieldKind, limits: Range | None) -> Any:
     """``value`` checked against the field's type and range, as the field stores it.
 
     Raises

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import MISSING, dataclass
 from typing import Any
 
-from fedcare_core.config.fields import Range, check_fields, field_kinds
+from fedcare_core.config.fields import FieldKind, Range, check_fields, check_value, field_kinds
 from fedcare_core.errors import ConfigError
 
 #: The key of a field's :class:`Setting` in its ``dataclasses.field`` metadata.
@@ -97,10 +97,29 @@ class SettingRef:
 
     section: str
     name: str
-    base: type
-    optional: bool
+    kind: FieldKind
     default: Any
     spec: Setting
+
+    @property
+    def base(self) -> type:
+        """Its type (``int``, ``float``, ``bool``, ``str``, ``tuple``), ``| None`` unwrapped."""
+        return self.kind.base
+
+    @property
+    def optional(self) -> bool:
+        """Whether it may be ``None``."""
+        return self.kind.optional
+
+    def check(self, label: str, value: Any) -> Any:
+        """``value`` checked against its type and range, a refusal naming ``label``.
+
+        Raises
+        ------
+        ConfigError
+            ``<label> must lie in [1, 100,000], got 0``.
+        """
+        return check_value(label, value, self.kind, self.spec.range)
 
     @property
     def path(self) -> str:
@@ -132,7 +151,7 @@ def declared(cls: type, section: str) -> Iterator[SettingRef]:
             continue
         default = f.default if f.default is not MISSING else None
         kind = kinds[f.name]
-        yield SettingRef(section, f.name, kind.base, kind.optional, default, spec)
+        yield SettingRef(section, f.name, kind, default, spec)
 
 
 def ranges_of(cls: type) -> dict[str, Range]:
