@@ -9,8 +9,9 @@ file. :func:`build_config` turns the parsed flags into the configuration.
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
-from collections.abc import Callable, Container
+from collections.abc import Container
 from pathlib import Path
 from typing import Any
 
@@ -23,24 +24,13 @@ from fedcare_core.config import (
 from fedcare_core.config.settings import SettingRef
 from fedcare_core.errors import ConfigError
 
-#: The registries a setting's ``choices_of`` names, resolved when the parser is built.
-CHOICE_REGISTRIES: dict[str, Callable[[], tuple[str, ...]]] = {}
-
-
-def _algorithm_names() -> tuple[str, ...]:
-    from fedcare_core.algorithms import ALGORITHM_NAMES
-
-    return ALGORITHM_NAMES
-
-
-CHOICE_REGISTRIES["algorithm"] = _algorithm_names
-
 
 def choices_of(ref: SettingRef) -> tuple[str, ...] | None:
     """The names setting ``ref`` accepts (its own, or its registry's); None: any."""
-    if ref.spec.choices_of is not None:
-        return CHOICE_REGISTRIES[ref.spec.choices_of]()
-    return ref.spec.choices or None
+    if ref.spec.choices_of is None:
+        return ref.spec.choices or None
+    module, _, name = ref.spec.choices_of.partition(":")
+    return tuple(getattr(importlib.import_module(module), name))
 
 
 def add_setting_flags(

@@ -31,7 +31,7 @@ class ExperimentConfig:
         "fedcare",
         help="fedcare (two stages), fedcare-b (Stage 1 only), the baselines fedavg, fedprox, "
         "fmgda, fsmgda, pafnet, or the bounds local, centralised (in process only)",
-        choices_of="algorithm",
+        choices_of="fedcare_core.algorithms:ALGORITHM_NAMES",
         flag="algorithm",
         group=_RUN,
     )

@@ -51,7 +51,8 @@ class Setting:
     metavar
         The value's name in ``--help``.
     choices_of
-        A registry whose names are the choices (``"algorithm"``), resolved by the entries.
+        ``"module:NAME"`` of a registry's names that are the choices (the algorithms'),
+        imported by the entries that list them (the core does not import its registries).
     also_sets
         Further fields (``"stage2.solver"``) the flag sets to the same value.
     in_schema
