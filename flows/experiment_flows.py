@@ -1,28 +1,34 @@
-"""The paper's experiments as Prefect flows, one per experiment (paper §V, SPEC §3–4).
+"""Every experiment of ``fedcare experiment`` as a Prefect flow (paper §V, SPEC §3–4).
 
 ``fedcare-comparison`` (Tables III–V, Fig. 3–4), ``fedcare-clients`` (Fig. 5),
-``fedcare-disparity`` (Fig. 6–7), ``fedcare-ablation`` (λ* solver, normalisation, QP scope) and
-``fedcare-privacy`` (the privacy–utility trade-off under client-level DP) share one body: the raw
-tables are checked (Great Expectations) before any training, the grid runs as the
-``fedcare-grid`` subflow, the tables and figures are written, and the experiment is logged as
-one MLflow parent run with a nested run per setting and every table and figure as an
-artifact. A failed check or run stops the flow before anything is logged to MLflow.
+``fedcare-disparity`` (Fig. 6–7), ``fedcare-ablation``, ``fedcare-privacy``,
+``fedcare-selection``, ``fedcare-recommended`` and ``fedcare-programme`` (the comparison, the
+client sweep and the disparity sweep) are made by :func:`experiment_flow` from the grid
+options' declarations (:mod:`fedcare.app.grid_options`): each flow's parameters are the options
+its experiment uses, with their descriptions in Prefect's UI, and its body calls the grid
+service (:mod:`fedcare.app.grid`), as ``fedcare experiment`` does. The raw tables are checked
+(Great Expectations) before any training, the grid runs as the ``fedcare-grid`` subflow, the
+tables and figures are written (the report also as a Prefect artifact), and each experiment is
+logged as one MLflow parent run. A failed check or run stops the flow before anything is logged.
 
 The grid's jobs are Prefect tasks (``run-job``, one per job: one cell, or FedCARE and FedCARE-B
 sharing Stage 1) on ``prefect-dask``'s ``DaskTaskRunner``: a local cluster of ``workers``
-processes on loopback, or the existing cluster at ``dask_address``. The runner is chosen per flow
-run from those parameters (``grid_flow.with_options(task_runner=...)``), so a deployment run can
-name a cluster. The documents are the CLI's (``fedcare experiment``): the same
+processes on loopback, or the existing cluster at ``dask_address``, chosen per flow run
+(``grid_flow.with_options(task_runner=...)``). The documents are the CLI's: the same
 :func:`~fedcare_core.experiments.engine.run_job`, the same per-cell files, resumable.
 """
 
 from __future__ import annotations
 
+import inspect
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from prefect import flow, get_run_logger
+from prefect import Flow, flow, get_run_logger
+from prefect.artifacts import create_markdown_artifact
 from prefect.futures import as_completed
 from prefect.runtime import flow_run as runtime_flow_run
 from prefect.states import State
@@ -30,36 +36,26 @@ from prefect.task_runners import TaskRunner
 from prefect_dask.task_runners import DaskTaskRunner, PrefectDaskFuture
 
 import fedcare.tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
+from fedcare.app.grid import (
+    GridRequest,
+    PreparedGrid,
+    check_grid_request,
+    flow_spelling,
+    run_grid_request,
+)
+from fedcare.app.grid_options import PROGRAMME_NAME, experiments_of, options_of
 from fedcare.grid import local_cluster_kwargs
 from fedcare.grid.cluster import check_address
+from fedcare.tracking.experiment_log import ExperimentOutputs
 from fedcare_core import __version__
-from fedcare_core.algorithms import get_algorithm
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.errors import ConfigError, FedcareError
-from fedcare_core.experiments.cells import (
-    ABLATIONS,
-    DISPARITY_RATIOS,
-    PRIVACY_BUDGETS,
-    Cell,
-    check_grid,
-    experiment_cells,
-    grid_base,
-)
-from fedcare_core.experiments.engine import (
-    CellOutcome,
-    DataSpec,
-    GridRun,
-    base_fingerprint,
-    cell_store,
-)
-from fedcare_core.output_paths import check_output_dir
+from fedcare_core.experiments.cells import EXPERIMENTS, Cell
+from fedcare_core.experiments.engine import CellOutcome, DataSpec, GridRun, OnDone
 from flows.flow_parameters import expected_failure
-from flows.parameter_docs import EXPERIMENT_PARAMETERS, document_parameters
+from flows.parameter_docs import google_args_section
 from tasks.data import load_dataset_task, validate_raw_task
-from tasks.experiments import log_experiment_task, run_job_task, write_outputs_task
-
-#: Default output folder, relative to the flow run's working directory (the project).
-DEFAULT_OUT = ".experiments"
+from tasks.experiments import log_experiment_task, run_job_task
 
 
 # TaskRunner[Any]: prefect-dask 0.3.7 subclasses the bare TaskRunner, whose future type then
@@ -78,8 +74,7 @@ def grid_task_runner(dask_address: str | None, workers: int | None) -> TaskRunne
     Raises
     ------
     ConfigError
-        Both given (an existing cluster has its own workers), ``workers`` below 1, or an
-        address not of Dask's form.
+        Both given (an existing cluster has its own workers), or an address not of Dask's form.
     """
     if dask_address is not None:
         if workers is not None:
@@ -119,271 +114,149 @@ def grid_flow(
     return grid.outcomes()
 
 
-def run_experiment_flow(
-    experiment: str,
-    /,
-    *,
-    dataset: str,
-    data_dir: str | None,
-    seeds: int,
-    clients: int = 10,
-    counts: list[int] | None = None,
-    ratios: list[float] | None = None,
-    algorithms: list[str] | None = None,
-    variants: list[str] | None = None,
-    budgets: list[float | None] | None = None,
-    rounds: int | None = None,
-    max_patients: int | None = None,
-    stage2_epochs: int | None = None,
-    workers: int | None = None,
-    dask_address: str | None = None,
-    out_dir: str | None = None,
-    tracking_uri: str | None = None,
-    verify_checksum: bool = True,
-) -> dict[str, Any] | State:
-    """The body every experiment flow runs (see the module docstring).
+@dataclass(frozen=True)
+class PrefectGridExecutor:
+    """Runs a grid as the ``fedcare-grid`` subflow on a Dask task runner."""
 
-    Each flow passes its own parameters through (``**locals()`` first thing in its body), so a
-    flow's signature is the one place its parameters and defaults are written. An expected
-    error (bad parameters, a failed data check) ends the flow run ``Failed`` with its one-line
-    message and no traceback (:func:`~flows.flow_parameters.expected_failure`).
+    runner: TaskRunner[Any]
+    workers: int | None
+
+    def run(
+        self,
+        cells: list[Cell],
+        base: ExperimentConfig,
+        spec: DataSpec,
+        cells_dir: Path,
+        on_done: OnDone,
+    ) -> list[CellOutcome]:
+        """Every cell's outcome (the subflow logs each as it arrives)."""
+        return grid_flow.with_options(task_runner=self.runner)(cells, base, spec, str(cells_dir))
+
+
+@dataclass(frozen=True)
+class FlowExperimentSink:
+    """The report as a Prefect artifact, and one MLflow parent run (a task, retried)."""
+
+    tracking_uri: str | None
+    dataset: str
+
+    def record(self, outputs: ExperimentOutputs, params: Mapping[str, str]) -> dict[str, Any]:
+        """Publish and log the experiment; its MLflow run id and tracking URI."""
+        report = next(p for p in outputs.files if p.suffix == ".md")
+        create_markdown_artifact(
+            key=f"experiment-{outputs.experiment}",
+            markdown=report.read_text(),
+            description=f"{outputs.experiment} on {self.dataset}",
+        )
+        tags = {"prefect.flow_run_id": str(runtime_flow_run.id), "fedcare.version": __version__}
+        run_name = f"{outputs.experiment}-{runtime_flow_run.name}"
+        uri, run_id = log_experiment_task(
+            outputs, self.tracking_uri, self.dataset, params, tags, run_name
+        )
+        get_run_logger().info("%s: MLflow run %s (%s)", outputs.experiment, run_id, uri)
+        return {"mlflow_run_id": run_id, "tracking_uri": uri}
+
+
+def flow_data_gate(prepared: PreparedGrid) -> None:
+    """The raw tables' suites, then the loader's checks, each a task (reports kept)."""
+    spec, data = prepared.spec, prepared.base.data
+    reports = prepared.out / "validation" / str(runtime_flow_run.id)
+    # Fails the task (and the flow) with the line `fedcare experiment` prints for the data.
+    validate_raw_task(data, spec.data_dir, reports, spec.verify_checksum)
+    load_dataset_task(prepared.base, spec.data_dir, spec.verify_checksum)
+
+
+def run_grid_flow(name: str, parameters: Mapping[str, Any]) -> dict[str, Any] | State:
+    """The body of every experiment flow: the grid service with Prefect's executor and sinks.
+
+    An expected error (bad parameters, a failed data check) ends the flow run ``Failed`` with
+    its one-line message and no traceback (:func:`~flows.flow_parameters.expected_failure`).
     """
-    parameters = dict(locals())
-    del parameters["experiment"]
+    by_parameter = {o.flow_parameter: o.name for o in options_of(name)}
+    request = GridRequest(name, {by_parameter[k]: v for k, v in parameters.items()})
     try:
-        return _experiment(experiment, **parameters)
+        prepared = check_grid_request(request, flow_spelling)
+        workers, address = request.value("workers"), request.value("dask_address")
+        runner = grid_task_runner(address, workers)
+        count = None if address is not None else workers or os.cpu_count() or 1
+        report = run_grid_request(
+            prepared,
+            PrefectGridExecutor(runner, count),
+            gate=flow_data_gate,
+            sinks=[FlowExperimentSink(request.value("tracking_uri"), request.value("dataset"))],
+        )
     except FedcareError as exc:
         return expected_failure(exc)
+    experiments = report["experiments"]
+    last = experiments[experiments_of(name)[-1]]
+    return {
+        "experiment": name,
+        "runs": sum(e["cells"] for e in experiments.values()),
+        "ran": sum(e["ran"] for e in experiments.values()),
+        "files": [f for e in experiments.values() for f in e["files"]],
+        "mlflow_run_id": last["mlflow_run_id"],
+        "tracking_uri": last["tracking_uri"],
+        "experiments": experiments,
+    }
 
 
-def check_experiment(
-    experiment: str,
-    dataset: str,
-    seeds: int,
-    clients: int,
-    workers: int | None,
-    grid: dict[str, Any],
-    out: Path,
-) -> tuple[ExperimentConfig, list[Cell]]:
-    """Check the parameters, the whole grid and the output folder before any work.
+_SUMMARIES = {
+    "comparison": "Every method × seeds at K clients (paper Tables III–V, Fig. 3–4).",
+    "clients": "The methods at K ∈ counts (paper Fig. 5).",
+    "disparity": "FedCARE against FedCARE-B at ρ ∈ ratios (paper Fig. 6–7).",
+    "ablation": "λ* solver, gradient normalisation and QP scope, FedCARE and FedCARE-B.",
+    "privacy": "The privacy–utility trade-off: FedCARE, FedCARE-B and FedAvg at each ε.",
+    "selection": "The configuration candidates, chosen on validation scores.",
+    "recommended": "The recommended configuration against the baselines per setting.",
+    PROGRAMME_NAME: "The comparison, the client sweep and the disparity sweep, in turn.",
+}
+
+
+def experiment_flow(name: str) -> Flow[..., Any]:
+    """The ``fedcare-<name>`` flow: its parameters the options ``name`` uses, described.
+
+    Parameters
+    ----------
+    name
+        An experiment, or ``programme``.
 
     Returns
     -------
-    tuple
-        The grid's base configuration and its cells.
-
-    Raises
-    ------
-    ConfigError
-        Naming the parameter (or the grid cell and parameter) at fault.
+    Flow
+        A flow whose signature lists each option (Prefect builds the deployment's form and
+        validates a run's parameters from it) and whose body is :func:`run_grid_flow`.
     """
-    for name, value in (("seeds", seeds), ("clients", clients), ("workers", workers)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int)):
-            raise ConfigError(f"{name} must be an integer, got {value!r}")
-        if value is not None and value < 1:
-            raise ConfigError(f"{name} must be ≥ 1, got {value}")
-    try:
-        for algorithm in grid["algorithms"] or []:
-            get_algorithm(algorithm)
-    except ConfigError as exc:
-        raise ConfigError(f"algorithms: {exc}") from None
-    base = grid_base(
-        dataset,
-        rounds=grid["rounds"],
-        max_patients=grid["max_patients"],
-        stage2_epochs=grid["stage2_epochs"],
+    options = options_of(name)
+    parameters = [
+        inspect.Parameter(
+            o.flow_parameter, inspect.Parameter.KEYWORD_ONLY, default=o.default,
+            annotation=o.annotation,
+        )
+        for o in options
+    ]  # fmt: skip
+
+    def body(**given: Any) -> dict[str, Any] | State:
+        return run_grid_flow(name, given)
+
+    descriptions = {o.flow_parameter: o.help[:1].upper() + o.help[1:] + "." for o in options}
+    body.__name__ = body.__qualname__ = f"{name}_flow"
+    body.__module__ = __name__
+    body.__doc__ = f"{_SUMMARIES[name]}\n\n{google_args_section(descriptions, list(descriptions))}"
+    body.__signature__ = inspect.Signature(  # type: ignore[attr-defined]
+        parameters, return_annotation=dict[str, Any] | State
     )
-    cells = experiment_cells(
-        experiment,
-        seeds,
-        clients=clients,
-        counts=grid["counts"],
-        ratios=grid["ratios"] or list(DISPARITY_RATIOS),
-        algorithms=grid["algorithms"],
-        variants=grid["variants"] or list(ABLATIONS),
-        budgets=list(PRIVACY_BUDGETS) if grid.get("budgets") is None else grid["budgets"],
-    )
-    check_grid(cells, base)
-    check_output_dir(out, what="out_dir")
-    return base, cells
+    body.__annotations__ = {p.name: p.annotation for p in parameters}
+    return flow(name=f"fedcare-{name}", validate_parameters=True)(body)
 
 
-def _experiment(
-    experiment: str,
-    /,
-    *,
-    dataset: str,
-    data_dir: str | None,
-    seeds: int,
-    clients: int,
-    counts: list[int] | None,
-    ratios: list[float] | None,
-    algorithms: list[str] | None,
-    variants: list[str] | None,
-    budgets: list[float | None] | None,
-    rounds: int | None,
-    max_patients: int | None,
-    stage2_epochs: int | None,
-    workers: int | None,
-    dask_address: str | None,
-    out_dir: str | None,
-    tracking_uri: str | None,
-    verify_checksum: bool,
-) -> dict[str, Any]:
-    """:func:`run_experiment_flow`'s work."""
-    logger = get_run_logger()
-    out = Path(out_dir or DEFAULT_OUT) / dataset
-    grid = {
-        "counts": counts,
-        "ratios": ratios,
-        "algorithms": algorithms,
-        "variants": variants,
-        "budgets": budgets,
-        "rounds": rounds,
-        "max_patients": max_patients,
-        "stage2_epochs": stage2_epochs,
-    }
-    base, cells = check_experiment(experiment, dataset, seeds, clients, workers, grid, out)
-    runner = grid_task_runner(dask_address, workers)
-    cells_dir = cell_store(out, base)
-    flow_run_id = str(runtime_flow_run.id)
-    # Fails the task (and the flow) with the line `fedcare experiment` prints for the data.
-    validate_raw_task(base.data, data_dir, out / "validation" / flow_run_id, verify_checksum)
-    # The loader's own checks too, once, before any cell (as `fedcare experiment` does).
-    load_dataset_task(base, data_dir, verify_checksum)
-    spec = DataSpec(data_dir or os.environ.get("FEDCARE_DATA_DIR"), verify_checksum)
-    outcomes = grid_flow.with_options(task_runner=runner)(cells, base, spec, str(cells_dir))
-    outputs = write_outputs_task(experiment, cells, cells_dir, out / experiment, dataset)
-    params = {
-        "experiment": experiment,
-        "dataset": dataset,
-        "seeds": str(seeds),
-        "cells": str(len(outcomes)),
-        "rounds": str(base.stage1.rounds),
-        "base_fingerprint": base_fingerprint(base),
-        "workers": str(workers or os.cpu_count() or 1) if dask_address is None else "cluster",
-        "dask_address": dask_address or "local",
-    }
-    uri, run_id = log_experiment_task(
-        outputs,
-        tracking_uri,
-        dataset,
-        params,
-        {"prefect.flow_run_id": flow_run_id, "fedcare.version": __version__},
-        f"{experiment}-{runtime_flow_run.name}",
-    )
-    logger.info("%s: %d runs; MLflow run %s (%s)", experiment, len(outcomes), run_id, uri)
-    return {
-        "experiment": experiment,
-        "runs": len(outcomes),
-        "ran": sum(not o.skipped for o in outcomes),
-        "files": [str(p) for p in outputs.files],
-        "mlflow_run_id": run_id,
-        "tracking_uri": uri,
-    }
+comparison_flow = experiment_flow("comparison")
+clients_flow = experiment_flow("clients")
+disparity_flow = experiment_flow("disparity")
+ablation_flow = experiment_flow("ablation")
+privacy_flow = experiment_flow("privacy")
+selection_flow = experiment_flow("selection")
+recommended_flow = experiment_flow("recommended")
+programme_flow = experiment_flow(PROGRAMME_NAME)
 
-
-@flow(name="fedcare-comparison", validate_parameters=True)
-@document_parameters(EXPERIMENT_PARAMETERS)
-def comparison_flow(
-    dataset: str = "diabetes130",
-    data_dir: str | None = None,
-    seeds: int = 10,
-    clients: int = 10,
-    algorithms: list[str] | None = None,
-    rounds: int | None = None,
-    max_patients: int | None = None,
-    stage2_epochs: int | None = None,
-    workers: int | None = None,
-    dask_address: str | None = None,
-    out_dir: str | None = None,
-    tracking_uri: str | None = None,
-    verify_checksum: bool = True,
-) -> dict[str, Any] | State:
-    """Every algorithm × seeds at K clients (paper Tables III–V, Fig. 3–4)."""
-    return run_experiment_flow("comparison", **locals())
-
-
-@flow(name="fedcare-clients", validate_parameters=True)
-@document_parameters(EXPERIMENT_PARAMETERS)
-def clients_flow(
-    dataset: str = "diabetes130",
-    data_dir: str | None = None,
-    seeds: int = 10,
-    counts: list[int] | None = None,
-    algorithms: list[str] | None = None,
-    rounds: int | None = None,
-    max_patients: int | None = None,
-    stage2_epochs: int | None = None,
-    workers: int | None = None,
-    dask_address: str | None = None,
-    out_dir: str | None = None,
-    tracking_uri: str | None = None,
-    verify_checksum: bool = True,
-) -> dict[str, Any] | State:
-    """The algorithms at K ∈ counts (paper Fig. 5)."""
-    return run_experiment_flow("clients", **locals())
-
-
-@flow(name="fedcare-disparity", validate_parameters=True)
-@document_parameters(EXPERIMENT_PARAMETERS)
-def disparity_flow(
-    dataset: str = "diabetes130",
-    data_dir: str | None = None,
-    seeds: int = 10,
-    clients: int = 10,
-    ratios: list[float] | None = None,
-    rounds: int | None = None,
-    max_patients: int | None = None,
-    stage2_epochs: int | None = None,
-    workers: int | None = None,
-    dask_address: str | None = None,
-    out_dir: str | None = None,
-    tracking_uri: str | None = None,
-    verify_checksum: bool = True,
-) -> dict[str, Any] | State:
-    """FedCARE against FedCARE-B at ρ ∈ ratios (paper Fig. 6–7)."""
-    return run_experiment_flow("disparity", **locals())
-
-
-@flow(name="fedcare-ablation", validate_parameters=True)
-@document_parameters(EXPERIMENT_PARAMETERS)
-def ablation_flow(
-    dataset: str = "diabetes130",
-    data_dir: str | None = None,
-    seeds: int = 10,
-    clients: int = 10,
-    variants: list[str] | None = None,
-    rounds: int | None = None,
-    max_patients: int | None = None,
-    stage2_epochs: int | None = None,
-    workers: int | None = None,
-    dask_address: str | None = None,
-    out_dir: str | None = None,
-    tracking_uri: str | None = None,
-    verify_checksum: bool = True,
-) -> dict[str, Any] | State:
-    """λ* solver, gradient normalisation and QP scope, FedCARE and FedCARE-B."""
-    return run_experiment_flow("ablation", **locals())
-
-
-@flow(name="fedcare-privacy", validate_parameters=True)
-@document_parameters(EXPERIMENT_PARAMETERS)
-def privacy_flow(
-    dataset: str = "diabetes130",
-    data_dir: str | None = None,
-    seeds: int = 10,
-    counts: list[int] | None = None,
-    budgets: list[float | None] | None = None,
-    algorithms: list[str] | None = None,
-    rounds: int | None = None,
-    max_patients: int | None = None,
-    stage2_epochs: int | None = None,
-    workers: int | None = None,
-    dask_address: str | None = None,
-    out_dir: str | None = None,
-    tracking_uri: str | None = None,
-    verify_checksum: bool = True,
-) -> dict[str, Any] | State:
-    """The privacy–utility trade-off: FedCARE, FedCARE-B and FedAvg at each client-level ε."""
-    return run_experiment_flow("privacy", **locals())
+#: Each experiment's flow (and the programme's), by name.
+EXPERIMENT_FLOWS = {name: globals()[f"{name}_flow"] for name in (*EXPERIMENTS, PROGRAMME_NAME)}

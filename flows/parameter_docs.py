@@ -98,34 +98,6 @@ FEDCARE_PARAMETERS: Mapping[str, str] = {
     ),
 }
 
-#: The paper's experiment flows (``flows.experiment_flows``); each uses the entries it has.
-EXPERIMENT_PARAMETERS: Mapping[str, str] = {
-    **_COMMON,
-    "seeds": "Seeds per cell: 0, 1, …, seeds − 1.",
-    "max_patients": "Subsample the cohort to this many patients (null: the whole cohort).",
-    "clients": "K: the number of clients of every cell.",
-    "counts": (
-        "The client counts K swept (null: 3, 5, 10, 20, 30; the privacy experiment: 10, 30)."
-    ),
-    "budgets": (
-        "The client-level privacy budgets ε (δ = 1e-5) of the privacy experiment; null in the "
-        "list is a run without DP (null: 1, 3, 8, null)."
-    ),
-    "ratios": "The disparity ratios ρ swept (null: 0.1, 0.2, 0.3, 0.4, 0.5).",
-    "algorithms": "The algorithms compared (null: the experiment's default list).",
-    "variants": (
-        "The ablation variants (null: paper, solver-slsqp, normalise-l2, normalise-loss+, "
-        "qp-scope-backbone)."
-    ),
-    "rounds": "T: Stage 1 rounds of every cell (null: 100).",
-    "stage2_epochs": "Epochs of Stage 2 and of the Local / Centralised bounds (null: 40).",
-    "workers": "Processes of the local Dask cluster (null: one per core).",
-    "dask_address": (
-        "An existing Dask scheduler, e.g. tcp://10.0.0.5:8786 (null: a local cluster on loopback)."
-    ),
-    "out_dir": "Tables, figures and cell files under <out_dir>/<dataset>/ (null: .experiments).",
-}
-
 
 def google_args_section(descriptions: Mapping[str, str], names: list[str]) -> str:
     """The ``Args:`` section griffe's Google parser reads, one line per name.

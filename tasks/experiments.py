@@ -1,20 +1,17 @@
-"""Tasks of the experiment flows: run one job of a grid, write the outputs, log to MLflow."""
+"""Tasks of the experiment flows: run one job of a grid, log an experiment to MLflow."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from pathlib import Path
+from collections.abc import Mapping
 from typing import Any
 
 from prefect import task
-from prefect.artifacts import create_markdown_artifact
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import task_run as runtime_task_run
 
 from fedcare.tracking import store
-from fedcare.tracking.experiment_log import ExperimentOutputs, log_experiment_run, write_outputs
+from fedcare.tracking.experiment_log import ExperimentOutputs, log_experiment_run
 from fedcare_core.config import ExperimentConfig
-from fedcare_core.experiments.cells import Cell
 from fedcare_core.experiments.engine import DataSpec, Job, run_job
 
 
@@ -53,21 +50,6 @@ def run_job_task(
         ``run_job``'s rows: each cell's key, document path and seconds.
     """
     return run_job(job, base, spec, out_dir)
-
-
-@task(name="write-experiment-outputs", cache_policy=NO_CACHE, persist_result=False)
-def write_outputs_task(
-    experiment: str, cells: Sequence[Cell], cells_dir: Path, out_dir: Path, dataset: str
-) -> ExperimentOutputs:
-    """CSV and Markdown tables and PNG figures; the Markdown report also as a Prefect artifact."""
-    outputs = write_outputs(experiment, cells, cells_dir, out_dir, dataset=dataset)
-    report = next(p for p in outputs.files if p.suffix == ".md")
-    create_markdown_artifact(
-        key=f"experiment-{experiment}",
-        markdown=report.read_text(),
-        description=f"{experiment} on {dataset}",
-    )
-    return outputs
 
 
 @task(name="log-experiment", cache_policy=NO_CACHE, persist_result=False, retries=2)

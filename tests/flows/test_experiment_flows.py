@@ -50,7 +50,7 @@ def test_disparity_flow_writes_tables_figures_and_one_mlflow_parent_run(
         "fig6_avg_auroc_by_rho.png",
         "fig7_los_mae_by_rho.png",
     }
-    report = (tmp_path / "out" / "diabetes130" / "disparity" / "disparity.md").read_text()
+    report = (tmp_path / "out" / "disparity" / "disparity.md").read_text()
     assert "| 0.2 |" in report and "| 0.4 |" in report and "fedcare-b" in report
 
     runs = _runs(uri)
@@ -91,8 +91,8 @@ def test_a_corrupted_table_stops_the_comparison_before_any_run(
     assert state.is_failed()
     with pytest.raises(Exception, match="readmitted"):
         state.result()
-    assert not (tmp_path / "out" / "diabetes130" / "cells").exists()
-    assert not (tmp_path / "out" / "diabetes130" / "comparison").exists()
+    assert not (tmp_path / "out" / "cells").exists()
+    assert not (tmp_path / "out" / "comparison").exists()
     assert _runs(uri) == []
 
 
@@ -141,7 +141,7 @@ def test_the_comparison_flow_runs_one_dask_task_per_job_and_matches_the_cli(
                 "--algorithms",
                 ",".join(methods),
                 "--out",
-                str(tmp_path / "cli" / "diabetes130"),
+                str(tmp_path / "cli"),
                 "--quiet",
                 *cli_args,
             ]
@@ -159,7 +159,7 @@ def test_the_comparison_flow_runs_one_dask_task_per_job_and_matches_the_cli(
     )
     result = state.result()
     assert result["runs"] == 6 and result["ran"] == 6
-    table = "diabetes130/comparison/comparison_runs.csv"
+    table = "comparison/comparison_runs.csv"
     flow_runs, cli_runs = (
         _runs_table(tmp_path / "flow" / table),
         _runs_table(tmp_path / "cli" / table),

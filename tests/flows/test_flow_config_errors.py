@@ -158,10 +158,17 @@ def test_the_fedcare_flow_fails_cleanly_before_any_work(
     ("flow", "kwargs", "words"),
     [
         (comparison_flow, {"algorithms": ["fedavg", "nope"]}, ("algorithms: unknown", "'nope'")),
-        (clients_flow, {"counts": [3, 0]}, ("data.clients", "0")),
-        (disparity_flow, {"ratios": [0.2, NAN]}, ("data.rho", "nan")),
+        (clients_flow, {"counts": [3, 0]}, ("counts:", "≥ 2", "0")),
+        (clients_flow, {"counts": [3, 5, 3]}, ("counts:", "3 given twice")),
+        (disparity_flow, {"ratios": [0.2, NAN]}, ("ratios:", "nan")),
+        (disparity_flow, {"ratios": [0.2, 1.0]}, ("ratios:", "(0, 1)", "1.0")),
+        (comparison_flow, {"clients": 1}, ("clients must be ≥ 2", "1")),
+        (comparison_flow, {"seeds": 0}, ("seeds must be ≥ 1",)),
         (comparison_flow, {"rounds": 0}, ("stage1.rounds",)),
-        (comparison_flow, {"out_dir": "{tmp}/file"}, ("out_dir", "not a folder")),
+        (comparison_flow, {"out_dir": "{tmp}/file"}, ("out_dir", "is a file")),
+        (comparison_flow, {"out_dir": "{tmp}/file/sub"}, ("out_dir", "not a folder")),
+        (comparison_flow, {"features": "nope"}, ("features:", "'nope'")),
+        (comparison_flow, {"workers": 0}, ("workers must be ≥ 1",)),
     ],
 )
 def test_an_experiment_flow_checks_its_whole_grid_first(
@@ -176,6 +183,7 @@ def test_an_experiment_flow_checks_its_whole_grid_first(
     kwargs = {k: v.format(tmp=tmp_path) if isinstance(v, str) else v for k, v in kwargs.items()}
     uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
     params: dict[str, Any] = {"out_dir": str(tmp_path / "out"), **kwargs}
-    state = flow(tracking_uri=uri, seeds=1, workers=1, return_state=True, **params)
+    params = {"seeds": 1, "workers": 1, **params}
+    state = flow(tracking_uri=uri, return_state=True, **params)
     _assert_clean_failure(state, words)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]

@@ -25,15 +25,25 @@ def _deployed_flows() -> dict[str, Any]:
     return flows
 
 
-def test_prefect_yaml_deploys_every_flow() -> None:
-    assert sorted(f.name for f in _deployed_flows().values()) == [
-        "fedcare",
-        "fedcare-ablation",
-        "fedcare-clients",
-        "fedcare-comparison",
-        "fedcare-disparity",
-        "fedcare-privacy",
-    ]
+def _cli_experiments() -> list[str]:
+    """The names ``fedcare experiment`` takes, read from its parser."""
+    import argparse
+
+    from fedcare.cli.experiment import add_parser
+
+    parser = argparse.ArgumentParser()
+    add_parser(parser.add_subparsers())
+    (sub,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    (name,) = (a for a in sub.choices["experiment"]._actions if a.dest == "name")
+    return list(name.choices or [])
+
+
+def test_prefect_yaml_deploys_every_flow_and_every_cli_experiment() -> None:
+    experiments = _cli_experiments()
+    assert "comparison" in experiments and "programme" in experiments
+    assert sorted(f.name for f in _deployed_flows().values()) == sorted(
+        ["fedcare", *(f"fedcare-{name}" for name in experiments)]
+    )
 
 
 @pytest.mark.parametrize("entrypoint", sorted(_deployed_flows()))
