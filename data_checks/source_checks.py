@@ -17,26 +17,22 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import pandas as pd
 
-from data_checks.expectations import diabetes130_raw_expectations, failed_critical
-from data_checks.tables import (
-    DIABETES130_TABLE,
-    read_diabetes130_raw,
-    read_mimic3_raw,
-    recompute_assignment,
-)
+from data_checks.tables import recompute_assignment
 from data_checks.validate import CheckReport, DataCheckError, run_checks
 from fedcare_core.config import DataConfig, ExperimentConfig
 from fedcare_core.data.federation import Federation
+from fedcare_core.data.registry import get_dataset
 from fedcare_core.datasets import LoadedDataset, load_dataset
-from fedcare_core.errors import ConfigError, DataError
 from fedcare_core.runner import prepare_federation
 
 if TYPE_CHECKING:  # Great Expectations (seconds to import) only where a suite is validated by it
     from great_expectations import ExpectationSuite
+
+    from data_checks.datasets import RawChecks
 
 __all__ = [
     "check_raw_tables",
@@ -71,43 +67,25 @@ def raw_source(dataset: str, data_dir: str | Path | None) -> Path:
     ConfigError
         If the dataset is unknown.
     """
-    from fedcare_core.data.fetch import default_cache_dir
     from fedcare_core.data.paths import resolve_data_dir
-    from fedcare_core.datasets import find_mimic_dir
 
-    root = resolve_data_dir(data_dir)
-    if dataset == "diabetes130":
-        if root is None:
-            root = default_cache_dir() / "diabetes130"
-            if not root.is_dir():
-                raise DataError(
-                    "no data directory given: pass data_dir, set FEDCARE_DATA_DIR, or run "
-                    "'fedcare data fetch diabetes130'"
-                )
-        return root
-    if dataset == "mimic3":
-        if root is None:
-            raise DataError(
-                "MIMIC-III is credentialed data: pass data_dir pointing at the raw CSV tables"
-            )
-        return find_mimic_dir(Path(root))
-    raise ConfigError(f"unknown dataset {dataset!r}")
+    return get_dataset(dataset).load_source().locate(resolve_data_dir(data_dir))
+
+
+def _checks(dataset: str) -> RawChecks | None:
+    return cast("RawChecks | None", get_dataset(dataset).load_checks())
 
 
 def read_raw_tables(dataset: str, source: Path) -> dict[str, pd.DataFrame]:
-    """The raw tables of ``dataset`` as the suites see them (text for Diabetes 130)."""
-    if dataset == "diabetes130":
-        return {DIABETES130_TABLE: read_diabetes130_raw(source)}
-    return read_mimic3_raw(source)
+    """The raw tables of ``dataset`` as the suites see them (none: a dataset without checks)."""
+    checks = _checks(dataset)
+    return {} if checks is None else checks.read(source)
 
 
 def raw_suites(dataset: str, unseen_categories: str = "refuse") -> dict[str, ExpectationSuite]:
     """The suites of ``dataset``'s raw tables, keyed like :func:`read_raw_tables`."""
-    from data_checks.suites import diabetes130_raw_suite, mimic3_raw_suites
-
-    if dataset == "diabetes130":
-        return {DIABETES130_TABLE: diabetes130_raw_suite(unseen_categories=unseen_categories)}
-    return mimic3_raw_suites(unseen_categories=unseen_categories)
+    checks = _checks(dataset)
+    return {} if checks is None else checks.suites(unseen_categories)
 
 
 def check_raw_tables(
@@ -212,11 +190,11 @@ def raw_tables_certainly_pass(config: DataConfig, data_dir: str | Path | None) -
     fails or cannot be judged so, or for another dataset: :func:`checked_dataset` then runs
     the suites in Great Expectations, which decide and word the refusal.
     """
-    if config.dataset != "diabetes130":
-        return False
-    table = read_diabetes130_raw(raw_source(config.dataset, data_dir))
-    expectations = diabetes130_raw_expectations(unseen_categories=config.unseen_categories)
-    return not failed_critical(table, expectations)
+    checks = _checks(config.dataset)
+    if checks is None:
+        return True  # the loader's checks are the dataset's only ones
+    source = raw_source(config.dataset, data_dir)
+    return checks.certainly_pass(source, config.unseen_categories)
 
 
 def checked_federation(loaded: LoadedDataset, config: ExperimentConfig) -> Federation:

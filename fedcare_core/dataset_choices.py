@@ -1,14 +1,17 @@
-"""What each dataset offers a configuration: label definitions, feature sets, cohorts, objectives.
+"""What each dataset offers a configuration: feature sets, cohorts, objectives.
 
-Repeated here so the configuration does not import the loaders; tests check they agree.
-:func:`check_dataset_choices` is :meth:`fedcare_core.config.DataConfig.validate`'s part that
-depends on the dataset.
+Read from the dataset registry (:mod:`fedcare_core.data.registry`), which imports no loader;
+tests check the specs agree with the loaders' definitions. :func:`check_dataset_choices` is
+:meth:`fedcare_core.config.DataConfig.validate`'s part that depends on the dataset, checked
+against the registry as it is when the configuration is validated (a dataset registered later
+is a choice too).
 """
 
 from __future__ import annotations
 
 from typing import Protocol
 
+from fedcare_core.data.registry import REGISTRY, dataset_names, get_dataset
 from fedcare_core.errors import ConfigError
 
 
@@ -56,23 +59,22 @@ class DataChoices(Protocol):
         ...
 
 
-DATASETS = ("diabetes130", "mimic3")
+#: The datasets registered when the configuration was imported (choices are checked against
+#: the registry itself: :func:`check_dataset_choices`).
+DATASETS = dataset_names()
 READMISSION_DEFINITIONS = ("30d", "any")
-#: Feature sets (``--features``): the paper's partition, or each objective limited to what is
-#: known when it is predicted (Diabetes 130 only; ``DIABETES130_FEATURE_SETS``).
-FEATURE_SETS = ("paper", "admission")
+#: Every feature set some dataset defines (``--features``): the paper's partition, or each
+#: objective limited to what is known when it is predicted.
+FEATURE_SETS = tuple(dict.fromkeys(f for s in REGISTRY.values() for f in s.feature_sets))
 #: The feature sets each dataset defines.
-DATASET_FEATURE_SETS = {"diabetes130": FEATURE_SETS, "mimic3": ("paper",)}
-#: Cohorts (``--cohort``) each dataset can build (``fedcare_core.data.mimic3.cohorts.COHORTS``;
-#: the first is the default; Diabetes 130 has one, every encounter, and takes none).
-DATASET_COHORTS: dict[str, tuple[str, ...]] = {
-    "diabetes130": (),
-    "mimic3": ("all-adult-24h", "benchmark-ihm"),
-}
+DATASET_FEATURE_SETS = {name: spec.feature_sets for name, spec in REGISTRY.items()}
+#: Cohorts (``--cohort``) each dataset can build (the first is the default; a dataset with one,
+#: every row, takes none).
+DATASET_COHORTS: dict[str, tuple[str, ...]] = {n: s.cohorts for n, s in REGISTRY.items()}
 #: The cohort whose published split ``data.benchmark_split`` reads.
 BENCHMARK_COHORT = "benchmark-ihm"
-#: How many objectives each dataset defines (``DIABETES130_OBJECTIVES``, ``MIMIC3_OBJECTIVES``).
-DATASET_OBJECTIVES = {"diabetes130": 3, "mimic3": 3}
+#: How many objectives each dataset defines.
+DATASET_OBJECTIVES = {name: spec.objectives for name, spec in REGISTRY.items()}
 
 
 def check_choice(value: str, allowed: tuple[str, ...], name: str, path: str) -> None:
@@ -91,6 +93,7 @@ def check_dataset_choices(data: DataChoices) -> None:
     ConfigError
         Naming the field and its flag.
     """
+    check_choice(data.dataset, dataset_names(), "dataset", "data.dataset")
     _check_objectives(data)
     _check_features(data)
     _check_cohort(data)
@@ -98,11 +101,12 @@ def check_dataset_choices(data: DataChoices) -> None:
 
 def _check_features(data: DataChoices) -> None:
     check_choice(data.features, FEATURE_SETS, "feature set", "data.features")
-    if data.features not in DATASET_FEATURE_SETS[data.dataset]:
+    feature_sets = get_dataset(data.dataset).feature_sets
+    if data.features not in feature_sets:
         raise ConfigError(
             f"data.features (--features) {data.features!r} is not defined for {data.dataset}; "
-            f"it has {', '.join(DATASET_FEATURE_SETS[data.dataset])} (MIMIC-III's features "
-            "already come from the cohort's first-hours window)"
+            f"it has {', '.join(feature_sets)} (MIMIC-III's features already come from the "
+            "cohort's first-hours window)"
         )
     if data.features != "paper" and data.rho is not None:
         raise ConfigError(
@@ -114,7 +118,7 @@ def _check_features(data: DataChoices) -> None:
 
 def _check_cohort(data: DataChoices) -> None:
     if data.cohort is not None:
-        allowed = DATASET_COHORTS[data.dataset]
+        allowed = get_dataset(data.dataset).cohorts
         if not allowed:
             raise ConfigError(
                 f"data.cohort (--cohort) {data.cohort!r}: {data.dataset} has no cohorts to "
@@ -129,7 +133,7 @@ def _check_cohort(data: DataChoices) -> None:
 
 
 def _check_objectives(data: DataChoices) -> None:
-    n = DATASET_OBJECTIVES[data.dataset]
+    n = get_dataset(data.dataset).objectives
     m = data.objectives_per_client
     if m > n:
         raise ConfigError(

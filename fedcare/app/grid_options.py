@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fedcare_core.algorithms import get_algorithm
-from fedcare_core.config import DATASETS, RANGES, flagged_settings
+from fedcare_core.config import RANGES, flagged_settings
 from fedcare_core.errors import ConfigError
 from fedcare_core.experiments.cells import (
     ABLATIONS,
@@ -172,6 +172,12 @@ def _check_variants(values: Any, experiments: Sequence[str]) -> str | None:
     return _each(_known(known, "variant"))(values, experiments)
 
 
+def _check_dataset(value: Any, _: Sequence[str]) -> str | None:
+    from fedcare_core.data.registry import REGISTRY
+
+    return None if value in REGISTRY else f"unknown dataset {value!r}; choose from {list(REGISTRY)}"
+
+
 def _check_address(value: Any, _: Sequence[str]) -> str | None:
     from fedcare.grid.cluster import check_address
 
@@ -197,7 +203,7 @@ def _setting_option(name: str, annotation: Any, default: Any = None) -> GridOpti
 _K_EXPERIMENTS = ("comparison", "disparity", "ablation", "selection")
 
 GRID_OPTIONS: tuple[GridOption, ...] = (
-    GridOption("dataset", str, "diabetes130", "the dataset", choices=DATASETS),
+    GridOption("dataset", str, "diabetes130", "the dataset", check=_check_dataset),
     GridOption(
         "data_dir",
         str | None,

@@ -16,6 +16,7 @@ from typing import Any
 
 from fedcare_core import __version__
 from fedcare_core.backends import backend_names
+from fedcare_core.data.registry import REGISTRY
 
 #: Where Stage 1 runs: the registry's backends (:mod:`fedcare_core.backends` imports no
 #: backend's module, so ``fedcare --help`` stays instant).
@@ -35,7 +36,7 @@ def _add_data_parser(sub: Any) -> None:
     data = sub.add_parser("data", help=COMMANDS["data"][0])
     data_sub = data.add_subparsers(dest="data_command", required=True)
     fetch = data_sub.add_parser("fetch", help="download a public dataset into the cache")
-    fetch.add_argument("name", choices=["diabetes130"])
+    fetch.add_argument("name", choices=[n for n, s in REGISTRY.items() if s.fetchable])
     fetch.add_argument(
         "--cache-dir", type=Path, help="default: $FEDCARE_CACHE_DIR or ~/.cache/fedcare"
     )

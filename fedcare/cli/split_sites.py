@@ -13,12 +13,15 @@ from pathlib import Path
 from typing import Any
 
 from fedcare.cli.options import bounded
-from fedcare_core.config import DATASETS, MAX_CLIENTS, MAX_SEED
+from fedcare_core.config import MAX_CLIENTS, MAX_SEED
 from fedcare_core.config.fields import Range
+from fedcare_core.data.registry import REGISTRY
 from fedcare_core.errors import ConfigError
 
-#: The datasets split-sites can split (the others are refused with a clear message).
-SUPPORTED_DATASETS = ("diabetes130",)
+
+def _splittable() -> tuple[str, ...]:
+    """The datasets split-sites can split (the others are refused with a clear message)."""
+    return tuple(name for name, spec in REGISTRY.items() if spec.site_files)
 
 
 def add_parser(data_sub: Any) -> None:
@@ -30,7 +33,9 @@ def add_parser(data_sub: Any) -> None:
         "(every encounter of a patient at one site), plus sites.json listing each site's file "
         "and objectives. The output folder is created owner-only (0700, files 0600).",
     )
-    split.add_argument("--dataset", required=True, choices=DATASETS, help="the cohort's dataset")
+    split.add_argument(
+        "--dataset", required=True, choices=tuple(REGISTRY), help="the cohort's dataset"
+    )
     split.add_argument(
         "--data",
         required=True,
@@ -70,9 +75,9 @@ def cmd_split_sites(args: argparse.Namespace) -> int:
     )
     from fedcare_core.private_files import keep_out_of_git
 
-    if args.dataset not in SUPPORTED_DATASETS:
+    if args.dataset not in _splittable():
         raise ConfigError(
-            f"--dataset {args.dataset}: split-sites supports {', '.join(SUPPORTED_DATASETS)} only"
+            f"--dataset {args.dataset}: split-sites supports {', '.join(_splittable())} only"
         )
     # Bounded before the draw: 10**9 sites would be drawn objectives before the file is read.
     bounded("--sites", args.sites, Range(MIN_SITES, MAX_CLIENTS))

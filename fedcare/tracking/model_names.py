@@ -47,17 +47,18 @@ TAG_MODEL = "fedcare.model"
 TAG_INPUT = "fedcare.input"
 TAG_CLIENT = "fedcare.client"
 TAG_SITE = "fedcare.site"
-#: What a dataset's scored rows are: its display name, and its rows in words.
-_ROWS = {
-    "diabetes130": (
-        "Diabetes 130-US",
-        "raw encounter rows as in `diabetic_data.csv` (one hospital encounter per row)",
-    ),
-    "mimic3": (
-        "MIMIC-III",
-        "one row per ICU stay holding the cohort's features (`fedcare_core/data/mimic3/rows.py`)",
-    ),
-}
+
+
+def _rows(dataset: str) -> tuple[str, str]:
+    """A dataset's display name and its scored rows in words (from the dataset registry)."""
+    from fedcare_core.data.registry import REGISTRY
+
+    spec = REGISTRY.get(dataset)
+    if spec is None:
+        return dataset, f"raw rows of the {dataset} dataset"
+    return spec.title, spec.model_input
+
+
 _CHAMPION = (
     "Every version predicts exactly these outputs; the `champion` alias marks the version with "
     "the best validation score among them, and moves only when a new version beats it."
@@ -182,7 +183,7 @@ def client_card(
     objectives = tuple(client.objectives)
     outputs = _outputs(result, objectives)
     dataset, algorithm = fed.dataset, result.config.algorithm
-    label, rows = _ROWS.get(dataset, (dataset, f"raw rows of the {dataset} dataset"))
+    label, rows = _rows(dataset)
     if site_name is None:
         name = client_model_name(dataset, algorithm, objectives, client.client_id)
         who = {TAG_MODEL: "client", TAG_CLIENT: str(client.client_id)}
@@ -218,7 +219,7 @@ def backbone_card(result: ExperimentResult) -> ModelCard:
     fed = result.federation
     objectives = tuple(o.name for o in fed.objectives)
     outputs = _outputs(result, objectives)
-    label, _ = _ROWS.get(fed.dataset, (fed.dataset, ""))
+    label, _ = _rows(fed.dataset)
     name = backbone_model_name(fed.dataset, result.config.algorithm, objectives)
     lines = [
         f"Stage 1's global model `w*` (a shared backbone and one head per objective), trained by "

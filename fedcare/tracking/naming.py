@@ -47,7 +47,8 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from fedcare_core.config import DATASETS, DataConfig, ExperimentConfig
+from fedcare_core.config import DataConfig, ExperimentConfig
+from fedcare_core.data.registry import REGISTRY
 
 #: Section of a run's test metrics per objective, and of a Stage 2 run's client test value.
 TEST_SECTION = "test"
@@ -111,7 +112,7 @@ def _flat(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def default_config(dataset: str) -> dict[str, Any]:
     """The default configuration of a dataset as a nested dict (any dataset name is accepted)."""
-    data = DataConfig(dataset=dataset) if dataset in DATASETS else DataConfig()
+    data = DataConfig(dataset=dataset) if dataset in REGISTRY else DataConfig()
     return asdict(ExperimentConfig(data=data))  # with ``baselines``, which to_dict may drop
 
 

@@ -28,7 +28,6 @@ from fedcare_core.config.settings import check_section, setting
 from fedcare_core.dataset_choices import (
     DATASET_COHORTS,
     DATASET_OBJECTIVES,
-    DATASETS,
     FEATURE_SETS,
     READMISSION_DEFINITIONS,
     check_dataset_choices,
@@ -45,9 +44,13 @@ class DataConfig:
     """Cohort, feature partition, clients and splits (SPEC §3)."""
 
     dataset: str = setting(
-        "diabetes130", help="the dataset", choices=DATASETS, noun="dataset", flag="dataset",
+        "diabetes130",
+        help="the dataset",
+        choices_of="fedcare_core.data.registry:REGISTRY",
+        noun="dataset",
+        flag="dataset",
         group=_DATA,
-    )  # fmt: skip
+    )
     clients: int = setting(
         10,
         help="number of clients K (a federation has at least two)",

@@ -12,9 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-
-#: The column that names a patient in each dataset's files.
-PATIENT_COLUMNS = {"diabetes130": "patient_nbr", "mimic3": "SUBJECT_ID"}
+import pandas as pd
 
 
 def patient_keys(dataset: str, data: str | Path) -> np.ndarray:
@@ -23,7 +21,7 @@ def patient_keys(dataset: str, data: str | Path) -> np.ndarray:
     Parameters
     ----------
     dataset
-        ``diabetes130`` or ``mimic3`` (another dataset: no keys, nothing to compare).
+        A registered dataset (another: no keys, nothing to compare).
     data
         What the dataset's loader read (a CSV, a zip or a folder).
 
@@ -32,20 +30,14 @@ def patient_keys(dataset: str, data: str | Path) -> np.ndarray:
     numpy.ndarray
         Sorted distinct identifiers (strings, so that ``007`` and ``7`` stay apart as written).
     """
-    if dataset == "diabetes130":
-        from fedcare_core.data.diabetes130.reading import read_table
-        from fedcare_core.data.diabetes130.source import find_diabetes130, read_source
+    from fedcare_core.data.registry import REGISTRY
 
-        table, _, _ = read_table(*read_source(find_diabetes130(data)))
-        column = table[PATIENT_COLUMNS[dataset]]
-    elif dataset == "mimic3":
-        from fedcare_core.data.mimic3.reader import find_table, read_small
-        from fedcare_core.data.mimic3.schema import PATIENTS
-
-        path = find_table(Path(data), "PATIENTS", required=True)
-        assert path is not None
-        column = read_small(path, PATIENTS, 2_000_000)[PATIENT_COLUMNS[dataset]]
-        column = column.dropna().astype("int64")  # read as float: 1000.0 is patient 1000
-    else:
+    spec = REGISTRY.get(dataset)
+    if spec is None:
         return np.zeros(0, dtype=str)
+    return spec.load_source().patient_keys(Path(data))
+
+
+def distinct_keys(column: pd.Series) -> np.ndarray:
+    """A patient column's distinct values as sorted strings (missing ones dropped)."""
     return np.unique(column.dropna().astype(str).str.strip().to_numpy(dtype=str))

@@ -1,0 +1,163 @@
+"""The dataset registry: name → what the dataset offers and where its code is.
+
+A dataset is one package (its loader, definition and row format, e.g.
+:mod:`fedcare_core.data.diabetes130`) whose :class:`DatasetSource` this registry names by
+import path, plus one :class:`DatasetSpec` line here (or a :func:`register_dataset` call).
+Everything that depends on the dataset reads it from the spec: the configuration's choices
+(feature sets, cohorts, objectives: :mod:`fedcare_core.dataset_choices`), the loader
+(:func:`fedcare_core.datasets.load_dataset`), the documented definition a federation agrees on,
+the row format of a model's input, the patient keys compared across sites, the raw tables'
+Great Expectations checks (``checks``: :mod:`data_checks.datasets`, outside the core), and
+which commands offer it (``fedcare data fetch``, ``fedcare data split-sites``).
+
+This module imports no loader: a spec's code is imported when it is used.
+"""
+
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, cast
+
+from fedcare_core.errors import ConfigError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from fedcare_core.data.cohort import Cohort
+    from fedcare_core.data.definition import DatasetDefinition
+    from fedcare_core.data.row_format import RowFormat
+
+
+class DatasetSource(Protocol):
+    """A dataset's code: where its files are, how they load, what they define."""
+
+    def locate(self, root: Path | None) -> Path:
+        """The folder or file to read (``root`` the user's, None: none given).
+
+        Raises
+        ------
+        DataError
+            No data to read (the message says how to get some).
+        """
+        ...
+
+    def load(self, data: Any, path: Path, *, verify_checksum: bool) -> tuple[Cohort, str]:
+        """The cohort of ``data`` (a ``DataConfig``) read from ``path``, and the source read."""
+        ...
+
+    def definition(self, features: str) -> DatasetDefinition:
+        """Its documented objectives, features and vocabularies (feature set ``features``)."""
+        ...
+
+    def row_format(self) -> RowFormat:
+        """The columns of one raw row a model scores."""
+        ...
+
+    def patient_keys(self, path: Path) -> np.ndarray:
+        """The distinct patient identifiers of a (checked) file, as strings, in memory only."""
+        ...
+
+
+@dataclass(frozen=True)
+class DatasetSpec:
+    """One registered dataset.
+
+    Parameters
+    ----------
+    name
+        Its name (``data.dataset``, ``--dataset``).
+    title
+        Its display name (model descriptions, help texts).
+    source
+        ``"module:NAME"`` of its :class:`DatasetSource`.
+    checks
+        ``"module:NAME"`` of its raw tables' checks (:class:`data_checks.datasets.RawChecks`);
+        None: the loader's checks only.
+    feature_sets
+        The feature sets it defines (``data.features``; the first is the default).
+    cohorts
+        The cohorts it can build (``data.cohort``; the first is the default; none: one).
+    objectives
+        How many objectives it labels.
+    fetchable
+        ``fedcare data fetch`` downloads it.
+    site_files
+        ``fedcare data split-sites`` cuts it into hospital files.
+    model_input
+        What a model of it scores, in words (the model registry's descriptions).
+    """
+
+    name: str
+    title: str
+    source: str
+    checks: str | None = None
+    feature_sets: tuple[str, ...] = ("paper",)
+    cohorts: tuple[str, ...] = ()
+    objectives: int = 3
+    fetchable: bool = False
+    site_files: bool = False
+    model_input: str = "rows of the cohort's features"
+
+    def load_source(self) -> DatasetSource:
+        """Its :class:`DatasetSource`, imported now."""
+        return cast(DatasetSource, _resolve(self.source))
+
+    def load_checks(self) -> Any:
+        """Its raw tables' checks (None: none), imported now."""
+        return None if self.checks is None else _resolve(self.checks)
+
+
+def _resolve(path: str) -> Any:
+    module, _, name = path.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+REGISTRY: dict[str, DatasetSpec] = {
+    "diabetes130": DatasetSpec(
+        "diabetes130",
+        "Diabetes 130-US",
+        "fedcare_core.data.diabetes130.dataset:SOURCE",
+        "data_checks.datasets:DIABETES130_CHECKS",
+        feature_sets=("paper", "admission"),
+        fetchable=True,
+        site_files=True,
+        model_input="raw encounter rows as in `diabetic_data.csv` (one hospital encounter per row)",
+    ),
+    "mimic3": DatasetSpec(
+        "mimic3",
+        "MIMIC-III",
+        "fedcare_core.data.mimic3.dataset:SOURCE",
+        "data_checks.datasets:MIMIC3_CHECKS",
+        cohorts=("all-adult-24h", "benchmark-ihm"),
+        model_input="one row per ICU stay holding the cohort's features "
+        "(`fedcare_core/data/mimic3/rows.py`)",
+    ),
+}
+
+
+def register_dataset(spec: DatasetSpec) -> None:
+    """Add (or replace) a dataset: its name becomes a choice of every entry."""
+    REGISTRY[spec.name] = spec
+
+
+def get_dataset(name: str) -> DatasetSpec:
+    """The registered dataset ``name``.
+
+    Raises
+    ------
+    ConfigError
+        An unknown name, with the registered ones.
+    """
+    try:
+        return REGISTRY[name]
+    except KeyError:
+        raise ConfigError(
+            f"unknown dataset {name!r}; expected one of {', '.join(REGISTRY)}"
+        ) from None
+
+
+def dataset_names() -> tuple[str, ...]:
+    """The registered datasets' names."""
+    return tuple(REGISTRY)
