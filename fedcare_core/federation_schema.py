@@ -31,8 +31,15 @@ from fedcare_core.quick import quick_sized
 
 #: The ``format`` field of every schema file; readers refuse other values.
 SCHEMA_FORMAT = "fedcare-federation/1"
-#: Algorithms a federation of sites runs (Stage 1 at the coordinator, Stage 2 at each site).
-FEDERATION_ALGORITHMS = ("fedcare",)
+
+
+def federation_algorithms() -> tuple[str, ...]:
+    """Algorithms a federation of sites runs (Stage 1 at the coordinator, Stage 2 at each site)."""
+    from fedcare_core.algorithms import federation_algorithms as capable
+
+    return capable()
+
+
 #: The settings a run over a federation's sites takes (:meth:`FederationSchema.run_config`);
 #: the schema decides every other.
 RUN_SETTINGS = ("seed", "rounds", "secagg")
@@ -162,9 +169,9 @@ def schema_for(config: ExperimentConfig) -> FederationSchema:
     ConfigError
         If the configuration's algorithm is not one a federation of sites runs.
     """
-    if config.algorithm not in FEDERATION_ALGORITHMS:
+    if config.algorithm not in federation_algorithms():
         raise ConfigError(
-            f"a federation of sites runs {', '.join(FEDERATION_ALGORITHMS)}, "
+            f"a federation of sites runs {', '.join(federation_algorithms())}, "
             f"not {config.algorithm!r}"
         )
     if config.data.benchmark_split is not None:
@@ -237,8 +244,11 @@ def schema_from_dict(raw: Mapping[str, Any]) -> FederationSchema:
         got = raw.get("format") if isinstance(raw, Mapping) else type(raw).__name__
         raise ConfigError(f"format must be {SCHEMA_FORMAT!r}, got {got!r}")
     config = ExperimentConfig.from_dict(raw["config"])
-    if config.algorithm not in FEDERATION_ALGORITHMS:
-        raise ConfigError(f"config.algorithm {config.algorithm!r}: a federation runs fedcare")
+    if config.algorithm not in federation_algorithms():
+        raise ConfigError(
+            f"config.algorithm {config.algorithm!r}: a federation runs "
+            f"{', '.join(federation_algorithms())}"
+        )
     dataset = str(raw["dataset"])
     if dataset != config.data.dataset:
         raise ConfigError(f"dataset {dataset!r} but config.data.dataset {config.data.dataset!r}")

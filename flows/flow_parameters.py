@@ -32,9 +32,9 @@ from fedcare_core.config import (
 from fedcare_core.config.fields import Range, check_value, coerce_section, field_kinds, show
 from fedcare_core.errors import ConfigError, FedcareError
 from fedcare_core.federation_schema import (
-    FEDERATION_ALGORITHMS,
     RUN_SETTINGS,
     FederationSchema,
+    federation_algorithms,
     read_schema,
 )
 from fedcare_core.output_paths import check_output_dir
@@ -188,10 +188,10 @@ class FlowParameters:
             raise ConfigError(
                 f"overrides: {_SCHEMA_DECIDES}; only {{'stage1': {{'secagg': true}}}} may be given"
             )
-        if self.algorithms != FEDERATION_ALGORITHMS:
+        if len(self.algorithms) != 1 or self.algorithms[0] not in federation_algorithms():
             raise ConfigError(
                 f"algorithm {list(self.algorithms)}: backend {FEDERATION!r} runs "
-                f"{', '.join(FEDERATION_ALGORITHMS)} only"
+                f"{', '.join(federation_algorithms())} only"
             )
         if not self.seeds or len(set(self.seeds)) != len(self.seeds):
             raise ConfigError(f"seeds {list(self.seeds)}: give one or more distinct seeds")

@@ -90,8 +90,18 @@ from fedcare_core.stage1_privacy import RoundNoise
 
 LOGGER = logging.getLogger(__name__)
 
-#: Baselines this module runs (FMGDA/FSMGDA are Algorithm 1: ``fedcare.flower.strategy``).
-FEDAVG_FAMILY = ("fedavg", "fedprox")
+
+def flower_strategy(algorithm: str) -> str | None:
+    """Flower's own strategy that runs ``algorithm``'s rounds (``Algorithm.flower_strategy``).
+
+    None: Algorithm 1's rounds (FedCARE, FedCARE-B; FMGDA/FSMGDA on the union view), which
+    :mod:`fedcare.flower.strategy` runs, or a name no algorithm has.
+    """
+    from fedcare_core.algorithms import ALGORITHM_NAMES, get_algorithm
+
+    return get_algorithm(algorithm).flower_strategy if algorithm in ALGORITHM_NAMES else None
+
+
 ALGORITHM = "algorithm"
 PROXIMAL_MU = "proximal-mu"  # the key Flower's FedProx.configure_train sets
 DP_CLIP = "dp-clip"  # present only under differential privacy
@@ -268,7 +278,7 @@ def baseline_train(client: ClientData, cache_key: str, content: RecordDict) -> R
         if config[PROTOCOL] != PROTOCOL_VERSION:
             raise ProtocolError(f"protocol version {config[PROTOCOL]!r} is not {PROTOCOL_VERSION}")
         algorithm = str(config[ALGORITHM])
-        if algorithm not in FEDAVG_FAMILY:
+        if flower_strategy(algorithm) is None:
             raise ProtocolError(f"unknown baseline {algorithm!r}")
         names = tuple(cast(list[str], config["objectives"]))
         kinds = dict(zip(names, cast(list[str], config["kinds"]), strict=True))
@@ -426,10 +436,11 @@ class UnionFedProx(UnionFedAvg, FedProx):
 
 
 def make_strategy(plan: RunPlan, on_round: RoundHook | None = None) -> UnionFedAvg:
-    """FedProx (μ = ``plan.baselines.prox_mu``) for ``fedprox``, FedAvg for ``fedavg``."""
-    if plan.algorithm == "fedprox":
+    """The plan's algorithm's Flower strategy: FedProx (μ = ``plan.baselines.prox_mu``), FedAvg."""
+    strategy = flower_strategy(plan.algorithm)
+    if strategy == "FedProx":
         mu = (plan.baselines or BaselineConfig()).prox_mu
         return UnionFedProx(plan, on_round=on_round, proximal_mu=mu)
-    if plan.algorithm == "fedavg":
+    if strategy == "FedAvg":
         return UnionFedAvg(plan, on_round=on_round)
     raise ProtocolError(f"no Flower strategy for {plan.algorithm!r}")

@@ -129,12 +129,19 @@ def secure_plan(plan: RunPlan) -> bool:
     """
     if not plan.stage1.secagg:
         return False
-    if plan.algorithm != "fedcare" or plan.union_common_width is not None:
+    if not _algorithm_1(plan.algorithm) or plan.union_common_width is not None:
         raise ConfigError(
             "stage1.secagg: secure aggregation covers FedCARE and FedCARE-B only "
             "(Algorithm 1 on the common features), not the baselines"
         )
     return True
+
+
+def _algorithm_1(algorithm: str) -> bool:
+    """Whether the plan's rounds are FedCARE's Stage 1 (``Algorithm.runs_stage1``)."""
+    from fedcare_core.algorithms import ALGORITHM_NAMES, get_algorithm
+
+    return algorithm in ALGORITHM_NAMES and get_algorithm(algorithm).runs_stage1
 
 
 def majority(num_clients: int) -> int:

@@ -42,7 +42,7 @@ ServerStrategy = FedCareStrategy | baselines.UnionFedAvg
 
 def make_strategy(plan: RunPlan, on_round: RoundHook | None = None) -> ServerStrategy:
     """The plan's strategy: Flower's FedAvg/FedProx for those baselines, else Algorithm 1."""
-    if plan.algorithm in baselines.FEDAVG_FAMILY:
+    if baselines.flower_strategy(plan.algorithm) is not None:
         return baselines.make_strategy(plan, on_round)
     return FedCareStrategy(plan, on_round=on_round)
 
@@ -77,7 +77,7 @@ def run_server(grid: Grid, plan: RunPlan, on_round: RoundHook | None = None) -> 
     """
     with errors_recorded(plan):
         strategy = make_strategy(plan, on_round=recorded_rounds(plan, on_round))
-        is_baseline = plan.algorithm in baselines.FEDAVG_FAMILY
+        is_baseline = baselines.flower_strategy(plan.algorithm) is not None
         polling = PollingGrid(grid, plan.pull_interval_s)
         strategy.start(
             polling,

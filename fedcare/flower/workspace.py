@@ -307,14 +307,11 @@ def prepare_baseline_workspace(
     ConfigError
         For an algorithm no Flower strategy here runs.
     """
-    from fedcare_core.algorithms import federated_baselines
-    from fedcare_core.baselines.fmgda import mgda_config
+    from fedcare_core.algorithms import federated_baselines, get_algorithm
 
     if algorithm not in federated_baselines():
         raise ConfigError(f"no Flower run for baseline {algorithm!r}")
-    stage1 = config.stage1
-    if algorithm in ("fmgda", "fsmgda"):
-        stage1 = mgda_config(stage1, federation, full=algorithm == "fmgda")
+    stage1 = get_algorithm(algorithm).flower_stage1(config.stage1, federation)
     return prepare_workspace(
         federation,
         config.model,

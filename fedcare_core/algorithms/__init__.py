@@ -55,6 +55,16 @@ def federated_baselines() -> tuple[str, ...]:
     return tuple(n for n in BASELINE_ALGORITHMS if _load(n).flower)
 
 
+def federation_algorithms() -> tuple[str, ...]:
+    """The algorithms a federation of sites runs (:attr:`Algorithm.site_federation`)."""
+    return tuple(n for n in ALGORITHM_NAMES if _load(n).site_federation)
+
+
+def proposed_algorithm() -> str:
+    """The method the paper proposes (:attr:`Algorithm.proposed`): the tables' reference."""
+    return next(n for n in ALGORITHM_NAMES if _load(n).proposed)
+
+
 def get_algorithm(name: str) -> Algorithm:
     """The registered algorithm called ``name``.
 
@@ -166,5 +176,6 @@ __all__ = [
     "check_backend",
     "federated_baselines",
     "get_algorithm",
+    "proposed_algorithm",
     "validate_config",
 ]

@@ -161,6 +161,28 @@ class Algorithm(ABC):
     personal_phase: ClassVar[str | None] = None
     #: ``"global"``: every client deploys one model; ``"personal"``: each its own.
     deploys: ClassVar[str] = "global"
+    #: Flower's own strategy that runs its rounds (``"FedAvg"``, ``"FedProx"``), when they are
+    #: not Algorithm 1's rounds (:attr:`runs_stage1`, FMGDA/FSMGDA on the union view).
+    flower_strategy: ClassVar[str | None] = None
+    #: The method the paper proposes: the experiment tables pair every other method with it.
+    proposed: ClassVar[bool] = False
+    #: Whether a federation of real sites runs it (``fedcare federation run``: Stage 1 at the
+    #: coordinator over Flower, the per-client phase at each site on its own data).
+    site_federation: ClassVar[bool] = False
+    #: A grid job's relative cost at K = 10 (row passes in millions; for scheduling only).
+    cost_at_ten_clients: ClassVar[float] = 2.0
+    #: Whether its cost grows with K (False: the same rows whatever K, as the bounds').
+    cost_scales_with_clients: ClassVar[bool] = True
+
+    def grid_cost(self, clients: int) -> float:
+        """Its relative cost at K = ``clients``, for running a grid's longest jobs first."""
+        if not self.cost_scales_with_clients:
+            return self.cost_at_ten_clients
+        return self.cost_at_ten_clients * clients / 10
+
+    def flower_stage1(self, stage1: Stage1Config, federation: Federation) -> Stage1Config:
+        """The Stage 1 settings its rounds take over Flower (FMGDA's batches cover every row)."""
+        return stage1
 
     def view(self, federation: Federation) -> tuple[Federation, UnionLayout | None]:
         """The clients as this algorithm trains and scores them (default: as prepared)."""

@@ -19,6 +19,8 @@ class Centralised(UnionBound):
     """Centralised: the pooled model at every client."""
 
     name = "centralised"
+    cost_at_ten_clients = 2.5
+    cost_scales_with_clients = False  # one model on the pooled rows, whatever K
     in_process_reason = (
         "Centralised pools every client's rows in one place: there is no federated round to run"
     )

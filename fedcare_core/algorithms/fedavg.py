@@ -18,6 +18,8 @@ class FedAvg(GlobalUnionBaseline):
     """FedAvg; :class:`~fedcare_core.algorithms.fedprox.FedProx` adds the proximal term."""
 
     name = "fedavg"
+    flower_strategy = "FedAvg"
+    cost_at_ten_clients = 1.4
     private_rounds = True
 
     def proximal_mu(self, inputs: RunInputs) -> float:

@@ -77,6 +77,11 @@ def global_predictors(inputs: RunInputs, stage1: Stage1Result) -> list[ClientPre
     return [CommonInput(model, c.objectives, kinds, config) for c in inputs.federation.clients]
 
 
+def stage1_grid_cost(clients: int) -> float:
+    """A FedCARE (or FedCARE-B: the same Stage 1) grid job's relative cost at K = ``clients``."""
+    return 0.13 * clients + 1.4
+
+
 class FedCare(Algorithm):
     """FedCARE: Stage 1, then each client's Stage 2; each client deploys its own model."""
 
@@ -86,6 +91,12 @@ class FedCare(Algorithm):
     runs_stage1 = True
     personal_phase = "stage2"
     deploys = "personal"
+    proposed = True
+    site_federation = True
+
+    def grid_cost(self, clients: int) -> float:
+        """Stage 1 and Stage 2 together, measured to grow slowly with K."""
+        return stage1_grid_cost(clients)
 
     def rounds(
         self, inputs: RunInputs, backend: Stage1Runner | None, progress: ProgressFn | None

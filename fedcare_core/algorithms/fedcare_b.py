@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from fedcare_core.algorithms.base import Algorithm, Rounds, RunInputs, Stage1Runner
-from fedcare_core.algorithms.fedcare import global_predictors, stage1_rounds
+from fedcare_core.algorithms.fedcare import global_predictors, stage1_grid_cost, stage1_rounds
 from fedcare_core.deployment import ClientPredictor
 from fedcare_core.training import ProgressFn
 
@@ -18,6 +18,10 @@ class FedCareB(Algorithm):
     flower = True
     private_rounds = True
     runs_stage1 = True
+
+    def grid_cost(self, clients: int) -> float:
+        """FedCARE's (a grid runs both from one Stage 1)."""
+        return stage1_grid_cost(clients)
 
     def rounds(
         self, inputs: RunInputs, backend: Stage1Runner | None, progress: ProgressFn | None

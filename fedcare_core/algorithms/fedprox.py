@@ -14,6 +14,8 @@ class FedProx(FedAvg):
     """FedAvg's rounds with a proximal term."""
 
     name = "fedprox"
+    flower_strategy = "FedProx"
+    cost_at_ten_clients = 1.5
 
     def proximal_mu(self, inputs: RunInputs) -> float:
         """``baselines.prox_mu``."""

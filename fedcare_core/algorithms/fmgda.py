@@ -9,6 +9,8 @@ from __future__ import annotations
 from fedcare_core.algorithms.base import RunInputs
 from fedcare_core.algorithms.union_view import GlobalUnionBaseline
 from fedcare_core.baselines.fmgda import run_mgda
+from fedcare_core.config import Stage1Config
+from fedcare_core.data.federation import Federation
 from fedcare_core.stage1 import Stage1Result
 from fedcare_core.training import ProgressFn
 
@@ -20,6 +22,15 @@ class Fmgda(GlobalUnionBaseline):
     private_rounds = True
     #: Full local gradients (FMGDA) or mini-batch ones (FSMGDA).
     full_gradients = True
+    # Full passes over every client's rows: the same rows whatever K.
+    cost_at_ten_clients = 12.0
+    cost_scales_with_clients = False
+
+    def flower_stage1(self, stage1: Stage1Config, federation: Federation) -> Stage1Config:
+        """Algorithm 1's settings for it (:func:`fedcare_core.baselines.fmgda.mgda_config`)."""
+        from fedcare_core.baselines.fmgda import mgda_config
+
+        return mgda_config(stage1, federation, full=self.full_gradients)
 
     def in_process_rounds(self, inputs: RunInputs, progress: ProgressFn | None) -> Stage1Result:
         """Algorithm 1 over the union view with this method's local gradients."""

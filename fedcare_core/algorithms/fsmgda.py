@@ -9,4 +9,6 @@ class Fsmgda(Fmgda):
     """FMGDA's rounds with mini-batch local gradients."""
 
     name = "fsmgda"
+    cost_at_ten_clients = 1.3
+    cost_scales_with_clients = True
     full_gradients = False

@@ -23,6 +23,7 @@ class Local(UnionBound):
     """Local: each client deploys the model it trained alone."""
 
     name = "local"
+    cost_scales_with_clients = False  # every client fits its own rows: the same rows whatever K
     in_process_reason = "Local is a bound without communication: there is no federated round to run"
     personal_phase = "local"
     deploys = "personal"

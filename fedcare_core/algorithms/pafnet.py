@@ -20,6 +20,7 @@ class Pafnet(Algorithm):
     """PAFNet; each client deploys the model its rounds left it."""
 
     name = "pafnet"
+    cost_at_ten_clients = 1.8
     in_process_reason = (
         "PAFNet's clients are stateful (their projection layers and masks persist across "
         "rounds and never leave the client), the server keeps one peer-attentive aggregate "

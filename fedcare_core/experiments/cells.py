@@ -191,8 +191,11 @@ class Cell:
 
     def stage1_key(self) -> tuple[Any, ...]:
         """Cells with equal keys share Stage 1 (FedCARE and FedCARE-B of the same setting)."""
-        algorithm = "fedcare" if self.algorithm in ("fedcare", "fedcare-b") else self.algorithm
-        return (self.variant, algorithm, self.clients, self.rho, self.setting, self.seed)
+        from fedcare_core.algorithms import get_algorithm
+
+        # Every algorithm whose rounds are Algorithm 1's Stage 1 shares them.
+        rounds = "stage1" if get_algorithm(self.algorithm).runs_stage1 else self.algorithm
+        return (self.variant, rounds, self.clients, self.rho, self.setting, self.seed)
 
 
 def _seeds(seeds: int | Sequence[int]) -> list[int]:

@@ -33,24 +33,13 @@ from pathlib import Path
 from typing import Any
 
 from fedcare_core import interrupts
+from fedcare_core.algorithms import get_algorithm
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.datasets import LoadedDataset, load_dataset
 from fedcare_core.experiments.cells import Cell, unique
 from fedcare_core.results import DataProvenance
 from fedcare_core.runner import prepare_federation, run_algorithm
 from fedcare_core.stage1 import Stage1Result
-
-#: Rough relative cost per algorithm (row passes at K = 10, in millions), for scheduling only.
-_COST = {
-    "fedcare": 2.7,
-    "fedavg": 1.4,
-    "fedprox": 1.5,
-    "fsmgda": 1.3,
-    "pafnet": 1.8,
-    "fmgda": 12.0,
-    "local": 2.0,
-    "centralised": 2.5,
-}
 
 
 @dataclass(frozen=True)
@@ -83,15 +72,9 @@ class Job:
 
     @property
     def cost(self) -> float:
-        """Estimated relative cost (for longest-first scheduling)."""
+        """Estimated relative cost (for longest-first scheduling: ``Algorithm.grid_cost``)."""
         cell = self.cells[0]
-        algorithm = "fedcare" if cell.algorithm == "fedcare-b" else cell.algorithm
-        per_k = _COST.get(algorithm, 2.0)
-        if algorithm in ("fmgda", "local", "centralised"):
-            return per_k
-        if algorithm == "fedcare":
-            return 0.13 * cell.clients + 1.4
-        return per_k * cell.clients / 10
+        return get_algorithm(cell.algorithm).grid_cost(cell.clients)
 
 
 @dataclass(frozen=True)
@@ -133,7 +116,7 @@ def plan_jobs(cells: Sequence[Cell]) -> list[Job]:
         groups.setdefault(cell.stage1_key(), []).append(cell)
     jobs: list[Job] = []
     for group in groups.values():
-        shared = [c for c in group if c.algorithm in ("fedcare", "fedcare-b")]
+        shared = [c for c in group if get_algorithm(c.algorithm).runs_stage1]
         jobs.extend(Job((c,)) for c in group if c not in shared)
         if shared:
             jobs.append(Job(tuple(shared)))

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from fedcare_core.algorithms import proposed_algorithm
 from fedcare_core.experiments.cells import ALL_LABELS, RECOMMENDED_CANDIDATE, Cell
 from fedcare_core.experiments.selection import choose_on_validation, validation_ranks
 from fedcare_core.experiments.summary import (
@@ -67,8 +68,13 @@ def _p_value(p: float) -> str:
     return "p n/a" if math.isnan(p) else f"p {p:.3f}"
 
 
-def _paired(runs: pd.DataFrame, reference: str = "fedcare", label: str = "FedCARE") -> str:
-    """Reference − method per seed: mean ± std, and the seeds where the reference is ahead."""
+def _paired(runs: pd.DataFrame, reference: str | None = None, label: str = "FedCARE") -> str:
+    """Reference − method per seed: mean ± std, and the seeds where the reference is ahead.
+
+    The reference is the proposed method (:func:`~fedcare_core.algorithms.proposed_algorithm`)
+    unless named.
+    """
+    reference = proposed_algorithm() if reference is None else reference
     pairs = _objectives(runs)
     metrics = [name for name, _ in pairs] + ["avg_auroc"]
     lower_better = {name for name, metric in pairs if metric != "auroc"}
@@ -108,7 +114,7 @@ def _privacy(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
         out.append(markdown_table(at_k, ["variant", "algorithm"], spec))
         for variant in dict.fromkeys(runs["variant"]):
             group = runs[(runs["clients"] == k) & (runs["variant"] == variant)]
-            if "fedcare" in set(group["algorithm"]) and group["algorithm"].nunique() > 1:
+            if proposed_algorithm() in set(group["algorithm"]) and group["algorithm"].nunique() > 1:
                 out += [f"\n### K = {k}, {variant}: FedCARE minus each method\n\n", _paired(group)]
         out.append("\n")
     return out
@@ -119,11 +125,12 @@ _RECOMMENDED = "recommended"
 
 
 def _method(variant: str, algorithm: str) -> str:
-    if variant == RECOMMENDED_CANDIDATE and algorithm == "fedcare":
+    proposed = algorithm == proposed_algorithm()
+    if variant == RECOMMENDED_CANDIDATE and proposed:
         return _RECOMMENDED
     if variant == ALL_LABELS:
         return f"{algorithm} ({ALL_LABELS})"
-    return "fedcare (paper)" if algorithm == "fedcare" else algorithm
+    return f"{algorithm} (paper)" if proposed else algorithm
 
 
 def _recommended(runs: pd.DataFrame) -> list[str]:
@@ -251,7 +258,7 @@ def experiment_tables(
             "\n## Mean over clients\n\n",
             markdown_table(summary, ["algorithm"], _metric_spec(runs, ".client_mean")),
         ]
-        if "fedcare" in set(runs["algorithm"]) and runs["algorithm"].nunique() > 1:
+        if proposed_algorithm() in set(runs["algorithm"]) and runs["algorithm"].nunique() > 1:
             body += ["\n## FedCARE minus each method, paired by seed\n\n", _paired(runs)]
     elif experiment == "clients":
         body += _grids(summary, runs, "algorithm", "clients", "K")

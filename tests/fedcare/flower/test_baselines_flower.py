@@ -16,12 +16,12 @@ import pytest
 
 from fedcare.flower.baselines import (
     DP_CLIP,
-    FEDAVG_FAMILY,
     PROXIMAL_MU,
     UnionFedAvg,
     UnionFedProx,
     decode_local_update,
     encode_local_update,
+    flower_strategy,
     make_strategy,
 )
 from fedcare.flower.client_app import DATA_PATH_KEY, build_client_app, node_config_data_path
@@ -104,7 +104,7 @@ def test_flower_apps_give_the_in_process_results_document(
     assert backend.grid is not None
     train = [m for m in backend.grid.sent if m.metadata.message_type == "train"]
     assert len(train) == 3 * 3  # K clients x T rounds
-    if algorithm in FEDAVG_FAMILY:
+    if flower_strategy(algorithm) is not None:
         # Flower's own strategies: FedProx puts μ in the config, FedAvg sends none
         expected = UnionFedProx if algorithm == "fedprox" else UnionFedAvg
         assert type(backend.strategy) is expected
@@ -132,7 +132,7 @@ def test_a_private_flower_run_is_the_in_process_one(
     assert all(r.losses == {} for r in flower.stage1.rounds)
     assert backend.strategy.state.dp_releases == 3
     assert backend.grid is not None
-    if algorithm in FEDAVG_FAMILY:
+    if flower_strategy(algorithm) is not None:
         train = [m for m in backend.grid.sent if m.metadata.message_type == "train"]
         assert {m.content.config_records["config"][DP_CLIP] for m in train} == {0.01}
 

@@ -45,7 +45,7 @@ def test_a_registered_dataset_loads_and_is_validated_like_the_others(
     loaded = load_dataset(DataConfig(dataset="toy"), tmp_path / "data")
     assert loaded.cohort.dataset == "toy" and loaded.cohort.n_rows == 600
     assert loaded.partition.private["los"] == ("n_diag", "weight")
-    with pytest.raises(ConfigError, match="data.features.*not defined for toy"):
+    with pytest.raises(ConfigError, match=r"data.features.*not defined for toy"):
         ExperimentConfig(data=DataConfig(dataset="toy", features="admission")).validate()
 
 
