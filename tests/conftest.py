@@ -52,3 +52,21 @@ def data_dir() -> Path:
     if d is None:
         pytest.skip("real datasets not found (set FEDCARE_DATA_DIR)")
     return d
+
+
+#: What MLflow's ``set_tracking_uri`` / ``set_registry_uri`` write into the environment.
+_MLFLOW_ENV = ("MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI")
+
+
+@pytest.fixture(autouse=True)
+def _mlflow_uris_do_not_leak() -> object:
+    """Each test starts with the MLflow URIs the session had: a store one test configured
+    (``fedcare.tracking.store.configure`` sets the environment, as MLflow does) would otherwise
+    make a later ``fedcare run`` in the same process track to it."""
+    before = {name: os.environ.get(name) for name in _MLFLOW_ENV}
+    yield
+    for name, value in before.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value

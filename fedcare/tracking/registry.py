@@ -280,15 +280,27 @@ def validation_score(
     ValueError
         If no objective with ``metric`` has a defined validation value.
     """
+    score = defined_validation_score(result, metric, report=report)
+    if score is None:
+        raise ValueError(f"no objective has a defined validation {metric}")
+    return score
+
+
+def defined_validation_score(
+    result: ExperimentResult, metric: str = "auroc", *, report: EvaluationReport | None = None
+) -> float | None:
+    """:func:`validation_score`, or None where no objective's validation value is defined.
+
+    Undefined: every client's validation split of every ``metric`` objective holds one class
+    (a small site, a subsampled trial), so the run cannot be ranked against a champion.
+    """
     report = report if report is not None else validation_report(result)
     values = [
         o.mean_over_clients
         for o in report.objectives
         if o.metric == metric and o.mean_over_clients is not None
     ]
-    if not values:
-        raise ValueError(f"no objective has a defined validation {metric}")
-    return float(np.mean(values))
+    return float(np.mean(values)) if values else None
 
 
 def validation_report(result: ExperimentResult) -> EvaluationReport:

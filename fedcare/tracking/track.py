@@ -118,9 +118,15 @@ def register_run(
     """
     backbone = None
     report = registry.validation_report(result)  # scored once, for the backbone and the clients
-    if get_algorithm(result.config.algorithm).runs_stage1 and site_name is None:
+    # A backbone without a defined validation score cannot be ranked against the champion: it
+    # stays logged with its run, unregistered (as a client's model without one).
+    score = registry.defined_validation_score(result, report=report)
+    if (
+        get_algorithm(result.config.algorithm).runs_stage1
+        and site_name is None
+        and score is not None
+    ):
         card = backbone_card(result)
-        score = registry.validation_score(result, report=report)
         version, promoted = registry.register_backbone(
             run_id, card.name, score, model_tags=card.tags, model_description=card.description
         )

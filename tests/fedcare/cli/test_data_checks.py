@@ -47,3 +47,21 @@ def test_unseen_categories_refused_by_default_and_encoded_on_request(
     assert "Martian" not in err
     assert run(csv, out, "--unseen-categories", "other") == 0 and out.exists()
     assert '"unseen_categories": "other"' in out.read_text()
+
+
+def test_a_tracked_run_too_small_to_score_is_logged_and_left_unregistered(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The fixture's few rows leave every validation split with one class: no validation AUROC
+    # ranks the backbone against a champion, so it stays logged with its run, unregistered
+    # (a client whose own score is defined, e.g. by its LOS error, is still registered).
+    from mlflow.tracking import MlflowClient
+
+    csv = write_csv(tmp_path / "diabetic_data.csv", fixture_lines())
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    assert run(csv, tmp_path / "out.json", "--tracking-uri", uri) == 0, capsys.readouterr().err
+    client = MlflowClient(uri, registry_uri=uri)
+    (experiment,) = [e for e in client.search_experiments() if e.name.startswith("fedcare/")]
+    assert client.search_runs([experiment.experiment_id])
+    names = [m.name for m in client.search_registered_models()]
+    assert not [n for n in names if n.endswith("-backbone")]
