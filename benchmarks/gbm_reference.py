@@ -57,7 +57,7 @@ from threadpoolctl import threadpool_limits
 from fedcare_core.baselines.bounds import pooled
 from fedcare_core.baselines.features import union_federation
 from fedcare_core.config import FEATURE_SETS, ExperimentConfig
-from fedcare_core.data.federation import ClientData, Federation
+from fedcare_core.data.clients import ClientData, Federation
 from fedcare_core.datasets import LoadedDataset, load_dataset
 from fedcare_core.experiments.cells import SETTINGS, Cell, grid_base
 from fedcare_core.experiments.summary import mean_std

@@ -24,7 +24,7 @@ import pandas as pd
 from data_checks.tables import recompute_assignment
 from data_checks.validate import CheckReport, DataCheckError, run_checks
 from fedcare_core.config import DataConfig, ExperimentConfig
-from fedcare_core.data.federation import Federation
+from fedcare_core.data.clients import Federation
 from fedcare_core.data.registry import get_dataset
 from fedcare_core.datasets import LoadedDataset, load_dataset
 from fedcare_core.runner import prepare_federation

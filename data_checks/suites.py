@@ -40,8 +40,8 @@ from data_checks.tables import (
     client_table_name,
     label_column,
 )
+from fedcare_core.data.clients import SPLITS, Federation
 from fedcare_core.data.cohort import Objective
-from fedcare_core.data.federation import SPLITS, Federation
 
 # --------------------------------------------------------------------------------------------
 # Diabetes 130-US (raw file, read as text)

@@ -20,14 +20,14 @@ import numpy as np
 import pandas as pd
 
 from fedcare_core.config import DataConfig
-from fedcare_core.data.cohort import Cohort
-from fedcare_core.data.diabetes130 import DIABETES130_CSV_NAME, find_csv_member, find_diabetes130
-from fedcare_core.data.federation import (
+from fedcare_core.data.clients import (
     SPLITS,
     ClientData,
     Federation,
     place_patients,
 )
+from fedcare_core.data.cohort import Cohort
+from fedcare_core.data.diabetes130 import DIABETES130_CSV_NAME, find_csv_member, find_diabetes130
 from fedcare_core.data.mimic3 import MIMIC3_REQUIRED_COLUMNS
 from fedcare_core.errors import DataError
 
@@ -202,7 +202,7 @@ def client_partition_table(client: ClientData) -> pd.DataFrame:
     Parameters
     ----------
     client
-        The client, as built by :func:`fedcare_core.data.federation.build_federation`.
+        The client, as built by :func:`fedcare_core.data.clients.build_federation`.
 
     Returns
     -------
@@ -272,7 +272,7 @@ class PatientAssignment:
 def recompute_assignment(cohort: Cohort, config: DataConfig, seed: int) -> PatientAssignment:
     """Recompute the row → (client, split) assignment that ``build_federation`` makes.
 
-    This repeats the core's steps (:func:`~fedcare_core.data.federation.place_patients`,
+    This repeats the core's steps (:func:`~fedcare_core.data.clients.place_patients`,
     then the per-client seeded split by patient) with the same seed, so it names the same
     places. It is a stop-gap until the core exposes the assignment it used.
 
@@ -292,7 +292,7 @@ def recompute_assignment(cohort: Cohort, config: DataConfig, seed: int) -> Patie
 
     """
     # The core's split helper is private: importing it keeps this copy from drifting.
-    from fedcare_core.data.federation import split_patients
+    from fedcare_core.data.clients import split_patients
 
     cohort, client = place_patients(cohort, config, seed)
     split = np.full(cohort.n_rows, "", dtype=object)

@@ -31,7 +31,7 @@ import numpy as np
 
 from fedcare_core.atomic_files import write_atomic
 from fedcare_core.config import ModelConfig, Stage1Config
-from fedcare_core.data.federation import Federation
+from fedcare_core.data.clients import Federation
 from fedcare_core.errors import FedcareError
 from fedcare_core.param_vectors import ParamLayout
 from fedcare_core.stage1 import RoundInfo, ServerState, Stage1Result, Stage1Snapshot, run_stage1

@@ -1,6 +1,6 @@
 """Per-client and pooled evaluation on each client's own held-out test set (SPEC §3).
 
-Each client is scored with the model it would deploy (:mod:`fedcare_core.deployment`): its
+Each client is scored with the model it would deploy (:mod:`fedcare_core.predictors`): its
 personalised model for personalised methods, the global model otherwise. Pooled metrics
 concatenate every client's test predictions.
 """
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, replace
 import numpy as np
 import torch
 
-from fedcare_core.data.federation import ClientData, Federation, SplitArrays
+from fedcare_core.data.clients import ClientData, Federation, SplitArrays
 from fedcare_core.losses import predict
 from fedcare_core.metrics import compute_metric
 

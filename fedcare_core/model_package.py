@@ -3,7 +3,7 @@
 A package holds everything a hospital needs to score new patients with the model it deploys,
 and nothing about any patient: the encoders fitted on the client's training rows (medians,
 means, standard deviations, vocabularies), the predictor's rebuild recipe and weights
-(:mod:`fedcare_core.deployment`), and the run's policy for unseen categories. On disk it is two
+(:mod:`fedcare_core.predictors`), and the run's policy for unseen categories. On disk it is two
 files — ``package.json`` and ``weights.pt`` (a ``state_dict``, read with
 ``torch.load(weights_only=True)``: no pickled code) — which the MLflow model wraps
 (:mod:`fedcare.tracking.client_models`).
@@ -33,8 +33,8 @@ from fedcare_core import __version__
 from fedcare_core.config import UNSEEN_CATEGORY_POLICIES
 from fedcare_core.data.preprocess import FeatureEncoder
 from fedcare_core.data.rows import row_format
-from fedcare_core.deployment import ClientPredictor, predictor_from_spec
 from fedcare_core.errors import ConfigError
+from fedcare_core.predictors import ClientPredictor, predictor_from_spec
 
 if TYPE_CHECKING:  # the run's result module (metrics, Stage 1 …) is not needed to score rows
     from fedcare_core.results import ExperimentResult

@@ -15,10 +15,10 @@ from typing import Any
 from fedcare_core import __version__
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.cpu_kernels import kernel_path
+from fedcare_core.data.clients import Federation
 from fedcare_core.data.cohort import Cohort
-from fedcare_core.data.federation import Federation
-from fedcare_core.deployment import ClientPredictor
 from fedcare_core.evaluate import EvaluationReport
+from fedcare_core.predictors import ClientPredictor
 from fedcare_core.privacy import privacy_record
 from fedcare_core.stage1 import Stage1Result
 from fedcare_core.stage2 import Stage2Result

@@ -28,12 +28,12 @@ from fedcare_core.algorithms import check_backend, get_algorithm
 from fedcare_core.algorithms.base import Algorithm, Rounds, RunInputs, Stage1Runner
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.cpu_kernels import ENV, kernel_path, kernel_path_mismatch
+from fedcare_core.data.clients import ClientData, Federation, build_federation
 from fedcare_core.data.cohort import Cohort
-from fedcare_core.data.federation import ClientData, Federation, build_federation
 from fedcare_core.data.partition import FeaturePartition, with_disparity
-from fedcare_core.deployment import predictor_scorer
 from fedcare_core.evaluate import evaluate_with_validation
 from fedcare_core.executors import Executor, InProcess
+from fedcare_core.predictors import predictor_scorer
 from fedcare_core.results import DataProvenance, ExperimentResult, PhaseTimer, assemble_result
 from fedcare_core.stage1 import Stage1Result
 from fedcare_core.training import ProgressFn

@@ -15,8 +15,7 @@ from dataclasses import replace
 
 import numpy as np
 
-from fedcare_core.data.cohort import Cohort
-from fedcare_core.data.federation import (
+from fedcare_core.data.clients import (
     SPLITS,
     ClientData,
     ClientEncoding,
@@ -25,6 +24,7 @@ from fedcare_core.data.federation import (
     client_splits,
     split_patients,
 )
+from fedcare_core.data.cohort import Cohort
 from fedcare_core.errors import ConfigError, DataError
 from fedcare_core.federation_schema import FederationSchema
 

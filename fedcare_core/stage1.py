@@ -14,7 +14,7 @@ import numpy as np
 import torch
 
 from fedcare_core.config import ModelConfig, Stage1Config
-from fedcare_core.data.federation import ClientData, Federation
+from fedcare_core.data.clients import ClientData, Federation
 from fedcare_core.errors import TrainingDivergedError
 from fedcare_core.models import MultiObjectiveModel
 from fedcare_core.moo import min_norm_weights, normalisation_divisors, normalised_gram

@@ -15,7 +15,7 @@ import numpy as np
 import torch
 
 from fedcare_core.config import ModelConfig, Stage2Config
-from fedcare_core.data.federation import ClientData, SplitArrays
+from fedcare_core.data.clients import ClientData, SplitArrays
 from fedcare_core.losses import ObjectiveLoss
 from fedcare_core.models import PersonalModel
 from fedcare_core.moo import min_norm_weights

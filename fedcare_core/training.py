@@ -22,7 +22,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from fedcare_core.data.federation import ClientData, Federation
+from fedcare_core.data.clients import ClientData, Federation
 from fedcare_core.losses import ObjectiveLoss, make_loss
 
 #: BatchNorm needs at least two rows in training mode.

@@ -40,7 +40,7 @@ from fedcare.app.run import JsonFile, PreparedRun, ResultSink, execute_run
 from fedcare.tracking.naming import config_setting_name
 from fedcare_core.algorithms import get_algorithm
 from fedcare_core.config import ExperimentConfig
-from fedcare_core.data.federation import Federation
+from fedcare_core.data.clients import Federation
 from fedcare_core.datasets import LoadedDataset
 from fedcare_core.errors import FedcareError
 from fedcare_core.results import DataProvenance, ExperimentResult

@@ -16,8 +16,8 @@ from data_checks.suites import federation_checks
 from data_checks.tables import recompute_assignment
 from data_checks.validate import CheckReport, DataCheckError, run_checks
 from fedcare_core.config import DataConfig, ExperimentConfig
+from fedcare_core.data.clients import Federation
 from fedcare_core.data.cohort import Cohort
-from fedcare_core.data.federation import Federation
 from fedcare_core.data.partition import FeaturePartition
 from fedcare_core.datasets import LoadedDataset, load_dataset
 from fedcare_core.errors import FedcareError

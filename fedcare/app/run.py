@@ -30,7 +30,7 @@ from fedcare_core.errors import ConfigError
 if TYPE_CHECKING:
     from fedcare_core.algorithms.base import Stage1Runner
     from fedcare_core.config import ExperimentConfig
-    from fedcare_core.data.federation import Federation
+    from fedcare_core.data.clients import Federation
     from fedcare_core.datasets import LoadedDataset
     from fedcare_core.executors import Executor
     from fedcare_core.results import DataProvenance, ExperimentResult

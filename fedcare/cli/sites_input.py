@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from fedcare_core.config import DataConfig
-from fedcare_core.data.federation import ClientData
+from fedcare_core.data.clients import ClientData
 from fedcare_core.data.patient_keys import patient_keys
 from fedcare_core.errors import ConfigError
 from fedcare_core.federation_schema import FederationSchema

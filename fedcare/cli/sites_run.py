@@ -22,7 +22,7 @@ from fedcare.cli.sites_input import (
     read_sites_list,
 )
 from fedcare_core.config import ExperimentConfig, flagged_settings
-from fedcare_core.data.federation import Federation
+from fedcare_core.data.clients import Federation
 from fedcare_core.errors import ConfigError
 from fedcare_core.federation_schema import RUN_SETTINGS, read_schema
 from fedcare_core.results import DataProvenance

@@ -82,7 +82,7 @@ from fedcare_core.baselines.common import build_full_mlp
 from fedcare_core.baselines.features import UnionLayout
 from fedcare_core.baselines.fedavg import LocalUpdate
 from fedcare_core.config import BaselineConfig, ModelConfig
-from fedcare_core.data.federation import ClientData
+from fedcare_core.data.clients import ClientData
 from fedcare_core.param_vectors import get_buffers, get_params, param_layout
 from fedcare_core.privacy import noise_stream
 from fedcare_core.stage1 import RoundInfo, ServerState

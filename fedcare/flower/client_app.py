@@ -38,7 +38,7 @@ from fedcare.flower.site_messages import (
     encode_stored,
 )
 from fedcare_core.data.client_store import load_client_data
-from fedcare_core.data.federation import ClientData
+from fedcare_core.data.clients import ClientData
 
 #: Node-config key naming the client's data folder (``flower-supernode --node-config``).
 DATA_PATH_KEY = "data-path"

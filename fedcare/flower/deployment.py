@@ -78,7 +78,7 @@ from fedcare_core import algorithms
 from fedcare_core.baselines.features import UnionLayout
 from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.client_store import FOLDER_MODE
-from fedcare_core.data.federation import Federation
+from fedcare_core.data.clients import Federation
 from fedcare_core.interrupts import signals_raise
 from fedcare_core.stage1 import Stage1Result
 from fedcare_core.training import ProgressFn

@@ -25,7 +25,7 @@ from fedcare_core.checkpoint import (
     stage1_fingerprint,
 )
 from fedcare_core.config import ModelConfig, Stage1Config
-from fedcare_core.data.federation import Federation
+from fedcare_core.data.clients import Federation
 from fedcare_core.stage1 import Stage1Result
 from fedcare_core.training import ProgressFn
 

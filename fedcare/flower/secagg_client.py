@@ -36,7 +36,7 @@ from fedcare.flower.secagg import (
     decode_instruction,
 )
 from fedcare.flower.site_messages import FINAL_MODEL_ACTION
-from fedcare_core.data.federation import ClientData
+from fedcare_core.data.clients import ClientData
 from fedcare_core.secure_sums import SumLayout, pack_update, seal
 
 DataLocator = Callable[[Context], Path]

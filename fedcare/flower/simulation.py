@@ -63,7 +63,7 @@ from fedcare.procs.watchdog import start_watchdog, stop_watchdog
 from fedcare_core import algorithms
 from fedcare_core.baselines.features import UnionLayout
 from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
-from fedcare_core.data.federation import Federation
+from fedcare_core.data.clients import Federation
 from fedcare_core.interrupts import STOP_SIGNALS, received
 from fedcare_core.stage1 import RoundInfo, Stage1Result
 from fedcare_core.training import ProgressFn

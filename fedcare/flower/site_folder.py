@@ -43,7 +43,7 @@ from fedcare.flower.tls import PUBLIC_MODE, make_node_keys, write_file
 from fedcare_core.config import ModelConfig
 from fedcare_core.data.client_store import FILE_MODE, FOLDER_MODE, load_client_data
 from fedcare_core.data.client_store import save_client_data as save_data
-from fedcare_core.data.federation import SPLITS, ClientData
+from fedcare_core.data.clients import SPLITS, ClientData
 from fedcare_core.errors import ConfigError
 from fedcare_core.federation_schema import FederationSchema, read_schema
 from fedcare_core.param_vectors import get_buffers, param_layout

@@ -45,7 +45,7 @@ from fedcare_core.data.client_store import (
     client_data_bytes,
     save_client_data,
 )
-from fedcare_core.data.federation import ClientData, Federation
+from fedcare_core.data.clients import ClientData, Federation
 from fedcare_core.errors import ConfigError, FedcareError
 from fedcare_core.stage1 import Stage1Result
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from fedcare_core.data.federation import ClientData
+from fedcare_core.data.clients import ClientData
 from fedcare_core.errors import ConfigError
 from fedcare_core.model_package import output_column
 from fedcare_core.results import ExperimentResult

@@ -26,8 +26,8 @@ from torch import nn
 
 from fedcare_core.baselines.features import UnionLayout
 from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
-from fedcare_core.data.federation import ClientData, Federation
-from fedcare_core.deployment import ClientPredictor
+from fedcare_core.data.clients import ClientData, Federation
+from fedcare_core.predictors import ClientPredictor
 from fedcare_core.stage1 import Stage1Result
 from fedcare_core.stage2 import Stage2Result
 from fedcare_core.training import ProgressFn

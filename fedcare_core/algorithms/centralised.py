@@ -11,7 +11,7 @@ from typing import Any
 from fedcare_core.algorithms.base import Rounds, RunInputs, Stage1Runner
 from fedcare_core.algorithms.union_view import UnionBound, union_predictors
 from fedcare_core.baselines.bounds import no_rounds, run_centralised
-from fedcare_core.deployment import ClientPredictor
+from fedcare_core.predictors import ClientPredictor
 from fedcare_core.training import ProgressFn
 
 

@@ -14,8 +14,8 @@ import torch
 
 from fedcare_core.algorithms.base import Algorithm, Personalisation, Rounds, RunInputs, Stage1Runner
 from fedcare_core.config import ExperimentConfig
-from fedcare_core.data.federation import ClientData, Federation
-from fedcare_core.deployment import ClientPredictor, CommonInput, PersonalInput
+from fedcare_core.data.clients import ClientData, Federation
+from fedcare_core.predictors import ClientPredictor, CommonInput, PersonalInput
 from fedcare_core.stage1 import Stage1Result, load_global_model, run_stage1
 from fedcare_core.stage2 import Stage2Result, fine_tune
 from fedcare_core.training import ProgressFn, objective_kinds

@@ -7,7 +7,7 @@ from typing import Any
 
 from fedcare_core.algorithms.base import Algorithm, Rounds, RunInputs, Stage1Runner
 from fedcare_core.algorithms.fedcare import global_predictors, stage1_grid_cost, stage1_rounds
-from fedcare_core.deployment import ClientPredictor
+from fedcare_core.predictors import ClientPredictor
 from fedcare_core.training import ProgressFn
 
 

@@ -10,7 +10,7 @@ from fedcare_core.algorithms.base import RunInputs
 from fedcare_core.algorithms.union_view import GlobalUnionBaseline
 from fedcare_core.baselines.fmgda import run_mgda
 from fedcare_core.config import Stage1Config
-from fedcare_core.data.federation import Federation
+from fedcare_core.data.clients import Federation
 from fedcare_core.stage1 import Stage1Result
 from fedcare_core.training import ProgressFn
 

@@ -13,8 +13,8 @@ from fedcare_core.algorithms.base import Personalisation, Rounds, RunInputs, Sta
 from fedcare_core.algorithms.union_view import UnionBound, union_predictors
 from fedcare_core.baselines.bounds import FitResult, fit_local_client, no_rounds
 from fedcare_core.config import ExperimentConfig
-from fedcare_core.data.federation import ClientData
-from fedcare_core.deployment import ClientPredictor
+from fedcare_core.data.clients import ClientData
+from fedcare_core.predictors import ClientPredictor
 from fedcare_core.stage1 import Stage1Result
 from fedcare_core.training import ProgressFn, objective_kinds
 

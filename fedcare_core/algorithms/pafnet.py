@@ -12,7 +12,7 @@ from typing import Any
 
 from fedcare_core.algorithms.base import Algorithm, Rounds, RunInputs, Stage1Runner
 from fedcare_core.baselines.pafnet import run_pafnet
-from fedcare_core.deployment import ClientPredictor, OwnInput
+from fedcare_core.predictors import ClientPredictor, OwnInput
 from fedcare_core.training import ProgressFn, objective_kinds
 
 

@@ -21,9 +21,9 @@ from fedcare_core.algorithms.base import (
 )
 from fedcare_core.baselines.features import UnionLayout, union_federation
 from fedcare_core.config import ExperimentConfig
-from fedcare_core.data.federation import Federation
-from fedcare_core.deployment import ClientPredictor, UnionInput
+from fedcare_core.data.clients import Federation
 from fedcare_core.models import MultiObjectiveModel
+from fedcare_core.predictors import ClientPredictor, UnionInput
 from fedcare_core.stage1 import Stage1Result, load_global_model
 from fedcare_core.training import ProgressFn, objective_kinds
 
@@ -48,7 +48,7 @@ def union_predictors(
     Returns
     -------
     list of ClientPredictor
-        One :class:`~fedcare_core.deployment.UnionInput` per client, in client order.
+        One :class:`~fedcare_core.predictors.UnionInput` per client, in client order.
     """
     layout = union_layout(inputs)
     config: ExperimentConfig = inputs.config

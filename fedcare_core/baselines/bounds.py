@@ -26,7 +26,7 @@ from fedcare_core.baselines.common import (
     multi_objective_loss,
 )
 from fedcare_core.config import BaselineConfig, ModelConfig
-from fedcare_core.data.federation import ClientData, Federation
+from fedcare_core.data.clients import ClientData, Federation
 from fedcare_core.losses import ObjectiveLoss, make_loss
 from fedcare_core.models import FullMLP, MultiObjectiveModel
 from fedcare_core.param_vectors import ParamLayout, get_buffers, get_params, param_layout

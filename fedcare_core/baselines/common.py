@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from fedcare_core.config import BaselineConfig, ModelConfig
-from fedcare_core.data.federation import SplitArrays
+from fedcare_core.data.clients import SplitArrays
 from fedcare_core.losses import ObjectiveLoss
 from fedcare_core.models import FullMLP, MultiObjectiveModel
 from fedcare_core.optim import local_optimizer

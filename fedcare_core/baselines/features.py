@@ -14,7 +14,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from fedcare_core.data.federation import ClientData, Federation, SplitArrays
+from fedcare_core.data.clients import ClientData, Federation, SplitArrays
 from fedcare_core.data.preprocess import FeatureEncoder
 
 #: Suffix columns a categorical feature always has after its vocabulary.

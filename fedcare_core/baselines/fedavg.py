@@ -36,7 +36,7 @@ from fedcare_core.baselines.common import (
     trained_parameters,
 )
 from fedcare_core.config import BaselineConfig, ModelConfig
-from fedcare_core.data.federation import ClientData, Federation
+from fedcare_core.data.clients import ClientData, Federation
 from fedcare_core.models import MultiObjectiveModel
 from fedcare_core.param_vectors import (
     ParamLayout,

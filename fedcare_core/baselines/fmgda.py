@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from fedcare_core.config import ModelConfig, Stage1Config
-from fedcare_core.data.federation import Federation
+from fedcare_core.data.clients import Federation
 from fedcare_core.stage1 import Stage1Result, run_stage1
 from fedcare_core.training import ProgressFn
 

@@ -39,7 +39,7 @@ from fedcare_core.baselines.common import (
 )
 from fedcare_core.baselines.fedavg import LocalUpdate, objective_round_losses
 from fedcare_core.config import BaselineConfig, ModelConfig
-from fedcare_core.data.federation import ClientData, Federation, SplitArrays
+from fedcare_core.data.clients import ClientData, Federation, SplitArrays
 from fedcare_core.models import MultiObjectiveModel
 from fedcare_core.param_vectors import (
     ParamLayout,

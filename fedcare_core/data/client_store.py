@@ -25,7 +25,7 @@ from typing import Any
 
 import numpy as np
 
-from fedcare_core.data.federation import SPLITS, ClientData, SplitArrays
+from fedcare_core.data.clients import SPLITS, ClientData, SplitArrays
 from fedcare_core.data.preprocess import FeatureEncoder
 from fedcare_core.errors import DataError
 

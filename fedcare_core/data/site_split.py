@@ -28,7 +28,7 @@ import numpy as np
 
 from fedcare_core.config import DataConfig
 from fedcare_core.data.client_store import FILE_MODE, FOLDER_MODE
-from fedcare_core.data.federation import draw_client_objectives
+from fedcare_core.data.clients import draw_client_objectives
 from fedcare_core.errors import ConfigError, DataError
 from fedcare_core.output_paths import check_output_dir
 from fedcare_core.seeding import derive_rng
@@ -252,7 +252,7 @@ def draw_site_objectives(
     per_site
         How many distinct objectives each site gets, 1 to ``len(objective_names)``.
     seed
-        The draw's seed (:func:`~fedcare_core.data.federation.draw_client_objectives`).
+        The draw's seed (:func:`~fedcare_core.data.clients.draw_client_objectives`).
 
     Returns
     -------

@@ -30,8 +30,8 @@ from data_checks.tables import (
 )
 from data_checks.validate import CheckReport, Failure, run_checks
 from fedcare_core.config import DataConfig
+from fedcare_core.data.clients import Federation, build_federation
 from fedcare_core.data.cohort import Cohort
-from fedcare_core.data.federation import Federation, build_federation
 from tests.fedcare_core.data.mimic3.synthetic import write_synthetic_mimic3
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 

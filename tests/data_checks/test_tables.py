@@ -24,8 +24,8 @@ from data_checks.tables import (
     recompute_assignment,
 )
 from fedcare_core.config import DataConfig
+from fedcare_core.data.clients import SPLITS, build_federation
 from fedcare_core.data.diabetes130 import DIABETES130_COLUMNS
-from fedcare_core.data.federation import SPLITS, build_federation
 from fedcare_core.data.mimic3 import schema
 from fedcare_core.errors import DataError
 from tests.fedcare_core.data.mimic3.synthetic import write_synthetic_mimic3

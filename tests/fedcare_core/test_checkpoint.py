@@ -23,7 +23,7 @@ from fedcare_core.config import (
     Stage1Config,
     Stage2Config,
 )
-from fedcare_core.data.federation import build_federation
+from fedcare_core.data.clients import build_federation
 from fedcare_core.errors import FedcareError
 from fedcare_core.run_dir import RunData, RunFolder
 from fedcare_core.runner import run_experiment

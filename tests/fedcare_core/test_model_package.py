@@ -15,13 +15,13 @@ import pytest
 import torch
 
 from fedcare_core.config import ExperimentConfig
-from fedcare_core.data.federation import assign_patients, split_patients
+from fedcare_core.data.clients import assign_patients, split_patients
 from fedcare_core.data.rows import row_format
 from fedcare_core.datasets import load_dataset
-from fedcare_core.deployment import predictor_scorer
 from fedcare_core.errors import ConfigError, DataError
 from fedcare_core.losses import predict
 from fedcare_core.model_package import client_package, load_package, save_package
+from fedcare_core.predictors import predictor_scorer
 from fedcare_core.runner import run_experiment
 
 pytestmark = pytest.mark.realdata

@@ -14,7 +14,7 @@ from dp_accounting.rdp import RdpAccountant
 import fedcare_core.checkpoint as ckpt
 from fedcare_core.checkpoint import CheckpointedStage1, load_checkpoint
 from fedcare_core.config import DataConfig, ExperimentConfig, ModelConfig, Stage1Config
-from fedcare_core.data.federation import build_federation
+from fedcare_core.data.clients import build_federation
 from fedcare_core.errors import ConfigError
 from fedcare_core.param_vectors import get_buffers, get_params, param_layout
 from fedcare_core.privacy import (

@@ -34,8 +34,8 @@ def test_end_to_end_result_document_shape():
 
 
 def test_each_objective_also_reports_the_deployed_models_on_validation():
-    from fedcare_core.deployment import predictor_scorer
     from fedcare_core.evaluate import evaluate
+    from fedcare_core.predictors import predictor_scorer
 
     res = run_experiment(make_cohort(300), PARTITION, _config())
     doc = res.to_dict()

@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from fedcare_core.config import DataConfig, ModelConfig, Stage1Config
-from fedcare_core.data.federation import build_federation
+from fedcare_core.data.clients import build_federation
 from fedcare_core.errors import TrainingDivergedError
 from fedcare_core.param_vectors import ParamLayout, get_buffers, get_params, param_layout
 from fedcare_core.seeding import derive_rng

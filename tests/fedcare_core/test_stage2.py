@@ -3,7 +3,7 @@ import pytest
 import torch
 
 from fedcare_core.config import DataConfig, ModelConfig, Stage1Config, Stage2Config
-from fedcare_core.data.federation import build_federation
+from fedcare_core.data.clients import build_federation
 from fedcare_core.stage1 import load_global_model, run_stage1
 from fedcare_core.stage2 import build_personal_model, fine_tune
 from tests.fedcare_core.synthetic import PARTITION, make_cohort

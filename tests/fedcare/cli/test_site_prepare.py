@@ -23,8 +23,8 @@ import pytest
 from fedcare.cli.main import main
 from fedcare.cli.sites_input import load_site
 from fedcare.flower.site_folder import SiteFolder
+from fedcare_core.data.clients import SPLITS, ClientData
 from fedcare_core.data.diabetes130 import DIABETES130_COLUMNS
-from fedcare_core.data.federation import SPLITS, ClientData
 from fedcare_core.errors import ConfigError
 from fedcare_core.federation_schema import read_schema
 from tests.fedcare_core.data.diabetes130.helpers import fixture_lines, set_field, write_csv

@@ -13,7 +13,7 @@ from fedcare.flower.server_app import run_server
 from fedcare.flower.strategy import FedCareStrategy
 from fedcare.flower.workspace import Workspace, prepare_workspace
 from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
-from fedcare_core.data.federation import Federation
+from fedcare_core.data.clients import Federation
 from fedcare_core.param_vectors import param_layout
 from fedcare_core.stage1 import (
     ClientUpdate,

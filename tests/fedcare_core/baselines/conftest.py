@@ -6,7 +6,7 @@ import pytest
 
 from fedcare_core.baselines.features import union_federation
 from fedcare_core.config import DataConfig
-from fedcare_core.data.federation import Federation, build_federation
+from fedcare_core.data.clients import Federation, build_federation
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 
 

@@ -10,7 +10,7 @@ from fedcare_core.data.client_store import (
     load_client_data,
     save_client_data,
 )
-from fedcare_core.data.federation import SPLITS, build_federation
+from fedcare_core.data.clients import SPLITS, build_federation
 from fedcare_core.errors import DataError
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from fedcare_core.config import DataConfig
-from fedcare_core.data.federation import (
+from fedcare_core.data.clients import (
     assign_patients,
     build_federation,
     draw_client_objectives,

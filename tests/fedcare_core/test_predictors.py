@@ -16,8 +16,8 @@ from fedcare_core.config import (
     Stage1Config,
     Stage2Config,
 )
-from fedcare_core.deployment import predictor_from_spec, predictor_scorer
 from fedcare_core.evaluate import evaluate_with_validation
+from fedcare_core.predictors import predictor_from_spec, predictor_scorer
 from fedcare_core.runner import run_experiment
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 

@@ -29,7 +29,7 @@ from torch import nn
 
 from fedcare_core.baselines.pafnet import PafnetClientModel
 from fedcare_core.config import ModelConfig
-from fedcare_core.data.federation import SplitArrays
+from fedcare_core.data.clients import SplitArrays
 from fedcare_core.evaluate import Scorer
 from fedcare_core.losses import predict
 from fedcare_core.models import FullMLP, MultiObjectiveModel, PersonalModel
