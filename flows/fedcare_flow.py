@@ -25,7 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -96,6 +96,7 @@ def train(
     partition_s: float,
     stage1_cache: Path | None = None,
     sinks: Sequence[ResultSink] = (),
+    flower_options: Mapping[str, Any] | None = None,
 ) -> ExperimentResult:
     """Run one configuration through the run service, its phases as this flow's tasks.
 
@@ -118,6 +119,8 @@ def train(
         Folder of the Stage 1 cache (:mod:`tasks.stage1_cache`); None: Stage 1 always trains.
     sinks
         Where the result goes besides the flow's MLflow runs (a ``results.json`` file).
+    flower_options
+        The Flower backends' options given (``FlowerConfig`` fields).
 
     Returns
     -------
@@ -130,7 +133,7 @@ def train(
         DataProvenance.of(loaded.cohort),
         partition_s,
         backend,
-        flower_backend(backend),
+        flower_backend(backend, flower_options),
     )
     return execute_run(
         prepared,
@@ -208,11 +211,12 @@ def fedcare_pipeline(
 ) -> dict[str, Any] | State:
     """Check, train and track FedCARE on one dataset, for each algorithm × seed.
 
-    Besides the parameters below, every configuration setting offered by name is a parameter
-    (``rounds``, ``clients``, ``stage2_epochs``, …: :mod:`flows.setting_parameters`), as the
-    ``fedcare run`` flag of the same name. Each parameter is described in
-    :data:`flows.parameter_docs.FEDCARE_PARAMETERS` or by its setting's declaration, appended
-    below as the ``Args:`` section Prefect's deployment form shows.
+    Besides the parameters below, every configuration setting and Flower option offered by
+    name is a parameter (``rounds``, ``clients``, ``stage2_epochs``, ``round_timeout``, …:
+    :mod:`flows.setting_parameters`), as the ``fedcare run`` flag of the same name. Each
+    parameter is described in :data:`flows.parameter_docs.FEDCARE_PARAMETERS` or by its
+    setting's declaration, appended below as the ``Args:`` section Prefect's deployment form
+    shows.
 
     With ``backend="federation"`` no data is loaded: Stage 1 runs over the sites registered
     with the coordinator of ``federation_state_dir``, once per seed
@@ -305,6 +309,7 @@ def _run_pipeline(
             run,
             raw,
             backend=backend,
+            flower_options=params.flower,
             workers=workers,
             register_model=register_model,
             out_dir=out_dir,
@@ -328,6 +333,7 @@ def _train_and_log(
     raw: CheckReport,
     *,
     backend: str,
+    flower_options: Mapping[str, Any],
     workers: WorkerPool | None,
     register_model: bool,
     out_dir: str | None,
@@ -347,6 +353,7 @@ def _train_and_log(
             partition_s=seconds,
             stage1_cache=stage1_cache,
             sinks=[] if out_dir is None else [JsonFile(Path(out_dir) / _results_name(config))],
+            flower_options=flower_options,
         )
         run.step = f"tracking {config.algorithm} seed {config.seed}"
         extra = {"validation/raw": raw.report_dir, "validation/partitions": checked.report_dir}

@@ -99,17 +99,23 @@ class FlowParameters:
     federation_state_dir: str | None = None
     federation_schema: str | None = None
     min_sites: int | None = None
+    flower: Mapping[str, Any] = field(default_factory=dict)
 
     @classmethod
     def of(cls, **parameters: Any) -> FlowParameters:
         """The parameters as the flow takes them: settings by name among the others.
 
-        ``None`` values are left out of ``settings`` (the configuration's value stands).
+        ``None`` values are left out of ``settings`` (the configuration's value stands) and of
+        ``flower`` (the Flower options given, by ``FlowerConfig`` field).
         """
+        from fedcare.flower.flower_options import flagged_options
+
+        fields = {str(ref.dest): ref.name for ref in flagged_options()}
         offered = set(flagged_settings()) - set(GRID_SETTINGS)
         given = {k: v for k, v in parameters.items() if k in offered and v is not None}
-        own = {k: v for k, v in parameters.items() if k not in offered}
-        return cls(settings=given, **own)
+        flower = {fields[k]: v for k, v in parameters.items() if k in fields and v is not None}
+        own = {k: v for k, v in parameters.items() if k not in offered and k not in fields}
+        return cls(settings=given, flower=flower, **own)
 
     def setting(self, name: str) -> Any:
         """The value given for setting ``name`` (None: not given)."""
@@ -141,6 +147,7 @@ class FlowParameters:
         if self.backend == FEDERATION:
             self.validate_federation()
             return self
+        self.flower_options()
         for name in FEDERATION_PARAMETERS:
             if getattr(self, name) is not None:
                 raise ConfigError(
@@ -158,6 +165,27 @@ class FlowParameters:
                 raise ConfigError(f"repeated {name}s: {list(values)}")
         self.experiment_configs()
         return self
+
+    def flower_options(self) -> Any:
+        """The backend's options from the Flower parameters given, checked (None: none).
+
+        Raises
+        ------
+        ConfigError
+            A Flower parameter with a backend that would ignore it (``local``; a network one
+            with a backend without sockets), or a value ``FlowerConfig`` refuses, naming it.
+        """
+        from fedcare.flower.flower_options import NETWORK_OPTIONS, flagged_options
+        from fedcare_core.backends import get_backend
+
+        names = {ref.name: str(ref.dest) for ref in flagged_options()}
+        spec = get_backend(self.backend)
+        for name in self.flower:
+            if spec.options is None or (name in NETWORK_OPTIONS and not spec.network):
+                raise ConfigError(
+                    f"{names[name]} applies to the Flower backends (backend is {self.backend!r})"
+                )
+        return spec.options_from(self.flower, names) if spec.options is not None else None
 
     def validate_federation(self) -> FederationSchema:
         """Backend ``"federation"``'s checks (no data is read: the schema decides it).
@@ -184,6 +212,11 @@ class FlowParameters:
         for name in self.settings:
             if name not in RUN_SETTINGS:
                 raise ConfigError(f"{name}: {_SCHEMA_DECIDES}")
+        if self.flower:
+            raise ConfigError(
+                f"{', '.join(sorted(self.flower))}: the coordinator's Flower transport is "
+                "fedcare federation start's (backend 'federation')"
+            )
         if self.overrides and not self.federation_secagg_only():
             raise ConfigError(
                 f"overrides: {_SCHEMA_DECIDES}; only {{'stage1': {{'secagg': true}}}} may be given"
@@ -240,7 +273,7 @@ class FlowParameters:
         """
         kinds = field_kinds(FlowParameters)
         for name, kind in kinds.items():
-            if name in ("algorithms", "seeds", "overrides", "settings"):
+            if name in ("algorithms", "seeds", "overrides", "settings", "flower"):
                 continue
             check_value(name, getattr(self, name), kind, PARAMETER_RANGES.get(name))
         _check_settings(self.settings)

@@ -25,12 +25,24 @@ def _annotation(ref: SettingRef) -> Any:
     return ref.base | None
 
 
+def offered_settings() -> dict[str, SettingRef]:
+    """Every setting offered by name, by parameter: the configuration's and the Flower options'.
+
+    A Flower option (``round_timeout``, …: :func:`fedcare.flower.flower_options.flagged_options`)
+    is a flow parameter as it is a ``fedcare run`` flag, for the Flower backends.
+    """
+    from fedcare.flower.flower_options import flagged_options
+
+    flower = {str(ref.dest): ref for ref in flagged_options()}
+    return {**flagged_settings(), **flower}
+
+
 def setting_parameters(skip: Container[str]) -> list[inspect.Parameter]:
     """One keyword-only parameter per offered setting not in ``skip``, ``None`` by default."""
     return [
         inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
                           annotation=_annotation(ref))
-        for name, ref in flagged_settings().items()
+        for name, ref in offered_settings().items()
         if name not in skip
     ]  # fmt: skip
 
@@ -38,7 +50,7 @@ def setting_parameters(skip: Container[str]) -> list[inspect.Parameter]:
 def setting_descriptions(skip: Container[str] = ()) -> dict[str, str]:
     """Each setting parameter's description: its help, its choices and its default."""
     out: dict[str, str] = {}
-    for name, ref in flagged_settings().items():
+    for name, ref in offered_settings().items():
         if name in skip:
             continue
         text = ref.spec.help[:1].upper() + ref.spec.help[1:]

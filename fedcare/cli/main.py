@@ -41,18 +41,20 @@ _parser = build_parser
 __all__ = ["BACKENDS", "EXIT_ERROR", "build_parser", "build_stage1_runner", "cmd_run", "main"]
 
 
-#: Each backend-option flag (its ``argparse`` dest) and what a backend needs to take it: any
-#: options (the Flower backends) or sockets between its parties (``network``). Given with
-#: another backend it would be silently ignored, so it is refused.
-BACKEND_FLAGS: dict[str, str] = {
-    "round_timeout": "options",
-    "startup_timeout": "options",
-    "keep_workdir": "options",
-    "stock_supernodes": "network",
-    "insecure": "network",
-    "node_auth": "network",
-    "bind_address": "network",
-}
+def backend_flags() -> dict[str, str]:
+    """Each backend-option flag (its ``argparse`` dest) and what a backend needs to take it.
+
+    Any options (the Flower backends), or sockets between its parties (``network``: the
+    options of :data:`~fedcare.flower.flower_options.NETWORK_OPTIONS`, ``--stock-supernodes``).
+    Given with another backend a flag would be silently ignored, so it is refused.
+    """
+    from fedcare.flower.flower_options import NETWORK_OPTIONS, flagged_options
+
+    flags = {
+        str(ref.dest): "network" if ref.name in NETWORK_OPTIONS else "options"
+        for ref in flagged_options()
+    }
+    return {**flags, "stock_supernodes": "network"}
 
 
 def check_flower_flags(args: argparse.Namespace) -> None:
@@ -66,7 +68,7 @@ def check_flower_flags(args: argparse.Namespace) -> None:
     from fedcare_core.backends import REGISTRY, get_backend
 
     chosen = get_backend(args.backend)
-    for dest, needs in BACKEND_FLAGS.items():
+    for dest, needs in backend_flags().items():
         value = getattr(args, dest)
         if value is None or value is False or _takes(chosen, needs):
             continue
@@ -88,17 +90,15 @@ def flower_overrides(args: argparse.Namespace) -> dict[str, Any]:
     ConfigError
         For ``--bind-address`` with a backend other than ``flower-deployment``.
     """
-    overrides: dict[str, Any] = {"keep_workdir": args.keep_workdir}
-    if args.round_timeout is not None:
-        overrides["round_timeout_s"] = args.round_timeout
-    if args.startup_timeout is not None:
-        overrides["startup_timeout_s"] = args.startup_timeout
+    from fedcare.flower.flower_options import flagged_options
+
+    overrides: dict[str, Any] = {
+        ref.name: getattr(args, str(ref.dest))
+        for ref in flagged_options()
+        if getattr(args, str(ref.dest)) is not None
+    }
     if args.stock_supernodes:
         overrides.update(client_exec="subprocess", node_poll_s=None)
-    if args.insecure or args.node_auth:
-        overrides.update(insecure=args.insecure, node_auth=args.node_auth)
-    if args.bind_address is not None:
-        overrides["bind_address"] = args.bind_address
     return overrides
 
 
@@ -128,9 +128,9 @@ def option_flags(backend: RunBackend) -> dict[str, str] | None:
     """What messages call each of the backend's options: its ``fedcare run`` flag."""
     if not backend.options:
         return None
-    from fedcare.flower.flower_options import CLI_FLAGS
+    from fedcare.flower.flower_options import cli_flags
 
-    return CLI_FLAGS
+    return cli_flags()
 
 
 def _warn_insecure(backend: RunBackend) -> None:

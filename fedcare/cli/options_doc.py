@@ -10,7 +10,7 @@ import sys
 
 from fedcare.cli.setting_flags import choices_of
 from fedcare_core.config import all_settings
-from fedcare_core.config.settings import SettingRef
+from fedcare_core.config.settings import SettingRef, declared
 
 _HEAD = """# Configuration settings
 
@@ -19,7 +19,10 @@ page is written from those declarations (`python -m fedcare.cli.options_doc >
 docs/OPTIONS.md`). A setting with a flag is `fedcare run --<flag>` and the parameter of the
 same name (`-` as `_`) of the `fedcare/full-experiment` deployment; every setting is also
 `fedcare run --set <name>=<value>`, a key of a `--config` file, and the deployment's
-`overrides` (`{"<section>": {"<key>": value}}`).
+`overrides` (`{"<section>": {"<key>": value}}`). The Flower backends' transport options
+(`flower.*`, `fedcare/flower/flower_options.py`) are not part of a run's configuration: those
+with a flag are `fedcare run` flags and deployment parameters for `--backend flower-sim` and
+`flower-deployment`; the others keep their defaults.
 """
 
 
@@ -46,8 +49,10 @@ def _row(ref: SettingRef) -> str:
 
 def markdown() -> str:
     """The page: a table per heading, the settings in declaration order."""
+    from fedcare.flower.flower_options import FlowerConfig
+
     groups: dict[str, list[SettingRef]] = {}
-    for ref in all_settings():
+    for ref in [*all_settings(), *declared(FlowerConfig, "flower")]:
         groups.setdefault(ref.spec.group, []).append(ref)
     parts = [_HEAD]
     for group, refs in groups.items():

@@ -39,45 +39,7 @@ def add_parser(sub: Any, backends: tuple[str, ...]) -> None:
         "Flower's Simulation Engine, or SuperLink/SuperNode processes on loopback "
         "(default local; PAFNet, local and centralised: local only)",
     )
-    run.add_argument(
-        "--round-timeout",
-        type=float,
-        help="Flower backends: seconds to wait for clients' replies in a round (default 600)",
-    )
-    run.add_argument(
-        "--startup-timeout",
-        type=float,
-        help="Flower backends: seconds to wait for all clients to connect (default 180)",
-    )
-    run.add_argument(
-        "--stock-supernodes",
-        action="store_true",
-        help="flower-deployment: run Flower's stock SuperNode loop (3 s idle polls, a fresh "
-        "flwr-clientapp interpreter per message) instead of the warm, poll-capped one",
-    )
-    run.add_argument(
-        "--insecure",
-        action="store_true",
-        help="flower-deployment: plain HTTP between the Flower processes instead of TLS with a "
-        "per-run certificate authority (the default)",
-    )
-    run.add_argument(
-        "--node-auth",
-        action="store_true",
-        help="flower-deployment: SuperNode authentication; the SuperLink admits only nodes "
-        "whose per-run public key was registered with it (needs TLS)",
-    )
-    run.add_argument(
-        "--bind-address",
-        metavar="IP",
-        help="flower-deployment: the IPv4 address of this machine the SuperLink listens on "
-        "and its certificate names (default 127.0.0.1; another address needs TLS)",
-    )
-    run.add_argument(
-        "--keep-workdir",
-        action="store_true",
-        help="Flower backends: keep the run folder (logs, per-client data) for debugging",
-    )
+    add_flower_flags(run)
     run.add_argument(
         "--out",
         type=Path,
@@ -127,4 +89,20 @@ def _add_sites_options(run: Any) -> None:
         type=Path,
         metavar="federation.json",
         help="the federation's schema (`fedcare federation init`)",
+    )
+
+
+def add_flower_flags(parser: Any) -> None:
+    """The Flower options' flags, from their declarations (:class:`FlowerConfig`)."""
+    from fedcare.cli.setting_flags import add_declared_flag
+    from fedcare.flower.flower_options import flagged_options
+
+    group = parser.add_argument_group("Flower backends (transport)")
+    for ref in flagged_options():
+        add_declared_flag(group, ref, required=False)
+    group.add_argument(
+        "--stock-supernodes",
+        action="store_true",
+        help="flower-deployment: run Flower's stock SuperNode loop (3 s idle polls, a fresh "
+        "flwr-clientapp interpreter per message) instead of the warm, poll-capped one",
     )

@@ -60,7 +60,7 @@ def add_setting_flags(
             continue
         if ref.spec.group not in groups:
             groups[ref.spec.group] = parser.add_argument_group(ref.spec.group)
-        _add_flag(groups[ref.spec.group], ref, flag in required)
+        add_declared_flag(groups[ref.spec.group], ref, flag in required)
     parser.add_argument(
         "--set",
         action="append",
@@ -72,8 +72,8 @@ def add_setting_flags(
     )
 
 
-def _add_flag(group: Any, ref: SettingRef, required: bool) -> None:
-    """One setting's flag (None by default: the configuration's value stands)."""
+def add_declared_flag(group: Any, ref: SettingRef, required: bool) -> None:
+    """One declared setting's ``--<flag>`` (None by default: the declared value stands)."""
     name = f"--{ref.spec.flag}"
     shown = not required and ref.default is not None
     text = f"{ref.spec.help} (default {ref.default_text()})" if shown else ref.spec.help

@@ -14,6 +14,7 @@ from typing import Any
 
 from fedcare.procs import LOOPBACK, free_port
 from fedcare_core.config.fields import AT_LEAST_1, POSITIVE, Range, check_value, field_kinds
+from fedcare_core.config.settings import SettingRef, declared, ranges_of, setting
 from fedcare_core.errors import ConfigError
 
 #: How a deployment SuperNode runs ClientApp tasks (see :attr:`FlowerConfig.client_exec`).
@@ -24,27 +25,10 @@ CLIENT_EXECS = ("warm", "subprocess")
 MAX_TIMEOUT_S = 30 * 86_400.0
 #: A time in seconds: positive and at most :data:`MAX_TIMEOUT_S`.
 SECONDS = Range(0, MAX_TIMEOUT_S, low_open=True)
-#: Every number field's range (NaN and ±inf are refused for every float field).
-RANGES: dict[str, Range] = {
-    "round_timeout_s": SECONDS,
-    "startup_timeout_s": SECONDS,
-    "pull_interval_s": SECONDS,
-    "process_start_timeout_s": SECONDS,
-    "shutdown_grace_s": SECONDS,
-    "run_timeout_s": SECONDS,
-    "sim_num_cpus": AT_LEAST_1,
-    "sim_client_cpus": POSITIVE,
-    "node_poll_s": SECONDS,
-}
-#: The ``fedcare run`` flag of each field that has one (what the CLI's messages name).
-CLI_FLAGS: dict[str, str] = {
-    "round_timeout_s": "--round-timeout",
-    "startup_timeout_s": "--startup-timeout",
-    "keep_workdir": "--keep-workdir",
-    "insecure": "--insecure",
-    "node_auth": "--node-auth",
-    "bind_address": "--bind-address",
-}
+_FLOWER = "Flower backends (transport)"
+#: The options that are about sockets between parties: a backend without a network
+#: (``BackendSpec.network``) refuses them.
+NETWORK_OPTIONS = ("insecure", "node_auth", "bind_address")
 
 
 @dataclass(frozen=True)
@@ -102,21 +86,93 @@ class FlowerConfig:
         stay on loopback whatever it is.
     """
 
-    round_timeout_s: float = 600.0
-    startup_timeout_s: float = 180.0
-    pull_interval_s: float = 0.2
-    process_start_timeout_s: float = 60.0
-    shutdown_grace_s: float = 5.0
-    run_timeout_s: float | None = None
-    sim_num_cpus: int | None = None
-    sim_client_cpus: float = 1.0
-    keep_workdir: bool = False
-    workdir_parent: str | None = None
-    client_exec: str = "warm"
-    node_poll_s: float | None = 0.5
-    insecure: bool = False
-    node_auth: bool = False
-    bind_address: str = LOOPBACK
+    round_timeout_s: float = setting(
+        600.0,
+        help="Flower backends: seconds to wait for clients' replies in a round",
+        range=SECONDS,
+        flag="round-timeout",
+        group=_FLOWER,
+    )
+    startup_timeout_s: float = setting(
+        180.0,
+        help="Flower backends: seconds to wait for all clients to connect",
+        range=SECONDS,
+        flag="startup-timeout",
+        group=_FLOWER,
+    )
+    pull_interval_s: float = setting(
+        0.2, help="seconds between the server's polls for replies", range=SECONDS, group=_FLOWER
+    )
+    process_start_timeout_s: float = setting(
+        60.0,
+        help="deployment: seconds to wait for the SuperLink to accept connections",
+        range=SECONDS,
+        group=_FLOWER,
+    )
+    shutdown_grace_s: float = setting(
+        5.0,
+        help="deployment: seconds between SIGTERM and SIGKILL at teardown",
+        range=SECONDS,
+        group=_FLOWER,
+    )
+    run_timeout_s: float | None = setting(
+        None,
+        help="deployment: an upper bound on the whole Stage 1 run",
+        range=SECONDS,
+        group=_FLOWER,
+    )
+    sim_num_cpus: int | None = setting(
+        None,
+        help="simulation: CPUs of the private Ray instance (none: the machine's)",
+        range=AT_LEAST_1,
+        group=_FLOWER,
+    )
+    sim_client_cpus: float = setting(
+        1.0, help="simulation: CPUs per ClientApp actor", range=POSITIVE, group=_FLOWER
+    )
+    keep_workdir: bool = setting(
+        False,
+        help="Flower backends: keep the run folder (logs, per-client data) for debugging",
+        flag="keep-workdir",
+        group=_FLOWER,
+    )
+    workdir_parent: str | None = setting(
+        None, help="where the run folder is made (none: the temporary folder)", group=_FLOWER
+    )
+    client_exec: str = setting(
+        "warm",
+        help="deployment: how a SuperNode runs ClientApp tasks",
+        choices=CLIENT_EXECS,
+        group=_FLOWER,
+    )
+    node_poll_s: float | None = setting(
+        0.5,
+        help="deployment: cap on the SuperNodes' polls (none: the stock flower-supernode)",
+        range=SECONDS,
+        group=_FLOWER,
+    )
+    insecure: bool = setting(
+        False,
+        help="flower-deployment: plain HTTP between the Flower processes instead of TLS with a "
+        "per-run certificate authority (the default)",
+        flag="insecure",
+        group=_FLOWER,
+    )
+    node_auth: bool = setting(
+        False,
+        help="flower-deployment: SuperNode authentication; the SuperLink admits only nodes "
+        "whose per-run public key was registered with it (needs TLS)",
+        flag="node-auth",
+        group=_FLOWER,
+    )
+    bind_address: str = setting(
+        LOOPBACK,
+        help="flower-deployment: the IPv4 address of this machine the SuperLink listens on "
+        "and its certificate names (another than loopback needs TLS)",
+        flag="bind-address",
+        metavar="IP",
+        group=_FLOWER,
+    )
 
     @classmethod
     def from_options(
@@ -142,7 +198,7 @@ class FlowerConfig:
         Parameters
         ----------
         names
-            What a message calls each field (e.g. :data:`CLI_FLAGS`); the field's own name
+            What a message calls each field (e.g. :func:`cli_flags`); the field's own name
             otherwise.
 
         Raises
@@ -157,8 +213,9 @@ class FlowerConfig:
         def name(field: str) -> str:
             return names.get(field, field)
 
+        ranges = ranges_of(type(self))
         for field, kind in field_kinds(type(self)).items():
-            check_value(name(field), getattr(self, field), kind, RANGES.get(field))
+            check_value(name(field), getattr(self, field), kind, ranges.get(field))
         if self.client_exec not in CLIENT_EXECS:
             raise ConfigError(
                 f"{name('client_exec')} must be one of {', '.join(CLIENT_EXECS)}, "
@@ -204,3 +261,13 @@ def check_bind_address(address: str, name: str = "bind_address") -> ipaddress.IP
             "certificate names the address clients dial; 0.0.0.0 would listen everywhere)"
         )
     return ip
+
+
+def flagged_options() -> list[SettingRef]:
+    """The Flower options ``fedcare run`` offers as flags (``--round-timeout``, …)."""
+    return [ref for ref in declared(FlowerConfig, "flower") if ref.spec.flag is not None]
+
+
+def cli_flags() -> dict[str, str]:
+    """The ``fedcare run`` flag of each option that has one (what the CLI's messages name)."""
+    return {ref.name: f"--{ref.spec.flag}" for ref in flagged_options()}

@@ -14,9 +14,10 @@ from typing import Any
 
 import pytest
 
-from fedcare.cli.main import _parser
+from fedcare.cli.main import _parser, build_stage1_runner
 from fedcare.cli.options_doc import markdown
 from fedcare.cli.setting_flags import build_config, setting_values
+from fedcare.flower.flower_options import FlowerConfig, flagged_options
 from fedcare_core.config import ExperimentConfig, all_settings, flagged_settings, sections_of
 from fedcare_core.config.settings import SettingRef
 from fedcare_core.errors import ConfigError
@@ -24,6 +25,8 @@ from flows.fedcare_flow import fedcare_pipeline
 from flows.flow_parameters import GRID_SETTINGS, FlowParameters
 
 FLAGGED = flagged_settings()
+#: The Flower options offered by name (``round_timeout``, …), by flag dest.
+FLOWER = {str(ref.dest): ref for ref in flagged_options()}
 #: The flow's names of the settings it takes as grids (the others: the setting's own name).
 FLOW_NAMES = {"algorithm": "algorithm", "seed": "seeds", "dataset": "dataset"}
 #: Flow parameters that are not configuration settings (data, tracking, output, backends).
@@ -64,7 +67,7 @@ def test_the_cli_and_the_flow_offer_the_same_settings() -> None:
         else:
             assert flow[flow_name].default is None, name
     settings_in_flow = set(flow) - FLOW_OWN
-    assert settings_in_flow == {FLOW_NAMES.get(n, n) for n in FLAGGED}
+    assert settings_in_flow == {FLOW_NAMES.get(n, n) for n in FLAGGED} | set(FLOWER)
     config_flags = {d for d in cli if d in FLAGGED}
     assert config_flags == set(FLAGGED)
 
@@ -172,3 +175,41 @@ def test_the_options_page_is_the_declarations() -> None:
     assert page.read_text(encoding="utf-8") == markdown(), (
         "docs/OPTIONS.md is stale: python -m fedcare.cli.options_doc > docs/OPTIONS.md"
     )
+
+
+@pytest.mark.parametrize("dest", sorted(FLOWER))
+def test_a_flower_option_is_a_flag_and_a_flow_parameter_with_one_meaning(dest: str) -> None:
+    ref = FLOWER[dest]
+    assert _cli_options()[dest].option_strings == [f"--{ref.spec.flag}"]
+    assert _cli_options()[dest].default is None and _flow_parameters()[dest].default is None
+    value: Any = True if ref.base is bool else 42.0 if ref.base is float else "127.0.0.1"
+    argv = ["run", "--backend", "flower-deployment", f"--{ref.spec.flag}"]
+    argv += [] if ref.base is bool else [str(value)]
+    from fedcare.cli.main import flower_overrides
+
+    from_cli = flower_overrides(_parser("run").parse_args(argv))
+    params = FlowParameters.of(backend="flower-deployment", **{dest: value}).validate()
+    assert from_cli == dict(params.flower) == {ref.name: value}
+    assert getattr(params.flower_options(), ref.name) == value
+    assert isinstance(params.flower_options(), FlowerConfig)
+    # With the in-process backend, both entries refuse it, naming it.
+    local = ["run", f"--{ref.spec.flag}"] + ([] if ref.base is bool else [str(value)])
+    with pytest.raises(ConfigError, match=f"--{ref.spec.flag} applies to"):
+        build_stage1_runner(_parser("run").parse_args(local))
+    with pytest.raises(ConfigError, match=f"{dest} applies to the Flower backends"):
+        FlowParameters.of(**{dest: value}).validate()
+
+
+@pytest.mark.parametrize("dest", sorted(d for d, r in FLOWER.items() if r.spec.range))
+def test_a_flower_option_has_one_range_for_both_entries(dest: str) -> None:
+    ref = FLOWER[dest]
+    words = ref.spec.range.text() if ref.spec.range else ""
+    args = _parser("run").parse_args(["run", "--backend", "flower-sim", f"--{ref.spec.flag}", "-1"])
+    with pytest.raises(ConfigError) as from_cli:
+        build_stage1_runner(args)
+    with pytest.raises(ConfigError) as from_flow:
+        FlowParameters.of(backend="flower-sim", **{dest: -1.0}).validate()
+    assert str(from_cli.value).startswith(f"--{ref.spec.flag} ")
+    assert str(from_flow.value).startswith(f"{dest} ")
+    for err in (from_cli, from_flow):
+        assert words in str(err.value), str(err.value)

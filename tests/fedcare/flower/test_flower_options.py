@@ -5,7 +5,7 @@ from __future__ import annotations
 import psutil
 import pytest
 
-from fedcare.flower.flower_options import CLI_FLAGS, FlowerConfig
+from fedcare.flower.flower_options import FlowerConfig, cli_flags
 from fedcare_core.errors import ConfigError
 
 #: (field, a value it refuses, words the message holds).
@@ -49,9 +49,9 @@ def test_a_bad_field_is_refused_naming_it(field: str, value: object, words: str)
 
 def test_messages_name_the_cli_flag_when_asked() -> None:
     with pytest.raises(ConfigError, match=r"^--round-timeout must be a finite number, got inf$"):
-        FlowerConfig(round_timeout_s=float("inf")).validate(CLI_FLAGS)
+        FlowerConfig(round_timeout_s=float("inf")).validate(cli_flags())
     with pytest.raises(ConfigError, match=r"^--node-auth needs TLS.*--insecure$"):
-        FlowerConfig(insecure=True, node_auth=True).validate(CLI_FLAGS)
+        FlowerConfig(insecure=True, node_auth=True).validate(cli_flags())
 
 
 def test_defaults_and_good_values_pass() -> None:
@@ -74,9 +74,9 @@ def _routable_address() -> str | None:
 def test_a_non_loopback_address_needs_tls_and_must_be_this_machines() -> None:
     # TEST-NET-1 (RFC 5737): no interface has it; refused with --insecure before the bind test.
     with pytest.raises(ConfigError, match=r"^--bind-address 192.0.2.7 is not loopback.*--insecure"):
-        FlowerConfig(insecure=True, bind_address="192.0.2.7").validate(CLI_FLAGS)
+        FlowerConfig(insecure=True, bind_address="192.0.2.7").validate(cli_flags())
     with pytest.raises(ConfigError, match=r"^--bind-address 192.0.2.7: cannot listen there"):
-        FlowerConfig(bind_address="192.0.2.7").validate(CLI_FLAGS)
+        FlowerConfig(bind_address="192.0.2.7").validate(cli_flags())
     routable = _routable_address()
     if routable is None:
         pytest.skip("this machine has no non-loopback IPv4 address")
