@@ -64,6 +64,7 @@ from fedcare.flower.workspace import (
     write_private,
 )
 from fedcare.procs import alive
+from fedcare_core.atomic_files import write_atomic
 from fedcare_core.errors import ConfigError
 from fedcare_core.private_files import keep_out_of_git
 from fedcare_core.safe_names import check_name, name_path
@@ -285,9 +286,7 @@ class Coordinator:
             }
             for s in sorted(sites.values(), key=lambda s: s.name)
         }
-        tmp = self.root / ".sites.json.tmp"
-        write_private(tmp, json.dumps(doc, indent=1) + "\n")
-        os.replace(tmp, self.root / SITES_FILE)
+        write_atomic(self.root / SITES_FILE, (json.dumps(doc, indent=1) + "\n").encode())
 
     def register(self, card: SiteCard) -> RegisteredSite:
         """Register a site's public key with the SuperLink; only registered sites can join.

@@ -12,9 +12,9 @@ core's :class:`~fedcare_core.stage1.Stage1Result`.
 
 from __future__ import annotations
 
+import io
 import json
 import math
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from fedcare.flower.run_plan import (
     ROUNDS_FILE,
     RunPlan,
 )
+from fedcare_core.atomic_files import write_atomic
 from fedcare_core.param_vectors import param_layout
 from fedcare_core.stage1 import RoundInfo, ServerState, Stage1Result, build_model
 
@@ -97,19 +98,16 @@ def write_stage1_result(
 ) -> None:
     """Write ``w*`` and the run summary; ``stage1.json`` appears last, atomically."""
     out = Path(result_dir)
-    tmp = out / f".{RESULT_ARRAYS_FILE}.tmp"
-    with open(tmp, "wb") as fh:
-        np.savez(fh, params=state.params, buffers=state.buffers)
-    os.replace(tmp, out / RESULT_ARRAYS_FILE)
+    arrays = io.BytesIO()
+    np.savez(arrays, params=state.params, buffers=state.buffers)
+    write_atomic(out / RESULT_ARRAYS_FILE, arrays.getvalue())
     doc = {
         "converged": converged,
         "notes": notes,
         "dp_releases": state.dp_releases,
         "rounds": [round_to_dict(r) for r in rounds],
     }
-    tmp = out / f".{RESULT_FILE}.tmp"
-    tmp.write_text(json.dumps(doc, indent=1) + "\n")
-    os.replace(tmp, out / RESULT_FILE)
+    write_atomic(out / RESULT_FILE, (json.dumps(doc, indent=1) + "\n").encode())
 
 
 def write_error(result_dir: str | Path, text: str) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import secrets
 import subprocess
 import time
@@ -22,6 +21,7 @@ from fedcare.stack.processes import (
     wait_http,
 )
 from fedcare.stack.settings import TOKEN_ENV, WORK_POOL, StackConfig
+from fedcare_core.atomic_files import write_atomic
 from fedcare_core.errors import FedcareError
 
 #: Services in start order (stopped in reverse).
@@ -35,7 +35,6 @@ CLI_TIMEOUT_S = 300.0
 TOKEN_FILE = "token"
 #: Modes of the state folder (and its sub-folders) and of the token file.
 PRIVATE_DIR_MODE = 0o700
-PRIVATE_FILE_MODE = 0o600
 
 Say = Callable[[str], None]
 
@@ -131,12 +130,7 @@ def write_private(path: Path, text: str) -> None:
     Written to a temporary file then renamed, so an older file's looser mode never carries
     over (``O_CREAT`` keeps an existing file's mode).
     """
-    tmp = path.with_name(f".{path.name}.tmp")
-    tmp.unlink(missing_ok=True)
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, PRIVATE_FILE_MODE)
-    with os.fdopen(fd, "w") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
+    write_atomic(path, text.encode())
 
 
 def _running(config: StackConfig, name: str) -> int | None:

@@ -34,6 +34,7 @@ from typing import Any
 
 from fedcare_core import interrupts
 from fedcare_core.algorithms import get_algorithm
+from fedcare_core.atomic_files import write_atomic
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.datasets import LoadedDataset, load_dataset
 from fedcare_core.experiments.cells import Cell, unique
@@ -140,14 +141,10 @@ def _dataset(config: ExperimentConfig, spec: DataSpec) -> LoadedDataset:
     return _loaded[key]
 
 
-def _write_atomic(path: Path, document: dict[str, Any]) -> None:
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    try:
-        tmp.write_text(json.dumps(document, indent=1, sort_keys=True, allow_nan=True))
-        os.replace(tmp, path)
-    except BaseException:  # an interrupted write leaves no half-written file behind
-        tmp.unlink(missing_ok=True)
-        raise
+def _write_cell(path: Path, document: dict[str, Any]) -> None:
+    """A cell's document, atomically (its JSON form kept: NaN as written, keys sorted)."""
+    text = json.dumps(document, indent=1, sort_keys=True, allow_nan=True)
+    write_atomic(path, text.encode())
 
 
 def stop_marker(out_dir: str | Path, token: str) -> Path:
@@ -220,7 +217,7 @@ def run_job(
             timing = {k: result.timing[k] for k in ("partition_s", "stage1_s")}
         path = out / f"{cell.key}.json"
         check_stop(stop)
-        _write_atomic(path, result.to_dict())
+        _write_cell(path, result.to_dict())
         written.append(
             {
                 "key": cell.key,
