@@ -331,11 +331,12 @@ def _run_folder_runner(
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    """``fedcare data fetch``."""
+    """``fedcare data fetch NAME``: the registered dataset's own download."""
     from tqdm import tqdm
 
-    from fedcare_core.data.fetch import fetch_diabetes130
+    from fedcare_core.data.registry import get_dataset
 
+    fetch = get_dataset(args.name).load_fetch()  # the parser offers fetchable datasets only
     bar: tqdm | None = None
 
     def progress(done: int, total: int | None) -> None:
@@ -343,14 +344,14 @@ def cmd_fetch(args: argparse.Namespace) -> int:
         if args.quiet:
             return
         if bar is None:
-            bar = tqdm(total=total, unit="B", unit_scale=True, desc="diabetes130", file=sys.stderr)
+            bar = tqdm(total=total, unit="B", unit_scale=True, desc=args.name, file=sys.stderr)
         bar.update(done - bar.n)
 
     kwargs: dict[str, Any] = {"progress": progress}
     if args.url:
         kwargs["url"] = args.url
     try:
-        path = fetch_diabetes130(args.cache_dir, **kwargs)
+        path = fetch(args.cache_dir, **kwargs)
     finally:
         if bar is not None:
             bar.close()

@@ -81,8 +81,10 @@ class DatasetSpec:
         The cohorts it can build (``data.cohort``; the first is the default; none: one).
     objectives
         How many objectives it labels.
-    fetchable
-        ``fedcare data fetch`` downloads it.
+    fetch
+        ``"module:NAME"`` of the function that downloads and verifies it into the cache
+        (``fetch(cache_dir, *, url=..., progress=...) -> Path``, ``fedcare data fetch``);
+        None: not downloadable.
     site_files
         ``fedcare data split-sites`` cuts it into hospital files.
     model_input
@@ -96,13 +98,22 @@ class DatasetSpec:
     feature_sets: tuple[str, ...] = ("paper",)
     cohorts: tuple[str, ...] = ()
     objectives: int = 3
-    fetchable: bool = False
+    fetch: str | None = None
     site_files: bool = False
     model_input: str = "rows of the cohort's features"
 
     def load_source(self) -> DatasetSource:
         """Its :class:`DatasetSource`, imported now."""
         return cast(DatasetSource, _resolve(self.source))
+
+    @property
+    def fetchable(self) -> bool:
+        """Whether ``fedcare data fetch`` downloads it."""
+        return self.fetch is not None
+
+    def load_fetch(self) -> Any:
+        """Its download function, imported now (None: not downloadable)."""
+        return None if self.fetch is None else _resolve(self.fetch)
 
     def load_checks(self) -> Any:
         """Its raw tables' checks (None: none), imported now."""
@@ -121,7 +132,7 @@ REGISTRY: dict[str, DatasetSpec] = {
         "fedcare_core.data.diabetes130.dataset:SOURCE",
         "data_checks.datasets:DIABETES130_CHECKS",
         feature_sets=("paper", "admission"),
-        fetchable=True,
+        fetch="fedcare_core.data.fetch:fetch_diabetes130",
         site_files=True,
         model_input="raw encounter rows as in `diabetic_data.csv` (one hospital encounter per row)",
     ),
