@@ -175,13 +175,13 @@ class FlowParameters:
             A Flower parameter with a backend that would ignore it (``local``; a network one
             with a backend without sockets), or a value ``FlowerConfig`` refuses, naming it.
         """
-        from fedcare.flower.flower_options import NETWORK_OPTIONS, flagged_options
+        from fedcare.flower.flower_options import flagged_options, takes_option
         from fedcare_core.backends import get_backend
 
         names = {ref.name: str(ref.dest) for ref in flagged_options()}
         spec = get_backend(self.backend)
         for name in self.flower:
-            if spec.options is None or (name in NETWORK_OPTIONS and not spec.network):
+            if not takes_option(spec, name):
                 raise ConfigError(
                     f"{names[name]} applies to the Flower backends (backend is {self.backend!r})"
                 )

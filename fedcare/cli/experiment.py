@@ -35,13 +35,16 @@ T = TypeVar("T")
 
 
 def _items(text: str, convert: Callable[[str], T]) -> list[T]:
-    """A comma-separated list, converted item by item: not empty, no empty item, no repeat.
+    """A comma-separated list, converted item by item: not empty, no empty item.
+
+    A repeated value, or one out of range, is the grid service's to refuse (the option's
+    declaration, :mod:`fedcare.app.grid_options`), as it is for a flow's list.
 
     Raises
     ------
     argparse.ArgumentTypeError
-        An empty list or item, an item ``convert`` refuses, or a value given twice (argparse
-        names the option in its one-line message).
+        An empty list or item, or an item ``convert`` refuses (argparse names the option in
+        its one-line message).
     """
     items = [t.strip() for t in text.split(",")]
     if not text.strip():
@@ -52,9 +55,6 @@ def _items(text: str, convert: Callable[[str], T]) -> list[T]:
         values = [convert(t) for t in items]
     except ValueError:
         raise argparse.ArgumentTypeError(f"cannot read {text!r} as a list of values") from None
-    repeated = sorted({str(v) for i, v in enumerate(values) if v in values[:i]})
-    if repeated:
-        raise argparse.ArgumentTypeError(f"{', '.join(repeated)} given twice in {text!r}")
     return values
 
 

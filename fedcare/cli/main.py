@@ -41,22 +41,6 @@ _parser = build_parser
 __all__ = ["BACKENDS", "EXIT_ERROR", "build_parser", "build_stage1_runner", "cmd_run", "main"]
 
 
-def backend_flags() -> dict[str, str]:
-    """Each backend-option flag (its ``argparse`` dest) and what a backend needs to take it.
-
-    Any options (the Flower backends), or sockets between its parties (``network``: the
-    options of :data:`~fedcare.flower.flower_options.NETWORK_OPTIONS`, ``--stock-supernodes``).
-    Given with another backend a flag would be silently ignored, so it is refused.
-    """
-    from fedcare.flower.flower_options import NETWORK_OPTIONS, flagged_options
-
-    flags = {
-        str(ref.dest): "network" if ref.name in NETWORK_OPTIONS else "options"
-        for ref in flagged_options()
-    }
-    return {**flags, "stock_supernodes": "network"}
-
-
 def check_flower_flags(args: argparse.Namespace) -> None:
     """Refuse a backend option given with a backend that would ignore it (``--backend local``).
 
@@ -65,21 +49,19 @@ def check_flower_flags(args: argparse.Namespace) -> None:
     ConfigError
         Naming the first such flag and the backends it applies to.
     """
+    from fedcare.flower.flower_options import flagged_options, takes_option
     from fedcare_core.backends import REGISTRY, get_backend
 
     chosen = get_backend(args.backend)
-    for dest, needs in backend_flags().items():
+    # Each flag's dest and the option it sets (--stock-supernodes: how SuperNodes run tasks).
+    fields = {str(ref.dest): ref.name for ref in flagged_options()}
+    for dest, name in {**fields, "stock_supernodes": "client_exec"}.items():
         value = getattr(args, dest)
-        if value is None or value is False or _takes(chosen, needs):
+        if value is None or value is False or takes_option(chosen, name):
             continue
-        names = [spec.name for spec in REGISTRY.values() if _takes(spec, needs)]
+        names = [spec.name for spec in REGISTRY.values() if takes_option(spec, name)]
         which = f"--backend {' or '.join(names)}" + (" only" if len(names) == 1 else "")
         raise ConfigError(f"--{dest.replace('_', '-')} applies to {which}")
-
-
-def _takes(spec: Any, needs: str) -> bool:
-    """Whether backend ``spec`` takes an option that needs ``needs``."""
-    return spec.network if needs == "network" else spec.options is not None
 
 
 def flower_overrides(args: argparse.Namespace) -> dict[str, Any]:

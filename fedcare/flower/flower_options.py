@@ -26,9 +26,18 @@ MAX_TIMEOUT_S = 30 * 86_400.0
 #: A time in seconds: positive and at most :data:`MAX_TIMEOUT_S`.
 SECONDS = Range(0, MAX_TIMEOUT_S, low_open=True)
 _FLOWER = "Flower backends (transport)"
-#: The options that are about sockets between parties: a backend without a network
-#: (``BackendSpec.network``) refuses them.
-NETWORK_OPTIONS = ("insecure", "node_auth", "bind_address")
+#: The options about processes and sockets between parties (a deployment's): a backend
+#: without a network (``BackendSpec.network``) refuses them.
+NETWORK_OPTIONS = ("insecure", "node_auth", "bind_address", "client_exec", "node_poll_s")
+
+
+def takes_option(backend: Any, name: str) -> bool:
+    """Whether registered backend ``backend`` (a ``BackendSpec``) takes Flower option ``name``.
+
+    Every entry refuses an option the chosen backend would silently ignore: any with the
+    in-process backend, a network one (:data:`NETWORK_OPTIONS`) with one without sockets.
+    """
+    return backend.options is not None and (name not in NETWORK_OPTIONS or backend.network)
 
 
 @dataclass(frozen=True)
