@@ -31,15 +31,6 @@ from fedcare_core.quick import quick_sized
 
 #: The ``format`` field of every schema file; readers refuse other values.
 SCHEMA_FORMAT = "fedcare-federation/1"
-
-
-def federation_algorithms() -> tuple[str, ...]:
-    """Algorithms a federation of sites runs (Stage 1 at the coordinator, Stage 2 at each site)."""
-    from fedcare_core.algorithms import federation_algorithms as capable
-
-    return capable()
-
-
 #: The settings a run over a federation's sites takes (:meth:`FederationSchema.run_config`);
 #: the schema decides every other.
 RUN_SETTINGS = ("seed", "rounds", "secagg")
@@ -169,6 +160,8 @@ def schema_for(config: ExperimentConfig) -> FederationSchema:
     ConfigError
         If the configuration's algorithm is not one a federation of sites runs.
     """
+    from fedcare_core.algorithms import federation_algorithms  # torch: imported when used
+
     if config.algorithm not in federation_algorithms():
         raise ConfigError(
             f"a federation of sites runs {', '.join(federation_algorithms())}, "
@@ -244,6 +237,8 @@ def schema_from_dict(raw: Mapping[str, Any]) -> FederationSchema:
         got = raw.get("format") if isinstance(raw, Mapping) else type(raw).__name__
         raise ConfigError(f"format must be {SCHEMA_FORMAT!r}, got {got!r}")
     config = ExperimentConfig.from_dict(raw["config"])
+    from fedcare_core.algorithms import federation_algorithms
+
     if config.algorithm not in federation_algorithms():
         raise ConfigError(
             f"config.algorithm {config.algorithm!r}: a federation runs "

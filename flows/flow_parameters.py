@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from fedcare_core.algorithms import (
     backend_refusal,
+    federation_algorithms,
     get_algorithm,
     secagg_refusal,
     validate_config,
@@ -34,7 +35,6 @@ from fedcare_core.errors import ConfigError, FedcareError
 from fedcare_core.federation_schema import (
     RUN_SETTINGS,
     FederationSchema,
-    federation_algorithms,
     read_schema,
 )
 from fedcare_core.output_paths import check_output_dir
