@@ -29,8 +29,8 @@ class Diabetes130Source:
         cached = default_cache_dir() / "diabetes130"
         if not cached.is_dir():
             raise DataError(
-                "no data directory given: pass --data-dir, set FEDCARE_DATA_DIR, or run "
-                "'fedcare data fetch diabetes130'"
+                "no data directory given: pass --data-dir (a flow: data_dir), set "
+                "FEDCARE_DATA_DIR, or run 'fedcare data fetch diabetes130'"
             )
         return cached
 

@@ -50,7 +50,8 @@ class Mimic3Source:
 
         if root is None:
             raise DataError(
-                "MIMIC-III is credentialed data: pass --data-dir pointing at the raw CSV tables"
+                "MIMIC-III is credentialed data: pass --data-dir (a flow: data_dir) pointing at "
+                "the raw CSV tables"
             )
         return find_mimic_dir(Path(root))
 
