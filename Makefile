@@ -78,8 +78,11 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
+# The unit suite runs on TEST_WORKERS pytest-xdist processes (2: CI's cores); TEST_WORKERS=0 runs
+# it in this process.
+TEST_WORKERS ?= 2
 unit: $(STAMP)
-	FEDCARE_DATA_DIR="$(DATA_DIR)" $(BIN)/python -m pytest -m "not slow" -q
+	FEDCARE_DATA_DIR="$(DATA_DIR)" $(BIN)/python -m pytest -m "not slow" -q -n $(TEST_WORKERS)
 
 test: lint typecheck unit
 
