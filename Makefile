@@ -78,8 +78,8 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(BIN)/mypy
 
-# The unit suite runs on TEST_WORKERS pytest-xdist processes (2: CI's cores); TEST_WORKERS=0 runs
-# it in this process.
+# The unit and slow suites run on TEST_WORKERS pytest-xdist processes (2: CI's cores);
+# TEST_WORKERS=0 runs them in this process.
 TEST_WORKERS ?= 2
 unit: $(STAMP)
 	FEDCARE_DATA_DIR="$(DATA_DIR)" $(BIN)/python -m pytest -m "not slow" -q -n $(TEST_WORKERS)
@@ -87,7 +87,8 @@ unit: $(STAMP)
 test: lint typecheck unit
 
 slow: $(STAMP)
-	FEDCARE_DATA_DIR="$(DATA_DIR)" $(BIN)/python -m pytest -m "slow and not journey" -q --durations=15
+	FEDCARE_DATA_DIR="$(DATA_DIR)" $(BIN)/python -m pytest -m "slow and not journey" -q \
+		-n $(TEST_WORKERS) --durations=15
 
 # Every bash block of README.md, in order, on a fresh clone (FEDCARE_QUICK=1; tests/e2e/test_readme.py).
 journey: $(STAMP)

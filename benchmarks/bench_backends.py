@@ -26,11 +26,11 @@ import torch
 
 from fedcare.flower.flower_options import FlowerConfig
 from fedcare.flower.runners import make_stage1_runner
-from fedcare_core.backends import backend_names
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config
-from fedcare_core.datasets import load_dataset
-from fedcare_core.runner import prepare_federation
-from fedcare_core.stage1 import run_stage1
+from fedcare_core.data.loading import load_dataset
+from fedcare_core.run.backends import backend_names
+from fedcare_core.run.pipeline import prepare_federation
+from fedcare_core.stage1.loop import run_stage1
 
 #: flower-deployment with Flower's stock SuperNodes (``fedcare run --stock-supernodes``).
 STOCK = "flower-deployment-stock"

@@ -1,6 +1,6 @@
 """Time Stage 1's rounds with and without client-level DP, in process, on Diabetes 130.
 
-Runs :func:`fedcare_core.stage1.run_stage1` at K clients for T rounds, alternately without DP
+Runs :func:`fedcare_core.stage1.loop.run_stage1` at K clients for T rounds, alternately without DP
 and with ``dp_epsilon`` (the joint clip at every client, the server's noise and the accountant
 after every round), and prints a Markdown table of the median seconds per round and the
 relative overhead. Needs the Diabetes 130 file (``--data-dir`` or ``$FEDCARE_DATA_DIR``).
@@ -17,9 +17,9 @@ import statistics
 import time
 
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config
-from fedcare_core.datasets import load_dataset
-from fedcare_core.runner import configure_torch, prepare_federation
-from fedcare_core.stage1 import run_stage1
+from fedcare_core.data.loading import load_dataset
+from fedcare_core.run.pipeline import configure_torch, prepare_federation
+from fedcare_core.stage1.loop import run_stage1
 
 
 def main() -> None:

@@ -1,6 +1,6 @@
 """Time one Stage 1 local step with torch's Dropout, FedCARE's StreamDropout, and no dropout.
 
-The step is the one :func:`fedcare_core.stage1.client_update` takes: the SPEC's global model
+The step is the one :func:`fedcare_core.stage1.loop.client_update` takes: the SPEC's global model
 (backbone + one head) on a 256-row batch of ``--width`` inputs, forward, weighted BCE,
 ``autograd.grad`` and the SGD update, on one intra-op thread. The three variants alternate in
 chunks so that background load hits them alike; the table gives the median time per step.
@@ -21,8 +21,8 @@ from step_timing import caption, emit, median_ms, sgd_step, single_thread
 from torch import nn
 
 from fedcare_core.config import ModelConfig
-from fedcare_core.dropout import StreamDropout
-from fedcare_core.models import MultiObjectiveModel
+from fedcare_core.nn.dropout import StreamDropout
+from fedcare_core.nn.models import MultiObjectiveModel
 
 
 def _model(kind: str, width: int) -> MultiObjectiveModel:

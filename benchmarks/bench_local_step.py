@@ -1,7 +1,7 @@
 """Split one Stage 1 local step into its matrix products and everything else.
 
-The step is the one :func:`fedcare_core.stage1.client_update` takes (the SPEC's global model with
-one head, a 256-row batch, forward, weighted BCE, ``autograd.grad`` and the SGD update, one
+The step is the one :func:`fedcare_core.stage1.loop.client_update` takes (the SPEC's global model
+with one head, a 256-row batch, forward, weighted BCE, ``autograd.grad`` and the SGD update, one
 intra-op thread). Its matrix products are then timed on their own, with the same shapes: each
 ``Linear`` layer's forward ``addmm``, its weight-gradient ``mm`` and, except for the first layer
 (the inputs need no gradient), its input-gradient ``mm``. The difference is what a fused
@@ -34,8 +34,8 @@ from step_timing import BATCH, caption, emit, median_ms, sgd_step, single_thread
 from torch import nn
 
 from fedcare_core.config import ModelConfig
-from fedcare_core.dropout import keep_mask
-from fedcare_core.models import MultiObjectiveModel
+from fedcare_core.nn.dropout import keep_mask
+from fedcare_core.nn.models import MultiObjectiveModel
 
 
 def _gemm_step(model: MultiObjectiveModel) -> Callable[[], None]:

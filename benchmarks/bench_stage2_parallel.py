@@ -36,13 +36,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from prefect import flow
 from prefect.task_runners import ProcessPoolTaskRunner, ThreadPoolTaskRunner
 
-from fedcare_core.algorithms.fedcare import stage2_backbone
+from fedcare_core.algorithms.fedcare.method import stage2_backbone
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config
-from fedcare_core.datasets import load_dataset
-from fedcare_core.executors import InProcess, ProcessPool
-from fedcare_core.runner import configure_torch, personalise_one, prepare_federation
-from fedcare_core.stage1 import run_stage1
-from fedcare_core.training import objective_kinds
+from fedcare_core.data.loading import load_dataset
+from fedcare_core.nn.training import objective_kinds
+from fedcare_core.run.executors import InProcess, ProcessPool
+from fedcare_core.run.pipeline import configure_torch, personalise_one, prepare_federation
+from fedcare_core.stage1.loop import run_stage1
 from tasks.training import PrefectExecutor, WorkerPool, pool_size
 
 #: What the timed flows work on (module state: flow parameters are sent to the API as JSON).

@@ -3,17 +3,18 @@
 For every seed and federation setting, the script builds the federation a cell of the
 ``recommended`` grid builds (:class:`~fedcare_core.experiments.cells.Cell`,
 :func:`~fedcare_core.experiments.cells.grid_base`,
-:func:`~fedcare_core.runner.prepare_federation`): the same clients, rows, train/validation/test
+:func:`~fedcare_core.run.pipeline.prepare_federation`): the same clients, rows,
+train/validation/test
 splits and objectives. Every model sees a client's rows through the union view the Local and
-Centralised bounds use (:func:`~fedcare_core.baselines.features.union_federation`), and two
+Centralised bounds use (:func:`~fedcare_core.algorithms.union.features.union_federation`), and two
 scikit-learn ``HistGradientBoosting`` references are scored per objective:
 
 - ``gbm-local``: each client alone, one model per objective it pursues, trained on its own
   training rows, its iteration count chosen on its own validation rows, predicting its own test
   rows (the Local bound's information).
 - ``gbm-pooled``: one model per objective on the pooled training rows of every client that
-  pursues it (:func:`~fedcare_core.baselines.bounds.pooled`), its iteration count chosen on the
-  pooled validation rows, predicting every such client's test rows (the Centralised bound's
+  pursues it (:func:`~fedcare_core.algorithms.bounds.rounds.pooled`), its iteration count chosen on
+  the pooled validation rows, predicting every such client's test rows (the Centralised bound's
   information).
 
 Iteration count: each model boosts up to ``--max-iter`` rounds with scikit-learn's early stopping
@@ -27,7 +28,8 @@ nothing is tuned, and nothing is selected on test data.
 
 The metrics are the project's: each objective's test predictions of every client pursuing it
 are concatenated in client order (labelled rows only) and scored with
-:func:`fedcare_core.metrics.compute_metric`, as :func:`fedcare_core.evaluate.evaluate` does,
+:func:`fedcare_core.evaluation.metrics.compute_metric`, as
+:func:`fedcare_core.evaluation.clients.evaluate` does,
 so they compare with ``objectives.<name>.pooled`` of a cell's ``results.json`` (``.val``: the
 same on the validation splits; ``avg_auroc``: the mean of the binary objectives' values).
 
@@ -54,16 +56,16 @@ import pandas as pd
 from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 from threadpoolctl import threadpool_limits
 
-from fedcare_core.baselines.bounds import pooled
-from fedcare_core.baselines.features import union_federation
+from fedcare_core.algorithms.bounds.rounds import pooled
+from fedcare_core.algorithms.union.features import union_federation
 from fedcare_core.config import FEATURE_SETS, ExperimentConfig
 from fedcare_core.data.clients import ClientData, Federation
-from fedcare_core.datasets import LoadedDataset, load_dataset
+from fedcare_core.data.loading import LoadedDataset, load_dataset
+from fedcare_core.evaluation.metrics import compute_metric
 from fedcare_core.experiments.cells import SETTINGS, Cell, grid_base
 from fedcare_core.experiments.summary import mean_std
-from fedcare_core.metrics import compute_metric
-from fedcare_core.runner import prepare_federation
-from fedcare_core.seeding import derive_seed
+from fedcare_core.nn.seeding import derive_seed
+from fedcare_core.run.pipeline import prepare_federation
 
 METHODS = ("gbm-local", "gbm-pooled")
 SPLITS = ("test", "val")

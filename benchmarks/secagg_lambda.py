@@ -16,7 +16,7 @@ from dataclasses import replace
 from fedcare.flower.flower_options import FlowerConfig
 from fedcare.flower.runners import make_stage1_runner
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config
-from fedcare_core.runner import prepare_federation
+from fedcare_core.run.pipeline import prepare_federation
 
 
 def _run(backend, fed, cfg, secagg):
@@ -70,7 +70,7 @@ def main() -> None:
     ap.add_argument("--max-patients", type=int, default=3000)
     args = ap.parse_args()
     if args.diabetes:
-        from fedcare_core.datasets import load_dataset
+        from fedcare_core.data.loading import load_dataset
 
         cfg = ExperimentConfig(
             seed=0,

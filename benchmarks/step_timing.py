@@ -15,9 +15,9 @@ from pathlib import Path
 
 import torch
 
-from fedcare_core.dropout import seed_masks
-from fedcare_core.losses import ObjectiveLoss
-from fedcare_core.models import MultiObjectiveModel
+from fedcare_core.nn.dropout import seed_masks
+from fedcare_core.nn.losses import ObjectiveLoss
+from fedcare_core.nn.models import MultiObjectiveModel
 
 #: Rows per mini-batch (SPEC §3).
 BATCH = 256

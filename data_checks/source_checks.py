@@ -25,9 +25,9 @@ from data_checks.tables import recompute_assignment
 from data_checks.validate import CheckReport, DataCheckError, run_checks
 from fedcare_core.config import DataConfig, ExperimentConfig
 from fedcare_core.data.clients import Federation
+from fedcare_core.data.loading import LoadedDataset, load_dataset
 from fedcare_core.data.registry import get_dataset
-from fedcare_core.datasets import LoadedDataset, load_dataset
-from fedcare_core.runner import prepare_federation
+from fedcare_core.run.pipeline import prepare_federation
 
 if TYPE_CHECKING:  # Great Expectations (seconds to import) only where a suite is validated by it
     from great_expectations import ExpectationSuite

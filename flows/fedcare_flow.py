@@ -41,9 +41,9 @@ from fedcare.tracking.naming import config_setting_name
 from fedcare_core.algorithms import get_algorithm
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.data.clients import Federation
-from fedcare_core.datasets import LoadedDataset
+from fedcare_core.data.loading import LoadedDataset
 from fedcare_core.errors import FedcareError
-from fedcare_core.results import DataProvenance, ExperimentResult
+from fedcare_core.run.results import DataProvenance, ExperimentResult
 from flows.federation_flow import run_federation_pipeline
 from flows.flow_parameters import (
     FEDERATION,

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from fedcare.tracking.log_run import TAG_FLOW_RUN_ID
-from fedcare_core.federation_schema import read_schema
+from fedcare_core.sites.schema import read_schema
 from flows.flow_parameters import FlowParameters
 from flows.parent_run import ParentRun
 from tasks.federation import FederationStage1, log_stage1_task, stage1_federation_task
@@ -94,9 +94,9 @@ def run_federation_pipeline(
         Before the parent run exists: the coordinator is not running or fewer than
         ``min_sites`` sites are registered for the schema; later, from the seed's task.
     """
-    from fedcare.flower.coordinator import Coordinator
-    from fedcare.flower.federation_run import run_sites
-    from fedcare_core.atomic_files import write_json_atomic
+    from fedcare.sites.coordinator import Coordinator
+    from fedcare.sites.federation_run import run_sites
+    from fedcare_core.files.atomic import write_json_atomic
 
     state_dir, schema_path = str(params.federation_state_dir), str(params.federation_schema)
     min_sites = int(params.min_sites or 1)

@@ -20,7 +20,6 @@ from fedcare_core.algorithms import (
     secagg_refusal,
     validate_config,
 )
-from fedcare_core.backends import backend_names
 from fedcare_core.config import (
     RANGES,
     SECTIONS,
@@ -32,12 +31,13 @@ from fedcare_core.config import (
 )
 from fedcare_core.config.fields import Range, check_value, coerce_section, field_kinds, show
 from fedcare_core.errors import ConfigError, FedcareError
-from fedcare_core.federation_schema import (
+from fedcare_core.run.backends import backend_names
+from fedcare_core.run.output_paths import check_output_dir
+from fedcare_core.sites.schema import (
     RUN_SETTINGS,
     FederationSchema,
     read_schema,
 )
-from fedcare_core.output_paths import check_output_dir
 
 if TYPE_CHECKING:
     from prefect.states import State
@@ -50,7 +50,7 @@ FEDERATION = "federation"
 #: The parameters only backend ``"federation"`` takes (and needs).
 FEDERATION_PARAMETERS = ("federation_state_dir", "federation_schema", "min_sites")
 #: Parameters backend ``"federation"`` refuses: the schema and the sites decide them (every
-#: setting too, but for :data:`~fedcare_core.federation_schema.RUN_SETTINGS`).
+#: setting too, but for :data:`~fedcare_core.sites.schema.RUN_SETTINGS`).
 NOT_WITH_FEDERATION = ("data_dir", "preset", "config_file")
 #: The settings the flow takes as lists of their own (``algorithm``, ``seeds``) or always
 #: (``dataset``): every other offered setting is a parameter of its own name.
@@ -176,7 +176,7 @@ class FlowParameters:
             with a backend without sockets), or a value ``FlowerConfig`` refuses, naming it.
         """
         from fedcare.flower.flower_options import flagged_options, takes_option
-        from fedcare_core.backends import get_backend
+        from fedcare_core.run.backends import get_backend
 
         names = {ref.name: str(ref.dest) for ref in flagged_options()}
         spec = get_backend(self.backend)
@@ -299,7 +299,7 @@ class FlowParameters:
         )
         if self.preset is None:
             return base
-        from fedcare_core.presets import with_preset
+        from fedcare_core.config.presets import with_preset
 
         return with_preset(base, self.preset)
 

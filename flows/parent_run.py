@@ -23,7 +23,7 @@ from data_checks.validate import INDEX_HTML, CheckReport, require_checks_pass
 from fedcare.tracking.links import report_location
 from fedcare.tracking.naming import parent_run_name
 from fedcare_core import __version__
-from fedcare_core.results import ExperimentResult
+from fedcare_core.run.results import ExperimentResult
 from flows.flow_parameters import FlowParameters
 from tasks.artifacts import results_artifact_task, validation_artifact_task
 from tasks.tracking import (

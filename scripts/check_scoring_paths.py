@@ -60,7 +60,8 @@ def _cli(model: str, uri: str, rows: pd.DataFrame, folder: Path) -> pd.DataFrame
 
 
 def _served(model: str, uri: str, rows: pd.DataFrame, folder: Path) -> pd.DataFrame:
-    from fedcare.stack.processes import free_port, start_detached, stop_group, wait_http
+    from fedcare.procs.ports import free_port
+    from fedcare.procs.services import start_detached, stop_group, wait_http
     from fedcare.stack.settings import LOOPBACK, OFFLINE_ENV
 
     port = free_port(LOOPBACK)
@@ -88,9 +89,9 @@ def _in_process(model: str, uri: str, data_dir: Path, rows: pd.DataFrame) -> pd.
 
     from fedcare.tracking import store
     from fedcare_core.config import ExperimentConfig
-    from fedcare_core.datasets import load_dataset
-    from fedcare_core.model_package import client_package
-    from fedcare_core.runner import run_experiment
+    from fedcare_core.data.loading import load_dataset
+    from fedcare_core.predict.package import client_package
+    from fedcare_core.run.pipeline import run_experiment
 
     store.configure(uri)
     mc = store.client()

@@ -18,10 +18,10 @@ from data_checks.validate import CheckReport, DataCheckError, run_checks
 from fedcare_core.config import DataConfig, ExperimentConfig
 from fedcare_core.data.clients import Federation
 from fedcare_core.data.cohort import Cohort
+from fedcare_core.data.loading import LoadedDataset, load_dataset
 from fedcare_core.data.partition import FeaturePartition
-from fedcare_core.datasets import LoadedDataset, load_dataset
 from fedcare_core.errors import FedcareError
-from fedcare_core.runner import prepare_federation
+from fedcare_core.run.pipeline import prepare_federation
 from tasks.common import IO_RETRIES, IO_RETRY_DELAY_S, NO_CACHE, retry_on_io_error, run_logger
 
 
@@ -110,7 +110,7 @@ def refusal_line(
 def load_dataset_task(
     config: ExperimentConfig, data_dir: str | None, verify_checksum: bool = True
 ) -> LoadedDataset:
-    """Load the cohort and its default feature partition (``fedcare_core.datasets``).
+    """Load the cohort and its default feature partition (``fedcare_core.data.loading``).
 
     Parameters
     ----------

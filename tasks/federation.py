@@ -1,8 +1,8 @@
 """Backend ``"federation"``'s tasks: Stage 1 over a coordinator's sites, and its MLflow run.
 
 The Stage 1 task runs what ``fedcare federation run`` runs
-(:func:`fedcare.flower.federation_run.run_federation`, then
-:func:`~fedcare.flower.federation_run.stage1_document`): no patient data passes through it, only
+(:func:`fedcare.sites.federation_run.run_federation`, then
+:func:`~fedcare.sites.federation_run.stage1_document`): no patient data passes through it, only
 the schema, the sites' names and the model updates the SuperLink relays. It is never retried (a
 second attempt would be a second Stage 1) and its result is not persisted. An expected failure
 (sites offline when the time is up, the run failing) ends the task run ``Failed`` with the
@@ -21,7 +21,7 @@ from prefect.states import Failed, State
 
 import fedcare.tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
 from fedcare_core.errors import FedcareError
-from fedcare_core.federation_schema import read_schema
+from fedcare_core.sites.schema import read_schema
 from tasks.common import IO_RETRIES, IO_RETRY_DELAY_S, NO_CACHE, retry_on_io_error, run_logger
 from tasks.training import progress_logger
 
@@ -78,9 +78,9 @@ def stage1_federation_task(
         The Stage 1 document and result folder; on an expected error a ``Failed`` state whose
         data is the error.
     """
-    from fedcare.flower.coordinator import Coordinator
-    from fedcare.flower.federation_run import run_federation, stage1_document
     from fedcare.flower.flower_options import FlowerConfig
+    from fedcare.sites.coordinator import Coordinator
+    from fedcare.sites.federation_run import run_federation, stage1_document
 
     logger = run_logger()
     schema = read_schema(schema_path)

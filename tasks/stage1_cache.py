@@ -1,7 +1,7 @@
 """Stage 1 cached across flow runs: a retried flow run loads w* instead of training again.
 
 The ``stage1`` task of a FedCARE / FedCARE-B run has a cache key (:class:`Stage1CachePolicy`):
-a SHA-256 of :func:`~fedcare_core.checkpoint.stage1_fingerprint` (model and Stage 1 settings,
+a SHA-256 of :func:`~fedcare_core.resume.checkpoint.stage1_fingerprint` (model and Stage 1 settings,
 seed, objectives, every client's training arrays), the backend that ran the rounds and the code
 (every source file of ``fedcare_core``, and of ``fedcare.flower`` for a Flower backend, plus the
 torch and numpy versions). Its result is persisted by Prefect under that key, so a flow run
@@ -9,7 +9,7 @@ retried after a failure in Stage 2, in the evaluation or in MLflow logging (Pref
 ``prefect flow-run retry``, or the deployment run again with the same parameters) finds the
 record, and the task ends ``Cached`` with the stored result.
 
-What is stored is the project's own ``.npz`` format (:func:`~fedcare_core.checkpoint.
+What is stored is the project's own ``.npz`` format (:func:`~fedcare_core.resume.checkpoint.
 encode_result`: w*, its BatchNorm statistics, the round trace; no client rows), written by
 :class:`Stage1Serializer` with the checkpoint writer into ``<folder>/results/`` (0700, files
 0600, atomic); Prefect's JSON result record in ``<folder>/records/`` (0700) holds only a
@@ -35,14 +35,14 @@ from prefect.settings import get_current_settings
 import fedcare_core
 from fedcare_core.algorithms import get_algorithm
 from fedcare_core.algorithms.base import Rounds, RunInputs
-from fedcare_core.backends import get_backend
-from fedcare_core.checkpoint import (
+from fedcare_core.resume.checkpoint import (
     CheckpointError,
     decode_result,
     encode_result,
     stage1_fingerprint,
     write_atomic,
 )
+from fedcare_core.run.backends import get_backend
 
 #: The folder under ``PREFECT_HOME`` that holds the Stage 1 records when the flow names none.
 DEFAULT_FOLDER = "fedcare-stage1-cache"
@@ -53,7 +53,7 @@ KEY_VERSION = "fedcare-stage1-cache/1"
 class Stage1Serializer(Serializer):
     """Prefect serializer of a FedCARE rounds outcome: the project's ``.npz``, never a pickle.
 
-    :meth:`dumps` writes the archive (:func:`~fedcare_core.checkpoint.encode_result`) to
+    :meth:`dumps` writes the archive (:func:`~fedcare_core.resume.checkpoint.encode_result`) to
     ``folder`` with the checkpoint writer (atomic, mode 0600, folder 0700), named by its
     SHA-256, and gives Prefect only a reference (file name and digest) for its result record;
     :meth:`loads` reads the archive back and checks the digest. Only a

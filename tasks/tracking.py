@@ -15,7 +15,7 @@ from prefect import task
 import fedcare.tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
 from fedcare.tracking import links, log_run, store, summary, track
 from fedcare.tracking.track import Registrations
-from fedcare_core.results import ExperimentResult
+from fedcare_core.run.results import ExperimentResult
 from tasks.common import IO_RETRIES, IO_RETRY_DELAY_S, NO_CACHE, retry_on_io_error, run_logger
 
 #: Tag naming the step at which a flow run failed (``validation``, ``training``, …).

@@ -1,6 +1,6 @@
 """Training as Prefect tasks: the run pipeline's phases, each a task of the flow.
 
-The flow does not orchestrate a run itself: it calls :func:`fedcare_core.runner.run_algorithm`
+The flow does not orchestrate a run itself: it calls :func:`fedcare_core.run.pipeline.run_algorithm`
 with a :class:`PrefectExecutor`, which runs each once-per-run phase (the rounds, the
 evaluation) as a task in the flow's process and maps a per-client phase (FedCARE's Stage 2,
 Local's fits) as one task per client. So the flow's results equal ``fedcare run``'s for the
@@ -27,10 +27,10 @@ from typing import Any, TypeVar, cast
 
 from prefect import task, unmapped
 
-from fedcare_core import executors
 from fedcare_core.algorithms.base import Stage1Runner
-from fedcare_core.backends import get_backend
-from fedcare_core.training import ProgressFn
+from fedcare_core.nn.training import ProgressFn
+from fedcare_core.run import executors
+from fedcare_core.run.backends import get_backend
 from tasks.common import NO_CACHE, run_logger
 from tasks.stage1_cache import cached_stage1_options
 
@@ -113,7 +113,7 @@ def client_run_name(phase: str) -> Callable[[dict[str, Any]], str]:
 def worker_pool(workers: int) -> ProcessPoolExecutor:
     """The process pool a flow's per-client tasks compute in (``spawn``: fresh interpreters).
 
-    Its workers ignore the terminal's Ctrl-C (:func:`fedcare_core.executors.worker_pool`).
+    Its workers ignore the terminal's Ctrl-C (:func:`fedcare_core.run.executors.worker_pool`).
     """
     return executors.worker_pool(workers)
 
@@ -192,8 +192,8 @@ class PrefectExecutor:
 
 def warm_up() -> int:
     """Import torch and the training code in this (worker) process; return its process id."""
-    import fedcare_core.runner
-    import fedcare_core.stage2  # noqa: F401
+    import fedcare_core.run.pipeline
+    import fedcare_core.stage2.personalise  # noqa: F401
 
     return os.getpid()
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import httpx
 
-from fedcare.stack.processes import free_port, start_detached, stop_group, wait_http
+from fedcare.procs.ports import free_port
+from fedcare.procs.services import start_detached, stop_group, wait_http
 from fedcare.stack.settings import LOOPBACK, OFFLINE_ENV
 
 #: A route of the UI's router, as the minified bundle declares it: ``static get runPage(){return

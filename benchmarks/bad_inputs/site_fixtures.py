@@ -43,11 +43,11 @@ from cryptography import x509
 from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec, rsa
 from cryptography.x509.oid import NameOID
-from fedcare_core.federation_schema import read_schema
-from fedcare_core.sites import federation_of_sites
-from fedcare_core.stage1 import run_stage1
+from fedcare_core.sites.schema import read_schema
+from fedcare_core.sites.client import federation_of_sites
+from fedcare_core.stage1.loop import run_stage1
 from fedcare.flower.results import round_to_dict
-from fedcare.flower.site_folder import SiteFolder, store_final_model
+from fedcare.sites.site_folder import SiteFolder, store_final_model
 from fedcare.flower.site_messages import FinalModel
 from fedcare.flower.tls import make_tls
 

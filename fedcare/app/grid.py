@@ -186,7 +186,7 @@ def check_grid_request(
     """
     from fedcare_core.experiments.cells import check_grid
     from fedcare_core.experiments.engine import DataSpec, cell_store
-    from fedcare_core.output_paths import check_output_dir
+    from fedcare_core.run.output_paths import check_output_dir
 
     check_options(request, spell)
     base = _base(request)
@@ -294,7 +294,7 @@ def run_grid_request(
         its files and what the sinks added.
     """
     from fedcare.tracking.experiment_log import write_outputs
-    from fedcare_core.atomic_files import write_json_atomic
+    from fedcare_core.files.atomic import write_json_atomic
 
     gate(prepared)
     t_all = time.perf_counter()

@@ -3,38 +3,43 @@
 A run is always the same sequence, and only this module writes it:
 
 1. :func:`check_request` and :func:`backend_runner`: the backend is looked up in the registry
-   (:mod:`fedcare_core.backends`), the algorithm checked against it (and secure aggregation),
+   (:mod:`fedcare_core.run.backends`), the algorithm checked against it (and secure aggregation),
    its options checked and its Stage 1 runner built, before any data is read;
 2. :func:`prepare_run`: the data gate (the loader's and the Great Expectations checks of the
    raw tables, then of every client's partition) and the prepared federation;
-3. :func:`execute_run`: :func:`fedcare_core.runner.run_algorithm` on an executor and the
+3. :func:`execute_run`: :func:`fedcare_core.run.pipeline.run_algorithm` on an executor and the
    backend, then every sink (a JSON file, a run folder, MLflow, Prefect artifacts) given the
    result and its document.
 
-``fedcare run`` and the Prefect flow are adapters over these three calls: they parse their
-inputs into a :class:`RunRequest`, choose the executor and the sinks, and report.
+:func:`run` is the whole sequence for a run kept in a run folder or not (``fedcare run``,
+``--run-dir``, ``--resume``: :func:`open_kept_run`); the Prefect flow runs the same steps as its
+tasks; a federation of sites prepares its own :class:`PreparedRun` (:mod:`fedcare.sites`) and
+executes it here. The front ends parse their inputs into a :class:`RunRequest`, choose the
+executor and the sinks, and report.
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from fedcare_core.algorithms import backend_refusal, secagg_refusal
-from fedcare_core.backends import get_backend
 from fedcare_core.errors import ConfigError
+from fedcare_core.run.backends import get_backend
 
 if TYPE_CHECKING:
     from fedcare_core.algorithms.base import Stage1Runner
     from fedcare_core.config import ExperimentConfig
     from fedcare_core.data.clients import Federation
-    from fedcare_core.datasets import LoadedDataset
-    from fedcare_core.executors import Executor
-    from fedcare_core.results import DataProvenance, ExperimentResult
-    from fedcare_core.training import ProgressFn
+    from fedcare_core.data.loading import LoadedDataset
+    from fedcare_core.nn.training import ProgressFn
+    from fedcare_core.resume.run_folder import RunData, RunFolder
+    from fedcare_core.run.executors import Executor
+    from fedcare_core.run.results import DataProvenance, ExperimentResult
+    from fedcare_core.stage1.types import Stage1Result
 
 
 @dataclass(frozen=True)
@@ -80,6 +85,12 @@ class PreparedRun:
         The backend's name (written into the result).
     runner
         Its Stage 1 runner (None: the in-process loop).
+    stage1
+        Stage 1's result when it already ran elsewhere (a site personalising from the ``w*``
+        its federation broadcast): the rounds are then skipped.
+    shape_document
+        How this run's document differs from the result's (a site reports only its own
+        objectives, and itself); None: as it is.
     """
 
     config: ExperimentConfig
@@ -88,6 +99,13 @@ class PreparedRun:
     partition_s: float
     backend: str = "local"
     runner: Stage1Runner | None = None
+    stage1: Stage1Result | None = None
+    shape_document: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+    def document(self, result: ExperimentResult) -> dict[str, Any]:
+        """The result's ``results.json`` document, as this run reports it."""
+        document = result.to_dict()
+        return document if self.shape_document is None else self.shape_document(document)
 
 
 class ResultSink(Protocol):
@@ -155,7 +173,7 @@ def prepare_run(
         A partition that fails its checks (a client without a positive label, …).
     """
     from data_checks.source_checks import checked_federation
-    from fedcare_core.results import DataProvenance
+    from fedcare_core.run.results import DataProvenance
 
     t0 = time.perf_counter()
     federation = checked_federation(loaded, request.config)
@@ -197,7 +215,7 @@ def execute_run(
     ExperimentResult
         The result, its ``backend`` the prepared run's.
     """
-    from fedcare_core.runner import run_algorithm
+    from fedcare_core.run.pipeline import run_algorithm
 
     result = run_algorithm(
         prepared.federation,
@@ -206,13 +224,14 @@ def execute_run(
         backend=prepared.runner,
         executor=executor,
         progress=progress,
+        stage1=prepared.stage1,
         timing={"partition_s": prepared.partition_s},
         backend_name=prepared.backend,
     )
     if notes is not None:
         for note in result.stage1.notes:
             notes(note)
-    document = result.to_dict()
+    document = prepared.document(result)
     for sink in sinks:
         sink.write(result, document)
     return result
@@ -226,6 +245,154 @@ class JsonFile:
 
     def write(self, result: ExperimentResult, document: dict[str, Any]) -> None:
         """Write ``document`` to :attr:`path` (a reader never sees half a file)."""
-        from fedcare_core.atomic_files import write_json_atomic
+        from fedcare_core.files.atomic import write_json_atomic
 
         write_json_atomic(self.path, document)
+
+
+@dataclass(frozen=True)
+class RunFolderSink:
+    """Sink: ``results.json`` of a run kept in a run folder (its completion mark)."""
+
+    folder: RunFolder
+
+    def write(self, result: ExperimentResult, document: dict[str, Any]) -> None:
+        """Write the document into the run folder."""
+        self.folder.write_results(document)
+
+
+@dataclass(frozen=True)
+class KeptRun:
+    """A run folder to continue (``fedcare run --resume``): its request and recorded data."""
+
+    folder: RunFolder
+    request: RunRequest
+    data: RunData
+
+    @property
+    def complete(self) -> bool:
+        """Whether the run finished (its ``results.json`` is written)."""
+        return self.folder.is_complete()
+
+
+def open_kept_run(root: str | Path) -> KeptRun:
+    """The run kept in folder ``root``: its configuration, data and backend, as a request.
+
+    Raises
+    ------
+    ConfigError
+        If ``root`` is not a run folder, or its files cannot be read.
+    """
+    from fedcare_core.resume.run_folder import RunFolder
+
+    folder = RunFolder.open(Path(root))
+    config, data = folder.read_config()
+    backend = folder.read_backend()
+    request = RunRequest(config, data.path, data.verify_checksum, backend.name, backend.options)
+    return KeptRun(folder, request, data)
+
+
+@dataclass(frozen=True)
+class RunMessages:
+    """What a run tells its front end as it goes (each None: nothing).
+
+    Parameters
+    ----------
+    loading
+        Called with the dataset's name before its files are read.
+    stage1
+        Called with each of Stage 1's notes (lost clients, objectives without an update).
+    resume
+        Called with where a kept run starts (a restored checkpoint) and what it resumes.
+    options
+        Called with the backend's options once they passed their checks (e.g. to warn that
+        the Flower processes talk plain HTTP).
+    """
+
+    loading: Callable[[str], None] | None = None
+    stage1: Callable[[str], None] | None = None
+    resume: Callable[[str], None] | None = None
+    options: Callable[[Mapping[str, Any]], None] | None = None
+
+
+def run(
+    request: RunRequest,
+    *,
+    option_names: Mapping[str, str] | None = None,
+    run_dir: Path | None = None,
+    resume: KeptRun | None = None,
+    progress: ProgressFn | None = None,
+    sinks: Sequence[ResultSink] = (),
+    messages: RunMessages = RunMessages(),
+) -> ExperimentResult:
+    """A run from request to sinks: checks, data gate, federation, rounds, result.
+
+    Parameters
+    ----------
+    request
+        What to run (for ``resume``: :attr:`KeptRun.request`).
+    option_names
+        What error messages call each backend option (the CLI's flags).
+    run_dir
+        A new run folder to keep the run in (configuration, checkpoints, results), so that
+        ``resume`` can finish it; probed before any data is read, created once its checks pass.
+    resume
+        A kept run to continue from its last checkpoint (its data must be the recorded data).
+    progress
+        ``progress(phase, done, total)``.
+    sinks
+        Where the result goes (after the run folder's ``results.json``).
+    messages
+        What the run says as it goes.
+
+    Raises
+    ------
+    ConfigError
+        A request the backend refuses, a bad backend option, an unusable run folder.
+    DataError, DataCheckError
+        Data that fails its checks (or is not the data a resumed run recorded).
+    """
+    from fedcare_core.resume.run_folder import RunBackend, RunData, RunFolder
+
+    check_request(request)
+    runner = backend_runner(request.backend, request.backend_options, option_names)
+    if messages.options is not None:
+        messages.options(request.backend_options)
+    if run_dir is not None:  # probed now, made once the data checks pass
+        RunFolder.check_new(run_dir)
+    if messages.loading is not None:
+        messages.loading(request.config.data.dataset)
+    loaded = load_checked(request)
+    folder = None
+    if resume is not None:
+        resume.folder.check_data(resume.data, loaded.cohort.source_sha256)
+        folder = resume.folder
+    prepared = prepare_run(request, loaded, runner)
+    if run_dir is not None:
+        folder = RunFolder.create(run_dir)
+        data = RunData(
+            str(Path(loaded.source).resolve()),
+            request.verify_checksum,
+            loaded.cohort.source_sha256,
+        )
+        recorded = RunBackend(request.backend, dict(request.backend_options))
+        folder.write_config(request.config, data, recorded if runner is not None else None)
+    if folder is not None:
+        kept = kept_runner(folder, request.config.algorithm, runner, messages.resume)
+        prepared = replace(prepared, runner=kept)
+        sinks = (RunFolderSink(folder), *sinks)
+    return execute_run(prepared, progress=progress, sinks=sinks, notes=messages.stage1)
+
+
+def kept_runner(
+    folder: RunFolder,
+    algorithm: str,
+    runner: Stage1Runner | None,
+    say: Callable[[str], None] | None = None,
+) -> Stage1Runner | None:
+    """The Stage 1 runner of a run kept in ``folder`` (checkpointed when its class says so)."""
+    if runner is None:
+        return folder.stage1_runner(algorithm, say)
+    from fedcare.flower.runners import run_folder_runner
+
+    return run_folder_runner(runner, algorithm, folder.checkpoint_path, say)

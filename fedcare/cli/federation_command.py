@@ -108,7 +108,7 @@ def cmd_federation(args: argparse.Namespace) -> int:
     command = args.federation_command
     if command == "init":
         return federation_init.cmd_federation_init(args)
-    from fedcare.flower.coordinator import Coordinator
+    from fedcare.sites.coordinator import Coordinator
 
     if args.state_dir.exists() and not args.state_dir.is_dir():
         raise ConfigError(f"--state-dir {args.state_dir}: a file, not a folder")
@@ -133,8 +133,8 @@ def cmd_federation(args: argparse.Namespace) -> int:
 
 
 def _start(args: argparse.Namespace, coordinator: Any) -> int:
-    from fedcare.flower.coordinator import MAX_VALIDITY_DAYS
     from fedcare.flower.tls import TlsFiles
+    from fedcare.sites.coordinator import MAX_VALIDITY_DAYS
 
     try:
         ipaddress.ip_address(args.host)
@@ -167,8 +167,8 @@ def _register(args: argparse.Namespace, coordinator: Any) -> int:
 
 
 def _card(args: argparse.Namespace) -> Any:
-    from fedcare.flower.site_folder import CARD_FILE, SiteCard
-    from fedcare_core.federation_schema import read_schema
+    from fedcare.sites.site_folder import CARD_FILE, SiteCard
+    from fedcare_core.sites.schema import read_schema
 
     if args.site is not None:
         if any(v is not None for v in (args.name, args.objectives, args.schema)):
@@ -178,7 +178,7 @@ def _card(args: argparse.Namespace) -> Any:
     if args.name is None or args.objectives is None or args.schema is None:
         raise ConfigError("--public-key needs --name, --objectives and --schema")
     from fedcare.flower.tls_checks import check_node_public_key, read_key_file
-    from fedcare_core.safe_names import check_name
+    from fedcare_core.sites.safe_names import check_name
 
     name = check_name(args.name, "--name", "site name")
     schema = read_schema(args.schema)

@@ -1,6 +1,6 @@
 """``fedcare federation init``: the coordinator writes the federation's schema, reading no data.
 
-The schema (:class:`fedcare_core.federation_schema.FederationSchema`) comes from the dataset's
+The schema (:class:`fedcare_core.sites.schema.FederationSchema`) comes from the dataset's
 documented definition and the configuration alone: the configuration is built exactly as
 ``fedcare run`` builds it (:func:`fedcare.cli.run_options.build_config`, from ``--config`` and
 the flags; those that are the sites' business, such as ``--clients``, are not options here),
@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from fedcare.cli.run_options import add_preset_option
 from fedcare.cli.setting_flags import add_setting_flags, build_config
-from fedcare_core.output_paths import check_output_file
+from fedcare_core.run.output_paths import check_output_file
 
 if TYPE_CHECKING:
-    from fedcare_core.federation_schema import FederationSchema
+    from fedcare_core.sites.schema import FederationSchema
 
 
 def add_init_parser(fed_sub: Any) -> None:
@@ -51,8 +51,8 @@ def cmd_federation_init(args: argparse.Namespace) -> int:
         than FedCARE (nothing is written).
     """
     # Imported here: ``fedcare federation --help`` must not load torch or pandas.
-    from fedcare_core.atomic_files import write_json_atomic
-    from fedcare_core.federation_schema import schema_for
+    from fedcare_core.files.atomic import write_json_atomic
+    from fedcare_core.sites.schema import schema_for
 
     check_output_file(args.out)
     schema = schema_for(build_config(args))

@@ -10,19 +10,19 @@ from typing import Any
 from fedcare.cli import tracked
 from fedcare.cli.options import bounded
 from fedcare.cli.output import ProgressBars
-from fedcare_core.atomic_files import write_json_atomic
 from fedcare_core.config import MAX_CLIENTS, MAX_ROUNDS, MAX_SEED
 from fedcare_core.config.fields import Range
 from fedcare_core.errors import ConfigError
-from fedcare_core.federation_schema import read_schema
-from fedcare_core.output_paths import check_output_file
-from fedcare_core.safe_names import check_name
+from fedcare_core.files.atomic import write_json_atomic
+from fedcare_core.run.output_paths import check_output_file
+from fedcare_core.sites.safe_names import check_name
+from fedcare_core.sites.schema import read_schema
 
 
 def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
     """Check everything, run Stage 1 over the sites, write (and log) the Stage 1 document."""
-    from fedcare.flower.federation_run import run_federation, stage1_document
     from fedcare.flower.flower_options import FlowerConfig
+    from fedcare.sites.federation_run import run_federation, stage1_document
 
     check_output_file(args.out)
     if args.min_sites < 2:

@@ -10,23 +10,25 @@ from __future__ import annotations
 import argparse
 import logging
 import sys
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fedcare.cli import tracked
 from fedcare.cli.commands import BACKENDS, build_parser, command_of
 from fedcare_core.errors import ConfigError, FedcareError
-from fedcare_core.interrupts import as_interrupted, exit_now, signals_raise
-from fedcare_core.output_paths import check_output_dir, check_output_file
+from fedcare_core.run.interrupts import as_interrupted, exit_now, signals_raise
+from fedcare_core.run.output_paths import check_output_dir, check_output_file
 
 if TYPE_CHECKING:
-    from fedcare.app.run import PreparedRun
+    from fedcare.app.run import KeptRun, ResultSink, RunMessages
+    from fedcare.cli.output import ProgressBars
     from fedcare_core.algorithms.base import Stage1Runner
     from fedcare_core.config import ExperimentConfig
-    from fedcare_core.results import ExperimentResult
-    from fedcare_core.run_dir import RunBackend, RunData, RunFolder
+    from fedcare_core.resume.run_folder import RunBackend, RunFolder
+    from fedcare_core.run.results import ExperimentResult
 
 EXIT_ERROR = 2
 #: Commands that, run as the program, end the process at once when done (:func:`exit_now`),
@@ -50,7 +52,7 @@ def check_flower_flags(args: argparse.Namespace) -> None:
         Naming the first such flag and the backends it applies to.
     """
     from fedcare.flower.flower_options import flagged_options, takes_option
-    from fedcare_core.backends import REGISTRY, get_backend
+    from fedcare_core.run.backends import REGISTRY, get_backend
 
     chosen = get_backend(args.backend)
     # Each flag's dest and the option it sets (--stock-supernodes: how SuperNodes run tasks).
@@ -99,24 +101,24 @@ def build_stage1_runner(
     from fedcare.app.run import backend_runner
 
     check_flower_flags(args)
-    backend = _command_line_backend(args) if backend is None else backend
+    backend = command_line_backend(args) if backend is None else backend
     # Every option checked, naming its flag, before any process starts or data is read.
-    runner = backend_runner(backend.name, backend.options, option_flags(backend))
-    _warn_insecure(backend)
+    runner = backend_runner(backend.name, backend.options, option_flags(backend.options))
+    _warn_insecure(backend.options)
     return runner
 
 
-def option_flags(backend: RunBackend) -> dict[str, str] | None:
-    """What messages call each of the backend's options: its ``fedcare run`` flag."""
-    if not backend.options:
+def option_flags(options: Mapping[str, Any]) -> dict[str, str] | None:
+    """What messages call each of a backend's options: its ``fedcare run`` flag."""
+    if not options:
         return None
     from fedcare.flower.flower_options import cli_flags
 
     return cli_flags()
 
 
-def _warn_insecure(backend: RunBackend) -> None:
-    if backend.options.get("insecure"):
+def _warn_insecure(options: Mapping[str, Any]) -> None:
+    if options.get("insecure"):
         print(
             "fedcare: warning: --insecure: the Flower processes talk plain HTTP (no TLS)",
             file=sys.stderr,
@@ -137,9 +139,9 @@ def resume_conflicts(args: argparse.Namespace) -> list[str]:
     ]
 
 
-def open_run_folder(args: argparse.Namespace) -> tuple[RunFolder, ExperimentConfig, RunData]:
-    """``--resume DIR``: the run folder, its configuration and its data, or a clear refusal."""
-    from fedcare_core.run_dir import RunFolder
+def open_resumed(args: argparse.Namespace) -> KeptRun:
+    """``--resume DIR``: the kept run, or a clear refusal of the options it does not take."""
+    from fedcare.app.run import open_kept_run
 
     given = resume_conflicts(args)
     if given:
@@ -147,22 +149,19 @@ def open_run_folder(args: argparse.Namespace) -> tuple[RunFolder, ExperimentConf
             f"--resume takes no other training options (got {', '.join(given)}): the run's "
             f"settings are in {Path(args.resume) / 'config.json'}"
         )
-    folder = RunFolder.open(args.resume)
-    config, data = folder.read_config()
-    return folder, config, data
+    return open_kept_run(args.resume)
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     """``fedcare run`` (with ``--run-dir`` or ``--resume``: a run that survives being killed).
 
-    An adapter over the run service (:mod:`fedcare.app.run`): the command line becomes a
-    request, checked before any data is read, then prepared and executed with the command's
-    sinks (the results file, the run folder, MLflow).
+    An adapter over the run service (:func:`fedcare.app.run.run`): the command line becomes a
+    request, checked before any data is read, run with the command's sinks (the results file,
+    the run folder, MLflow) and reported. ``--sites`` runs a federation of sites' files.
     """
-    from fedcare.app.run import RunRequest, check_request, load_checked, prepare_run
+    from fedcare.app.run import RunRequest, run
     from fedcare.cli.output import RESULTS_DIR
     from fedcare.cli.setting_flags import build_config
-    from fedcare_core.run_dir import RunData, RunFolder
 
     if args.out is not None:  # before any work: not after hours of training
         check_output_file(args.out)
@@ -171,43 +170,36 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.sites is not None or args.schema is not None:
         return _run_sites(args)
     tracking = tracked.open_chosen_store(args.tracking_uri)
-    folder: RunFolder | None = None
-    recorded: RunData | None = None
-    if args.resume is not None:
-        folder, config, recorded = open_run_folder(args)
-        if folder.is_complete():
-            return _report_complete(args, folder)
-        backend = folder.read_backend()
-        data_dir, verify = recorded.path, recorded.verify_checksum
+    kept = open_resumed(args) if args.resume is not None else None
+    if kept is not None:
+        if kept.complete:
+            return _report_complete(args, kept.folder)
+        request = kept.request
     else:
-        config, data_dir, verify = build_config(args), args.data_dir, not args.no_verify
-        backend = _command_line_backend(args)
-    request = RunRequest(config, data_dir, verify, backend.name, backend.options)
-    check_request(request)
-    runner = build_stage1_runner(args, backend)
-    if args.run_dir is not None:  # probed now, made once the data checks pass
-        RunFolder.check_new(args.run_dir)
-    if not args.quiet:
-        print(f"Loading {request.config.data.dataset} …", file=sys.stderr)
-    loaded = load_checked(request)
-    if folder is not None and recorded is not None:
-        folder.check_data(recorded, loaded.cohort.source_sha256)
-    prepared = prepare_run(request, loaded, runner)  # the flow's partition checks too
-    if args.run_dir is not None:
-        folder = RunFolder.create(args.run_dir)
-        source = str(Path(loaded.source).resolve())
-        data = RunData(source, request.verify_checksum, loaded.cohort.source_sha256)
-        folder.write_config(request.config, data, backend if runner is not None else None)
-    if folder is not None:
-        runner = _run_folder_runner(folder, request.config.algorithm, runner)
-        prepared = replace(prepared, runner=runner)
-    return _execute(args, tracking, prepared, folder)
+        check_flower_flags(args)
+        backend = command_line_backend(args)
+        config, verify = build_config(args), not args.no_verify
+        request = RunRequest(config, args.data_dir, verify, backend.name, backend.options)
+    kept_anywhere = kept is not None or args.run_dir is not None
+    out = _results_file(args, request.config, kept_anywhere)
+    sinks = _sinks(out, tracking, request.backend)
+    with _console(args) as bars:
+        result = run(
+            request,
+            option_names=option_flags(request.backend_options),
+            run_dir=args.run_dir,
+            resume=kept,
+            progress=bars,
+            sinks=sinks,
+            messages=_messages(args),
+        )
+    return _report(result, out)
 
 
 def _report_complete(args: argparse.Namespace, folder: RunFolder) -> int:
     """``--resume`` of a finished run: its results again (to ``--out`` too)."""
     from fedcare.cli.output import results_table
-    from fedcare_core.atomic_files import write_json_atomic
+    from fedcare_core.files.atomic import write_json_atomic
 
     print(f"fedcare: the run in {folder.root} is complete: {folder.results_path}")
     document = folder.read_results()
@@ -217,9 +209,10 @@ def _report_complete(args: argparse.Namespace, folder: RunFolder) -> int:
     return 0
 
 
-def _command_line_backend(args: argparse.Namespace) -> RunBackend:
-    from fedcare_core.backends import get_backend
-    from fedcare_core.run_dir import RunBackend
+def command_line_backend(args: argparse.Namespace) -> RunBackend:
+    """``--backend`` and the Flower options given for it."""
+    from fedcare_core.resume.run_folder import RunBackend
+    from fedcare_core.run.backends import get_backend
 
     takes_options = get_backend(args.backend).options is not None
     return RunBackend(args.backend, flower_overrides(args) if takes_options else {})
@@ -227,43 +220,54 @@ def _command_line_backend(args: argparse.Namespace) -> RunBackend:
 
 def _run_sites(args: argparse.Namespace) -> int:
     """``--sites``: the sites prepared from their own files (no run folder), then executed."""
-    from fedcare.app.run import PreparedRun
+    from fedcare.app.run import execute_run
     from fedcare.cli.sites_run import prepare_sites_run
     from fedcare_core.algorithms import secagg_backend_refusal
 
-    backend = _command_line_backend(args)
+    backend = command_line_backend(args)
     refusal = secagg_backend_refusal(backend.name) if args.secagg else None
     if refusal is not None:  # before any site's file is read
         raise ConfigError(refusal)
-    run = prepare_sites_run(args, quiet=args.quiet)  # refuses the options the schema decides
+    prepared = prepare_sites_run(args, quiet=args.quiet)  # refuses what the schema decides
     runner = build_stage1_runner(args, backend)  # the schema's fedcare runs on every backend
-    prepared = PreparedRun(
-        run.config, run.federation, run.provenance, run.partition_s, backend.name, runner
-    )
+    prepared = replace(prepared, backend=backend.name, runner=runner)
     # A sites run checks every site's file first: a refusal there makes no store.
-    return _execute(args, tracked.open_chosen_store(args.tracking_uri), prepared, None)
+    tracking = tracked.open_chosen_store(args.tracking_uri)
+    out = _results_file(args, prepared.config, kept=False)
+    with _console(args) as bars:
+        result = execute_run(
+            prepared, progress=bars, sinks=_sinks(out, tracking, backend.name),
+            notes=_stage1_note,
+        )  # fmt: skip
+    return _report(result, out)
 
 
-def _execute(
-    args: argparse.Namespace,
-    tracking: str | None,
-    prepared: PreparedRun,
-    folder: RunFolder | None,
-) -> int:
-    """Execute the prepared run with the command's sinks; print the table and where it went."""
-    from fedcare.app.run import JsonFile, ResultSink, execute_run
-    from fedcare.cli.output import ProgressBars, default_results_file, results_table
+def _results_file(args: argparse.Namespace, config: ExperimentConfig, kept: bool) -> Path | None:
+    """``--out``, else ``results/<setting>.json`` unless the run is kept in a run folder."""
+    from fedcare.cli.output import default_results_file
+
+    if args.out is not None:
+        return Path(args.out)
+    return None if kept else Path(default_results_file(config))
+
+
+def _sinks(out: Path | None, tracking: str | None, backend: str) -> list[ResultSink]:
+    """The command's sinks: the results file (if any), then MLflow (if a store is open)."""
+    from fedcare.app.run import JsonFile
 
     sinks: list[ResultSink] = []
-    if folder is not None:
-        sinks.append(RunFolderSink(folder))
-    out = args.out
-    if out is None and folder is None:
-        out = default_results_file(prepared.config)
     if out is not None:
-        sinks.append(JsonFile(Path(out)))
+        sinks.append(JsonFile(out))
     if tracking is not None:
-        sinks.append(tracked.MlflowSink(tracking, prepared.backend))
+        sinks.append(tracked.MlflowSink(tracking, backend))
+    return sinks
+
+
+@contextmanager
+def _console(args: argparse.Namespace) -> Iterator[ProgressBars]:
+    """Progress bars for the run (none with ``--quiet``, which also quiets Flower's INFO lines)."""
+    from fedcare.cli.output import ProgressBars
+
     bars = ProgressBars(enabled=not args.quiet)
     # --quiet: Flower's per-round INFO lines too (flower-sim's server runs in this process).
     flwr_logger = logging.getLogger("flwr")
@@ -271,10 +275,29 @@ def _execute(
     if args.quiet:
         flwr_logger.setLevel(logging.WARNING)
     try:
-        result = execute_run(prepared, progress=bars, sinks=sinks, notes=_stage1_note)
+        yield bars
     finally:
         bars.close()
         flwr_logger.setLevel(flwr_level)
+
+
+def _messages(args: argparse.Namespace) -> RunMessages:
+    """What a run says on stderr: the dataset it loads (unless ``--quiet``), notes, resumes."""
+    from fedcare.app.run import RunMessages
+
+    def loading(dataset: str) -> None:
+        print(f"Loading {dataset} …", file=sys.stderr)
+
+    def resume(line: str) -> None:
+        print(f"fedcare: resume: {line}", file=sys.stderr)
+
+    return RunMessages(None if args.quiet else loading, _stage1_note, resume, _warn_insecure)
+
+
+def _report(result: ExperimentResult, out: Path | None) -> int:
+    """The results table, and where the document went."""
+    from fedcare.cli.output import results_table
+
     print(results_table(result.to_dict()))
     if out is not None:
         print(f"results written to {out}")
@@ -284,32 +307,6 @@ def _execute(
 def _stage1_note(note: str) -> None:
     """Stage 1's notes (lost clients, objectives without an update), on stderr."""
     print(f"fedcare: stage 1: {note}", file=sys.stderr)
-
-
-@dataclass(frozen=True)
-class RunFolderSink:
-    """Sink: ``results.json`` of a run kept with ``--run-dir`` (its completion mark)."""
-
-    folder: RunFolder
-
-    def write(self, result: ExperimentResult, document: dict[str, Any]) -> None:
-        """Write the document into the run folder."""
-        self.folder.write_results(document)
-
-
-def _run_folder_runner(
-    folder: RunFolder, algorithm: str, runner: Stage1Runner | None
-) -> Stage1Runner | None:
-    """The Stage 1 runner of a run kept in ``folder`` (checkpointed for FedCARE/FedCARE-B)."""
-
-    def say(line: str) -> None:
-        print(f"fedcare: resume: {line}", file=sys.stderr)
-
-    if runner is None:
-        return folder.stage1_runner(algorithm, say)
-    from fedcare.flower.runners import run_folder_runner
-
-    return run_folder_runner(runner, algorithm, folder.checkpoint_path, say)
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
@@ -347,7 +344,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     SIGINT, SIGTERM and SIGHUP end any command the same way: the run's teardown runs, then one
     line ``fedcare: interrupted (SIGTERM)`` and the exit status 128 + the signal's number.
     Called as the program (``argv`` None), the process then ends at once
-    (:func:`fedcare_core.interrupts.exit_now`): nothing runs after the message, and no thread
+    (:func:`fedcare_core.run.interrupts.exit_now`): nothing runs after the message, and no thread
     a library left waiting on a stopped backend keeps it alive. Called with ``argv``, it returns
     the status. A command of :data:`QUICK_EXIT_COMMANDS` ends the program the same way once done.
     """

@@ -22,10 +22,10 @@ from typing import TYPE_CHECKING, Any
 from fedcare.cli.options import add_tracking_uri_option
 from fedcare_core.config import UNSEEN_CATEGORY_POLICIES
 from fedcare_core.errors import ConfigError, DataError
-from fedcare_core.output_paths import check_output_file
+from fedcare_core.run.output_paths import check_output_file
 
 if TYPE_CHECKING:
-    from fedcare_core.model_package import ModelPackage
+    from fedcare_core.predict.package import ModelPackage
 
 #: The MLflow model's description file.
 MLMODEL_FILE = "MLmodel"
@@ -124,7 +124,7 @@ def _load_model(uri: str, tracking_uri: str | None) -> ModelPackage:
 def _package_in(uri: str, folder: Path) -> ModelPackage:
     """The client package of the MLflow model in ``folder`` (``--model uri``), read whole."""
     from fedcare.tracking.model_folder import PACKAGE_ARTIFACT
-    from fedcare_core.model_package import load_package
+    from fedcare_core.predict.package import load_package
 
     mlmodel = _read_mlmodel(uri, folder)
     flavor = (mlmodel.get("flavors") or {}).get("python_function") or {}
@@ -235,9 +235,9 @@ def cmd_predict(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from fedcare.tracking.local_artifacts import sqlite_path
-    from fedcare_core.atomic_files import write_atomic
     from fedcare_core.data.rows import row_format
-    from fedcare_core.private_files import keep_out_of_git
+    from fedcare_core.files.atomic import write_atomic
+    from fedcare_core.files.private import keep_out_of_git
 
     check_output_file(args.out)
     if not args.data.is_file():

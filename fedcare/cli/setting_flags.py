@@ -151,7 +151,7 @@ def build_config(args: argparse.Namespace) -> ExperimentConfig:
     base = ExperimentConfig() if config_file is None else load_config_file(config_file)
     preset = getattr(args, "preset", None)
     if preset is not None:
-        from fedcare_core.presets import with_preset
+        from fedcare_core.config.presets import with_preset
 
         base = with_preset(base, preset)
     sections = setting_values(args)

@@ -49,9 +49,9 @@ def cmd_site(args: argparse.Namespace) -> int:
 
 def _join(args: argparse.Namespace) -> int:
     """``fedcare site join``: the site's node until Ctrl-C."""
-    from fedcare.flower.site_folder import SiteFolder
-    from fedcare.flower.site_join import join_federation
     from fedcare.flower.tls_checks import check_certificates, check_node_key
+    from fedcare.sites.site_folder import SiteFolder
+    from fedcare.sites.site_join import join_federation
 
     check_superlink(args.superlink)
     site = SiteFolder.open(args.site)  # site.json and the card checked
@@ -91,7 +91,7 @@ def check_superlink(address: str) -> tuple[str, int]:
 
 def _rotate(args: argparse.Namespace) -> int:
     """``fedcare site rotate-key``: a new key pair; the card to send the coordinator."""
-    from fedcare.flower.site_folder import CARD_FILE, SiteFolder, rotate_key
+    from fedcare.sites.site_folder import CARD_FILE, SiteFolder, rotate_key
 
     site = SiteFolder.open(args.site)
     card = rotate_key(site)

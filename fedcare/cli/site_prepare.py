@@ -1,7 +1,7 @@
 """``fedcare site prepare`` and ``fedcare site personalise``: a hospital's own steps.
 
 ``prepare`` checks the hospital's file against the federation's schema and writes the site
-folder (:mod:`fedcare.flower.site_folder`): every option is checked before any row is read, and
+folder (:mod:`fedcare.sites.site_folder`): every option is checked before any row is read, and
 a file that fails its checks leaves nothing behind. ``personalise`` is Stage 2 at the site,
 with no communication: it starts from the ``w*`` the coordinator broadcast at the end of Stage 1
 (kept in the site folder) and fine-tunes and evaluates the site's own model, exactly as an
@@ -11,20 +11,13 @@ in-process run over the same sites (``fedcare run --sites``) does for that site.
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from fedcare.cli import tracked
 from fedcare_core.errors import ConfigError
-from fedcare_core.output_paths import check_output_dir, check_output_file
+from fedcare_core.run.output_paths import check_output_dir, check_output_file
 
-if TYPE_CHECKING:
-    pass
-
-#: ``document["stage1"]["backend"]`` of a site's run: Stage 1 ran in the federation.
-FEDERATION_BACKEND = "federation"
 #: ``fedcare.entry`` of a site's tracked run.
 PERSONALISE_ENTRY = "fedcare site personalise"
 
@@ -102,10 +95,10 @@ def cmd_site_prepare(args: argparse.Namespace) -> int:
         For a file that fails its checks: the file, column and rows (nothing is written).
     """
     # Imported here, not at the top: ``fedcare site --help`` must not load torch or pandas.
-    from fedcare.cli.sites_input import check_site_name, load_site
-    from fedcare.flower.site_folder import CARD_FILE, check_new_folder, create_site_folder
+    from fedcare.sites.site_folder import CARD_FILE, check_new_folder, create_site_folder
+    from fedcare.sites.site_input import check_site_name, load_site
     from fedcare_core.config import MAX_SEED
-    from fedcare_core.federation_schema import read_schema
+    from fedcare_core.sites.schema import read_schema
 
     check_new_folder(args.out)
     check_output_dir(args.out)
@@ -140,62 +133,34 @@ def cmd_site_prepare(args: argparse.Namespace) -> int:
 def cmd_site_personalise(args: argparse.Namespace) -> int:
     """Stage 2 and evaluation at the site from the broadcast ``w*``; write, print, track.
 
+    An adapter over :func:`fedcare.sites.personalise.prepare_personalisation` and the run
+    service.
+
     Raises
     ------
     ConfigError
         For an unwritable ``--out``, an unreachable tracking store, a folder that is not a site
         folder, or no ``w*`` yet (or one computed for another schema).
     """
+    from fedcare.app.run import JsonFile, ResultSink, execute_run
     from fedcare.cli.output import ProgressBars, results_table
-    from fedcare.flower.site_folder import SiteFolder, read_final_model
-    from fedcare_core.atomic_files import write_json_atomic
-    from fedcare_core.results import DataProvenance
-    from fedcare_core.runner import run_algorithm
-    from fedcare_core.sites import single_site_federation
+    from fedcare.sites.personalise import FEDERATION_BACKEND, prepare_personalisation
 
     check_output_file(args.out)
-    t0 = time.perf_counter()
-    site = SiteFolder.open(args.site)
-    schema, info = site.schema(), site.info()
-    received = read_final_model(site, schema.config.model)
-    client = dataclasses.replace(site.client(), client_id=received.client_id)
+    site = prepare_personalisation(args.site)
     if args.tracking_uri:  # the site's files checked first: a refusal creates no store
-        tracked.check_site_model_name(schema.dataset, schema.config.algorithm, info["name"])
-    store = tracked.open_store(args.tracking_uri) if args.tracking_uri else None
-    config = schema.run_config(
-        seed=received.seed, clients=received.clients, rounds=received.planned_rounds
-    )
-    federation = single_site_federation(schema, client, received.result.objectives)
+        tracked.check_site_model_name(site.dataset, site.algorithm, site.name)
+    sinks: list[ResultSink] = [JsonFile(Path(args.out))]
+    if args.tracking_uri:
+        store = tracked.open_store(args.tracking_uri)
+        sinks.append(
+            tracked.MlflowSink(store, FEDERATION_BACKEND, PERSONALISE_ENTRY, site_name=site.name)
+        )
     bars = ProgressBars(enabled=not args.quiet)
     try:
-        result = run_algorithm(
-            federation,
-            config,
-            provenance=DataProvenance(str(info["source_sha256"])),
-            stage1=received.result,
-            progress=bars,
-            timing={"partition_s": time.perf_counter() - t0},
-            backend_name=FEDERATION_BACKEND,
-        )
+        result = execute_run(site.prepared, progress=bars, sinks=sinks)
     finally:
         bars.close()
-    document = result.to_dict()
-    # The model has a head per objective of the federation; the site is evaluated on its own.
-    document["objectives"] = {
-        name: report for name, report in document["objectives"].items() if name in client.objectives
-    }
-    document["site"] = {
-        "name": info["name"],
-        "client_id": received.client_id,
-        "run_name": received.run_name,
-        "schema_digest": received.schema_digest,
-        "objectives": list(client.objectives),
-    }
-    write_json_atomic(args.out, document)
-    print(results_table(document))
+    print(results_table(site.prepared.document(result)))
     print(f"results written to {args.out}")
-    if store is not None:
-        tracked.track(
-            store, result, FEDERATION_BACKEND, entry=PERSONALISE_ENTRY, site_name=info["name"]
-        )
     return 0

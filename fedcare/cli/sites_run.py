@@ -1,49 +1,29 @@
-"""``fedcare run --sites SITES.json --schema federation.json``: a federation of sites, in process.
+"""``fedcare run --sites SITES.json --schema federation.json``: the options it takes.
 
-Each site of the list is prepared exactly as ``fedcare site prepare`` prepares it
-(:func:`fedcare.cli.sites_input.load_site`, the split seeded with ``--seed``), the sites are
-ordered by name (:func:`fedcare_core.sites.federation_of_sites`), and the run is the usual
-:func:`fedcare_core.runner.run_algorithm` on the schema's configuration: what a real multi-site
-federation computes, so one can be checked against the other.
+The sites are prepared by :func:`fedcare.sites.in_process.prepare_sites` and run by the run
+service; this module refuses, before any file is read, the options the schema decides.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-import time
-from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from fedcare.cli.options import bounded
-from fedcare.cli.sites_input import (
-    check_disjoint_sites,
-    combined_provenance,
-    load_site,
-    read_sites_list,
-)
-from fedcare_core.config import ExperimentConfig, flagged_settings
-from fedcare_core.data.clients import Federation
+from fedcare_core.config import flagged_settings
 from fedcare_core.errors import ConfigError
-from fedcare_core.federation_schema import RUN_SETTINGS, read_schema
-from fedcare_core.results import DataProvenance
-from fedcare_core.sites import federation_of_sites
+from fedcare_core.sites.schema import RUN_SETTINGS
+
+if TYPE_CHECKING:
+    from fedcare.app.run import PreparedRun
 
 #: ``fedcare run`` options the schema decides (given with --sites they would be ignored):
-#: every setting but :data:`~fedcare_core.federation_schema.RUN_SETTINGS`, and these.
+#: every setting but :data:`~fedcare_core.sites.schema.RUN_SETTINGS`, and these.
 SCHEMA_DECIDES = (
     "config", "data_dir", "no_verify", "preset", "set_values", "run_dir", "resume",
     *(name for name in flagged_settings() if name not in RUN_SETTINGS),
 )  # fmt: skip
-
-
-@dataclass(frozen=True)
-class SitesRun:
-    """What ``fedcare run --sites`` runs: the configuration, the federation, its provenance."""
-
-    config: ExperimentConfig
-    federation: Federation
-    provenance: DataProvenance
-    partition_s: float
 
 
 def refused_options(args: argparse.Namespace) -> list[str]:
@@ -56,8 +36,8 @@ def refused_options(args: argparse.Namespace) -> list[str]:
     return out
 
 
-def prepare_sites_run(args: argparse.Namespace, *, quiet: bool) -> SitesRun:
-    """Check the options, read the schema and the sites list, and prepare every site.
+def prepare_sites_run(args: argparse.Namespace, *, quiet: bool) -> PreparedRun:
+    """Check the options, then prepare every site (:func:`~fedcare.sites.in_process.prepare_sites`).
 
     Raises
     ------
@@ -67,6 +47,8 @@ def prepare_sites_run(args: argparse.Namespace, *, quiet: bool) -> SitesRun:
     DataError, DataCheckError
         For a site's file that fails its checks (the file, column and rows).
     """
+    from fedcare.sites.in_process import prepare_sites
+
     if args.sites is None or args.schema is None:
         raise ConfigError("--sites and --schema go together: give both")
     refused = refused_options(args)
@@ -80,19 +62,15 @@ def prepare_sites_run(args: argparse.Namespace, *, quiet: bool) -> SitesRun:
         value, limits = getattr(args, name), flagged_settings()[name].spec.range
         if value is not None and limits is not None:
             bounded(f"--{name}", value, limits)
-    schema = read_schema(args.schema)
-    entries = read_sites_list(args.sites, schema)
-    if len(entries) < 2:
-        raise ConfigError(f"--sites {args.sites}: a federation needs at least 2 sites, got 1")
-    seed = schema.config.seed if args.seed is None else args.seed
-    secagg = bool(getattr(args, "secagg", False))
-    config = schema.run_config(seed=seed, clients=len(entries), rounds=args.rounds, secagg=secagg)
-    t0 = time.perf_counter()
-    sites = []
-    for entry in entries:
-        if not quiet:
-            print(f"Preparing site {entry.name} …", file=sys.stderr, flush=True)
-        sites.append(load_site(schema, entry.data, entry.objectives, name=entry.name, seed=seed))
-    check_disjoint_sites(sites, f"--sites {args.sites}")
-    federation = federation_of_sites(schema, [(s.name, s.client) for s in sites])
-    return SitesRun(config, federation, combined_provenance(sites), time.perf_counter() - t0)
+
+    def say(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    return prepare_sites(
+        args.schema,
+        args.sites,
+        seed=args.seed,
+        rounds=args.rounds,
+        secagg=bool(getattr(args, "secagg", False)),
+        say=None if quiet else say,
+    )

@@ -73,7 +73,7 @@ def cmd_split_sites(args: argparse.Namespace) -> int:
         split_sites,
         write_sites,
     )
-    from fedcare_core.private_files import keep_out_of_git
+    from fedcare_core.files.private import keep_out_of_git
 
     if args.dataset not in _splittable():
         raise ConfigError(

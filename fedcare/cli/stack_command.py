@@ -116,8 +116,8 @@ def _schedule(args: argparse.Namespace, config: Any) -> int:
     """``fedcare stack schedule [--pause|--resume] [--cron EXPR] [--timezone TZ]``."""
     from dataclasses import replace
 
+    from fedcare.procs.services import wait_http
     from fedcare.stack import schedule
-    from fedcare.stack.processes import wait_http
     from fedcare_core.errors import ConfigError
 
     reachable = wait_http(f"{config.prefect_api_url}/health", 1.0)

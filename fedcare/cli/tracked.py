@@ -19,7 +19,7 @@ from fedcare_core.errors import ConfigError
 REACH_TIMEOUT_S = 5.0
 
 if TYPE_CHECKING:
-    from fedcare_core.results import ExperimentResult
+    from fedcare_core.run.results import ExperimentResult
 
 
 def open_store(uri: str, what: str = "--tracking-uri") -> str:
@@ -82,10 +82,12 @@ class MlflowSink:
 
     uri: str
     backend: str
+    entry: str = "fedcare run"
+    site_name: str | None = None
 
     def write(self, result: ExperimentResult, document: dict[str, Any]) -> None:
         """Log ``result`` as :func:`track` does."""
-        track(self.uri, result, self.backend)
+        track(self.uri, result, self.backend, entry=self.entry, site_name=self.site_name)
 
 
 def track(

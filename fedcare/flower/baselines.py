@@ -7,16 +7,17 @@ replies from results with the public ``Message.has_error()`` (not FedAvg's priva
 and decodes every key the core's aggregation reads. The ServerApp runs it on a
 :class:`~fedcare.flower.polling.PollingGrid` (:func:`fedcare.flower.server_app.run_server`).
 Flower's aggregation averages every array of every reply with one weight per client
-(``num-examples``), in float32. The core's FedAvg (:mod:`fedcare_core.baselines.fedavg`)
+(``num-examples``), in float32. The core's FedAvg (:mod:`fedcare_core.algorithms.fedavg.rounds`)
 averages per block: the backbone over all clients by N_k, head s over the clients pursuing s by
 N_{k,s} (a client never trains another objective's head, so its unchanged copy would shrink the
 others' steps), BatchNorm statistics by N_k, in float64. The override decodes the replies,
-orders them by client id and calls the core's :func:`~fedcare_core.baselines.fedavg.server_round`,
+orders them by client id and calls the core's
+:func:`~fedcare_core.algorithms.fedavg.rounds.server_round`,
 so the global model is the in-process one bit for bit.
 
-Each client runs :func:`fedcare_core.baselines.fedavg.local_train` on its union vectors: the
+Each client runs :func:`fedcare_core.algorithms.fedavg.rounds.local_train` on its union vectors: the
 server sends the union layout (column names, no rows) in the train config and the client embeds
-its own encoded features (:func:`~fedcare_core.baselines.features.union_client`), the same
+its own encoded features (:func:`~fedcare_core.algorithms.union.features.union_client`), the same
 function the in-process runner applies.
 
 Wire format (one ``train`` message per client and round, Flower's FedAvg layout)
@@ -32,11 +33,11 @@ Reply
     objective ``num-examples.<s>`` (N_{k,s}; 0 = not pursued) and ``loss.<s>`` (mean local
     loss; 0.0 when not pursued), so all replies carry the same keys.
 Reply under differential privacy (``dp-clip`` in the config; the core's
-:func:`~fedcare_core.baselines.fedavg.private_local_update`)
+:func:`~fedcare_core.algorithms.fedavg.rounds.private_local_update`)
     ``"arrays"``: ``params``, ``buffers`` hold the jointly clipped changes ``w_k − w^t`` and of
     the statistics. ``"metrics"``: ``client-id`` and, for every objective, ``pursues.<s>``
     (1 or 0); no counts, no losses. The server adds the noise once per round
-    (:func:`~fedcare_core.baselines.fedavg.server_round`), its secret drawn once when the
+    (:func:`~fedcare_core.algorithms.fedavg.rounds.server_round`), its secret drawn once when the
     strategy is built.
 """
 
@@ -77,16 +78,16 @@ from fedcare.flower.messages import (
     model_from_arrays,
 )
 from fedcare.flower.run_plan import RunPlan
-from fedcare_core.baselines import fedavg as core_fedavg
-from fedcare_core.baselines.common import build_full_mlp
-from fedcare_core.baselines.features import UnionLayout
-from fedcare_core.baselines.fedavg import LocalUpdate
+from fedcare_core.algorithms.fedavg import rounds as core_fedavg
+from fedcare_core.algorithms.fedavg.rounds import LocalUpdate
+from fedcare_core.algorithms.union.common import build_full_mlp
+from fedcare_core.algorithms.union.features import UnionLayout
 from fedcare_core.config import BaselineConfig, ModelConfig
 from fedcare_core.data.clients import ClientData
-from fedcare_core.param_vectors import get_buffers, get_params, param_layout
-from fedcare_core.privacy import noise_stream
-from fedcare_core.stage1 import RoundInfo, ServerState
-from fedcare_core.stage1_privacy import RoundNoise
+from fedcare_core.nn.param_vectors import get_buffers, get_params, param_layout
+from fedcare_core.privacy.mechanism import noise_stream
+from fedcare_core.privacy.stage1_rounds import RoundNoise
+from fedcare_core.stage1.loop import RoundInfo, ServerState
 
 LOGGER = logging.getLogger(__name__)
 
@@ -235,7 +236,7 @@ def union_view(client: ClientData, cache_key: str, layout: bytes) -> ClientData:
     ProtocolError
         If the client's common block does not have the layout's width.
     """
-    from fedcare_core.baselines.features import union_client
+    from fedcare_core.algorithms.union.features import union_client
 
     key = (cache_key, layout)
     if key not in _UNION_CACHE:
@@ -270,8 +271,8 @@ def baseline_train(client: ClientData, cache_key: str, content: RecordDict) -> R
     """
     import torch
 
-    from fedcare_core.baselines.fedavg import local_train
-    from fedcare_core.models import FullMLP
+    from fedcare_core.algorithms.fedavg.rounds import local_train
+    from fedcare_core.nn.models import FullMLP
 
     try:
         config = content.config_records[CONFIG]
@@ -325,7 +326,7 @@ class UnionFedAvg(FedAvg):
     :meth:`~flwr.serverapp.strategy.Strategy.start` and message construction.
     :meth:`configure_train` only notes ``w^t`` and which nodes were asked. Under differential
     privacy (``plan.stage1.privacy()``) the noise secret is drawn here, once for the run, and
-    each round's noise is :func:`~fedcare_core.privacy.noise_stream` of it and the round.
+    each round's noise is :func:`~fedcare_core.privacy.mechanism.noise_stream` of it and the round.
 
     Parameters
     ----------

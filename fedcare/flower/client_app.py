@@ -1,4 +1,4 @@
-"""The FedCARE ClientApp: a thin adapter around :func:`fedcare_core.stage1.client_update`.
+"""The FedCARE ClientApp: a thin adapter around :func:`fedcare_core.stage1.loop.client_update`.
 
 A client process knows only where its own data is (a folder or a one-file image, see
 :mod:`fedcare_core.data.client_store`; in a deployment an anonymous memory file of the runner's,
@@ -143,7 +143,7 @@ def handle_query(locate: DataLocator, msg: Message, context: Context) -> Message
 
 def handle_final_model(msg: Message, context: Context) -> Message:
     """The end of Stage 1: keep the broadcast ``w*`` in the site's folder, if it has one."""
-    from fedcare.flower.site_folder import store_final_model
+    from fedcare.sites.site_folder import store_final_model
 
     final = decode_final_model(msg.content)
     site = node_site(context)
@@ -166,8 +166,8 @@ def handle_train(locate: DataLocator, msg: Message, context: Context) -> Message
     import torch
 
     from fedcare.flower.baselines import baseline_train, is_baseline_message, union_view
-    from fedcare_core.models import MultiObjectiveModel
-    from fedcare_core.stage1 import client_update
+    from fedcare_core.nn.models import MultiObjectiveModel
+    from fedcare_core.stage1.loop import client_update
 
     if is_baseline_message(msg.content):
         key = data_key(locate(context))

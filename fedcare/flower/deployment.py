@@ -1,6 +1,6 @@
 """``--backend flower-deployment``: a real Flower federation of separate OS processes on loopback.
 
-The runner (a :data:`fedcare_core.runner.Stage1Runner`) hands each client's data over in an
+The runner (a :data:`fedcare_core.run.pipeline.Stage1Runner`) hands each client's data over in an
 anonymous memory file of its own (:func:`fedcare.flower.workspace.memory_handover`: nothing on
 any disk, gone when the runner's process dies; with ``--keep-workdir``, an owner-only folder
 instead), then starts
@@ -48,13 +48,6 @@ import tomli_w
 
 from fedcare.flower.flower_options import FlowerConfig
 from fedcare.flower.flwr_internals import fast_paths_enabled
-from fedcare.flower.processes import (
-    ProcessSupervisor,
-    executable,
-    free_port,
-    port_open,
-    signals_blocked,
-)
 from fedcare.flower.run_plan import CheckpointTarget
 from fedcare.flower.run_watch import RunWatch, watch_run
 from fedcare.flower.secagg import secure_plan
@@ -74,14 +67,16 @@ from fedcare.flower.workspace import (
     write_flwr_home,
     write_private,
 )
+from fedcare.procs.children import ProcessSupervisor, executable, signals_blocked
+from fedcare.procs.ports import free_port, port_open
 from fedcare_core import algorithms
-from fedcare_core.baselines.features import UnionLayout
+from fedcare_core.algorithms.union.features import UnionLayout
 from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.client_store import FOLDER_MODE
 from fedcare_core.data.clients import Federation
-from fedcare_core.interrupts import signals_raise
-from fedcare_core.stage1 import Stage1Result
-from fedcare_core.training import ProgressFn
+from fedcare_core.nn.training import ProgressFn
+from fedcare_core.run.interrupts import signals_raise
+from fedcare_core.stage1.loop import Stage1Result
 
 #: How often the runner checks processes while waiting for them to start.
 WATCH_INTERVAL_S = 0.2
@@ -163,7 +158,7 @@ def site_node_of(ws: Workspace, security: RunSecurity, cid: int, superlink: str)
 
 
 class DeploymentStage1Runner:
-    """A :data:`fedcare_core.runner.Stage1Runner` over SuperLink/SuperNode processes.
+    """A :data:`fedcare_core.run.pipeline.Stage1Runner` over SuperLink/SuperNode processes.
 
     Parameters
     ----------

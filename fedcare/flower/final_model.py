@@ -25,7 +25,7 @@ from fedcare.flower.site_messages import (
     decode_stored,
     encode_final_model,
 )
-from fedcare_core.stage1 import RoundInfo, ServerState
+from fedcare_core.stage1.loop import RoundInfo, ServerState
 
 LOGGER = logging.getLogger(__name__)
 #: The message type of the final broadcast.

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from fedcare.procs import LOOPBACK, free_port
+from fedcare.procs.ports import LOOPBACK, free_port
 from fedcare_core.config.fields import AT_LEAST_1, POSITIVE, Range, check_value, field_kinds
 from fedcare_core.config.settings import SettingRef, declared, ranges_of, setting
 from fedcare_core.errors import ConfigError

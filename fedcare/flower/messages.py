@@ -64,7 +64,7 @@ from flwr.app import (
 )
 
 from fedcare_core.config import ModelConfig, Stage1Config
-from fedcare_core.stage1 import ClientUpdate, ObjectiveUpdate, RoundInfo
+from fedcare_core.stage1.loop import ClientUpdate, ObjectiveUpdate, RoundInfo
 
 #: Bumped when the layout above changes; both sides check it. 3: no row count in the
 #: handshake, a pursued objective known by its non-empty delta (counts are 0 under DP).

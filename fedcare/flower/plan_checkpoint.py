@@ -2,9 +2,9 @@
 
 Both Stage 1 servers (:class:`~fedcare.flower.strategy.FedCareStrategy` and
 :class:`~fedcare.flower.secagg_strategy.SecureStage1Strategy`) write a
-:class:`~fedcare_core.stage1.Stage1Snapshot` after every round with the core's
-:func:`~fedcare_core.checkpoint.save_checkpoint` (atomic, owner-only), and at start restore one
-of the same run, if the file holds one.
+:class:`~fedcare_core.stage1.loop.Stage1Snapshot` after every round with the core's
+:func:`~fedcare_core.resume.checkpoint.save_checkpoint` (atomic, owner-only), and at start restore
+one of the same run, if the file holds one.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from fedcare.flower.run_plan import RunPlan
-from fedcare_core.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from fedcare_core.stage1 import ServerState, Stage1Snapshot, check_snapshot
+from fedcare_core.resume.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from fedcare_core.stage1.loop import ServerState, Stage1Snapshot, check_snapshot
 
 
 def restore_snapshot(plan: RunPlan, initial: ServerState) -> Stage1Snapshot | None:

@@ -7,7 +7,7 @@ BatchNorm statistics, no pickle) with ``stage1.json`` (convergence, notes, the r
 the DP accountant, ``dp_releases``: the Gaussian rounds released). Under differential privacy
 every round carries the ε spent after it (``epsilon``; absent without DP). On failure it writes
 ``error.txt``. :func:`read_stage1_result` turns the folder back into the
-core's :class:`~fedcare_core.stage1.Stage1Result`.
+core's :class:`~fedcare_core.stage1.loop.Stage1Result`.
 """
 
 from __future__ import annotations
@@ -28,9 +28,9 @@ from fedcare.flower.run_plan import (
     ROUNDS_FILE,
     RunPlan,
 )
-from fedcare_core.atomic_files import write_atomic
-from fedcare_core.param_vectors import param_layout
-from fedcare_core.stage1 import RoundInfo, ServerState, Stage1Result, build_model
+from fedcare_core.files.atomic import write_atomic
+from fedcare_core.nn.param_vectors import param_layout
+from fedcare_core.stage1.loop import RoundInfo, ServerState, Stage1Result, build_model
 
 
 def _num(x: float) -> float | None:

@@ -31,7 +31,7 @@ class CheckpointTarget:
     path
         The checkpoint file (in the run folder; its folder must exist).
     fingerprint
-        The run's :func:`~fedcare_core.checkpoint.stage1_fingerprint`.
+        The run's :func:`~fedcare_core.resume.checkpoint.stage1_fingerprint`.
     """
 
     path: str
@@ -64,7 +64,7 @@ class RunPlan:
     baselines
         The baselines' settings (FedAvg/FedProx local training, FedProx's μ).
     union_common_width, union_columns
-        A baseline's union layout (:class:`~fedcare_core.baselines.features.UnionLayout`):
+        A baseline's union layout (:class:`~fedcare_core.algorithms.union.features.UnionLayout`):
         column names, no rows. Each client embeds its own features into it; ``common_width``
         is then the union width. None: the clients' common features as they are.
     threads
@@ -82,8 +82,9 @@ class RunPlan:
         A name for the run, sent with ``w*``.
     checkpoint_path, checkpoint_fingerprint
         FedCARE / FedCARE-B in a run folder (``fedcare run --run-dir``): the server writes a
-        Stage 1 checkpoint (:mod:`fedcare_core.checkpoint`) to this file after every round
-        and, if it holds one of this run (:func:`~fedcare_core.checkpoint.stage1_fingerprint`),
+        Stage 1 checkpoint (:mod:`fedcare_core.resume.checkpoint`) to this file after every round
+        and, if it holds one of this run
+        (:func:`~fedcare_core.resume.checkpoint.stage1_fingerprint`),
         continues after its round. None: no checkpoint.
     """
 

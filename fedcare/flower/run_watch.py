@@ -14,10 +14,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from fedcare.flower.processes import ProcessSupervisor
 from fedcare.flower.results import read_error, read_rounds, result_ready
 from fedcare.flower.workspace import FlowerRunError
-from fedcare_core.training import ProgressFn
+from fedcare.procs.children import ProcessSupervisor
+from fedcare_core.nn.training import ProgressFn
 
 #: How often the run's processes and round log are checked.
 WATCH_INTERVAL_S = 0.2

@@ -3,7 +3,7 @@
 :func:`make_stage1_runner` names the runner of a backend; :class:`CheckpointedFlowerStage1`
 wraps a Flower runner so that its ServerApp keeps a Stage 1 checkpoint in a run folder
 (``fedcare run --run-dir``) and a later run (``--resume``) continues after it: the Flower
-counterpart of :class:`fedcare_core.checkpoint.CheckpointedStage1`.
+counterpart of :class:`fedcare_core.resume.checkpoint.CheckpointedStage1`.
 """
 
 from __future__ import annotations
@@ -17,17 +17,17 @@ from fedcare.flower.run_plan import CheckpointTarget
 from fedcare.flower.workspace import FlowerRunError
 from fedcare_core.algorithms import get_algorithm
 from fedcare_core.algorithms.base import Stage1Runner
-from fedcare_core.backends import get_backend
-from fedcare_core.checkpoint import (
+from fedcare_core.config import ModelConfig, Stage1Config
+from fedcare_core.data.clients import Federation
+from fedcare_core.nn.training import ProgressFn
+from fedcare_core.resume.checkpoint import (
     CheckpointError,
     load_checkpoint,
     restore_checkpoint,
     stage1_fingerprint,
 )
-from fedcare_core.config import ModelConfig, Stage1Config
-from fedcare_core.data.clients import Federation
-from fedcare_core.stage1 import Stage1Result
-from fedcare_core.training import ProgressFn
+from fedcare_core.run.backends import get_backend
+from fedcare_core.stage1.loop import Stage1Result
 
 
 def make_stage1_runner(backend: str, flower: FlowerConfig | None = None) -> Stage1Runner | None:

@@ -5,7 +5,7 @@ SecAgg+ in Flower 1.42: the server's :class:`~fedcare.flower.secagg_strategy.Sec
 sends ``FitIns(parameters=[w^t, β^t], config=...)`` with the keys below, each client
 (:mod:`fedcare.flower.secagg_client`) replies ``FitRes(parameters=[sealed vector],
 num_examples=1, metrics={"client-id": k})`` and Flower's ``secaggplus_mod`` masks the vector
-before it leaves the client. The vector is :mod:`fedcare_core.secure_sums`'s.
+before it leaves the client. The vector is :mod:`fedcare_core.stage1.secure_sums`'s.
 
 Config keys (all scalars, as the legacy ``Config`` requires)
     ``protocol`` (int, :data:`SECAGG_PROTOCOL`), ``server-round`` (int), ``seed`` (int),
@@ -31,7 +31,7 @@ from dataclasses import asdict, dataclass, replace
 from fedcare.flower.run_plan import RunPlan
 from fedcare_core.config import ModelConfig, Stage1Config
 from fedcare_core.errors import ConfigError
-from fedcare_core.secure_sums import (
+from fedcare_core.stage1.secure_sums import (
     MAX_ATTEMPTS,
     MODULUS,
     choose_levels,
@@ -158,8 +158,8 @@ class SecAggSettings:
     num_clients
         K.
     levels
-        ``T``: :func:`~fedcare_core.secure_sums.choose_levels` of the most clients the run can
-        have (every site of a federation), so that no round's sum can wrap.
+        ``T``: :func:`~fedcare_core.stage1.secure_sums.choose_levels` of the most clients the run
+        can have (every site of a federation), so that no round's sum can wrap.
     threshold
         Shamir's reconstruction threshold: a strict majority of the K clients asked,
         ``⌊K/2⌋ + 1`` (at least 2). A server that claims a live client dropped cannot then

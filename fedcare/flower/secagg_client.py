@@ -1,7 +1,7 @@
 """The client of a securely aggregated Stage 1 (Flower's legacy path with ``secaggplus_mod``).
 
-A thin adapter: :func:`fedcare_core.stage1.client_update` from the broadcast ``w^t``, as the
-client the server's handshake assigned, then :mod:`fedcare_core.secure_sums` packs the update
+A thin adapter: :func:`fedcare_core.stage1.loop.client_update` from the broadcast ``w^t``, as the
+client the server's handshake assigned, then :mod:`fedcare_core.stage1.secure_sums` packs the update
 into one pre-weighted vector, clips it to the round's range and rounds it onto SecAgg+'s grid.
 Flower's ``secaggplus_mod`` (wrapped around the ``train`` messages) masks that vector before it
 leaves the process and clears the plain arrays from the reply; only the masked integers and
@@ -37,7 +37,7 @@ from fedcare.flower.secagg import (
 )
 from fedcare.flower.site_messages import FINAL_MODEL_ACTION
 from fedcare_core.data.clients import ClientData
-from fedcare_core.secure_sums import SumLayout, pack_update, seal
+from fedcare_core.stage1.secure_sums import SumLayout, pack_update, seal
 
 DataLocator = Callable[[Context], Path]
 
@@ -64,8 +64,8 @@ def secure_fit(
     """
     import torch
 
-    from fedcare_core.models import MultiObjectiveModel
-    from fedcare_core.stage1 import client_update
+    from fedcare_core.nn.models import MultiObjectiveModel
+    from fedcare_core.stage1.loop import client_update
 
     ins = decode_instruction(config)
     if ins.client_id != client.client_id:

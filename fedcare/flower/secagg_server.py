@@ -8,8 +8,8 @@ collect masked vectors, unmask) and hands :meth:`SecureStage1Strategy.aggregate_
 results of the clients whose vectors it summed, every one carrying **the same** aggregated
 parameters (the mean of the sealed vectors) and only ``metrics={"client-id": k}``: no client's
 update ever reaches this code. The strategy multiplies the mean by the number of vectors, reads
-the per-objective sums (:func:`fedcare_core.secure_sums.unpack_sums`) and runs
-:func:`fedcare_core.secure_sums.secure_server_step`.
+the per-objective sums (:func:`fedcare_core.stage1.secure_sums.unpack_sums`) and runs
+:func:`fedcare_core.stage1.secure_sums.secure_server_step`.
 
 Faults. SecAgg+ reconstructs the masks of clients lost during a round from the others' Shamir
 shares while at least ``threshold`` (:class:`~fedcare.flower.secagg.SecAggSettings`) of the
@@ -21,8 +21,8 @@ the sum (Flower then removes only its pairwise masks): the sum's sentinel catche
 the run fails the same way. Checkpoints: as :class:`~fedcare.flower.strategy.FedCareStrategy`,
 after every round into the plan's file, and a restored run sends nothing for the rounds the
 checkpoint holds. A round whose values exceeded the range is run again with a wider
-range (:data:`fedcare_core.secure_sums.GROWTH`; the clients' updates are deterministic, so the
-retry sums the same vectors).
+range (:data:`fedcare_core.stage1.secure_sums.GROWTH`; the clients' updates are deterministic, so
+the retry sums the same vectors).
 """
 
 from __future__ import annotations
@@ -41,7 +41,7 @@ from fedcare.flower.run_plan import RunPlan
 from fedcare.flower.secagg import MAX_ATTEMPTS, MODULUS
 from fedcare.flower.secagg_strategy import RoundHook, SecureRoundError, SecureStage1Strategy
 from fedcare.flower.server_app import errors_recorded, plan_server_app, recorded_rounds
-from fedcare_core.secure_sums import GROWTH
+from fedcare_core.stage1.secure_sums import GROWTH
 
 
 class SecureRoundWorkflow(SecAggPlusWorkflow):

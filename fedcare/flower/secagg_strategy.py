@@ -39,9 +39,16 @@ from fedcare.flower.secagg import (
     majority,
     secure_plan,
 )
-from fedcare_core.param_vectors import get_buffers, get_params, param_layout
-from fedcare_core.privacy import noise_stream
-from fedcare_core.secure_sums import (
+from fedcare_core.nn.param_vectors import get_buffers, get_params, param_layout
+from fedcare_core.privacy.mechanism import noise_stream
+from fedcare_core.privacy.stage1_rounds import RoundNoise
+from fedcare_core.stage1.loop import (
+    RoundInfo,
+    ServerState,
+    Stage1Snapshot,
+    build_model,
+)
+from fedcare_core.stage1.secure_sums import (
     GROWTH,
     SecureSumError,
     SumLayout,
@@ -50,13 +57,6 @@ from fedcare_core.secure_sums import (
     secure_server_step,
     unpack_sums,
 )
-from fedcare_core.stage1 import (
-    RoundInfo,
-    ServerState,
-    Stage1Snapshot,
-    build_model,
-)
-from fedcare_core.stage1_privacy import RoundNoise
 
 LOGGER = logging.getLogger(__name__)
 RoundHook = Callable[[RoundInfo, float], None]
@@ -334,7 +334,7 @@ class SecureStage1Strategy(Strategy):
     def _restore(self) -> None:
         """Continue after the plan's checkpoint, if its file holds one of this run.
 
-        The range starts again from :func:`~fedcare_core.secure_sums.initial_clip` (a clip
+        The range starts again from :func:`~fedcare_core.stage1.secure_sums.initial_clip` (a clip
         on the first resumed round only reruns it wider).
 
         Raises

@@ -30,7 +30,7 @@ from fedcare.flower.polling import PollingGrid
 from fedcare.flower.results import append_round, write_error
 from fedcare.flower.run_plan import RunPlan
 from fedcare.flower.strategy import FedCareStrategy
-from fedcare_core.stage1 import RoundInfo
+from fedcare_core.stage1.loop import RoundInfo
 
 #: Run-config key holding the plan's path (``[tool.flwr.app.config]`` of the generated app).
 PLAN_PATH_KEY = "plan-path"

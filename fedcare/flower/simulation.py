@@ -42,7 +42,6 @@ from typing import Any
 
 from fedcare.flower.client_app import build_client_app, simulation_locator
 from fedcare.flower.flower_options import FlowerConfig
-from fedcare.flower.processes import LOOPBACK, TOKEN_ENV, terminate_marked
 from fedcare.flower.run_plan import CheckpointTarget
 from fedcare.flower.secagg import secure_plan
 from fedcare.flower.secagg_client import build_secagg_client_app
@@ -59,14 +58,17 @@ from fedcare.flower.workspace import (
     prepare_workspace,
     remove_workspace,
 )
+from fedcare.procs.children import TOKEN_ENV
+from fedcare.procs.marked import terminate_marked
+from fedcare.procs.ports import LOOPBACK
 from fedcare.procs.watchdog import start_watchdog, stop_watchdog
 from fedcare_core import algorithms
-from fedcare_core.baselines.features import UnionLayout
+from fedcare_core.algorithms.union.features import UnionLayout
 from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.clients import Federation
-from fedcare_core.interrupts import STOP_SIGNALS, received
-from fedcare_core.stage1 import RoundInfo, Stage1Result
-from fedcare_core.training import ProgressFn
+from fedcare_core.nn.training import ProgressFn
+from fedcare_core.run.interrupts import STOP_SIGNALS, received
+from fedcare_core.stage1.loop import RoundInfo, Stage1Result
 
 #: Ray's switch for multi-node clusters, off: Ray's node IP is then loopback, and with it every
 #: socket of its processes (GCS, raylet, object manager, workers, agents). Ray on Linux otherwise
@@ -109,7 +111,7 @@ def _no_records_after_a_signal(record: logging.LogRecord) -> bool:
 
 
 class SimulationStage1Runner:
-    """A :data:`fedcare_core.runner.Stage1Runner` on Flower's Simulation Engine.
+    """A :data:`fedcare_core.run.pipeline.Stage1Runner` on Flower's Simulation Engine.
 
     Parameters
     ----------
@@ -122,7 +124,7 @@ class SimulationStage1Runner:
         Start-up and per-round wall times of the last run.
     token
         The environment marker of the last run's processes (see
-        :mod:`fedcare.flower.processes`).
+        :mod:`fedcare.procs.children`).
     """
 
     #: Baselines whose rounds this runner runs (``fedcare_core.algorithms.federated_baselines``).
@@ -230,7 +232,7 @@ class SimulationStage1Runner:
         ``ray.init`` replaces the main thread's SIGTERM handler with one that calls
         ``sys.exit``, and Ray's C++ core installs a failure handler that dumps a native stack
         and aborts: the caller's handlers go back at once, so SIGTERM ends the run as
-        :mod:`fedcare_core.interrupts` says (teardown, one message, status 143).
+        :mod:`fedcare_core.run.interrupts` says (teardown, one message, status 143).
         """
         import ray
 
@@ -304,7 +306,7 @@ class SimulationStage1Runner:
         finally:
             if ray.is_initialized():
                 ray.shutdown()
-            terminate_marked(self.token, self.flower.shutdown_grace_s, wait_first=True)
+            terminate_marked(TOKEN_ENV, self.token, self.flower.shutdown_grace_s, wait_first=True)
             stop_watchdog(watchdog, self.flower.shutdown_grace_s)
             for key, value in saved.items():
                 if value is None:

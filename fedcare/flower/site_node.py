@@ -30,8 +30,9 @@ from fedcare.flower.client_app import (
     SITE_NAME_KEY,
     STAGE1_PATH_KEY,
 )
-from fedcare.flower.processes import LOOPBACK, executable
 from fedcare.flower.tls import TlsFiles
+from fedcare.procs.children import executable
+from fedcare.procs.ports import LOOPBACK
 
 #: Node-config key with the client's id (informational: the handshake's site name decides).
 CLIENT_ID_KEY = "client-id"

@@ -1,10 +1,10 @@
 """FedCARE's Stage 1 server as a Flower :class:`~flwr.serverapp.strategy.Strategy`.
 
 :meth:`FedCareStrategy.aggregate_train` decodes the replies and calls
-:func:`fedcare_core.stage1.server_step` (per-objective aggregation, min-norm λ*, the global step
-and ‖d‖²). The strategy keeps the :class:`~fedcare_core.stage1.ServerState` and the per-round
-:class:`~fedcare_core.stage1.RoundInfo` list, so the run returns the same trace as the
-in-process runner.
+:func:`fedcare_core.stage1.loop.server_step` (per-objective aggregation, min-norm λ*, the global
+step and ‖d‖²). The strategy keeps the :class:`~fedcare_core.stage1.loop.ServerState` and the
+per-round :class:`~fedcare_core.stage1.loop.RoundInfo` list, so the run returns the same trace
+as the in-process runner.
 
 The round loop is Flower's own :meth:`Strategy.start <flwr.serverapp.strategy.Strategy.start>`;
 what Algorithm 1 and the fault policy need beyond it lives in the hooks Flower's strategies
@@ -29,9 +29,9 @@ handshake, and rejoins. Objectives with no replying client keep their heads
 round and the client.
 
 Checkpoints: when the plan names a checkpoint file (``fedcare run --run-dir``), the strategy
-writes a :class:`~fedcare_core.stage1.Stage1Snapshot` there after every round, with the core's
-:func:`~fedcare_core.checkpoint.save_checkpoint` (atomic, owner-only). A strategy whose plan's
-file already holds a checkpoint of the same run restores the server state, the trace and the
+writes a :class:`~fedcare_core.stage1.loop.Stage1Snapshot` there after every round, with the core's
+:func:`~fedcare_core.resume.checkpoint.save_checkpoint` (atomic, owner-only). A strategy whose
+plan's file already holds a checkpoint of the same run restores the server state, the trace and the
 notes, and Flower's loop runs rounds ``1..r`` of the checkpoint as empty rounds (nothing sent,
 nothing aggregated: the same mechanism as after convergence), so every later round keeps its
 true number and each client's random streams, seeded by ``(seed, round, client)``, are those of
@@ -40,7 +40,7 @@ the uninterrupted run.
 Differential privacy (``Stage1Config.privacy()``): the run's noise secret is drawn once, when
 the strategy is built (the ``dp_noise_seed``, else 128 bits of OS entropy; it never leaves the
 ServerApp), and round ``t`` is noised with ``noise_stream(secret, t)``, as
-:func:`~fedcare_core.stage1.run_stage1` does. The accountant's state is the server state's
+:func:`~fedcare_core.stage1.loop.run_stage1` does. The accountant's state is the server state's
 ``dp_releases``, which the checkpoint keeps, so ε continues after a resume.
 """
 
@@ -68,9 +68,10 @@ from fedcare.flower.messages import (
 from fedcare.flower.plan_checkpoint import restore_snapshot, save_snapshot
 from fedcare.flower.run_plan import RunPlan
 from fedcare.flower.site_messages import with_assignment
-from fedcare_core.param_vectors import get_buffers, get_params, param_layout
-from fedcare_core.privacy import noise_stream
-from fedcare_core.stage1 import (
+from fedcare_core.nn.param_vectors import get_buffers, get_params, param_layout
+from fedcare_core.privacy.mechanism import noise_stream
+from fedcare_core.privacy.stage1_rounds import RoundNoise
+from fedcare_core.stage1.loop import (
     ClientUpdate,
     RoundInfo,
     ServerState,
@@ -78,7 +79,6 @@ from fedcare_core.stage1 import (
     build_model,
     server_step,
 )
-from fedcare_core.stage1_privacy import RoundNoise
 
 LOGGER = logging.getLogger(__name__)
 

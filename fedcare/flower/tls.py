@@ -23,7 +23,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
-from fedcare.procs import LOOPBACK
+from fedcare.procs.ports import LOOPBACK
 
 #: Validity of the per-run CA and certificates. A run that outlives it fails at the next
 #: handshake; a day is far above any Stage 1 run here, and short enough not to matter if leaked.

@@ -39,7 +39,7 @@ from typing import Any
 
 from fedcare.flower import flwr_internals
 from fedcare.flower.flwr_internals import TaskSpec
-from fedcare.flower.processes import die_with_parent, executable
+from fedcare.procs.children import die_with_parent, executable
 
 #: Flower's documented SuperExec command, run instead on an unverified flwr.
 STOCK_SUPEREXEC = "flower-superexec"
@@ -152,7 +152,7 @@ def warm_up(data_path: str | None) -> None:
     flwr_internals.preload_clientapp_runtime()
 
     import fedcare.flower.client_app as client_app
-    import fedcare_core.stage1  # noqa: F401
+    import fedcare_core.stage1.loop  # noqa: F401
 
     if data_path is not None:
         client_app.preload(data_path)

@@ -37,7 +37,7 @@ from fedcare.flower.client_app import client_folder_name
 from fedcare.flower.flower_options import FlowerConfig
 from fedcare.flower.results import read_error, read_rounds, read_stage1_result, result_ready
 from fedcare.flower.run_plan import PLAN_FILE, CheckpointTarget, RunPlan
-from fedcare_core.baselines.features import UnionLayout
+from fedcare_core.algorithms.union.features import UnionLayout
 from fedcare_core.config import BaselineConfig, ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.client_store import (
     FILE_MODE,
@@ -47,7 +47,7 @@ from fedcare_core.data.client_store import (
 )
 from fedcare_core.data.clients import ClientData, Federation
 from fedcare_core.errors import ConfigError, FedcareError
-from fedcare_core.stage1 import Stage1Result
+from fedcare_core.stage1.loop import Stage1Result
 
 #: Environment every Flower process of a run gets (no network calls from an offline machine).
 FLOWER_ENV = {"FLWR_TELEMETRY_ENABLED": "0", "FLWR_DISABLE_UPDATE_CHECK": "1"}
@@ -298,7 +298,7 @@ def prepare_baseline_workspace(
     """The working folder of a baseline's federated rounds (FedAvg, FedProx, FMGDA, FSMGDA).
 
     FMGDA and FSMGDA are Algorithm 1 on the union vectors with their Stage 1 settings
-    (:func:`fedcare_core.baselines.fmgda.mgda_config`: FMGDA's batch covers every client's
+    (:func:`fedcare_core.algorithms.fmgda.rounds.mgda_config`: FMGDA's batch covers every client's
     training rows); FedAvg and FedProx take their local training from ``config.baselines``
     and T from ``config.stage1.rounds``.
 

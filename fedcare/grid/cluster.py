@@ -20,7 +20,7 @@ from typing import Any
 from distributed import Client, LocalCluster, WorkerPlugin
 
 from fedcare_core.errors import ConfigError
-from fedcare_core.interrupts import child_ignores_interrupts
+from fedcare_core.run.interrupts import child_ignores_interrupts
 
 #: The only interface a local cluster listens on.
 LOOPBACK = "127.0.0.1"
@@ -161,7 +161,7 @@ def grid_client(address: str | None = None, workers: int | None = None) -> Itera
 
 
 class IgnoreInterrupts(WorkerPlugin):
-    """A local worker ignores SIGINT (:func:`fedcare_core.interrupts.child_ignores_interrupts`).
+    """A local worker ignores SIGINT (:func:`fedcare_core.run.interrupts.child_ignores_interrupts`).
 
     The terminal's Ctrl-C reaches every process of the group: the grid's process stops the
     workers; each worker would otherwise print its own KeyboardInterrupt traceback.

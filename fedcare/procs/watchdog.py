@@ -16,7 +16,7 @@ import signal
 import subprocess
 import sys
 
-from fedcare.procs import terminate_marked
+from fedcare.procs.marked import terminate_marked
 
 
 def start_watchdog(env_name: str, token: str, grace_s: float) -> subprocess.Popen[bytes]:

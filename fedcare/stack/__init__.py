@@ -8,7 +8,7 @@ they started; ``fedcare stack status`` reports them. Each service runs detached 
 session, with a pid file and a log under ``.stack/``, and carries an environment marker so
 teardown leaves no orphans (flow-run processes, task-runner workers included).
 
-Modules: :mod:`~fedcare.stack.settings` (ports, folders, the environment every service gets),
-:mod:`~fedcare.stack.processes` (detached processes, pid files, marker sweep) and
-:mod:`~fedcare.stack.stack` (up, down, status).
+Modules: :mod:`~fedcare.stack.settings` (ports, folders, the environment every service gets)
+and :mod:`~fedcare.stack.stack` (up, down, status); the detached processes themselves are
+:mod:`fedcare.procs.services`.
 """

@@ -9,20 +9,13 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from fedcare.procs.marked import alive, terminate_marked
+from fedcare.procs.ports import port_open
+from fedcare.procs.services import log_tail, read_pid, start_detached, stop_group, wait_http
 from fedcare.stack import schedule
-from fedcare.stack.processes import (
-    alive,
-    log_tail,
-    port_in_use,
-    read_pid,
-    start_detached,
-    stop_group,
-    sweep,
-    wait_http,
-)
 from fedcare.stack.settings import TOKEN_ENV, WORK_POOL, StackConfig
-from fedcare_core.atomic_files import write_atomic
 from fedcare_core.errors import FedcareError
+from fedcare_core.files.atomic import write_atomic
 
 #: Services in start order (stopped in reverse).
 SERVICES = ("prefect-server", "mlflow-server", "prefect-worker")
@@ -144,7 +137,7 @@ def _start(config: StackConfig, name: str, token: str, say: Say) -> int:
         say(f"{name}: already running (pid {pid})")
         return pid
     port = _port(config, name)
-    if port is not None and port_in_use(port, config.host):
+    if port is not None and port_open(port, config.host):
         raise StackError(
             f"{name}: port {port} on {config.host} is taken by another program; stop it or choose "
             "another port (fedcare stack up --prefect-port/--mlflow-port)"
@@ -298,7 +291,7 @@ def down(config: StackConfig, say: Say = print) -> list[int]:
     except OSError:
         token = ""
     if token:
-        leftovers = sweep(TOKEN_ENV, token)
+        leftovers = terminate_marked(TOKEN_ENV, token, 5.0)
         if leftovers:
             say(f"stopped {len(leftovers)} leftover process(es): {leftovers}")
     return leftovers

@@ -2,7 +2,7 @@
 
 One logged model per client (name ``client<k>``) in the run of its algorithm × seed: MLflow's
 *models from code* (:mod:`fedcare.tracking.pyfunc_model`) over the client's package
-(:mod:`fedcare_core.model_package`). Its signature is column-based — the dataset's row columns
+(:mod:`fedcare_core.predict.package`). Its signature is column-based — the dataset's row columns
 in, one ``double`` column per objective out (``<objective>_probability``, ``<objective>_days``),
 and a ``unseen_categories`` parameter — and its input example is synthetic rows
 (:func:`fedcare_core.data.rows.row_format`), never a patient's.
@@ -24,8 +24,8 @@ from mlflow.types.schema import AnyType, ColSpec, ParamSchema, ParamSpec, Schema
 from fedcare.tracking import pyfunc_model, store
 from fedcare_core import __version__
 from fedcare_core.data.rows import row_format
-from fedcare_core.model_package import ModelPackage, client_package, save_package
-from fedcare_core.results import ExperimentResult
+from fedcare_core.predict.package import ModelPackage, client_package, save_package
+from fedcare_core.run.results import ExperimentResult
 
 #: Logged-model name of client ``k``'s deployed model.
 CLIENT_MODEL_TEMPLATE = "client{client}"
@@ -43,7 +43,7 @@ def row_signature(package: ModelPackage) -> ModelSignature:
     each: MLflow's own schema errors quote the input data (patient rows) in their message, and
     refuse what pandas legitimately reads (an integer column for a ``double``, an empty text
     column as float). The package checks presence and every value itself, naming the column
-    and rows, never a value (:meth:`~fedcare_core.model_package.ModelPackage.score`).
+    and rows, never a value (:meth:`~fedcare_core.predict.package.ModelPackage.score`).
     """
     inputs = Schema([ColSpec(AnyType(), c, required=False) for c in package.input_columns])
     outputs = Schema([ColSpec("double", c) for c in package.output_columns])

@@ -36,8 +36,8 @@ from fedcare.tracking.model_names import (
     site_model_name,
 )
 from fedcare.tracking.registry import Score, register_version, validation_report
-from fedcare_core.evaluate import EvaluationReport
-from fedcare_core.results import ExperimentResult
+from fedcare_core.evaluation.clients import EvaluationReport
+from fedcare_core.run.results import ExperimentResult
 
 __all__ = [
     "CLIENT_MODEL_TEMPLATE",

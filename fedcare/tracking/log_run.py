@@ -43,8 +43,8 @@ from fedcare.tracking.mlflow_params import flatten_params, param_value
 from fedcare.tracking.serving import GlobalPredictor, input_example, signature_for
 from fedcare_core import __version__
 from fedcare_core.algorithms import get_algorithm
-from fedcare_core.results import ExperimentResult
-from fedcare_core.stage1 import load_global_model
+from fedcare_core.run.results import ExperimentResult
+from fedcare_core.stage1.loop import load_global_model
 
 _log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ _log = logging.getLogger(__name__)
 TAG_DATASET_SHA256 = "fedcare.dataset_sha256"
 #: FedCARE version that produced the run.
 TAG_VERSION = "fedcare.version"
-#: Torch's CPU kernel path that produced the numbers (``fedcare_core.cpu_kernels``).
+#: Torch's CPU kernel path that produced the numbers (``fedcare_core.nn.cpu_kernels``).
 TAG_CPU_KERNELS = "fedcare.cpu_kernels"
 #: Prefect flow-run id of the flow that ran the experiment.
 TAG_FLOW_RUN_ID = "prefect.flow_run_id"

@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 from fedcare_core.data.clients import ClientData
 from fedcare_core.errors import ConfigError
-from fedcare_core.model_package import output_column
-from fedcare_core.results import ExperimentResult
+from fedcare_core.predict.package import output_column
+from fedcare_core.run.results import ExperimentResult
 
 #: Between the objectives of a name.
 OBJECTIVES_JOINER = "+"

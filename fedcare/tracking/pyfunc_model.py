@@ -2,7 +2,7 @@
 
 MLflow copies this file into every logged client model (``python_model`` is this file's path),
 so the model's code travels with it and loading it needs only FedCARE installed — no pickled
-object. The model's one artifact is the client's package (:mod:`fedcare_core.model_package`):
+object. The model's one artifact is the client's package (:mod:`fedcare_core.predict.package`):
 its encoders, predictor recipe and weights. ``predict`` takes raw rows as a pandas DataFrame
 (labels absent or ignored) and returns one named column per objective; a row that cannot be
 scored raises :class:`~fedcare_core.errors.DataError` naming the column and rows, never a value;
@@ -32,7 +32,7 @@ class FedcareClientModel(PythonModel):
 
     def load_context(self, context: PythonModelContext) -> None:
         """Read the package from the model's artifacts."""
-        from fedcare_core.model_package import load_package
+        from fedcare_core.predict.package import load_package
 
         self.package = load_package(context.artifacts[PACKAGE_ARTIFACT])
 

@@ -25,9 +25,9 @@ from mlflow.protos.databricks_pb2 import (
 
 from fedcare.tracking import store
 from fedcare.tracking.log_run import TAG_BACKBONE_MODEL_ID
-from fedcare_core.evaluate import EvaluationReport, evaluate
-from fedcare_core.predictors import predictor_scorer
-from fedcare_core.results import ExperimentResult
+from fedcare_core.evaluation.clients import EvaluationReport, evaluate
+from fedcare_core.predict.predictors import predictor_scorer
+from fedcare_core.run.results import ExperimentResult
 
 #: The alias that marks the model to deploy.
 CHAMPION_ALIAS = "champion"

@@ -17,8 +17,8 @@ import torch
 from mlflow.models import ModelSignature, infer_signature
 from torch import nn
 
-from fedcare_core.losses import predict
-from fedcare_core.models import MultiObjectiveModel
+from fedcare_core.nn.losses import predict
+from fedcare_core.nn.models import MultiObjectiveModel
 
 
 def _stack(scores: Sequence[torch.Tensor], kinds: Sequence[str]) -> torch.Tensor:

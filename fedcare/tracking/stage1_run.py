@@ -44,7 +44,7 @@ def log_stage1_run(
     Parameters
     ----------
     document
-        :func:`fedcare.flower.federation_run.stage1_document`'s output.
+        :func:`fedcare.sites.federation_run.stage1_document`'s output.
     result_dir
         The ServerApp's result folder (its ``stage1.npz`` is ``w*``).
     parent_run_id

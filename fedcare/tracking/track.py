@@ -20,7 +20,7 @@ from fedcare.tracking.model_names import (
     backbone_model_name,
 )
 from fedcare_core.algorithms import get_algorithm
-from fedcare_core.results import ExperimentResult
+from fedcare_core.run.results import ExperimentResult
 
 __all__ = [
     "BACKBONE_MODEL_TEMPLATE",

@@ -10,11 +10,11 @@ import importlib
 from functools import cache
 from typing import TYPE_CHECKING
 
-from fedcare_core.backends import REGISTRY as REGISTERED_BACKENDS
-from fedcare_core.backends import secagg_backends
 from fedcare_core.config import ExperimentConfig
+from fedcare_core.config.quick import quick_sized
 from fedcare_core.errors import ConfigError
-from fedcare_core.quick import quick_sized
+from fedcare_core.run.backends import REGISTRY as REGISTERED_BACKENDS
+from fedcare_core.run.backends import secagg_backends
 
 if TYPE_CHECKING:
     from fedcare_core.algorithms.base import Algorithm
@@ -23,15 +23,15 @@ if TYPE_CHECKING:
 #: documents list them. Loaded on first use, so listing the names (``fedcare --help``) does not
 #: import torch.
 REGISTRY: dict[str, str] = {
-    "fedcare": "fedcare_core.algorithms.fedcare:FedCare",
-    "fedcare-b": "fedcare_core.algorithms.fedcare_b:FedCareB",
-    "fedavg": "fedcare_core.algorithms.fedavg:FedAvg",
-    "fedprox": "fedcare_core.algorithms.fedprox:FedProx",
-    "fmgda": "fedcare_core.algorithms.fmgda:Fmgda",
-    "fsmgda": "fedcare_core.algorithms.fsmgda:Fsmgda",
-    "pafnet": "fedcare_core.algorithms.pafnet:Pafnet",
-    "local": "fedcare_core.algorithms.local:Local",
-    "centralised": "fedcare_core.algorithms.centralised:Centralised",
+    "fedcare": "fedcare_core.algorithms.fedcare.method:FedCare",
+    "fedcare-b": "fedcare_core.algorithms.fedcare.fedcare_b:FedCareB",
+    "fedavg": "fedcare_core.algorithms.fedavg.method:FedAvg",
+    "fedprox": "fedcare_core.algorithms.fedavg.fedprox:FedProx",
+    "fmgda": "fedcare_core.algorithms.fmgda.method:Fmgda",
+    "fsmgda": "fedcare_core.algorithms.fmgda.fsmgda:Fsmgda",
+    "pafnet": "fedcare_core.algorithms.pafnet.method:Pafnet",
+    "local": "fedcare_core.algorithms.bounds.local:Local",
+    "centralised": "fedcare_core.algorithms.bounds.centralised:Centralised",
 }
 #: The registered names.
 ALGORITHM_NAMES: tuple[str, ...] = tuple(REGISTRY)
@@ -92,7 +92,7 @@ def validate_config(config: ExperimentConfig) -> ExperimentConfig:
     Notes
     -----
     With ``FEDCARE_QUICK`` set the configuration returned is capped
-    (:func:`fedcare_core.quick.quick_sized`).
+    (:func:`fedcare_core.config.quick.quick_sized`).
     """
     algorithm = get_algorithm(config.algorithm)
     config.validate()

@@ -1,7 +1,7 @@
 """What an algorithm declares: its phases, the model each client deploys, its Flower support.
 
 A run has the same phases whatever the algorithm and wherever it executes
-(:func:`fedcare_core.runner.run_algorithm` drives them):
+(:func:`fedcare_core.run.pipeline.run_algorithm` drives them):
 
 1. **view** — the clients as the algorithm trains and scores them (the prepared federation, or
    the baselines' union view);
@@ -24,13 +24,13 @@ from typing import Any, ClassVar, Protocol, runtime_checkable
 
 from torch import nn
 
-from fedcare_core.baselines.features import UnionLayout
+from fedcare_core.algorithms.union.features import UnionLayout
 from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.clients import ClientData, Federation
-from fedcare_core.predictors import ClientPredictor
-from fedcare_core.stage1 import Stage1Result
-from fedcare_core.stage2 import Stage2Result
-from fedcare_core.training import ProgressFn
+from fedcare_core.nn.training import ProgressFn
+from fedcare_core.predict.predictors import ClientPredictor
+from fedcare_core.stage1.loop import Stage1Result
+from fedcare_core.stage2.personalise import Stage2Result
 
 
 class Stage1Runner(Protocol):
@@ -74,7 +74,7 @@ class BaselineBackend(Protocol):
             The clients as prepared (their own encoded features; each client builds its
             union vectors from ``layout``, which holds column names, no rows).
         layout
-            The union layout (:func:`~fedcare_core.baselines.features.union_layout`).
+            The union layout (:func:`~fedcare_core.algorithms.union.features.union_layout`).
         config
             The experiment configuration (rounds, seed, model, ``baselines``, ``stage1``).
         progress
@@ -149,9 +149,9 @@ class Algorithm(ABC):
     #: Federated rounds that a backend (Flower) can run; False: in process only.
     flower: ClassVar[bool] = False
     #: Whether its rounds run under client-level DP when the configuration asks for it
-    #: (``stage1.dp_epsilon`` / ``dp_noise_multiplier``; :mod:`fedcare_core.privacy`).
+    #: (``stage1.dp_epsilon`` / ``dp_noise_multiplier``; :mod:`fedcare_core.privacy.mechanism`).
     private_rounds: ClassVar[bool] = False
-    #: Whether its rounds are FedCARE's Stage 1 (:func:`fedcare_core.stage1.run_stage1`):
+    #: Whether its rounds are FedCARE's Stage 1 (:func:`fedcare_core.stage1.loop.run_stage1`):
     #: checkpointed in a run folder, resumable, cached by the flow, summable with SecAgg+, and
     #: training a shared backbone w* that is logged and registered of its own.
     runs_stage1: ClassVar[bool] = False

@@ -7,6 +7,14 @@ and grouping. The ranges, the command-line flags, the flow parameters and the do
 table are derived from those declarations (:func:`all_settings`).
 """
 
+from fedcare_core.config.dataset_choices import (
+    DATASET_COHORTS,
+    DATASET_FEATURE_SETS,
+    DATASET_OBJECTIVES,
+    DATASETS,
+    FEATURE_SETS,
+    READMISSION_DEFINITIONS,
+)
 from fedcare_core.config.experiment import (
     RANGES,
     SECTIONS,
@@ -35,14 +43,6 @@ from fedcare_core.config.limits import (
 )
 from fedcare_core.config.sections import BaselineConfig, DataConfig
 from fedcare_core.config.stages import ModelConfig, Stage1Config, Stage2Config
-from fedcare_core.dataset_choices import (
-    DATASET_COHORTS,
-    DATASET_FEATURE_SETS,
-    DATASET_OBJECTIVES,
-    DATASETS,
-    FEATURE_SETS,
-    READMISSION_DEFINITIONS,
-)
 
 __all__ = [
     "CLIENT_SPLITS",

@@ -4,6 +4,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from fedcare_core.config.dataset_choices import (
+    DATASET_COHORTS,
+    DATASET_OBJECTIVES,
+    FEATURE_SETS,
+    READMISSION_DEFINITIONS,
+    check_dataset_choices,
+)
 from fedcare_core.config.fields import (
     ANY_FINITE,
     CLOSED_UNIT,
@@ -25,13 +32,6 @@ from fedcare_core.config.limits import (
     WIDTH,
 )
 from fedcare_core.config.settings import check_section, setting
-from fedcare_core.dataset_choices import (
-    DATASET_COHORTS,
-    DATASET_OBJECTIVES,
-    FEATURE_SETS,
-    READMISSION_DEFINITIONS,
-    check_dataset_choices,
-)
 from fedcare_core.errors import ConfigError
 
 _DATA = "data and federation"
@@ -175,7 +175,7 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class BaselineConfig:
-    """The baselines and bounds (SPEC §4; ``fedcare_core.baselines``).
+    """The baselines and bounds (SPEC §4; ``fedcare_core.algorithms``).
 
     The number of federated rounds T is ``stage1.rounds`` for every federated method, so
     ``--rounds`` means the same thing everywhere. FMGDA and FSMGDA are Algorithm 1's

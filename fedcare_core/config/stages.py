@@ -33,7 +33,7 @@ from fedcare_core.config.limits import (
 )
 from fedcare_core.config.settings import check_section, setting
 from fedcare_core.errors import ConfigError
-from fedcare_core.privacy import (
+from fedcare_core.privacy.mechanism import (
     MAX_CLIP,
     MAX_NOISE_MULTIPLIER,
     MIN_CLIP,
@@ -85,10 +85,11 @@ class Stage1Config:
     min-norm direction ``d`` as a pseudo-gradient for a server-side Adam (FedOpt, Reddi et al.
     2021) with learning rate ``global_lr``; it is an option, not the default.
 
-    Client-level differential privacy (:mod:`fedcare_core.privacy`) is off unless
+    Client-level differential privacy (:mod:`fedcare_core.privacy.mechanism`) is off unless
     ``dp_epsilon`` or ``dp_noise_multiplier`` is set. ``secagg`` sums the rounds with Flower's
     SecAgg+ (:mod:`fedcare.flower.secagg_server`): the server only ever holds per-objective sums
-    of the clients' pre-weighted updates (:mod:`fedcare_core.secure_sums`); Flower backends only.
+    of the clients' pre-weighted updates (:mod:`fedcare_core.stage1.secure_sums`); Flower backends
+    only.
     """
 
     rounds: int = setting(

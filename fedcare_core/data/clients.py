@@ -17,7 +17,7 @@ from fedcare_core.data.cohort import Cohort, Objective
 from fedcare_core.data.partition import FeaturePartition
 from fedcare_core.data.preprocess import FeatureEncoder, fit_encoder
 from fedcare_core.errors import ConfigError, DataError
-from fedcare_core.seeding import derive_rng
+from fedcare_core.nn.seeding import derive_rng
 
 SPLITS = ("train", "val", "test")
 #: Redraws allowed when insisting that every objective has at least one client.

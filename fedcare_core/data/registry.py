@@ -4,8 +4,8 @@ A dataset is one package (its loader, definition and row format, e.g.
 :mod:`fedcare_core.data.diabetes130`) whose :class:`DatasetSource` this registry names by
 import path, plus one :class:`DatasetSpec` line here (or a :func:`register_dataset` call).
 Everything that depends on the dataset reads it from the spec: the configuration's choices
-(feature sets, cohorts, objectives: :mod:`fedcare_core.dataset_choices`), the loader
-(:func:`fedcare_core.datasets.load_dataset`), the documented definition a federation agrees on,
+(feature sets, cohorts, objectives: :mod:`fedcare_core.config.dataset_choices`), the loader
+(:func:`fedcare_core.data.loading.load_dataset`), the documented definition a federation agrees on,
 the row format of a model's input, the patient keys compared across sites, the raw tables'
 Great Expectations checks (``checks``: :mod:`data_checks.datasets`, outside the core), and
 which commands offer it (``fedcare data fetch``, ``fedcare data split-sites``).

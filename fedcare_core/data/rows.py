@@ -1,6 +1,6 @@
 """Rows to score with a packaged model: what each dataset's rows hold and how they are read.
 
-A packaged model (:mod:`fedcare_core.model_package`) scores rows of its dataset, labels not
+A packaged model (:mod:`fedcare_core.predict.package`) scores rows of its dataset, labels not
 needed, and only needs the columns its client holds (the common features and the client's
 private ones): for Diabetes 130-US, columns of ``diabetic_data.csv``
 (:mod:`fedcare_core.data.diabetes130.rows`); for MIMIC-III, one row per ICU stay holding the

@@ -12,8 +12,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from fedcare_core.config import DATASET_OBJECTIVES, DataConfig, ExperimentConfig
+from fedcare_core.config.quick import quick_seeds, quick_sized
 from fedcare_core.errors import ConfigError
-from fedcare_core.quick import quick_seeds, quick_sized
 
 #: Every method of paper §V-B, the two bounds included, in the tables' order.
 COMPARISON_ALGORITHMS = (
@@ -165,7 +165,8 @@ class Cell:
     def config(self, base: ExperimentConfig) -> ExperimentConfig:
         """``base`` with this cell's algorithm, seed, K, ρ, variant and setting (validated).
 
-        Capped to the quick size under ``FEDCARE_QUICK`` (:func:`~fedcare_core.quick.quick_sized`)
+        Capped to the quick size under ``FEDCARE_QUICK``
+        (:func:`~fedcare_core.config.quick.quick_sized`)
         here, where every executor of a grid gets its cells' configurations, so the cohort a job
         loads is the capped one too.
         """

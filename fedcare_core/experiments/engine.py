@@ -32,15 +32,15 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from fedcare_core import interrupts
 from fedcare_core.algorithms import get_algorithm
-from fedcare_core.atomic_files import write_atomic
 from fedcare_core.config import ExperimentConfig
-from fedcare_core.datasets import LoadedDataset, load_dataset
+from fedcare_core.data.loading import LoadedDataset, load_dataset
 from fedcare_core.experiments.cells import Cell, unique
-from fedcare_core.results import DataProvenance
-from fedcare_core.runner import prepare_federation, run_algorithm
-from fedcare_core.stage1 import Stage1Result
+from fedcare_core.files.atomic import write_atomic
+from fedcare_core.run import interrupts
+from fedcare_core.run.pipeline import prepare_federation, run_algorithm
+from fedcare_core.run.results import DataProvenance
+from fedcare_core.stage1.loop import Stage1Result
 
 
 @dataclass(frozen=True)
@@ -153,7 +153,7 @@ def stop_marker(out_dir: str | Path, token: str) -> Path:
 
 
 def check_stop(stop: str | None) -> None:
-    """Raise :class:`~fedcare_core.interrupts.Interrupted` if the grid was stopped.
+    """Raise :class:`~fedcare_core.run.interrupts.Interrupted` if the grid was stopped.
 
     Stopped: this process received a stop signal, or the grid's stop marker ``stop`` exists (the
     grid's own process was interrupted; its workers, in other processes or on other machines,

@@ -14,7 +14,8 @@ one machine cannot do literally (the README shows each such block's caveat in it
 - ``loopback=10.0.0.5=127.0.0.1``: a block written for other hosts runs with those addresses
   replaced by loopback ones.
 
-Sizes are reduced only through the documented ``FEDCARE_QUICK=1`` (:mod:`fedcare_core.quick`).
+Sizes are reduced only through the documented ``FEDCARE_QUICK=1``
+(:mod:`fedcare_core.config.quick`).
 """
 
 from __future__ import annotations

@@ -22,7 +22,8 @@ import pandas as pd
 import pytest
 
 from fedcare.cli.main import main
-from fedcare.stack.processes import free_port, start_detached, stop_group, wait_http
+from fedcare.procs.ports import free_port
+from fedcare.procs.services import start_detached, stop_group, wait_http
 from fedcare.stack.settings import LOOPBACK, OFFLINE_ENV
 
 pytestmark = [pytest.mark.slow, pytest.mark.realdata]

@@ -30,8 +30,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedcare.flower.processes import TOKEN_ENV
-from fedcare.procs import free_port, marked_processes
+from fedcare.procs.children import TOKEN_ENV
+from fedcare.procs.marked import marked_processes
+from fedcare.procs.ports import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.realdata]
 ROUNDS = "5"

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from fedcare.procs import terminate_marked
+from fedcare.procs.marked import terminate_marked
 from tests.conftest import REPO_ROOT
 from tests.e2e.readme_journeys import readme_blocks, session_script
 

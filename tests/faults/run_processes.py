@@ -7,7 +7,7 @@ import signal
 import time
 from pathlib import Path
 
-from fedcare.procs import marked_processes
+from fedcare.procs.marked import marked_processes
 
 #: Environment variable marking every process a test's ``fedcare`` run starts.
 MARK_ENV = "FEDCARE_TEST_MARK"

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pytest
 
-from fedcare.procs import marked_processes
+from fedcare.procs.marked import marked_processes
 from tests.conftest import REPO_ROOT
 from tests.faults.run_processes import MARK_ENV, processes_left
 from tests.fedcare.flower.test_workspace import client_files

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from fedcare_core.checkpoint import load_checkpoint
-from fedcare_core.run_dir import CHECKPOINT_FILE, RESULTS_FILE
+from fedcare_core.resume.checkpoint import load_checkpoint
+from fedcare_core.resume.run_folder import CHECKPOINT_FILE, RESULTS_FILE
 from tests.conftest import REPO_ROOT
 
 pytestmark = [pytest.mark.realdata]

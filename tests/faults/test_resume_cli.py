@@ -11,7 +11,7 @@ import pytest
 from fedcare.cli.main import main
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config
 from fedcare_core.errors import FedcareError
-from fedcare_core.run_dir import CHECKPOINT_FILE, RunData, RunFolder
+from fedcare_core.resume.run_folder import CHECKPOINT_FILE, RunData, RunFolder
 
 QUICK = ["--clients", "3", "--rounds", "2", "--max-patients", "1500", "--quiet"]
 #: The smallest document the results table prints.
@@ -64,7 +64,7 @@ def test_run_dir_refuses_a_used_folder(tmp_path, capsys):
 
 
 def test_the_run_folder_records_a_flower_backend_and_its_options(tmp_path):
-    from fedcare_core.run_dir import RunBackend
+    from fedcare_core.resume.run_folder import RunBackend
 
     folder = RunFolder.create(tmp_path / "run")
     config = ExperimentConfig(data=DataConfig(clients=3), stage1=Stage1Config(rounds=2))

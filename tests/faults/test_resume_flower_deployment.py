@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from fedcare.procs import marked_processes
-from fedcare_core.checkpoint import load_checkpoint
-from fedcare_core.run_dir import CHECKPOINT_FILE, RESULTS_FILE
+from fedcare.procs.marked import marked_processes
+from fedcare_core.resume.checkpoint import load_checkpoint
+from fedcare_core.resume.run_folder import CHECKPOINT_FILE, RESULTS_FILE
 from tests.conftest import REPO_ROOT
 from tests.faults.run_processes import MARK_ENV, command_line, processes_left
 from tests.fedcare.flower.test_deployment import LAMBDA_TOL

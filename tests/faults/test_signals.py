@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from fedcare.procs import marked_processes
+from fedcare.procs.marked import marked_processes
 from tests.conftest import REPO_ROOT
 from tests.faults.run_processes import FOLLOW_S, MARK_ENV, processes_left
 

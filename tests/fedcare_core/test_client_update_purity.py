@@ -9,8 +9,8 @@ import numpy as np
 
 from fedcare_core.config import DataConfig, ModelConfig, Stage1Config
 from fedcare_core.data.clients import build_federation
-from fedcare_core.param_vectors import get_buffers, get_params
-from fedcare_core.stage1 import build_model, client_update
+from fedcare_core.nn.param_vectors import get_buffers, get_params
+from fedcare_core.stage1.loop import build_model, client_update
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 
 

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 import fedcare.tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
+from fedcare.procs.marked import marked_processes
+from fedcare.procs.ports import free_port, port_open
 from fedcare.stack import stack
-from fedcare.stack.processes import free_port, marked_processes, port_in_use
 from fedcare.stack.run import run_deployment
 from fedcare.stack.settings import LOOPBACK, RETRAIN_DATA_ENV, TOKEN_ENV, StackConfig
 
@@ -185,8 +186,8 @@ def test_full_experiment_deployment_on_the_local_stack(data_dir: Path, tmp_path:
         token_file = config.state_dir / "token"
         token = token_file.read_text().strip() if token_file.exists() else ""
         stack.down(config, say=print)
-    assert not port_in_use(config.prefect_port, LOOPBACK)
-    assert not port_in_use(config.mlflow_port, LOOPBACK)
+    assert not port_open(config.prefect_port, LOOPBACK)
+    assert not port_open(config.mlflow_port, LOOPBACK)
     assert token and marked_processes(TOKEN_ENV, token) == []
 
 

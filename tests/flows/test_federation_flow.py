@@ -28,7 +28,7 @@ import pytest
 import fedcare.tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.errors import FedcareError
-from fedcare_core.federation_schema import FederationSchema, schema_for
+from fedcare_core.sites.schema import FederationSchema, schema_for
 from flows.fedcare_flow import fedcare_pipeline
 from flows.federation_flow import document_path, run_name, stage1_summary
 from tests.faults.run_processes import MARK_ENV, processes_left
@@ -91,7 +91,7 @@ def test_a_failure_inside_stage1_fails_the_flow_run_in_one_line(
 ) -> None:
     from mlflow.tracking import MlflowClient
 
-    from fedcare.flower.coordinator import CoordinatorError
+    from fedcare.sites.coordinator import CoordinatorError
 
     offline = "1 of the 3 sites needed joined within 600 s; offline: c, d"
 
@@ -99,9 +99,9 @@ def test_a_failure_inside_stage1_fails_the_flow_run_in_one_line(
         raise CoordinatorError(offline)
 
     # A coordinator that runs with enough sites registered, whose sites do not come online.
-    monkeypatch.setattr("fedcare.flower.coordinator.Coordinator.require_running", lambda s: {})
-    monkeypatch.setattr("fedcare.flower.federation_run.run_sites", lambda *a, **k: ())
-    monkeypatch.setattr("fedcare.flower.federation_run.run_federation", run_federation)
+    monkeypatch.setattr("fedcare.sites.coordinator.Coordinator.require_running", lambda s: {})
+    monkeypatch.setattr("fedcare.sites.federation_run.run_sites", lambda *a, **k: ())
+    monkeypatch.setattr("fedcare.sites.federation_run.run_federation", run_federation)
     schema = schema_for(ExperimentConfig()).write(tmp_path / "federation.json")
     uri = f"sqlite:///{tmp_path / 'mlflow' / 'mlflow.db'}"
     state = fedcare_pipeline(
@@ -152,8 +152,8 @@ class SiteFederation:
 
 
 def _join(folder: Path, address: str, ca_cert: Path, stop: threading.Event, fed: Any) -> None:
-    from fedcare.flower.site_folder import SiteFolder
-    from fedcare.flower.site_join import join_federation
+    from fedcare.sites.site_folder import SiteFolder
+    from fedcare.sites.site_join import join_federation
 
     try:
         join_federation(SiteFolder(folder), address, ca_cert, stop_when=stop.is_set)
@@ -170,10 +170,10 @@ def site_federation(
     Every process started from here on carries a fresh :data:`MARK_ENV`; teardown stops the
     nodes and the coordinator, then checks that none of them is left.
     """
-    from fedcare.cli.sites_input import load_site
-    from fedcare.flower.coordinator import Coordinator
-    from fedcare.flower.site_folder import SiteFolder, create_site_folder
-    from fedcare.procs import free_port
+    from fedcare.procs.ports import free_port
+    from fedcare.sites.coordinator import Coordinator
+    from fedcare.sites.site_folder import SiteFolder, create_site_folder
+    from fedcare.sites.site_input import load_site
 
     mark = uuid.uuid4().hex
     monkeypatch.setenv(MARK_ENV, mark)
@@ -222,8 +222,8 @@ def _in_process_lambdas(fed: SiteFederation) -> list[dict[str, float]]:
     """λ* per round of Stage 1 on the same sites, in this process (one torch thread)."""
     import torch
 
-    from fedcare_core.sites import federation_of_sites
-    from fedcare_core.stage1 import run_stage1
+    from fedcare_core.sites.client import federation_of_sites
+    from fedcare_core.stage1.loop import run_stage1
 
     config = fed.schema.run_config(seed=0, clients=len(SITES), rounds=ROUNDS)
     federation = federation_of_sites(fed.schema, list(fed.clients.items()))

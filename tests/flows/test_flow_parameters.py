@@ -83,7 +83,7 @@ def test_as_tuple() -> None:
 def schema_file(tmp_path: Path) -> str:
     """A federation schema (Diabetes 130, the default configuration) as federation.json."""
     from fedcare_core.config import ExperimentConfig
-    from fedcare_core.federation_schema import schema_for
+    from fedcare_core.sites.schema import schema_for
 
     return str(schema_for(ExperimentConfig()).write(tmp_path / "federation.json"))
 

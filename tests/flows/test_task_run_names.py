@@ -10,8 +10,8 @@ from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config
-from fedcare_core.results import DataProvenance
-from fedcare_core.runner import prepare_federation, run_algorithm
+from fedcare_core.run.pipeline import prepare_federation, run_algorithm
+from fedcare_core.run.results import DataProvenance
 from tasks.training import PrefectExecutor, client_run_name, worker_pool
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 

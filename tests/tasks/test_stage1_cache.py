@@ -16,9 +16,9 @@ from prefect import flow
 from fedcare_core.algorithms.base import Rounds, RunInputs
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config
 from fedcare_core.errors import FedcareError
-from fedcare_core.results import DataProvenance
-from fedcare_core.runner import prepare_federation, run_algorithm
-from fedcare_core.stage1 import run_stage1
+from fedcare_core.run.pipeline import prepare_federation, run_algorithm
+from fedcare_core.run.results import DataProvenance
+from fedcare_core.stage1.loop import run_stage1
 from tasks.stage1_cache import Stage1Serializer, cache_folder, stage1_cache_key
 from tasks.training import PrefectExecutor
 from tests.fedcare_core.synthetic import PARTITION, make_cohort

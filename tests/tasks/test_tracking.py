@@ -8,7 +8,7 @@ import pytest
 
 import fedcare.tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config
-from fedcare_core.runner import run_experiment
+from fedcare_core.run.pipeline import run_experiment
 from tasks.tracking import (
     TAG_FAILED_AT,
     finish_run_task,

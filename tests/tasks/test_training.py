@@ -8,8 +8,8 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config
 from fedcare_core.errors import ConfigError
-from fedcare_core.results import DataProvenance
-from fedcare_core.runner import prepare_federation, run_algorithm, run_experiment
+from fedcare_core.run.pipeline import prepare_federation, run_algorithm, run_experiment
+from fedcare_core.run.results import DataProvenance
 from tasks.training import PrefectExecutor, flower_backend, warm_up_task, worker_pool
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 

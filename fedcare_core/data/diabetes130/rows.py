@@ -1,6 +1,6 @@
 """Rows to score: new encounters in the columns of ``diabetic_data.csv``, labels not needed.
 
-A packaged model (:mod:`fedcare_core.model_package`) turns such rows into the 46 features the
+A packaged model (:mod:`fedcare_core.predict.package`) turns such rows into the 46 features the
 way the loader does (:func:`~fedcare_core.data.diabetes130.features.build_features`), with the
 loader's checks on each value, so that a row is encoded exactly as a training row with the same
 values was. Label columns (``time_in_hospital``, ``readmitted``), identifiers and any other

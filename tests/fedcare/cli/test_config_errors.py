@@ -21,10 +21,10 @@ def no_work(monkeypatch: pytest.MonkeyPatch) -> None:
     # under this patch either (a later test would load with ``refuse``).
     import data_checks.source_checks
 
-    monkeypatch.setattr("fedcare_core.datasets.load_dataset", refuse)
+    monkeypatch.setattr("fedcare_core.data.loading.load_dataset", refuse)
     monkeypatch.setattr(data_checks.source_checks, "load_dataset", refuse)
     monkeypatch.setattr("fedcare.grid.grid_client", refuse)
-    monkeypatch.setattr("fedcare.flower.processes.ProcessSupervisor.start", refuse)
+    monkeypatch.setattr("fedcare.procs.children.ProcessSupervisor.start", refuse)
 
 
 def _one_error_line(capsys: pytest.CaptureFixture[str]) -> str:

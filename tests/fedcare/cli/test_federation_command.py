@@ -18,7 +18,7 @@ import pytest
 from fedcare.cli.main import main
 from fedcare.flower.tls import make_node_keys, make_tls
 from fedcare_core.config import ExperimentConfig
-from fedcare_core.federation_schema import schema_for
+from fedcare_core.sites.schema import schema_for
 
 SCHEMA = schema_for(ExperimentConfig())
 

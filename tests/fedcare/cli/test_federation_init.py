@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from fedcare.cli.main import main
-from fedcare_core.federation_schema import read_schema
+from fedcare_core.sites.schema import read_schema
 
 
 def _init(out: Path, *extra: str, dataset: str = "diabetes130") -> int:

@@ -247,7 +247,7 @@ def test_quiet_silences_flowers_info_lines_for_the_run_only(data_dir, tmp_path, 
     # flower-sim's ServerApp runs in this process and logs each round at INFO on "flwr".
     import logging
 
-    import fedcare_core.runner as runner
+    import fedcare_core.run.pipeline as runner
     from fedcare_core.errors import FedcareError
 
     seen = []

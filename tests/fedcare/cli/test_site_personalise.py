@@ -17,8 +17,8 @@ import numpy as np
 import pytest
 
 from fedcare.cli.main import main
-from fedcare.flower.site_folder import SiteFolder
-from fedcare_core.federation_schema import read_schema
+from fedcare.sites.site_folder import SiteFolder
+from fedcare_core.sites.schema import read_schema
 from tests.fedcare.cli.test_site_prepare import (
     IDS,
     SITES,
@@ -36,10 +36,10 @@ from tests.fedcare.cli.test_site_prepare import (
 def federation(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     """Three prepared sites, ``fedcare run --sites`` over them, and ``w*`` stored at each."""
     from fedcare.flower.results import round_to_dict
-    from fedcare.flower.site_folder import store_final_model
     from fedcare.flower.site_messages import FinalModel
-    from fedcare_core.sites import federation_of_sites
-    from fedcare_core.stage1 import run_stage1
+    from fedcare.sites.site_folder import store_final_model
+    from fedcare_core.sites.client import federation_of_sites
+    from fedcare_core.stage1.loop import run_stage1
 
     root = tmp_path_factory.mktemp("federation")
     schema_path = init_schema(root / "federation.json")

@@ -21,12 +21,12 @@ import numpy as np
 import pytest
 
 from fedcare.cli.main import main
-from fedcare.cli.sites_input import load_site
-from fedcare.flower.site_folder import SiteFolder
+from fedcare.sites.site_folder import SiteFolder
+from fedcare.sites.site_input import load_site
 from fedcare_core.data.clients import SPLITS, ClientData
 from fedcare_core.data.diabetes130 import DIABETES130_COLUMNS
 from fedcare_core.errors import ConfigError
-from fedcare_core.federation_schema import read_schema
+from fedcare_core.sites.schema import read_schema
 from tests.fedcare_core.data.diabetes130.helpers import fixture_lines, set_field, write_csv
 
 #: Synthetic encounter and patient numbers: ``<prefix><4 digits>``, found by :data:`IDS`.
@@ -265,7 +265,7 @@ def test_a_failure_while_writing_the_folder_leaves_nothing(
     capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from fedcare.flower import site_folder
+    from fedcare.sites import site_folder
 
     def fail(client: ClientData, folder: Path) -> None:
         (folder / "half").mkdir(parents=True)  # something written, then the failure

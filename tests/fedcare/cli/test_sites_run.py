@@ -10,7 +10,7 @@ import pytest
 
 from fedcare.cli.main import main
 from fedcare_core.config import ExperimentConfig
-from fedcare_core.federation_schema import schema_for
+from fedcare_core.sites.schema import schema_for
 
 
 @pytest.fixture
@@ -97,7 +97,7 @@ def test_secagg_with_sites_is_refused_in_process_before_any_site_is_read(tmp_pat
 
 
 def test_secagg_is_the_one_stage1_setting_a_sites_run_adds_to_the_schema(schema):
-    from fedcare_core.federation_schema import read_schema
+    from fedcare_core.sites.schema import read_schema
 
     plain = read_schema(schema).run_config(seed=0, clients=2)
     secure = read_schema(schema).run_config(seed=0, clients=2, secagg=True)

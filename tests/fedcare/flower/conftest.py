@@ -11,7 +11,7 @@ from flwr.clientapp import ClientApp
 from flwr.serverapp import Grid
 
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config
-from fedcare_core.runner import prepare_federation
+from fedcare_core.run.pipeline import prepare_federation
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 
 

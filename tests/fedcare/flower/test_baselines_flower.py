@@ -34,11 +34,11 @@ from fedcare.flower.workspace import (
     remove_workspace,
 )
 from fedcare_core.algorithms import federated_baselines
-from fedcare_core.baselines.fedavg import LocalUpdate
+from fedcare_core.algorithms.fedavg.rounds import LocalUpdate
 from fedcare_core.config import BaselineConfig, ExperimentConfig
 from fedcare_core.errors import ConfigError
-from fedcare_core.privacy import epsilon_spent
-from fedcare_core.runner import run_experiment
+from fedcare_core.privacy.mechanism import epsilon_spent
+from fedcare_core.run.pipeline import run_experiment
 from tests.fedcare.flower.conftest import LoopbackGrid, node_context, small_config
 from tests.fedcare_core.synthetic import PARTITION
 
@@ -154,7 +154,7 @@ def test_a_private_reply_carries_the_clipped_changes_and_no_counts_or_losses():
 def test_flower_strategies_are_flowers_fedavg_and_fedprox(tmp_path, small_federation):
     from flwr.serverapp.strategy import FedAvg, FedProx
 
-    from fedcare_core.baselines.features import union_layout
+    from fedcare_core.algorithms.union.features import union_layout
 
     cfg, fed = small_federation
     flower = FlowerConfig(workdir_parent=str(tmp_path))
@@ -200,8 +200,9 @@ def test_a_stage1_only_runner_is_refused_for_a_baseline(small_cohort):
 @pytest.mark.slow
 @pytest.mark.parametrize("algorithm", ["fedavg", "fedprox"])
 def test_flower_sim_equals_in_process(small_cohort, tmp_path, algorithm):
-    from fedcare.flower.processes import processes_with_token
     from fedcare.flower.simulation import SimulationStage1Runner
+    from fedcare.procs.children import TOKEN_ENV
+    from fedcare.procs.marked import marked_processes
 
     cfg = _config(algorithm)
     local = run_experiment(small_cohort, PARTITION, cfg)
@@ -213,14 +214,15 @@ def test_flower_sim_equals_in_process(small_cohort, tmp_path, algorithm):
     assert _document(sim) == _document(local)
     assert seen == [("stage1", t, 3) for t in (1, 2, 3)]
     assert runner.timing is not None and len(runner.timing.round_s) == 3
-    assert processes_with_token(runner.token) == []
+    assert marked_processes(TOKEN_ENV, runner.token) == []
     assert list(tmp_path.iterdir()) == []
 
 
 @pytest.mark.slow
 def test_flower_deployment_fedprox_equals_in_process(small_cohort, tmp_path):
     from fedcare.flower.deployment import DeploymentStage1Runner
-    from fedcare.flower.processes import processes_with_token
+    from fedcare.procs.children import TOKEN_ENV
+    from fedcare.procs.marked import marked_processes
 
     cfg = _config("fedprox")
     local = run_experiment(small_cohort, PARTITION, cfg)
@@ -229,7 +231,7 @@ def test_flower_deployment_fedprox_equals_in_process(small_cohort, tmp_path):
     assert _document(dep) == _document(local)
     assert runner.timing is not None and len(runner.timing.round_s) == 3
     assert runner.supervisor is not None
-    assert processes_with_token(runner.supervisor.token) == []
+    assert marked_processes(TOKEN_ENV, runner.supervisor.token) == []
     assert list(tmp_path.iterdir()) == []
 
 

@@ -15,11 +15,13 @@ import pytest
 
 from fedcare.flower.deployment import DeploymentStage1Runner
 from fedcare.flower.flower_options import FlowerConfig
-from fedcare.flower.processes import port_is_free, processes_with_token
 from fedcare.flower.workspace import FlowerRunError
+from fedcare.procs.children import TOKEN_ENV
+from fedcare.procs.marked import marked_processes
+from fedcare.procs.ports import port_is_free
 from fedcare_core.config import Stage1Config
-from fedcare_core.runner import prepare_federation
-from fedcare_core.stage1 import run_stage1
+from fedcare_core.run.pipeline import prepare_federation
+from fedcare_core.stage1.loop import run_stage1
 from tests.fedcare.flower.conftest import small_config
 from tests.fedcare.flower.test_workspace import client_files
 from tests.fedcare_core.synthetic import PARTITION
@@ -33,7 +35,7 @@ DP_TOL = 1e-9
 
 def _assert_nothing_left(runner, tmp_path):
     assert runner.supervisor is not None
-    assert processes_with_token(runner.supervisor.token) == []
+    assert marked_processes(TOKEN_ENV, runner.supervisor.token) == []
     assert all(p.poll() is not None for p in runner.supervisor.procs.values())
     assert runner.ports and all(port_is_free(p) for p in runner.ports)
     assert list(tmp_path.iterdir()) == []  # working folder, client data included, removed

@@ -13,15 +13,15 @@ import pytest
 
 from fedcare.flower.flower_options import FlowerConfig
 from fedcare.flower.runners import make_stage1_runner
-from fedcare_core.backends import backend_names
 from fedcare_core.config import (
     DataConfig,
     ExperimentConfig,
     Stage1Config,
     Stage2Config,
 )
-from fedcare_core.datasets import load_dataset
-from fedcare_core.runner import run_experiment
+from fedcare_core.data.loading import load_dataset
+from fedcare_core.run.backends import backend_names
+from fedcare_core.run.pipeline import run_experiment
 
 BACKENDS = backend_names()
 LAMBDA_TOL = 1e-5

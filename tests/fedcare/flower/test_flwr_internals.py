@@ -31,8 +31,8 @@ from fedcare.flower.flwr_internals import (
     TaskSpec,
     UnverifiedFlowerWarning,
 )
-from fedcare.flower.processes import executable
 from fedcare.flower.warm_exec import ForkExecutor
+from fedcare.procs.children import executable
 
 
 class _Stop(Exception):

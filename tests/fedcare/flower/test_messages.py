@@ -23,7 +23,7 @@ from fedcare.flower.messages import (
     round_metrics,
 )
 from fedcare_core.config import ModelConfig, Stage1Config
-from fedcare_core.stage1 import ClientUpdate, ObjectiveUpdate, RoundInfo
+from fedcare_core.stage1.loop import ClientUpdate, ObjectiveUpdate, RoundInfo
 
 OBJECTIVES = ("early_discharge", "readmission", "los")
 
@@ -127,7 +127,8 @@ def test_round_metrics_report_lambda_and_d_sq_norm():
 
 
 def _dp_update(client_id, objectives, p=5):
-    """What :func:`fedcare_core.stage1_privacy.private_update` sends: no counts, no losses."""
+    """What :func:`fedcare_core.privacy.stage1_rounds.private_update` sends: no counts, no
+    losses."""
     u = _update(client_id, objectives, p)
     hidden = {s: ObjectiveUpdate(o.delta, 0, float("nan")) for s, o in u.objectives.items()}
     return ClientUpdate(client_id, hidden, u.buffers - 1.0, 0)

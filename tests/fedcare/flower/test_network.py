@@ -20,12 +20,13 @@ from cryptography.hazmat.primitives.serialization import load_ssh_private_key
 
 from fedcare.flower.deployment import DeploymentStage1Runner
 from fedcare.flower.flower_options import FlowerConfig
-from fedcare.flower.processes import LOOPBACK, executable, free_port
 from fedcare.flower.simulation import SimulationStage1Runner
 from fedcare.flower.tls import RunSecurity, make_node_keys, make_tls
+from fedcare.procs.children import executable
+from fedcare.procs.ports import LOOPBACK, free_port
 from fedcare_core.errors import ConfigError
-from fedcare_core.runner import prepare_federation
-from fedcare_core.stage1 import run_stage1
+from fedcare_core.run.pipeline import prepare_federation
+from fedcare_core.stage1.loop import run_stage1
 from tests.fedcare.flower.conftest import small_config
 from tests.fedcare.flower.test_deployment import LAMBDA_TOL, PARAM_TOL, _assert_nothing_left
 from tests.fedcare_core.synthetic import PARTITION

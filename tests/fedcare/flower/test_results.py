@@ -10,7 +10,7 @@ from fedcare.flower.results import (
     round_to_dict,
     write_stage1_result,
 )
-from fedcare_core.stage1 import RoundInfo, ServerState
+from fedcare_core.stage1.loop import RoundInfo, ServerState
 
 
 def test_a_rounds_epsilon_round_trips_and_is_absent_without_dp():

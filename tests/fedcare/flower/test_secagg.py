@@ -18,7 +18,7 @@ from fedcare.flower.secagg import SecAggSettings
 from fedcare.flower.secagg_client import build_secagg_client_app
 from fedcare.flower.secagg_server import SecureRoundError, SecureStage1Strategy, run_secure_server
 from fedcare.flower.workspace import prepare_workspace
-from fedcare_core.stage1 import run_stage1
+from fedcare_core.stage1.loop import run_stage1
 from tests.fedcare.flower.conftest import LoopbackGrid, node_context
 
 #: λ* of a securely aggregated run against the plain one (the issue asks for 1e-3).
@@ -158,9 +158,9 @@ def test_a_client_lost_within_the_threshold_is_left_out(small_federation, tmp_pa
     assert [r.participants for r in result.rounds] == [(0, 1, 2), (0, 1), (0, 1, 2)]
     assert any("1 client(s) lost" in n for n in strategy.notes)
     # Round 2 equals the plain step over clients 0 and 1.
-    from fedcare_core.param_vectors import get_buffers, get_params, param_layout
-    from fedcare_core.stage1 import ServerState, build_model, client_update, server_step
-    from fedcare_core.training import objective_kinds
+    from fedcare_core.nn.param_vectors import get_buffers, get_params, param_layout
+    from fedcare_core.nn.training import objective_kinds
+    from fedcare_core.stage1.loop import ServerState, build_model, client_update, server_step
 
     model = build_model(fed.common_width, fed.objective_names, cfg.model, cfg.seed)
     state = ServerState(get_params(model), get_buffers(model))
@@ -234,7 +234,7 @@ def test_the_threshold_is_a_majority_of_the_clients_actually_asked(small_federat
 def test_values_outside_the_range_rerun_the_round_wider(
     small_federation, tmp_path, task_identity, monkeypatch
 ):
-    import fedcare_core.secure_sums as sums
+    import fedcare_core.stage1.secure_sums as sums
 
     monkeypatch.setattr(sums, "INITIAL_CLIP", 2.0**-12)
     cfg, fed, ws, plan, grid = _secure_setup(small_federation, tmp_path)
@@ -269,7 +269,7 @@ def test_dp_noise_is_added_by_the_server_to_the_sums(small_federation, tmp_path,
 
 
 def test_a_secure_run_resumes_from_its_checkpoint(small_federation, tmp_path, task_identity):
-    from fedcare_core.checkpoint import stage1_fingerprint
+    from fedcare_core.resume.checkpoint import stage1_fingerprint
 
     def fail(node, msg):  # every client silent from round 3 on: the run stops after round 2
         return "silent" if msg.metadata.group_id == "3" else None

@@ -9,9 +9,10 @@ from dataclasses import replace
 import pytest
 
 from fedcare.flower.flower_options import FlowerConfig
-from fedcare.flower.processes import processes_with_token
 from fedcare.flower.runners import make_stage1_runner
-from fedcare_core.stage1 import run_stage1
+from fedcare.procs.children import TOKEN_ENV
+from fedcare.procs.marked import marked_processes
+from fedcare_core.stage1.loop import run_stage1
 
 pytestmark = pytest.mark.slow
 
@@ -26,7 +27,7 @@ def test_secagg_gives_the_lambdas_of_the_plain_run(backend, small_federation, tm
     runner = make_stage1_runner(backend, FlowerConfig(workdir_parent=str(tmp_path)))
     secure = runner(fed, cfg.model, replace(cfg.stage1, secagg=True), cfg.seed, None)
     token = runner.token if backend == "flower-sim" else runner.supervisor.token
-    assert processes_with_token(token) == []
+    assert marked_processes(TOKEN_ENV, token) == []
     assert len(secure.rounds) == len(plain.rounds) == cfg.stage1.rounds
     for a, b in zip(plain.rounds, secure.rounds, strict=True):
         assert b.participants == (0, 1, 2)

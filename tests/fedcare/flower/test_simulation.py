@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 
 from fedcare.flower.flower_options import FlowerConfig
-from fedcare.flower.processes import processes_with_token
 from fedcare.flower.simulation import SimulationStage1Runner
-from fedcare_core.stage1 import run_stage1
+from fedcare.procs.children import TOKEN_ENV
+from fedcare.procs.marked import marked_processes
+from fedcare_core.stage1.loop import run_stage1
 
 pytestmark = pytest.mark.slow
 
@@ -34,7 +35,7 @@ def test_simulation_matches_local_and_leaves_no_ray_process(small_federation, tm
     np.testing.assert_allclose(sim.params, local.params, atol=PARAM_TOL)
     assert sim.converged == local.converged and sim.notes == []
     assert runner.timing is not None and len(runner.timing.round_s) == 3
-    assert processes_with_token(runner.token) == []
+    assert marked_processes(TOKEN_ENV, runner.token) == []
     assert list(tmp_path.iterdir()) == []  # working folder (client data) removed
 
 
@@ -61,4 +62,4 @@ def test_a_seeded_dp_simulation_gives_the_in_process_lambdas_and_epsilon(
         assert b.d_sq_norm == pytest.approx(a.d_sq_norm, rel=DP_TOL)
     np.testing.assert_allclose(sim.params, local.params, rtol=0.0, atol=DP_TOL)
     np.testing.assert_allclose(sim.buffers, local.buffers, rtol=0.0, atol=DP_TOL)
-    assert processes_with_token(runner.token) == []
+    assert marked_processes(TOKEN_ENV, runner.token) == []

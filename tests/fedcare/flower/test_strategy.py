@@ -14,8 +14,8 @@ from fedcare.flower.strategy import FedCareStrategy
 from fedcare.flower.workspace import Workspace, prepare_workspace
 from fedcare_core.config import ExperimentConfig, ModelConfig, Stage1Config
 from fedcare_core.data.clients import Federation
-from fedcare_core.param_vectors import param_layout
-from fedcare_core.stage1 import (
+from fedcare_core.nn.param_vectors import param_layout
+from fedcare_core.stage1.loop import (
     ClientUpdate,
     ObjectiveUpdate,
     ServerState,
@@ -153,7 +153,7 @@ def _reference_stage1(fed, cfg):
     """Algorithm 1 with every client starting from an untouched copy of w^t."""
     kinds = {o.name: o.kind for o in fed.objectives}
     model = build_model(fed.common_width, fed.objective_names, cfg.model, cfg.seed)
-    from fedcare_core.param_vectors import get_buffers, get_params
+    from fedcare_core.nn.param_vectors import get_buffers, get_params
 
     state = ServerState(get_params(model), get_buffers(model))
     rounds = []

@@ -2,7 +2,7 @@
 
 The strategy drives real ClientApps through the in-process :class:`LoopbackGrid` (as in
 ``test_strategy.py``). With ``dp_noise_seed`` set the server's noise is reproducible, so the
-Flower run must give :func:`~fedcare_core.stage1.run_stage1`'s λ*, ε and ``w*`` exactly; what
+Flower run must give :func:`~fedcare_core.stage1.loop.run_stage1`'s λ*, ε and ``w*`` exactly; what
 leaves a client must be the clipped vectors only; a resumed run must continue ε from the
 checkpoint's accountant state.
 """
@@ -19,8 +19,8 @@ import pytest
 
 from fedcare.flower.results import read_dp_releases, read_rounds, read_stage1_result
 from fedcare.flower.server_app import run_server
-from fedcare_core.checkpoint import load_checkpoint, save_checkpoint, stage1_fingerprint
-from fedcare_core.stage1 import run_stage1
+from fedcare_core.resume.checkpoint import load_checkpoint, save_checkpoint, stage1_fingerprint
+from fedcare_core.stage1.loop import run_stage1
 from tests.fedcare.flower.conftest import LoopbackGrid
 from tests.fedcare.flower.test_strategy import _loopback
 from tests.fedcare.flower.test_strategy_checkpoint import Killed, _kill_after

@@ -91,7 +91,7 @@ def test_file_handover_is_owner_only_and_a_kept_folder_says_so(small_federation,
 
 _HOLDER = """
 import sys, time
-from fedcare_core.runner import prepare_federation
+from fedcare_core.run.pipeline import prepare_federation
 from fedcare.flower.flower_options import FlowerConfig
 from fedcare.flower.workspace import prepare_workspace
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
@@ -128,7 +128,7 @@ def test_a_sigkilled_holder_leaves_no_client_data(tmp_path):
 
 def test_a_kept_deployment_folder_is_owner_only_and_says_so(small_cohort, tmp_path, capsys):
     from fedcare.flower.deployment import DeploymentStage1Runner
-    from fedcare_core.runner import prepare_federation
+    from fedcare_core.run.pipeline import prepare_federation
     from tests.fedcare.flower.conftest import small_config
     from tests.fedcare_core.synthetic import PARTITION
 

@@ -17,7 +17,7 @@ import pytest
 
 from fedcare.grid import LOOPBACK, cluster_workers, grid_client, local_cluster_kwargs, run_grid
 from fedcare.grid.cluster import INTERRUPT_QUIET_LOGGERS
-from fedcare.procs import marked_processes
+from fedcare.procs.marked import marked_processes
 from fedcare_core.errors import ConfigError, DataError
 from fedcare_core.experiments.cells import Cell
 from fedcare_core.experiments.engine import DataSpec, plan_jobs, run_cells

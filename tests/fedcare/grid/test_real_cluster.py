@@ -19,7 +19,8 @@ from distributed import Client
 
 from fedcare.cli.main import main as fedcare
 from fedcare.grid import LOOPBACK
-from fedcare.procs import free_port, marked_processes, port_open, terminate_marked
+from fedcare.procs.marked import marked_processes, terminate_marked
+from fedcare.procs.ports import free_port, port_open
 from tests.conftest import REPO_ROOT
 
 MARK = "FEDCARE_DASK_TEST_MARK"

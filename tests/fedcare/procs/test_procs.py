@@ -8,7 +8,8 @@ import subprocess
 import sys
 import uuid
 
-from fedcare.procs import alive, free_port, marked_processes, port_open, terminate_marked
+from fedcare.procs.marked import alive, marked_processes, terminate_marked
+from fedcare.procs.ports import free_port, port_open
 
 
 def test_a_marked_process_is_found_and_stopped_even_if_it_ignores_sigterm():

@@ -39,7 +39,7 @@ def test_the_saved_choice_round_trips_and_a_damaged_file_is_ignored(tmp_path):
 
 
 def test_changing_the_schedule_without_the_stack_says_how(tmp_path, capsys):
-    from fedcare.procs import free_port
+    from fedcare.procs.ports import free_port
 
     code = main(
         ["stack", "schedule", "--pause", "--state-dir", str(tmp_path / "s"),

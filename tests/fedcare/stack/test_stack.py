@@ -9,17 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from fedcare.procs.marked import alive, marked_processes, terminate_marked
+from fedcare.procs.ports import free_port, port_open
+from fedcare.procs.services import read_pid, start_detached, stop_group
 from fedcare.stack import stack
-from fedcare.stack.processes import (
-    alive,
-    free_port,
-    marked_processes,
-    port_in_use,
-    read_pid,
-    start_detached,
-    stop_group,
-    sweep,
-)
 from fedcare.stack.settings import LOOPBACK, TOKEN_ENV, StackConfig
 
 
@@ -70,7 +63,7 @@ def test_detached_group_is_stopped_and_marked_processes_swept(tmp_path: Path) ->
     assert stop_group(pid, grace_s=5) is False
     assert not alive(pid)
     assert marked_processes(TOKEN_ENV, token) == [other]
-    assert sweep(TOKEN_ENV, token) == [other]
+    assert terminate_marked(TOKEN_ENV, token, 5.0) == [other]
     assert marked_processes(TOKEN_ENV, token) == []
 
 
@@ -79,7 +72,7 @@ def test_a_taken_port_is_refused_with_a_clear_message(tmp_path: Path) -> None:
         sock.bind((LOOPBACK, free_port(LOOPBACK)))
         sock.listen()
         port = sock.getsockname()[1]
-        assert port_in_use(port, LOOPBACK)
+        assert port_open(port, LOOPBACK)
         config = StackConfig(state=tmp_path / "s", mlflow_dir=tmp_path / "m", prefect_port=port)
         with pytest.raises(stack.StackError, match=f"port {port} .* taken by another program"):
             stack.up(config, say=lambda _: None)

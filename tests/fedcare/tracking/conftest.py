@@ -13,7 +13,7 @@ import pytest
 
 import fedcare.tracking  # noqa: F401  (sets the MLflow environment defaults before mlflow loads)
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config
-from fedcare_core.runner import run_experiment
+from fedcare_core.run.pipeline import run_experiment
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 
 #: Patient keys are moved to this unusual range so a leak is easy to spot in any logged text.

@@ -11,7 +11,7 @@ from fedcare_core.config import (
     Stage1Config,
     Stage2Config,
 )
-from fedcare_core.presets import baby_config
+from fedcare_core.config.presets import baby_config
 
 
 def _doc(config: ExperimentConfig) -> dict[str, object]:

@@ -7,7 +7,7 @@ import dataclasses
 import pytest
 
 from fedcare.tracking import client_registry, log_run, store
-from fedcare_core.runner import run_experiment
+from fedcare_core.run.pipeline import run_experiment
 from tests.fedcare.tracking.conftest import tiny_config
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 

@@ -11,7 +11,7 @@ import fedcare.tracking  # noqa: F401  (sets the MLflow environment defaults bef
 
 
 def _document() -> dict[str, Any]:
-    """A Stage 1 document as :func:`fedcare.flower.federation_run.stage1_document` writes it."""
+    """A Stage 1 document as :func:`fedcare.sites.federation_run.stage1_document` writes it."""
     rounds = [
         {
             "round": r,

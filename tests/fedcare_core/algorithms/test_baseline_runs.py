@@ -10,7 +10,7 @@ from fedcare_core.config import (
     Stage1Config,
 )
 from fedcare_core.errors import ConfigError
-from fedcare_core.runner import run_experiment
+from fedcare_core.run.pipeline import run_experiment
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 
 FEDERATED = ("fedavg", "fedprox", "fmgda", "fsmgda", "pafnet")
@@ -109,8 +109,8 @@ def test_a_stage1_backend_is_refused(cohort, algorithm, match):
 
 def test_a_baseline_backend_runs_the_rounds_and_the_rest_stays_in_process(cohort):
     from fedcare_core.algorithms.base import BaselineBackend
-    from fedcare_core.baselines.features import union_federation
-    from fedcare_core.baselines.fedavg import run_fedavg
+    from fedcare_core.algorithms.fedavg.rounds import run_fedavg
+    from fedcare_core.algorithms.union.features import union_federation
 
     calls = []
 

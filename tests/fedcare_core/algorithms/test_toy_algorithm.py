@@ -16,13 +16,13 @@ import pytest
 from fedcare_core import algorithms
 from fedcare_core.algorithms import ALGORITHM_NAMES, REGISTRY, _load, get_algorithm
 from fedcare_core.algorithms.base import Algorithm, Rounds, RunInputs, Stage1Runner
-from fedcare_core.algorithms.fedcare import global_predictors, stage1_rounds
+from fedcare_core.algorithms.fedcare.method import global_predictors, stage1_rounds
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config
 from fedcare_core.errors import ConfigError
-from fedcare_core.predictors import ClientPredictor
-from fedcare_core.run_dir import RunFolder
-from fedcare_core.runner import run_experiment
-from fedcare_core.training import ProgressFn
+from fedcare_core.nn.training import ProgressFn
+from fedcare_core.predict.predictors import ClientPredictor
+from fedcare_core.resume.run_folder import RunFolder
+from fedcare_core.run.pipeline import run_experiment
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 
 

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from fedcare_core.config import DataConfig, ExperimentConfig
+from fedcare_core.data.loading import dataset_definition, load_dataset
 from fedcare_core.data.registry import REGISTRY, DatasetSpec, get_dataset, register_dataset
-from fedcare_core.datasets import dataset_definition, load_dataset
 from fedcare_core.errors import ConfigError
 from tests.fedcare_core.data.toy_dataset import write_toy_file
 

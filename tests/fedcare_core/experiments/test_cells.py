@@ -129,13 +129,13 @@ def test_the_selection_grid_runs_in_each_setting_asked_and_keeps_its_iid_keys():
 
 
 def test_the_recommended_grid_pairs_the_preset_with_each_method_per_setting_and_seed():
+    from fedcare_core.config.presets import PRESETS
     from fedcare_core.experiments.cells import (
         ALL_LABELS,
         RECOMMENDED_BASELINES,
         RECOMMENDED_CANDIDATE,
         SMALL_HOSPITAL_PATIENTS,
     )
-    from fedcare_core.presets import PRESETS
 
     cells = experiment_cells("recommended", 3)
     assert len(cells) == 2 * 3 * (1 + len(RECOMMENDED_BASELINES))

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from fedcare_core.datasets import load_dataset
+from fedcare_core.data.loading import load_dataset
 from fedcare_core.errors import DataError
 from fedcare_core.experiments.engine import DataSpec, GridRun, run_cells
-from fedcare_core.runner import run_experiment
+from fedcare_core.run.pipeline import run_experiment
 from tests.fedcare_core.experiments.grid_fixtures import BASE, CELLS
 
 

@@ -1,0 +1,188 @@
+"""Sites from their own files: the list ``fedcare run --sites`` reads, and one site's checked data.
+
+A sites list (``SITES.json``, as ``fedcare data split-sites`` writes) is a JSON list of
+``{"data": FILE, "objectives": [...], "name": NAME}`` (``name`` optional: the file's stem);
+relative paths are relative to the list's folder. :func:`load_site` is what ``fedcare site
+prepare`` and ``fedcare run --sites`` both run for one site: the dataset's loader and data
+checks on the site's file, then :func:`fedcare_core.sites.client.prepare_site`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from fedcare_core.config import DataConfig
+from fedcare_core.data.clients import ClientData
+from fedcare_core.data.patient_keys import patient_keys
+from fedcare_core.errors import ConfigError
+from fedcare_core.files.json_input import read_json
+from fedcare_core.run.results import DataProvenance
+from fedcare_core.sites.client import prepare_site
+from fedcare_core.sites.safe_names import check_name
+from fedcare_core.sites.schema import FederationSchema
+
+
+@dataclass(frozen=True)
+class SiteEntry:
+    """One site of a sites list: its name, its file and its objectives."""
+
+    name: str
+    data: Path
+    objectives: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class LoadedSite:
+    """A site's prepared client data, where its file came from, and its patients.
+
+    ``patients`` holds the file's distinct patient keys, kept in memory only to check that no
+    patient is at two sites (:func:`check_disjoint_sites`); never written or printed.
+    """
+
+    name: str
+    client: ClientData
+    provenance: DataProvenance
+    source: str
+    patients: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+
+def read_sites_list(path: Path, schema: FederationSchema) -> list[SiteEntry]:
+    """The sites of ``path``, checked against ``schema`` (before any file is read).
+
+    Raises
+    ------
+    ConfigError
+        Naming the file and the entry at fault: not a list, a missing or unknown key, a file
+        that does not exist, an objective the schema lacks, or two sites of the same name.
+    """
+    raw = read_json(path, "--sites")
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError(f"--sites {path}: expected a non-empty JSON list of sites")
+    entries = [_entry(path, i, item, schema) for i, item in enumerate(raw)]
+    names = [e.name for e in entries]
+    for name in names:
+        if names.count(name) > 1:
+            raise ConfigError(f"--sites {path}: two sites are named {name!r}")
+    return entries
+
+
+def _entry(path: Path, index: int, item: Any, schema: FederationSchema) -> SiteEntry:
+    where = f"--sites {path}, site {index}"
+    if not isinstance(item, dict):
+        raise ConfigError(f"{where}: expected an object with 'data' and 'objectives'")
+    unknown = sorted(set(item) - {"data", "objectives", "name"})
+    if unknown or "data" not in item or "objectives" not in item:
+        raise ConfigError(
+            f"{where}: keys are 'data', 'objectives' and optionally 'name', got {sorted(item)}"
+        )
+    objectives = item["objectives"]
+    if not isinstance(objectives, list) or not all(isinstance(o, str) for o in objectives):
+        raise ConfigError(f"{where}: 'objectives' must be a list of names")
+    if not isinstance(item["data"], str) or not item["data"] or "\0" in item["data"]:
+        raise ConfigError(f"{where}: 'data' must be a file or folder path (a string)")
+    data = Path(item["data"])
+    if not data.is_absolute():
+        data = path.parent / data
+    if not data.exists():
+        raise ConfigError(f"{where}: data {data}: no such file or folder")
+    name = item.get("name", data.stem)
+    check_site_name(name, f"{where}, 'name'" if "name" in item else f"{where} (the file's stem)")
+    return SiteEntry(name, data, schema.check_objectives(objectives, f"{where} objectives"))
+
+
+def check_site_name(name: object, where: str) -> str:
+    """``name`` if it can name a site (:func:`fedcare_core.sites.safe_names.check_name`).
+
+    Raises
+    ------
+    ConfigError
+        ``<where>: site name <value>: use …``.
+    """
+    return check_name(name, where, "site name")
+
+
+def load_site(
+    schema: FederationSchema,
+    data: Path,
+    objectives: Sequence[str],
+    *,
+    name: str,
+    seed: int,
+) -> LoadedSite:
+    """One site's file through the dataset's loader and checks, prepared against ``schema``.
+
+    Raises
+    ------
+    DataError, DataCheckError
+        From the loader or the data checks: the file, column and rows at fault.
+    ConfigError
+        If the site cannot follow the schema.
+    """
+    from data_checks.source_checks import checked_dataset
+
+    config = DataConfig(
+        dataset=schema.dataset,
+        readmission=schema.config.data.readmission,
+        unseen_categories=schema.config.data.unseen_categories,
+        cohort=schema.config.data.cohort,
+    )
+    loaded = checked_dataset(config, data, verify_checksum=False)
+    client = prepare_site(
+        loaded.cohort, schema, objectives, name=name, seed=seed, source=loaded.source
+    )
+    provenance = DataProvenance(
+        loaded.cohort.source_sha256,
+        tuple(n for n in loaded.cohort.notes if not n.startswith("checksum not enforced")),
+    )
+    patients = patient_keys(schema.dataset, data)  # the file's own identifiers, in memory only
+    return LoadedSite(name, client, provenance, loaded.source, patients)
+
+
+def check_disjoint_sites(sites: Sequence[LoadedSite], where: str) -> None:
+    """Refuse sites that share a patient: a patient's records belong at one site.
+
+    A patient at two sites could be in one site's test split and another's training split,
+    and the sites' contributions would not be independent. Only counts and site names are
+    reported, never a patient's key.
+
+    Raises
+    ------
+    ConfigError
+        ``<where>: sites 'a' and 'b' share N patient(s) …`` (the first pair found, and how
+        many patients are at more than one site in all).
+    """
+    if len(sites) < 2:
+        return
+    arrays = [s.patients for s in sites]
+    if len({a.dtype.kind for a in arrays}) > 1:
+        arrays = [a.astype(str) for a in arrays]
+    keys = np.concatenate(arrays)
+    owner = np.repeat(np.arange(len(sites)), [len(a) for a in arrays])
+    order = np.argsort(keys, kind="stable")
+    keys, owner = keys[order], owner[order]
+    repeated = np.flatnonzero(keys[1:] == keys[:-1])
+    if repeated.size == 0:
+        return
+    first, second = sorted({int(owner[repeated[0]]), int(owner[repeated[0] + 1])})
+    shared = np.unique(keys[repeated]).size
+    a, b = sites[first], sites[second]
+    raise ConfigError(
+        f"{where}: sites {a.name!r} ({a.source}) and {b.name!r} ({b.source}) hold the same "
+        f"patient(s); {shared:,} patient(s) are at more than one site in all. Each patient's "
+        "records must be at one site (split a cohort with `fedcare data split-sites`)"
+    )
+
+
+def combined_provenance(sites: Sequence[LoadedSite]) -> DataProvenance:
+    """One provenance for a run over several sites: a digest of the sites' digests, by name."""
+    ordered = sorted(sites, key=lambda s: s.name)
+    lines = [f"{s.name}:{s.provenance.sha256}" for s in ordered]
+    digest = hashlib.sha256("\n".join(lines).encode()).hexdigest()
+    notes = [f"site {s.name}: SHA-256 {s.provenance.sha256}" for s in ordered]
+    return DataProvenance(digest, tuple(notes))

@@ -1,0 +1,323 @@
+"""The two bounds the paper lacks (SPEC §4): Local and Centralised.
+
+Both train a FullMLP on union vectors with the baselines' optimiser, for up to
+``bound_epochs`` epochs, and deploy the epoch with the lowest validation loss
+(``bound_patience`` epochs without improvement end training), as FedCARE's Stage 2 does.
+
+- **Local**: each client alone, on all of its features, its own objectives; no communication.
+- **Centralised**: every client's training rows pooled (each row keeps the features and labels
+  its client holds), one head per objective of the federation; validated on the pooled
+  validation rows and deployed to every client. It is the ceiling for federated learning over
+  these clients' data, not over the whole dataset (no row gains features or labels its client
+  lacks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from fedcare_core.algorithms.union.common import (
+    build_full_mlp,
+    make_optimizer,
+    multi_objective_loss,
+)
+from fedcare_core.config import BaselineConfig, ModelConfig
+from fedcare_core.data.clients import ClientData, Federation
+from fedcare_core.nn.losses import ObjectiveLoss, make_loss
+from fedcare_core.nn.models import FullMLP, MultiObjectiveModel
+from fedcare_core.nn.param_vectors import ParamLayout, get_buffers, get_params, param_layout
+from fedcare_core.nn.seeding import derive_rng, seed_torch
+from fedcare_core.nn.training import (
+    KeepBest,
+    ProgressFn,
+    batch_schedule,
+    client_losses,
+    objective_kinds,
+)
+from fedcare_core.stage1.loop import Stage1Result
+
+
+@dataclass(frozen=True)
+class LabelledArrays:
+    """Inputs and labels with one column per objective (NaN: not labelled for it)."""
+
+    x: np.ndarray
+    y: np.ndarray
+
+
+@dataclass(frozen=True)
+class FitResult:
+    """A trained bound model and its trace.
+
+    Parameters
+    ----------
+    model
+        The deployed model (best validation epoch), in evaluation mode.
+    train_loss, val_loss
+        Per-epoch mean training loss and validation loss (sums over objectives).
+    best_epoch
+        1-based epoch kept.
+    stopped
+        ``"budget"`` or ``"patience"``.
+    """
+
+    model: FullMLP
+    train_loss: list[float]
+    val_loss: list[float]
+    best_epoch: int
+    stopped: str
+
+
+def _loss_value(
+    model: MultiObjectiveModel,
+    losses: Mapping[str, ObjectiveLoss],
+    objectives: Sequence[str],
+    data: LabelledArrays,
+) -> float:
+    if len(data.y) == 0:
+        return float("nan")
+    model.eval()
+    with torch.no_grad():
+        parts = multi_objective_loss(
+            model, losses, objectives, torch.from_numpy(data.x), torch.from_numpy(data.y)
+        )
+    return float(sum(float(v) for v in parts.values()))
+
+
+def fit(
+    model: FullMLP,
+    objectives: Sequence[str],
+    losses: Mapping[str, ObjectiveLoss],
+    train: LabelledArrays,
+    val: LabelledArrays,
+    config: BaselineConfig,
+    seed: int,
+    *key: object,
+) -> FitResult:
+    """Train ``model`` on ``train`` with early stopping on ``val`` (no communication).
+
+    Parameters
+    ----------
+    model
+        The initialised FullMLP (trained in place).
+    objectives
+        Objective of each label column.
+    losses
+        Loss of each objective.
+    train, val
+        Union vectors and labels.
+    config
+        Optimiser, batch size, ``bound_epochs`` and ``bound_patience``.
+    seed, key
+        Name the random streams (mini-batches, dropout).
+
+    Returns
+    -------
+    FitResult
+        The model of the best validation epoch and the loss traces.
+    """
+    opt = make_optimizer(list(model.parameters()), config)
+    x, y = torch.from_numpy(train.x), torch.from_numpy(train.y)
+    rng = derive_rng(seed, "bound-batch", *key)
+    seed_torch(seed, "bound-dropout", *key)
+    keep = KeepBest(model, config.bound_patience, has_validation=len(val.y) > 0)
+    train_trace: list[float] = []
+    val_trace: list[float] = []
+    stopped = "budget"
+    for epoch in range(1, config.bound_epochs + 1):
+        model.train()
+        total, steps = 0.0, 0
+        for idx in batch_schedule(len(train.y), config.batch_size, 1, None, rng):
+            rows = torch.from_numpy(idx)
+            parts = multi_objective_loss(model, losses, objectives, x[rows], y[rows])
+            if not parts:
+                continue
+            loss = torch.stack(list(parts.values())).sum()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            total += float(loss.detach())
+            steps += 1
+        train_trace.append(total / max(steps, 1))
+        val_trace.append(_loss_value(model, losses, objectives, val))
+        keep.update(epoch, val_trace[-1])
+        if keep.exhausted:
+            stopped = "patience"
+            break
+    keep.restore()
+    return FitResult(model, train_trace, val_trace, keep.best_epoch, stopped)
+
+
+def fit_local_client(
+    client: ClientData,
+    kinds: Mapping[str, str],
+    width: int,
+    model_config: ModelConfig,
+    config: BaselineConfig,
+    seed: int,
+) -> FitResult:
+    """Train one client alone (the Local bound), on its union vectors.
+
+    Parameters
+    ----------
+    client
+        The client's union view.
+    kinds
+        Objective name → kind.
+    width
+        The union vector's width.
+    model_config
+        FullMLP widths.
+    config
+        Training settings.
+    seed
+        Experiment seed (the client's streams are keyed by its id).
+
+    Returns
+    -------
+    FitResult
+        The client's model (heads for its own objectives only).
+    """
+    model = build_full_mlp(width, client.objectives, model_config, seed, "local", client.client_id)
+    return fit(
+        model,
+        client.objectives,
+        client_losses(client, kinds),
+        LabelledArrays(client.train.x_common, client.train.y),
+        LabelledArrays(client.val.x_common, client.val.y),
+        config,
+        seed,
+        "local",
+        client.client_id,
+    )
+
+
+def run_local(
+    federation: Federation,
+    model_config: ModelConfig,
+    config: BaselineConfig,
+    seed: int,
+    *,
+    progress: ProgressFn | None = None,
+) -> list[FitResult]:
+    """Train each client alone (the Local bound), one after another.
+
+    Parameters
+    ----------
+    federation
+        The union view of the clients.
+    model_config
+        FullMLP widths.
+    config
+        Training settings.
+    seed
+        Experiment seed (each client's streams are keyed by its id).
+    progress
+        Called as ``progress("local", k + 1, K)`` after each client.
+
+    Returns
+    -------
+    list[FitResult]
+        One trained model per client, in client order.
+    """
+    kinds = objective_kinds(federation)
+    out: list[FitResult] = []
+    for i, c in enumerate(federation.clients):
+        out.append(fit_local_client(c, kinds, federation.common_width, model_config, config, seed))
+        if progress is not None:
+            progress("local", i + 1, len(federation.clients))
+    return out
+
+
+def no_rounds(
+    objectives: tuple[str, ...], notes: list[str], model: MultiObjectiveModel | None = None
+) -> Stage1Result:
+    """The rounds' result of a method without federated rounds (a bound).
+
+    Parameters
+    ----------
+    objectives
+        The federation's objectives.
+    notes
+        What the document's ``stage1.notes`` says.
+    model
+        The pooled model (Centralised), stored as the global model; None: no parameters.
+
+    Returns
+    -------
+    Stage1Result
+        No rounds, not converged.
+    """
+    if model is not None:
+        params, buffers, layout = get_params(model), get_buffers(model), param_layout(model)
+    else:
+        params = buffers = np.zeros(0, dtype=np.float32)
+        layout = ParamLayout(total=0, backbone=slice(0, 0), heads={})
+    return Stage1Result(params, buffers, [], False, objectives, layout, notes)
+
+
+def pooled(clients: Sequence[ClientData], objectives: Sequence[str], split: str) -> LabelledArrays:
+    """Every client's ``split`` rows stacked, labels spread to one column per objective.
+
+    Parameters
+    ----------
+    clients
+        Union views of the clients.
+    objectives
+        The federation's objectives (label columns of the result).
+    split
+        ``"train"``, ``"val"`` or ``"test"``.
+
+    Returns
+    -------
+    LabelledArrays
+        Stacked union vectors; a row's label is NaN for every objective its client does not
+        pursue.
+    """
+    xs: list[np.ndarray] = []
+    ys: list[np.ndarray] = []
+    for c in clients:
+        part = c.split(split)
+        y = np.full((part.n, len(objectives)), np.nan, dtype=np.float32)
+        for j, s in enumerate(c.objectives):
+            y[:, objectives.index(s)] = part.y[:, j]
+        xs.append(part.x_common)
+        ys.append(y)
+    return LabelledArrays(np.concatenate(xs), np.concatenate(ys))
+
+
+def run_centralised(
+    federation: Federation,
+    model_config: ModelConfig,
+    config: BaselineConfig,
+    seed: int,
+) -> FitResult:
+    """Train one FullMLP on every client's pooled training rows (the Centralised bound).
+
+    Parameters
+    ----------
+    federation
+        The union view of the clients.
+    model_config
+        FullMLP widths.
+    config
+        Training settings.
+    seed
+        Experiment seed.
+
+    Returns
+    -------
+    FitResult
+        The model every client deploys. Positive weights of the binary losses come from the
+        pooled training labels.
+    """
+    objectives = list(federation.objective_names)
+    train = pooled(federation.clients, objectives, "train")
+    val = pooled(federation.clients, objectives, "val")
+    losses = {o.name: make_loss(o.kind, train.y[:, j]) for j, o in enumerate(federation.objectives)}
+    model = build_full_mlp(federation.common_width, objectives, model_config, seed, "centralised")
+    return fit(model, objectives, losses, train, val, config, seed, "centralised")

@@ -1,0 +1,1 @@
+"""FedAvg (:mod:`.method`) and FedProx (:mod:`.fedprox`); their rounds (:mod:`.rounds`)."""

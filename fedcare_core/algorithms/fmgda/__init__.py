@@ -1,0 +1,1 @@
+"""FMGDA (:mod:`.method`) and FSMGDA (:mod:`.fsmgda`); their rounds (:mod:`.rounds`)."""

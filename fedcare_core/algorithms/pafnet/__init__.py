@@ -1,0 +1,1 @@
+"""PAFNet (:mod:`.method`) and its rounds (:mod:`.rounds`)."""

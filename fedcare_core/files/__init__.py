@@ -1,0 +1,5 @@
+"""Files the core reads and writes.
+
+Files the core reads and writes: atomic replacement (:mod:`.atomic`), JSON handed over by a
+user or another party (:mod:`.json_input`), and patient data kept out of git (:mod:`.private`).
+"""

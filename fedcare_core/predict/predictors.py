@@ -1,0 +1,328 @@
+"""What each client deploys: one predictor over its own encoded features, whatever the method.
+
+Every algorithm ends with one :class:`ClientPredictor` per client (SPEC §3: a client is scored
+with the model it deploys). A predictor reads the client's two encoded blocks — the common
+features ``x_c`` and its private features ``x_u`` — and returns one column per client
+objective: a probability for a binary objective, days for length of stay. How it maps the two
+blocks onto its network is the method's business:
+
+- :class:`CommonInput`: the global model over ``x_c`` (FedCARE-B);
+- :class:`PersonalInput`: the personalised model ``φ_k`` over ``x_c`` and ``x_u`` (FedCARE);
+- :class:`UnionInput`: a FullMLP over the union vector, built from the two blocks (the global
+  baselines, Centralised, Local);
+- :class:`OwnInput`: PAFNet's client model over ``[x_c, x_u]``.
+
+The evaluation scores exactly these predictors, and a packaged model
+(:mod:`fedcare_core.predict.package`) rebuilds them from their :meth:`~ClientPredictor.spec` and
+weights, so a deployed model predicts what the evaluation measured.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar
+
+import numpy as np
+import torch
+from torch import nn
+
+from fedcare_core.algorithms.pafnet.rounds import PafnetClientModel
+from fedcare_core.config import ModelConfig
+from fedcare_core.data.clients import SplitArrays
+from fedcare_core.evaluation.clients import Scorer
+from fedcare_core.nn.losses import predict
+from fedcare_core.nn.models import FullMLP, MultiObjectiveModel, PersonalModel
+
+__all__ = [
+    "ClientPredictor",
+    "CommonInput",
+    "OwnInput",
+    "PersonalInput",
+    "UnionInput",
+    "predictor_from_spec",
+    "predictor_scorer",
+]
+
+
+def _config_dict(config: ModelConfig) -> dict[str, Any]:
+    fields = dataclasses.asdict(config)
+    return {k: list(v) if isinstance(v, tuple) else v for k, v in fields.items()}
+
+
+def _config_from(values: Mapping[str, Any]) -> ModelConfig:
+    fields = dict(values)
+    fields["head_hidden"] = tuple(fields["head_hidden"])
+    return ModelConfig(**fields)
+
+
+class ClientPredictor(nn.Module):
+    """A client's deployed model: ``(x_c, x_u)`` → ``(n, S_k)`` predictions.
+
+    Parameters
+    ----------
+    network
+        The trained network (set to evaluation mode here).
+    objectives
+        The client's objectives, in its order: one output column each.
+    kinds
+        Objective name → ``"binary"`` or ``"regression"``, for every entry of ``objectives``.
+    spec
+        Everything besides the weights that rebuilds ``network`` (JSON-able; see
+        :func:`predictor_from_spec`).
+    """
+
+    #: The subclass's name in a spec.
+    kind: ClassVar[str]
+
+    def __init__(
+        self,
+        network: nn.Module,
+        objectives: Sequence[str],
+        kinds: Mapping[str, str],
+        spec: Mapping[str, Any],
+    ) -> None:
+        super().__init__()
+        self.network = network.eval()
+        self.objectives = tuple(objectives)
+        self.kinds = tuple(kinds[s] for s in self.objectives)
+        self._spec = dict(spec)
+
+    def raw(self, x_common: torch.Tensor, x_private: torch.Tensor, objective: str) -> torch.Tensor:
+        """The network's raw score of ``objective`` (before the output activation)."""
+        raise NotImplementedError
+
+    def forward(self, x_common: torch.Tensor, x_private: torch.Tensor) -> torch.Tensor:
+        """One column per client objective: probability (binary) or days (regression)."""
+        return torch.stack(
+            [
+                predict(kind, self.raw(x_common, x_private, s))
+                for s, kind in zip(self.objectives, self.kinds, strict=True)
+            ],
+            dim=1,
+        )
+
+    def spec(self) -> dict[str, Any]:
+        """The rebuild recipe: kind, objectives, kinds and the network's constructor arguments."""
+        return {
+            "kind": self.kind,
+            "objectives": list(self.objectives),
+            "kinds": dict(zip(self.objectives, self.kinds, strict=True)),
+            **self._spec,
+        }
+
+
+class CommonInput(ClientPredictor):
+    """The global model ``w*`` over the common features (FedCARE-B)."""
+
+    kind = "common"
+
+    def __init__(
+        self,
+        model: MultiObjectiveModel,
+        objectives: Sequence[str],
+        kinds: Mapping[str, str],
+        config: ModelConfig,
+    ) -> None:
+        spec = {
+            "in_dim": model.backbone.in_dim,
+            "heads": list(model.objectives),
+            "model": _config_dict(config),
+        }
+        super().__init__(model, objectives, kinds, spec)
+
+    def raw(self, x_common: torch.Tensor, x_private: torch.Tensor, objective: str) -> torch.Tensor:
+        """``w*``'s head of ``objective`` over ``x_c``."""
+        out: torch.Tensor = self.network(x_common, objective)
+        return out
+
+    @classmethod
+    def rebuild(cls, spec: Mapping[str, Any]) -> CommonInput:
+        """An untrained predictor of ``spec``'s shape (load the weights next)."""
+        config = _config_from(spec["model"])
+        model = MultiObjectiveModel(spec["in_dim"], spec["heads"], config)
+        return cls(model, spec["objectives"], spec["kinds"], config)
+
+
+class PersonalInput(ClientPredictor):
+    """A client's personalised model ``φ_k`` over ``x_c`` and ``x_u`` (FedCARE)."""
+
+    kind = "personal"
+
+    def __init__(self, model: PersonalModel, kinds: Mapping[str, str], config: ModelConfig) -> None:
+        spec = {
+            "in_dim": model.backbone.in_dim,
+            "private_dim": model.private_dim,
+            "model": _config_dict(config),
+        }
+        super().__init__(model, model.objectives, kinds, spec)
+
+    def raw(self, x_common: torch.Tensor, x_private: torch.Tensor, objective: str) -> torch.Tensor:
+        """``φ_k``'s head of ``objective``."""
+        out: torch.Tensor = self.network(x_common, x_private, objective)
+        return out
+
+    @classmethod
+    def rebuild(cls, spec: Mapping[str, Any]) -> PersonalInput:
+        """An untrained predictor of ``spec``'s shape."""
+        config = _config_from(spec["model"])
+        model = PersonalModel(spec["in_dim"], spec["private_dim"], spec["objectives"], config)
+        return cls(model, spec["kinds"], config)
+
+
+class UnionInput(ClientPredictor):
+    """A FullMLP over the union vector: ``x_c`` first, ``x_u`` at the client's union positions.
+
+    Parameters
+    ----------
+    model
+        The FullMLP (global, pooled or the client's own).
+    objectives, kinds
+        As for :class:`ClientPredictor`.
+    config
+        Its widths.
+    common_width
+        Width of ``x_c`` (the union vector's first columns).
+    private_index
+        Union position of each of the client's private columns
+        (:meth:`~fedcare_core.algorithms.union.features.UnionLayout.private_index`).
+    """
+
+    kind = "union"
+    private_index: torch.Tensor
+
+    def __init__(
+        self,
+        model: MultiObjectiveModel,
+        objectives: Sequence[str],
+        kinds: Mapping[str, str],
+        config: ModelConfig,
+        *,
+        common_width: int,
+        private_index: Sequence[int],
+    ) -> None:
+        spec = {
+            "in_dim": model.backbone.in_dim,
+            "heads": list(model.objectives),
+            "model": _config_dict(config),
+            "common_width": int(common_width),
+            "private_index": [int(i) for i in private_index],
+        }
+        super().__init__(model, objectives, kinds, spec)
+        self.common_width = int(common_width)
+        self.width = int(model.backbone.in_dim)
+        self.register_buffer(
+            "private_index", torch.as_tensor(np.asarray(private_index, dtype=np.int64))
+        )
+
+    def union(self, x_common: torch.Tensor, x_private: torch.Tensor) -> torch.Tensor:
+        """The union vectors: zeros where the client lacks a feature."""
+        out = torch.zeros((x_common.shape[0], self.width), dtype=x_common.dtype)
+        out[:, : self.common_width] = x_common
+        out[:, self.private_index] = x_private
+        return out
+
+    def raw(self, x_common: torch.Tensor, x_private: torch.Tensor, objective: str) -> torch.Tensor:
+        """The FullMLP's head of ``objective`` over the union vector."""
+        out: torch.Tensor = self.network(self.union(x_common, x_private), objective)
+        return out
+
+    @classmethod
+    def rebuild(cls, spec: Mapping[str, Any]) -> UnionInput:
+        """An untrained predictor of ``spec``'s shape."""
+        config = _config_from(spec["model"])
+        model = FullMLP(spec["in_dim"], spec["heads"], config)
+        return cls(
+            model,
+            spec["objectives"],
+            spec["kinds"],
+            config,
+            common_width=spec["common_width"],
+            private_index=spec["private_index"],
+        )
+
+
+class OwnInput(ClientPredictor):
+    """PAFNet's client model over the client's own features ``[x_c, x_u]``."""
+
+    kind = "own"
+
+    def __init__(
+        self,
+        model: PafnetClientModel,
+        kinds: Mapping[str, str],
+        config: ModelConfig,
+        *,
+        latent: int,
+    ) -> None:
+        spec = {
+            "in_dim": model.in_dim,
+            "heads": list(model.body.objectives),
+            "model": _config_dict(config),
+            "latent": int(latent),
+        }
+        super().__init__(model, model.own_objectives, kinds, spec)
+
+    def raw(self, x_common: torch.Tensor, x_private: torch.Tensor, objective: str) -> torch.Tensor:
+        """The client's PAFNet head of ``objective``."""
+        out: torch.Tensor = self.network(torch.cat([x_common, x_private], dim=1), objective)
+        return out
+
+    @classmethod
+    def rebuild(cls, spec: Mapping[str, Any]) -> OwnInput:
+        """An untrained predictor of ``spec``'s shape."""
+        config = _config_from(spec["model"])
+        model = PafnetClientModel(
+            spec["in_dim"], spec["heads"], spec["objectives"], config, spec["latent"]
+        )
+        return cls(model, spec["kinds"], config, latent=spec["latent"])
+
+
+_KINDS: dict[str, Any] = {c.kind: c for c in (CommonInput, PersonalInput, UnionInput, OwnInput)}
+
+
+def predictor_from_spec(
+    spec: Mapping[str, Any], weights: Mapping[str, torch.Tensor]
+) -> ClientPredictor:
+    """Rebuild a predictor from :meth:`ClientPredictor.spec` and its ``state_dict``.
+
+    Parameters
+    ----------
+    spec
+        The rebuild recipe.
+    weights
+        The predictor's ``state_dict()`` (every parameter and buffer).
+
+    Returns
+    -------
+    ClientPredictor
+        The predictor, in evaluation mode.
+
+    Raises
+    ------
+    ValueError
+        If ``spec`` names an unknown kind, or ``weights`` do not fit its shape.
+    """
+    cls = _KINDS.get(str(spec.get("kind")))
+    if cls is None:
+        raise ValueError(
+            f"unknown predictor kind {spec.get('kind')!r}; expected one of {sorted(_KINDS)}"
+        )
+    predictor: ClientPredictor = cls.rebuild(spec)
+    try:
+        predictor.load_state_dict(dict(weights), strict=True)
+    except RuntimeError as exc:
+        raise ValueError(f"the weights do not fit the {spec['kind']} predictor: {exc}") from exc
+    return predictor.eval()
+
+
+def predictor_scorer(predictor: ClientPredictor) -> Scorer:
+    """The evaluation's scorer of a client's split: the predictor's raw score per objective."""
+    predictor.eval()
+
+    def score(split: SplitArrays, objective: str) -> torch.Tensor:
+        return predictor.raw(
+            torch.from_numpy(split.x_common), torch.from_numpy(split.x_private), objective
+        )
+
+    return score

@@ -1,0 +1,49 @@
+import dataclasses
+
+import numpy as np
+
+from fedcare_core.algorithms.bounds.rounds import pooled, run_centralised, run_local
+from fedcare_core.config import BaselineConfig, ModelConfig
+
+QUICK = BaselineConfig(batch_size=32, bound_epochs=2)
+
+
+def _params(model):
+    return np.concatenate([p.detach().numpy().ravel() for p in model.parameters()])
+
+
+def test_local_trains_each_client_on_its_own_data_only(union):
+    fits = run_local(union, ModelConfig(), QUICK, seed=0)
+    assert len(fits) == len(union.clients)
+    for f, c in zip(fits, union.clients, strict=True):
+        assert tuple(f.model.heads) == c.objectives
+    # No communication: changing client 0's data leaves every other client's model as it was.
+    c0 = union.clients[0]
+    shuffled = dataclasses.replace(
+        c0, train=dataclasses.replace(c0.train, x_common=c0.train.x_common[::-1].copy())
+    )
+    other = dataclasses.replace(union, clients=(shuffled, *union.clients[1:]))
+    refits = run_local(other, ModelConfig(), QUICK, seed=0)
+    assert not np.array_equal(_params(refits[0].model), _params(fits[0].model))
+    for a, b in zip(refits[1:], fits[1:], strict=True):
+        np.testing.assert_array_equal(_params(a.model), _params(b.model))
+
+
+def test_centralised_pools_every_clients_rows_with_labels_by_objective(union):
+    names = list(union.objective_names)
+    train = pooled(union.clients, names, "train")
+    assert len(train.x) == sum(c.train.n for c in union.clients)
+    assert train.y.shape == (len(train.x), len(names))
+    start = 0
+    for c in union.clients:
+        rows = slice(start, start + c.train.n)
+        for j, s in enumerate(names):
+            col = train.y[rows, j]
+            if s in c.objectives:
+                np.testing.assert_array_equal(col, c.train.y[:, c.objectives.index(s)])
+            else:
+                assert np.isnan(col).all()
+        start += c.train.n
+    fit = run_centralised(union, ModelConfig(), QUICK, seed=0)
+    assert tuple(fit.model.heads) == union.objective_names
+    assert 1 <= fit.best_epoch <= 2 and len(fit.val_loss) == 2

@@ -1,0 +1,100 @@
+"""The backend registry: each backend declared once, loaded lazily, refused by name."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+
+from fedcare_core.algorithms import backend_refusal, secagg_backend_refusal
+from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config
+from fedcare_core.errors import ConfigError
+from fedcare_core.run import backends
+from fedcare_core.run.backends import REGISTRY, BackendSpec, get_backend, register_backend
+from fedcare_core.run.pipeline import run_experiment
+from tests.fedcare_core.synthetic import PARTITION, make_cohort
+
+
+def test_the_registry_holds_the_three_backends_and_imports_none() -> None:
+    assert tuple(REGISTRY) == ("local", "flower-sim", "flower-deployment")
+    assert backends.secagg_backends() == ("flower-sim", "flower-deployment")
+    assert get_backend("local").build() is None
+    assert get_backend("local").packages() == ()
+    assert get_backend("flower-deployment").packages() == ("fedcare.flower",)
+    source = open(backends.__file__, encoding="utf-8").read()
+    assert "import flwr" not in source and "from fedcare.flower" not in source
+
+
+@pytest.mark.parametrize("name", ["flower-sim", "flower-deployment"])
+def test_every_import_path_resolves(name: str) -> None:
+    spec = get_backend(name)
+    options = spec.options_from({"round_timeout_s": 30.0})
+    runner = spec.build(options)
+    assert runner is not None and runner.flower.round_timeout_s == 30.0
+
+
+def test_unknown_backends_and_options_are_refused_by_name() -> None:
+    with pytest.raises(ConfigError, match="unknown backend 'ray'; expected one of local, "):
+        get_backend("ray")
+    with pytest.raises(ConfigError, match="takes no options"):
+        get_backend("local").options_from({"round_timeout_s": 1})
+    with pytest.raises(ConfigError, match="--round-timeout"):
+        get_backend("flower-sim").options_from(
+            {"round_timeout_s": -1.0}, {"round_timeout_s": "--round-timeout"}
+        )
+    with pytest.raises(ValueError, match="registered already"):
+        register_backend(BackendSpec("local", "again"))
+
+
+@dataclass(frozen=True)
+class ToyOptions:
+    """A toy backend's options (the shape the registry expects)."""
+
+    label: str = "toy"
+
+    @classmethod
+    def from_options(cls, values: dict[str, Any], names: Any = None) -> ToyOptions:
+        return cls(**values)
+
+
+def toy_runner(options: ToyOptions) -> Any:
+    """The toy backend's Stage 1 runner: the core's loop, tagged."""
+    from fedcare_core.stage1.loop import run_stage1
+
+    def run(federation: Any, model: Any, stage1: Any, seed: int, progress: Any) -> Any:
+        return run_stage1(federation, model, stage1, seed, progress=progress)
+
+    run.label = options.label  # type: ignore[attr-defined]
+    return run
+
+
+@pytest.fixture
+def toy_backend() -> Iterator[BackendSpec]:
+    """A new backend: this module plus one registry line."""
+    spec = register_backend(
+        BackendSpec(
+            "toy", "a toy", factory=f"{__name__}:toy_runner", options=f"{__name__}:ToyOptions"
+        )
+    )
+    yield spec
+    del REGISTRY["toy"]
+
+
+def test_a_new_backend_is_one_module_and_one_registry_line(toy_backend: BackendSpec) -> None:
+    runner = get_backend("toy").build(get_backend("toy").options_from({"label": "x"}))
+    assert runner.label == "x"
+    config = ExperimentConfig(
+        data=DataConfig(clients=3),
+        stage1=Stage1Config(rounds=2),
+        stage2=Stage2Config(epochs=1),
+    )
+    toy = run_experiment(make_cohort(300), PARTITION, config, stage1_runner=runner)
+    local = run_experiment(make_cohort(300), PARTITION, config)
+    assert toy.to_dict()["rounds"] == local.to_dict()["rounds"]
+    # Every entry then offers it and applies its capabilities: federated rounds only,
+    # no secure aggregation.
+    assert backend_refusal("fedcare", "toy") is None
+    assert "runs in process only" in str(backend_refusal("pafnet", "toy"))
+    assert "backend 'toy' cannot" in str(secagg_backend_refusal("toy"))
