@@ -1,7 +1,7 @@
 """Stage 1 cached across flow runs: a retried flow run loads w* instead of training again.
 
 The ``stage1`` task of a FedCARE / FedCARE-B run has a cache key (:class:`Stage1CachePolicy`):
-a SHA-256 of :func:`~fedcare_core.resume.checkpoint.stage1_fingerprint` (model and Stage 1 settings,
+a SHA-256 of :func:`~fedcare_core.resume.keys.stage1_fingerprint` (model and Stage 1 settings,
 seed, objectives, every client's training arrays), the backend that ran the rounds and the code
 (every source file of ``fedcare_core``, and of ``fedcare.flower`` for a Flower backend, plus the
 torch and numpy versions). Its result is persisted by Prefect under that key, so a flow run
@@ -22,32 +22,25 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal
 
-import numpy as np
 from prefect.cache_policies import CachePolicy
 from prefect.context import TaskRunContext
 from prefect.serializers import Serializer
 from prefect.settings import get_current_settings
 
-import fedcare_core
 from fedcare_core.algorithms import get_algorithm
 from fedcare_core.algorithms.base import Rounds, RunInputs
-from fedcare_core.resume.checkpoint import (
-    CheckpointError,
-    decode_result,
-    encode_result,
-    stage1_fingerprint,
-    write_atomic,
-)
+from fedcare_core.files.atomic import write_atomic
+from fedcare_core.resume import keys as resume_keys
+from fedcare_core.resume.checkpoint import CheckpointError, decode_result, encode_result
 from fedcare_core.run.backends import get_backend
 
 #: The folder under ``PREFECT_HOME`` that holds the Stage 1 records when the flow names none.
 DEFAULT_FOLDER = "fedcare-stage1-cache"
 #: Bumped when what a key covers changes (old records are then never matched).
-KEY_VERSION = "fedcare-stage1-cache/1"
+KEY_VERSION = resume_keys.CACHE_KEY_VERSION
 
 
 class Stage1Serializer(Serializer):
@@ -100,19 +93,6 @@ def owner_only_folder(folder: Path) -> Path:
     return folder
 
 
-def _code_digest(packages: Sequence[str]) -> str:
-    """SHA-256 over every ``.py`` file of the named top-level packages (sorted by path)."""
-    import importlib
-
-    h = hashlib.sha256()
-    for name in packages:
-        root = Path(importlib.import_module(name).__file__ or "").parent
-        for path in sorted(root.rglob("*.py")):
-            h.update(str(path.relative_to(root.parent)).encode())
-            h.update(path.read_bytes())
-    return h.hexdigest()
-
-
 def stage1_cache_key(inputs: RunInputs, backend: str) -> str | None:
     """The cache key of a run's rounds, or None when its algorithm's rounds are not cached.
 
@@ -126,24 +106,13 @@ def stage1_cache_key(inputs: RunInputs, backend: str) -> str | None:
     Returns
     -------
     str or None
-        A SHA-256 hex digest (see the module docstring); None for baselines and bounds.
+        :func:`fedcare_core.resume.keys.stage1_cache_key` (see the module docstring); None for
+        baselines and bounds.
     """
-    config = inputs.config
-    if not get_algorithm(config.algorithm).runs_stage1:
+    if not get_algorithm(inputs.config.algorithm).runs_stage1:
         return None
-    import torch
-
-    packages = ["fedcare_core", *get_backend(backend).packages()]
-    fields = {
-        "version": KEY_VERSION,
-        "fedcare": fedcare_core.__version__,
-        "stage1": stage1_fingerprint(inputs.federation, config.model, config.stage1, config.seed),
-        "backend": backend,
-        "code": _code_digest(packages),
-        "torch": torch.__version__,
-        "numpy": np.__version__,
-    }
-    return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()
+    packages = get_backend(backend).packages()
+    return resume_keys.stage1_cache_key(inputs.federation, inputs.config, backend, packages)
 
 
 class Stage1CachePolicy(CachePolicy):

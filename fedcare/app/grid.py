@@ -185,7 +185,8 @@ def check_grid_request(
         Naming the option (or the grid cell and the configuration parameter) at fault.
     """
     from fedcare_core.experiments.cells import check_grid
-    from fedcare_core.experiments.engine import DataSpec, cell_store
+    from fedcare_core.experiments.engine import DataSpec
+    from fedcare_core.resume.documents import cell_store
     from fedcare_core.run.output_paths import check_output_dir
 
     check_options(request, spell)
@@ -248,7 +249,7 @@ def experiment_params(
     prepared: PreparedGrid, experiment: str, workers: int | None
 ) -> dict[str, str]:
     """What an experiment's MLflow parent run records as its parameters."""
-    from fedcare_core.experiments.engine import base_fingerprint
+    from fedcare_core.resume.keys import base_fingerprint
 
     value = prepared.request.value
     return {

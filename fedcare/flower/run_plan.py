@@ -31,7 +31,7 @@ class CheckpointTarget:
     path
         The checkpoint file (in the run folder; its folder must exist).
     fingerprint
-        The run's :func:`~fedcare_core.resume.checkpoint.stage1_fingerprint`.
+        The run's :func:`~fedcare_core.resume.keys.stage1_fingerprint`.
     """
 
     path: str
@@ -84,7 +84,7 @@ class RunPlan:
         FedCARE / FedCARE-B in a run folder (``fedcare run --run-dir``): the server writes a
         Stage 1 checkpoint (:mod:`fedcare_core.resume.checkpoint`) to this file after every round
         and, if it holds one of this run
-        (:func:`~fedcare_core.resume.checkpoint.stage1_fingerprint`),
+        (:func:`~fedcare_core.resume.keys.stage1_fingerprint`),
         continues after its round. None: no checkpoint.
     """
 

@@ -20,12 +20,8 @@ from fedcare_core.algorithms.base import Stage1Runner
 from fedcare_core.config import ModelConfig, Stage1Config
 from fedcare_core.data.clients import Federation
 from fedcare_core.nn.training import ProgressFn
-from fedcare_core.resume.checkpoint import (
-    CheckpointError,
-    load_checkpoint,
-    restore_checkpoint,
-    stage1_fingerprint,
-)
+from fedcare_core.resume.checkpoint import CheckpointError, load_checkpoint, restore_checkpoint
+from fedcare_core.resume.keys import stage1_fingerprint
 from fedcare_core.run.backends import get_backend
 from fedcare_core.stage1.loop import Stage1Result
 

@@ -22,13 +22,11 @@ Every cell's document equals ``run_experiment``'s for the same configuration apa
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import signal
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +34,7 @@ from fedcare_core.algorithms import get_algorithm
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.data.loading import LoadedDataset, load_dataset
 from fedcare_core.experiments.cells import Cell, unique
-from fedcare_core.files.atomic import write_atomic
+from fedcare_core.resume.documents import write_document
 from fedcare_core.run import interrupts
 from fedcare_core.run.pipeline import prepare_federation, run_algorithm
 from fedcare_core.run.results import DataProvenance
@@ -92,24 +90,6 @@ class CellOutcome:
     skipped: bool = False
 
 
-def base_fingerprint(base: ExperimentConfig) -> str:
-    """A short hash of everything in ``base`` that a cell does not replace.
-
-    Cell documents live under ``<out>/cells/<fingerprint>/``, so a grid run with other rounds,
-    learning rates or a subsample never reuses another configuration's documents.
-    """
-    neutral = replace(
-        base, algorithm="fedcare", seed=0, data=replace(base.data, clients=10, rho=None)
-    )
-    text = json.dumps(asdict(neutral), sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:12]
-
-
-def cell_store(out_dir: str | Path, base: ExperimentConfig) -> Path:
-    """Where a grid on ``base`` keeps its cell documents: ``<out>/cells/<fingerprint>``."""
-    return Path(out_dir) / "cells" / base_fingerprint(base)
-
-
 def plan_jobs(cells: Sequence[Cell]) -> list[Job]:
     """Group cells into jobs (shared Stage 1), longest first."""
     groups: dict[tuple[Any, ...], list[Cell]] = {}
@@ -139,12 +119,6 @@ def _dataset(config: ExperimentConfig, spec: DataSpec) -> LoadedDataset:
             config.data, spec.data_dir, verify_checksum=spec.verify_checksum
         )
     return _loaded[key]
-
-
-def _write_cell(path: Path, document: dict[str, Any]) -> None:
-    """A cell's document, atomically (its JSON form kept: NaN as written, keys sorted)."""
-    text = json.dumps(document, indent=1, sort_keys=True, allow_nan=True)
-    write_atomic(path, text.encode())
 
 
 def stop_marker(out_dir: str | Path, token: str) -> Path:
@@ -217,7 +191,7 @@ def run_job(
             timing = {k: result.timing[k] for k in ("partition_s", "stage1_s")}
         path = out / f"{cell.key}.json"
         check_stop(stop)
-        _write_cell(path, result.to_dict())
+        write_document(path, result.to_dict())
         written.append(
             {
                 "key": cell.key,

@@ -23,7 +23,6 @@ import io
 import json
 import zipfile
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +34,7 @@ from fedcare_core.errors import FedcareError
 from fedcare_core.files.atomic import write_atomic
 from fedcare_core.nn.param_vectors import ParamLayout
 from fedcare_core.nn.training import ProgressFn
+from fedcare_core.resume.keys import stage1_fingerprint
 from fedcare_core.stage1.loop import (
     RoundInfo,
     ServerState,
@@ -72,7 +72,7 @@ def encode_snapshot(snapshot: Stage1Snapshot, fingerprint: str) -> bytes:
     snapshot
         The loop's state after a round.
     fingerprint
-        :func:`stage1_fingerprint` of the run, checked again on load.
+        :func:`~fedcare_core.resume.keys.stage1_fingerprint` of the run, checked again on load.
 
     Returns
     -------
@@ -278,7 +278,8 @@ def load_checkpoint(path: Path, fingerprint: str | None = None) -> Stage1Snapsho
     path
         The checkpoint file.
     fingerprint
-        When given, the run's :func:`stage1_fingerprint`; a checkpoint of another run is refused.
+        When given, the run's :func:`~fedcare_core.resume.keys.stage1_fingerprint`; a
+        checkpoint of another run is refused.
 
     Raises
     ------
@@ -308,7 +309,8 @@ def restore_checkpoint(
     path
         The checkpoint file.
     fingerprint
-        The run's :func:`stage1_fingerprint`; a checkpoint of another run is refused.
+        The run's :func:`~fedcare_core.resume.keys.stage1_fingerprint`; a checkpoint of another
+        run is refused.
     rounds
         T, for the message.
     say
@@ -332,39 +334,6 @@ def restore_checkpoint(
         )
         say(f"checkpoint of round {start.round} restored; {nxt}")
     return start
-
-
-def stage1_fingerprint(
-    federation: Federation, model_config: ModelConfig, config: Stage1Config, seed: int
-) -> str:
-    """SHA-256 of everything Stage 1's result depends on: settings, seed and training data.
-
-    Parameters
-    ----------
-    federation
-        The clients (their ids, objectives and training arrays are hashed).
-    model_config, config, seed
-        The architecture, Stage 1 settings and seed.
-
-    Returns
-    -------
-    str
-        The hex digest a checkpoint records and a resumed run checks.
-    """
-    settings = {
-        "model": asdict(model_config),
-        "stage1": asdict(config),
-        "seed": seed,
-        "objectives": list(federation.objective_names),
-        "common_width": federation.common_width,
-        "clients": [[c.client_id, list(c.objectives)] for c in federation.clients],
-    }
-    h = hashlib.sha256(json.dumps(settings, sort_keys=True).encode())
-    for c in federation.clients:
-        for arr in (c.train.x_common, c.train.y):
-            h.update(str(arr.dtype).encode() + str(arr.shape).encode())
-            h.update(np.ascontiguousarray(arr).tobytes())
-    return h.hexdigest()
 
 
 class CheckpointedStage1:

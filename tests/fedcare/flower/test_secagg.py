@@ -269,7 +269,7 @@ def test_dp_noise_is_added_by_the_server_to_the_sums(small_federation, tmp_path,
 
 
 def test_a_secure_run_resumes_from_its_checkpoint(small_federation, tmp_path, task_identity):
-    from fedcare_core.resume.checkpoint import stage1_fingerprint
+    from fedcare_core.resume.keys import stage1_fingerprint
 
     def fail(node, msg):  # every client silent from round 3 on: the run stops after round 2
         return "silent" if msg.metadata.group_id == "3" else None

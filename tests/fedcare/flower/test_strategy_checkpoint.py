@@ -19,7 +19,8 @@ from fedcare.flower.run_plan import CheckpointTarget
 from fedcare.flower.runners import CheckpointedFlowerStage1, run_folder_runner
 from fedcare.flower.server_app import run_server
 from fedcare.flower.workspace import FlowerRunError
-from fedcare_core.resume.checkpoint import CheckpointError, load_checkpoint, stage1_fingerprint
+from fedcare_core.resume.checkpoint import CheckpointError, load_checkpoint
+from fedcare_core.resume.keys import stage1_fingerprint
 from fedcare_core.resume.run_folder import RunBackend
 from tests.fedcare.flower.test_strategy import _loopback
 

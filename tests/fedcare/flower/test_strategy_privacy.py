@@ -19,7 +19,8 @@ import pytest
 
 from fedcare.flower.results import read_dp_releases, read_rounds, read_stage1_result
 from fedcare.flower.server_app import run_server
-from fedcare_core.resume.checkpoint import load_checkpoint, save_checkpoint, stage1_fingerprint
+from fedcare_core.resume.checkpoint import load_checkpoint, save_checkpoint
+from fedcare_core.resume.keys import stage1_fingerprint
 from fedcare_core.stage1.loop import run_stage1
 from tests.fedcare.flower.conftest import LoopbackGrid
 from tests.fedcare.flower.test_strategy import _loopback

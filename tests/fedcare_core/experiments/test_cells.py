@@ -18,7 +18,8 @@ from fedcare_core.experiments.cells import (
     privacy_sweep,
     unique,
 )
-from fedcare_core.experiments.engine import base_fingerprint, plan_jobs
+from fedcare_core.experiments.engine import plan_jobs
+from fedcare_core.resume.keys import base_fingerprint
 
 
 def test_grid_sizes_follow_the_paper():
