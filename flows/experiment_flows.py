@@ -15,7 +15,7 @@ The grid's jobs are Prefect tasks (``run-job``, one per job: one cell, or FedCAR
 sharing Stage 1) on ``prefect-dask``'s ``DaskTaskRunner``: a local cluster of ``workers``
 processes on loopback, or the existing cluster at ``dask_address``, chosen per flow run
 (``grid_flow.with_options(task_runner=...)``). The documents are the CLI's: the same
-:func:`~fedcare_core.experiments.engine.run_job`, the same per-cell files, resumable.
+:func:`~fedcare.app.grid_jobs.run_job`, the same per-cell files, resumable.
 """
 
 from __future__ import annotations

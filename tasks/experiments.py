@@ -9,10 +9,11 @@ from prefect import task
 from prefect.cache_policies import NO_CACHE
 from prefect.runtime import task_run as runtime_task_run
 
+from fedcare.app.grid_jobs import run_job
 from fedcare.tracking import store
 from fedcare.tracking.experiment_log import ExperimentOutputs, log_experiment_run
 from fedcare_core.config import ExperimentConfig
-from fedcare_core.experiments.engine import DataSpec, Job, run_job
+from fedcare_core.experiments.engine import DataSpec, Job
 
 
 def _job_run_name() -> str:
@@ -31,7 +32,7 @@ def _job_run_name() -> str:
 def run_job_task(
     job: Job, base: ExperimentConfig, spec: DataSpec, out_dir: str
 ) -> list[dict[str, Any]]:
-    """One job of a grid on a Dask worker: :func:`~fedcare_core.experiments.engine.run_job`.
+    """One job of a grid on a Dask worker: :func:`~fedcare.app.grid_jobs.run_job`.
 
     Parameters
     ----------

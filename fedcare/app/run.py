@@ -87,7 +87,10 @@ class PreparedRun:
         Its Stage 1 runner (None: the in-process loop).
     stage1
         Stage 1's result when it already ran elsewhere (a site personalising from the ``w*``
-        its federation broadcast): the rounds are then skipped.
+        its federation broadcast; FedCARE-B scored from FedCARE's rounds): the rounds are then
+        skipped.
+    stage1_s
+        The seconds that Stage 1 took, reported in the timing (None: not reported).
     shape_document
         How this run's document differs from the result's (a site reports only its own
         objectives, and itself); None: as it is.
@@ -100,7 +103,13 @@ class PreparedRun:
     backend: str = "local"
     runner: Stage1Runner | None = None
     stage1: Stage1Result | None = None
+    stage1_s: float | None = None
     shape_document: Callable[[dict[str, Any]], dict[str, Any]] | None = None
+
+    def spent(self) -> dict[str, float]:
+        """The seconds already spent, as the result's timing reports them."""
+        spent = {"partition_s": self.partition_s}
+        return spent if self.stage1_s is None else {**spent, "stage1_s": self.stage1_s}
 
     def document(self, result: ExperimentResult) -> dict[str, Any]:
         """The result's ``results.json`` document, as this run reports it."""
@@ -225,7 +234,7 @@ def execute_run(
         executor=executor,
         progress=progress,
         stage1=prepared.stage1,
-        timing={"partition_s": prepared.partition_s},
+        timing=prepared.spent(),
         backend_name=prepared.backend,
     )
     if notes is not None:

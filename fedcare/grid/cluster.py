@@ -2,7 +2,7 @@
 
 A local cluster is one worker process per core (``processes=True``), one thread each: the
 networks are small, so a second thread in one process gains less than a second process, and a
-process keeps its own loaded dataset (:func:`fedcare_core.experiments.engine._dataset`) for every
+process keeps its own loaded dataset (``fedcare.app.grid_jobs._dataset``) for every
 job it runs. Every socket it opens (scheduler, nannies, workers, the scheduler's HTTP server)
 listens on 127.0.0.1 only; a cluster across machines is started by hand (``dask scheduler``,
 ``dask worker``, README "Across machines") and named by its address.

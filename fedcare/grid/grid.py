@@ -8,6 +8,7 @@ from pathlib import Path
 
 from distributed import Client, Future, as_completed
 
+from fedcare.app.grid_jobs import run_job
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.experiments.cells import Cell
 from fedcare_core.experiments.engine import (
@@ -16,7 +17,6 @@ from fedcare_core.experiments.engine import (
     GridRun,
     Job,
     OnDone,
-    run_job,
     stop_marker,
 )
 
@@ -43,7 +43,7 @@ def run_grid(
     """Run every cell on the client's cluster (skipping those already written).
 
     Each job (one cell, or FedCARE and FedCARE-B sharing Stage 1) is one Dask task calling
-    :func:`~fedcare_core.experiments.engine.run_job`; they are submitted longest first, with
+    :func:`~fedcare.app.grid_jobs.run_job`; they are submitted longest first, with
     falling priorities, so the scheduler starts them in that order as workers free up.
 
     Parameters
@@ -66,7 +66,7 @@ def run_grid(
     -------
     list[CellOutcome]
         One per unique cell, in the order given; equal documents to
-        :func:`~fedcare_core.experiments.engine.run_cells`.
+        :func:`~fedcare.app.grid_jobs.run_cells`.
 
     Raises
     ------

@@ -15,12 +15,13 @@ from typing import Any
 import psutil
 import pytest
 
+from fedcare.app.grid_jobs import run_cells
 from fedcare.grid import LOOPBACK, cluster_workers, grid_client, local_cluster_kwargs, run_grid
 from fedcare.grid.cluster import INTERRUPT_QUIET_LOGGERS
 from fedcare.procs.marked import marked_processes
 from fedcare_core.errors import ConfigError, DataError
 from fedcare_core.experiments.cells import Cell
-from fedcare_core.experiments.engine import DataSpec, plan_jobs, run_cells
+from fedcare_core.experiments.engine import DataSpec, plan_jobs
 from tests.fedcare_core.experiments.grid_fixtures import BASE
 from tests.fedcare_core.experiments.grid_fixtures import CELLS as GRID_CELLS
 
@@ -52,7 +53,7 @@ def _documents(out: Path) -> dict[str, Any]:
 
 def _count_loads(record: str) -> None:
     """Run on each worker: append the worker's PID to ``record`` whenever it loads a dataset."""
-    from fedcare_core.experiments import engine
+    from fedcare.app import grid_jobs as engine
 
     original = engine.load_dataset
 

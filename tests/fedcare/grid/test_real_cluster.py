@@ -114,6 +114,6 @@ def test_a_grid_on_a_real_two_worker_scheduler_equals_the_local_cluster(
 
 def _cached_datasets() -> int:
     """Run on a worker: how many datasets its process has loaded and kept."""
-    from fedcare_core.experiments import engine
+    from fedcare.app import grid_jobs
 
-    return len(engine._loaded)
+    return len(grid_jobs._loaded)
