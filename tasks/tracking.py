@@ -24,9 +24,6 @@ TAG_FAILED_AT = "fedcare.failed_at"
 TAG_FLOW_STATE = "prefect.flow_run_state"
 #: Tag with the Prefect flow-run name.
 TAG_FLOW_RUN_NAME = "prefect.flow_run_name"
-#: Registered model name of a dataset's, algorithm's and objectives' backbone.
-MODEL_NAME_TEMPLATE = track.BACKBONE_MODEL_TEMPLATE
-model_name = track.backbone_model_name
 
 
 @task(

@@ -38,8 +38,6 @@ EXIT_ERROR = 2
 QUICK_EXIT_COMMANDS = frozenset({"predict"})
 #: The exit status of a command ended by Ctrl-C (SIGINT); SIGTERM's is 143 (128 + 15).
 EXIT_INTERRUPTED = 130
-#: The whole parser (every command's options), as tests and tools build it.
-_parser = build_parser
 __all__ = ["BACKENDS", "EXIT_ERROR", "build_parser", "build_stage1_runner", "cmd_run", "main"]
 
 

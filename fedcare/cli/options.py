@@ -4,22 +4,11 @@ from __future__ import annotations
 
 from typing import Any, TypeVar
 
-from fedcare_core.config import UNSEEN_CATEGORY_POLICIES
 from fedcare_core.config.fields import Range
 from fedcare_core.errors import ConfigError
 
 #: An option's number type.
 Number = TypeVar("Number", int, float)
-
-
-def add_unseen_categories_option(parser: Any) -> None:
-    """``--unseen-categories``: refuse (default) or encode as 'other' unknown category values."""
-    parser.add_argument(
-        "--unseen-categories",
-        choices=UNSEEN_CATEGORY_POLICIES,
-        help="a category outside a column's documented values: refuse the data (default) or "
-        "encode it as 'other' (for a site whose export holds more codes)",
-    )
 
 
 def add_tracking_uri_option(

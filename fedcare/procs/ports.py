@@ -1,4 +1,4 @@
-"""Loopback ports: a free one, whether one answers, whether one can be bound."""
+"""Loopback ports: a free one, and whether one answers."""
 
 from __future__ import annotations
 
@@ -19,14 +19,3 @@ def port_open(port: int, host: str = LOOPBACK) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(0.5)
         return s.connect_ex((host, port)) == 0
-
-
-def port_is_free(port: int, host: str = LOOPBACK) -> bool:
-    """Whether ``port`` can be bound on ``host`` (nothing listening, nothing stale)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((host, port))
-        except OSError:
-            return False
-    return True

@@ -148,16 +148,3 @@ def publish(mc: MlflowClient, experiment_id: str, view_id: str, columns: Sequenc
     note = tags.get(NOTE_TAG)
     if note is None or (note.startswith(DESCRIPTION_HEAD) and note != DESCRIPTION):
         mc.set_experiment_tag(experiment_id, NOTE_TAG, DESCRIPTION)
-
-
-def view_url(tracking_uri: str, experiment_id: str, view_id: str = RUNS_VIEW) -> str:
-    """The UI address that opens a saved view (``<server>/#/experiments/<id>/runs?…``).
-
-    In the UI's model-training mode (``workflowType=machine_learning``, see
-    :mod:`fedcare.tracking.store`).
-    """
-    base = tracking_uri.rstrip("/")
-    return (
-        f"{base}/#/experiments/{experiment_id}/runs?viewStateShareKey={view_id}"
-        "&workflowType=machine_learning"
-    )

@@ -39,13 +39,6 @@ def derive_rng(seed: int, *parts: object) -> np.random.Generator:
     return np.random.default_rng(derive_seed(seed, *parts))
 
 
-def torch_generator(seed: int, *parts: object) -> torch.Generator:
-    """A torch CPU generator for the stream named by ``parts``."""
-    g = torch.Generator()
-    g.manual_seed(derive_seed(seed, *parts))
-    return g
-
-
 def seed_torch(seed: int, *parts: object) -> None:
     """Seed torch's global CPU RNG and the dropout mask stream for the stream named by ``parts``."""
     # The default generator alone: torch.manual_seed also walks every accelerator backend,

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from fedcare.cli.main import _parser
+from fedcare.cli.commands import build_parser as _parser
 from fedcare.cli.setting_flags import build_config
 from fedcare_core.errors import ConfigError
 from flows.flow_parameters import FlowParameters, as_tuple

@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from fedcare.cli.main import _parser, build_stage1_runner
+from fedcare.cli.commands import build_parser as _parser
+from fedcare.cli.main import build_stage1_runner
 from fedcare.cli.options_doc import markdown
 from fedcare.cli.setting_flags import build_config, setting_values
 from fedcare.flower.flower_options import FlowerConfig, flagged_options

@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 import fedcare.tracking  # noqa: F401  (MLflow environment defaults before mlflow loads)
+from fedcare.tracking.track import backbone_model_name
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config
 from fedcare_core.run.pipeline import run_experiment
 from tasks.tracking import (
@@ -14,7 +15,6 @@ from tasks.tracking import (
     finish_run_task,
     log_artifacts_task,
     log_experiment_task,
-    model_name,
     register_task,
     set_tags_task,
     start_parent_run_task,
@@ -55,7 +55,7 @@ def test_parent_run_nested_run_registry_and_finish(tmp_path: Path) -> None:
     first = registered.backbone
     assert first is not None
     fed = result.federation
-    assert first.model_name == model_name("synthetic", "fedcare", fed.objective_names)
+    assert first.model_name == backbone_model_name("synthetic", "fedcare", fed.objective_names)
     assert first.model_name == "fedcare-synthetic-fedcare-early_discharge+los+readmission-backbone"
     assert first.promoted
     backbone = store.client().get_registered_model(first.model_name)

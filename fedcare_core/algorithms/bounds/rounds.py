@@ -33,10 +33,8 @@ from fedcare_core.nn.param_vectors import ParamLayout, get_buffers, get_params, 
 from fedcare_core.nn.seeding import derive_rng, seed_torch
 from fedcare_core.nn.training import (
     KeepBest,
-    ProgressFn,
     batch_schedule,
     client_losses,
-    objective_kinds,
 )
 from fedcare_core.stage1.loop import Stage1Result
 
@@ -194,43 +192,6 @@ def fit_local_client(
         "local",
         client.client_id,
     )
-
-
-def run_local(
-    federation: Federation,
-    model_config: ModelConfig,
-    config: BaselineConfig,
-    seed: int,
-    *,
-    progress: ProgressFn | None = None,
-) -> list[FitResult]:
-    """Train each client alone (the Local bound), one after another.
-
-    Parameters
-    ----------
-    federation
-        The union view of the clients.
-    model_config
-        FullMLP widths.
-    config
-        Training settings.
-    seed
-        Experiment seed (each client's streams are keyed by its id).
-    progress
-        Called as ``progress("local", k + 1, K)`` after each client.
-
-    Returns
-    -------
-    list[FitResult]
-        One trained model per client, in client order.
-    """
-    kinds = objective_kinds(federation)
-    out: list[FitResult] = []
-    for i, c in enumerate(federation.clients):
-        out.append(fit_local_client(c, kinds, federation.common_width, model_config, config, seed))
-        if progress is not None:
-            progress("local", i + 1, len(federation.clients))
-    return out
 
 
 def no_rounds(

@@ -2,7 +2,8 @@
 
 import pytest
 
-from fedcare.cli.main import _parser, build_stage1_runner
+from fedcare.cli.commands import build_parser as _parser
+from fedcare.cli.main import build_stage1_runner
 from fedcare_core.errors import ConfigError
 
 

@@ -9,6 +9,7 @@ launched and take seconds.
 
 import os
 import signal
+import socket
 
 import numpy as np
 import pytest
@@ -18,7 +19,7 @@ from fedcare.flower.flower_options import FlowerConfig
 from fedcare.flower.workspace import FlowerRunError
 from fedcare.procs.children import TOKEN_ENV
 from fedcare.procs.marked import marked_processes
-from fedcare.procs.ports import port_is_free
+from fedcare.procs.ports import LOOPBACK
 from fedcare_core.config import Stage1Config
 from fedcare_core.run.pipeline import prepare_federation
 from fedcare_core.stage1.loop import run_stage1
@@ -31,6 +32,17 @@ PARAM_TOL = 1e-4
 #: The DP run: the server's noise is the in-process run's (the same seed), so λ* and w* differ
 #: only by the clients' float32 rounding.
 DP_TOL = 1e-9
+
+
+def port_is_free(port: int) -> bool:
+    """Whether ``port`` can be bound on loopback (nothing listening, nothing stale)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((LOOPBACK, port))
+        except OSError:
+            return False
+    return True
 
 
 def _assert_nothing_left(runner, tmp_path):

@@ -141,7 +141,8 @@ def test_a_failed_flower_run_names_its_checkpoint_and_the_resume_command(
 
 
 def test_a_resumed_run_gets_the_recorded_backend_and_options():
-    from fedcare.cli.main import _parser, build_stage1_runner
+    from fedcare.cli.commands import build_parser as _parser
+    from fedcare.cli.main import build_stage1_runner
     from fedcare.flower.deployment import DeploymentStage1Runner
 
     args = _parser().parse_args(["run", "--resume", "somewhere"])

@@ -29,7 +29,7 @@ def test_a_preset_keeps_what_it_does_not_set_and_unknown_ones_are_refused():
 
 
 def test_flags_win_over_the_preset_on_the_command_line():
-    from fedcare.cli.main import _parser
+    from fedcare.cli.commands import build_parser as _parser
     from fedcare.cli.setting_flags import build_config
 
     args = _parser().parse_args(["run", "--preset", "recommended", "--stage2-head-init", "fresh"])

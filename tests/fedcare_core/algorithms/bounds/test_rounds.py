@@ -2,10 +2,20 @@ import dataclasses
 
 import numpy as np
 
-from fedcare_core.algorithms.bounds.rounds import pooled, run_centralised, run_local
+from fedcare_core.algorithms.bounds.rounds import fit_local_client, pooled, run_centralised
 from fedcare_core.config import BaselineConfig, ModelConfig
+from fedcare_core.nn.training import objective_kinds
 
 QUICK = BaselineConfig(batch_size=32, bound_epochs=2)
+
+
+def run_local(federation, model_config, config, seed):
+    """Each client trained alone, in client order (the Local bound's per-client phase)."""
+    kinds = objective_kinds(federation)
+    return [
+        fit_local_client(c, kinds, federation.common_width, model_config, config, seed)
+        for c in federation.clients
+    ]
 
 
 def _params(model):
