@@ -22,10 +22,9 @@ Stage 1 runs over the sites registered with a running coordinator, one nested ru
 
 from __future__ import annotations
 
-import json
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +35,15 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 import fedcare.tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
 from data_checks.validate import CheckReport
-from fedcare.app.run import JsonFile, PreparedRun, ResultSink, execute_run
+from fedcare.app.programme import ProgrammeRequest, run_programme
+from fedcare.app.run import JsonFile, ResultSink
 from fedcare.tracking.naming import config_setting_name
 from fedcare_core.algorithms import get_algorithm
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.data.clients import Federation
 from fedcare_core.data.loading import LoadedDataset
 from fedcare_core.errors import FedcareError
-from fedcare_core.run.results import DataProvenance, ExperimentResult
+from fedcare_core.run.results import ExperimentResult
 from flows.federation_flow import run_federation_pipeline
 from flows.flow_parameters import (
     FEDERATION,
@@ -65,7 +65,7 @@ from tasks.data import (
 )
 from tasks.stage1_cache import cache_folder
 from tasks.tracking import TAG_FLOW_STATE, set_tags_task
-from tasks.training import PrefectExecutor, WorkerPool, flower_backend, pool_size, progress_logger
+from tasks.training import PrefectExecutor, WorkerPool, pool_size, progress_logger
 
 #: Flow name (deployments are ``fedcare/<deployment>``).
 FLOW_NAME = "fedcare"
@@ -84,76 +84,6 @@ def start_workers(configs: Sequence[ExperimentConfig], parallel: bool) -> Worker
     if not parallel or not any(get_algorithm(c.algorithm).personal_phase for c in configs):
         return None
     return WorkerPool(pool_size())
-
-
-def train(
-    loaded: LoadedDataset,
-    federation: Federation,
-    config: ExperimentConfig,
-    *,
-    backend: str,
-    workers: WorkerPool | None,
-    partition_s: float,
-    stage1_cache: Path | None = None,
-    sinks: Sequence[ResultSink] = (),
-    flower_options: Mapping[str, Any] | None = None,
-) -> ExperimentResult:
-    """Run one configuration through the run service, its phases as this flow's tasks.
-
-    Parameters
-    ----------
-    loaded
-        The dataset (for provenance: checksum and loading notes).
-    federation
-        Its validated clients.
-    config
-        The algorithm × seed configuration.
-    backend
-        Where the federated rounds run (``"local"``, ``"flower-sim"``, ``"flower-deployment"``).
-    workers
-        The worker processes the per-client phase (Stage 2, Local's fits) computes in, one
-        task per client; None: in the flow's process, in client order.
-    partition_s
-        Seconds spent building the federation (reported in the timings).
-    stage1_cache
-        Folder of the Stage 1 cache (:mod:`tasks.stage1_cache`); None: Stage 1 always trains.
-    sinks
-        Where the result goes besides the flow's MLflow runs (a ``results.json`` file).
-    flower_options
-        The Flower backends' options given (``FlowerConfig`` fields).
-
-    Returns
-    -------
-    ExperimentResult
-        As ``fedcare run`` returns it.
-    """
-    prepared = PreparedRun(
-        config,
-        federation,
-        DataProvenance.of(loaded.cohort),
-        partition_s,
-        backend,
-        flower_backend(backend, flower_options),
-    )
-    return execute_run(
-        prepared,
-        executor=PrefectExecutor(
-            workers.pool if workers is not None else None,
-            stage1_cache=stage1_cache,
-            backend_name=backend,
-        ),
-        progress=progress_logger(),
-        sinks=sinks,
-        notes=lambda note: get_run_logger().warning("stage 1: %s", note),
-    )
-
-
-def _federation_key(config: ExperimentConfig) -> str:
-    """Configurations with equal keys build the same federation (algorithm aside)."""
-    return json.dumps(
-        {"data": config.to_dict()["data"], "seed": config.seed, "model": config.to_dict()["model"]},
-        sort_keys=True,
-    )
 
 
 def _end_open_mlflow_runs(flow: Any, flow_run: Any, state: Any) -> None:
@@ -276,47 +206,33 @@ def _run_pipeline(
     out_dir: str | None,
     stage1_cache: Path | None,
 ) -> dict[str, Any]:
-    """The flow's work once its parameters are checked (see :func:`fedcare_pipeline`)."""
+    """The flow's work once its parameters are checked: the programme service, as tasks."""
     configs = params.experiment_configs()
-    dataset, data_dir, backend = params.dataset, params.data_dir, params.backend
+    request = ProgrammeRequest(
+        tuple(configs), params.data_dir, verify_checksum, params.backend, params.flower
+    )
     flow_run_id = runtime_flow_run.id
     report_root = Path(reports_dir) / (flow_run_id or time.strftime("%Y%m%dT%H%M%S"))
     run = ParentRun.start(tracking_uri, params, [config_setting_name(c) for c in configs])
     workers = start_workers(configs, parallel_stage2)
     try:
-        raw_report = {
-            "artifact_path": "validation/raw",
-            "stage": "raw tables",
-            "key": "validation-raw",
-        }
-        try:
-            raw = validate_raw_task(configs[0].data, data_dir, report_root / "raw", verify_checksum)
-        except DataRefused as refused:  # the task run failed; the flow reports it and stops
-            run.attach(refused.report, **raw_report)
-            raise
-        run.attach(raw, **raw_report)
-        run.step = "loading"
-        loaded = load_dataset_task(configs[0], data_dir, verify_checksum)
-        set_tags_task(run.uri, run.parent, {"fedcare.dataset_sha256": loaded.cohort.source_sha256})
-        run.step = "validation"
-        federations = _checked_federations(configs, loaded, run, report_root)
-        if workers is not None:
-            get_run_logger().info("Stage 2 worker processes ready: %s", workers.ready())
-        runs = _train_and_log(
-            configs,
-            loaded,
-            federations,
-            run,
-            raw,
-            backend=backend,
-            flower_options=params.flower,
-            workers=workers,
-            register_model=register_model,
-            out_dir=out_dir,
+        gate = FlowDataGate(run, report_root)
+        observer = FlowObserver(run, gate, workers, out_dir, register_model, params.backend)
+        executor = PrefectExecutor(
+            workers.pool if workers is not None else None,
             stage1_cache=stage1_cache,
+            backend_name=params.backend,
+        )
+        runs = run_programme(
+            request,
+            gate,
+            observer,
+            executor=executor,
+            progress=progress_logger(),
+            notes=lambda note: get_run_logger().warning("stage 1: %s", note),
         )
         run.step = "results"
-        run.publish(dataset, runs)
+        run.publish(params.dataset, runs)
         run.status = "FINISHED"
     finally:
         if workers is not None:
@@ -325,67 +241,91 @@ def _run_pipeline(
     return {"tracking_uri": run.uri, "parent_run_id": run.parent, "runs": runs}
 
 
-def _train_and_log(
-    configs: Sequence[ExperimentConfig],
-    loaded: LoadedDataset,
-    federations: dict[str, tuple[Federation, CheckReport, float]],
-    run: ParentRun,
-    raw: CheckReport,
-    *,
-    backend: str,
-    flower_options: Mapping[str, Any],
-    workers: WorkerPool | None,
-    register_model: bool,
-    out_dir: str | None,
-    stage1_cache: Path | None,
-) -> list[dict[str, Any]]:
-    """Train each algorithm × seed on its checked federation and log it; the summaries."""
-    runs: list[dict[str, Any]] = []
-    for config in configs:
-        federation, checked, seconds = federations[_federation_key(config)]
-        run.step = f"training {config.algorithm} seed {config.seed}"
-        result = train(
-            loaded,
-            federation,
-            config,
-            backend=backend,
-            workers=workers,
-            partition_s=seconds,
-            stage1_cache=stage1_cache,
-            sinks=[] if out_dir is None else [JsonFile(Path(out_dir) / _results_name(config))],
-            flower_options=flower_options,
-        )
-        run.step = f"tracking {config.algorithm} seed {config.seed}"
-        extra = {"validation/raw": raw.report_dir, "validation/partitions": checked.report_dir}
-        runs.append(run.log(result, backend, extra, register=register_model))
-    return runs
+class FlowDataGate:
+    """The programme's data gate as this flow's tasks, each report attached to the parent run."""
 
+    def __init__(self, run: ParentRun, report_root: Path) -> None:
+        self.run = run
+        self.report_root = report_root
+        self.raw: CheckReport | None = None
+        self.partitions: list[CheckReport] = []
 
-def _checked_federations(
-    configs: Sequence[ExperimentConfig],
-    loaded: LoadedDataset,
-    run: ParentRun,
-    report_root: Path,
-) -> dict[str, tuple[Federation, CheckReport, float]]:
-    """Build each distinct federation once and check its partitions (stop on a failed check)."""
-    federations: dict[str, tuple[Federation, CheckReport, float]] = {}
-    for config in configs:
-        key = _federation_key(config)
-        if key in federations:
-            continue
+    def load(self, request: ProgrammeRequest) -> LoadedDataset:
+        """Check the raw tables (attach the report; stop on a failure), then load them."""
+        first, data_dir, verify = request.configs[0], request.data_dir, request.verify_checksum
+        where = {"artifact_path": "validation/raw", "stage": "raw tables", "key": "validation-raw"}
+        try:
+            raw = validate_raw_task(first.data, data_dir, self.report_root / "raw", verify)
+        except DataRefused as refused:  # the task run failed; the flow reports it and stops
+            self.run.attach(refused.report, **where)
+            raise
+        self.run.attach(raw, **where)
+        self.raw = raw
+        self.run.step = "loading"
+        loaded = load_dataset_task(first, data_dir, verify)
+        tags = {"fedcare.dataset_sha256": loaded.cohort.source_sha256}
+        set_tags_task(self.run.uri, self.run.parent, tags)
+        return loaded
+
+    def federation(
+        self, loaded: LoadedDataset, config: ExperimentConfig, index: int
+    ) -> tuple[Federation, float]:
+        """Build the federation and check its partitions (attach the report; stop on a failure)."""
         t0 = time.perf_counter()
         federation = partition_task(loaded.cohort, loaded.partition, config, loaded.source)
         seconds = time.perf_counter() - t0
-        name = f"partitions-seed{config.seed}-{len(federations)}"
-        checked = validate_partitions_task(federation, loaded.cohort, config, report_root / name)
-        run.check(
+        name = f"partitions-seed{config.seed}-{index}"
+        checked = validate_partitions_task(
+            federation, loaded.cohort, config, self.report_root / name
+        )
+        self.run.check(
             checked,
             artifact_path=f"validation/{name}",
             stage=f"client partitions (seed {config.seed})",
             key=f"validation-{name}",
         )
-        federations[key] = (federation, checked, seconds)
-    return federations
+        self.partitions.append(checked)
+        return federation, seconds
+
+
+class FlowObserver:
+    """The programme's steps on the parent run; each result to a file and logged to MLflow."""
+
+    def __init__(
+        self,
+        run: ParentRun,
+        gate: FlowDataGate,
+        workers: WorkerPool | None,
+        out_dir: str | None,
+        register: bool,
+        backend: str,
+    ) -> None:
+        self.run, self.gate, self.workers = run, gate, workers
+        self.out_dir, self.register, self.backend = out_dir, register, backend
+
+    def step(self, name: str) -> None:
+        """Name the step (a failed flow run's ``fedcare.failed_at``)."""
+        if name.startswith("training") and self.workers is not None:
+            get_run_logger().info("Stage 2 worker processes ready: %s", self.workers.ready())
+            self.workers = None  # said once
+        self.run.step = name
+
+    def sinks(self, config: ExperimentConfig) -> list[ResultSink]:
+        """``results.json`` of the configuration in ``out_dir``, when the flow names one."""
+        if self.out_dir is None:
+            return []
+        return [JsonFile(Path(self.out_dir) / _results_name(config))]
+
+    def finished(self, result: ExperimentResult, federation: int) -> dict[str, Any]:
+        """Log the run (nested) with its validation reports; its summary."""
+        raw = self.gate.raw
+        if raw is None:
+            raise RuntimeError("a run finished before the raw tables were checked")
+        extra = {
+            "validation/raw": raw.report_dir,
+            "validation/partitions": self.gate.partitions[federation].report_dir,
+        }
+        return self.run.log(result, self.backend, extra, register=self.register)
 
 
 def _results_name(config: ExperimentConfig) -> str:

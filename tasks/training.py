@@ -20,17 +20,15 @@ pickled) and 0.4–0.6 s before the first task starts (docs/BENCHMARKS.md, "Para
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar, cast
 
 from prefect import task, unmapped
 
-from fedcare_core.algorithms.base import Stage1Runner
 from fedcare_core.nn.training import ProgressFn
 from fedcare_core.run import executors
-from fedcare_core.run.backends import get_backend
 from tasks.common import NO_CACHE, run_logger
 from tasks.stage1_cache import cached_stage1_options
 
@@ -49,20 +47,6 @@ def progress_logger() -> ProgressFn:
             logger.info("%s: %d/%d", stage, done, total)
 
     return progress
-
-
-def flower_backend(
-    backend: str, flower_options: Mapping[str, Any] | None = None
-) -> Stage1Runner | None:
-    """The federated backend called ``backend`` (None for ``"local"``); Flower imported only here.
-
-    Raises
-    ------
-    ConfigError
-        For an unknown backend or Flower option.
-    """
-    spec = get_backend(backend)
-    return cast("Stage1Runner | None", spec.build(spec.options_from(flower_options)))
 
 
 @task(name="phase", cache_policy=NO_CACHE, persist_result=False)

@@ -6,11 +6,12 @@ import pytest
 from prefect import flow
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from fedcare.app.run import backend_runner
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config
 from fedcare_core.errors import ConfigError
 from fedcare_core.run.pipeline import prepare_federation, run_algorithm, run_experiment
 from fedcare_core.run.results import DataProvenance
-from tasks.training import PrefectExecutor, flower_backend, warm_up_task, worker_pool
+from tasks.training import PrefectExecutor, warm_up_task, worker_pool
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 
 
@@ -53,10 +54,10 @@ def test_phases_as_tasks_reproduce_run_experiment(algorithm: str, parallel: bool
 
 def test_unknown_backend_and_flower_option_are_config_errors() -> None:
     with pytest.raises(ConfigError, match="unknown backend"):
-        flower_backend("ray")
+        backend_runner("ray", {})
     with pytest.raises(ConfigError, match="unknown Flower option"):
-        flower_backend("flower-sim", {"no_such_option": 1})
-    assert flower_backend("local") is None
+        backend_runner("flower-sim", {"no_such_option": 1})
+    assert backend_runner("local", {}) is None
 
 
 def _in_flow(flow_fn, pool):
