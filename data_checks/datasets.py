@@ -35,7 +35,7 @@ class RawChecks(Protocol):
         ...
 
 
-class Diabetes130Checks:
+class _Diabetes130Checks:
     """``diabetic_data.csv``, read as text, against its one suite."""
 
     def read(self, source: Path) -> dict[str, pd.DataFrame]:
@@ -61,7 +61,7 @@ class Diabetes130Checks:
         return not failed_critical(table, expectations)
 
 
-class Mimic3Checks:
+class _Mimic3Checks:
     """The MIMIC-III tables the loader reads, one suite each."""
 
     def read(self, source: Path) -> dict[str, pd.DataFrame]:
@@ -81,5 +81,5 @@ class Mimic3Checks:
         return False
 
 
-DIABETES130_CHECKS = Diabetes130Checks()
-MIMIC3_CHECKS = Mimic3Checks()
+DIABETES130_CHECKS = _Diabetes130Checks()
+MIMIC3_CHECKS = _Mimic3Checks()

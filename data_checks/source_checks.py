@@ -144,7 +144,7 @@ def checked_dataset(
         Check the Diabetes 130 file's SHA-256.
     report_dir
         Where the suites' report is kept; ``None``: no report is kept, and the suites'
-        expectations are run vectorised first (:func:`raw_tables_certainly_pass`); only if
+        expectations are run vectorised first (:func:`_raw_tables_certainly_pass`); only if
         one may fail do they run in Great Expectations, in a temporary folder, removed (a
         failure's message then lists every failed expectation itself).
 
@@ -162,7 +162,7 @@ def checked_dataset(
         the counts.
     """
     loaded = load_dataset(config, data_dir, verify_checksum=verify_checksum)
-    if report_dir is None and raw_tables_certainly_pass(config, data_dir):
+    if report_dir is None and _raw_tables_certainly_pass(config, data_dir):
         return loaded
     if report_dir is not None:
         report = check_raw_tables(
@@ -182,7 +182,7 @@ def checked_dataset(
     return loaded
 
 
-def raw_tables_certainly_pass(config: DataConfig, data_dir: str | Path | None) -> bool:
+def _raw_tables_certainly_pass(config: DataConfig, data_dir: str | Path | None) -> bool:
     """Whether every critical expectation of the raw suites passes, run without Great Expectations.
 
     The suites' expectations are run vectorised (:mod:`data_checks.expectations`) where they

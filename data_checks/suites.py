@@ -48,7 +48,7 @@ from fedcare_core.data.cohort import Objective
 # --------------------------------------------------------------------------------------------
 
 
-def gx_expectation(expect: Expect) -> Expectation:
+def _gx_expectation(expect: Expect) -> Expectation:
     """The Great Expectations expectation ``expect`` describes (tuples passed as lists)."""
     kwargs = {k: list(v) if isinstance(v, tuple) else v for k, v in expect.kwargs.items()}
     if expect.warning:
@@ -93,7 +93,7 @@ def diabetes130_raw_suite(
         min_rows=min_rows, min_present=min_present, unseen_categories=unseen_categories
     )
     return ExpectationSuite(
-        name=DIABETES130_TABLE, expectations=[gx_expectation(e) for e in expectations]
+        name=DIABETES130_TABLE, expectations=[_gx_expectation(e) for e in expectations]
     )
 
 
@@ -102,11 +102,11 @@ def diabetes130_raw_suite(
 # --------------------------------------------------------------------------------------------
 
 #: dtypes accepted for numeric MIMIC-III columns (a stray text value makes a column ``str``).
-NUMERIC_TYPES: tuple[str, ...] = ("int64", "float64", "Int64", "Float64")
+_NUMERIC_TYPES: tuple[str, ...] = ("int64", "float64", "Int64", "Float64")
 #: ICU types of ``ICUSTAYS.FIRST_CAREUNIT`` in MIMIC-III v1.4.
-CARE_UNITS: tuple[str, ...] = ("CCU", "CSRU", "MICU", "NICU", "SICU", "TSICU")
+_CARE_UNITS: tuple[str, ...] = ("CCU", "CSRU", "MICU", "NICU", "SICU", "TSICU")
 #: Share of ``PATIENTS.GENDER`` values that must be M or F (the loader treats others as missing).
-MIN_KNOWN_GENDER = 0.99
+_MIN_KNOWN_GENDER = 0.99
 
 _MIMIC3_NUMERIC: dict[str, tuple[str, ...]] = {
     "ADMISSIONS": ("SUBJECT_ID", "HADM_ID", "HOSPITAL_EXPIRE_FLAG"),
@@ -161,7 +161,7 @@ def mimic3_raw_suites(
         for col in _MIMIC3_NOT_NULL[table]:
             add(gxe.ExpectColumnValuesToNotBeNull(column=col))
         for col in _MIMIC3_NUMERIC[table]:
-            add(gxe.ExpectColumnValuesToBeInTypeList(column=col, type_list=list(NUMERIC_TYPES)))
+            add(gxe.ExpectColumnValuesToBeInTypeList(column=col, type_list=list(_NUMERIC_TYPES)))
         if table in _MIMIC3_UNIQUE:
             add(gxe.ExpectColumnValuesToBeUnique(column=_MIMIC3_UNIQUE[table]))
         if table == "ADMISSIONS":
@@ -171,13 +171,13 @@ def mimic3_raw_suites(
             if unseen_categories == "refuse":
                 add(
                     gxe.ExpectColumnValuesToBeInSet(
-                        column="FIRST_CAREUNIT", value_set=list(CARE_UNITS)
+                        column="FIRST_CAREUNIT", value_set=list(_CARE_UNITS)
                     )
                 )
         elif table == "PATIENTS" and unseen_categories == "refuse":
             add(
                 gxe.ExpectColumnValuesToBeInSet(
-                    column="GENDER", value_set=["M", "F"], mostly=MIN_KNOWN_GENDER
+                    column="GENDER", value_set=["M", "F"], mostly=_MIN_KNOWN_GENDER
                 )
             )
         suites[table] = ExpectationSuite(name=suite_name, expectations=expectations)
@@ -189,20 +189,20 @@ def mimic3_raw_suites(
 # --------------------------------------------------------------------------------------------
 
 #: Default fewest labelled training rows per objective a client must hold.
-MIN_TRAIN_ROWS = 20
+_MIN_TRAIN_ROWS = 20
 #: Default fewest training rows of each class for a binary objective.
-MIN_CLASS_ROWS = 1
+_MIN_CLASS_ROWS = 1
 #: Default fewest rows in each of a client's splits.
-MIN_SPLIT_ROWS = 1
+_MIN_SPLIT_ROWS = 1
 
 
 def client_partition_suite(
     name: str,
     objectives: Sequence[Objective],
     *,
-    min_train_rows: int = MIN_TRAIN_ROWS,
-    min_class_rows: int = MIN_CLASS_ROWS,
-    min_split_rows: int = MIN_SPLIT_ROWS,
+    min_train_rows: int = _MIN_TRAIN_ROWS,
+    min_class_rows: int = _MIN_CLASS_ROWS,
+    min_split_rows: int = _MIN_SPLIT_ROWS,
 ) -> ExpectationSuite:
     """Expectations on one client's partition table (see ``client_partition_table``).
 
@@ -294,12 +294,12 @@ def client_partition_suite(
     return ExpectationSuite(name=name, expectations=expectations)
 
 
-def client_partition_suites(
+def _client_partition_suites(
     federation: Federation,
     *,
-    min_train_rows: int = MIN_TRAIN_ROWS,
-    min_class_rows: int = MIN_CLASS_ROWS,
-    min_split_rows: int = MIN_SPLIT_ROWS,
+    min_train_rows: int = _MIN_TRAIN_ROWS,
+    min_class_rows: int = _MIN_CLASS_ROWS,
+    min_split_rows: int = _MIN_SPLIT_ROWS,
 ) -> dict[str, ExpectationSuite]:
     """One :func:`client_partition_suite` per client, keyed like ``client_partition_tables``."""
     out: dict[str, ExpectationSuite] = {}
@@ -320,7 +320,7 @@ def client_partition_suites(
 # --------------------------------------------------------------------------------------------
 
 
-def patient_assignment_suite(n_clients: int) -> ExpectationSuite:
+def _patient_assignment_suite(n_clients: int) -> ExpectationSuite:
     """Expectations on the patient-assignment table (see ``assignment_table``).
 
     Parameters
@@ -369,9 +369,9 @@ def federation_checks(
     federation: Federation,
     assignment: PatientAssignment,
     *,
-    min_train_rows: int = MIN_TRAIN_ROWS,
-    min_class_rows: int = MIN_CLASS_ROWS,
-    min_split_rows: int = MIN_SPLIT_ROWS,
+    min_train_rows: int = _MIN_TRAIN_ROWS,
+    min_class_rows: int = _MIN_CLASS_ROWS,
+    min_split_rows: int = _MIN_SPLIT_ROWS,
     salt: bytes | None = None,
 ) -> tuple[dict[str, pd.DataFrame], dict[str, ExpectationSuite]]:
     """Tables and suites for every client partition and the patient assignment.
@@ -394,12 +394,12 @@ def federation_checks(
 
     """
     tables = client_partition_tables(federation)
-    suites = client_partition_suites(
+    suites = _client_partition_suites(
         federation,
         min_train_rows=min_train_rows,
         min_class_rows=min_class_rows,
         min_split_rows=min_split_rows,
     )
     tables[ASSIGNMENT_TABLE] = assignment_table(assignment, salt)
-    suites[ASSIGNMENT_TABLE] = patient_assignment_suite(len(federation.clients))
+    suites[ASSIGNMENT_TABLE] = _patient_assignment_suite(len(federation.clients))
     return tables, suites

@@ -39,7 +39,7 @@ from fedcare_core.errors import DataError
 DIABETES130_TABLE = "diabetes130_raw"
 
 #: Markers read as missing. ``"None"`` and ``"NA"`` are real categories and stay strings.
-DIABETES130_NA_VALUES = ("?", "")
+_DIABETES130_NA_VALUES = ("?", "")
 
 
 def read_diabetes130_raw(path: str | Path) -> pd.DataFrame:
@@ -66,7 +66,7 @@ def read_diabetes130_raw(path: str | Path) -> pd.DataFrame:
     kwargs: dict[str, object] = {
         "dtype": str,
         "keep_default_na": False,
-        "na_values": list(DIABETES130_NA_VALUES),
+        "na_values": list(_DIABETES130_NA_VALUES),
         "encoding": "utf-8-sig",
     }
     try:
@@ -93,16 +93,16 @@ def read_diabetes130_raw(path: str | Path) -> pd.DataFrame:
 # columns and accepts any others.
 
 #: The MIMIC-III tables checked, in the order they are read.
-MIMIC3_TABLES: tuple[str, ...] = tuple(MIMIC3_REQUIRED_COLUMNS)
+_MIMIC3_TABLES: tuple[str, ...] = tuple(MIMIC3_REQUIRED_COLUMNS)
 
 #: Event tables can hold tens of millions of rows (LABEVENTS ≈ 28 M): only their required
 #: columns are read, and only the first rows up to this many (a head sample).
-DEFAULT_MAX_EVENT_ROWS = 2_000_000
+_DEFAULT_MAX_EVENT_ROWS = 2_000_000
 
 _EVENT_TABLES = frozenset({"LABEVENTS"})
 
 
-def normalise_headers(df: pd.DataFrame) -> pd.DataFrame:
+def _normalise_headers(df: pd.DataFrame) -> pd.DataFrame:
     """Return ``df`` with its column names stripped and upper-cased (MIMIC-III spelling)."""
     out = df.copy(deep=False)
     out.columns = [str(c).strip().upper() for c in df.columns]
@@ -130,7 +130,7 @@ def find_mimic3_table(data_dir: str | Path, table: str) -> Path:
 
 
 def read_mimic3_raw(
-    data_dir: str | Path, *, max_event_rows: int | None = DEFAULT_MAX_EVENT_ROWS
+    data_dir: str | Path, *, max_event_rows: int | None = _DEFAULT_MAX_EVENT_ROWS
 ) -> dict[str, pd.DataFrame]:
     """Read the MIMIC-III tables the loader uses, with upper-cased headers.
 
@@ -145,7 +145,7 @@ def read_mimic3_raw(
     Returns
     -------
     dict of str to pandas.DataFrame
-        Keyed by upper-case table name (:data:`MIMIC3_TABLES`). Column types are pandas'
+        Keyed by upper-case table name (:data:`_MIMIC3_TABLES`). Column types are pandas'
         inference, so a stray text value in a numeric column shows up as a text column.
 
     Raises
@@ -155,7 +155,7 @@ def read_mimic3_raw(
 
     """
     out: dict[str, pd.DataFrame] = {}
-    for table in MIMIC3_TABLES:
+    for table in _MIMIC3_TABLES:
         path = find_mimic3_table(data_dir, table)
         kwargs: dict[str, object] = {"low_memory": False}
         if table in _EVENT_TABLES:
@@ -170,7 +170,7 @@ def read_mimic3_raw(
             ) from exc
         except (OSError, EOFError) as exc:
             raise DataError(f"cannot read the {table} table ({exc})", file=str(path)) from exc
-        out[table] = normalise_headers(df)
+        out[table] = _normalise_headers(df)
     return out
 
 
@@ -183,12 +183,12 @@ SPLIT_COLUMN = "split"
 #: Column that is True where every encoded feature of the row is finite.
 FEATURES_FINITE_COLUMN = "features_finite"
 #: Prefix of a partition table's label columns (``label_<objective>``).
-LABEL_PREFIX = "label_"
+_LABEL_PREFIX = "label_"
 
 
 def label_column(objective: str) -> str:
     """The partition-table column holding ``objective``'s label."""
-    return f"{LABEL_PREFIX}{objective}"
+    return f"{_LABEL_PREFIX}{objective}"
 
 
 def client_table_name(client_id: int) -> str:
@@ -305,7 +305,7 @@ def recompute_assignment(cohort: Cohort, config: DataConfig, seed: int) -> Patie
     return PatientAssignment(patient=np.asarray(cohort.patient), client=client, split=split)
 
 
-def new_salt() -> bytes:
+def _new_salt() -> bytes:
     """A fresh random salt for :func:`assignment_table` (16 bytes)."""
     return secrets.token_bytes(16)
 
@@ -331,7 +331,7 @@ def assignment_table(assignment: PatientAssignment, salt: bytes | None = None) -
     assignment
         Per-row patient key, client and split.
     salt
-        Hash key; a fresh random one (:func:`new_salt`) when omitted, so hashes cannot be
+        Hash key; a fresh random one (:func:`_new_salt`) when omitted, so hashes cannot be
         linked across runs.
 
     Returns
@@ -340,7 +340,7 @@ def assignment_table(assignment: PatientAssignment, salt: bytes | None = None) -
         Columns ``patient_hash`` (str), ``client`` (int64) and ``split`` (str), de-duplicated.
 
     """
-    key = new_salt() if salt is None else salt
+    key = _new_salt() if salt is None else salt
     table = pd.DataFrame(
         {
             PATIENT_HASH_COLUMN: hash_patients(assignment.patient, key),

@@ -69,7 +69,7 @@ _MULTICOLUMN_TYPES = frozenset(
 )
 
 #: Longest observed-value text kept in a failure summary.
-MAX_OBSERVED_CHARS = 300
+_MAX_OBSERVED_CHARS = 300
 
 #: Name of the summary page written in ``report_dir``.
 INDEX_HTML = "index.html"
@@ -391,8 +391,8 @@ def _redacted(key: str) -> bool:
 def _short(value: object) -> str:
     text = value if isinstance(value, str) else json.dumps(value, default=str)
     text = " ".join(text.split())
-    if len(text) > MAX_OBSERVED_CHARS:
-        text = text[: MAX_OBSERVED_CHARS - 1] + "…"
+    if len(text) > _MAX_OBSERVED_CHARS:
+        text = text[: _MAX_OBSERVED_CHARS - 1] + "…"
     return text
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 #: How many offending row numbers a message lists before it summarises the rest.
-MAX_ROWS_SHOWN = 10
+_MAX_ROWS_SHOWN = 10
 
 
 class FedcareError(Exception):
@@ -37,7 +37,7 @@ class DataError(FedcareError):
         The column at fault, if any.
     rows
         1-based data row numbers at fault (header excluded), if any. Only the first
-        :data:`MAX_ROWS_SHOWN` are printed, followed by a count of the rest.
+        :data:`_MAX_ROWS_SHOWN` are printed, followed by a count of the rest.
     """
 
     def __init__(
@@ -61,8 +61,8 @@ class DataError(FedcareError):
         if self.column is not None:
             parts.append(f"column {self.column!r}")
         if self.rows:
-            shown = ", ".join(str(r) for r in self.rows[:MAX_ROWS_SHOWN])
-            more = len(self.rows) - MAX_ROWS_SHOWN
+            shown = ", ".join(str(r) for r in self.rows[:_MAX_ROWS_SHOWN])
+            more = len(self.rows) - _MAX_ROWS_SHOWN
             suffix = f" and {more} more" if more > 0 else ""
             label = "row" if len(self.rows) == 1 else "rows"
             parts.append(f"{label} {shown}{suffix}")

@@ -86,7 +86,7 @@ def grid_task_runner(dask_address: str | None, workers: int | None) -> TaskRunne
 
 
 @flow(name="fedcare-grid", validate_parameters=False, persist_result=False)
-def grid_flow(
+def _grid_flow(
     cells: list[Cell], base: ExperimentConfig, spec: DataSpec, cells_dir: str
 ) -> list[CellOutcome]:
     """Run a grid's unwritten jobs as ``run-job`` tasks on this flow run's (Dask) task runner.
@@ -130,11 +130,11 @@ class PrefectGridExecutor:
         on_done: OnDone,
     ) -> list[CellOutcome]:
         """Every cell's outcome (the subflow logs each as it arrives)."""
-        return grid_flow.with_options(task_runner=self.runner)(cells, base, spec, str(cells_dir))
+        return _grid_flow.with_options(task_runner=self.runner)(cells, base, spec, str(cells_dir))
 
 
 @dataclass(frozen=True)
-class FlowExperimentSink:
+class _FlowExperimentSink:
     """The report as a Prefect artifact, and one MLflow parent run (a task, retried)."""
 
     tracking_uri: str | None
@@ -166,7 +166,7 @@ def flow_data_gate(prepared: PreparedGrid) -> None:
     load_dataset_task(prepared.base, spec.data_dir, spec.verify_checksum)
 
 
-def run_grid_flow(name: str, parameters: Mapping[str, Any]) -> dict[str, Any] | State:
+def _run_grid_flow(name: str, parameters: Mapping[str, Any]) -> dict[str, Any] | State:
     """The body of every experiment flow: the grid service with Prefect's executor and sinks.
 
     An expected error (bad parameters, a failed data check) ends the flow run ``Failed`` with
@@ -183,7 +183,7 @@ def run_grid_flow(name: str, parameters: Mapping[str, Any]) -> dict[str, Any] | 
             prepared,
             PrefectGridExecutor(runner, count),
             gate=flow_data_gate,
-            sinks=[FlowExperimentSink(request.value("tracking_uri"), request.value("dataset"))],
+            sinks=[_FlowExperimentSink(request.value("tracking_uri"), request.value("dataset"))],
         )
     except FedcareError as exc:
         return expected_failure(exc)
@@ -224,7 +224,7 @@ def experiment_flow(name: str) -> Flow[..., Any]:
     -------
     Flow
         A flow whose signature lists each option (Prefect builds the deployment's form and
-        validates a run's parameters from it) and whose body is :func:`run_grid_flow`.
+        validates a run's parameters from it) and whose body is :func:`_run_grid_flow`.
     """
     options = options_of(name)
     parameters = [
@@ -236,7 +236,7 @@ def experiment_flow(name: str) -> Flow[..., Any]:
     ]  # fmt: skip
 
     def body(**given: Any) -> dict[str, Any] | State:
-        return run_grid_flow(name, given)
+        return _run_grid_flow(name, given)
 
     descriptions = {o.flow_parameter: o.help[:1].upper() + o.help[1:] + "." for o in options}
     body.__name__ = body.__qualname__ = f"{name}_flow"

@@ -68,14 +68,14 @@ from tasks.tracking import TAG_FLOW_STATE, set_tags_task
 from tasks.training import PrefectExecutor, WorkerPool, pool_size, progress_logger
 
 #: Flow name (deployments are ``fedcare/<deployment>``).
-FLOW_NAME = "fedcare"
+_FLOW_NAME = "fedcare"
 #: Where validation reports are written (one folder per flow run) unless told otherwise.
-DEFAULT_REPORTS_DIR = "results/validation"
+_DEFAULT_REPORTS_DIR = "results/validation"
 
 _log = logging.getLogger(__name__)
 
 
-def start_workers(configs: Sequence[ExperimentConfig], parallel: bool) -> WorkerPool | None:
+def _start_workers(configs: Sequence[ExperimentConfig], parallel: bool) -> WorkerPool | None:
     """Start the worker processes now, if a per-client phase will use them (None: it won't).
 
     Their start-up (a new Python importing torch: seconds each) then overlaps the data checks
@@ -108,7 +108,7 @@ def _end_open_mlflow_runs(flow: Any, flow_run: Any, state: Any) -> None:
 
 
 @flow(
-    name=FLOW_NAME,
+    name=_FLOW_NAME,
     # Per-client tasks wait on threads; they compute in the flow's WorkerPool processes.
     task_runner=ThreadPoolTaskRunner(),  # type: ignore[arg-type]
     on_crashed=[_end_open_mlflow_runs],
@@ -130,7 +130,7 @@ def fedcare_pipeline(
     tracking_uri: str | None = None,
     register_model: bool = True,
     parallel_stage2: bool = True,
-    reports_dir: str = DEFAULT_REPORTS_DIR,
+    reports_dir: str = _DEFAULT_REPORTS_DIR,
     out_dir: str | None = None,
     cache_stage1: bool = True,
     stage1_cache_dir: str | None = None,
@@ -214,7 +214,7 @@ def _run_pipeline(
     flow_run_id = runtime_flow_run.id
     report_root = Path(reports_dir) / (flow_run_id or time.strftime("%Y%m%dT%H%M%S"))
     run = ParentRun.start(tracking_uri, params, [config_setting_name(c) for c in configs])
-    workers = start_workers(configs, parallel_stage2)
+    workers = _start_workers(configs, parallel_stage2)
     try:
         gate = FlowDataGate(run, report_root)
         observer = FlowObserver(run, gate, workers, out_dir, register_model, params.backend)

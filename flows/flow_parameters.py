@@ -48,10 +48,10 @@ BACKENDS = (*backend_names(), "federation")
 #: The backend that runs over real sites (the schema decides the data; no data is loaded).
 FEDERATION = "federation"
 #: The parameters only backend ``"federation"`` takes (and needs).
-FEDERATION_PARAMETERS = ("federation_state_dir", "federation_schema", "min_sites")
+_FEDERATION_PARAMETERS = ("federation_state_dir", "federation_schema", "min_sites")
 #: Parameters backend ``"federation"`` refuses: the schema and the sites decide them (every
 #: setting too, but for :data:`~fedcare_core.sites.schema.RUN_SETTINGS`).
-NOT_WITH_FEDERATION = ("data_dir", "preset", "config_file")
+_NOT_WITH_FEDERATION = ("data_dir", "preset", "config_file")
 #: The settings the flow takes as lists of their own (``algorithm``, ``seeds``) or always
 #: (``dataset``): every other offered setting is a parameter of its own name.
 GRID_SETTINGS = ("algorithm", "seed", "dataset")
@@ -148,7 +148,7 @@ class FlowParameters:
             self.validate_federation()
             return self
         self.flower_options()
-        for name in FEDERATION_PARAMETERS:
+        for name in _FEDERATION_PARAMETERS:
             if getattr(self, name) is not None:
                 raise ConfigError(
                     f"{name} applies to backend {FEDERATION!r} only (backend is {self.backend!r})"
@@ -203,10 +203,10 @@ class FlowParameters:
             ``dataset`` other than the schema's, or ``rounds`` or a seed the schema's
             configuration refuses.
         """
-        for name in FEDERATION_PARAMETERS:
+        for name in _FEDERATION_PARAMETERS:
             if getattr(self, name) is None:
                 raise ConfigError(f"backend {FEDERATION!r} needs {name} ({_NEEDS[name]})")
-        for name in NOT_WITH_FEDERATION:
+        for name in _NOT_WITH_FEDERATION:
             if getattr(self, name) is not None:
                 raise ConfigError(f"{name}: {_SCHEMA_DECIDES}")
         for name in self.settings:
@@ -275,7 +275,7 @@ class FlowParameters:
         for name, kind in kinds.items():
             if name in ("algorithms", "seeds", "overrides", "settings", "flower"):
                 continue
-            check_value(name, getattr(self, name), kind, PARAMETER_RANGES.get(name))
+            check_value(name, getattr(self, name), kind, _PARAMETER_RANGES.get(name))
         _check_settings(self.settings)
         for name, values, item in (
             ("algorithm", self.algorithms, str),
@@ -349,7 +349,7 @@ class FlowParameters:
 
 
 #: Ranges of the flow's own number parameters (a setting's range is its declaration's).
-PARAMETER_RANGES: dict[str, Range] = {"min_sites": Range(2)}  # a federation needs two sites
+_PARAMETER_RANGES: dict[str, Range] = {"min_sites": Range(2)}  # a federation needs two sites
 #: What each federation parameter is (named in the message when one is missing).
 _NEEDS = {
     "federation_state_dir": "the coordinator's state folder",

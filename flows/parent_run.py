@@ -41,7 +41,7 @@ from tasks.tracking import (
 )
 
 #: Key of the flow run's results artifact (the latest version is the latest flow run's).
-RESULTS_KEY = "fedcare-results"
+_RESULTS_KEY = "fedcare-results"
 
 
 def run_summary(result: ExperimentResult, run_id: str) -> dict[str, Any]:
@@ -156,7 +156,9 @@ class ParentRun:
 
     def publish(self, dataset: str, runs: list[dict[str, Any]]) -> None:
         """The flow run's results table, linked to the MLflow runs, as a Prefect artifact."""
-        results_artifact_task(RESULTS_KEY, dataset, runs, self.uri, self.experiment_id, self.parent)
+        results_artifact_task(
+            _RESULTS_KEY, dataset, runs, self.uri, self.experiment_id, self.parent
+        )
 
     def close(self) -> None:
         """Summarise the seeds on the parent run, tag the flow's outcome, then end the run."""

@@ -25,7 +25,7 @@ def _annotation(ref: SettingRef) -> Any:
     return ref.base | None
 
 
-def offered_settings() -> dict[str, SettingRef]:
+def _offered_settings() -> dict[str, SettingRef]:
     """Every setting offered by name, by parameter: the configuration's and the Flower options'.
 
     A Flower option (``round_timeout``, …: :func:`fedcare.flower.flower_options.flagged_options`)
@@ -42,7 +42,7 @@ def setting_parameters(skip: Container[str]) -> list[inspect.Parameter]:
     return [
         inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=None,
                           annotation=_annotation(ref))
-        for name, ref in offered_settings().items()
+        for name, ref in _offered_settings().items()
         if name not in skip
     ]  # fmt: skip
 
@@ -50,7 +50,7 @@ def setting_parameters(skip: Container[str]) -> list[inspect.Parameter]:
 def setting_descriptions(skip: Container[str] = ()) -> dict[str, str]:
     """Each setting parameter's description: its help, its choices and its default."""
     out: dict[str, str] = {}
-    for name, ref in offered_settings().items():
+    for name, ref in _offered_settings().items():
         if name in skip:
             continue
         text = ref.spec.help[:1].upper() + ref.spec.help[1:]

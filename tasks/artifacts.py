@@ -19,9 +19,9 @@ from fedcare.tracking.links import run_url
 from tasks.common import NO_CACHE
 
 #: Longest failure list shown in an artifact (the HTML report has them all).
-MAX_FAILURES_SHOWN = 50
+_MAX_FAILURES_SHOWN = 50
 #: How a metric is headed in the results table (its unit); others are shown by name.
-METRIC_LABELS: Mapping[str, str] = {"auroc": "AUROC", "mae_days": "MAE (days)"}
+_METRIC_LABELS: Mapping[str, str] = {"auroc": "AUROC", "mae_days": "MAE (days)"}
 
 
 def _cell(text: str) -> str:
@@ -56,12 +56,12 @@ def validation_markdown(report: CheckReport, stage: str, mlflow_location: str | 
     ]
     if report.failures:
         lines += ["| table | expectation | column | observed |", "| --- | --- | --- | --- |"]
-        for f in report.failures[:MAX_FAILURES_SHOWN]:
+        for f in report.failures[:_MAX_FAILURES_SHOWN]:
             lines.append(
                 f"| {_cell(f.table)} | `{f.expectation}` | {_cell(f.column or '(table)')} | "
                 f"{_cell(f.observed)} |"
             )
-        hidden = len(report.failures) - MAX_FAILURES_SHOWN
+        hidden = len(report.failures) - _MAX_FAILURES_SHOWN
         if hidden > 0:
             lines.append(f"\n… and {hidden} more in the HTML report.")
         lines.append("")
@@ -147,7 +147,7 @@ def results_markdown(
     for run in runs:
         objectives.update(run["metrics"])
     head = ["algorithm", "seed", "K", "T", "rounds run"]
-    head += [f"{s} {METRIC_LABELS.get(m, m)}" for s, m in objectives.items()]
+    head += [f"{s} {_METRIC_LABELS.get(m, m)}" for s, m in objectives.items()]
     head += ["registry", "MLflow run"]
     lines = [
         f"# FedCARE results: {dataset}",

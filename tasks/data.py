@@ -67,7 +67,7 @@ def validate_raw_task(
     )
     run_logger().info("%s", report.summary().splitlines()[0])
     if not report.passed:
-        raise DataRefused(report, refusal_line(report, data, data_dir, verify_checksum))
+        raise DataRefused(report, _refusal_line(report, data, data_dir, verify_checksum))
     return report
 
 
@@ -83,7 +83,7 @@ class DataRefused(DataCheckError):
         return f"{self.line}\n{self.report.summary()}"
 
 
-def refusal_line(
+def _refusal_line(
     report: CheckReport, data: DataConfig, data_dir: str | None, verify_checksum: bool
 ) -> str:
     """The one line ``fedcare run`` prints for data that failed ``report``'s suites.

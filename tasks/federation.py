@@ -26,7 +26,7 @@ from tasks.common import IO_RETRIES, IO_RETRY_DELAY_S, NO_CACHE, retry_on_io_err
 from tasks.training import progress_logger
 
 #: ``fedcare.entry`` tag of the Stage 1 runs the flow logs.
-FLOW_ENTRY = "fedcare flow (backend federation)"
+_FLOW_ENTRY = "fedcare flow (backend federation)"
 
 
 @dataclass(frozen=True)
@@ -146,7 +146,7 @@ def log_stage1_task(
         stage1.document,
         stage1.result_dir,
         parent_run_id=parent_run_id,
-        tags={"fedcare.entry": FLOW_ENTRY, **tags},
+        tags={"fedcare.entry": _FLOW_ENTRY, **tags},
     )
     run_logger().info("seed %d: MLflow run %s", seed, run_id)
     return run_id

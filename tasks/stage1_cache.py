@@ -1,6 +1,6 @@
 """Stage 1 cached across flow runs: a retried flow run loads w* instead of training again.
 
-The ``stage1`` task of a FedCARE / FedCARE-B run has a cache key (:class:`Stage1CachePolicy`):
+The ``stage1`` task of a FedCARE / FedCARE-B run has a cache key (:class:`_Stage1CachePolicy`):
 a SHA-256 of :func:`~fedcare_core.resume.keys.stage1_fingerprint` (model and Stage 1 settings,
 seed, objectives, every client's training arrays), the backend that ran the rounds and the code
 (every source file of ``fedcare_core``, and of ``fedcare.flower`` for a Flower backend, plus the
@@ -38,9 +38,9 @@ from fedcare_core.resume.checkpoint import CheckpointError, decode_result, encod
 from fedcare_core.run.backends import get_backend
 
 #: The folder under ``PREFECT_HOME`` that holds the Stage 1 records when the flow names none.
-DEFAULT_FOLDER = "fedcare-stage1-cache"
+_DEFAULT_FOLDER = "fedcare-stage1-cache"
 #: Bumped when what a key covers changes (old records are then never matched).
-KEY_VERSION = resume_keys.CACHE_KEY_VERSION
+_KEY_VERSION = resume_keys.CACHE_KEY_VERSION
 
 
 class Stage1Serializer(Serializer):
@@ -67,10 +67,10 @@ class Stage1Serializer(Serializer):
         """Write the rounds' Stage 1 result to :attr:`folder`; the reference to it (JSON)."""
         if not isinstance(obj, Rounds) or obj.models:
             raise TypeError(f"only FedCARE's Stage 1 result can be stored, not {type(obj)}")
-        data = encode_result(obj.stage1, KEY_VERSION)
+        data = encode_result(obj.stage1, _KEY_VERSION)
         digest = hashlib.sha256(data).hexdigest()
         name = f"{digest}.npz"
-        write_atomic(owner_only_folder(Path(self.folder)) / name, data)
+        write_atomic(_owner_only_folder(Path(self.folder)) / name, data)
         return json.dumps({"file": name, "sha256": digest}).encode()
 
     def loads(self, blob: bytes) -> Rounds:
@@ -86,7 +86,7 @@ class Stage1Serializer(Serializer):
         return Rounds(result)
 
 
-def owner_only_folder(folder: Path) -> Path:
+def _owner_only_folder(folder: Path) -> Path:
     """``folder``, created if missing, its mode narrowed to 0700 (owner only)."""
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     os.chmod(folder, 0o700)
@@ -115,7 +115,7 @@ def stage1_cache_key(inputs: RunInputs, backend: str) -> str | None:
     return resume_keys.stage1_cache_key(inputs.federation, inputs.config, backend, packages)
 
 
-class Stage1CachePolicy(CachePolicy):
+class _Stage1CachePolicy(CachePolicy):
     """The ``stage1`` task's key: :func:`stage1_cache_key` of its ``args`` and ``backend``."""
 
     def compute_key(
@@ -134,11 +134,11 @@ class Stage1CachePolicy(CachePolicy):
 
 def cached_stage1_options(folder: Path) -> dict[str, Any]:
     """The ``stage1`` task's options that cache and persist its result under ``folder`` (0700)."""
-    owner_only_folder(folder)
+    _owner_only_folder(folder)
     return {
-        "cache_policy": Stage1CachePolicy(),
+        "cache_policy": _Stage1CachePolicy(),
         "persist_result": True,
-        "result_storage": owner_only_folder(folder / "records"),
+        "result_storage": _owner_only_folder(folder / "records"),
         "result_serializer": Stage1Serializer(folder=str(folder / "results")),
     }
 
@@ -147,4 +147,4 @@ def cache_folder(folder: str | Path | None) -> Path:
     """Where the Stage 1 records live: ``folder``, else ``$PREFECT_HOME/fedcare-stage1-cache``."""
     if folder is not None:
         return Path(folder).expanduser().resolve()
-    return (Path(get_current_settings().home).expanduser() / DEFAULT_FOLDER).resolve()
+    return (Path(get_current_settings().home).expanduser() / _DEFAULT_FOLDER).resolve()

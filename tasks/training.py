@@ -35,29 +35,29 @@ from tasks.stage1_cache import cached_stage1_options
 T = TypeVar("T")
 
 #: Log a phase's progress every this many units (rounds, clients).
-PROGRESS_EVERY = 10
+_PROGRESS_EVERY = 10
 
 
 def progress_logger() -> ProgressFn:
-    """A progress callback that logs every :data:`PROGRESS_EVERY` units and the last."""
+    """A progress callback that logs every :data:`_PROGRESS_EVERY` units and the last."""
     logger = run_logger()
 
     def progress(stage: str, done: int, total: int) -> None:
-        if done == total or done % PROGRESS_EVERY == 0:
+        if done == total or done % _PROGRESS_EVERY == 0:
             logger.info("%s: %d/%d", stage, done, total)
 
     return progress
 
 
 @task(name="phase", cache_policy=NO_CACHE, persist_result=False)
-def phase_task(fn: Callable[..., Any], args: Sequence[Any]) -> Any:
+def _phase_task(fn: Callable[..., Any], args: Sequence[Any]) -> Any:
     """One once-per-run phase of a run (the task run is named after the phase)."""
     return fn(*args)
 
 
 # Cached and persisted only with cached_stage1_options (never with Prefect's pickle).
 @task(name="stage1", cache_policy=NO_CACHE, persist_result=False)
-def stage1_task(fn: Callable[..., Any], args: Sequence[Any], backend_name: str) -> Any:
+def _stage1_task(fn: Callable[..., Any], args: Sequence[Any], backend_name: str) -> Any:
     """The rounds phase, its result cached under the run's Stage 1 key (:mod:`tasks.stage1_cache`).
 
     ``backend_name`` is not used here: it is part of the cache key (the backend that runs the
@@ -67,7 +67,7 @@ def stage1_task(fn: Callable[..., Any], args: Sequence[Any], backend_name: str) 
 
 
 @task(name="client", cache_policy=NO_CACHE, persist_result=False)
-def client_task(
+def _client_task(
     fn: Callable[..., Any], item: Any, shared: Sequence[Any], pool: Executor | None = None
 ) -> Any:
     """One client's task of a per-client phase: ``fn(item, *shared)``, in ``pool`` if given.
@@ -137,9 +137,9 @@ class PrefectExecutor:
     def run(self, phase: str, fn: Callable[..., T], /, *args: Any) -> T:
         """Run ``fn(*args)`` as the task ``phase``, in the flow's process (Stage 1 cached)."""
         if phase == "stage1" and self.stage1_cache is not None:
-            cached = stage1_task.with_options(**cached_stage1_options(self.stage1_cache))
+            cached = _stage1_task.with_options(**cached_stage1_options(self.stage1_cache))
             return cast(T, cached(fn, args, self.backend_name))
-        return cast(T, phase_task.with_options(name=phase)(fn, args))
+        return cast(T, _phase_task.with_options(name=phase)(fn, args))
 
     def map(
         self,
@@ -157,7 +157,7 @@ class PrefectExecutor:
         # Prefect's protocol for a callable taking `parameters` also lists its own classmethod
         # (is_callback_with_parameters), which no plain function has; the call is what it checks.
         run_name = cast(Any, client_run_name(phase))
-        named = client_task.with_options(name=f"{phase}-client", task_run_name=run_name)
+        named = _client_task.with_options(name=f"{phase}-client", task_run_name=run_name)
         if self.pool is not None or self.map_over_runner:
             futures = named.map(unmapped(fn), list(items), unmapped(shared), unmapped(self.pool))
             results: list[T] = []

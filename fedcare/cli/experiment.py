@@ -94,7 +94,7 @@ def add_parser(sub: Any) -> None:
     exp.add_argument("--quiet", action="store_true", help="no per-run lines")
 
 
-def grid_request(args: argparse.Namespace) -> Any:
+def _grid_request(args: argparse.Namespace) -> Any:
     """The :class:`~fedcare.app.grid.GridRequest` of parsed arguments."""
     from fedcare.app.grid import GridRequest
 
@@ -124,7 +124,7 @@ class DaskClientExecutor:
 
 
 @dataclass(frozen=True)
-class MlflowExperimentSink:
+class _MlflowExperimentSink:
     """``--mlflow``: one MLflow parent run per experiment, its id printed."""
 
     tracking_uri: str | None
@@ -146,7 +146,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
     from fedcare.app.grid import check_grid_request, checked_data, run_grid_request
     from fedcare.grid import cluster_workers
 
-    prepared = check_grid_request(grid_request(args))
+    prepared = check_grid_request(_grid_request(args))
     # The same data checks as `fedcare run` and the flows, once, before any cluster starts.
     checked_data(prepared)
     with _cluster(args) as client:
@@ -159,7 +159,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
                 line = f"[{experiment} {done}/{total}] {outcome.cell.key}: {outcome.seconds:.1f} s"
                 print(line, flush=True)
 
-        sinks = [MlflowExperimentSink(args.tracking_uri, args.dataset)] if args.mlflow else []
+        sinks = [_MlflowExperimentSink(args.tracking_uri, args.dataset)] if args.mlflow else []
         report = run_grid_request(
             prepared,
             DaskClientExecutor(client, workers),

@@ -37,11 +37,11 @@ EXIT_ERROR = 2
 #: and fsynced, no thread, no child process, no temporary file).
 QUICK_EXIT_COMMANDS = frozenset({"predict"})
 #: The exit status of a command ended by Ctrl-C (SIGINT); SIGTERM's is 143 (128 + 15).
-EXIT_INTERRUPTED = 130
+_EXIT_INTERRUPTED = 130
 __all__ = ["BACKENDS", "EXIT_ERROR", "build_parser", "build_stage1_runner", "cmd_run", "main"]
 
 
-def check_flower_flags(args: argparse.Namespace) -> None:
+def _check_flower_flags(args: argparse.Namespace) -> None:
     """Refuse a backend option given with a backend that would ignore it (``--backend local``).
 
     Raises
@@ -98,15 +98,15 @@ def build_stage1_runner(
     """
     from fedcare.app.run import backend_runner
 
-    check_flower_flags(args)
-    backend = command_line_backend(args) if backend is None else backend
+    _check_flower_flags(args)
+    backend = _command_line_backend(args) if backend is None else backend
     # Every option checked, naming its flag, before any process starts or data is read.
-    runner = backend_runner(backend.name, backend.options, option_flags(backend.options))
+    runner = backend_runner(backend.name, backend.options, _option_flags(backend.options))
     _warn_insecure(backend.options)
     return runner
 
 
-def option_flags(options: Mapping[str, Any]) -> dict[str, str] | None:
+def _option_flags(options: Mapping[str, Any]) -> dict[str, str] | None:
     """What messages call each of a backend's options: its ``fedcare run`` flag."""
     if not options:
         return None
@@ -124,24 +124,24 @@ def _warn_insecure(options: Mapping[str, Any]) -> None:
 
 
 #: ``fedcare run`` options that ``--resume`` accepts (the rest come from the run's config.json).
-RESUME_OPTIONS = ("command", "resume", "out", "quiet", "tracking_uri")
+_RESUME_OPTIONS = ("command", "resume", "out", "quiet", "tracking_uri")
 
 
-def resume_conflicts(args: argparse.Namespace) -> list[str]:
+def _resume_conflicts(args: argparse.Namespace) -> list[str]:
     """The options given with ``--resume`` that it does not take, as ``--flag`` names."""
     defaults = vars(build_parser("run").parse_args(["run"]))
     return [
         "--" + key.replace("_", "-")
         for key, value in vars(args).items()
-        if key not in RESUME_OPTIONS and value != defaults.get(key)
+        if key not in _RESUME_OPTIONS and value != defaults.get(key)
     ]
 
 
-def open_resumed(args: argparse.Namespace) -> KeptRun:
+def _open_resumed(args: argparse.Namespace) -> KeptRun:
     """``--resume DIR``: the kept run, or a clear refusal of the options it does not take."""
     from fedcare.app.run import open_kept_run
 
-    given = resume_conflicts(args)
+    given = _resume_conflicts(args)
     if given:
         raise ConfigError(
             f"--resume takes no other training options (got {', '.join(given)}): the run's "
@@ -168,14 +168,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.sites is not None or args.schema is not None:
         return _run_sites(args)
     tracking = tracked.open_chosen_store(args.tracking_uri)
-    kept = open_resumed(args) if args.resume is not None else None
+    kept = _open_resumed(args) if args.resume is not None else None
     if kept is not None:
         if kept.complete:
             return _report_complete(args, kept.folder)
         request = kept.request
     else:
-        check_flower_flags(args)
-        backend = command_line_backend(args)
+        _check_flower_flags(args)
+        backend = _command_line_backend(args)
         config, verify = build_config(args), not args.no_verify
         request = RunRequest(config, args.data_dir, verify, backend.name, backend.options)
     kept_anywhere = kept is not None or args.run_dir is not None
@@ -184,7 +184,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     with _console(args) as bars:
         result = run(
             request,
-            option_names=option_flags(request.backend_options),
+            option_names=_option_flags(request.backend_options),
             run_dir=args.run_dir,
             resume=kept,
             progress=bars,
@@ -207,7 +207,7 @@ def _report_complete(args: argparse.Namespace, folder: RunFolder) -> int:
     return 0
 
 
-def command_line_backend(args: argparse.Namespace) -> RunBackend:
+def _command_line_backend(args: argparse.Namespace) -> RunBackend:
     """``--backend`` and the Flower options given for it."""
     from fedcare_core.resume.run_folder import RunBackend
     from fedcare_core.run.backends import get_backend
@@ -222,7 +222,7 @@ def _run_sites(args: argparse.Namespace) -> int:
     from fedcare.cli.sites_run import prepare_sites_run
     from fedcare_core.algorithms import secagg_backend_refusal
 
-    backend = command_line_backend(args)
+    backend = _command_line_backend(args)
     refusal = secagg_backend_refusal(backend.name) if args.secagg else None
     if refusal is not None:  # before any site's file is read
         raise ConfigError(refusal)
@@ -307,7 +307,7 @@ def _stage1_note(note: str) -> None:
     print(f"fedcare: stage 1: {note}", file=sys.stderr)
 
 
-def cmd_fetch(args: argparse.Namespace) -> int:
+def _cmd_fetch(args: argparse.Namespace) -> int:
     """``fedcare data fetch NAME``: the registered dataset's own download."""
     from tqdm import tqdm
 
@@ -370,7 +370,7 @@ def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "run":
         return cmd_run(args)
     if args.command == "data" and args.data_command == "fetch":
-        return cmd_fetch(args)
+        return _cmd_fetch(args)
     if args.command == "data" and args.data_command == "split-sites":
         from fedcare.cli import split_sites
 

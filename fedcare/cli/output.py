@@ -11,8 +11,8 @@ from tqdm import tqdm
 if TYPE_CHECKING:
     from fedcare_core.config import ExperimentConfig
 
-STAGE_LABELS = {"stage1": "Stage 1 (federated rounds)", "stage2": "Stage 2 (personalisation)"}
-STAGE_UNITS = {"stage1": "round", "stage2": "client"}
+_STAGE_LABELS = {"stage1": "Stage 1 (federated rounds)", "stage2": "Stage 2 (personalisation)"}
+_STAGE_UNITS = {"stage1": "round", "stage2": "client"}
 
 
 class ProgressBars:
@@ -30,8 +30,8 @@ class ProgressBars:
         if bar is None:
             bar = tqdm(
                 total=total,
-                desc=STAGE_LABELS.get(stage, stage),
-                unit=STAGE_UNITS.get(stage, "step"),
+                desc=_STAGE_LABELS.get(stage, stage),
+                unit=_STAGE_UNITS.get(stage, "step"),
                 file=sys.stderr,
                 leave=True,
                 dynamic_ncols=True,

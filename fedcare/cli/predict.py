@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from fedcare_core.predict.package import ModelPackage
 
 #: The MLflow model's description file.
-MLMODEL_FILE = "MLmodel"
+_MLMODEL_FILE = "MLmodel"
 
 
 def add_parser(sub: Any) -> None:
@@ -161,12 +161,12 @@ def _read_mlmodel(uri: str, folder: Path) -> dict[str, Any]:
     import yaml
 
     try:
-        document = yaml.safe_load((folder / MLMODEL_FILE).read_text(encoding="utf-8"))
+        document = yaml.safe_load((folder / _MLMODEL_FILE).read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         detail = " ".join(str(exc).split())
         raise ConfigError(f"--model {uri}: not an MLflow model ({detail})") from None
     if not isinstance(document, dict):
-        raise ConfigError(f"--model {uri}: not an MLflow model ({MLMODEL_FILE} is not a mapping)")
+        raise ConfigError(f"--model {uri}: not an MLflow model ({_MLMODEL_FILE} is not a mapping)")
     return document
 
 

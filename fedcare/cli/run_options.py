@@ -39,7 +39,7 @@ def add_parser(sub: Any, backends: tuple[str, ...]) -> None:
         "Flower's Simulation Engine, or SuperLink/SuperNode processes on loopback "
         "(default local; PAFNet, local and centralised: local only)",
     )
-    add_flower_flags(run)
+    _add_flower_flags(run)
     run.add_argument(
         "--out",
         type=Path,
@@ -92,7 +92,7 @@ def _add_sites_options(run: Any) -> None:
     )
 
 
-def add_flower_flags(parser: Any) -> None:
+def _add_flower_flags(parser: Any) -> None:
     """The Flower options' flags, from their declarations (:class:`FlowerConfig`)."""
     from fedcare.cli.setting_flags import add_declared_flag
     from fedcare.flower.flower_options import flagged_options

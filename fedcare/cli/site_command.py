@@ -53,7 +53,7 @@ def _join(args: argparse.Namespace) -> int:
     from fedcare.sites.site_folder import SiteFolder
     from fedcare.sites.site_join import join_federation
 
-    check_superlink(args.superlink)
+    _check_superlink(args.superlink)
     site = SiteFolder.open(args.site)  # site.json and the card checked
     # Flower reads these only once its node runs, and would retry a bad CA's handshake forever.
     check_certificates(args.root_certificates, "--root-certificates")
@@ -70,7 +70,7 @@ def _join(args: argparse.Namespace) -> int:
 _HOST = re.compile(r"[A-Za-z0-9]([A-Za-z0-9.-]{0,252})|\[[0-9A-Fa-f:.]{2,45}\]")
 
 
-def check_superlink(address: str) -> tuple[str, int]:
+def _check_superlink(address: str) -> tuple[str, int]:
     """``--superlink HOST:PORT`` as host and port, or a one-line refusal (before any process).
 
     Raises

@@ -19,7 +19,7 @@ from fedcare_core.errors import ConfigError
 from fedcare_core.run.output_paths import check_output_dir, check_output_file
 
 #: ``fedcare.entry`` of a site's tracked run.
-PERSONALISE_ENTRY = "fedcare site personalise"
+_PERSONALISE_ENTRY = "fedcare site personalise"
 
 
 def add_prepare_parser(site_sub: Any) -> None:
@@ -154,7 +154,7 @@ def cmd_site_personalise(args: argparse.Namespace) -> int:
     if args.tracking_uri:
         store = tracked.open_store(args.tracking_uri)
         sinks.append(
-            tracked.MlflowSink(store, FEDERATION_BACKEND, PERSONALISE_ENTRY, site_name=site.name)
+            tracked.MlflowSink(store, FEDERATION_BACKEND, _PERSONALISE_ENTRY, site_name=site.name)
         )
     bars = ProgressBars(enabled=not args.quiet)
     try:

@@ -20,16 +20,16 @@ if TYPE_CHECKING:
 
 #: ``fedcare run`` options the schema decides (given with --sites they would be ignored):
 #: every setting but :data:`~fedcare_core.sites.schema.RUN_SETTINGS`, and these.
-SCHEMA_DECIDES = (
+_SCHEMA_DECIDES = (
     "config", "data_dir", "no_verify", "preset", "set_values", "run_dir", "resume",
     *(name for name in flagged_settings() if name not in RUN_SETTINGS),
 )  # fmt: skip
 
 
-def refused_options(args: argparse.Namespace) -> list[str]:
+def _refused_options(args: argparse.Namespace) -> list[str]:
     """The options given with ``--sites`` that the schema decides, as ``--flag`` names."""
     out = []
-    for dest in SCHEMA_DECIDES:
+    for dest in _SCHEMA_DECIDES:
         value = getattr(args, dest, None)
         if value is not None and value is not False:
             out.append("--set" if dest == "set_values" else "--" + dest.replace("_", "-"))
@@ -51,7 +51,7 @@ def prepare_sites_run(args: argparse.Namespace, *, quiet: bool) -> PreparedRun:
 
     if args.sites is None or args.schema is None:
         raise ConfigError("--sites and --schema go together: give both")
-    refused = refused_options(args)
+    refused = _refused_options(args)
     if refused:
         raise ConfigError(
             f"with --sites the federation schema ({args.schema}) decides "

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from fedcare_core.errors import ConfigError
 
 #: Seconds to wait for a tracking server to answer before any work.
-REACH_TIMEOUT_S = 5.0
+_REACH_TIMEOUT_S = 5.0
 
 if TYPE_CHECKING:
     from fedcare_core.run.results import ExperimentResult
@@ -72,7 +72,7 @@ def _reach(uri: str) -> None:
     """GET the tracking server's ``/health`` within seconds (MLflow's client retries minutes)."""
     import urllib.request
 
-    with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=REACH_TIMEOUT_S) as reply:
+    with urllib.request.urlopen(f"{uri.rstrip('/')}/health", timeout=_REACH_TIMEOUT_S) as reply:
         reply.read()
 
 

@@ -103,10 +103,10 @@ def flower_strategy(algorithm: str) -> str | None:
     return get_algorithm(algorithm).flower_strategy if algorithm in ALGORITHM_NAMES else None
 
 
-ALGORITHM = "algorithm"
+_ALGORITHM = "algorithm"
 PROXIMAL_MU = "proximal-mu"  # the key Flower's FedProx.configure_train sets
 DP_CLIP = "dp-clip"  # present only under differential privacy
-PURSUES_PREFIX = "pursues."  # a private reply's objectives, without counts
+_PURSUES_PREFIX = "pursues."  # a private reply's objectives, without counts
 EPSILON = "epsilon"
 
 RoundHook = Callable[[RoundInfo, float], None]
@@ -124,7 +124,7 @@ def encode_union_layout(layout: UnionLayout) -> bytes:
     return json.dumps(doc).encode()
 
 
-def decode_union_layout(raw: bytes) -> UnionLayout:
+def _decode_union_layout(raw: bytes) -> UnionLayout:
     """Inverse of :func:`encode_union_layout`."""
     doc = json.loads(raw.decode())
     return UnionLayout(int(doc["common_width"]), tuple(str(c) for c in doc["columns"]))
@@ -143,7 +143,7 @@ def baseline_train_config(plan: RunPlan) -> ConfigRecord:
     return ConfigRecord(
         {
             PROTOCOL: PROTOCOL_VERSION,
-            ALGORITHM: plan.algorithm,
+            _ALGORITHM: plan.algorithm,
             "seed": int(plan.seed),
             "objectives": [n for n, _ in plan.objectives],
             "kinds": [k for _, k in plan.objectives],
@@ -159,7 +159,7 @@ def baseline_train_config(plan: RunPlan) -> ConfigRecord:
 def is_baseline_message(content: RecordDict) -> bool:
     """Whether a ``train`` message is a FedAvg/FedProx round (not FedCARE's Stage 1)."""
     config = content.config_records.get(CONFIG)
-    return config is not None and ALGORITHM in config
+    return config is not None and _ALGORITHM in config
 
 
 def encode_local_update(
@@ -176,7 +176,7 @@ def encode_local_update(
     metrics[CLIENT_ID] = int(update.client_id)
     for s in objectives:
         if private:
-            metrics[PURSUES_PREFIX + s] = int(s in update.objective_examples)
+            metrics[_PURSUES_PREFIX + s] = int(s in update.objective_examples)
         else:
             metrics[COUNT_PREFIX + s] = int(update.objective_examples.get(s, 0))
             metrics[LOSS_PREFIX + s] = float(update.losses.get(s, 0.0))
@@ -202,7 +202,7 @@ def decode_local_update(
         losses: dict[str, float] = {}
         for s in objectives:
             if private:
-                if int(cast(int, metrics[PURSUES_PREFIX + s])):
+                if int(cast(int, metrics[_PURSUES_PREFIX + s])):
                     counts[s] = 0
                 continue
             n = int(cast(int, metrics[COUNT_PREFIX + s]))
@@ -240,7 +240,7 @@ def union_view(client: ClientData, cache_key: str, layout: bytes) -> ClientData:
 
     key = (cache_key, layout)
     if key not in _UNION_CACHE:
-        union = decode_union_layout(layout)
+        union = _decode_union_layout(layout)
         if client.common_encoder.width != union.common_width:
             raise ProtocolError(
                 f"client {client.client_id} encodes {client.common_encoder.width} common "
@@ -278,7 +278,7 @@ def baseline_train(client: ClientData, cache_key: str, content: RecordDict) -> R
         config = content.config_records[CONFIG]
         if config[PROTOCOL] != PROTOCOL_VERSION:
             raise ProtocolError(f"protocol version {config[PROTOCOL]!r} is not {PROTOCOL_VERSION}")
-        algorithm = str(config[ALGORITHM])
+        algorithm = str(config[_ALGORITHM])
         if flower_strategy(algorithm) is None:
             raise ProtocolError(f"unknown baseline {algorithm!r}")
         names = tuple(cast(list[str], config["objectives"]))

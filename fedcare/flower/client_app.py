@@ -49,7 +49,7 @@ SITE_NAME_KEY = "site-name"
 SCHEMA_DIGEST_KEY = "schema-digest"
 STAGE1_PATH_KEY = "stage1-path"
 #: Flower's node-config key for a simulated node's index.
-PARTITION_ID_KEY = "partition-id"
+_PARTITION_ID_KEY = "partition-id"
 
 DataLocator = Callable[[Context], Path]
 
@@ -67,9 +67,9 @@ def node_config_data_path(context: Context) -> Path:
         ) from None
 
 
-def partition_data_path(data_dir: str, context: Context) -> Path:
+def _partition_data_path(data_dir: str, context: Context) -> Path:
     """Simulation: ``<data_dir>/client-<partition-id>``."""
-    return Path(data_dir) / client_folder_name(int(context.node_config[PARTITION_ID_KEY]))
+    return Path(data_dir) / client_folder_name(int(context.node_config[_PARTITION_ID_KEY]))
 
 
 def client_folder_name(client_id: int) -> str:
@@ -77,9 +77,9 @@ def client_folder_name(client_id: int) -> str:
     return f"client-{client_id}"
 
 
-def memory_data_path(paths: tuple[str, ...], context: Context) -> Path:
+def _memory_data_path(paths: tuple[str, ...], context: Context) -> Path:
     """Simulation with the memory handover: the partition's ``/proc/<pid>/fd/<n>``."""
-    return Path(paths[int(context.node_config[PARTITION_ID_KEY])])
+    return Path(paths[int(context.node_config[_PARTITION_ID_KEY])])
 
 
 def simulation_locator(data_dir: str | Path, data_paths: Sequence[str] = ()) -> DataLocator:
@@ -89,11 +89,11 @@ def simulation_locator(data_dir: str | Path, data_paths: Sequence[str] = ()) -> 
     client's memory file; otherwise its folder under ``data_dir``.
     """
     if data_paths:
-        return partial(memory_data_path, tuple(data_paths))
-    return partial(partition_data_path, str(data_dir))
+        return partial(_memory_data_path, tuple(data_paths))
+    return partial(_partition_data_path, str(data_dir))
 
 
-def data_key(path: str | Path) -> str:
+def _data_key(path: str | Path) -> str:
     """The cache key of a data path: absolute, symlinks not followed.
 
     A memory file's ``/proc/<pid>/fd/<n>`` is a link to a name no file system holds
@@ -104,7 +104,7 @@ def data_key(path: str | Path) -> str:
 
 def cached_client(locate: DataLocator, context: Context) -> ClientData:
     """The node's client data, loaded once per process (see :func:`preload`)."""
-    key = data_key(locate(context))
+    key = _data_key(locate(context))
     if key not in _CACHE:
         _CACHE[key] = load_client_data(key)
     return _CACHE[key]
@@ -112,11 +112,11 @@ def cached_client(locate: DataLocator, context: Context) -> ClientData:
 
 def preload(data_path: str | Path) -> None:
     """Load a client's data into this process's cache (a warm parent before forking)."""
-    key = data_key(data_path)
+    key = _data_key(data_path)
     _CACHE[key] = load_client_data(key)
 
 
-def node_site(context: Context) -> SiteIdentity | None:
+def _node_site(context: Context) -> SiteIdentity | None:
     """The site this node serves, from its node config (None: a node without a site name)."""
     config = context.node_config
     if SITE_NAME_KEY not in config:
@@ -138,7 +138,7 @@ def handle_query(locate: DataLocator, msg: Message, context: Context) -> Message
         raise ProtocolError("server speaks another FedCARE protocol version")
     client = cached_client(locate, context)
     content = encode_identity(client.client_id)
-    return Message(add_site_identity(content, node_site(context)), reply_to=msg)
+    return Message(add_site_identity(content, _node_site(context)), reply_to=msg)
 
 
 def handle_final_model(msg: Message, context: Context) -> Message:
@@ -146,7 +146,7 @@ def handle_final_model(msg: Message, context: Context) -> Message:
     from fedcare.sites.site_folder import store_final_model
 
     final = decode_final_model(msg.content)
-    site = node_site(context)
+    site = _node_site(context)
     if site is not None and site.schema_digest != final.schema_digest:
         raise ProtocolError("the final model was computed for another federation schema")
     path = context.node_config.get(STAGE1_PATH_KEY)
@@ -155,7 +155,7 @@ def handle_final_model(msg: Message, context: Context) -> Message:
     return Message(encode_stored(bool(path)), reply_to=msg)
 
 
-def handle_train(locate: DataLocator, msg: Message, context: Context) -> Message:
+def _handle_train(locate: DataLocator, msg: Message, context: Context) -> Message:
     """One round: Stage 1's local steps, or a FedAvg/FedProx client's local training.
 
     Stage 1: τ local steps per objective from ``w^t``, replying with every Δ_{k,s}; with a
@@ -170,13 +170,13 @@ def handle_train(locate: DataLocator, msg: Message, context: Context) -> Message
     from fedcare_core.stage1.loop import client_update
 
     if is_baseline_message(msg.content):
-        key = data_key(locate(context))
+        key = _data_key(locate(context))
         reply = baseline_train(cached_client(locate, context), key, msg.content)
         return Message(reply, reply_to=msg)
     instr = decode_train_instruction(msg.content)
     client = assigned(cached_client(locate, context), msg.content)
     if instr.union_layout is not None:
-        client = union_view(client, data_key(locate(context)), instr.union_layout)
+        client = union_view(client, _data_key(locate(context)), instr.union_layout)
     width = client.train.x_common.shape[1]
     if width != instr.common_width:
         raise ProtocolError(
@@ -203,7 +203,7 @@ def build_client_app(locate: DataLocator) -> ClientApp:
     client_app = ClientApp()
     client_app.query()(partial(handle_query, locate))
     client_app.query(FINAL_MODEL_ACTION)(handle_final_model)
-    client_app.train()(partial(handle_train, locate))
+    client_app.train()(partial(_handle_train, locate))
     return client_app
 
 

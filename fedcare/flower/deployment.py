@@ -83,11 +83,11 @@ WATCH_INTERVAL_S = 0.2
 #: SuperExec polling for new ClientApp/ServerApp tasks (Flower's default is 1 s). Each poll is
 #: an HTTP request to the SuperNode: with K SuperExecs, shorter intervals cost more CPU than
 #: they save in latency on two cores (measured in docs/BENCHMARKS.md).
-SUPEREXEC_POLL_S = "0.25"
+_SUPEREXEC_POLL_S = "0.25"
 #: How long ``flwr supernode register`` may take (an interpreter start and one request).
-REGISTER_TIMEOUT_S = 120.0
+_REGISTER_TIMEOUT_S = 120.0
 #: Slack added to the round/start-up timeouts before a run without progress counts as stuck.
-STALL_SLACK_S = 60.0
+_STALL_SLACK_S = 60.0
 
 
 def stock_if_unverified(flower: FlowerConfig) -> FlowerConfig:
@@ -142,7 +142,7 @@ def write_app(root: Path, plan_path: Path, *, secure: bool = False) -> Path:
     return app_dir
 
 
-def site_node_of(ws: Workspace, security: RunSecurity, cid: int, superlink: str) -> SiteNode:
+def _site_node_of(ws: Workspace, security: RunSecurity, cid: int, superlink: str) -> SiteNode:
     """Client ``cid`` of a loopback run as a site: named by the run plan, data in memory."""
     keys = security.node_keys(cid) if security.node_auth else None
     return SiteNode(
@@ -297,7 +297,7 @@ class DeploymentStage1Runner:
         sup.start("superlink", self.superlink_command(security, link_port))
         self._wait_for_superlink(sup, link_port)
         if security.node_auth:
-            register_nodes(sup, {cid: security.node_keys(cid).public_key for cid in range(k)})
+            _register_nodes(sup, {cid: security.node_keys(cid).public_key for cid in range(k)})
         for cid in range(k):
             self._start_node(ws, sup, security, cid, link_port)
         app = write_app(ws.root, ws.plan_path, secure=secure_plan(ws.plan))
@@ -317,7 +317,7 @@ class DeploymentStage1Runner:
         """The environment of every process of the run."""
         address = f"{self.link_host}:{link_port}"
         home = write_flwr_home(ws.root / "flwr-home", address, security.connection())
-        return flower_env(home) | {"FLWR_SUPEREXEC_TASK_POLL_INTERVAL": SUPEREXEC_POLL_S}
+        return flower_env(home) | {"FLWR_SUPEREXEC_TASK_POLL_INTERVAL": _SUPEREXEC_POLL_S}
 
     def _wait_for_superlink(self, sup: ProcessSupervisor, link_port: int) -> None:
         deadline = time.monotonic() + self.flower.process_start_timeout_s
@@ -338,7 +338,7 @@ class DeploymentStage1Runner:
     ) -> None:
         """Client ``cid``'s node (:class:`~fedcare.flower.site_node.SiteNode`) on loopback."""
         warm = self.flower.client_exec == "warm"
-        node = site_node_of(ws, security, cid, f"{self.link_host}:{link}")
+        node = _site_node_of(ws, security, cid, f"{self.link_host}:{link}")
         self.ports.append(node.node_port)
         (ws.root / "nodes").mkdir(exist_ok=True, mode=FOLDER_MODE)
         config = write_private(ws.root / "nodes" / f"node-{cid}.toml", node.node_config())
@@ -355,8 +355,8 @@ class DeploymentStage1Runner:
         round one round timeout plus a handshake with reconnecting nodes, plus slack.
         """
         f = self.flower
-        first = f.process_start_timeout_s + f.startup_timeout_s + f.round_timeout_s + STALL_SLACK_S
-        return first, 2 * f.round_timeout_s + STALL_SLACK_S
+        first = f.process_start_timeout_s + f.startup_timeout_s + f.round_timeout_s + _STALL_SLACK_S
+        return first, 2 * f.round_timeout_s + _STALL_SLACK_S
 
     def _wait(self, ws: Workspace, total: int, progress: ProgressFn | None) -> Stage1Result:
         sup = self.supervisor
@@ -383,7 +383,7 @@ class DeploymentStage1Runner:
         self.supervisor.stop_all(order)
 
 
-def register_nodes(sup: ProcessSupervisor, public_keys: dict[int, Path]) -> None:
+def _register_nodes(sup: ProcessSupervisor, public_keys: dict[int, Path]) -> None:
     """Register SuperNodes' public keys with the run's SuperLink (``flwr supernode register``).
 
     Flower 1.42's node authentication admits only SuperNodes whose public key the SuperLink's
@@ -398,7 +398,7 @@ def register_nodes(sup: ProcessSupervisor, public_keys: dict[int, Path]) -> None
         )
         for cid, key in public_keys.items()
     }
-    deadline = time.monotonic() + REGISTER_TIMEOUT_S
+    deadline = time.monotonic() + _REGISTER_TIMEOUT_S
     for cid, proc in procs.items():
         try:
             code: int | None = proc.wait(timeout=max(deadline - time.monotonic(), 0.1))

@@ -1,6 +1,6 @@
 """The end of Stage 1 at a coordinator: ``w*`` to every site still in the run (Algorithm 1, l. 30).
 
-:func:`broadcast_final_model` sends each site the final model with its client id, the seed and
+:func:`_broadcast_final_model` sends each site the final model with its client id, the seed and
 the trace (:mod:`fedcare.flower.site_messages`). A site that does not answer (or fails) is
 named in a note; the run still succeeds (``w*`` is in the coordinator's result, and the site
 receives it with the next run).
@@ -51,7 +51,7 @@ class FinishedStage1(Stage1Outcome, Protocol):
     def clients(self) -> dict[int, int]: ...  # noqa: D102
 
 
-def broadcast_final_model(strategy: FinishedStage1, grid: Grid) -> str | None:
+def _broadcast_final_model(strategy: FinishedStage1, grid: Grid) -> str | None:
     """Send ``w*`` to every client of ``strategy`` still in the run.
 
     Returns
@@ -115,10 +115,10 @@ def finish_stage1(
 
     ``broadcast_from`` is the strategy whose sites get ``w*`` (None: send nothing). A site
     the broadcast missed is named in the outcome's notes (see
-    :func:`broadcast_final_model`).
+    :func:`_broadcast_final_model`).
     """
     if broadcast_from is not None:
-        note = broadcast_final_model(broadcast_from, grid)
+        note = _broadcast_final_model(broadcast_from, grid)
         if note is not None:
             outcome.notes.append(note)
     write_stage1_result(

@@ -18,26 +18,26 @@ from fedcare_core.config.settings import SettingRef, declared, ranges_of, settin
 from fedcare_core.errors import ConfigError
 
 #: How a deployment SuperNode runs ClientApp tasks (see :attr:`FlowerConfig.client_exec`).
-CLIENT_EXECS = ("warm", "subprocess")
+_CLIENT_EXECS = ("warm", "subprocess")
 #: The longest time any wait may be given (30 days): longer ones overflow the clock's range in
 #: ``time.sleep`` and thread waits (about 292 years; a typo's 1e300 s) after passing a
 #: positivity check.
-MAX_TIMEOUT_S = 30 * 86_400.0
-#: A time in seconds: positive and at most :data:`MAX_TIMEOUT_S`.
-SECONDS = Range(0, MAX_TIMEOUT_S, low_open=True)
+_MAX_TIMEOUT_S = 30 * 86_400.0
+#: A time in seconds: positive and at most :data:`_MAX_TIMEOUT_S`.
+SECONDS = Range(0, _MAX_TIMEOUT_S, low_open=True)
 _FLOWER = "Flower backends (transport)"
 #: The options about processes and sockets between parties (a deployment's): a backend
 #: without a network (``BackendSpec.network``) refuses them.
-NETWORK_OPTIONS = ("insecure", "node_auth", "bind_address", "client_exec", "node_poll_s")
+_NETWORK_OPTIONS = ("insecure", "node_auth", "bind_address", "client_exec", "node_poll_s")
 
 
 def takes_option(backend: Any, name: str) -> bool:
     """Whether registered backend ``backend`` (a ``BackendSpec``) takes Flower option ``name``.
 
     Every entry refuses an option the chosen backend would silently ignore: any with the
-    in-process backend, a network one (:data:`NETWORK_OPTIONS`) with one without sockets.
+    in-process backend, a network one (:data:`_NETWORK_OPTIONS`) with one without sockets.
     """
-    return backend.options is not None and (name not in NETWORK_OPTIONS or backend.network)
+    return backend.options is not None and (name not in _NETWORK_OPTIONS or backend.network)
 
 
 @dataclass(frozen=True)
@@ -151,7 +151,7 @@ class FlowerConfig:
     client_exec: str = setting(
         "warm",
         help="deployment: how a SuperNode runs ClientApp tasks",
-        choices=CLIENT_EXECS,
+        choices=_CLIENT_EXECS,
         group=_FLOWER,
     )
     node_poll_s: float | None = setting(
@@ -225,12 +225,12 @@ class FlowerConfig:
         ranges = ranges_of(type(self))
         for field, kind in field_kinds(type(self)).items():
             check_value(name(field), getattr(self, field), kind, ranges.get(field))
-        if self.client_exec not in CLIENT_EXECS:
+        if self.client_exec not in _CLIENT_EXECS:
             raise ConfigError(
-                f"{name('client_exec')} must be one of {', '.join(CLIENT_EXECS)}, "
+                f"{name('client_exec')} must be one of {', '.join(_CLIENT_EXECS)}, "
                 f"got {self.client_exec!r}"
             )
-        ip = check_bind_address(self.bind_address, name("bind_address"))
+        ip = _check_bind_address(self.bind_address, name("bind_address"))
         if self.insecure and self.node_auth:
             raise ConfigError(
                 f"{name('node_auth')} needs TLS: it cannot be combined with {name('insecure')}"
@@ -250,7 +250,7 @@ class FlowerConfig:
         return self
 
 
-def check_bind_address(address: str, name: str = "bind_address") -> ipaddress.IPv4Address:
+def _check_bind_address(address: str, name: str = "bind_address") -> ipaddress.IPv4Address:
     """``address`` as one IPv4 address (not the any-address ``0.0.0.0``), else refuse.
 
     Raises

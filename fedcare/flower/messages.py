@@ -72,17 +72,17 @@ PROTOCOL_VERSION = 3
 ARRAYS = "arrays"
 CONFIG = "config"
 METRICS = "metrics"
-PARAMS = "params"
-BUFFERS = "buffers"
+_PARAMS = "params"
+_BUFFERS = "buffers"
 NUM_EXAMPLES = "num-examples"  # Flower's default weighting key
 CLIENT_ID = "client-id"
 PROTOCOL = "protocol"
 SERVER_ROUND = "server-round"
-DELTA_PREFIX = "delta."
+_DELTA_PREFIX = "delta."
 COUNT_PREFIX = "num-examples."
 LOSS_PREFIX = "loss."
-LAMBDA_PREFIX = "lambda."
-D_SQ_NORM = "d-sq-norm"
+_LAMBDA_PREFIX = "lambda."
+_D_SQ_NORM = "d-sq-norm"
 EPSILON = "epsilon"
 UNION_LAYOUT = "union-layout"
 
@@ -92,7 +92,7 @@ class ProtocolError(ValueError):
 
 
 @dataclass(frozen=True)
-class TrainInstruction:
+class _TrainInstruction:
     """Everything a client needs for one round, decoded from a ``train`` message."""
 
     server_round: int
@@ -128,13 +128,13 @@ def _check_protocol(value: object) -> None:
 def model_arrays(params: np.ndarray, buffers: np.ndarray) -> ArrayRecord:
     """The global model ``w`` as an ArrayRecord (``params`` and ``buffers``)."""
     return ArrayRecord(
-        {PARAMS: _array(params.astype(np.float32)), BUFFERS: _array(buffers.astype(np.float32))}
+        {_PARAMS: _array(params.astype(np.float32)), _BUFFERS: _array(buffers.astype(np.float32))}
     )
 
 
 def model_from_arrays(record: ArrayRecord) -> tuple[np.ndarray, np.ndarray]:
     """Inverse of :func:`model_arrays`."""
-    return _vector(record, PARAMS), _vector(record, BUFFERS)
+    return _vector(record, _PARAMS), _vector(record, _BUFFERS)
 
 
 def encode_query() -> RecordDict:
@@ -191,7 +191,7 @@ def encode_train_instruction(
     return RecordDict({ARRAYS: arrays, CONFIG: config})
 
 
-def decode_train_instruction(content: RecordDict) -> TrainInstruction:
+def decode_train_instruction(content: RecordDict) -> _TrainInstruction:
     """Inverse of :func:`encode_train_instruction`."""
     try:
         config = content.config_records[CONFIG]
@@ -201,7 +201,7 @@ def decode_train_instruction(content: RecordDict) -> TrainInstruction:
         model_raw = json.loads(cast(str, config["model-config"]))
         model_raw["head_hidden"] = tuple(model_raw["head_hidden"])
         params, buffers = model_from_arrays(content.array_records[ARRAYS])
-        return TrainInstruction(
+        return _TrainInstruction(
             server_round=int(cast(int, config[SERVER_ROUND])),
             seed=int(cast(int, config["seed"])),
             objectives=names,
@@ -244,10 +244,10 @@ def encode_client_update(update: ClientUpdate, objectives: Sequence[str]) -> Rec
     }
     for s in objectives:
         obj = update.objectives.get(s)
-        arrays[DELTA_PREFIX + s] = _array(empty if obj is None else obj.delta.astype(np.float32))
+        arrays[_DELTA_PREFIX + s] = _array(empty if obj is None else obj.delta.astype(np.float32))
         metrics[COUNT_PREFIX + s] = 0 if obj is None else int(obj.num_examples)
         metrics[LOSS_PREFIX + s] = 0.0 if obj is None else float(obj.loss)
-    arrays[BUFFERS] = _array(update.buffers.astype(np.float32))
+    arrays[_BUFFERS] = _array(update.buffers.astype(np.float32))
     return RecordDict({ARRAYS: ArrayRecord(arrays), METRICS: MetricRecord(metrics)})
 
 
@@ -265,7 +265,7 @@ def decode_client_update(content: RecordDict, objectives: Sequence[str]) -> Clie
         metrics = content.metric_records[METRICS]
         updates: dict[str, ObjectiveUpdate] = {}
         for s in objectives:
-            delta = _vector(arrays, DELTA_PREFIX + s)
+            delta = _vector(arrays, _DELTA_PREFIX + s)
             n = int(cast(int, metrics[COUNT_PREFIX + s]))
             if delta.size > 0:
                 updates[s] = ObjectiveUpdate(
@@ -278,7 +278,7 @@ def decode_client_update(content: RecordDict, objectives: Sequence[str]) -> Clie
         return ClientUpdate(
             client_id=int(cast(int, metrics[CLIENT_ID])),
             objectives=updates,
-            buffers=_vector(arrays, BUFFERS),
+            buffers=_vector(arrays, _BUFFERS),
             num_examples=int(cast(int, metrics[NUM_EXAMPLES])),
         )
     except KeyError as exc:
@@ -288,9 +288,9 @@ def decode_client_update(content: RecordDict, objectives: Sequence[str]) -> Clie
 def round_metrics(info: RoundInfo, objectives: Sequence[str]) -> MetricRecord:
     """The server's per-round summary: λ*_s for every objective, ‖d‖², participation, ε."""
     out: dict[str, MetricRecordValues] = {
-        LAMBDA_PREFIX + s: float(info.lambdas.get(s, 0.0)) for s in objectives
+        _LAMBDA_PREFIX + s: float(info.lambdas.get(s, 0.0)) for s in objectives
     }
-    out[D_SQ_NORM] = float(info.d_sq_norm)
+    out[_D_SQ_NORM] = float(info.d_sq_norm)
     out["participants"] = len(info.participants)
     out["missing-objectives"] = len(info.missing_objectives)
     if info.epsilon is not None:

@@ -22,7 +22,7 @@ from fedcare_core.nn.training import ProgressFn
 #: How often the run's processes and round log are checked.
 WATCH_INTERVAL_S = 0.2
 #: After ``flwr run --stream`` exits, how long the result file may take to appear.
-RESULT_GRACE_S = 10.0
+_RESULT_GRACE_S = 10.0
 
 
 @dataclass(frozen=True)
@@ -76,7 +76,7 @@ def watch_run(watch: RunWatch, total: int, progress: ProgressFn | None) -> None:
             )
         if not sup.alive("flwr-run"):
             run_exited_at = run_exited_at or time.monotonic()
-            if time.monotonic() - run_exited_at > RESULT_GRACE_S:
+            if time.monotonic() - run_exited_at > _RESULT_GRACE_S:
                 raise FlowerRunError(
                     "the Flower run ended without a result; `flwr run` said:\n"
                     + sup.log_tail("flwr-run")

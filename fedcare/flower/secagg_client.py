@@ -42,7 +42,7 @@ from fedcare_core.stage1.secure_sums import SumLayout, pack_update, seal
 DataLocator = Callable[[Context], Path]
 
 
-def secure_fit(
+def _secure_fit(
     client: ClientData, parameters: list[np.ndarray], config: dict
 ) -> tuple[list[np.ndarray], int, dict]:
     """One securely aggregated round of ``client``: its sealed vector, weight 1, its id.
@@ -98,15 +98,15 @@ def secure_fit(
 
 
 class _SecureClient(NumPyClient):
-    """A legacy client around :func:`secure_fit` for one node's data."""
+    """A legacy client around :func:`_secure_fit` for one node's data."""
 
     def __init__(self, locate: DataLocator, context: Context) -> None:
         self._locate = locate
         self._context = context
 
     def fit(self, parameters: list[np.ndarray], config: dict) -> tuple[list[np.ndarray], int, dict]:
-        """See :func:`secure_fit`."""
-        return secure_fit(cached_client(self._locate, self._context), parameters, config)
+        """See :func:`_secure_fit`."""
+        return _secure_fit(cached_client(self._locate, self._context), parameters, config)
 
 
 def build_secagg_client_app(locate: DataLocator) -> ClientApp:

@@ -37,10 +37,10 @@ PLAN_PATH_KEY = "plan-path"
 
 
 RoundHook = Callable[[RoundInfo, float], None]
-ServerStrategy = FedCareStrategy | baselines.UnionFedAvg
+_ServerStrategy = FedCareStrategy | baselines.UnionFedAvg
 
 
-def make_strategy(plan: RunPlan, on_round: RoundHook | None = None) -> ServerStrategy:
+def make_strategy(plan: RunPlan, on_round: RoundHook | None = None) -> _ServerStrategy:
     """The plan's strategy: Flower's FedAvg/FedProx for those baselines, else Algorithm 1."""
     if baselines.flower_strategy(plan.algorithm) is not None:
         return baselines.make_strategy(plan, on_round)
@@ -69,7 +69,7 @@ def errors_recorded(plan: RunPlan) -> Iterator[None]:
         raise
 
 
-def run_server(grid: Grid, plan: RunPlan, on_round: RoundHook | None = None) -> ServerStrategy:
+def run_server(grid: Grid, plan: RunPlan, on_round: RoundHook | None = None) -> _ServerStrategy:
     """Run the plan's rounds on ``grid`` and write the result folder; return the strategy.
 
     ``on_round(info, wall_s)`` is called after each round, once the round is on disk. On any
@@ -91,11 +91,11 @@ def run_server(grid: Grid, plan: RunPlan, on_round: RoundHook | None = None) -> 
     return strategy
 
 
-PlanServer = Callable[[Grid, Context, RunPlan, RoundHook | None], object]
+_PlanServer = Callable[[Grid, Context, RunPlan, RoundHook | None], object]
 
 
 def plan_server_app(
-    serve: PlanServer, plan_path: str | Path | None = None, on_round: RoundHook | None = None
+    serve: _PlanServer, plan_path: str | Path | None = None, on_round: RoundHook | None = None
 ) -> ServerApp:
     """A ServerApp calling ``serve`` on the plan at ``plan_path``.
 

@@ -74,12 +74,12 @@ from fedcare_core.stage1.loop import RoundInfo, Stage1Result
 #: socket of its processes (GCS, raylet, object manager, workers, agents). Ray on Linux otherwise
 #: resolves even ``_node_ip_address="127.0.0.1"`` to the machine's routable address and binds
 #: its gRPC servers there and on ``::`` (measured with Ray 2.55.1; see docs/DESIGN.md).
-RAY_LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
+_RAY_LOOPBACK_ENV = {"RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"}
 #: setproctitle (Ray names its processes ``ray::DashboardAgent`` …) writes a title longer than
 #: the command line over the process's environment block, and with it the run's marker
 #: (``FEDCARE_RUN_TOKEN``): the watchdog then could not find that process after a SIGKILL of
 #: ``fedcare`` and it lived on. ``SPT_NOENV`` keeps the environment (titles are cut instead).
-RAY_PROCESS_ENV = {"SPT_NOENV": "1"}
+_RAY_PROCESS_ENV = {"SPT_NOENV": "1"}
 
 
 @contextlib.contextmanager
@@ -143,7 +143,7 @@ class SimulationStage1Runner:
     def backend_config(self, ray_dir: str) -> dict[str, Any]:
         """Flower's backend config: a private local Ray instance with bounded resources.
 
-        Its node IP is loopback (:data:`RAY_LOOPBACK_ENV` makes Ray resolve
+        Its node IP is loopback (:data:`_RAY_LOOPBACK_ENV` makes Ray resolve
         ``_node_ip_address`` to it), the dashboard is off and bound to loopback if it were on.
         """
         return {
@@ -209,7 +209,7 @@ class SimulationStage1Runner:
     @staticmethod
     def _check_ray() -> None:
         """Refuse an initialised Ray, and a Ray that would not bind to loopback."""
-        with environment(RAY_LOOPBACK_ENV):
+        with environment(_RAY_LOOPBACK_ENV):
             import ray  # Ray reads RAY_LOOPBACK_ENV when first imported
 
             if ray.is_initialized():
@@ -222,7 +222,7 @@ class SimulationStage1Runner:
             raise FlowerRunError(
                 f"Ray would listen on {node_ip}, not loopback: it was imported in this process "
                 "before flower-sim could configure it; set "
-                + " ".join(f"{k}={v}" for k, v in RAY_LOOPBACK_ENV.items())
+                + " ".join(f"{k}={v}" for k, v in _RAY_LOOPBACK_ENV.items())
                 + " in the environment (or run flower-sim in a fresh process)"
             )
 
@@ -262,16 +262,16 @@ class SimulationStage1Runner:
             k: os.environ.get(k)
             for k in (
                 *FLOWER_ENV,
-                *RAY_LOOPBACK_ENV,
-                *RAY_PROCESS_ENV,
+                *_RAY_LOOPBACK_ENV,
+                *_RAY_PROCESS_ENV,
                 "PYTHONPATH",
                 TOKEN_ENV,
                 "RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO",
             )
         }
         os.environ.update(FLOWER_ENV)
-        os.environ.update(RAY_LOOPBACK_ENV)  # Ray's own processes read it too
-        os.environ.update(RAY_PROCESS_ENV)
+        os.environ.update(_RAY_LOOPBACK_ENV)  # Ray's own processes read it too
+        os.environ.update(_RAY_PROCESS_ENV)
         os.environ["PYTHONPATH"] = child_pythonpath()
         os.environ["RAY_ACCEL_ENV_VAR_OVERRIDE_ON_ZERO"] = "0"  # no GPUs; silences Ray's notice
         # Ray's processes inherit this marker; after shutdown none may be left carrying it.

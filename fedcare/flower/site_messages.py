@@ -41,13 +41,13 @@ from fedcare.flower.messages import (
 )
 
 SITE = "site"
-SITE_NAME = "site-name"
-SCHEMA_DIGEST = "schema-digest"
-ASSIGNMENT = "assignment"
+_SITE_NAME = "site-name"
+_SCHEMA_DIGEST = "schema-digest"
+_ASSIGNMENT = "assignment"
 CLIENT_ID = "client-id"
 #: The action of the final broadcast: message type ``query.final_model``.
 FINAL_MODEL_ACTION = "final_model"
-STORED = "stored"
+_STORED = "stored"
 
 
 @dataclass(frozen=True)
@@ -80,7 +80,7 @@ def add_site_identity(content: RecordDict, identity: SiteIdentity | None) -> Rec
     """``content`` (a handshake reply) with the site's identity added (None: unchanged)."""
     if identity is not None:
         content[SITE] = ConfigRecord(
-            {SITE_NAME: identity.name, SCHEMA_DIGEST: identity.schema_digest}
+            {_SITE_NAME: identity.name, _SCHEMA_DIGEST: identity.schema_digest}
         )
     return content
 
@@ -91,7 +91,7 @@ def site_identity(content: RecordDict) -> SiteIdentity | None:
         return None
     record = content.config_records[SITE]
     try:
-        return SiteIdentity(str(record[SITE_NAME]), str(record[SCHEMA_DIGEST]))
+        return SiteIdentity(str(record[_SITE_NAME]), str(record[_SCHEMA_DIGEST]))
     except KeyError as exc:
         raise ProtocolError(f"site identity lacks {exc}") from None
 
@@ -99,15 +99,15 @@ def site_identity(content: RecordDict) -> SiteIdentity | None:
 def with_assignment(content: RecordDict, client_id: int) -> RecordDict:
     """A copy of ``content`` (its records shared, not copied) telling the node its client id."""
     out = RecordDict(dict(content.items()))
-    out[ASSIGNMENT] = ConfigRecord({CLIENT_ID: int(client_id)})
+    out[_ASSIGNMENT] = ConfigRecord({CLIENT_ID: int(client_id)})
     return out
 
 
 def assigned_client_id(content: RecordDict) -> int | None:
     """The client id a ``train`` or final message assigns, or None when it assigns none."""
-    if ASSIGNMENT not in content.config_records:
+    if _ASSIGNMENT not in content.config_records:
         return None
-    return int(cast(int, content.config_records[ASSIGNMENT][CLIENT_ID]))
+    return int(cast(int, content.config_records[_ASSIGNMENT][CLIENT_ID]))
 
 
 def encode_final_model(final: FinalModel) -> RecordDict:
@@ -117,7 +117,7 @@ def encode_final_model(final: FinalModel) -> RecordDict:
             PROTOCOL: PROTOCOL_VERSION,
             CLIENT_ID: int(final.client_id),
             "seed": int(final.seed),
-            SCHEMA_DIGEST: final.schema_digest,
+            _SCHEMA_DIGEST: final.schema_digest,
             "objectives": list(final.objectives),
             "common-width": int(final.common_width),
             "rounds": json.dumps(final.rounds),
@@ -140,7 +140,7 @@ def decode_final_model(content: RecordDict) -> FinalModel:
         return FinalModel(
             client_id=int(cast(int, config[CLIENT_ID])),
             seed=int(cast(int, config["seed"])),
-            schema_digest=str(config[SCHEMA_DIGEST]),
+            schema_digest=str(config[_SCHEMA_DIGEST]),
             objectives=tuple(cast(list[str], config["objectives"])),
             common_width=int(cast(int, config["common-width"])),
             rounds=list(json.loads(cast(str, config["rounds"]))),
@@ -157,12 +157,12 @@ def decode_final_model(content: RecordDict) -> FinalModel:
 
 def encode_stored(stored: bool) -> RecordDict:
     """The reply to the final model: whether the site kept it."""
-    return RecordDict({METRICS: MetricRecord({STORED: int(stored)})})
+    return RecordDict({METRICS: MetricRecord({_STORED: int(stored)})})
 
 
 def decode_stored(content: RecordDict) -> bool:
     """Inverse of :func:`encode_stored`."""
     try:
-        return bool(content.metric_records[METRICS][STORED])
+        return bool(content.metric_records[METRICS][_STORED])
     except KeyError as exc:
         raise ProtocolError(f"final model reply lacks {exc}") from None

@@ -35,7 +35,7 @@ from fedcare.procs.children import executable
 from fedcare.procs.ports import LOOPBACK
 
 #: Node-config key with the client's id (informational: the handshake's site name decides).
-CLIENT_ID_KEY = "client-id"
+_CLIENT_ID_KEY = "client-id"
 
 
 def supernode_program(poll_s: float | None) -> list[str]:
@@ -94,7 +94,7 @@ class SiteNode:
         if self.stage1_path is not None:
             doc[STAGE1_PATH_KEY] = str(self.stage1_path)
         if self.client_id is not None:
-            doc[CLIENT_ID_KEY] = self.client_id
+            doc[_CLIENT_ID_KEY] = self.client_id
         return tomli_w.dumps(doc)
 
     def link_security_args(self) -> list[str]:

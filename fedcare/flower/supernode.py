@@ -25,7 +25,7 @@ from collections.abc import Callable, Sequence
 from fedcare.flower.flwr_internals import cap_supernode_sleeps
 
 #: Flower's documented SuperNode command (a console script of the flwr distribution).
-SUPERNODE_SCRIPT = "flower-supernode"
+_SUPERNODE_SCRIPT = "flower-supernode"
 
 
 def console_script(name: str) -> Callable[[], object]:
@@ -58,8 +58,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     if rest[:1] == ["--"]:
         rest = rest[1:]
     cap_supernode_sleeps(args.poll_s)  # False (and one warning): Flower's own waits
-    run = console_script(SUPERNODE_SCRIPT)
-    sys.argv = [SUPERNODE_SCRIPT, *rest]
+    run = console_script(_SUPERNODE_SCRIPT)
+    sys.argv = [_SUPERNODE_SCRIPT, *rest]
     run()
 
 

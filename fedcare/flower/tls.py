@@ -27,11 +27,11 @@ from fedcare.procs.ports import LOOPBACK
 
 #: Validity of the per-run CA and certificates. A run that outlives it fails at the next
 #: handshake; a day is far above any Stage 1 run here, and short enough not to matter if leaked.
-VALIDITY = datetime.timedelta(days=1)
+_VALIDITY = datetime.timedelta(days=1)
 #: Backdating of ``not_valid_before``, for clocks of processes that differ slightly.
-CLOCK_SKEW = datetime.timedelta(minutes=5)
+_CLOCK_SKEW = datetime.timedelta(minutes=5)
 #: Curve of every key: P-256 for TLS; Flower's node authentication accepts NIST curves only.
-CURVE = ec.SECP256R1()
+_CURVE = ec.SECP256R1()
 PRIVATE_MODE = 0o600
 PUBLIC_MODE = 0o644
 FOLDER_MODE = 0o700
@@ -58,7 +58,7 @@ class TlsFiles:
 
 
 @dataclass(frozen=True)
-class NodeKeys:
+class _NodeKeys:
     """One SuperNode's authentication key pair (OpenSSH format, EC on a NIST curve)."""
 
     private_key: Path
@@ -114,7 +114,7 @@ def make_tls(
     ips, dns_names
         The server certificate's subject alternative names (what clients connect to).
     validity_days
-        How long the CA and certificate are valid (None: :data:`VALIDITY`, a run's day).
+        How long the CA and certificate are valid (None: :data:`_VALIDITY`, a run's day).
 
     Returns
     -------
@@ -123,9 +123,9 @@ def make_tls(
     """
     private_folder(folder)
     now = datetime.datetime.now(datetime.UTC)
-    validity = VALIDITY if validity_days is None else datetime.timedelta(days=validity_days)
-    start, end = now - CLOCK_SKEW, now + validity
-    ca_key = ec.generate_private_key(CURVE)
+    validity = _VALIDITY if validity_days is None else datetime.timedelta(days=validity_days)
+    start, end = now - _CLOCK_SKEW, now + validity
+    ca_key = ec.generate_private_key(_CURVE)
     ca_name = _name("FedCARE per-run CA")
     ca_cert = (
         x509.CertificateBuilder()
@@ -153,7 +153,7 @@ def make_tls(
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), False)
         .sign(ca_key, hashes.SHA256())
     )
-    server_key = ec.generate_private_key(CURVE)
+    server_key = ec.generate_private_key(_CURVE)
     sans: list[x509.GeneralName] = [x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips]
     sans += [x509.DNSName(name) for name in dns_names]
     server_cert = (
@@ -181,14 +181,14 @@ def make_tls(
     )
 
 
-def make_node_keys(folder: Path, name: str) -> NodeKeys:
+def make_node_keys(folder: Path, name: str) -> _NodeKeys:
     """A SuperNode key pair ``<name>.key``/``<name>.pub`` in ``folder`` (OpenSSH, EC P-256).
 
     Flower 1.42 reads the private key with ``load_ssh_private_key`` (it must be an EC key) and
     registers the public key with ``load_ssh_public_key`` (a NIST curve).
     """
     private_folder(folder)
-    key = ec.generate_private_key(CURVE)
+    key = ec.generate_private_key(_CURVE)
     private = key.private_bytes(
         serialization.Encoding.PEM,
         serialization.PrivateFormat.OpenSSH,
@@ -197,7 +197,7 @@ def make_node_keys(folder: Path, name: str) -> NodeKeys:
     public = key.public_key().public_bytes(
         serialization.Encoding.OpenSSH, serialization.PublicFormat.OpenSSH
     )
-    return NodeKeys(
+    return _NodeKeys(
         private_key=write_file(folder / f"{name}.key", private, PRIVATE_MODE),
         public_key=write_file(folder / f"{name}.pub", public + b"\n", PUBLIC_MODE),
     )
@@ -232,7 +232,7 @@ class RunSecurity:
         self.node_auth = node_auth
         ips = tuple(dict.fromkeys((LOOPBACK, bind_address)))  # loopback first, no repeat
         self.tls = None if insecure else make_tls(folder, ips=ips)
-        self.nodes: dict[int, NodeKeys] = {}
+        self.nodes: dict[int, _NodeKeys] = {}
 
     def client_args(self) -> list[str]:
         """How a client of a TLS server verifies it: ``--root-certificates ca.pem``."""
@@ -266,7 +266,7 @@ class RunSecurity:
         auth = ["--enable-supernode-auth"] if self.node_auth else []
         return [*self.server_args(), *auth]
 
-    def node_keys(self, client_id: int) -> NodeKeys:
+    def node_keys(self, client_id: int) -> _NodeKeys:
         """Client ``client_id``'s key pair (made on first use)."""
         if client_id not in self.nodes:
             self.nodes[client_id] = make_node_keys(self.folder / "nodes", f"node-{client_id}")

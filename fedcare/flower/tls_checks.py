@@ -24,9 +24,9 @@ from fedcare.flower.tls import TlsFiles
 from fedcare_core.errors import ConfigError
 
 #: The largest certificate or key file read (a chain of a few certificates is a few KiB).
-MAX_PEM_BYTES = 1 << 20
+_MAX_PEM_BYTES = 1 << 20
 #: The curves Flower 1.42's node authentication accepts (NIST curves).
-NODE_CURVES = (ec.SECP256R1, ec.SECP384R1, ec.SECP521R1)
+_NODE_CURVES = (ec.SECP256R1, ec.SECP384R1, ec.SECP521R1)
 
 
 def _detail(exc: Exception) -> str:
@@ -41,7 +41,7 @@ def read_key_file(path: Path, where: str) -> bytes:
     Raises
     ------
     ConfigError
-        If the file is missing, a folder, empty, larger than :data:`MAX_PEM_BYTES` or
+        If the file is missing, a folder, empty, larger than :data:`_MAX_PEM_BYTES` or
         unreadable.
     """
     try:
@@ -50,7 +50,7 @@ def read_key_file(path: Path, where: str) -> bytes:
         if not path.is_file():
             raise ConfigError(f"{where} {path}: no such file")
         size = path.stat().st_size
-        if not 0 < size <= MAX_PEM_BYTES:
+        if not 0 < size <= _MAX_PEM_BYTES:
             raise ConfigError(f"{where} {path}: {size:,} bytes; not a certificate or key file")
         return path.read_bytes()
     except OSError as exc:
@@ -164,7 +164,7 @@ def check_node_key(path: Path, where: str) -> None:
             f"{where} {path}: not an unencrypted OpenSSH private key ({detail}); make a new "
             "pair with `fedcare site rotate-key`"
         ) from None
-    if not isinstance(key, ec.EllipticCurvePrivateKey) or not isinstance(key.curve, NODE_CURVES):
+    if not isinstance(key, ec.EllipticCurvePrivateKey) or not isinstance(key.curve, _NODE_CURVES):
         raise ConfigError(
             f"{where} {path}: Flower's node authentication needs an elliptic-curve key on a NIST "
             "curve (P-256, P-384, P-521)"
@@ -187,7 +187,7 @@ def check_node_public_key(text: str, where: str) -> str:
     except (ValueError, UnicodeEncodeError, UnsupportedAlgorithm) as exc:
         detail = _detail(exc)
         raise ConfigError(f"{where}: not an OpenSSH public key ({detail})") from None
-    if not isinstance(key, ec.EllipticCurvePublicKey) or not isinstance(key.curve, NODE_CURVES):
+    if not isinstance(key, ec.EllipticCurvePublicKey) or not isinstance(key.curve, _NODE_CURVES):
         raise ConfigError(
             f"{where}: Flower's node authentication needs an elliptic-curve key on a NIST curve "
             "(ecdsa-sha2-nistp256/384/521)"

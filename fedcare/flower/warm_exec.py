@@ -42,7 +42,7 @@ from fedcare.flower.flwr_internals import TaskSpec
 from fedcare.procs.children import die_with_parent, executable
 
 #: Flower's documented SuperExec command, run instead on an unverified flwr.
-STOCK_SUPEREXEC = "flower-superexec"
+_STOCK_SUPEREXEC = "flower-superexec"
 
 
 class ForkExecutor:
@@ -158,9 +158,9 @@ def warm_up(data_path: str | None) -> None:
         client_app.preload(data_path)
 
 
-def stock_superexec_argv(args: argparse.Namespace) -> list[str]:
+def _stock_superexec_argv(args: argparse.Namespace) -> list[str]:
     """``flower-superexec`` with this command's connection arguments (no warm start-up)."""
-    argv = [executable(STOCK_SUPEREXEC), "--runtime-api-address", args.runtime_api_address]
+    argv = [executable(_STOCK_SUPEREXEC), "--runtime-api-address", args.runtime_api_address]
     if args.insecure:
         argv.append("--insecure")
     if args.root_certificates is not None:
@@ -176,9 +176,9 @@ def main(argv: Sequence[str] | None = None) -> None:
     if not args.insecure and args.root_certificates is None:
         raise SystemExit("give --insecure or --root-certificates")
     if not flwr_internals.fast_paths_enabled(
-        "warm SuperExec", f"Flower's {STOCK_SUPEREXEC} (a fresh flwr-clientapp per task)"
+        "warm SuperExec", f"Flower's {_STOCK_SUPEREXEC} (a fresh flwr-clientapp per task)"
     ):
-        stock = stock_superexec_argv(args)
+        stock = _stock_superexec_argv(args)
         # exec, not a child: the SuperNode's supervisor keeps this process (and pid) in charge
         os.execvp(stock[0], stock)
     warm_up(args.data_path)

@@ -105,14 +105,14 @@ class Workspace:
         return self.root / "logs"
 
 
-def package_root() -> Path:
+def _package_root() -> Path:
     """The folder holding ``fedcare_core`` and ``fedcare`` (for child PYTHONPATHs)."""
     return Path(__file__).resolve().parents[2]
 
 
 def child_pythonpath() -> str:
     """PYTHONPATH for processes that must import this project (Ray workers, Flower apps)."""
-    parts = [str(package_root())]
+    parts = [str(_package_root())]
     if os.environ.get("PYTHONPATH"):
         parts.append(os.environ["PYTHONPATH"])
     return os.pathsep.join(parts)
@@ -249,7 +249,7 @@ def memory_handover(clients: Sequence[ClientData]) -> tuple[tuple[str, ...], tup
     Returns
     -------
     tuple
-        The paths (by client id) and the descriptors (closed by :func:`close_memory_files`).
+        The paths (by client id) and the descriptors (closed by :func:`_close_memory_files`).
     """
     paths: list[str] = []
     fds: list[int] = []
@@ -264,12 +264,12 @@ def memory_handover(clients: Sequence[ClientData]) -> tuple[tuple[str, ...], tup
                 data = data[os.write(fd, data) :]
             paths.append(f"/proc/{os.getpid()}/fd/{fd}")
     except BaseException:
-        close_memory_files(fds)
+        _close_memory_files(fds)
         raise
     return tuple(paths), tuple(fds)
 
 
-def close_memory_files(fds: tuple[int, ...] | list[int]) -> None:
+def _close_memory_files(fds: tuple[int, ...] | list[int]) -> None:
     """Close memory files of :func:`memory_handover` (their memory is freed with the last)."""
     for fd in fds:
         try:
@@ -331,7 +331,7 @@ def remove_workspace(ws: Workspace, keep: bool) -> None:
 
     A kept folder holding client files says so, where, and that it is owner-only, on stderr.
     """
-    close_memory_files(ws.memory_fds)
+    _close_memory_files(ws.memory_fds)
     if not keep:
         shutil.rmtree(ws.root, ignore_errors=True)
     elif ws.holds_client_files:

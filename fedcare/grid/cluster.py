@@ -64,7 +64,7 @@ def local_cluster_kwargs(workers: int | None = None) -> dict[str, Any]:
 
 
 #: The transports a scheduler's address may name (Dask's own, but ``inproc``: in this process).
-ADDRESS_SCHEMES = ("tcp", "tls", "ws", "wss", "ucx")
+_ADDRESS_SCHEMES = ("tcp", "tls", "ws", "wss", "ucx")
 
 
 def check_address(address: str, name: str = "address") -> str:
@@ -90,7 +90,7 @@ def check_address(address: str, name: str = "address") -> str:
         host, port = parse_host_port(location)
     except (ValueError, TypeError):
         raise ConfigError(f"{name} must be {form}, got {address!r}") from None
-    if scheme not in ADDRESS_SCHEMES or not host or not 1 <= int(port) <= 65535:
+    if scheme not in _ADDRESS_SCHEMES or not host or not 1 <= int(port) <= 65535:
         raise ConfigError(f"{name} must be {form}, got {address!r}")
     return address
 
@@ -143,24 +143,24 @@ def grid_client(address: str | None = None, workers: int | None = None) -> Itera
     quieted: dict[str, int] = {}
     try:
         with LocalCluster(**kwargs) as cluster:
-            restore_environment(before)
+            _restore_environment(before)
             with Client(cluster, set_as_default=False) as client:
-                client.register_plugin(IgnoreInterrupts(), name="fedcare-ignore-interrupts")
+                client.register_plugin(_IgnoreInterrupts(), name="fedcare-ignore-interrupts")
                 try:
                     yield client
                 except KeyboardInterrupt:
                     # Killed workers make the scheduler log closed comms, some with their
                     # traceback, while it closes: the run is ending on purpose, so say nothing.
-                    quieted = quiet_loggers(INTERRUPT_QUIET_LOGGERS)
+                    quieted = _quiet_loggers(INTERRUPT_QUIET_LOGGERS)
                     for proc in set(multiprocessing.active_children()) - others:
                         proc.kill()
                     raise
     finally:
-        restore_environment(before)
-        restore_logger_levels(quieted)
+        _restore_environment(before)
+        _restore_logger_levels(quieted)
 
 
-class IgnoreInterrupts(WorkerPlugin):
+class _IgnoreInterrupts(WorkerPlugin):
     """A local worker ignores SIGINT (:func:`fedcare_core.run.interrupts.child_ignores_interrupts`).
 
     The terminal's Ctrl-C reaches every process of the group: the grid's process stops the
@@ -176,11 +176,11 @@ class IgnoreInterrupts(WorkerPlugin):
 INTERRUPT_QUIET_LOGGERS = ("distributed", "tornado", "asyncio")
 
 
-def quiet_loggers(prefixes: tuple[str, ...]) -> dict[str, int]:
+def _quiet_loggers(prefixes: tuple[str, ...]) -> dict[str, int]:
     """Raise every logger named ``prefix`` or ``prefix.*`` above CRITICAL; their old levels.
 
     Child loggers with a level of their own (Dask's logging configuration sets some) are
-    raised too, so none of them prints. :func:`restore_logger_levels` puts them back.
+    raised too, so none of them prints. :func:`_restore_logger_levels` puts them back.
     """
     names = [n for n in logging.root.manager.loggerDict if n.split(".")[0] in prefixes]
     old: dict[str, int] = {}
@@ -191,13 +191,13 @@ def quiet_loggers(prefixes: tuple[str, ...]) -> dict[str, int]:
     return old
 
 
-def restore_logger_levels(levels: dict[str, int]) -> None:
-    """Give each named logger back the level :func:`quiet_loggers` recorded."""
+def _restore_logger_levels(levels: dict[str, int]) -> None:
+    """Give each named logger back the level :func:`_quiet_loggers` recorded."""
     for name, level in levels.items():
         logging.getLogger(name).setLevel(level)
 
 
-def restore_environment(before: dict[str, str]) -> None:
+def _restore_environment(before: dict[str, str]) -> None:
     """Put this process's environment back as ``before``, after starting a local cluster.
 
     A nanny running in this process sets its ``pre-spawn-environ`` (``OMP_NUM_THREADS=1`` and

@@ -21,7 +21,7 @@ from fedcare_core.experiments.engine import (
 )
 
 
-def job_key(job: Job, token: str) -> str:
+def _job_key(job: Job, token: str) -> str:
     """The Dask key of one job of one grid run.
 
     Explicit and unique per run (``token``): Dask would otherwise hash the arguments, and a
@@ -91,7 +91,7 @@ def run_grid(
                     spec,
                     str(grid.out),
                     str(stop),
-                    key=job_key(job, token),
+                    key=_job_key(job, token),
                     pure=False,
                     priority=len(grid.jobs) - i,
                 )

@@ -29,7 +29,7 @@ TOKEN_ENV = "FEDCARE_RUN_TOKEN"
 PR_SET_PDEATHSIG = 1
 #: The started processes' umask: the files they create are owner-only (0600, folders 0700).
 CHILD_UMASK = 0o077
-CHILD_FILE_MODE = 0o600
+_CHILD_FILE_MODE = 0o600
 
 
 def executable(name: str) -> str:
@@ -104,7 +104,7 @@ class ProcessSupervisor:
         path = self.logs_dir / f"{name}.log"
         # Owner-only from creation (0600), like every file of the run folder.
         flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW
-        log = os.fdopen(os.open(path, flags, CHILD_FILE_MODE), "ab")  # closed in stop_all
+        log = os.fdopen(os.open(path, flags, _CHILD_FILE_MODE), "ab")  # closed in stop_all
         self._logs[name] = log
         preexec = self._preexec if threading.get_ident() == self._thread else None
         proc = subprocess.Popen(

@@ -55,7 +55,7 @@ def reap(pid: int) -> None:
 
 
 #: SIGKILL sweeps after SIGTERM, each over the processes then alive.
-KILL_SWEEPS = 3
+_KILL_SWEEPS = 3
 
 
 def terminate_marked(
@@ -94,7 +94,7 @@ def terminate_marked(
         return found
     # SIGKILL again for a process a dying parent started after the previous sweep (Ray's raylet
     # spawns its dashboard and runtime-env agents late; one once outlived a single sweep).
-    for sig in (signal.SIGTERM, *[signal.SIGKILL] * KILL_SWEEPS):
+    for sig in (signal.SIGTERM, *[signal.SIGKILL] * _KILL_SWEEPS):
         for pid in marked_processes(env_name, token):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)

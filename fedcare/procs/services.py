@@ -14,7 +14,7 @@ import httpx
 from fedcare.procs.marked import alive, group_members, reap
 
 #: Seconds a service gets to stop after SIGTERM before SIGKILL.
-STOP_GRACE_S = 15.0
+_STOP_GRACE_S = 15.0
 _POLL_S = 0.25
 
 
@@ -65,7 +65,7 @@ def start_detached(
     return proc.pid
 
 
-def stop_group(pid: int, grace_s: float = STOP_GRACE_S) -> bool:
+def stop_group(pid: int, grace_s: float = _STOP_GRACE_S) -> bool:
     """SIGTERM the process group led by ``pid``; SIGKILL it after ``grace_s``.
 
     Returns

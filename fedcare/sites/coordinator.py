@@ -67,7 +67,7 @@ from fedcare_core.sites.safe_names import check_name, name_path
 #: How long a ``flwr`` CLI call may take (an interpreter start and one request).
 CLI_TIMEOUT_S = 120.0
 #: Validity of a certificate authority the coordinator makes.
-DEFAULT_VALIDITY_DAYS = 365
+_DEFAULT_VALIDITY_DAYS = 365
 #: The longest validity accepted (a hundred years; a date past 9999 cannot be written at all).
 MAX_VALIDITY_DAYS = 36_500
 
@@ -130,7 +130,7 @@ class Coordinator:
         port: int,
         *,
         given: TlsFiles | None = None,
-        validity_days: int = DEFAULT_VALIDITY_DAYS,
+        validity_days: int = _DEFAULT_VALIDITY_DAYS,
         flower: FlowerConfig | None = None,
     ) -> dict[str, Any]:
         """Start the SuperLink on ``host:port`` with TLS and node authentication; wait for it.

@@ -24,16 +24,16 @@ SITES_FILE = "sites.json"
 #: The running SuperLink's record.
 PROCESS_FILE = "superlink.json"
 #: Flower's node ids are unsigned 64-bit integers.
-NODE_IDS = Range(0, 2**64 - 1)
+_NODE_IDS = Range(0, 2**64 - 1)
 #: Process ids a record may name (never 0, never init's 1: ``stop`` signals the pid's group).
-PIDS = Range(2, 2**22)
+_PIDS = Range(2, 2**22)
 PORTS = Range(1, 65_535)
 #: A record's token: the 32 hexadecimal digits :meth:`Coordinator.start` draws.
 _TOKEN = re.compile(r"[0-9a-f]{32}")
 #: How ``/proc/<pid>/stat`` writes a start time (clock ticks).
 _TICKS = re.compile(r"[0-9]{1,20}")
 #: What a state file's refusal adds.
-STATE_HINT = "the file was not written by `fedcare federation`"
+_STATE_HINT = "the file was not written by `fedcare federation`"
 
 
 @dataclass(frozen=True)
@@ -69,10 +69,10 @@ def read_sites(path: Path) -> dict[str, RegisteredSite]:
                 name,
                 entry.names("objectives"),
                 entry.digest("schema_digest"),
-                entry.integer("node_id", NODE_IDS),
+                entry.integer("node_id", _NODE_IDS),
             )
     except ConfigError as exc:
-        raise ConfigError(f"{exc}; {STATE_HINT}") from None
+        raise ConfigError(f"{exc}; {_STATE_HINT}") from None
     return sites
 
 
@@ -100,7 +100,7 @@ def read_process_record(path: Path, *, linux: bool | None = None) -> dict[str, A
         linux = Path("/proc/self/stat").exists()
     try:
         doc = _state_file(path)
-        doc.integer("pid", PIDS)
+        doc.integer("pid", _PIDS)
         host = doc.text("host", 64)
         try:
             ipaddress.ip_address(host)
@@ -114,6 +114,6 @@ def read_process_record(path: Path, *, linux: bool | None = None) -> dict[str, A
             doc.refuse("started", "be the process's start time in clock ticks")
     except ConfigError as exc:
         raise ConfigError(
-            f"{exc}; {STATE_HINT}: stop any SuperLink of this folder yourself, then delete it"
+            f"{exc}; {_STATE_HINT}: stop any SuperLink of this folder yourself, then delete it"
         ) from None
     return doc.raw

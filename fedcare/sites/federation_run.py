@@ -39,7 +39,7 @@ from fedcare_core.sites.schema import FederationSchema
 from fedcare_core.stage1.loop import Stage1Result
 
 #: How often the coordinator asks the SuperLink which sites are online while waiting.
-SITE_POLL_S = 2.0
+_SITE_POLL_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def run_sites(
     return tuple(sites)
 
 
-def wait_for_sites(
+def _wait_for_sites(
     coordinator: Coordinator, sites: tuple[RegisteredSite, ...], min_sites: int, timeout_s: float
 ) -> float:
     """Wait until ``min_sites`` of ``sites`` are online; the seconds waited.
@@ -104,7 +104,7 @@ def wait_for_sites(
                 f"{len(sites) - len(offline)} of the {min_sites} sites needed joined within "
                 f"{timeout_s:g} s; offline: {', '.join(offline)} (each runs `fedcare site join`)"
             )
-        time.sleep(SITE_POLL_S)
+        time.sleep(_SITE_POLL_S)
 
 
 def federation_plan(
@@ -167,7 +167,7 @@ def run_federation(
     """
     coordinator.require_running()
     sites = run_sites(coordinator, schema, min_sites)
-    wait_s = wait_for_sites(coordinator, sites, min_sites, flower.startup_timeout_s)
+    wait_s = _wait_for_sites(coordinator, sites, min_sites, flower.startup_timeout_s)
     run_dir = coordinator.new_run_dir(run_name)
     result_dir = run_dir / "result"
     result_dir.mkdir(mode=0o700)

@@ -25,7 +25,7 @@ FEDERATION_BACKEND = "federation"
 
 
 @dataclass(frozen=True)
-class SiteRun:
+class _SiteRun:
     """A site's personalisation, ready to execute, and what names its tracked model.
 
     Parameters
@@ -42,7 +42,7 @@ class SiteRun:
     algorithm: str
 
 
-def prepare_personalisation(site_dir: Path) -> SiteRun:
+def prepare_personalisation(site_dir: Path) -> _SiteRun:
     """The site folder's personalisation run, from its data and the broadcast ``w*``.
 
     Raises
@@ -87,4 +87,4 @@ def prepare_personalisation(site_dir: Path) -> SiteRun:
         stage1=received.result,
         shape_document=site_document,
     )
-    return SiteRun(prepared, str(info["name"]), schema.dataset, schema.config.algorithm)
+    return _SiteRun(prepared, str(info["name"]), schema.dataset, schema.config.algorithm)

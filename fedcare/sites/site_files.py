@@ -25,18 +25,18 @@ from fedcare_core.files.json_input import JsonObject
 from fedcare_core.stage1.loop import RoundInfo
 
 SITE_FORMAT = "fedcare-site/1"
-CARD_FORMAT = "fedcare-site-card/1"
+_CARD_FORMAT = "fedcare-site-card/1"
 #: The ``format`` of a site's kept Stage 1 document (``stage1/stage1.json``).
 STAGE1_FORMAT = "fedcare-site-stage1/1"
 #: The splits whose row counts ``site.json`` records.
-SPLIT_NAMES = ("train", "val", "test")
+_SPLIT_NAMES = ("train", "val", "test")
 #: Caps on what is read: a card or ``site.json`` is under a KiB, ``stage1.json`` a few KiB per
 #: round.
-MAX_CARD_BYTES = 64 * 2**10
-MAX_SITE_BYTES = 1 * 2**20
-MAX_STAGE1_DOC_BYTES = 256 * 2**20
+_MAX_CARD_BYTES = 64 * 2**10
+_MAX_SITE_BYTES = 1 * 2**20
+_MAX_STAGE1_DOC_BYTES = 256 * 2**20
 #: A ``w*`` archive's members: exactly these two float vectors.
-STAGE1_ARRAY_NAMES = ("buffers", "params")
+_STAGE1_ARRAY_NAMES = ("buffers", "params")
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class SiteCard:
     def to_dict(self) -> dict[str, Any]:
         """The card file's content."""
         return {
-            "format": CARD_FORMAT,
+            "format": _CARD_FORMAT,
             "name": self.name,
             "objectives": list(self.objectives),
             "schema_digest": self.schema_digest,
@@ -69,8 +69,8 @@ class SiteCard:
             cannot be a file name, objectives that are not a list of names, a digest that is
             not SHA-256, or a public key Flower's node authentication cannot use.
         """
-        doc = JsonObject.read(path, "site card", MAX_CARD_BYTES)
-        doc.expect_format(CARD_FORMAT)
+        doc = JsonObject.read(path, "site card", _MAX_CARD_BYTES)
+        doc.expect_format(_CARD_FORMAT)
         name = doc.name("name", "site name")
         objectives = doc.names("objectives")
         digest = doc.digest("schema_digest")
@@ -87,7 +87,7 @@ def read_site_info(path: Path) -> dict[str, Any]:
     ConfigError
         Naming ``site.json`` and the field at fault.
     """
-    doc = JsonObject.read(path, "site file", MAX_SITE_BYTES)
+    doc = JsonObject.read(path, "site file", _MAX_SITE_BYTES)
     doc.expect_format(SITE_FORMAT)
     doc.name("name", "site name")
     doc.text("dataset", 64)
@@ -95,7 +95,7 @@ def read_site_info(path: Path) -> dict[str, Any]:
     doc.integer("split_seed", Range(0, MAX_SEED))
     doc.digest("schema_digest")
     rows = doc.obj("rows")
-    for split in SPLIT_NAMES:
+    for split in _SPLIT_NAMES:
         rows.integer(split, Range(1))
     doc.digest("source_sha256")
     doc.text("prepared_at", 64)
@@ -103,7 +103,7 @@ def read_site_info(path: Path) -> dict[str, Any]:
 
 
 @dataclass(frozen=True)
-class Stage1Doc:
+class _Stage1Doc:
     """The checked fields of a site's kept Stage 1 document (``stage1/stage1.json``)."""
 
     client_id: int
@@ -118,7 +118,7 @@ class Stage1Doc:
     run_name: str
 
 
-def read_stage1_doc(path: Path) -> Stage1Doc:
+def read_stage1_doc(path: Path) -> _Stage1Doc:
     """The site's kept Stage 1 document, every field checked on its own.
 
     What depends on the site (its schema digest, objectives and encoded width) is checked by
@@ -129,7 +129,7 @@ def read_stage1_doc(path: Path) -> Stage1Doc:
     ConfigError
         Naming the file and the field.
     """
-    doc = JsonObject.read(path, "the Stage 1 model's document", MAX_STAGE1_DOC_BYTES)
+    doc = JsonObject.read(path, "the Stage 1 model's document", _MAX_STAGE1_DOC_BYTES)
     doc.expect_format(STAGE1_FORMAT)
     clients = doc.integer("clients", Range(2, MAX_CLIENTS))
     planned = doc.integer("planned_rounds", Range(1, MAX_ROUNDS))
@@ -137,7 +137,7 @@ def read_stage1_doc(path: Path) -> Stage1Doc:
     rounds = [_round(r, clients, objectives) for r in doc.objects("rounds")]
     if len(rounds) > planned:
         doc.refuse("rounds", f"hold at most planned_rounds = {planned} rounds")
-    return Stage1Doc(
+    return _Stage1Doc(
         client_id=doc.integer("client_id", Range(0, clients - 1)),
         seed=doc.integer("seed", Range(0, MAX_SEED)),
         schema_digest=doc.digest("schema_digest"),
@@ -190,16 +190,16 @@ def read_stage1_arrays(path: Path, sizes: dict[str, int]) -> dict[str, np.ndarra
     try:
         with zipfile.ZipFile(path) as archive:
             members = {info.filename: info.file_size for info in archive.infolist()}
-        if sorted(members) != [f"{n}.npy" for n in STAGE1_ARRAY_NAMES]:
+        if sorted(members) != [f"{n}.npy" for n in _STAGE1_ARRAY_NAMES]:
             raise ConfigError(
-                f"{where}: must hold the arrays {' and '.join(STAGE1_ARRAY_NAMES)}, got "
+                f"{where}: must hold the arrays {' and '.join(_STAGE1_ARRAY_NAMES)}, got "
                 f"{', '.join(sorted(members)) or 'none'}"
             )
         for name, size in sizes.items():
             if members[f"{name}.npy"] > 8 * size + 4_096:  # before a byte is decompressed
                 raise ConfigError(f"{where}: array {name!r} is larger than the model's {size:,}")
         with np.load(path, allow_pickle=False) as npz:
-            arrays = {name: np.asarray(npz[name]) for name in STAGE1_ARRAY_NAMES}
+            arrays = {name: np.asarray(npz[name]) for name in _STAGE1_ARRAY_NAMES}
     except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
         if isinstance(exc, ConfigError):
             raise

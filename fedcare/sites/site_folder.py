@@ -50,12 +50,12 @@ from fedcare_core.nn.param_vectors import get_buffers, param_layout
 from fedcare_core.sites.schema import FederationSchema, read_schema
 from fedcare_core.stage1.loop import Stage1Result, build_model
 
-SITE_FILE = "site.json"
-SCHEMA_FILE = "federation.json"
+_SITE_FILE = "site.json"
+_SCHEMA_FILE = "federation.json"
 CARD_FILE = "site-card.json"
 DATA_DIR = "data"
-KEYS_DIR = "keys"
-STAGE1_DIR = "stage1"
+_KEYS_DIR = "keys"
+_STAGE1_DIR = "stage1"
 STAGE1_ARRAYS = "stage1.npz"
 STAGE1_DOC = "stage1.json"
 
@@ -77,8 +77,8 @@ class SiteFolder:
             ``site.json`` or the card, or the field in which they disagree.
         """
         root = Path(path).expanduser().absolute()  # the node's processes run elsewhere
-        wanted = {SITE_FILE: True, SCHEMA_FILE: True, CARD_FILE: True, DATA_DIR: False}
-        for name, is_file in {**wanted, KEYS_DIR: False}.items():
+        wanted = {_SITE_FILE: True, _SCHEMA_FILE: True, CARD_FILE: True, DATA_DIR: False}
+        for name, is_file in {**wanted, _KEYS_DIR: False}.items():
             found = (root / name).is_file() if is_file else (root / name).is_dir()
             if not found:
                 what = f"{name} is not a {'file' if is_file else 'folder'}"
@@ -103,7 +103,7 @@ class SiteFolder:
             if theirs != own:
                 raise ConfigError(
                     f"site card {self.root / CARD_FILE}: field {field!r} differs from "
-                    f"{self.root / SITE_FILE}'s; prepare the site again (`fedcare site prepare`)"
+                    f"{self.root / _SITE_FILE}'s; prepare the site again (`fedcare site prepare`)"
                 )
 
     @property
@@ -114,16 +114,16 @@ class SiteFolder:
     @property
     def private_key(self) -> Path:
         """The node's private key."""
-        return self.root / KEYS_DIR / "node.key"
+        return self.root / _KEYS_DIR / "node.key"
 
     @property
     def stage1_dir(self) -> Path:
         """Where the broadcast ``w*`` is kept."""
-        return self.root / STAGE1_DIR
+        return self.root / _STAGE1_DIR
 
     def info(self) -> dict[str, Any]:
         """``site.json``, every field checked (:func:`.site_files.read_site_info`)."""
-        return read_site_info(self.root / SITE_FILE)
+        return read_site_info(self.root / _SITE_FILE)
 
     @property
     def name(self) -> str:
@@ -142,11 +142,11 @@ class SiteFolder:
         ConfigError
             For a schema file that cannot be read, or one edited since the site was prepared.
         """
-        schema = read_schema(self.root / SCHEMA_FILE)
+        schema = read_schema(self.root / _SCHEMA_FILE)
         if schema.digest() != self.info()["schema_digest"]:
             raise ConfigError(
-                f"federation schema {self.root / SCHEMA_FILE}: its digest differs from "
-                f"{self.root / SITE_FILE}'s field 'schema_digest' (the file was changed after "
+                f"federation schema {self.root / _SCHEMA_FILE}: its digest differs from "
+                f"{self.root / _SITE_FILE}'s field 'schema_digest' (the file was changed after "
                 "the site was prepared); prepare the site again"
             )
         return schema
@@ -180,7 +180,7 @@ def create_site_folder(
     out.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))  # 0700
     try:
-        keys = make_node_keys(tmp / KEYS_DIR, "node")
+        keys = make_node_keys(tmp / _KEYS_DIR, "node")
         save_data(client, tmp / DATA_DIR)
         info = {
             "format": SITE_FORMAT,
@@ -193,8 +193,8 @@ def create_site_folder(
             "source_sha256": source_sha256,
             "prepared_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
         }
-        _write_json(tmp / SITE_FILE, info, FILE_MODE)
-        _write_json(tmp / SCHEMA_FILE, schema.to_dict(), FILE_MODE)
+        _write_json(tmp / _SITE_FILE, info, FILE_MODE)
+        _write_json(tmp / _SCHEMA_FILE, schema.to_dict(), FILE_MODE)
         card = SiteCard(
             name, client.objectives, schema.digest(), keys.public_key.read_text().strip()
         )
@@ -226,8 +226,8 @@ def rotate_key(site: SiteFolder) -> SiteCard:
         public = keys.public_key.read_text().strip()
         card = SiteCard(old.name, old.objectives, old.schema_digest, public)
         _write_json(tmp / CARD_FILE, card.to_dict(), PUBLIC_MODE)
-        os.replace(keys.private_key, site.root / KEYS_DIR / "node.key")
-        os.replace(keys.public_key, site.root / KEYS_DIR / "node.pub")
+        os.replace(keys.private_key, site.root / _KEYS_DIR / "node.key")
+        os.replace(keys.public_key, site.root / _KEYS_DIR / "node.pub")
         os.replace(tmp / CARD_FILE, site.root / CARD_FILE)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -276,7 +276,7 @@ def store_final_model(stage1_dir: Path, final: FinalModel) -> None:
 
 
 @dataclass(frozen=True)
-class ReceivedStage1:
+class _ReceivedStage1:
     """The broadcast Stage 1 as the site kept it: ``w*`` and the site's client id and seed."""
 
     result: Stage1Result
@@ -288,7 +288,7 @@ class ReceivedStage1:
     clients: int
 
 
-def read_final_model(site: SiteFolder, model: ModelConfig) -> ReceivedStage1:
+def read_final_model(site: SiteFolder, model: ModelConfig) -> _ReceivedStage1:
     """The ``w*`` the coordinator broadcast to ``site``, every field and array checked.
 
     Raises
@@ -313,7 +313,7 @@ def read_final_model(site: SiteFolder, model: ModelConfig) -> ReceivedStage1:
         ) from None
 
 
-def _read_final_model(site: SiteFolder, doc_path: Path, model: ModelConfig) -> ReceivedStage1:
+def _read_final_model(site: SiteFolder, doc_path: Path, model: ModelConfig) -> _ReceivedStage1:
     schema, info = site.schema(), site.info()
     doc = read_stage1_doc(doc_path)
     where = f"the Stage 1 model's document {doc_path}"
@@ -348,6 +348,6 @@ def _read_final_model(site: SiteFolder, doc_path: Path, model: ModelConfig) -> R
         objectives=doc.objectives,
         layout=layout,
     )
-    return ReceivedStage1(
+    return _ReceivedStage1(
         result, doc.client_id, doc.seed, digest, doc.run_name, doc.planned_rounds, doc.clients
     )

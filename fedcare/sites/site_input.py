@@ -29,7 +29,7 @@ from fedcare_core.sites.schema import FederationSchema
 
 
 @dataclass(frozen=True)
-class SiteEntry:
+class _SiteEntry:
     """One site of a sites list: its name, its file and its objectives."""
 
     name: str
@@ -38,7 +38,7 @@ class SiteEntry:
 
 
 @dataclass(frozen=True)
-class LoadedSite:
+class _LoadedSite:
     """A site's prepared client data, where its file came from, and its patients.
 
     ``patients`` holds the file's distinct patient keys, kept in memory only to check that no
@@ -52,7 +52,7 @@ class LoadedSite:
     patients: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
 
 
-def read_sites_list(path: Path, schema: FederationSchema) -> list[SiteEntry]:
+def read_sites_list(path: Path, schema: FederationSchema) -> list[_SiteEntry]:
     """The sites of ``path``, checked against ``schema`` (before any file is read).
 
     Raises
@@ -72,7 +72,7 @@ def read_sites_list(path: Path, schema: FederationSchema) -> list[SiteEntry]:
     return entries
 
 
-def _entry(path: Path, index: int, item: Any, schema: FederationSchema) -> SiteEntry:
+def _entry(path: Path, index: int, item: Any, schema: FederationSchema) -> _SiteEntry:
     where = f"--sites {path}, site {index}"
     if not isinstance(item, dict):
         raise ConfigError(f"{where}: expected an object with 'data' and 'objectives'")
@@ -93,7 +93,7 @@ def _entry(path: Path, index: int, item: Any, schema: FederationSchema) -> SiteE
         raise ConfigError(f"{where}: data {data}: no such file or folder")
     name = item.get("name", data.stem)
     check_site_name(name, f"{where}, 'name'" if "name" in item else f"{where} (the file's stem)")
-    return SiteEntry(name, data, schema.check_objectives(objectives, f"{where} objectives"))
+    return _SiteEntry(name, data, schema.check_objectives(objectives, f"{where} objectives"))
 
 
 def check_site_name(name: object, where: str) -> str:
@@ -114,7 +114,7 @@ def load_site(
     *,
     name: str,
     seed: int,
-) -> LoadedSite:
+) -> _LoadedSite:
     """One site's file through the dataset's loader and checks, prepared against ``schema``.
 
     Raises
@@ -141,10 +141,10 @@ def load_site(
         tuple(n for n in loaded.cohort.notes if not n.startswith("checksum not enforced")),
     )
     patients = patient_keys(schema.dataset, data)  # the file's own identifiers, in memory only
-    return LoadedSite(name, client, provenance, loaded.source, patients)
+    return _LoadedSite(name, client, provenance, loaded.source, patients)
 
 
-def check_disjoint_sites(sites: Sequence[LoadedSite], where: str) -> None:
+def check_disjoint_sites(sites: Sequence[_LoadedSite], where: str) -> None:
     """Refuse sites that share a patient: a patient's records belong at one site.
 
     A patient at two sites could be in one site's test split and another's training split,
@@ -179,7 +179,7 @@ def check_disjoint_sites(sites: Sequence[LoadedSite], where: str) -> None:
     )
 
 
-def combined_provenance(sites: Sequence[LoadedSite]) -> DataProvenance:
+def combined_provenance(sites: Sequence[_LoadedSite]) -> DataProvenance:
     """One provenance for a run over several sites: a digest of the sites' digests, by name."""
     ordered = sorted(sites, key=lambda s: s.name)
     lines = [f"{s.name}:{s.provenance.sha256}" for s in ordered]

@@ -9,8 +9,8 @@ site folder keeps what it held, plus the broadcast ``w*`` once Stage 1 ends. One
 site folder at a time (a lock).
 
 Network breaks: Flower's SuperNode retries the SuperLink until it answers. Should the SuperNode
-process itself end, it is started again (after :data:`RESTART_DELAY_S`), unless it ended within
-:data:`FAILED_START_S` of its start, which means it cannot connect at all (e.g. this site's key
+process itself end, it is started again (after :data:`_RESTART_DELAY_S`), unless it ended within
+:data:`_FAILED_START_S` of its start, which means it cannot connect at all (e.g. this site's key
 is not registered with the coordinator): then the command stops with the node's last log lines.
 """
 
@@ -33,17 +33,17 @@ from fedcare.procs.ports import LOOPBACK, free_port
 from fedcare.sites.site_folder import STAGE1_DOC, SiteFolder
 
 #: A SuperNode that ends this soon after its start could not join at all.
-FAILED_START_S = 20.0
+_FAILED_START_S = 20.0
 #: Wait before a SuperNode that ended is started again.
-RESTART_DELAY_S = 5.0
+_RESTART_DELAY_S = 5.0
 #: How often the node's processes and the site's ``w*`` are checked.
-WATCH_S = 0.5
+_WATCH_S = 0.5
 #: The join's working folder in the site folder: the node's loopback certificate, its node
 #: config and its logs (no patient data); deleted when the join ends, and at the next join's
 #: start if a killed one left it.
 JOIN_DIR = ".join"
 #: Held while a join runs: one ``site join`` per site folder.
-JOIN_LOCK = ".join.lock"
+_JOIN_LOCK = ".join.lock"
 
 
 class SiteJoinError(FlowerRunError):
@@ -85,7 +85,7 @@ def _join_lock(site: SiteFolder) -> Iterator[None]:
     SiteJoinError
         If another ``fedcare site join`` holds it.
     """
-    fd = os.open(site.root / JOIN_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
+    fd = os.open(site.root / _JOIN_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
     try:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -160,17 +160,17 @@ def _serve(
             if now_received != received:
                 received = now_received
                 say(f"site {node.name}: received the Stage 1 model (w*) in {site.stage1_dir}")
-            time.sleep(WATCH_S)
+            time.sleep(_WATCH_S)
         sup.stop([f"superexec-{starts}"])
         tail = sup.log_tail(name, 20)
-        if time.monotonic() - started < FAILED_START_S:
+        if time.monotonic() - started < _FAILED_START_S:
             raise SiteJoinError(
                 f"site {node.name}: the node ended {time.monotonic() - started:.0f} s after its "
                 "start: it cannot join the coordinator (is this site's key registered, the "
                 f"address right, the CA the coordinator's?). Its log:\n{tail}"
             )
-        say(f"site {node.name}: the node ended; starting it again in {RESTART_DELAY_S:g} s")
-        time.sleep(RESTART_DELAY_S)
+        say(f"site {node.name}: the node ended; starting it again in {_RESTART_DELAY_S:g} s")
+        time.sleep(_RESTART_DELAY_S)
 
 
 def _received_at(site: SiteFolder) -> float | None:

@@ -24,7 +24,7 @@ from uuid import UUID
 from fedcare.stack.settings import StackConfig
 
 #: Prefect's final state types.
-FINAL_STATES = frozenset({"COMPLETED", "FAILED", "CRASHED", "CANCELLED"})
+_FINAL_STATES = frozenset({"COMPLETED", "FAILED", "CRASHED", "CANCELLED"})
 
 #: Prefect's words before the exception in a failed run's state message, and the error's type.
 _PREAMBLE = re.compile(
@@ -37,7 +37,7 @@ _UUID = re.compile(r"UUID: ([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9
 StateReader = Callable[[str], "str | None"]
 
 
-def prefect_state_reader(config: StackConfig) -> StateReader:
+def _prefect_state_reader(config: StackConfig) -> StateReader:
     """Read a flow run's state type (``"COMPLETED"``, …) from the stack's Prefect API."""
 
     def read(flow_run_id: str) -> str | None:
@@ -50,7 +50,7 @@ def prefect_state_reader(config: StackConfig) -> StateReader:
     return read
 
 
-def prefect_failure_reader(config: StackConfig) -> StateReader:
+def _prefect_failure_reader(config: StackConfig) -> StateReader:
     """Read why a flow run failed: its final state's message, without Prefect's preamble."""
 
     def read(flow_run_id: str) -> str | None:
@@ -120,7 +120,7 @@ def run_deployment(
         for any other final state. A run that did not complete is followed by one line saying
         why (the failure's own message, e.g. the data check that refused the data).
     """
-    reader = prefect_state_reader(config) if read_state is None else read_state
+    reader = _prefect_state_reader(config) if read_state is None else read_state
     command = list(argv) if argv is not None else watch_command(config, deployment, params)
     proc = subprocess.Popen(
         command,
@@ -151,7 +151,7 @@ def run_deployment(
                 continue
             if final is None:
                 state = _read_quietly(reader, found[0])
-                if state in FINAL_STATES:
+                if state in _FINAL_STATES:
                     final, final_at = state, time.monotonic()
             elif time.monotonic() - final_at > grace_s:
                 say(
@@ -175,7 +175,7 @@ def run_deployment(
         raise
     if rc != 0 and found:
         _say_why(
-            found[0], prefect_failure_reader(config) if read_failure is None else read_failure, say
+            found[0], _prefect_failure_reader(config) if read_failure is None else read_failure, say
         )
     return rc
 

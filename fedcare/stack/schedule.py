@@ -21,7 +21,7 @@ from fedcare_core.errors import ConfigError
 
 #: The scheduled deployment and its schedule's slug (``prefect.yaml``).
 DEPLOYMENT = "fedcare/full-experiment"
-SLUG = "weekly-retrain"
+_SLUG = "weekly-retrain"
 #: The state folder's record of the user's choice.
 SCHEDULE_FILE = "schedule.json"
 
@@ -37,7 +37,7 @@ class RetrainSchedule:
     def describe(self) -> str:
         """One line for the user."""
         state = "active" if self.active else "paused"
-        return f"{SLUG} of {DEPLOYMENT}: {state}, cron {self.cron!r} ({self.timezone})"
+        return f"{_SLUG} of {DEPLOYMENT}: {state}, cron {self.cron!r} ({self.timezone})"
 
 
 def checked(cron: str | None, timezone: str | None, base: RetrainSchedule) -> RetrainSchedule:
@@ -107,7 +107,7 @@ def apply(config: StackConfig, schedule: RetrainSchedule) -> RetrainSchedule:
     found = _find(config)
     if found is None:
         raise ConfigError(
-            f"{DEPLOYMENT} has no {SLUG} schedule on {config.prefect_url}; "
+            f"{DEPLOYMENT} has no {_SLUG} schedule on {config.prefect_url}; "
             "bring the stack up first (fedcare stack up)"
         )
     deployment_id, schedule_id, _ = found
@@ -137,7 +137,7 @@ def _find(config: StackConfig) -> tuple[Any, Any, RetrainSchedule] | None:
         except ObjectNotFound:
             return None
     for entry in deployment.schedules or []:
-        if entry.slug == SLUG:
+        if entry.slug == _SLUG:
             cron = getattr(entry.schedule, "cron", None)
             zone = getattr(entry.schedule, "timezone", None) or "UTC"
             if cron is None:

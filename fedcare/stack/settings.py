@@ -14,16 +14,16 @@ from fedcare_core.errors import ConfigError
 #: The default interface: nothing of the stack listens beyond this machine unless the user
 #: names another address (``fedcare stack up --host``).
 LOOPBACK = "127.0.0.1"
-DEFAULT_PREFECT_PORT = 4200
-DEFAULT_MLFLOW_PORT = 5000
+_DEFAULT_PREFECT_PORT = 4200
+_DEFAULT_MLFLOW_PORT = 5000
 #: The process work pool of ``prefect.yaml``'s deployments.
 WORK_POOL = "fedcare-process"
 #: State folder, relative to the project.
-STATE_DIR = ".stack"
+_STATE_DIR = ".stack"
 #: Environment marker every stack process (and its descendants) carries.
 TOKEN_ENV = "FEDCARE_STACK_TOKEN"
 #: Environment variable the deployment's pull step reads (``set_working_directory``).
-PROJECT_DIR_ENV = "FEDCARE_PROJECT_DIR"
+_PROJECT_DIR_ENV = "FEDCARE_PROJECT_DIR"
 #: Data folder the re-training schedule of ``prefect.yaml`` passes as ``data_dir``.
 RETRAIN_DATA_ENV = "FEDCARE_RETRAIN_DATA_DIR"
 
@@ -71,8 +71,8 @@ class StackConfig:
     project: Path = field(default_factory=project_root)
     state: Path | None = None
     mlflow_dir: Path | None = None
-    prefect_port: int = DEFAULT_PREFECT_PORT
-    mlflow_port: int = DEFAULT_MLFLOW_PORT
+    prefect_port: int = _DEFAULT_PREFECT_PORT
+    mlflow_port: int = _DEFAULT_MLFLOW_PORT
     data_dir: Path | None = None
     python: str = sys.executable
     host: str = LOOPBACK
@@ -96,7 +96,7 @@ class StackConfig:
     @property
     def state_dir(self) -> Path:
         """The state folder."""
-        return (self.state or self.project / STATE_DIR).resolve()
+        return (self.state or self.project / _STATE_DIR).resolve()
 
     @property
     def mlflow_store(self) -> Path:
@@ -169,7 +169,7 @@ class StackConfig:
         env.update(
             {
                 TOKEN_ENV: token,
-                PROJECT_DIR_ENV: str(self.project.resolve()),
+                _PROJECT_DIR_ENV: str(self.project.resolve()),
                 "FEDCARE_DATA_DIR": str(self.resolved_data_dir),
                 RETRAIN_DATA_ENV: os.environ.get(RETRAIN_DATA_ENV) or str(self.resolved_data_dir),
                 "PREFECT_SERVER_API_HOST": self.host,

@@ -18,18 +18,18 @@ from fedcare_core.errors import FedcareError
 from fedcare_core.files.atomic import write_atomic
 
 #: Services in start order (stopped in reverse).
-SERVICES = ("prefect-server", "mlflow-server", "prefect-worker")
+_SERVICES = ("prefect-server", "mlflow-server", "prefect-worker")
 #: Seconds to wait for a server to answer its health check (2 busy cores: be generous).
-STARTUP_TIMEOUT_S = 180.0
+_STARTUP_TIMEOUT_S = 180.0
 #: Seconds to wait for the worker to report to the server.
-WORKER_TIMEOUT_S = 90.0
+_WORKER_TIMEOUT_S = 90.0
 #: Seconds a one-shot Prefect CLI call (work pool, deploy) may take.
 CLI_TIMEOUT_S = 300.0
 TOKEN_FILE = "token"
 #: Modes of the state folder (and its sub-folders) and of the token file.
-PRIVATE_DIR_MODE = 0o700
+_PRIVATE_DIR_MODE = 0o700
 
-Say = Callable[[str], None]
+_Say = Callable[[str], None]
 
 
 class StackError(FedcareError):
@@ -37,7 +37,7 @@ class StackError(FedcareError):
 
 
 @dataclass(frozen=True)
-class ServiceStatus:
+class _ServiceStatus:
     """One service's state: its pid (if running) and whether it answers."""
 
     name: str
@@ -102,18 +102,18 @@ def _token(config: StackConfig) -> str:
         token = path.read_text().strip()
     except OSError:
         token = ""
-    if not token or not any(alive(read_pid(_pid_file(config, s))) for s in SERVICES):
+    if not token or not any(alive(read_pid(_pid_file(config, s))) for s in _SERVICES):
         token = secrets.token_hex(16)
-        private_dir(path.parent)
+        _private_dir(path.parent)
         write_private(path, token + "\n")
     return token
 
 
-def private_dir(path: Path) -> Path:
+def _private_dir(path: Path) -> Path:
     """Create ``path`` owner-only (0700); tighten a looser one an older version left."""
-    path.mkdir(parents=True, exist_ok=True, mode=PRIVATE_DIR_MODE)
+    path.mkdir(parents=True, exist_ok=True, mode=_PRIVATE_DIR_MODE)
     if path.stat().st_mode & 0o077:
-        path.chmod(PRIVATE_DIR_MODE)
+        path.chmod(_PRIVATE_DIR_MODE)
     return path
 
 
@@ -131,7 +131,7 @@ def _running(config: StackConfig, name: str) -> int | None:
     return pid if alive(pid) else None
 
 
-def _start(config: StackConfig, name: str, token: str, say: Say) -> int:
+def _start(config: StackConfig, name: str, token: str, say: _Say) -> int:
     pid = _running(config, name)
     if pid is not None:
         say(f"{name}: already running (pid {pid})")
@@ -155,9 +155,9 @@ def _start(config: StackConfig, name: str, token: str, say: Say) -> int:
 
 def _wait_healthy(config: StackConfig, name: str, pid: int) -> None:
     url = _health_url(config, name)
-    if url is not None and not wait_http(url, STARTUP_TIMEOUT_S, pid=pid):
+    if url is not None and not wait_http(url, _STARTUP_TIMEOUT_S, pid=pid):
         raise StackError(
-            f"{name} did not answer {url} within {STARTUP_TIMEOUT_S:.0f} s; last lines of "
+            f"{name} did not answer {url} within {_STARTUP_TIMEOUT_S:.0f} s; last lines of "
             f"{_log(config, name)}:\n{log_tail(_log(config, name))}"
         )
 
@@ -191,7 +191,7 @@ def _wait_worker(config: StackConfig, pid: int) -> None:
     import httpx
 
     url = f"{config.prefect_api_url}/work_pools/{WORK_POOL}/workers/filter"
-    deadline = time.monotonic() + WORKER_TIMEOUT_S
+    deadline = time.monotonic() + _WORKER_TIMEOUT_S
     while time.monotonic() < deadline:
         if not alive(pid):
             break
@@ -204,12 +204,12 @@ def _wait_worker(config: StackConfig, pid: int) -> None:
         time.sleep(1.0)
     log = _log(config, "prefect-worker")
     raise StackError(
-        f"the Prefect worker did not come online within {WORKER_TIMEOUT_S:.0f} s; last lines "
+        f"the Prefect worker did not come online within {_WORKER_TIMEOUT_S:.0f} s; last lines "
         f"of {log}:\n{log_tail(log)}"
     )
 
 
-def up(config: StackConfig, say: Say = print) -> list[ServiceStatus]:
+def up(config: StackConfig, say: _Say = print) -> list[_ServiceStatus]:
     """Start whatever is not running, deploy ``prefect.yaml``, and wait until all is ready.
 
     On any failure everything is stopped again (nothing is left half up).
@@ -233,7 +233,7 @@ def up(config: StackConfig, say: Say = print) -> list[ServiceStatus]:
     """
     # The state folder holds the token, pid files, logs and Prefect's database: owner-only.
     for path in (config.state_dir, config.prefect_home, config.logs_dir, config.pids_dir):
-        private_dir(path)
+        _private_dir(path)
     config.mlflow_store.mkdir(parents=True, exist_ok=True)
     token = _token(config)
     try:
@@ -264,7 +264,7 @@ def up(config: StackConfig, say: Say = print) -> list[ServiceStatus]:
     return status(config)
 
 
-def down(config: StackConfig, say: Say = print) -> list[int]:
+def down(config: StackConfig, say: _Say = print) -> list[int]:
     """Stop the worker, the MLflow server and the Prefect server, then every marked process.
 
     Parameters
@@ -279,7 +279,7 @@ def down(config: StackConfig, say: Say = print) -> list[int]:
     list of int
         Pids of leftover processes found by the marker sweep (flow runs, task workers).
     """
-    for name in reversed(SERVICES):
+    for name in reversed(_SERVICES):
         pid = _running(config, name)
         if pid is not None:
             killed = stop_group(pid)
@@ -297,12 +297,12 @@ def down(config: StackConfig, say: Say = print) -> list[int]:
     return leftovers
 
 
-def status(config: StackConfig) -> list[ServiceStatus]:
+def status(config: StackConfig) -> list[_ServiceStatus]:
     """Each service's pid, whether it runs, and whether its health check answers."""
     import httpx
 
     out = []
-    for name in SERVICES:
+    for name in _SERVICES:
         pid = _running(config, name)
         url = _health_url(config, name)
         healthy = False
@@ -315,6 +315,6 @@ def status(config: StackConfig) -> list[ServiceStatus]:
             healthy = True
         shown = {"prefect-server": config.prefect_url, "mlflow-server": config.mlflow_url}
         out.append(
-            ServiceStatus(name, pid, pid is not None, shown.get(name), healthy, _log(config, name))
+            _ServiceStatus(name, pid, pid is not None, shown.get(name), healthy, _log(config, name))
         )
     return out

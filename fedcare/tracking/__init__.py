@@ -27,11 +27,11 @@ true. A value the user already set is kept.
 import os
 
 #: Environment defaults applied on import (an explicit user setting wins).
-ENV_DEFAULTS = {
+_ENV_DEFAULTS = {
     "MLFLOW_DISABLE_TELEMETRY": "true",
     "MLFLOW_ENABLE_ARTIFACTS_PROGRESS_BAR": "false",
     "MLFLOW_SUPPRESS_PRINTING_URL_TO_STDOUT": "true",
 }
 
-for _key, _value in ENV_DEFAULTS.items():
+for _key, _value in _ENV_DEFAULTS.items():
     os.environ.setdefault(_key, _value)

@@ -36,7 +36,7 @@ def client_model_name(client: int) -> str:
     return CLIENT_MODEL_TEMPLATE.format(client=client)
 
 
-def row_signature(package: ModelPackage) -> ModelSignature:
+def _row_signature(package: ModelPackage) -> ModelSignature:
     """The column-based signature of a package's model.
 
     Every input column is typed ``any`` and marked optional for MLflow, though the model needs
@@ -82,7 +82,7 @@ def _requirements() -> list[str]:
     ]
 
 
-def log_client_model(
+def _log_client_model(
     package: ModelPackage,
     *,
     run_id: str,
@@ -123,7 +123,7 @@ def log_client_model(
             model_id=logged.model_id,
             python_model=pyfunc_model.__file__,
             artifacts={pyfunc_model.PACKAGE_ARTIFACT: str(folder)},
-            signature=row_signature(package),
+            signature=_row_signature(package),
             input_example=_example(package),
             pip_requirements=_requirements(),
             metadata={
@@ -144,7 +144,7 @@ def log_client_models(
 ) -> dict[int, str]:
     """Log every client's deployed model of a run; client id → logged-model id."""
     return {
-        client.client_id: log_client_model(
+        client.client_id: _log_client_model(
             client_package(result, i), run_id=run_id, experiment_id=experiment_id, params=params
         )
         for i, client in enumerate(result.federation.clients)

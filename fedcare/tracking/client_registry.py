@@ -51,8 +51,8 @@ __all__ = [
 ]
 
 #: Model-version tag prefixes of the per-objective metrics (``fedcare.val.los.mae_days``).
-TAG_VAL_PREFIX = "fedcare.val."
-TAG_TEST_PREFIX = "fedcare.test."
+_TAG_VAL_PREFIX = "fedcare.val."
+_TAG_TEST_PREFIX = "fedcare.test."
 
 
 @dataclass(frozen=True)
@@ -172,8 +172,8 @@ def register_client_models(
             continue
         card = client_card(result, client, site_name)
         site_tags = {} if site_name is None else {TAG_SITE: site_name}
-        metric_tags = {f"{TAG_VAL_PREFIX}{s}.{m}": _text(v) for (s, m), v in val.items()}
-        metric_tags |= {f"{TAG_TEST_PREFIX}{s}.{m}": _text(v) for (s, m), v in test.items()}
+        metric_tags = {f"{_TAG_VAL_PREFIX}{s}.{m}": _text(v) for (s, m), v in val.items()}
+        metric_tags |= {f"{_TAG_TEST_PREFIX}{s}.{m}": _text(v) for (s, m), v in test.items()}
         outputs = ", ".join(f"`{c}`" for c in card.tags[TAG_OUTPUTS].split(","))
         version, promoted = register_version(
             card.name,

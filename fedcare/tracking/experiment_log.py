@@ -27,7 +27,7 @@ from fedcare_core.experiments.cells import Cell
 from fedcare_core.experiments.report import experiment_tables
 
 #: Tag naming the experiment of a parent run (``comparison``, ``clients``, ...).
-TAG_EXPERIMENT = "fedcare.experiment"
+_TAG_EXPERIMENT = "fedcare.experiment"
 #: Summary columns that measure cost, not a test metric.
 _NOT_TEST = ("rounds_run", "seconds")
 
@@ -85,7 +85,7 @@ def write_outputs(
 
 
 #: The MLflow section of metrics over seeds on the clients' validation splits.
-VALIDATION_SECTION = "validation_over_seeds"
+_VALIDATION_SECTION = "validation_over_seeds"
 
 
 def row_metrics(
@@ -122,7 +122,7 @@ def row_metrics(
         if name.endswith(".val"):  # validation, never under the test section's name
             base = name.removesuffix(".val")
             unit = f".{metrics[base]}.pooled" if base in metrics else ""
-            where = VALIDATION_SECTION if group is None else f"{VALIDATION_SECTION}/{group}"
+            where = _VALIDATION_SECTION if group is None else f"{_VALIDATION_SECTION}/{group}"
             key = f"{where}/{base}{unit}.{stat}"
         elif objective in metrics and client_mean in ("", "client_mean"):
             field = "mean_over_clients" if client_mean else "pooled"
@@ -180,7 +180,7 @@ def log_experiment_run(
     parent = store.start_parent_run(
         dataset,
         run_name=run_name or f"experiment-{outputs.experiment}",
-        tags={TAG_EXPERIMENT: outputs.experiment, **dict(tags or {})},
+        tags={_TAG_EXPERIMENT: outputs.experiment, **dict(tags or {})},
         params=params,
     )
     try:
@@ -195,7 +195,7 @@ def log_experiment_run(
                 experiment_id,
                 parent_run_id=parent,
                 run_name=name,
-                tags={TAG_EXPERIMENT: outputs.experiment},
+                tags={_TAG_EXPERIMENT: outputs.experiment},
             )
             metrics = [Metric(k, v, now, 0) for k, v in row_metrics(cells, units).items()]
             on_parent |= row_metrics(cells, units, name.replace(" ", "-"))

@@ -24,11 +24,11 @@ from typing import Any
 from urllib.parse import unquote, urlparse
 
 #: Folder (relative to the project root) that holds the local store; never a Python package.
-STORE_DIR = "mlflow"
-#: SQLite database file inside :data:`STORE_DIR`.
-DB_FILE = "mlflow.db"
+_STORE_DIR = "mlflow"
+#: SQLite database file inside :data:`_STORE_DIR`.
+_DB_FILE = "mlflow.db"
 #: Artifact root folder, beside the database (the stack's ``--artifacts-destination``).
-ARTIFACTS_DIR = "artifacts"
+_ARTIFACTS_DIR = "artifacts"
 
 
 def sqlite_path(tracking_uri: str) -> Path | None:
@@ -57,7 +57,7 @@ def default_tracking_uri(project_root: str | Path) -> str:
     str
         A SQLAlchemy SQLite URI with an absolute path (four slashes on POSIX).
     """
-    db = Path(project_root).resolve() / STORE_DIR / DB_FILE
+    db = Path(project_root).resolve() / _STORE_DIR / _DB_FILE
     return f"sqlite:///{db.as_posix()}"
 
 
@@ -98,7 +98,7 @@ def chosen_store(
 def artifact_root_for(tracking_uri: str) -> Path | None:
     """Artifact root beside a SQLite store (``<db folder>/artifacts``); ``None`` otherwise."""
     db = sqlite_path(tracking_uri)
-    return None if db is None else db.parent / ARTIFACTS_DIR
+    return None if db is None else db.parent / _ARTIFACTS_DIR
 
 
 def local_location(artifact_uri: str, tracking_uri: str) -> Path | None:

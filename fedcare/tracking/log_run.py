@@ -59,7 +59,7 @@ TAG_FLOW_RUN_ID = "prefect.flow_run_id"
 #: Dataset, algorithm and seed, for searching runs.
 TAG_DATASET = "fedcare.dataset"
 TAG_ALGORITHM = "fedcare.algorithm"
-TAG_SEED = "fedcare.seed"
+_TAG_SEED = "fedcare.seed"
 #: Which part of the method a run covers (``"experiment"`` or ``"stage2"``).
 TAG_STAGE = "fedcare.stage"
 #: Client index of a Stage 2 run.
@@ -73,7 +73,7 @@ TAG_CLIENT_MODEL_ID = "fedcare.client_model_id"
 TAG_PRIVACY = "fedcare.privacy"
 #: The ``privacy`` fields of ``results.json`` logged as run metrics (``dp.delta`` …; ε is the
 #: per-round ``stage1/dp.epsilon``, whose last step the runs table shows).
-DP_SUMMARY = ("delta", "noise_multiplier", "clip")
+_DP_SUMMARY = ("delta", "noise_multiplier", "clip")
 #: Prefix of the tags naming each objective's metric (``fedcare.metric.los = mae_days``).
 TAG_METRIC_PREFIX = "fedcare.metric."
 #: The run's setting: its name without the seed (``fedcare-K10-T100``), to group seeds by.
@@ -82,12 +82,12 @@ TAG_SETTING = "fedcare.setting"
 TAG_VARIANT = "fedcare.variant"
 
 #: Logged-model name of the Stage 1 model.
-BACKBONE_MODEL_NAME = "backbone"
+_BACKBONE_MODEL_NAME = "backbone"
 #: Artifact names.
 RESULTS_FILE = "results.json"
-PLOTS_DIR = "plots"
-LAMBDA_PLOT = "lambda_trajectory.png"
-METRICS_PLOT = "metrics.png"
+_PLOTS_DIR = "plots"
+_LAMBDA_PLOT = "lambda_trajectory.png"
+_METRICS_PLOT = "metrics.png"
 
 
 def log_experiment(
@@ -216,7 +216,7 @@ def _provenance_tags(
     out = {
         TAG_DATASET: str(doc["dataset"]),
         TAG_ALGORITHM: str(doc["algorithm"]),
-        TAG_SEED: str(config.get("seed")),
+        _TAG_SEED: str(config.get("seed")),
         TAG_SETTING: naming.setting_name(doc),
         TAG_VARIANT: naming.describe_variant(config, str(doc["dataset"])),
         TAG_DATASET_SHA256: str(doc.get("data", {}).get("sha256", "")),
@@ -292,7 +292,7 @@ def _final_metrics(doc: Mapping[str, Any]) -> list[Metric]:
         values.append(("stage1.converged", float(bool(stage1["converged"])), 0))
     values += [(f"timing.{k}", v, 0) for k, v in doc.get("timing", {}).items()]
     privacy = doc.get("privacy") or {}
-    values += [(f"dp.{k}", privacy.get(k), 0) for k in DP_SUMMARY if k in privacy]
+    values += [(f"dp.{k}", privacy.get(k), 0) for k in _DP_SUMMARY if k in privacy]
     return _metrics(values, now_ms())
 
 
@@ -346,9 +346,9 @@ def _log_artifacts(
         results = root / RESULTS_FILE
         results.write_text(json.dumps(json_safe(doc), indent=2, allow_nan=False) + "\n")
         mc.log_artifact(run_id, str(results))
-        plots.lambda_trajectory(doc["rounds"], root / PLOTS_DIR / LAMBDA_PLOT)
-        plots.metrics_chart(doc["objectives"], root / PLOTS_DIR / METRICS_PLOT)
-        mc.log_artifacts(run_id, str(root / PLOTS_DIR), artifact_path=PLOTS_DIR)
+        plots.lambda_trajectory(doc["rounds"], root / _PLOTS_DIR / _LAMBDA_PLOT)
+        plots.metrics_chart(doc["objectives"], root / _PLOTS_DIR / _METRICS_PLOT)
+        mc.log_artifacts(run_id, str(root / _PLOTS_DIR), artifact_path=_PLOTS_DIR)
     for name, path in extras.items():
         if path.is_dir():
             mc.log_artifacts(run_id, str(path), artifact_path=name)
@@ -444,7 +444,7 @@ def _log_backbone(
     return log_model(
         GlobalPredictor(model, _kinds(result)),
         fed.common_width,
-        name=BACKBONE_MODEL_NAME,
+        name=_BACKBONE_MODEL_NAME,
         run_id=run_id,
         experiment_id=experiment_id,
         params=params,

@@ -11,7 +11,7 @@ from typing import Any
 #: configuration is in ``results.json`` as well.
 MAX_PARAM_VALUE_LENGTH = 500
 #: Longest param key MLflow accepts.
-MAX_PARAM_KEY_LENGTH = 250
+_MAX_PARAM_KEY_LENGTH = 250
 #: Appended to a value cut to fit.
 TRUNCATION_MARK = "...[truncated]"
 
@@ -78,7 +78,7 @@ def flatten_params(
         if isinstance(value, Mapping):
             out.update(flatten_params(value, full, max_length))
             continue
-        if len(full) > MAX_PARAM_KEY_LENGTH:
-            raise ValueError(f"param key longer than {MAX_PARAM_KEY_LENGTH} characters: {full!r}")
+        if len(full) > _MAX_PARAM_KEY_LENGTH:
+            raise ValueError(f"param key longer than {_MAX_PARAM_KEY_LENGTH} characters: {full!r}")
         out[full] = param_value(value, max_length)
     return dict(sorted(out.items()))

@@ -33,7 +33,7 @@ from fedcare_core.predict.package import output_column
 from fedcare_core.run.results import ExperimentResult
 
 #: Between the objectives of a name.
-OBJECTIVES_JOINER = "+"
+_OBJECTIVES_JOINER = "+"
 #: Registered model names.
 CLIENT_MODEL_TEMPLATE = "fedcare-{dataset}-{algorithm}-{objectives}-client{client}"
 SITE_MODEL_TEMPLATE = "fedcare-{dataset}-{algorithm}-{objectives}-{site}"
@@ -65,7 +65,7 @@ _CHAMPION = (
 )
 
 
-def objectives_label(objectives: Sequence[str]) -> str:
+def _objectives_label(objectives: Sequence[str]) -> str:
     """The objectives part of a name: sorted, joined by ``+`` (``early_discharge+readmission``).
 
     Raises
@@ -75,13 +75,16 @@ def objectives_label(objectives: Sequence[str]) -> str:
     """
     if not objectives:
         raise ValueError("a model predicts at least one objective")
-    return OBJECTIVES_JOINER.join(sorted(objectives))
+    return _OBJECTIVES_JOINER.join(sorted(objectives))
 
 
 def client_model_name(dataset: str, algorithm: str, objectives: Sequence[str], client: int) -> str:
     """Registered model name of client ``client``'s deployed model predicting ``objectives``."""
     return CLIENT_MODEL_TEMPLATE.format(
-        dataset=dataset, algorithm=algorithm, objectives=objectives_label(objectives), client=client
+        dataset=dataset,
+        algorithm=algorithm,
+        objectives=_objectives_label(objectives),
+        client=client,
     )
 
 
@@ -111,19 +114,19 @@ def site_model_name(dataset: str, algorithm: str, objectives: Sequence[str], sit
     """
     check_site_name(site)
     return SITE_MODEL_TEMPLATE.format(
-        dataset=dataset, algorithm=algorithm, objectives=objectives_label(objectives), site=site
+        dataset=dataset, algorithm=algorithm, objectives=_objectives_label(objectives), site=site
     )
 
 
 def backbone_model_name(dataset: str, algorithm: str, objectives: Sequence[str]) -> str:
     """Registered model name of the backbone ``algorithm`` trained on ``dataset``."""
     return BACKBONE_MODEL_TEMPLATE.format(
-        dataset=dataset, algorithm=algorithm, objectives=objectives_label(objectives)
+        dataset=dataset, algorithm=algorithm, objectives=_objectives_label(objectives)
     )
 
 
 @dataclass(frozen=True)
-class ModelCard:
+class _ModelCard:
     """A registered model's name, tags and description."""
 
     name: str
@@ -162,7 +165,7 @@ def _common_tags(
 
 def client_card(
     result: ExperimentResult, client: ClientData, site_name: str | None = None
-) -> ModelCard:
+) -> _ModelCard:
     """The registered model of one client of a run (a named site's when given).
 
     Parameters
@@ -211,10 +214,10 @@ def client_card(
         f', or `mlflow.pyfunc.load_model("models:/{name}@champion").predict(rows)`.',
     ]
     tags = _common_tags(result, objectives, outputs) | who | {TAG_INPUT: "raw rows"}
-    return ModelCard(name, tags, "\n".join(lines) + "\n")
+    return _ModelCard(name, tags, "\n".join(lines) + "\n")
 
 
-def backbone_card(result: ExperimentResult) -> ModelCard:
+def backbone_card(result: ExperimentResult) -> _ModelCard:
     """The registered model of a run's Stage 1 backbone ``w*`` (FedCARE, FedCARE-B)."""
     fed = result.federation
     objectives = tuple(o.name for o in fed.objectives)
@@ -239,4 +242,4 @@ def backbone_card(result: ExperimentResult) -> ModelCard:
         TAG_MODEL: "backbone",
         TAG_INPUT: "encoded common features",
     }
-    return ModelCard(name, tags, "\n".join(lines) + "\n")
+    return _ModelCard(name, tags, "\n".join(lines) + "\n")

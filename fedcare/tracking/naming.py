@@ -51,9 +51,9 @@ from fedcare_core.config import DataConfig, ExperimentConfig
 from fedcare_core.data.registry import REGISTRY
 
 #: Section of a run's test metrics per objective, and of a Stage 2 run's client test value.
-TEST_SECTION = "test"
+_TEST_SECTION = "test"
 #: Section of a run's per-client test metrics.
-CLIENT_SECTION = "test_by_client"
+_CLIENT_SECTION = "test_by_client"
 #: Section of a parent run's mean and std over seeds.
 SEEDS_SECTION = "test_over_seeds"
 #: Section of λ*_s per round (sorts before every other section of a run).
@@ -61,9 +61,9 @@ LAMBDA_SECTION = "lambda"
 #: Section of the other per-round Stage 1 traces.
 ROUNDS_SECTION = "stage1"
 #: Between the parts of a run name.
-NAME_SEPARATOR = " · "
+_NAME_SEPARATOR = " · "
 #: First part of a flow run's parent run name.
-FLOW_PREFIX = "flow"
+_FLOW_PREFIX = "flow"
 #: The document's per-objective summary fields logged on a run.
 RUN_FIELDS = ("pooled", "mean_over_clients", "std_over_clients")
 #: The fields a parent run summarises over seeds.
@@ -110,19 +110,19 @@ def _flat(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
-def default_config(dataset: str) -> dict[str, Any]:
+def _default_config(dataset: str) -> dict[str, Any]:
     """The default configuration of a dataset as a nested dict (any dataset name is accepted)."""
     data = DataConfig(dataset=dataset) if dataset in REGISTRY else DataConfig()
     return asdict(ExperimentConfig(data=data))  # with ``baselines``, which to_dict may drop
 
 
-def config_differences(config: Mapping[str, Any], dataset: str) -> dict[str, Any]:
+def _config_differences(config: Mapping[str, Any], dataset: str) -> dict[str, Any]:
     """Dotted key → value of every setting that departs from the dataset's defaults.
 
     Keys already in the run name (algorithm, seed, K, T) and ``threads`` are left out; so are
     keys the default does not have (a document of a newer configuration is still named).
     """
-    default = _flat(default_config(dataset))
+    default = _flat(_default_config(dataset))
     return {
         key: value
         for key, value in sorted(_flat(config).items())
@@ -145,7 +145,7 @@ def variant(config: Mapping[str, Any], dataset: str) -> str:
     str
         E.g. ``"rho0.5-dirichlet-alpha0.1"``, ``"n600-cfg3fa2"`` or ``""``.
     """
-    diffs = config_differences(config, dataset)
+    diffs = _config_differences(config, dataset)
     tokens = [fmt(diffs.pop(key)) for key, fmt in _VARIANT_TOKENS.items() if key in diffs]
     if diffs:
         blob = json.dumps(diffs, sort_keys=True, default=str).encode()
@@ -155,7 +155,7 @@ def variant(config: Mapping[str, Any], dataset: str) -> str:
 
 def describe_variant(config: Mapping[str, Any], dataset: str) -> str:
     """Every departure from the defaults, readable (``stage1.batch_size=32, …``; ``default``)."""
-    diffs = config_differences(config, dataset)
+    diffs = _config_differences(config, dataset)
     return ", ".join(f"{k}={json.dumps(v)}" for k, v in diffs.items()) or "default"
 
 
@@ -182,7 +182,7 @@ def config_setting_name(config: ExperimentConfig) -> str:
 def run_name(doc: Mapping[str, Any]) -> str:
     """``seed<k> · <setting>`` of a results document (see the module docstring)."""
     seed = doc.get("config", {}).get("seed")
-    return f"seed{seed}{NAME_SEPARATOR}{setting_name(doc)}"
+    return f"seed{seed}{_NAME_SEPARATOR}{setting_name(doc)}"
 
 
 def parse_run_name(name: str) -> tuple[int, str] | None:
@@ -198,7 +198,7 @@ def parse_run_name(name: str) -> tuple[int, str] | None:
     tuple of (int, str) or None
         ``(3, "fedcare-K10-T100-rho0.5")``.
     """
-    head, sep, setting = name.partition(NAME_SEPARATOR)
+    head, sep, setting = name.partition(_NAME_SEPARATOR)
     number = head.removeprefix("seed")
     if not sep or not setting or head == number or not number.lstrip("-").isdigit():
         return None
@@ -226,7 +226,7 @@ def parent_run_name(settings: Sequence[str], seeds: Sequence[int]) -> str:
         Its seeds.
     """
     what = " + ".join(dict.fromkeys(settings)) or "nothing"
-    return NAME_SEPARATOR.join((FLOW_PREFIX, what, seeds_label(seeds)))
+    return _NAME_SEPARATOR.join((_FLOW_PREFIX, what, seeds_label(seeds)))
 
 
 def stage1_run_name(document: Mapping[str, Any]) -> str:
@@ -236,7 +236,7 @@ def stage1_run_name(document: Mapping[str, Any]) -> str:
     ``-seed<k>``, which comes first instead.
     """
     seed = document["seed"]
-    return f"seed{seed}{NAME_SEPARATOR}{str(document['run_name']).removesuffix(f'-seed{seed}')}"
+    return f"seed{seed}{_NAME_SEPARATOR}{str(document['run_name']).removesuffix(f'-seed{seed}')}"
 
 
 def lambda_key(objective: str) -> str:
@@ -249,24 +249,24 @@ def round_key(name: str) -> str:
     return f"{ROUNDS_SECTION}/{name}"
 
 
-def metric_name(objective: str, metric: object) -> str:
+def _metric_name(objective: str, metric: object) -> str:
     """``<objective>.<metric>``, e.g. ``los.mae_days``."""
     return f"{objective}.{metric}"
 
 
 def test_key(objective: str, metric: object, field: str) -> str:
     """A run's test metric: ``test/readmission.auroc.pooled``."""
-    return f"{TEST_SECTION}/{metric_name(objective, metric)}.{field}"
+    return f"{_TEST_SECTION}/{_metric_name(objective, metric)}.{field}"
 
 
 def client_key(objective: str, metric: object, client: object) -> str:
     """A run's per-client test metric: ``test_by_client/los.mae_days.client3``."""
-    return f"{CLIENT_SECTION}/{metric_name(objective, metric)}.client{client}"
+    return f"{_CLIENT_SECTION}/{_metric_name(objective, metric)}.client{client}"
 
 
 def stage2_test_key(objective: str, metric: object) -> str:
     """A Stage 2 run's test metric of its client: ``test/readmission.auroc``."""
-    return f"{TEST_SECTION}/{metric_name(objective, metric)}"
+    return f"{_TEST_SECTION}/{_metric_name(objective, metric)}"
 
 
 def summary_key(group: str | None, objective: str, metric: object, field: str, stat: str) -> str:
@@ -275,7 +275,7 @@ def summary_key(group: str | None, objective: str, metric: object, field: str, s
     Without a group (a run that is one setting already): ``test_over_seeds/<objective>…``.
     """
     section = SEEDS_SECTION if group is None else f"{SEEDS_SECTION}/{group}"
-    return f"{section}/{metric_name(objective, metric)}.{field}.{stat}"
+    return f"{section}/{_metric_name(objective, metric)}.{field}.{stat}"
 
 
 def seeds_key(group: str | None) -> str:

@@ -16,14 +16,14 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 #: Resolution of the PNGs.
-DPI = 100
+_DPI = 100
 #: Width and height (inches) of one panel.
 PANEL_SIZE = (6.0, 3.2)
 #: ‖d‖² is drawn on a log axis when its largest value exceeds its smallest by this factor.
-LOG_SPAN = 10.0
+_LOG_SPAN = 10.0
 #: Bar width, and the fewest bar slots an axis shows (one client's bar stays narrow).
-BAR_WIDTH = 0.6
-MIN_BAR_SLOTS = 4
+_BAR_WIDTH = 0.6
+_MIN_BAR_SLOTS = 4
 
 
 def _finite(value: Any) -> bool:
@@ -34,7 +34,7 @@ def save_figure(fig: Figure, path: Path) -> Path:
     """Render ``fig`` to a PNG at ``path`` (parents created) without a display; returns ``path``."""
     path.parent.mkdir(parents=True, exist_ok=True)
     FigureCanvasAgg(fig)
-    fig.savefig(path, format="png", dpi=DPI)
+    fig.savefig(path, format="png", dpi=_DPI)
     return path
 
 
@@ -71,7 +71,7 @@ def lambda_trajectory(rounds: Sequence[Mapping[str, Any]], path: str | Path) -> 
         xs, ys = zip(*pts, strict=True)
         ax_d.plot(xs, ys, color="black", marker="o", markersize=3)
         # A log axis only helps when ‖d‖² spans orders of magnitude.
-        if min(ys) > 0 and max(ys) / min(ys) > LOG_SPAN:
+        if min(ys) > 0 and max(ys) / min(ys) > _LOG_SPAN:
             ax_d.set_yscale("log")
     ax_d.set_ylabel("‖d‖²")
     ax_d.set_xlabel("round")
@@ -102,11 +102,11 @@ def metrics_chart(objectives: Mapping[str, Mapping[str, Any]], path: str | Path)
         clients = [c for c in rep.get("clients", []) if _finite(c.get("value"))]
         labels = [f"client {c['client']}" for c in clients]
         bars = ax.bar(
-            range(len(clients)), [c["value"] for c in clients], BAR_WIDTH, color="tab:blue"
+            range(len(clients)), [c["value"] for c in clients], _BAR_WIDTH, color="tab:blue"
         )
         ax.bar_label(bars, fmt="%.3f", fontsize="small")
         ax.set_xticks(range(len(clients)), labels, fontsize="small")
-        ax.set_xlim(-0.5, max(len(clients), MIN_BAR_SLOTS) - 0.5)
+        ax.set_xlim(-0.5, max(len(clients), _MIN_BAR_SLOTS) - 0.5)
         if rep.get("metric") == "auroc":
             ax.set_ylim(0.0, 1.05)
         if _finite(rep.get("pooled")):

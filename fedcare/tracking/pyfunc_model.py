@@ -50,13 +50,13 @@ class FedcareClientModel(PythonModel):
                 model_input, unseen_categories=(params or {}).get(UNSEEN_PARAM)
             )
         except FedcareError as exc:
-            if os.environ.get(SERVING_ENV, "").lower() == "true":
+            if os.environ.get(_SERVING_ENV, "").lower() == "true":
                 raise ScoringRefused(str(exc)) from None
             raise  # in process: the DataError itself (fedcare predict adds the file)
 
 
 #: Set by MLflow's scoring server (``mlflow models serve``) in its process.
-SERVING_ENV = "_MLFLOW_IS_IN_SERVING_ENVIRONMENT"
+_SERVING_ENV = "_MLFLOW_IS_IN_SERVING_ENVIRONMENT"
 
 
 class ScoringRefused(MlflowException):

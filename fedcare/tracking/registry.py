@@ -33,15 +33,15 @@ from fedcare_core.run.results import ExperimentResult
 CHAMPION_ALIAS = "champion"
 #: Model-version tags recording what a version was judged on.
 TAG_SCORE = "fedcare.score"
-TAG_SCORE_NAME = "fedcare.score_name"
-TAG_HIGHER_IS_BETTER = "fedcare.higher_is_better"
+_TAG_SCORE_NAME = "fedcare.score_name"
+_TAG_HIGHER_IS_BETTER = "fedcare.higher_is_better"
 #: Whether the version took the alias when it was registered.
 TAG_PROMOTED = "fedcare.promoted"
 #: Why a version was not compared with the champion (judged on another score).
 TAG_NOT_COMPARED = "fedcare.not_compared"
 _ABSENT = {ErrorCode.Name(RESOURCE_DOES_NOT_EXIST), ErrorCode.Name(INVALID_PARAMETER_VALUE)}
 #: Default name of the score (what the caller measured).
-DEFAULT_SCORE_NAME = "validation_score"
+_DEFAULT_SCORE_NAME = "validation_score"
 
 
 def champion(model_name: str, alias: str = CHAMPION_ALIAS) -> ModelVersion | None:
@@ -71,7 +71,7 @@ def register_backbone(
     score: float,
     higher_is_better: bool = True,
     *,
-    score_name: str = DEFAULT_SCORE_NAME,
+    score_name: str = _DEFAULT_SCORE_NAME,
     alias: str = CHAMPION_ALIAS,
     model_tags: Mapping[str, str] | None = None,
     model_description: str | None = None,
@@ -129,7 +129,7 @@ class Score:
     """What a version is judged on: a value, its name and its direction."""
 
     value: float
-    name: str = DEFAULT_SCORE_NAME
+    name: str = _DEFAULT_SCORE_NAME
     higher_is_better: bool = True
 
     def beats(self, other: float) -> bool:
@@ -194,8 +194,8 @@ def register_version(
         run_id=run_id,
         tags={
             TAG_SCORE: repr(float(score.value)),
-            TAG_SCORE_NAME: score.name,
-            TAG_HIGHER_IS_BETTER: str(score.higher_is_better).lower(),
+            _TAG_SCORE_NAME: score.name,
+            _TAG_HIGHER_IS_BETTER: str(score.higher_is_better).lower(),
             **(tags or {}),
         },
         description=description,
@@ -241,13 +241,13 @@ def _judged_otherwise(
     tags = current.tags or {}
     direction = str(score.higher_is_better).lower()
     if (
-        tags.get(TAG_SCORE_NAME, score.name) == score.name
-        and tags.get(TAG_HIGHER_IS_BETTER, direction) == direction
+        tags.get(_TAG_SCORE_NAME, score.name) == score.name
+        and tags.get(_TAG_HIGHER_IS_BETTER, direction) == direction
     ):
         return None
     return (
         f"the {alias!r} version {current.version} of {model_name!r} was judged on "
-        f"{tags.get(TAG_SCORE_NAME)!r} (higher_is_better={tags.get(TAG_HIGHER_IS_BETTER)}), "
+        f"{tags.get(_TAG_SCORE_NAME)!r} (higher_is_better={tags.get(_TAG_HIGHER_IS_BETTER)}), "
         f"not {score.name!r} (higher_is_better={direction})"
     )
 

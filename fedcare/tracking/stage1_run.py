@@ -20,7 +20,7 @@ from typing import Any
 from fedcare.tracking import naming, plots, store
 from fedcare.tracking.log_run import json_safe, log_batch_chunked, round_metrics
 
-STAGE1_FILE = "stage1.json"
+_STAGE1_FILE = "stage1.json"
 
 
 def _params(document: Mapping[str, Any]) -> dict[str, str]:
@@ -81,7 +81,7 @@ def log_stage1_run(
         )
         with tempfile.TemporaryDirectory(prefix="fedcare-mlflow-") as tmp:
             root = Path(tmp)
-            path = root / STAGE1_FILE
+            path = root / _STAGE1_FILE
             path.write_text(json.dumps(json_safe(document), indent=2, allow_nan=False) + "\n")
             mc.log_artifact(run_id, str(path))
             if document["rounds"]:

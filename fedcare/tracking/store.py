@@ -5,7 +5,7 @@ beside it (``mlflow/mlflow.db``, ``mlflow/artifacts/``). Any other tracking URI 
 file, a tracking server) is accepted; for a SQLite file the artifacts go next to the database.
 
 Every FedCARE experiment is marked a model-training experiment: the tag
-``mlflow.experimentKind = custom_model_development`` (:data:`EXPERIMENT_KIND`), the value the
+``mlflow.experimentKind = custom_model_development`` (:data:`_EXPERIMENT_KIND`), the value the
 MLflow UI's experiment-type selector writes for "Machine learning". MLflow 3.17's UI reads
 that tag only when its workflow switch is off; with it on (as built) the page's mode is the
 browser's "GenAI" / "Model training" switch: the URL's ``workflowType`` parameter, else the
@@ -37,15 +37,15 @@ from fedcare.tracking.local_artifacts import (  # re-exported: the project's def
 )
 
 #: Experiment name prefix: one experiment per dataset (``fedcare/diabetes130``).
-EXPERIMENT_PREFIX = "fedcare/"
+_EXPERIMENT_PREFIX = "fedcare/"
 #: Statuses a run may end with.
-END_STATUSES = ("FINISHED", "FAILED", "KILLED")
+_END_STATUSES = ("FINISHED", "FAILED", "KILLED")
 #: Experiment tag naming the dataset.
 TAG_DATASET = "fedcare.dataset"
 #: Experiment tag the MLflow UI reads an experiment's type from, and FedCARE's value of it
 #: ("Machine learning": runs, metrics and models, not GenAI traces).
-TAG_EXPERIMENT_KIND = "mlflow.experimentKind"
-EXPERIMENT_KIND = "custom_model_development"
+_TAG_EXPERIMENT_KIND = "mlflow.experimentKind"
+_EXPERIMENT_KIND = "custom_model_development"
 
 _artifact_root: Path | None = None
 #: The registry URI :func:`configure` set last (MLflow mirrors it in ``MLFLOW_REGISTRY_URI``).
@@ -105,9 +105,9 @@ def client() -> MlflowClient:
     return MlflowClient(tracking_uri=get_tracking_uri())
 
 
-def experiment_name(dataset: str) -> str:
+def _experiment_name(dataset: str) -> str:
     """The experiment name of a dataset (``fedcare/<dataset>``)."""
-    return f"{EXPERIMENT_PREFIX}{dataset}"
+    return f"{_EXPERIMENT_PREFIX}{dataset}"
 
 
 def experiment_for(dataset: str) -> str:
@@ -116,7 +116,7 @@ def experiment_for(dataset: str) -> str:
     A new experiment on a SQLite store stores its artifacts under
     ``<artifact root>/<dataset>``; on other stores the server's default applies. It is created
     with a description of the run and metric names (:data:`fedcare.tracking.views.DESCRIPTION`)
-    and :data:`TAG_EXPERIMENT_KIND`; an existing experiment without that tag gets it (one a
+    and :data:`_TAG_EXPERIMENT_KIND`; an existing experiment without that tag gets it (one a
     person set to another kind keeps theirs).
 
     Parameters
@@ -130,16 +130,16 @@ def experiment_for(dataset: str) -> str:
         The experiment id.
     """
     mc = client()
-    name = experiment_name(dataset)
+    name = _experiment_name(dataset)
     found = mc.get_experiment_by_name(name)
     if found is not None:
-        if TAG_EXPERIMENT_KIND not in found.tags:
-            mc.set_experiment_tag(found.experiment_id, TAG_EXPERIMENT_KIND, EXPERIMENT_KIND)
+        if _TAG_EXPERIMENT_KIND not in found.tags:
+            mc.set_experiment_tag(found.experiment_id, _TAG_EXPERIMENT_KIND, _EXPERIMENT_KIND)
         return str(found.experiment_id)
     location = None if _artifact_root is None else (_artifact_root / dataset).as_uri()
     tags = {
         TAG_DATASET: dataset,
-        TAG_EXPERIMENT_KIND: EXPERIMENT_KIND,
+        _TAG_EXPERIMENT_KIND: _EXPERIMENT_KIND,
         views.NOTE_TAG: views.DESCRIPTION,
     }
     try:
@@ -174,7 +174,9 @@ def experiment_page(tracking_uri: str, dataset: str) -> str:
 
     if not tracking_uri.startswith(("http://", "https://")):
         return tracking_uri
-    found = MlflowClient(tracking_uri=tracking_uri).get_experiment_by_name(experiment_name(dataset))
+    found = MlflowClient(tracking_uri=tracking_uri).get_experiment_by_name(
+        _experiment_name(dataset)
+    )
     page = None if found is None else experiment_url(tracking_uri, str(found.experiment_id))
     return page or tracking_uri
 
@@ -228,6 +230,6 @@ def create_child_run(
 
 def finish_run(run_id: str, status: str = "FINISHED") -> None:
     """Mark a run ended with ``status`` (``FINISHED``, ``FAILED`` or ``KILLED``)."""
-    if status not in END_STATUSES:
+    if status not in _END_STATUSES:
         raise ValueError(f"unknown run status {status!r}; expected FINISHED, FAILED or KILLED")
     client().set_terminated(run_id, status=status)

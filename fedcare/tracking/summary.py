@@ -37,14 +37,14 @@ from fedcare.tracking.log_run import (
 )
 
 #: ``(objective, metric, field)`` → value: one run's test scores.
-Scores = dict[tuple[str, str, str], float]
+_Scores = dict[tuple[str, str, str], float]
 #: A run's K and T among its params (``flatten_params`` of its configuration).
-CLIENTS_PARAM = "data.clients"
-ROUNDS_PARAM = "stage1.rounds"
+_CLIENTS_PARAM = "data.clients"
+_ROUNDS_PARAM = "stage1.rounds"
 
 
 @dataclass(frozen=True)
-class RunScores:
+class _RunScores:
     """One algorithm × seed run's summary test scores.
 
     Parameters
@@ -62,7 +62,7 @@ class RunScores:
 
     algorithm: str
     setting: str
-    scores: Scores = field(default_factory=dict)
+    scores: _Scores = field(default_factory=dict)
     clients: str | None = None
     rounds: str | None = None
 
@@ -73,9 +73,9 @@ def _finite(value: Any) -> float | None:
     return float(value) if math.isfinite(value) else None
 
 
-def scores_from_doc(doc: Mapping[str, Any]) -> RunScores:
+def scores_from_doc(doc: Mapping[str, Any]) -> _RunScores:
     """A results document's (``results.json``) summary test scores."""
-    scores: Scores = {}
+    scores: _Scores = {}
     for objective, rep in doc["objectives"].items():
         for name in naming.SUMMARY_FIELDS:
             value = _finite(rep.get(name))
@@ -84,7 +84,7 @@ def scores_from_doc(doc: Mapping[str, Any]) -> RunScores:
     config = doc.get("config", {})
     clients = config.get("data", {}).get("clients")
     rounds = config.get("stage1", {}).get("rounds")
-    return RunScores(
+    return _RunScores(
         str(doc["algorithm"]),
         naming.setting_name(doc),
         scores,
@@ -93,10 +93,10 @@ def scores_from_doc(doc: Mapping[str, Any]) -> RunScores:
     )
 
 
-def scores_from_run(run: Run) -> RunScores:
+def scores_from_run(run: Run) -> _RunScores:
     """An MLflow run's summary test scores, read back from its metrics and tags."""
     tags, metrics = run.data.tags, run.data.metrics
-    scores: Scores = {}
+    scores: _Scores = {}
     for key, metric in tags.items():
         if not key.startswith(TAG_METRIC_PREFIX):
             continue
@@ -107,28 +107,28 @@ def scores_from_run(run: Run) -> RunScores:
                 scores[(objective, metric, name)] = value
     algorithm = tags.get(TAG_ALGORITHM, "unknown")
     params = run.data.params
-    return RunScores(
+    return _RunScores(
         algorithm,
         tags.get(TAG_SETTING, algorithm),
         scores,
-        params.get(CLIENTS_PARAM),
-        params.get(ROUNDS_PARAM),
+        params.get(_CLIENTS_PARAM),
+        params.get(_ROUNDS_PARAM),
     )
 
 
-def _group(runs: Sequence[RunScores]) -> dict[str, list[RunScores]]:
+def _group(runs: Sequence[_RunScores]) -> dict[str, list[_RunScores]]:
     """Runs by algorithm, or by setting for an algorithm with several settings."""
     settings: dict[str, set[str]] = {}
     for r in runs:
         settings.setdefault(r.algorithm, set()).add(r.setting)
-    groups: dict[str, list[RunScores]] = {}
+    groups: dict[str, list[_RunScores]] = {}
     for r in runs:
         key = r.algorithm if len(settings[r.algorithm]) == 1 else r.setting
         groups.setdefault(key, []).append(r)
     return groups
 
 
-def summary_metrics(runs: Iterable[RunScores]) -> dict[str, float]:
+def summary_metrics(runs: Iterable[_RunScores]) -> dict[str, float]:
     """Mean and std over seeds of each group's scores, and its number of seeds.
 
     Parameters
@@ -153,7 +153,7 @@ def summary_metrics(runs: Iterable[RunScores]) -> dict[str, float]:
     return out
 
 
-def setting_metrics(runs: Iterable[RunScores]) -> dict[str, float]:
+def _setting_metrics(runs: Iterable[_RunScores]) -> dict[str, float]:
     """The mean over seeds under the runs' own keys, for runs of one setting; else nothing.
 
     Parameters
@@ -177,15 +177,15 @@ def setting_metrics(runs: Iterable[RunScores]) -> dict[str, float]:
     }
 
 
-def parent_labels(runs: Sequence[RunScores]) -> tuple[dict[str, str], dict[str, str]]:
+def _parent_labels(runs: Sequence[_RunScores]) -> tuple[dict[str, str], dict[str, str]]:
     """The parent's setting tag, and its runs' K and T as params where they all share them."""
     if not runs:
         return {}, {}
     tags = {TAG_SETTING: " + ".join(sorted({r.setting for r in runs}))}
     params: dict[str, str] = {}
     for key, values in (
-        (CLIENTS_PARAM, {r.clients for r in runs}),
-        (ROUNDS_PARAM, {r.rounds for r in runs}),
+        (_CLIENTS_PARAM, {r.clients for r in runs}),
+        (_ROUNDS_PARAM, {r.rounds for r in runs}),
     ):
         shared = values.pop() if len(values) == 1 else None
         if shared is not None:
@@ -226,18 +226,18 @@ def log_parent_summary(
     -------
     dict[str, float]
         What was logged (empty when the parent has no finished run): :func:`summary_metrics`
-        and, for runs of one setting, :func:`setting_metrics`.
+        and, for runs of one setting, :func:`_setting_metrics`.
     """
     runs = (
         [scores_from_run(r) for r in child_runs(parent_run_id)]
         if docs is None
         else [scores_from_doc(d) for d in docs]
     )
-    values = summary_metrics(runs) | setting_metrics(runs)
+    values = summary_metrics(runs) | _setting_metrics(runs)
     now = now_ms()
     metrics = [Metric(key, value, now, 0) for key, value in values.items()]
     mc = store.client()
-    tags, params = parent_labels(runs)
+    tags, params = _parent_labels(runs)
     logged = mc.get_run(parent_run_id).data.params  # a retry: only the params not yet logged
     params = {k: v for k, v in params.items() if k not in logged}
     log_batch_chunked(mc, parent_run_id, metrics=metrics, params=params, tags=tags)

@@ -38,13 +38,13 @@ VIEW_TAG_PREFIX = "mlflow.sharedViewState."
 #: View id → display name.
 RUNS_VIEW = "fedcare-test-metrics"
 SEEDS_VIEW = "fedcare-mean-over-seeds"
-VIEW_NAMES = {RUNS_VIEW: "FedCARE: test metrics", SEEDS_VIEW: "FedCARE: mean over seeds"}
+_VIEW_NAMES = {RUNS_VIEW: "FedCARE: test metrics", SEEDS_VIEW: "FedCARE: mean over seeds"}
 #: Columns every runs view starts with (the run's setting, K and T).
 _BASE_COLUMNS = ("tags.`fedcare.setting`", "params.`data.clients`", "params.`stage1.rounds`")
 
 #: The experiment's description (Markdown). A description that starts with
-#: :data:`DESCRIPTION_HEAD` is FedCARE's and kept up to date; any other is a person's, kept.
-DESCRIPTION_HEAD = "FedCARE runs."
+#: :data:`_DESCRIPTION_HEAD` is FedCARE's and kept up to date; any other is a person's, kept.
+_DESCRIPTION_HEAD = "FedCARE runs."
 DESCRIPTION = """\
 FedCARE runs. Each flow run is a parent run named by what it ran
 (`flow · <setting>[ + <setting>…] · seeds <list>`); under it one run per algorithm × seed,
@@ -122,7 +122,7 @@ def view_tag(view_id: str, columns: Sequence[str], existing: str | None, now_ms:
         return None
     state = json.dumps({"selectedColumns": merged})
     return json.dumps(
-        {"name": VIEW_NAMES[view_id], "createdAt": created, "updatedAt": now_ms, "state": state}
+        {"name": _VIEW_NAMES[view_id], "createdAt": created, "updatedAt": now_ms, "state": state}
     )
 
 
@@ -146,5 +146,5 @@ def publish(mc: MlflowClient, experiment_id: str, view_id: str, columns: Sequenc
     if value is not None:
         mc.set_experiment_tag(experiment_id, VIEW_TAG_PREFIX + view_id, value)
     note = tags.get(NOTE_TAG)
-    if note is None or (note.startswith(DESCRIPTION_HEAD) and note != DESCRIPTION):
+    if note is None or (note.startswith(_DESCRIPTION_HEAD) and note != DESCRIPTION):
         mc.set_experiment_tag(experiment_id, NOTE_TAG, DESCRIPTION)

@@ -72,12 +72,12 @@ DATASET_FEATURE_SETS = {name: spec.feature_sets for name, spec in REGISTRY.items
 #: every row, takes none).
 DATASET_COHORTS: dict[str, tuple[str, ...]] = {n: s.cohorts for n, s in REGISTRY.items()}
 #: The cohort whose published split ``data.benchmark_split`` reads.
-BENCHMARK_COHORT = "benchmark-ihm"
+_BENCHMARK_COHORT = "benchmark-ihm"
 #: How many objectives each dataset defines.
 DATASET_OBJECTIVES = {name: spec.objectives for name, spec in REGISTRY.items()}
 
 
-def check_choice(value: str, allowed: tuple[str, ...], name: str, path: str) -> None:
+def _check_choice(value: str, allowed: tuple[str, ...], name: str, path: str) -> None:
     """Refuse ``value`` outside ``allowed``, naming the field (``path``) and the choices."""
     if value not in allowed:
         raise ConfigError(
@@ -93,14 +93,14 @@ def check_dataset_choices(data: DataChoices) -> None:
     ConfigError
         Naming the field and its flag.
     """
-    check_choice(data.dataset, dataset_names(), "dataset", "data.dataset")
+    _check_choice(data.dataset, dataset_names(), "dataset", "data.dataset")
     _check_objectives(data)
     _check_features(data)
     _check_cohort(data)
 
 
 def _check_features(data: DataChoices) -> None:
-    check_choice(data.features, FEATURE_SETS, "feature set", "data.features")
+    _check_choice(data.features, FEATURE_SETS, "feature set", "data.features")
     feature_sets = get_dataset(data.dataset).feature_sets
     if data.features not in feature_sets:
         raise ConfigError(
@@ -124,11 +124,11 @@ def _check_cohort(data: DataChoices) -> None:
                 f"data.cohort (--cohort) {data.cohort!r}: {data.dataset} has no cohorts to "
                 "choose from (every encounter is a row); leave it unset"
             )
-        check_choice(data.cohort, allowed, f"{data.dataset} cohort", "data.cohort")
-    if data.benchmark_split is not None and data.cohort != BENCHMARK_COHORT:
+        _check_choice(data.cohort, allowed, f"{data.dataset} cohort", "data.cohort")
+    if data.benchmark_split is not None and data.cohort != _BENCHMARK_COHORT:
         raise ConfigError(
             f"data.benchmark_split (--benchmark-split) reads the MIMIC-III benchmark's "
-            f"listfiles: it needs data.cohort {BENCHMARK_COHORT!r} (--cohort {BENCHMARK_COHORT})"
+            f"listfiles: it needs data.cohort {_BENCHMARK_COHORT!r} (--cohort {_BENCHMARK_COHORT})"
         )
 
 

@@ -27,14 +27,14 @@ MAX_SEED = 2**32 - 1
 #: ``10**30`` rounds) is refused before any work instead of training for ever.
 MAX_ROUNDS = 100_000
 MAX_CLIENTS = 1_000
-MAX_STEPS = 100_000  # local steps, epochs and patience
-MAX_BATCH_SIZE = 10**7
+_MAX_STEPS = 100_000  # local steps, epochs and patience
+_MAX_BATCH_SIZE = 10**7
 MAX_PATIENTS = 10**9
-MAX_WIDTH = 65_536  # layer widths
+_MAX_WIDTH = 65_536  # layer widths
 MAX_CATEGORIES = 100_000
 MAX_THREADS = 1_024
 
-WIDTH = Range(1, MAX_WIDTH)
-STEPS = Range(1, MAX_STEPS)
-BATCH = Range(1, MAX_BATCH_SIZE)
+WIDTH = Range(1, _MAX_WIDTH)
+STEPS = Range(1, _MAX_STEPS)
+BATCH = Range(1, _MAX_BATCH_SIZE)
 SEEDS = Range(0, MAX_SEED)

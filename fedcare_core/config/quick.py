@@ -2,7 +2,7 @@
 
 With the variable set (to anything but ``0`` or empty), every configuration FedCARE validates
 is capped: at most :data:`QUICK_ROUNDS` Stage 1 rounds, :data:`QUICK_EPOCHS` Stage 2 and bound
-epochs, and :data:`QUICK_PATIENTS` patients; experiment grids run :data:`QUICK_SEEDS` seed. The
+epochs, and :data:`QUICK_PATIENTS` patients; experiment grids run :data:`_QUICK_SEEDS` seed. The
 capped values are the run's configuration (they show in ``results.json``, MLflow and the
 tables), and each command says once that the mode is on. It is how the README's journeys are
 tested (``tests/e2e/test_readme.py``); its numbers mean nothing.
@@ -22,18 +22,18 @@ QUICK_ENV = "FEDCARE_QUICK"
 QUICK_ROUNDS = 2
 QUICK_EPOCHS = 2
 QUICK_PATIENTS = 3000
-QUICK_SEEDS = 1
+_QUICK_SEEDS = 1
 
 _said = False
 
 
-def quick_mode() -> bool:
+def _quick_mode() -> bool:
     """Whether ``FEDCARE_QUICK`` asks for quick runs."""
     return os.environ.get(QUICK_ENV, "").strip() not in ("", "0")
 
 
 def quick_sized(config: ExperimentConfig) -> ExperimentConfig:
-    """``config`` capped to the quick size when :func:`quick_mode`, else ``config`` itself.
+    """``config`` capped to the quick size when :func:`_quick_mode`, else ``config`` itself.
 
     Parameters
     ----------
@@ -45,7 +45,7 @@ def quick_sized(config: ExperimentConfig) -> ExperimentConfig:
     ExperimentConfig
         Rounds, epochs and patients no larger than the quick limits; everything else as given.
     """
-    if not quick_mode():
+    if not _quick_mode():
         return config
     _say()
     patients = config.data.max_patients
@@ -62,11 +62,11 @@ def quick_sized(config: ExperimentConfig) -> ExperimentConfig:
 
 
 def quick_seeds(seeds: int) -> int:
-    """How many seeds a grid runs: ``seeds``, or :data:`QUICK_SEEDS` in quick mode."""
-    if not quick_mode():
+    """How many seeds a grid runs: ``seeds``, or :data:`_QUICK_SEEDS` in quick mode."""
+    if not _quick_mode():
         return seeds
     _say()
-    return min(seeds, QUICK_SEEDS)
+    return min(seeds, _QUICK_SEEDS)
 
 
 def _say() -> None:

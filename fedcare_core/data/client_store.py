@@ -30,13 +30,13 @@ from fedcare_core.data.preprocess import FeatureEncoder
 from fedcare_core.errors import DataError
 
 #: Bumped whenever the on-disk layout changes; readers refuse other versions.
-FORMAT_VERSION = 1
+_FORMAT_VERSION = 1
 ARRAYS_FILE = "arrays.npz"
 META_FILE = "client.json"
 _SPLIT_FIELDS = ("x_common", "x_private", "y")
 _ENCODER_FIELDS = ("medians", "means", "stds")
 #: The member of a one-file image (:func:`client_data_bytes`) holding ``client.json``'s content.
-META_MEMBER = "__meta__"
+_META_MEMBER = "__meta__"
 #: Owner-only modes of a client's folder and files.
 FOLDER_MODE = 0o700
 FILE_MODE = 0o600
@@ -63,7 +63,7 @@ def _arrays(client: ClientData) -> dict[str, np.ndarray]:
 
 def _meta(client: ClientData) -> dict[str, Any]:
     return {
-        "format_version": FORMAT_VERSION,
+        "format_version": _FORMAT_VERSION,
         "client_id": client.client_id,
         "objectives": list(client.objectives),
         "common_features": list(client.common_features),
@@ -110,7 +110,7 @@ def save_client_data(client: ClientData, path: str | Path) -> Path:
 
 
 def client_data_bytes(client: ClientData) -> bytes:
-    """One client's data as a single ``.npz`` image (arrays plus a :data:`META_MEMBER`).
+    """One client's data as a single ``.npz`` image (arrays plus a :data:`_META_MEMBER`).
 
     Parameters
     ----------
@@ -124,7 +124,7 @@ def client_data_bytes(client: ClientData) -> bytes:
     """
     meta = np.frombuffer(json.dumps(_meta(client)).encode(), dtype=np.uint8)
     buf = io.BytesIO()
-    np.savez(buf, allow_pickle=False, **{META_MEMBER: meta}, **_arrays(client))
+    np.savez(buf, allow_pickle=False, **{_META_MEMBER: meta}, **_arrays(client))
     return buf.getvalue()
 
 
@@ -180,7 +180,7 @@ def _read_image(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
         raise DataError(f"cannot read client data: {exc}", file=str(path)) from None
     arrays = _npz_arrays(raw, str(path))
     try:
-        meta = json.loads(arrays.pop(META_MEMBER).tobytes())
+        meta = json.loads(arrays.pop(_META_MEMBER).tobytes())
     except (KeyError, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise DataError(f"malformed client data: {exc!r}", file=str(path)) from None
     _check_version(meta, str(path))
@@ -188,10 +188,10 @@ def _read_image(path: Path) -> tuple[dict[str, Any], dict[str, np.ndarray]]:
 
 
 def _check_version(meta: dict[str, Any], where: str) -> None:
-    if meta.get("format_version") != FORMAT_VERSION:
+    if meta.get("format_version") != _FORMAT_VERSION:
         raise DataError(
             f"client data format version {meta.get('format_version')!r} is not "
-            f"{FORMAT_VERSION}; re-create the file",
+            f"{_FORMAT_VERSION}; re-create the file",
             file=where,
         )
 

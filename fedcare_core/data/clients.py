@@ -21,7 +21,7 @@ from fedcare_core.nn.seeding import derive_rng
 
 SPLITS = ("train", "val", "test")
 #: Redraws allowed when insisting that every objective has at least one client.
-MAX_OBJECTIVE_DRAWS = 1000
+_MAX_OBJECTIVE_DRAWS = 1000
 
 
 @dataclass(frozen=True)
@@ -111,7 +111,7 @@ def draw_client_objectives(
     m = min(config.objectives_per_client, len(objective_names))
     rng = derive_rng(seed, "objectives")
     need_cover = config.cover_all_objectives and config.clients * m >= len(objective_names)
-    for _ in range(MAX_OBJECTIVE_DRAWS):
+    for _ in range(_MAX_OBJECTIVE_DRAWS):
         draws = [
             tuple(sorted(rng.choice(len(objective_names), size=m, replace=False).tolist()))
             for _ in range(config.clients)
@@ -184,7 +184,7 @@ def split_patients(
     }
 
 
-def subsample_patients(cohort: Cohort, max_patients: int, seed: int) -> Cohort:
+def _subsample_patients(cohort: Cohort, max_patients: int, seed: int) -> Cohort:
     """Keep the rows of ``max_patients`` patients drawn at random (seeded)."""
     uniq = np.unique(cohort.patient)
     if max_patients >= len(uniq):
@@ -225,7 +225,7 @@ def place_patients(cohort: Cohort, config: DataConfig, seed: int) -> tuple[Cohor
         The kept rows and the client index of each.
     """
     if config.max_patients is not None:
-        cohort = subsample_patients(cohort, config.max_patients, seed)
+        cohort = _subsample_patients(cohort, config.max_patients, seed)
     client_of_row = assign_patients(cohort, config, seed)
     cap = config.max_patients_per_client
     if cap is None:

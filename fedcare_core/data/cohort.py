@@ -9,7 +9,7 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-ObjectiveKind = Literal["binary", "regression"]
+_ObjectiveKind = Literal["binary", "regression"]
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Objective:
     """
 
     name: str
-    kind: ObjectiveKind
+    kind: _ObjectiveKind
     description: str = ""
 
     @property

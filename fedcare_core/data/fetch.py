@@ -24,7 +24,7 @@ from fedcare_core.data.diabetes130 import (
 from fedcare_core.errors import ChecksumError, DataError
 
 #: Environment variable naming the download cache.
-CACHE_DIR_ENV = "FEDCARE_CACHE_DIR"
+_CACHE_DIR_ENV = "FEDCARE_CACHE_DIR"
 
 #: Progress callback: ``(bytes_done, total_bytes_or_None)``.
 ProgressFn = Callable[[int, int | None], None]
@@ -42,7 +42,7 @@ def default_cache_dir() -> Path:
         The cache directory (not created).
 
     """
-    env = os.environ.get(CACHE_DIR_ENV)
+    env = os.environ.get(_CACHE_DIR_ENV)
     if env:
         return Path(env).expanduser()
     return Path.home() / ".cache" / "fedcare"

@@ -56,7 +56,7 @@ class FeaturePartition:
 
 
 #: ρ values the paper studies; any value in (0, 1) is accepted.
-PAPER_RHO_GRID = (0.1, 0.2, 0.3, 0.4, 0.5)
+_PAPER_RHO_GRID = (0.1, 0.2, 0.3, 0.4, 0.5)
 
 
 def with_disparity(partition: FeaturePartition, rho: float, seed: int = 0) -> FeaturePartition:

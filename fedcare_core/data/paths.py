@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 #: Environment variable naming the data directory when no path is given.
-DATA_DIR_ENV = "FEDCARE_DATA_DIR"
+_DATA_DIR_ENV = "FEDCARE_DATA_DIR"
 
 
 def resolve_data_dir(arg: str | Path | None) -> Path | None:
@@ -26,7 +26,7 @@ def resolve_data_dir(arg: str | Path | None) -> Path | None:
     """
     if arg is not None and str(arg) != "":
         return Path(arg).expanduser()
-    env = os.environ.get(DATA_DIR_ENV)
+    env = os.environ.get(_DATA_DIR_ENV)
     if env:
         return Path(env).expanduser()
     return None

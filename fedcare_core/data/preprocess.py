@@ -21,7 +21,7 @@ import pandas as pd
 from fedcare_core.errors import ConfigError
 
 #: Standard deviations below this are treated as constant columns (scaled by 1).
-MIN_STD = 1e-8
+_MIN_STD = 1e-8
 
 
 @dataclass(frozen=True)
@@ -108,7 +108,7 @@ class FeatureEncoder:
         return out
 
 
-def declared_vocabulary(series: pd.Series) -> tuple[str, ...] | None:
+def _declared_vocabulary(series: pd.Series) -> tuple[str, ...] | None:
     """The vocabulary declared by a categorical dtype, or None."""
     if isinstance(series.dtype, pd.CategoricalDtype):
         return tuple(str(c) for c in series.dtype.categories)
@@ -160,14 +160,14 @@ def fit_encoder(
         filled = np.where(np.isnan(raw), medians, raw)
         means = filled.mean(axis=0) if len(raw) else np.zeros(len(numeric))
         stds = filled.std(axis=0) if len(raw) else np.ones(len(numeric))
-        stds = np.where(stds > MIN_STD, stds, 1.0)
+        stds = np.where(stds > _MIN_STD, stds, 1.0)
     else:
         medians = means = np.zeros(0)
         stds = np.ones(0)
     shared_set = set(shared)
     categorical: list[tuple[str, tuple[str, ...]]] = []
     for col in categorical_cols:
-        vocab = (vocabularies or {}).get(col) or declared_vocabulary(train[col])
+        vocab = (vocabularies or {}).get(col) or _declared_vocabulary(train[col])
         if vocab is None:
             if col in shared_set:
                 raise ConfigError(

@@ -17,9 +17,9 @@ from fedcare_core.errors import DataError
 __all__ = ["check_row_columns", "feature_rows", "number_values", "text_values"]
 
 #: Cells that mean "missing" in a CSV export (besides pandas' own missing values).
-MISSING_MARKS = ("", "?")
+_MISSING_MARKS = ("", "?")
 #: How many missing columns a message names before it counts the rest.
-MAX_COLUMNS_SHOWN = 8
+_MAX_COLUMNS_SHOWN = 8
 
 
 def check_row_columns(frame: pd.DataFrame, columns: Sequence[str], source: str | None) -> None:
@@ -31,9 +31,9 @@ def check_row_columns(frame: pd.DataFrame, columns: Sequence[str], source: str |
         )
     missing = [c for c in columns if c not in frame.columns]
     if missing:
-        shown = ", ".join(repr(c) for c in missing[:MAX_COLUMNS_SHOWN])
-        if len(missing) > MAX_COLUMNS_SHOWN:
-            shown += f" and {len(missing) - MAX_COLUMNS_SHOWN} more"
+        shown = ", ".join(repr(c) for c in missing[:_MAX_COLUMNS_SHOWN])
+        if len(missing) > _MAX_COLUMNS_SHOWN:
+            shown += f" and {len(missing) - _MAX_COLUMNS_SHOWN} more"
         raise DataError(
             f"missing {len(missing)} of the {len(columns)} feature columns this model reads "
             f"(those its client holds): {shown}",
@@ -46,7 +46,7 @@ def text_values(values: pd.Series) -> pd.Series:
     """A column as stripped strings, every missing mark (NaN, None, ``""``, ``"?"``) missing."""
     out = values.astype(object).where(values.notna(), None)
     out = out.map(lambda v: None if v is None else str(v).strip())
-    return out.where(~out.isin(MISSING_MARKS), None).astype(object)
+    return out.where(~out.isin(_MISSING_MARKS), None).astype(object)
 
 
 def number_values(values: pd.Series, column: str, source: str | None) -> pd.Series:

@@ -22,7 +22,7 @@ Scorer = Callable[[SplitArrays, str], torch.Tensor]
 
 
 @dataclass(frozen=True)
-class ClientMetric:
+class _ClientMetric:
     """One client's metric for one objective."""
 
     client_id: int
@@ -32,28 +32,28 @@ class ClientMetric:
 
 
 @dataclass(frozen=True)
-class ObjectiveReport:
+class _ObjectiveReport:
     """Metrics of one objective over the federation."""
 
     name: str
     metric: str
     pooled: float | None
     mean_over_clients: float | None
-    clients: list[ClientMetric]
+    clients: list[_ClientMetric]
     reason: str | None = None
     std_over_clients: float | None = None
     #: The same metrics on the clients' validation splits (for choosing a configuration
     #: without looking at test data), or None.
-    validation: ObjectiveReport | None = None
+    validation: _ObjectiveReport | None = None
 
 
 @dataclass(frozen=True)
 class EvaluationReport:
     """Per-objective reports, in the federation's objective order."""
 
-    objectives: list[ObjectiveReport] = field(default_factory=list)
+    objectives: list[_ObjectiveReport] = field(default_factory=list)
 
-    def get(self, name: str) -> ObjectiveReport:
+    def get(self, name: str) -> _ObjectiveReport:
         """The report of objective ``name``."""
         for o in self.objectives:
             if o.name == name:
@@ -83,11 +83,11 @@ def evaluate(
         Pooled value, mean and std over clients, and per-client values (``None`` with a reason
         where a metric is undefined, e.g. a single class in a small test set).
     """
-    reports: list[ObjectiveReport] = []
+    reports: list[_ObjectiveReport] = []
     for obj in federation.objectives:
         ys: list[np.ndarray] = []
         ps: list[np.ndarray] = []
-        per_client: list[ClientMetric] = []
+        per_client: list[_ClientMetric] = []
         for client, scorer in zip(federation.clients, scorers, strict=True):
             if obj.name not in client.objectives:
                 continue
@@ -95,10 +95,10 @@ def evaluate(
             ys.append(y)
             ps.append(p)
             m = compute_metric(obj.kind, y, p)
-            per_client.append(ClientMetric(client.client_id, m.value, m.n, m.reason))
+            per_client.append(_ClientMetric(client.client_id, m.value, m.n, m.reason))
         metric = "auroc" if obj.kind == "binary" else "mae_days"
         if not ys:
-            reports.append(ObjectiveReport(obj.name, metric, None, None, [], "no client"))
+            reports.append(_ObjectiveReport(obj.name, metric, None, None, [], "no client"))
             continue
         pooled = compute_metric(obj.kind, np.concatenate(ys), np.concatenate(ps))
         values = [c.value for c in per_client if c.value is not None]
@@ -106,7 +106,7 @@ def evaluate(
         if not values and reason is None:
             reason = "undefined at every client"
         reports.append(
-            ObjectiveReport(
+            _ObjectiveReport(
                 name=obj.name,
                 metric=metric,
                 pooled=pooled.value,
@@ -130,7 +130,7 @@ def evaluate_with_validation(federation: Federation, scorers: Sequence[Scorer]) 
     Returns
     -------
     EvaluationReport
-        The test report; every :class:`ObjectiveReport` has ``validation`` set.
+        The test report; every :class:`_ObjectiveReport` has ``validation`` set.
     """
     test = evaluate(federation, scorers, "test")
     val = evaluate(federation, scorers, "val")

@@ -57,7 +57,7 @@ CANDIDATES: dict[str, dict[str, dict[str, Any]]] = {
     },
 }
 #: K of the selection grid: where federation matters (issue 18).
-SELECTION_CLIENTS = 30
+_SELECTION_CLIENTS = 30
 #: The selection experiment's choice (docs/results/diabetes130/selection/selection.md), which
 #: is ``--preset recommended``.
 RECOMMENDED_CANDIDATE = "s1-adam-backbone+s2-frozen-warm"
@@ -83,7 +83,7 @@ ALL_LABELS = "all-labels"
 PRIVACY_BUDGETS: tuple[float | None, ...] = (1.0, 3.0, 8.0, None)
 #: Its client counts and methods (FedCARE-B shares FedCARE's Stage 1, so costs little more).
 PRIVACY_COUNTS = (10, 30)
-PRIVACY_ALGORITHMS = ("fedcare", "fedcare-b", "fedavg")
+_PRIVACY_ALGORITHMS = ("fedcare", "fedcare-b", "fedavg")
 EXPERIMENTS = (
     "comparison",
     "clients",
@@ -95,12 +95,12 @@ EXPERIMENTS = (
 )
 
 
-def privacy_variant(budget: float | None) -> str:
+def _privacy_variant(budget: float | None) -> str:
     """The variant name of a DP budget: ``dp-eps3`` (``paper`` for None: no DP)."""
     return "paper" if budget is None else f"dp-eps{budget:g}"
 
 
-def variant_overrides(variant: str) -> dict[str, dict[str, Any]]:
+def _variant_overrides(variant: str) -> dict[str, dict[str, Any]]:
     """The configuration sections a variant overrides: an ablation, a candidate, ``dp-eps<ε>``.
 
     Raises
@@ -170,7 +170,7 @@ class Cell:
         here, where every executor of a grid gets its cells' configurations, so the cohort a job
         loads is the capped one too.
         """
-        sections: dict[str, Any] = variant_overrides(self.variant)
+        sections: dict[str, Any] = _variant_overrides(self.variant)
         if "dp_epsilon" in sections.get("stage1", {}):
             # Research runs: seeded noise, a stream of its own per seed, so a cell is
             # reproducible and the seeds' noise independent.
@@ -259,7 +259,7 @@ def ablation(
 def selection(
     seeds: int | Sequence[int],
     variants: Sequence[str] = tuple(CANDIDATES),
-    clients: int = SELECTION_CLIENTS,
+    clients: int = _SELECTION_CLIENTS,
     settings: Sequence[str] = SELECTION_SETTINGS,
 ) -> list[Cell]:
     """FedCARE as the paper runs it and each candidate configuration, for choosing on validation.
@@ -285,7 +285,7 @@ def _check_settings(settings: Sequence[str]) -> None:
         raise ConfigError(f"unknown setting(s) {unknown}; choose from {list(SETTINGS)}")
 
 
-def recommended_grid(
+def _recommended_grid(
     seeds: int | Sequence[int],
     settings: Sequence[str] = RECOMMENDED_SETTINGS,
     counts: Sequence[int] = RECOMMENDED_COUNTS,
@@ -316,11 +316,11 @@ def privacy_sweep(
     seeds: int | Sequence[int],
     budgets: Sequence[float | None] = PRIVACY_BUDGETS,
     counts: Sequence[int] = PRIVACY_COUNTS,
-    algorithms: Sequence[str] = PRIVACY_ALGORITHMS,
+    algorithms: Sequence[str] = _PRIVACY_ALGORITHMS,
 ) -> list[Cell]:
     """The privacy–utility trade-off: the methods at each ε (None: no DP) and K, over seeds."""
     return [
-        Cell(a, s, k, None, privacy_variant(b))
+        Cell(a, s, k, None, _privacy_variant(b))
         for k in counts
         for b in budgets
         for s in _seeds(seeds)
@@ -386,14 +386,14 @@ def experiment_cells(
     if isinstance(seeds, int):
         seeds = quick_seeds(seeds)  # FEDCARE_QUICK: one seed
     if experiment == "recommended":
-        return recommended_grid(
+        return _recommended_grid(
             seeds,
             settings or RECOMMENDED_SETTINGS,
             counts or RECOMMENDED_COUNTS,
             algorithms or RECOMMENDED_BASELINES,
         )
     if experiment == "selection":
-        k = SELECTION_CLIENTS if clients is None else clients
+        k = _SELECTION_CLIENTS if clients is None else clients
         candidates = tuple(CANDIDATES) if variants is None else variants
         return selection(seeds, candidates, k, settings or SELECTION_SETTINGS)
     clients = 10 if clients is None else clients
@@ -403,7 +403,7 @@ def experiment_cells(
         return clients_sweep(seeds, counts or CLIENT_COUNTS, algorithms or CLIENTS_ALGORITHMS)
     if experiment == "privacy":
         return privacy_sweep(
-            seeds, budgets, counts or PRIVACY_COUNTS, algorithms or PRIVACY_ALGORITHMS
+            seeds, budgets, counts or PRIVACY_COUNTS, algorithms or _PRIVACY_ALGORITHMS
         )
     if experiment == "disparity":
         return disparity_sweep(seeds, ratios, clients)

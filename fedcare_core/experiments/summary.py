@@ -26,7 +26,7 @@ def _number(value: Any) -> float:
     return float(value) if isinstance(value, int | float) else math.nan
 
 
-def run_row(cell: Cell, document: dict[str, Any]) -> dict[str, Any]:
+def _run_row(cell: Cell, document: dict[str, Any]) -> dict[str, Any]:
     """One run's metrics as a flat row.
 
     Parameters
@@ -79,14 +79,14 @@ def load_rows(cells: Iterable[Cell], out_dir: str | Path) -> pd.DataFrame:
     metrics: dict[str, str] = {}
     for cell in cells:
         doc = json.loads((Path(out_dir) / f"{cell.key}.json").read_text())
-        rows.append(run_row(cell, doc))
+        rows.append(_run_row(cell, doc))
         metrics.update({name: entry["metric"] for name, entry in doc["objectives"].items()})
     frame = pd.DataFrame(rows)
     frame.attrs["metrics"] = metrics
     return frame
 
 
-def metric_columns(frame: pd.DataFrame) -> list[str]:
+def _metric_columns(frame: pd.DataFrame) -> list[str]:
     """The metric columns of a runs frame, in a stable order."""
     fixed = set(SETTING) | {"seed", "rounds_run", "seconds"}
     return [c for c in frame.columns if c not in fixed]
@@ -105,7 +105,7 @@ def aggregate(frame: pd.DataFrame, by: Sequence[str] = SETTING) -> pd.DataFrame:
         One row per setting; columns ``<metric>.mean``, ``<metric>.std``, ``<metric>.count``
         (runs with a value) and ``n`` (runs).
     """
-    metrics = metric_columns(frame)
+    metrics = _metric_columns(frame)
     finite = frame[metrics].replace([math.inf, -math.inf], math.nan)  # a diverged model's error
     keyed = frame.assign(rho=frame["rho"].fillna(-1.0), **{m: finite[m] for m in metrics})
     grouped = keyed.groupby(list(by), sort=False, dropna=False)
@@ -126,7 +126,7 @@ def mean_std(mean: float, std: float, digits: int) -> str:
     return f"{mean:.{digits}f} ± {std:.{digits}f}"
 
 
-def summary_cell(row: Any, metric: str, digits: int) -> str:
+def _summary_cell(row: Any, metric: str, digits: int) -> str:
     """:func:`mean_std` of an :func:`aggregate` row, saying how many runs lacked a value."""
     text = mean_std(row.get(f"{metric}.mean", math.nan), row.get(f"{metric}.std", math.nan), digits)
     count, runs = row.get(f"{metric}.count"), row.get("n")
@@ -158,7 +158,7 @@ def markdown_table(
     ]
     for _, row in agg.iterrows():
         cells = [_fmt_setting(row[c]) for c in index]
-        cells += [summary_cell(row, m, digits) for m, _, digits in metrics]
+        cells += [_summary_cell(row, m, digits) for m, _, digits in metrics]
         cells.append(str(int(row["n"])))
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
@@ -185,7 +185,7 @@ def pivot(agg: pd.DataFrame, rows: str, columns: str, metric: str, digits: int) 
             if hit.empty:
                 cells.append("")
             else:
-                cells.append(summary_cell(hit.iloc[0], metric, digits))
+                cells.append(_summary_cell(hit.iloc[0], metric, digits))
         lines.append(f"| {_fmt_setting(r)} | " + " | ".join(cells) + " |")
     return "\n".join(lines) + "\n"
 

@@ -55,7 +55,7 @@ def _fsync_folder(folder: Path) -> None:
 
 
 def write_json_atomic(path: str | Path, document: Mapping[str, Any]) -> None:
-    """Write ``document`` as :func:`document_json` atomically (owner-only), its folder made.
+    """Write ``document`` as :func:`_document_json` atomically (owner-only), its folder made.
 
     Parameters
     ----------
@@ -66,10 +66,10 @@ def write_json_atomic(path: str | Path, document: Mapping[str, Any]) -> None:
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, document_json(document).encode())
+    write_atomic(path, _document_json(document).encode())
 
 
-def document_json(document: Mapping[str, Any]) -> str:
+def _document_json(document: Mapping[str, Any]) -> str:
     """A results document as JSON text (NaN and infinities as ``null``, numpy scalars as numbers).
 
     Parameters

@@ -23,14 +23,14 @@ from fedcare_core.errors import ConfigError
 from fedcare_core.sites.safe_names import check_name, is_safe_name
 
 #: Default cap on a JSON file's size: far above any file FedCARE writes, far below memory.
-MAX_JSON_BYTES = 64 * 2**20
+_MAX_JSON_BYTES = 64 * 2**20
 #: A SHA-256 digest as FedCARE writes it (64 lower-case hexadecimal digits).
 _DIGEST = re.compile(r"[0-9a-f]{64}")
 #: How many characters of a refused value a message shows.
 _SHOWN = 80
 
 
-def read_json(path: str | Path, what: str, max_bytes: int = MAX_JSON_BYTES) -> Any:
+def read_json(path: str | Path, what: str, max_bytes: int = _MAX_JSON_BYTES) -> Any:
     """The JSON document in ``path``.
 
     Parameters
@@ -91,7 +91,7 @@ class JsonObject:
         self.prefix = prefix
 
     @classmethod
-    def read(cls, path: str | Path, what: str, max_bytes: int = MAX_JSON_BYTES) -> JsonObject:
+    def read(cls, path: str | Path, what: str, max_bytes: int = _MAX_JSON_BYTES) -> JsonObject:
         """The object in file ``path`` (``what``: how messages name the file)."""
         return cls(read_json(path, what, max_bytes), f"{what} {Path(path)}")
 

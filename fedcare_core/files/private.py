@@ -15,10 +15,10 @@ import sys
 from pathlib import Path
 
 #: What a folder's own ``.gitignore`` holds: everything in it, itself included.
-FOLDER_RULES = "# Written by FedCARE: patient data or keys; never commit them.\n*\n"
+_FOLDER_RULES = "# Written by FedCARE: patient data or keys; never commit them.\n*\n"
 
 
-def work_tree_of(path: Path) -> Path | None:
+def _work_tree_of(path: Path) -> Path | None:
     """The git work tree holding ``path`` (the nearest ancestor with ``.git``), or ``None``."""
     for folder in [path, *path.parents]:
         if (folder / ".git").exists():
@@ -44,13 +44,13 @@ def keep_out_of_git(path: str | Path, what: str, *, folder: bool) -> bool:
         Whether the output lies in a git work tree (and is now ignored by it).
     """
     target = Path(path).expanduser().absolute()
-    tree = work_tree_of(target.parent)
+    tree = _work_tree_of(target.parent)
     if tree is None:
         return False
     if folder:
         ignore = target / ".gitignore"
         if not ignore.exists():
-            ignore.write_text(FOLDER_RULES)
+            ignore.write_text(_FOLDER_RULES)
         how = f"{ignore.name} inside it"
     else:
         exclude = _exclude_file(tree)

@@ -44,7 +44,7 @@ DEFAULT_MAX_ITER = 100
 #: Frank–Wolfe duality gap, ``λᵀGλ − min_j (Gλ)_j`` (which bounds the excess squared norm), is
 #: below ``tol × λᵀGλ`` plus the rounding error of those inner products; ``"slsqp"`` uses it as
 #: ``ftol`` on the Gram matrix scaled to unit largest diagonal.
-DEFAULT_TOL = 1e-15
+_DEFAULT_TOL = 1e-15
 
 _EPS = float(np.finfo(np.float64).eps)
 # Relative resolution of Gram entries for the closed forms: differences of entries below this
@@ -62,7 +62,7 @@ def min_norm_weights(
     method: str = "exact",
     *,
     max_iter: int = DEFAULT_MAX_ITER,
-    tol: float = DEFAULT_TOL,
+    tol: float = _DEFAULT_TOL,
 ) -> tuple[np.ndarray, float]:
     """Find the convex combination of gradients with the smallest norm (MGDA, eq. 9 and 14).
 
@@ -82,7 +82,7 @@ def min_norm_weights(
         Bound on Wolfe's major cycles per start (``"exact"``, S > 3; at most two starts) or on
         SLSQP's iterations.
     tol
-        Relative tolerance on the objective (see :data:`DEFAULT_TOL`).
+        Relative tolerance on the objective (see :data:`_DEFAULT_TOL`).
 
     Returns
     -------

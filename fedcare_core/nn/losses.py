@@ -14,7 +14,7 @@ import torch
 import torch.nn.functional as F
 
 #: Huber transition point, in log1p-days.
-HUBER_DELTA = 1.0
+_HUBER_DELTA = 1.0
 
 
 @dataclass(frozen=True)
@@ -29,7 +29,7 @@ class ObjectiveLoss:
         if self.kind == "binary":
             pw = torch.tensor(self.pos_weight, dtype=score.dtype)
             return F.binary_cross_entropy_with_logits(score, target, pos_weight=pw)
-        return F.huber_loss(F.softplus(score), torch.log1p(target), delta=HUBER_DELTA)
+        return F.huber_loss(F.softplus(score), torch.log1p(target), delta=_HUBER_DELTA)
 
 
 def make_loss(kind: str, train_labels: np.ndarray) -> ObjectiveLoss:

@@ -53,7 +53,7 @@ __all__ = [
 PACKAGE_FILE = "package.json"
 WEIGHTS_FILE = "weights.pt"
 #: Version of the package layout.
-PACKAGE_FORMAT = 1
+_PACKAGE_FORMAT = 1
 
 
 def output_column(objective: str, kind: str) -> str:
@@ -177,7 +177,7 @@ class ModelPackage:
     def describe(self) -> dict[str, Any]:
         """The ``package.json`` document (no weights, no rows)."""
         return {
-            "format": PACKAGE_FORMAT,
+            "format": _PACKAGE_FORMAT,
             "fedcare_version": __version__,
             "dataset": self.dataset,
             "algorithm": self.algorithm,
@@ -264,10 +264,10 @@ def load_package(folder: str | Path) -> ModelPackage:
     """
     root = Path(folder)
     doc: Mapping[str, Any] = json.loads((root / PACKAGE_FILE).read_text())
-    if doc.get("format") != PACKAGE_FORMAT:
+    if doc.get("format") != _PACKAGE_FORMAT:
         raise ValueError(
             f"{root / PACKAGE_FILE}: package format {doc.get('format')!r}; this FedCARE "
-            f"({__version__}) reads format {PACKAGE_FORMAT}"
+            f"({__version__}) reads format {_PACKAGE_FORMAT}"
         )
     try:
         weights = torch.load(root / WEIGHTS_FILE, map_location="cpu", weights_only=True)

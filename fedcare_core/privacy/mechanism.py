@@ -37,9 +37,9 @@ import numpy as np
 from fedcare_core.errors import ConfigError
 
 #: The mechanism, as ``results.json`` names it.
-MECHANISM = "gaussian-client-level-joint-clip"
+_MECHANISM = "gaussian-client-level-joint-clip"
 #: The adjacency the guarantee is stated for.
-NEIGHBOURING = "add-or-remove-one-client"
+_NEIGHBOURING = "add-or-remove-one-client"
 #: Largest noise multiplier searched when calibrating to a budget, and accepted when given.
 MAX_NOISE_MULTIPLIER = 1e6
 #: Smallest noise multiplier accepted (the calibration's lower end): below it the accountant's
@@ -51,7 +51,7 @@ MIN_CLIP = 1e-6
 MAX_CLIP = 1e6
 
 
-def accountant_name() -> str:
+def _accountant_name() -> str:
     """The accountant, with the installed library's version (``dp-accounting 0.6.0 RDP``)."""
     return f"dp-accounting {metadata.version('dp-accounting')} RDP"
 
@@ -255,15 +255,15 @@ def add_noise(total: np.ndarray, std: float, rng: np.random.Generator) -> np.nda
 def privacy_record(settings: DpSettings, releases: int) -> dict[str, object]:
     """The ``privacy`` section of a result document after ``releases`` rounds."""
     return {
-        "mechanism": MECHANISM,
-        "neighbouring": NEIGHBOURING,
+        "mechanism": _MECHANISM,
+        "neighbouring": _NEIGHBOURING,
         "epsilon": settings.epsilon_after(releases),
         "delta": settings.delta,
         "epsilon_budget": settings.budget,
         "noise_multiplier": settings.noise_multiplier,
         "clip": settings.clip,
         "rounds_accounted": releases,
-        "accountant": accountant_name(),
+        "accountant": _accountant_name(),
         "noise": "seeded (reproducible; not for released models)"
         if settings.noise_seed is not None
         else "os-entropy",

@@ -23,7 +23,7 @@ VARIANCE_FLOOR = 1e-3
 
 
 #: How far inside C a client clips, so that rounding to float32 cannot lift the norm above C.
-FLOAT32_MARGIN = 1e-6
+_FLOAT32_MARGIN = 1e-6
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ def clip_client_vectors(
     parts = [*(deltas[s] for s in names), buffer_change]
     # Clipped in float64 a hair inside C: casting to float32 moves each value by at most one
     # part in 2^24, so the sent vectors' norm stays ≤ C.
-    scaled = [v.astype(np.float32) for v in clip_jointly(parts, clip * (1 - FLOAT32_MARGIN))[0]]
+    scaled = [v.astype(np.float32) for v in clip_jointly(parts, clip * (1 - _FLOAT32_MARGIN))[0]]
     return dict(zip(names, scaled[:-1], strict=True)), scaled[-1]
 
 

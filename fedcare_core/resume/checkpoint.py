@@ -44,11 +44,11 @@ from fedcare_core.stage1.loop import (
 )
 
 #: The ``format`` a checkpoint's metadata names; another value is refused.
-CHECKPOINT_FORMAT = "fedcare-stage1-checkpoint/1"
+_CHECKPOINT_FORMAT = "fedcare-stage1-checkpoint/1"
 #: The ``format`` of a stored Stage 1 result (:func:`encode_result`).
 RESULT_FORMAT = "fedcare-stage1-result/1"
 #: The arrays a checkpoint may hold (the Adam moments only with the Adam server optimiser).
-ARRAY_KEYS = ("params", "buffers", "adam_m", "adam_v")
+_ARRAY_KEYS = ("params", "buffers", "adam_m", "adam_v")
 
 
 class CheckpointError(FedcareError):
@@ -84,7 +84,7 @@ def encode_snapshot(snapshot: Stage1Snapshot, fingerprint: str) -> bytes:
     if state.adam_m is not None and state.adam_v is not None:
         arrays |= {"adam_m": state.adam_m, "adam_v": state.adam_v}
     meta = {
-        "format": CHECKPOINT_FORMAT,
+        "format": _CHECKPOINT_FORMAT,
         "fingerprint": fingerprint,
         "round": snapshot.round,
         "converged": snapshot.converged,
@@ -166,9 +166,9 @@ def decode_snapshot(data: bytes, source: str) -> tuple[Stage1Snapshot, str]:
         If the archive is truncated, corrupt, of another format, or its arrays fail their digest.
     """
     try:
-        arrays, meta = _unarchive(data, CHECKPOINT_FORMAT)
-        if not set(arrays) <= set(ARRAY_KEYS):
-            raise ValueError(f"unexpected arrays {sorted(set(arrays) - set(ARRAY_KEYS))}")
+        arrays, meta = _unarchive(data, _CHECKPOINT_FORMAT)
+        if not set(arrays) <= set(_ARRAY_KEYS):
+            raise ValueError(f"unexpected arrays {sorted(set(arrays) - set(_ARRAY_KEYS))}")
         rounds = _rounds_from_json(meta["rounds"])
         state = ServerState(
             arrays["params"],

@@ -71,7 +71,7 @@ def base_fingerprint(base: ExperimentConfig) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:12]
 
 
-def code_digest(packages: Sequence[str]) -> str:
+def _code_digest(packages: Sequence[str]) -> str:
     """SHA-256 over every ``.py`` file of the named top-level packages (sorted by path)."""
     h = hashlib.sha256()
     for name in packages:
@@ -112,7 +112,7 @@ def stage1_cache_key(
         "fedcare": fedcare_core.__version__,
         "stage1": stage1_fingerprint(federation, config.model, config.stage1, config.seed),
         "backend": backend,
-        "code": code_digest(["fedcare_core", *packages]),
+        "code": _code_digest(["fedcare_core", *packages]),
         "torch": torch.__version__,
         "numpy": np.__version__,
     }

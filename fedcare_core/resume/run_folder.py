@@ -29,8 +29,8 @@ from fedcare_core.resume.checkpoint import CheckpointedStage1
 from fedcare_core.run.output_paths import check_output_dir
 
 #: The ``format`` of ``config.json``; another value is refused.
-RUN_FORMAT = "fedcare-run/1"
-CONFIG_FILE = "config.json"
+_RUN_FORMAT = "fedcare-run/1"
+_CONFIG_FILE = "config.json"
 CHECKPOINT_FILE = "stage1-checkpoint.npz"
 RESULTS_FILE = "results.json"
 #: Owner-only permissions of the folder.
@@ -87,7 +87,7 @@ class RunFolder:
     @property
     def config_path(self) -> Path:
         """``config.json``."""
-        return self.root / CONFIG_FILE
+        return self.root / _CONFIG_FILE
 
     @property
     def checkpoint_path(self) -> Path:
@@ -149,7 +149,7 @@ class RunFolder:
             raise FedcareError(f"cannot resume {root}: no such folder")
         if not folder.config_path.is_file():
             raise FedcareError(
-                f"cannot resume {root}: it holds no {CONFIG_FILE} (not a run folder, or the run "
+                f"cannot resume {root}: it holds no {_CONFIG_FILE} (not a run folder, or the run "
                 "was killed before it started; start it again with --run-dir)"
             )
         return folder
@@ -167,7 +167,7 @@ class RunFolder:
             Where Stage 1 runs, when not in process (the ``--backend`` and its options).
         """
         document: dict[str, Any] = {
-            "format": RUN_FORMAT,
+            "format": _RUN_FORMAT,
             "config": asdict(config),
             "data": asdict(data),
         }
@@ -186,8 +186,8 @@ class RunFolder:
         where = self.config_path
         try:
             raw = json.loads(where.read_text())
-            if raw.get("format") != RUN_FORMAT:
-                raise ValueError(f"format {raw.get('format')!r}, expected {RUN_FORMAT!r}")
+            if raw.get("format") != _RUN_FORMAT:
+                raise ValueError(f"format {raw.get('format')!r}, expected {_RUN_FORMAT!r}")
             config = validate_config(ExperimentConfig.from_dict(raw["config"]))
             d = raw["data"]
             data = RunData(str(d["path"]), bool(d["verify_checksum"]), str(d["sha256"]))

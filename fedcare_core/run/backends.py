@@ -141,7 +141,9 @@ def secagg_backends() -> tuple[str, ...]:
 
 
 #: The core's in-process loop.
-LOCAL = register_backend(BackendSpec("local", "in this process (the core's loop)", federated=False))
+_LOCAL = register_backend(
+    BackendSpec("local", "in this process (the core's loop)", federated=False)
+)
 _FLOWER_OPTIONS = "fedcare.flower.flower_options:FlowerConfig"
 register_backend(
     BackendSpec(

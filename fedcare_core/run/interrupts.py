@@ -81,7 +81,7 @@ def check() -> None:
         raise Interrupted(signum)
 
 
-def interrupted_by(signum: int) -> Interrupted:
+def _interrupted_by(signum: int) -> Interrupted:
     """Record ``signum`` as received (if it is the first) and return its :class:`Interrupted`.
 
     For a library's own handler that ran instead of ours (Ray's raises ``SystemExit``): the
@@ -97,7 +97,7 @@ def _raise(signum: int, _frame: FrameType | None) -> None:
     # teardown the first one started; teardowns are bounded by their own timeouts.
     if _first:
         return
-    raise interrupted_by(signum)
+    raise _interrupted_by(signum)
 
 
 @contextlib.contextmanager

@@ -103,7 +103,7 @@ def personalise_one(client: ClientData, name: str, shared: Any, config: Experime
     return get_algorithm(name).personalise_client(shared, client, config)
 
 
-def checked_algorithm(config: ExperimentConfig, backend: object | None) -> Algorithm:
+def _checked_algorithm(config: ExperimentConfig, backend: object | None) -> Algorithm:
     """The configuration's algorithm, once the configuration and the backend are checked.
 
     Raises
@@ -165,7 +165,7 @@ def run_algorithm(
     ConfigError
         For an invalid configuration, an unknown algorithm, or a backend that cannot run it.
     """
-    algorithm = checked_algorithm(config, backend)
+    algorithm = _checked_algorithm(config, backend)
     configure_torch(config)
     executor = executor or InProcess()
     timer = PhaseTimer(timing)
@@ -242,7 +242,7 @@ def run_experiment(
     ExperimentResult
         As :func:`run_algorithm` returns.
     """
-    checked_algorithm(config, stage1_runner)  # before building the federation
+    _checked_algorithm(config, stage1_runner)  # before building the federation
     t0 = time.perf_counter()
     federation = prepare_federation(cohort, partition, config, source)
     return run_algorithm(

@@ -24,7 +24,7 @@ from fedcare_core.stage1.loop import Stage1Result
 from fedcare_core.stage2.personalise import Stage2Result
 
 #: The phases a run is timed by, in the order of the ``timing`` section.
-PHASES = ("partition", "stage1", "stage2", "evaluate")
+_PHASES = ("partition", "stage1", "stage2", "evaluate")
 
 
 @dataclass(frozen=True)
@@ -51,7 +51,7 @@ class PhaseTimer:
     """
 
     def __init__(self, already: Mapping[str, float] | None = None) -> None:
-        self.seconds = {f"{p}_s": 0.0 for p in PHASES} | dict(already or {})
+        self.seconds = {f"{p}_s": 0.0 for p in _PHASES} | dict(already or {})
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
@@ -64,7 +64,7 @@ class PhaseTimer:
 
     def timing(self) -> dict[str, float]:
         """The ``timing`` section: every phase's seconds and ``total_s``."""
-        return self.seconds | {"total_s": sum(self.seconds[f"{p}_s"] for p in PHASES)}
+        return self.seconds | {"total_s": sum(self.seconds[f"{p}_s"] for p in _PHASES)}
 
 
 @dataclass

@@ -20,7 +20,7 @@ NAME_MAX = 64
 #: What a name may hold: a letter or digit first, then letters, digits, ``-``, ``_`` and ``.``.
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 #: How messages describe the rule.
-NAME_RULE = f"1-{NAME_MAX} ASCII letters, digits, '-', '_' or '.', starting with a letter or digit"
+_NAME_RULE = f"1-{NAME_MAX} ASCII letters, digits, '-', '_' or '.', starting with a letter or digit"
 
 
 def is_safe_name(name: object) -> bool:
@@ -62,7 +62,7 @@ def check_name(name: object, where: str, what: str = "name") -> str:
     shown = repr(name) if isinstance(name, str) else f"{name!r} (a {type(name).__name__})"
     if len(shown) > 80:
         shown = shown[:77] + "…"
-    raise ConfigError(f"{where}: {what} {shown}: use {NAME_RULE}")
+    raise ConfigError(f"{where}: {what} {shown}: use {_NAME_RULE}")
 
 
 def name_path(folder: Path, name: str, suffix: str, where: str, what: str = "name") -> Path:

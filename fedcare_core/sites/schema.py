@@ -30,7 +30,7 @@ from fedcare_core.errors import ConfigError
 from fedcare_core.files.json_input import JsonObject
 
 #: The ``format`` field of every schema file; readers refuse other values.
-SCHEMA_FORMAT = "fedcare-federation/1"
+_SCHEMA_FORMAT = "fedcare-federation/1"
 #: The settings a run over a federation's sites takes (:meth:`FederationSchema.run_config`);
 #: the schema decides every other.
 RUN_SETTINGS = ("seed", "rounds", "secagg")
@@ -124,7 +124,7 @@ class FederationSchema:
     def to_dict(self) -> dict[str, Any]:
         """Plain JSON data (the file's content)."""
         return {
-            "format": SCHEMA_FORMAT,
+            "format": _SCHEMA_FORMAT,
             "dataset": self.dataset,
             "objectives": [
                 {"name": o.name, "kind": o.kind, "label": o.description} for o in self.objectives
@@ -202,9 +202,9 @@ def read_schema(path: str | Path) -> FederationSchema:
     """
     p = Path(path)
     doc = JsonObject.read(p, "federation schema")
-    check_schema_shape(doc)
+    _check_schema_shape(doc)
     try:
-        return schema_from_dict(doc.raw)
+        return _schema_from_dict(doc.raw)
     except ConfigError as exc:
         raise ConfigError(f"federation schema {p}: {exc}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
@@ -212,13 +212,13 @@ def read_schema(path: str | Path) -> FederationSchema:
         raise ConfigError(f"federation schema {p}: malformed ({what})") from None
 
 
-def check_schema_shape(doc: JsonObject) -> None:
+def _check_schema_shape(doc: JsonObject) -> None:
     """Refuse a schema document whose fields have the wrong JSON types (naming the field).
 
     Each list of names must be a list of strings, each object an object: a string where a
     list belongs would otherwise be read letter by letter.
     """
-    doc.expect_format(SCHEMA_FORMAT)
+    doc.expect_format(_SCHEMA_FORMAT)
     doc.text("dataset", 64)
     doc.obj("config")
     for objective in doc.objects("objectives"):
@@ -231,11 +231,11 @@ def check_schema_shape(doc: JsonObject) -> None:
     features.string_lists("vocabularies")
 
 
-def schema_from_dict(raw: Mapping[str, Any]) -> FederationSchema:
+def _schema_from_dict(raw: Mapping[str, Any]) -> FederationSchema:
     """Parse and check :meth:`FederationSchema.to_dict`'s output (see :func:`read_schema`)."""
-    if not isinstance(raw, Mapping) or raw.get("format") != SCHEMA_FORMAT:
+    if not isinstance(raw, Mapping) or raw.get("format") != _SCHEMA_FORMAT:
         got = raw.get("format") if isinstance(raw, Mapping) else type(raw).__name__
-        raise ConfigError(f"format must be {SCHEMA_FORMAT!r}, got {got!r}")
+        raise ConfigError(f"format must be {_SCHEMA_FORMAT!r}, got {got!r}")
     config = ExperimentConfig.from_dict(raw["config"])
     from fedcare_core.algorithms import federation_algorithms
 
@@ -266,11 +266,11 @@ def schema_from_dict(raw: Mapping[str, Any]) -> FederationSchema:
         },
         config=config,
     )
-    check_honourable(schema, definition)
+    _check_honourable(schema, definition)
     return schema
 
 
-def check_honourable(schema: FederationSchema, definition: DatasetDefinition) -> None:
+def _check_honourable(schema: FederationSchema, definition: DatasetDefinition) -> None:
     """Raise :class:`ConfigError` with the reason if this code cannot honour ``schema``."""
     expected = {o.name: o for o in definition.objectives}
     for o in schema.objectives:

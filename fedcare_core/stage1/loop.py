@@ -64,8 +64,8 @@ __all__ = [
 ]
 
 #: Adam constants for the optional server optimiser (Kingma & Ba defaults).
-ADAM_BETAS = (0.9, 0.999)
-ADAM_EPS = 1e-8
+_ADAM_BETAS = (0.9, 0.999)
+_ADAM_EPS = 1e-8
 
 
 def build_model(
@@ -319,13 +319,13 @@ def apply_direction(state: ServerState, direction: np.ndarray, config: Stage1Con
     if config.server_optimizer == "sgd":
         params = params - config.global_lr * direction
         return ServerState(params.astype(np.float32), state.buffers)
-    b1, b2 = ADAM_BETAS
+    b1, b2 = _ADAM_BETAS
     m = np.zeros_like(params) if state.adam_m is None else state.adam_m
     v = np.zeros_like(params) if state.adam_v is None else state.adam_v
     t = state.step + 1
     m = b1 * m + (1 - b1) * direction
     v = b2 * v + (1 - b2) * direction**2
-    step = config.global_lr * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + ADAM_EPS)
+    step = config.global_lr * (m / (1 - b1**t)) / (np.sqrt(v / (1 - b2**t)) + _ADAM_EPS)
     return ServerState((params - step).astype(np.float32), state.buffers, m, v, t)
 
 

@@ -67,7 +67,7 @@ MAX_LEVELS = 2**30
 #: The first round's clipping range without DP (Flower's default ``clipping_range``).
 INITIAL_CLIP = 8.0
 #: The next round's range is this many times the sum of the clients' largest values.
-HEADROOM = 2.0
+_HEADROOM = 2.0
 #: A round whose values exceeded the range runs again with the range this many times wider.
 GROWTH = 16.0
 #: How many times one round may be run (the first try and the wider ones).
@@ -75,7 +75,7 @@ MAX_ATTEMPTS = 4
 #: The narrowest range (a round of all-zero updates must not shrink it to nothing).
 MIN_CLIP = 2.0**-8
 #: The trailer: sentinel, clip flag, largest value.
-TRAILER = 3
+_TRAILER = 3
 
 
 class SecureSumError(RuntimeError):
@@ -110,7 +110,7 @@ class SumLayout:
     @property
     def size(self) -> int:
         """Length of the vector, trailer included."""
-        return self.buffer_start + self.buffers + 1 + TRAILER
+        return self.buffer_start + self.buffers + 1 + _TRAILER
 
 
 def pack_update(
@@ -180,7 +180,7 @@ def seal(vector: np.ndarray, clip: float, levels: int, *, private: bool) -> np.n
         The values Flower's quantisation maps to integers exactly.
     """
     out = vector.astype(np.float64, copy=True)
-    body = out[:-TRAILER]
+    body = out[:-_TRAILER]
     largest = float(np.max(np.abs(body))) if body.size else 0.0
     out[-3] = clip / 2
     out[-2] = clip if largest > clip else 0.0
@@ -192,7 +192,7 @@ def seal(vector: np.ndarray, clip: float, levels: int, *, private: bool) -> np.n
 
 
 @dataclass(frozen=True)
-class RoundSums:
+class _RoundSums:
     """The unpacked sum of one round's vectors.
 
     Parameters
@@ -221,7 +221,7 @@ class RoundSums:
 
 def unpack_sums(
     total: np.ndarray, layout: SumLayout, clip: float, levels: int, contributors: int
-) -> RoundSums:
+) -> _RoundSums:
     """Split the sum of ``contributors`` sealed vectors, checking its sentinel.
 
     Raises
@@ -246,7 +246,7 @@ def unpack_sums(
         weights[s] = float(total[i + p])
         losses[s] = float(total[i + p + 1])
     j = layout.buffer_start
-    return RoundSums(
+    return _RoundSums(
         deltas=deltas,
         weights=weights,
         losses=losses,
@@ -263,7 +263,7 @@ def _has_weight(weight: float, private: bool) -> bool:
     return weight > (0.5 if private else 0.5 / COUNT_SCALE)
 
 
-def means_from_sums(sums: RoundSums) -> tuple[dict[str, np.ndarray], dict[str, float]]:
+def _means_from_sums(sums: _RoundSums) -> tuple[dict[str, np.ndarray], dict[str, float]]:
     """Eq. 8 from the sums: ``Δ_s`` and the weighted loss of every objective with an update."""
     deltas: dict[str, np.ndarray] = {}
     losses: dict[str, float] = {}
@@ -274,8 +274,8 @@ def means_from_sums(sums: RoundSums) -> tuple[dict[str, np.ndarray], dict[str, f
     return deltas, losses
 
 
-def noisy_means_from_sums(
-    sums: RoundSums, objectives: Sequence[str], noise: RoundNoise
+def _noisy_means_from_sums(
+    sums: _RoundSums, objectives: Sequence[str], noise: RoundNoise
 ) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
     """``privacy.stage1_rounds.noisy_means`` on sums: noise drawn in the same order."""
     std = noise.settings.noise_std
@@ -292,7 +292,7 @@ def noisy_means_from_sums(
 
 def secure_server_step(
     state: ServerState,
-    sums: RoundSums,
+    sums: _RoundSums,
     layout: ParamLayout,
     config: Stage1Config,
     round_idx: int,
@@ -306,7 +306,7 @@ def secure_server_step(
     state
         ``w^t``, BatchNorm statistics and server optimiser state.
     sums
-        The round's :class:`RoundSums`.
+        The round's :class:`_RoundSums`.
     layout, config, round_idx
         As for :func:`~fedcare_core.stage1.loop.server_step`.
     participants
@@ -322,12 +322,12 @@ def secure_server_step(
     objectives = tuple(sums.weights)
     ids = tuple(sorted(participants))
     if noise is None:
-        deltas, losses = means_from_sums(sums)
+        deltas, losses = _means_from_sums(sums)
         change = None
         if _has_weight(sums.buffer_weight, private=False) and sums.buffer_change.size:
             change = sums.buffer_change / sums.buffer_weight
     else:
-        deltas, change = noisy_means_from_sums(sums, objectives, noise)
+        deltas, change = _noisy_means_from_sums(sums, objectives, noise)
         losses = {}
     missing = tuple(s for s in objectives if s not in deltas)
     if not deltas:
@@ -371,8 +371,8 @@ def initial_clip(config: Stage1Config) -> float:
     return INITIAL_CLIP
 
 
-def next_clip(sums: RoundSums, current: float, config: Stage1Config) -> float:
+def next_clip(sums: _RoundSums, current: float, config: Stage1Config) -> float:
     """The next round's range: DP's fixed one, else from the sum of the clients' largest values."""
     if config.privacy() is not None:
         return current
-    return max(MIN_CLIP, _power_of_two_at_least(max(HEADROOM * sums.largest, MIN_CLIP)))
+    return max(MIN_CLIP, _power_of_two_at_least(max(_HEADROOM * sums.largest, MIN_CLIP)))

@@ -136,7 +136,7 @@ def _val_loss(
     return float(sum(float(v) for v in parts.values()))
 
 
-def descend(
+def _descend(
     parts: Mapping[str, torch.Tensor], params: list[torch.nn.Parameter], solver: str
 ) -> tuple[np.ndarray, float]:
     """Set every parameter's gradient to the min-norm direction ``Σ_s μ*_s g_s`` (eq. 14).
@@ -239,7 +239,7 @@ def fine_tune(
     losses = client_losses(client, kinds)
     params, groups = trainable(model, config)
     opt = local_optimizer(groups, config.optimizer, lr=config.lr, weight_decay=config.weight_decay)
-    anchor = BackboneAnchor.of(model, config)
+    anchor = _BackboneAnchor.of(model, config)
     rng = derive_rng(seed, "stage2-batch", client.client_id)
     seed_torch(seed, "stage2-dropout", client.client_id)
     keep = KeepBest(model, config.patience, has_validation=client.val.n > 0)
@@ -291,7 +291,7 @@ def trainable(
 
 
 @dataclass(frozen=True)
-class BackboneAnchor:
+class _BackboneAnchor:
     """w*'s backbone and the pull toward it: ``prox · (w_b − w*_b)`` added to each gradient."""
 
     params: list[torch.nn.Parameter]
@@ -299,7 +299,7 @@ class BackboneAnchor:
     prox: float
 
     @classmethod
-    def of(cls, model: PersonalModel, config: Stage2Config) -> BackboneAnchor | None:
+    def of(cls, model: PersonalModel, config: Stage2Config) -> _BackboneAnchor | None:
         """The anchor at the model's current (w*) backbone; None without a pull or when frozen."""
         if config.prox == 0.0 or config.backbone_lr_scale == 0.0:
             return None
@@ -323,7 +323,7 @@ def _train_epoch(
     config: Stage2Config,
     rng: np.random.Generator,
     trace: _Trace,
-    anchor: BackboneAnchor | None,
+    anchor: _BackboneAnchor | None,
 ) -> None:
     """One pass of min-norm descent over the client's training rows; stops early on ε."""
     model.train()
@@ -340,7 +340,7 @@ def _train_epoch(
         parts = objective_losses(model, losses, client.objectives, xc[idx], xu[idx], y[idx])
         if not parts:
             continue
-        mu, sq = descend(parts, params, config.solver)
+        mu, sq = _descend(parts, params, config.solver)
         if anchor is not None:
             anchor.pull()
         opt.step()

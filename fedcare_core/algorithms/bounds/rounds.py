@@ -40,7 +40,7 @@ from fedcare_core.stage1.loop import Stage1Result
 
 
 @dataclass(frozen=True)
-class LabelledArrays:
+class _LabelledArrays:
     """Inputs and labels with one column per objective (NaN: not labelled for it)."""
 
     x: np.ndarray
@@ -74,7 +74,7 @@ def _loss_value(
     model: MultiObjectiveModel,
     losses: Mapping[str, ObjectiveLoss],
     objectives: Sequence[str],
-    data: LabelledArrays,
+    data: _LabelledArrays,
 ) -> float:
     if len(data.y) == 0:
         return float("nan")
@@ -90,8 +90,8 @@ def fit(
     model: FullMLP,
     objectives: Sequence[str],
     losses: Mapping[str, ObjectiveLoss],
-    train: LabelledArrays,
-    val: LabelledArrays,
+    train: _LabelledArrays,
+    val: _LabelledArrays,
     config: BaselineConfig,
     seed: int,
     *key: object,
@@ -185,8 +185,8 @@ def fit_local_client(
         model,
         client.objectives,
         client_losses(client, kinds),
-        LabelledArrays(client.train.x_common, client.train.y),
-        LabelledArrays(client.val.x_common, client.val.y),
+        _LabelledArrays(client.train.x_common, client.train.y),
+        _LabelledArrays(client.val.x_common, client.val.y),
         config,
         seed,
         "local",
@@ -221,7 +221,7 @@ def no_rounds(
     return Stage1Result(params, buffers, [], False, objectives, layout, notes)
 
 
-def pooled(clients: Sequence[ClientData], objectives: Sequence[str], split: str) -> LabelledArrays:
+def pooled(clients: Sequence[ClientData], objectives: Sequence[str], split: str) -> _LabelledArrays:
     """Every client's ``split`` rows stacked, labels spread to one column per objective.
 
     Parameters
@@ -248,7 +248,7 @@ def pooled(clients: Sequence[ClientData], objectives: Sequence[str], split: str)
             y[:, objectives.index(s)] = part.y[:, j]
         xs.append(part.x_common)
         ys.append(y)
-    return LabelledArrays(np.concatenate(xs), np.concatenate(ys))
+    return _LabelledArrays(np.concatenate(xs), np.concatenate(ys))
 
 
 def run_centralised(

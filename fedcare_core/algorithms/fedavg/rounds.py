@@ -261,7 +261,7 @@ def aggregate_models(
     return out.astype(np.float32), np.asarray(buf, dtype=np.float32)
 
 
-def private_aggregate(
+def _private_aggregate(
     params: np.ndarray,
     buffers: np.ndarray,
     updates: Sequence[LocalUpdate],
@@ -346,7 +346,7 @@ def server_round(
         t.
     noise
         Under differential privacy, the round's noise: ``updates`` are private ones and the
-        round is :func:`private_aggregate`, one release for the accountant. None: the
+        round is :func:`_private_aggregate`, one release for the accountant. None: the
         weighted average of :func:`aggregate_models`.
     releases
         Under DP, the Gaussian rounds released before this one (``ServerState.dp_releases``).
@@ -363,7 +363,7 @@ def server_round(
         losses = objective_round_losses(updates, objectives)
         epsilon = None
     elif updates:
-        new_params, new_buffers = private_aggregate(params, buffers, updates, layout, noise)
+        new_params, new_buffers = _private_aggregate(params, buffers, updates, layout, noise)
         losses = {}
         epsilon = noise.settings.epsilon_after(releases + 1)
     else:  # nothing released: the model stays, ε is not reported (as in Stage 1)

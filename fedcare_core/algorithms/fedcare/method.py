@@ -35,7 +35,7 @@ def stage1_rounds(
     return Rounds(stage1)
 
 
-def stage2_start(
+def _stage2_start(
     stage1: Stage1Result, federation: Federation, config: ExperimentConfig
 ) -> tuple[dict[str, torch.Tensor], dict[str, dict[str, torch.Tensor]] | None]:
     """What every client's Stage 2 starts from: w*'s backbone, and its heads when asked.
@@ -65,8 +65,8 @@ def stage2_start(
 def stage2_backbone(
     stage1: Stage1Result, federation: Federation, config: ExperimentConfig
 ) -> dict[str, torch.Tensor]:
-    """The converged backbone w* that every client's Stage 2 starts from (:func:`stage2_start`)."""
-    return stage2_start(stage1, federation, config)[0]
+    """The converged backbone w* that every client's Stage 2 starts from (:func:`_stage2_start`)."""
+    return _stage2_start(stage1, federation, config)[0]
 
 
 def global_predictors(inputs: RunInputs, stage1: Stage1Result) -> list[ClientPredictor]:
@@ -106,7 +106,7 @@ class FedCare(Algorithm):
 
     def personalisation(self, inputs: RunInputs, rounds: Rounds) -> Personalisation:
         """Every client of the federation, sharing w*'s backbone and the objective kinds."""
-        backbone, heads = stage2_start(rounds.stage1, inputs.federation, inputs.config)
+        backbone, heads = _stage2_start(rounds.stage1, inputs.federation, inputs.config)
         shared = (backbone, objective_kinds(inputs.federation), heads)
         return Personalisation(inputs.federation.clients, shared)
 
@@ -115,7 +115,7 @@ class FedCare(Algorithm):
     ) -> Stage2Result:
         """Algorithm 2 at one client (its random streams keyed by the seed and its id)."""
         backbone, kinds, heads = shared
-        return run_stage2_client(backbone, client, kinds, config, heads)
+        return _run_stage2_client(backbone, client, kinds, config, heads)
 
     def predictors(
         self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]
@@ -136,7 +136,7 @@ class FedCare(Algorithm):
         return list(personal)
 
 
-def run_stage2_client(
+def _run_stage2_client(
     backbone: Mapping[str, torch.Tensor],
     client: ClientData,
     kinds: Mapping[str, str],

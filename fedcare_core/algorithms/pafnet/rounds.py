@@ -61,10 +61,10 @@ from fedcare_core.nn.training import (
 from fedcare_core.stage1.loop import RoundInfo, Stage1Result
 
 #: Norms below this count as "no update" when computing cosine similarities.
-MIN_NORM = 1e-12
+_MIN_NORM = 1e-12
 
 
-def mask_values(scores: torch.Tensor) -> torch.Tensor:
+def _mask_values(scores: torch.Tensor) -> torch.Tensor:
     """Mask multipliers ``2·sigmoid(s)`` in (0, 2); a score of 0 is the identity."""
     return 2.0 * torch.sigmoid(scores)
 
@@ -116,7 +116,7 @@ class PafnetClientModel(nn.Module):
         """Shared-network parameter name → ``W ⊙ m_k`` for every masked weight."""
         shared = dict(self.body.named_parameters())
         return {
-            n: shared[n] * mask_values(s)
+            n: shared[n] * _mask_values(s)
             for n, s in zip(self.mask_names, self.mask_scores, strict=True)
         }
 
@@ -174,7 +174,7 @@ def peer_attention(
     if k == 1:
         return np.ones((1, 1))
     norms = np.linalg.norm(d, axis=1, keepdims=True)
-    unit = np.where(norms > MIN_NORM, d / np.maximum(norms, MIN_NORM), 0.0)
+    unit = np.where(norms > _MIN_NORM, d / np.maximum(norms, _MIN_NORM), 0.0)
     logits = unit @ unit.T / temperature + np.log(np.maximum(np.asarray(sizes, float), 1.0))
     np.fill_diagonal(logits, -np.inf)
     logits -= logits.max(axis=1, keepdims=True)
@@ -320,7 +320,7 @@ def pafnet_local_train(
     )
 
 
-def same_objective_attention(attention: np.ndarray, federation: Federation) -> float:
+def _same_objective_attention(attention: np.ndarray, federation: Federation) -> float:
     """Mean attention a client gives to *other* clients sharing one of its objectives."""
     objs = [set(c.objectives) for c in federation.clients]
     vals = [
@@ -422,7 +422,7 @@ def run_pafnet(
         layout=layout,
         notes=[
             "pafnet: last round's attention on peers sharing an objective "
-            f"{same_objective_attention(attention, federation):.2f} (per client, mean); "
+            f"{_same_objective_attention(attention, federation):.2f} (per client, mean); "
             f"lowest validation loss after rounds {[keep.best_epoch for keep in best]}"
         ],
     )

@@ -18,7 +18,7 @@ from fedcare_core.data.clients import ClientData, Federation, SplitArrays
 from fedcare_core.data.preprocess import FeatureEncoder
 
 #: Suffix columns a categorical feature always has after its vocabulary.
-CATEGORICAL_EXTRAS = ("__other__", "__missing__")
+_CATEGORICAL_EXTRAS = ("__other__", "__missing__")
 
 
 @dataclass(frozen=True)
@@ -59,7 +59,7 @@ def _column_keys(encoder: FeatureEncoder) -> list[str]:
     # containing "=" cannot collide with another feature's column.
     keys = [f"{c}\x00num" for c in encoder.numeric] + [f"{c}\x00nan" for c in encoder.numeric]
     for col, vocab in encoder.categorical:
-        keys.extend(f"{col}\x00={v}" for v in (*vocab, *CATEGORICAL_EXTRAS))
+        keys.extend(f"{col}\x00={v}" for v in (*vocab, *_CATEGORICAL_EXTRAS))
     return keys
 
 
@@ -94,7 +94,7 @@ def union_layout(federation: Federation) -> UnionLayout:
         if f in numeric:
             columns.extend([f"{f}\x00num", f"{f}\x00nan"])
         elif f in vocabs:
-            columns.extend(f"{f}\x00={v}" for v in (*vocabs[f], *CATEGORICAL_EXTRAS))
+            columns.extend(f"{f}\x00={v}" for v in (*vocabs[f], *_CATEGORICAL_EXTRAS))
     # Numeric value and missing columns are interleaved per feature here but stored as blocks by
     # the encoder; private_index maps by name, so the order within a client does not matter.
     return UnionLayout(common_width=federation.common_width, columns=tuple(columns))

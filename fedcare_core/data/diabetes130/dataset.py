@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 PATIENT_COLUMN = "patient_nbr"
 
 
-class Diabetes130Source:
+class _Diabetes130Source:
     """Where ``diabetic_data.csv`` is, how it loads, what it defines."""
 
     def locate(self, root: Path | None) -> Path:
@@ -85,4 +85,4 @@ class Diabetes130Source:
         return distinct_keys(table[PATIENT_COLUMN])
 
 
-SOURCE = Diabetes130Source()
+SOURCE = _Diabetes130Source()

@@ -49,7 +49,7 @@ IDENTIFIER_COLUMNS: tuple[str, ...] = ("encounter_id", "patient_nbr")
 #: The file's label sources, ignored when scoring.
 LABEL_COLUMNS: tuple[str, ...] = ("time_in_hospital", "readmitted")
 #: Columns the file never leaves empty whose ``None`` pandas reads as missing.
-NOT_MEASURED_COLUMNS: tuple[str, ...] = ("max_glu_serum", "A1Cresult")
+_NOT_MEASURED_COLUMNS: tuple[str, ...] = ("max_glu_serum", "A1Cresult")
 
 
 def features_from_rows(
@@ -97,7 +97,7 @@ def features_from_rows(
         {c: rows[c] if c in INTEGER_COLUMNS else text_values(rows[c]) for c in wanted},
         index=rows.index,
     )
-    for col in NOT_MEASURED_COLUMNS:
+    for col in _NOT_MEASURED_COLUMNS:
         if col in df:
             df[col] = df[col].where(df[col].notna(), "None")
     chk = Checker(source, len(df), ends_with_newline=True)

@@ -25,7 +25,7 @@ __all__ = ["BenchmarkSplit", "read_benchmark_split"]
 
 _STAY = re.compile(r"^(\d+)_episode(\d+)_timeseries\.csv$")
 #: The listfiles of a task folder, by part.
-PARTS = ("train", "test")
+_PARTS = ("train", "test")
 
 
 @dataclass(frozen=True)
@@ -75,7 +75,7 @@ def read_benchmark_split(task_dir: str | Path) -> BenchmarkSplit:
         stay (rows named), or a subject is listed in both parts.
     """
     root = Path(task_dir)
-    train, test = (_subjects(root / part / "listfile.csv") for part in PARTS)
+    train, test = (_subjects(root / part / "listfile.csv") for part in _PARTS)
     both = train & test
     if both:
         raise DataError(

@@ -37,7 +37,7 @@ __all__ = [
 
 
 #: No shortest stay.
-NO_MINIMUM = pd.Timedelta(0)
+_NO_MINIMUM = pd.Timedelta(0)
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class CohortRules:
 
     name: str
     window: pd.Timedelta
-    min_stay: pd.Timedelta = NO_MINIMUM
+    min_stay: pd.Timedelta = _NO_MINIMUM
     benchmark_stays: bool = False
     need_events: bool = False
 

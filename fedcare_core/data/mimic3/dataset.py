@@ -16,7 +16,7 @@ if TYPE_CHECKING:
 PATIENT_COLUMN = "SUBJECT_ID"
 
 
-def find_mimic_dir(root: Path) -> Path:
+def _find_mimic_dir(root: Path) -> Path:
     """The MIMIC-III tables' folder: ``root`` itself, or its first sub-folder holding the tables.
 
     Parameters
@@ -41,7 +41,7 @@ def find_mimic_dir(root: Path) -> Path:
     return root
 
 
-class Mimic3Source:
+class _Mimic3Source:
     """Where the MIMIC-III tables are, how they load, what they define."""
 
     def locate(self, root: Path | None) -> Path:
@@ -53,7 +53,7 @@ class Mimic3Source:
                 "MIMIC-III is credentialed data: pass --data-dir (a flow: data_dir) pointing at "
                 "the raw CSV tables"
             )
-        return find_mimic_dir(Path(root))
+        return _find_mimic_dir(Path(root))
 
     def load(self, data: Any, path: Path, *, verify_checksum: bool) -> tuple[Cohort, str]:
         """The cohort ``data.cohort`` built from the tables in ``path``, and that folder."""
@@ -113,4 +113,4 @@ class Mimic3Source:
         return distinct_keys(column.dropna().astype("int64"))  # read as float: 1000.0 is 1000
 
 
-SOURCE = Mimic3Source()
+SOURCE = _Mimic3Source()
