@@ -82,20 +82,15 @@ def stage1_grid_cost(clients: int) -> float:
     return 0.13 * clients + 1.4
 
 
-class FedCare(Algorithm):
-    """FedCARE: Stage 1, then each client's Stage 2; each client deploys its own model."""
+class Stage1Algorithm(Algorithm):
+    """What FedCARE and FedCARE-B share: Stage 1's rounds (Algorithm 1) and their grid cost."""
 
-    name = "fedcare"
     flower = True
     private_rounds = True
     runs_stage1 = True
-    personal_phase = "stage2"
-    deploys = "personal"
-    proposed = True
-    site_federation = True
 
     def grid_cost(self, clients: int) -> float:
-        """Stage 1 and Stage 2 together, measured to grow slowly with K."""
+        """Measured to grow slowly with K (FedCARE-B's: FedCARE's, a grid runs both at once)."""
         return stage1_grid_cost(clients)
 
     def rounds(
@@ -103,6 +98,16 @@ class FedCare(Algorithm):
     ) -> Rounds:
         """Stage 1 (Algorithm 1)."""
         return stage1_rounds(inputs, backend, progress)
+
+
+class FedCare(Stage1Algorithm):
+    """FedCARE: Stage 1, then each client's Stage 2; each client deploys its own model."""
+
+    name = "fedcare"
+    personal_phase = "stage2"
+    deploys = "personal"
+    proposed = True
+    site_federation = True
 
     def personalisation(self, inputs: RunInputs, rounds: Rounds) -> Personalisation:
         """Every client of the federation, sharing w*'s backbone and the objective kinds."""
