@@ -72,3 +72,27 @@ class DataError(FedcareError):
 
 class ChecksumError(DataError):
     """A file's SHA-256 does not match the expected value."""
+
+
+class DefinitionError(ConfigError):
+    """A dataset definition file (or a site's private-feature or column-map file) is invalid.
+
+    Parameters
+    ----------
+    message
+        What is wrong, in plain words.
+    file
+        The file at fault.
+    key
+        Where in it: ``columns.age.range``, ``objectives[1].label`` (None: the whole file).
+    """
+
+    def __init__(self, message: str, *, file: str, key: str | None = None) -> None:
+        self.message = message
+        self.file = file
+        self.key = key
+        super().__init__(self.__str__())
+
+    def __str__(self) -> str:
+        where = f"file {self.file}" + ("" if self.key is None else f"; key {self.key}")
+        return f"{where}: {self.message}"

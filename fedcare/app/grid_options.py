@@ -173,9 +173,13 @@ def _check_variants(values: Any, experiments: Sequence[str]) -> str | None:
 
 
 def _check_dataset(value: Any, _: Sequence[str]) -> str | None:
-    from fedcare_core.data.registry import REGISTRY
+    from fedcare_core.data.registry import get_dataset
 
-    return None if value in REGISTRY else f"unknown dataset {value!r}; choose from {list(REGISTRY)}"
+    try:
+        get_dataset(value)
+    except ConfigError as exc:
+        return str(exc)
+    return None
 
 
 def _check_address(value: Any, _: Sequence[str]) -> str | None:

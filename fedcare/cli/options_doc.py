@@ -30,7 +30,8 @@ def _values(ref: SettingRef) -> str:
     """What the setting accepts, in words."""
     names = choices_of(ref)
     if names:
-        return ", ".join(f"`{n}`" for n in names)
+        listed = ", ".join(f"`{n}`" for n in names)
+        return f"{listed}, or `{ref.spec.or_file}`" if ref.spec.or_file else listed
     if ref.spec.range is not None:
         text = ref.spec.range.text().removeprefix("lie ").removeprefix("be ")
         return text + (", or none" if ref.optional else "")

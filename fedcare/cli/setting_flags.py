@@ -81,12 +81,18 @@ def add_declared_flag(group: Any, ref: SettingRef, required: bool) -> None:
         group.add_argument(name, dest=ref.dest, action="store_true", default=None, help=text)
         return
     kind: type = ref.base if ref.base in (int, float) else str
+    choices = choices_of(ref)
+    metavar = ref.spec.metavar
+    if ref.spec.or_file and choices:
+        # A file is accepted too: the configuration's check refuses anything else.
+        metavar = metavar or "{" + ",".join(choices) + "}|" + ref.spec.or_file
+        choices = None
     group.add_argument(
         name,
         dest=ref.dest,
         type=kind,
-        choices=choices_of(ref),
-        metavar=ref.spec.metavar,
+        choices=choices,
+        metavar=metavar,
         required=required,
         help=text,
     )

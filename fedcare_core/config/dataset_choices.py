@@ -93,7 +93,7 @@ def check_dataset_choices(data: DataChoices) -> None:
     ConfigError
         Naming the field and its flag.
     """
-    _check_choice(data.dataset, dataset_names(), "dataset", "data.dataset")
+    get_dataset(data.dataset)  # an unknown name, or a definition file that is invalid
     _check_objectives(data)
     _check_features(data)
     _check_cohort(data)

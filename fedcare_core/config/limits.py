@@ -27,6 +27,8 @@ MAX_SEED = 2**32 - 1
 #: ``10**30`` rounds) is refused before any work instead of training for ever.
 MAX_ROUNDS = 100_000
 MAX_CLIENTS = 1_000
+#: The most objectives a dataset declares (a definition file's ``objectives``).
+MAX_OBJECTIVES = 16
 _MAX_STEPS = 100_000  # local steps, epochs and patience
 _MAX_BATCH_SIZE = 10**7
 MAX_PATIENTS = 10**9

@@ -6,7 +6,6 @@ from dataclasses import dataclass
 
 from fedcare_core.config.dataset_choices import (
     DATASET_COHORTS,
-    DATASET_OBJECTIVES,
     FEATURE_SETS,
     READMISSION_DEFINITIONS,
     check_dataset_choices,
@@ -25,6 +24,7 @@ from fedcare_core.config.limits import (
     CLIENT_SPLITS,
     LOCAL_OPTIMIZERS,
     MAX_CLIENTS,
+    MAX_OBJECTIVES,
     MAX_PATIENTS,
     PAFNET_DEPLOY,
     STEPS,
@@ -45,8 +45,9 @@ class DataConfig:
 
     dataset: str = setting(
         "diabetes130",
-        help="the dataset",
+        help="the dataset: a built-in one, or a dataset definition file (docs/DATASETS.md)",
         choices_of="fedcare_core.data.registry:REGISTRY",
+        or_file="FILE.yaml",
         noun="dataset",
         flag="dataset",
         group=_DATA,
@@ -82,7 +83,7 @@ class DataConfig:
     objectives_per_client: int = setting(
         1,
         help="objectives per client m_k",
-        range=Range(1, max(DATASET_OBJECTIVES.values())),
+        range=Range(1, MAX_OBJECTIVES),
         flag="objectives-per-client",
         group=_DATA,
         in_schema=False,

@@ -58,6 +58,9 @@ class Setting:
     in_schema
         Whether a federation's schema fixes it (``fedcare federation init`` offers it); False
         for what each run or site decides (clients, splits, subsampling).
+    or_file
+        Besides its choices, a file of this kind is accepted (``"FILE.yaml"``: a dataset
+        definition); the choices are then checked with the configuration, not by the flag.
     """
 
     help: str
@@ -70,6 +73,7 @@ class Setting:
     choices_of: str | None = None
     also_sets: tuple[str, ...] = ()
     in_schema: bool = True
+    or_file: str = ""
 
 
 def setting(

@@ -20,7 +20,12 @@ import pandas as pd
 from fedcare_core.config import UNSEEN_CATEGORY_POLICIES
 from fedcare_core.errors import DataError
 
-__all__ = ["UNSEEN_CATEGORY_POLICIES", "CategorySource", "check_known_categories"]
+__all__ = [
+    "UNSEEN_CATEGORY_POLICIES",
+    "CategorySource",
+    "check_known_categories",
+    "unseen_categories_message",
+]
 
 #: How many known values a message lists before it summarises the rest.
 _MAX_KNOWN_SHOWN = 12
@@ -104,19 +109,24 @@ def check_known_categories(
     return notes
 
 
-def _unseen_error(
-    source: CategorySource, unseen: np.ndarray, vocabulary: Sequence[str]
-) -> DataError:
-    """The refusal for one column: where, how many, the known values and the way out."""
+def unseen_categories_message(n: int, vocabulary: Sequence[str]) -> str:
+    """The refusal of ``n`` values outside ``vocabulary``: the known values and the way out."""
     known = ", ".join(repr(v) for v in vocabulary[:_MAX_KNOWN_SHOWN])
     if len(vocabulary) > _MAX_KNOWN_SHOWN:
         known += f" … ({len(vocabulary)} in all)"
-    n = int(unseen.sum())
-    message = (
+    return (
         f"{n} value(s) outside the column's known categories ({known}); if the site's export "
         "legitimately holds other codes, pass --unseen-categories other (data.unseen_categories) "
         "to encode them as 'other'"
     )
+
+
+def _unseen_error(
+    source: CategorySource, unseen: np.ndarray, vocabulary: Sequence[str]
+) -> DataError:
+    """The refusal for one column: where, how many, the known values and the way out."""
+    n = int(unseen.sum())
+    message = unseen_categories_message(n, vocabulary)
     rows = None if source.rows is None else np.asarray(source.rows)[unseen].tolist()
     if rows is None:
         message = f"{message} [{n} cohort row(s); rows not listed]"

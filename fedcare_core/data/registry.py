@@ -71,7 +71,8 @@ class DatasetSpec:
     title
         Its display name (model descriptions, help texts).
     source
-        ``"module:NAME"`` of its :class:`DatasetSource`.
+        ``"module:NAME"`` of its :class:`DatasetSource`, or the source itself (a dataset
+        defined by a file: :func:`fedcare_core.data.declared.declared_spec`).
     checks
         ``"module:NAME"`` of its raw tables' checks (:class:`data_checks.datasets.RawChecks`);
         None: the loader's checks only.
@@ -89,11 +90,13 @@ class DatasetSpec:
         ``fedcare data split-sites`` cuts it into hospital files.
     model_input
         What a model of it scores, in words (the model registry's descriptions).
+    definition_text
+        The text of its definition file (a packaged model carries it); None: defined in code.
     """
 
     name: str
     title: str
-    source: str
+    source: str | DatasetSource
     checks: str | None = None
     feature_sets: tuple[str, ...] = ("paper",)
     cohorts: tuple[str, ...] = ()
@@ -101,9 +104,12 @@ class DatasetSpec:
     fetch: str | None = None
     site_files: bool = False
     model_input: str = "rows of the cohort's features"
+    definition_text: str | None = None
 
     def load_source(self) -> DatasetSource:
         """Its :class:`DatasetSource`, imported now."""
+        if not isinstance(self.source, str):
+            return self.source
         return cast(DatasetSource, _resolve(self.source))
 
     @property
@@ -153,20 +159,36 @@ def register_dataset(spec: DatasetSpec) -> None:
     REGISTRY[spec.name] = spec
 
 
+#: The suffixes of a dataset definition file (``--dataset FILE.yaml``).
+DEFINITION_SUFFIXES = (".yaml", ".yml")
+
+
+def is_definition_file(name: str) -> bool:
+    """Whether ``name`` names a dataset definition file rather than a registered dataset."""
+    return name not in REGISTRY and name.lower().endswith(DEFINITION_SUFFIXES)
+
+
 def get_dataset(name: str) -> DatasetSpec:
-    """The registered dataset ``name``.
+    """The registered dataset ``name``, or the dataset defined by the file ``name``.
 
     Raises
     ------
     ConfigError
         An unknown name, with the registered ones.
+    DefinitionError
+        A definition file that is missing or invalid, naming the file and the key.
     """
-    try:
-        return REGISTRY[name]
-    except KeyError:
-        raise ConfigError(
-            f"unknown dataset {name!r}; expected one of {', '.join(REGISTRY)}"
-        ) from None
+    spec = REGISTRY.get(name)
+    if spec is not None:
+        return spec
+    if is_definition_file(name):
+        from fedcare_core.data.declared import declared_spec
+
+        return declared_spec(name)
+    raise ConfigError(
+        f"unknown dataset {name!r}; expected one of {', '.join(REGISTRY)}, or a dataset "
+        "definition file (FILE.yaml)"
+    )
 
 
 def dataset_names() -> tuple[str, ...]:

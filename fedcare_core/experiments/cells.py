@@ -11,8 +11,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from fedcare_core.config import DATASET_OBJECTIVES, DataConfig, ExperimentConfig
+from fedcare_core.config import DataConfig, ExperimentConfig
 from fedcare_core.config.quick import quick_seeds, quick_sized
+from fedcare_core.data.registry import get_dataset
 from fedcare_core.errors import ConfigError
 
 #: Every method of paper §V-B, the two bounds included, in the tables' order.
@@ -182,7 +183,7 @@ class Cell:
                     "objective would see features past its prediction time; it is defined for "
                     "--features paper only"
                 )
-            sections["data"]["objectives_per_client"] = DATASET_OBJECTIVES[base.data.dataset]
+            sections["data"]["objectives_per_client"] = get_dataset(base.data.dataset).objectives
         if self.setting not in SETTINGS:
             raise ConfigError(f"unknown setting {self.setting!r}; choose from {list(SETTINGS)}")
         data = sections.setdefault("data", {})

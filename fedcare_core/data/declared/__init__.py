@@ -1,0 +1,55 @@
+"""Datasets defined by a file: a hospital's own extract, with no Python written.
+
+A definition file (YAML, following the published JSON Schema ``definition.schema.json`` of this
+package; ``fedcare data schema`` prints it) declares the source files, the identifier columns,
+every column's type, vocabulary or plausible range and whether it may be missing, the
+objectives with their labels over columns and prediction times, every feature's availability
+time and the default common/private partition. :func:`read_definition` reads and checks one
+(:mod:`.parse`, :mod:`.checks`); :func:`declared_spec` makes it a dataset of the registry, so
+that every entry taking ``--dataset NAME`` takes ``--dataset FILE.yaml`` too.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from fedcare_core.data.declared.model import DatasetDeclaration
+from fedcare_core.data.declared.parse import definition_schema, read_definition
+from fedcare_core.data.registry import DatasetSpec
+
+__all__ = ["DatasetDeclaration", "declared_spec", "definition_schema", "read_definition"]
+
+
+def declared_spec(path: str | Path) -> DatasetSpec:
+    """The registry's spec of the dataset defined by the file ``path`` (read once per version).
+
+    Raises
+    ------
+    DefinitionError
+        A missing or invalid definition, naming the file and the key.
+    """
+    p = Path(path).expanduser()
+    try:
+        stat = p.stat()
+        version: tuple[int, int] = (stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        version = (0, 0)
+    return _spec(str(p), version)
+
+
+@lru_cache(maxsize=32)
+def _spec(path: str, version: tuple[int, int]) -> DatasetSpec:
+    from fedcare_core.data.declared.source import DECLARED_FEATURE_SETS, DeclaredSource
+
+    declaration = read_definition(path)
+    files = ", ".join(declaration.source.files)
+    return DatasetSpec(
+        declaration.name,
+        declaration.title,
+        DeclaredSource(declaration),
+        feature_sets=DECLARED_FEATURE_SETS,
+        objectives=len(declaration.objectives),
+        model_input=f"rows in the columns of {files} ({declaration.path.name} declares them)",
+        definition_text=declaration.text,
+    )

@@ -1,0 +1,288 @@
+"""What a dataset definition's JSON Schema cannot say, checked before any row is read.
+
+Every refusal names the file and the key: a name written twice, a vocabulary with repeats, a
+key that does not fit its column's type, a regular expression that does not compile, a label or
+exclusion over a column that is not declared (or over an identifier, or comparing a value its
+column cannot hold), a label whose source is a feature, a partition naming what is not a
+feature or leaving a feature out, an open vocabulary shared, and a feature shown to an objective
+before it is known.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from fedcare_core.data.declared.model import (
+    ORDERINGS,
+    Column,
+    Combine,
+    Compare,
+    Condition,
+    DatasetDeclaration,
+    Value,
+)
+from fedcare_core.data.partition import at_prediction_time, check_prediction_times
+from fedcare_core.errors import ConfigError, DefinitionError
+
+__all__ = ["check_declaration", "condition_columns"]
+
+#: The keys each column type takes (besides type, description, unit, gaps, known_at).
+_TYPE_KEYS = {
+    "categorical": {"vocabulary", "pattern", "groups"},
+    "integer": {"range"},
+    "float": {"range"},
+    "datetime": {"format"},
+}
+_COMMON_KEYS = {"type", "description", "unit", "gaps", "known_at"}
+#: The metric of each objective kind.
+_METRICS = {"binary": "auroc", "regression": "mae_days"}
+
+
+def check_declaration(d: DatasetDeclaration, document: Mapping[str, Any]) -> None:
+    """Refuse what the schema lets through but the definition cannot mean.
+
+    Raises
+    ------
+    DefinitionError
+        Naming the file and the key.
+    """
+    file = str(d.path)
+    for name, spec in document["columns"].items():
+        _check_column(d.columns[name], spec, file)
+    _check_identifiers(d, file)
+    if d.include is not None:
+        _check_condition(d.include, d, file, "cohort.include")
+    _check_objectives(d, document, file)
+    _check_partition(d, file)
+
+
+def _fail(file: str, key: str, message: str) -> DefinitionError:
+    return DefinitionError(message, file=file, key=key)
+
+
+def _check_column(c: Column, spec: Mapping[str, Any], file: str) -> None:
+    key = f"columns.{c.name}"
+    wrong = sorted(set(spec) - _COMMON_KEYS - _TYPE_KEYS[c.type])
+    if wrong:
+        raise _fail(file, f"{key}.{wrong[0]}", f"a {c.type} column takes no {wrong[0]!r}")
+    if c.numeric and c.range is None:
+        raise _fail(file, key, f"a {c.type} column needs its plausible range: range: [low, high]")
+    if c.range is not None:
+        low, high = c.range
+        if low > high:
+            raise _fail(file, f"{key}.range", f"low {low:g} is above high {high:g}")
+        if c.type == "integer" and (low != int(low) or high != int(high)):
+            raise _fail(file, f"{key}.range", "an integer column's range is whole numbers")
+    if c.vocabulary is not None:
+        _check_distinct(c.vocabulary, file, f"{key}.vocabulary", "value")
+    if c.pattern is not None:
+        try:
+            re.compile(c.pattern)
+        except re.error as exc:
+            raise _fail(file, f"{key}.pattern", f"not a regular expression ({exc})") from None
+    if c.groups is not None:
+        _check_groups(c, file, f"{key}.groups")
+    if c.type == "datetime" and c.known_at is not None:
+        raise _fail(
+            file,
+            f"{key}.known_at",
+            "a date-time column cannot be a feature (a label may read it: days_between)",
+        )
+
+
+def _check_groups(c: Column, file: str, key: str) -> None:
+    assert c.groups is not None
+    for name, members in c.groups.groups:
+        where = f"{key}.map.{name}"
+        if c.groups.by == "prefix":
+            if not all(isinstance(m, str) and m for m in members):
+                raise _fail(file, where, "a prefix group lists non-empty strings")
+        elif not all(_is_range(m) for m in members):
+            raise _fail(file, where, "a range group lists [low, high] pairs of numbers, low ≤ high")
+        if name == c.groups.other:
+            raise _fail(file, where, f"{name!r} is the group of every other value (groups.other)")
+
+
+def _is_range(member: object) -> bool:
+    if not isinstance(member, list) or len(member) != 2:
+        return False
+    low, high = member
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in member)
+    return numbers and low <= high
+
+
+def _check_distinct(values: tuple[str, ...], file: str, key: str, what: str) -> None:
+    seen: set[str] = set()
+    for value in values:
+        if value in seen:
+            raise _fail(file, key, f"{what} {value!r} is written twice")
+        seen.add(value)
+
+
+def _check_identifiers(d: DatasetDeclaration, file: str) -> None:
+    for role, name in (("patient", d.patient), ("encounter", d.encounter)):
+        if name is not None and name in d.columns:
+            raise _fail(
+                file,
+                f"identifiers.{role}",
+                f"{name!r} is also declared under columns: an identifier is neither a feature "
+                "nor a label's source, declare it only here",
+            )
+    if d.encounter is not None and d.encounter == d.patient:
+        raise _fail(file, "identifiers.encounter", "the encounter and patient columns are one")
+    if d.strata is not None:
+        column = d.columns.get(d.strata)
+        if column is None or column.type != "categorical":
+            raise _fail(file, "strata", f"{d.strata!r} is not a declared categorical column")
+
+
+def _check_objectives(d: DatasetDeclaration, document: Mapping[str, Any], file: str) -> None:
+    seen: set[str] = set()
+    for i, (o, doc) in enumerate(zip(d.objectives, document["objectives"], strict=True)):
+        key = f"objectives[{i}]"
+        name = o.objective.name
+        if name in seen:
+            raise _fail(file, f"{key}.name", f"objective {name!r} is declared twice")
+        seen.add(name)
+        metric = doc.get("metric", _METRICS[o.objective.kind])
+        if metric != _METRICS[o.objective.kind]:
+            raise _fail(
+                file,
+                f"{key}.metric",
+                f"a {o.objective.kind} objective is measured by {_METRICS[o.objective.kind]}",
+            )
+        _check_label(o.label, o.objective.kind, d, file, f"{key}.label")
+        if o.exclude is not None:
+            _check_condition(o.exclude, d, file, f"{key}.exclude")
+
+
+def _check_label(
+    label: Condition | Value, kind: str, d: DatasetDeclaration, file: str, key: str
+) -> None:
+    if kind == "binary" and isinstance(label, Value):
+        raise _fail(file, key, "a binary objective's label is a condition (true: 1, false: 0)")
+    if kind == "regression" and not isinstance(label, Value):
+        raise _fail(
+            file, key, "a regression objective's label is {value: COLUMN} or {days_between: …}"
+        )
+    if isinstance(label, Value):
+        wanted = ("integer", "float") if label.unit == "value" else ("datetime",)
+        for name in label.columns:
+            column = _declared(name, d, file, key)
+            if column.type not in wanted:
+                raise _fail(
+                    file, key, f"{name!r} is {column.type}; this label reads {' or '.join(wanted)}"
+                )
+    else:
+        _check_condition(label, d, file, key)
+    sources = label.columns if isinstance(label, Value) else tuple(condition_columns(label))
+    for name in sources:
+        if d.columns[name].known_at is not None:
+            raise _fail(
+                file,
+                key,
+                f"the label reads {name!r}, a feature (known_at {d.columns[name].known_at}): a "
+                "label's source cannot be a feature, the model would see its answer",
+            )
+
+
+def condition_columns(condition: Condition) -> Iterator[str]:
+    """The columns a condition reads, in order (repeats possible)."""
+    if isinstance(condition, Compare):
+        yield condition.column
+    else:
+        for item in condition.items:
+            yield from condition_columns(item)
+
+
+def _declared(name: str, d: DatasetDeclaration, file: str, key: str) -> Column:
+    column = d.columns.get(name)
+    if column is None:
+        what = "an identifier" if name in d.identifiers else "not a declared column"
+        raise _fail(file, key, f"{name!r} is {what}; conditions and labels read declared columns")
+    return column
+
+
+def _check_condition(condition: Condition, d: DatasetDeclaration, file: str, key: str) -> None:
+    if isinstance(condition, Combine):
+        for item in condition.items:
+            _check_condition(item, d, file, key)
+        return
+    column = _declared(condition.column, d, file, key)
+    op, value = condition.op, condition.value
+    if op == "missing":
+        return
+    if column.type == "datetime":
+        raise _fail(file, key, f"{column.name!r} is a date-time: a condition can only test missing")
+    values = value if isinstance(value, tuple) else (value,)
+    if column.numeric:
+        if any(isinstance(v, str) for v in values):
+            raise _fail(file, key, f"{column.name!r} is {column.type}: compare it with numbers")
+        return
+    if op in ORDERINGS:
+        raise _fail(file, key, f"{column.name!r} is categorical: {op} compares numbers only")
+    known = column.feature_vocabulary
+    unknown = [str(v) for v in values if known is not None and str(v) not in known]
+    if unknown:
+        raise _fail(
+            file,
+            key,
+            f"{column.name!r} never holds {unknown[0]!r}: its values are {', '.join(known or ())}",
+        )
+
+
+def _check_partition(d: DatasetDeclaration, file: str) -> None:
+    p = d.partition
+    features = {c.name: c for c in d.features}
+    objectives = {o.objective.name: o for o in d.objectives}
+    _check_distinct(p.common, file, "partition.common", "feature")
+    for name in p.common:
+        _feature(name, features, file, "partition.common")
+        if features[name].feature_vocabulary is None and features[name].type == "categorical":
+            raise _fail(
+                file,
+                "partition.common",
+                f"{name!r} has no vocabulary: a common feature needs one, so that every site "
+                "encodes it alike (declare its vocabulary, or keep it private)",
+            )
+    for pools, key in (
+        (p.private, "partition.private"),
+        (d.moves, "partition.moves_at_prediction_time"),
+    ):
+        for objective, pool in pools.items():
+            if objective not in objectives:
+                raise _fail(
+                    file, f"{key}.{objective}", f"{objective!r} is not a declared objective"
+                )
+            _check_distinct(pool, file, f"{key}.{objective}", "feature")
+            for name in pool:
+                _feature(name, features, file, f"{key}.{objective}")
+                if name in p.common:
+                    raise _fail(file, f"{key}.{objective}", f"{name!r} is common already")
+    placed = set(p.all_features)
+    left = [name for name in features if name not in placed]
+    if left:
+        raise _fail(file, "partition", f"feature {left[0]!r} is in no partition (common or a pool)")
+    _check_times(d, file)
+
+
+def _feature(name: str, features: Mapping[str, Column], file: str, key: str) -> None:
+    if name not in features:
+        raise _fail(
+            file,
+            key,
+            f"{name!r} is not a feature (a feature is a declared column with known_at)",
+        )
+
+
+def _check_times(d: DatasetDeclaration, file: str) -> None:
+    known = {c.name: str(c.known_at) for c in d.features}
+    predicted = {o.objective.name: o.predicted_at for o in d.objectives}
+    try:
+        if not d.partition_ignores_times:
+            check_prediction_times(d.partition, known, predicted)
+        at_prediction_time(d.partition, known, predicted, moves=d.moves)
+    except ConfigError as exc:
+        raise _fail(file, "partition", str(exc)) from None

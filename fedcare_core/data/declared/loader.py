@@ -1,0 +1,140 @@
+"""Loading a declared dataset: its files read, every column checked, labels derived.
+
+The order is that of a data dictionary's checks: the files and their columns
+(:mod:`.reading`), the identifiers (present; the encounter unique), every declared column
+(:mod:`.values`), the cohort's rule, then the labels (:mod:`.labels`). The cohort holds the
+features only (numbers as float64, categories as strings), the patient key as an integer code
+(never written anywhere) and the strata column when declared.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from fedcare_core.data.cohort import Cohort
+from fedcare_core.data.declared.labels import evaluate, objective_label
+from fedcare_core.data.declared.model import DatasetDeclaration
+from fedcare_core.data.declared.reading import (
+    RawTable,
+    TableRows,
+    locate_files,
+    read_raw_table,
+)
+from fedcare_core.data.declared.values import column_values, text_of
+
+__all__ = ["load_declared"]
+
+
+def load_declared(
+    declaration: DatasetDeclaration,
+    root: Path | None,
+    *,
+    verify_checksum: bool = True,
+    unseen_categories: str = "refuse",
+) -> tuple[Cohort, str]:
+    """The cohort of a declared dataset, and the files read (for messages).
+
+    Parameters
+    ----------
+    declaration
+        The checked definition.
+    root
+        The data folder (or the one source file); None: beside the definition.
+    verify_checksum
+        Check a declared SHA-256.
+    unseen_categories
+        ``"refuse"`` or ``"other"``: a category outside its declared vocabulary.
+
+    Returns
+    -------
+    cohort, source
+        One row per (kept) source row; the source files, comma-separated.
+
+    Raises
+    ------
+    DataError
+        Naming the file, the column and the rows at fault.
+    """
+    files = locate_files(declaration, root)
+    table = read_raw_table(declaration, files, verify_checksum=verify_checksum)
+    patient = _identifiers(declaration, table)
+    notes: list[str] = []
+    values = {
+        name: column_values(table.frame[name], column, table.rows, unseen_categories, notes)
+        for name, column in declaration.columns.items()
+    }
+    keep = np.ones(len(table.frame), dtype=bool)
+    if declaration.include is not None:
+        keep = evaluate(declaration.include, values) == 1.0
+        notes.append(f"cohort rule: {int((~keep).sum()):,} of {len(keep):,} rows left out")
+    labels = pd.DataFrame(
+        {
+            o.objective.name: objective_label(o, values, table.rows)[keep]
+            for o in declaration.objectives
+        }
+    )
+    features = pd.DataFrame(
+        {c.name: values[c.name][keep].reset_index(drop=True) for c in declaration.features}
+    )
+    codes, _ = pd.factorize(patient[keep], sort=False)
+    source = ", ".join(str(f) for f in files)
+    notes[:0] = [
+        f"source: {source}",
+        f"{int(keep.sum()):,} rows, {int(codes.max(initial=-1)) + 1:,} distinct patients",
+    ]
+    if table.ignored:
+        notes.append(f"ignored undeclared column(s): {', '.join(table.ignored)}")
+    strata = declaration.strata
+    return (
+        Cohort(
+            dataset=declaration.name,
+            features=features,
+            numeric_features=tuple(c.name for c in declaration.features if c.numeric),
+            categorical_features=tuple(c.name for c in declaration.features if not c.numeric),
+            labels=labels,
+            objectives=tuple(o.objective for o in declaration.objectives),
+            patient=np.asarray(codes, dtype=np.int64),
+            strata=None if strata is None else values[strata][keep].reset_index(drop=True),
+            source_sha256=table.sha256,
+            notes=tuple(notes),
+            vocabularies=_vocabularies(declaration),
+        ),
+        source,
+    )
+
+
+def _identifiers(declaration: DatasetDeclaration, table: RawTable) -> np.ndarray:
+    """The patient key per row (text); refuse a missing one, or a repeated encounter."""
+    rows: TableRows = table.rows
+    patient = text_of(table.frame[declaration.patient])
+    if patient.isna().any():
+        raise rows.error(
+            "the patient identifier is missing", declaration.patient, patient.isna().to_numpy()
+        )
+    if declaration.encounter is not None:
+        encounter = text_of(table.frame[declaration.encounter])
+        if encounter.isna().any():
+            raise rows.error(
+                "the encounter identifier is missing",
+                declaration.encounter,
+                encounter.isna().to_numpy(),
+            )
+        repeated = encounter.duplicated(keep=False).to_numpy()
+        if repeated.any():
+            raise rows.error(
+                "an encounter identifier appears on more than one row",
+                declaration.encounter,
+                repeated,
+            )
+    return patient.to_numpy(dtype=object)
+
+
+def _vocabularies(declaration: DatasetDeclaration) -> dict[str, tuple[str, ...]]:
+    return {
+        c.name: vocabulary
+        for c in declaration.features
+        if (vocabulary := c.feature_vocabulary) is not None
+    }

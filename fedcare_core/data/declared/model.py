@@ -1,0 +1,231 @@
+"""A dataset definition file, parsed: typed, immutable, checked (:mod:`.parse` builds it)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from fedcare_core.data.cohort import Objective
+from fedcare_core.data.partition import FeaturePartition
+
+#: The column types a definition declares.
+ColumnType = Literal["categorical", "integer", "float", "datetime"]
+#: Comparison operators of a condition on one column.
+COMPARISONS = ("eq", "ne", "lt", "le", "gt", "ge", "in", "not_in", "missing")
+#: Those that compare numbers only.
+ORDERINGS = ("lt", "le", "gt", "ge")
+
+
+@dataclass(frozen=True)
+class Groups:
+    """Recoding a categorical column's values into groups (e.g. codes into chapters).
+
+    Parameters
+    ----------
+    by
+        ``"prefix"`` (a value starting with a group's prefix) or ``"range"`` (a code whose
+        whole number lies in one of a group's inclusive ranges).
+    groups
+        Group name → its prefixes (strings) or ranges (``(low, high)``), in declared order: the
+        first group that matches wins.
+    other
+        The group of every value no group matches.
+    """
+
+    by: Literal["prefix", "range"]
+    groups: tuple[tuple[str, tuple[object, ...]], ...]
+    other: str = "other"
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        """The groups' names, then ``other``: the column's vocabulary once recoded."""
+        names = [name for name, _ in self.groups]
+        return (*names, self.other) if self.other not in names else tuple(names)
+
+
+@dataclass(frozen=True)
+class Column:
+    """One declared column.
+
+    Parameters
+    ----------
+    name
+        Its name in the source files.
+    type
+        ``categorical``, ``integer``, ``float`` or ``datetime``.
+    vocabulary
+        A categorical column's documented values (None: open, its values are not shared).
+    pattern
+        A regular expression every value of a categorical column matches.
+    groups
+        How a categorical column's values are recoded (None: kept).
+    range
+        A number's plausible inclusive ``(low, high)``.
+    format
+        A date-time's ``strptime`` format (None: ISO 8601).
+    gaps
+        Whether a value may be missing.
+    known_at
+        When its value is known (None: not a feature).
+    description, unit
+        Free text, for documentation.
+    """
+
+    name: str
+    type: ColumnType
+    vocabulary: tuple[str, ...] | None = None
+    pattern: str | None = None
+    groups: Groups | None = None
+    range: tuple[float, float] | None = None
+    format: str | None = None
+    gaps: bool = False
+    known_at: str | None = None
+    description: str = ""
+    unit: str = ""
+
+    @property
+    def numeric(self) -> bool:
+        """Whether it holds numbers (integer or float)."""
+        return self.type in ("integer", "float")
+
+    @property
+    def feature_vocabulary(self) -> tuple[str, ...] | None:
+        """The values its feature holds: its groups, else its vocabulary (None: open)."""
+        return self.groups.names if self.groups is not None else self.vocabulary
+
+
+@dataclass(frozen=True)
+class Compare:
+    """One column compared: ``column <op> value`` (``in``/``not_in``: a set; ``missing``)."""
+
+    column: str
+    op: str
+    value: object
+
+
+@dataclass(frozen=True)
+class Combine:
+    """``all`` / ``any`` of conditions, or ``not`` of one."""
+
+    op: Literal["all", "any", "not"]
+    items: tuple[Condition, ...]
+
+
+Condition = Compare | Combine
+
+
+@dataclass(frozen=True)
+class Value:
+    """A regression label: a column's value, or the time between two date-times."""
+
+    columns: tuple[str, ...]
+    unit: Literal["value", "days", "hours"] = "value"
+
+
+@dataclass(frozen=True)
+class DeclaredObjective:
+    """One objective: its label, exclusions and prediction time.
+
+    Parameters
+    ----------
+    objective
+        Its name, kind and one-line description.
+    predicted_at
+        When it is predicted (a feature known later may not be shown to it).
+    label
+        A binary objective's condition, or a regression's :class:`Value`.
+    exclude
+        Rows taking no part in it (their label is missing); None: none.
+    """
+
+    objective: Objective
+    predicted_at: str
+    label: Condition | Value
+    exclude: Condition | None = None
+
+
+@dataclass(frozen=True)
+class Source:
+    """Where the rows are.
+
+    Parameters
+    ----------
+    files
+        The files, as written (relative ones resolved against the data folder, else the
+        definition's folder).
+    format
+        ``csv`` or ``parquet`` (None: from each name).
+    missing_values
+        CSV cells read as missing.
+    delimiter
+        The CSV delimiter.
+    sha256
+        The one file's published SHA-256 (None: not checked).
+    """
+
+    files: tuple[str, ...]
+    format: str | None = None
+    missing_values: tuple[str, ...] = ("", "NA", "NULL", "?")
+    delimiter: str = ","
+    sha256: str | None = None
+
+
+@dataclass(frozen=True)
+class DatasetDeclaration:
+    """A parsed, checked dataset definition file.
+
+    Parameters
+    ----------
+    path
+        The file it was read from (messages; relative sources).
+    text
+        The file's text (a packaged model carries it).
+    name, title, description
+        Its name, display name and description.
+    source
+        Where its rows are.
+    patient, encounter
+        The identifier columns (encounter: None if not declared).
+    strata
+        A grouping column for non-IID assignment (None: none).
+    include
+        The cohort's rows (None: every row).
+    columns
+        Every declared column, in declared order.
+    objectives
+        The objectives, in declared order.
+    partition
+        The default feature partition.
+    partition_ignores_times
+        Why the default partition may ignore prediction times ("" : it respects them).
+    moves
+        Features ``--features admission`` adds to an objective's pool.
+    """
+
+    path: Path
+    text: str
+    name: str
+    title: str
+    description: str
+    source: Source
+    patient: str
+    encounter: str | None
+    strata: str | None
+    include: Condition | None
+    columns: Mapping[str, Column]
+    objectives: tuple[DeclaredObjective, ...]
+    partition: FeaturePartition
+    partition_ignores_times: str = ""
+    moves: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    @property
+    def features(self) -> tuple[Column, ...]:
+        """The feature columns (those with a ``known_at``), in declared order."""
+        return tuple(c for c in self.columns.values() if c.known_at is not None)
+
+    @property
+    def identifiers(self) -> tuple[str, ...]:
+        """The identifier columns (patient, then encounter)."""
+        return (self.patient,) if self.encounter is None else (self.patient, self.encounter)

@@ -1,0 +1,257 @@
+"""Reading a declared dataset's source files into one raw table, rows traced to their file.
+
+Several files are one table (each with every declared column, in any order; others ignored).
+CSV is read as text (the declared ``missing_values`` missing), compressed or not (``.gz``,
+``.bz2``, ``.xz``, ``.zip``, ``.zst``); Parquet keeps its types. A fault is one
+:class:`~fedcare_core.errors.DataError` naming the file, and the column and 1-based data rows
+where known (:class:`TableRows`), never a value.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from fedcare_core.data.declared.model import DatasetDeclaration, Source
+from fedcare_core.errors import ChecksumError, DataError
+
+__all__ = ["RawTable", "TableRows", "locate_files", "read_raw_table"]
+
+#: How many column names a message lists before it counts the rest.
+_MAX_NAMES_SHOWN = 8
+_PARQUET = (".parquet", ".pq")
+
+
+@dataclass(frozen=True)
+class TableRows:
+    """Where each row of a table came from, to name the file and its rows in a message.
+
+    Parameters
+    ----------
+    files
+        The files' display names.
+    file_of_row
+        Per table row, the index of its file.
+    row_in_file
+        Per table row, its 1-based data row in that file.
+    """
+
+    files: tuple[str, ...]
+    file_of_row: np.ndarray
+    row_in_file: np.ndarray
+
+    def error(self, message: str, column: str | None, mask: np.ndarray | pd.Series) -> DataError:
+        """The :class:`DataError` of the rows where ``mask`` is true (the first file's)."""
+        bad = np.flatnonzero(np.asarray(mask, dtype=bool))
+        if len(bad) == 0:
+            return DataError(message, file=", ".join(self.files), column=column)
+        first = self.file_of_row[bad[0]]
+        rows = self.row_in_file[bad[self.file_of_row[bad] == first]]
+        return DataError(message, file=self.files[first], column=column, rows=rows.tolist())
+
+    def subset(self, keep: np.ndarray) -> TableRows:
+        """The rows of ``keep`` (a boolean mask)."""
+        return TableRows(self.files, self.file_of_row[keep], self.row_in_file[keep])
+
+
+@dataclass(frozen=True)
+class RawTable:
+    """The source's rows as read, and where each came from.
+
+    Parameters
+    ----------
+    frame
+        The declared columns (and identifiers), on a fresh index.
+    rows
+        Each row's file and row number.
+    sha256
+        One digest of every file's bytes, in order (provenance).
+    ignored
+        Columns present but not declared (ignored), for the notes.
+    """
+
+    frame: pd.DataFrame
+    rows: TableRows
+    sha256: str
+    ignored: tuple[str, ...]
+
+
+def locate_files(declaration: DatasetDeclaration, root: Path | None) -> tuple[Path, ...]:
+    """The source files: absolute as written, else in ``root`` then beside the definition.
+
+    ``root`` may be a file itself when the source is one file (``--data-dir extract.csv``).
+
+    Raises
+    ------
+    DataError
+        A file found nowhere, naming where it was looked for.
+    """
+    names = declaration.source.files
+    if root is not None and root.is_file():
+        if len(names) != 1:
+            raise DataError(
+                f"the dataset {declaration.name} reads {len(names)} files; give the folder "
+                "holding them",
+                file=str(root),
+            )
+        return (root,)
+    found: list[Path] = []
+    for name in names:
+        given = Path(name).expanduser()
+        places = (
+            [given]
+            if given.is_absolute()
+            else [
+                *(() if root is None else (root / given,)),
+                declaration.path.parent / given,
+            ]
+        )
+        hit = next((p for p in places if p.is_file()), None)
+        if hit is None:
+            where = " or ".join(str(p.parent) for p in places)
+            raise DataError(
+                f"source file {name!r} of dataset {declaration.name} is not in {where} "
+                "(give the folder holding it: --data-dir, a flow's data_dir, FEDCARE_DATA_DIR)",
+                file=str(places[0]),
+            )
+        found.append(hit)
+    return tuple(found)
+
+
+def read_raw_table(
+    declaration: DatasetDeclaration, files: Sequence[Path], *, verify_checksum: bool
+) -> RawTable:
+    """Read and join the source files, checking each has every declared column.
+
+    Raises
+    ------
+    ChecksumError
+        A declared SHA-256 that the one file does not match (with ``verify_checksum``).
+    DataError
+        An unreadable, empty or malformed file, or one lacking a declared column.
+    """
+    needed = [*declaration.identifiers, *declaration.columns]
+    frames: list[pd.DataFrame] = []
+    digest = hashlib.sha256()
+    ignored: dict[str, None] = {}
+    for path in files:
+        data = _read_bytes(path)
+        digest.update(data)
+        if declaration.source.sha256 is not None and verify_checksum:
+            _check_sha256(data, declaration.source.sha256, str(path))
+        frame = _parse(data, path, declaration.source, needed)
+        ignored.update(dict.fromkeys(c for c in frame.columns if c not in needed))
+        frames.append(frame.loc[:, needed])
+    sizes = [len(f) for f in frames]
+    table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
+    rows = TableRows(
+        tuple(str(p) for p in files),
+        np.repeat(np.arange(len(files)), sizes),
+        np.concatenate([np.arange(1, n + 1) for n in sizes]),
+    )
+    return RawTable(table.reset_index(drop=True), rows, digest.hexdigest(), tuple(ignored))
+
+
+def _read_bytes(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except PermissionError:
+        raise DataError("cannot read the file (permission denied)", file=str(path)) from None
+    except IsADirectoryError:
+        raise DataError("a source file is needed, this is a folder", file=str(path)) from None
+    except OSError as exc:
+        raise DataError(f"cannot read the file ({exc.strerror})", file=str(path)) from None
+
+
+def _check_sha256(data: bytes, expected: str, name: str) -> None:
+    got = hashlib.sha256(data).hexdigest()
+    if got != expected:
+        raise ChecksumError(
+            f"SHA-256 mismatch: the definition declares {expected}, the file is {got} "
+            "(modified, truncated or another version); pass --no-verify to read it anyway",
+            file=name,
+        )
+
+
+def _parse(data: bytes, path: Path, source: Source, needed: Sequence[str]) -> pd.DataFrame:
+    name = str(path)
+    is_parquet = source.format == "parquet" or (
+        source.format is None and path.name.lower().endswith(_PARQUET)
+    )
+    try:
+        frame = _read_parquet(data) if is_parquet else _read_csv(data, path, source)
+    except DataError:
+        raise
+    except UnicodeDecodeError:
+        raise DataError("not UTF-8 text", file=name) from None
+    except pd.errors.EmptyDataError:
+        raise DataError("the file is empty", file=name) from None
+    except (pd.errors.ParserError, ValueError, OSError, EOFError) as exc:
+        detail = " ".join(str(exc).split())[:200]
+        kind = "Parquet" if is_parquet else "CSV"
+        raise DataError(f"cannot read it as {kind} ({detail})", file=name) from None
+    frame.columns = [str(c).strip() for c in frame.columns]
+    _check_columns(frame, needed, name)
+    if len(frame) == 0:
+        raise DataError("the file has a header but no data rows", file=name)
+    return frame
+
+
+def _read_parquet(data: bytes) -> pd.DataFrame:
+    import io
+
+    return pd.read_parquet(io.BytesIO(data))
+
+
+def _read_csv(data: bytes, path: Path, source: Source) -> pd.DataFrame:
+    import io
+
+    compression = _compression(path.name.lower())
+    if compression is None and not data.strip():
+        raise DataError("the file is empty", file=str(path))
+    return pd.read_csv(
+        io.BytesIO(data),
+        dtype=str,
+        keep_default_na=False,
+        na_values=list(source.missing_values),
+        sep=source.delimiter,
+        encoding="utf-8-sig",
+        compression=compression,  # type: ignore[arg-type]
+        low_memory=False,
+    )
+
+
+def _compression(name: str) -> str | None:
+    for suffix, kind in ((".gz", "gzip"), (".bz2", "bz2"), (".xz", "xz"), (".zip", "zip")):
+        if name.endswith(suffix):
+            return kind
+    return "zstd" if name.endswith(".zst") else None
+
+
+def _check_columns(frame: pd.DataFrame, needed: Sequence[str], name: str) -> None:
+    present = list(frame.columns)
+    # pandas renames a repeated header name X to X.1, X.2, ...
+    repeated = sorted({c for c in present if present.count(c) > 1}) or [
+        c for c in present if f"{c}.1" in present and f"{c}.1" not in needed
+    ]
+    if repeated:
+        raise DataError(f"column {repeated[0]!r} appears twice in the header", file=name)
+    missing = [c for c in needed if c not in present]
+    if not missing:
+        return
+    extra = [c for c in present if c not in needed]
+    message = f"missing {len(missing)} declared column(s): {_names(missing)}"
+    if extra:
+        message += f"; undeclared column(s) present: {_names(extra)} (renamed or misspelt?)"
+    raise DataError(message, file=name, column=missing[0] if len(missing) == 1 else None)
+
+
+def _names(names: Sequence[str]) -> str:
+    shown = ", ".join(repr(n) for n in names[:_MAX_NAMES_SHOWN])
+    more = len(names) - _MAX_NAMES_SHOWN
+    return shown + (f" and {more} more" if more > 0 else "")

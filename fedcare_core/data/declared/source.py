@@ -1,0 +1,162 @@
+"""A declared dataset as a :class:`~fedcare_core.data.registry.DatasetSource`.
+
+Everything the registry offers of a dataset, read from its definition file: where its files
+are, how they load (:func:`~.loader.load_declared`), its documented definition (the feature
+sets ``paper``, the declared partition, and ``admission``, each objective limited to what is
+known when it is predicted), the columns of a row to score and how such rows are read (with the
+loader's checks), and its patients' keys.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from fedcare_core.data.cohort import Cohort
+from fedcare_core.data.declared.labels import label_columns
+from fedcare_core.data.declared.loader import load_declared
+from fedcare_core.data.declared.model import DatasetDeclaration
+from fedcare_core.data.declared.reading import TableRows, locate_files, read_raw_table
+from fedcare_core.data.declared.values import column_values, text_of
+from fedcare_core.data.definition import DatasetDefinition
+from fedcare_core.data.partition import FeaturePartition, at_prediction_time
+from fedcare_core.data.row_format import RowFormat
+from fedcare_core.data.row_values import check_row_columns
+
+__all__ = ["DECLARED_FEATURE_SETS", "DeclaredSource"]
+
+#: The feature sets every declared dataset offers: its partition, and that partition with each
+#: objective seeing only what is known when it is predicted.
+DECLARED_FEATURE_SETS = ("paper", "admission")
+
+
+class DeclaredSource:
+    """A dataset defined by a file: its rows, definition and row format.
+
+    Parameters
+    ----------
+    declaration
+        The checked definition.
+    """
+
+    def __init__(self, declaration: DatasetDeclaration) -> None:
+        self.declaration = declaration
+
+    def locate(self, root: Path | None) -> Path:
+        """``root`` (the data folder or file), else the definition's folder."""
+        return root if root is not None else self.declaration.path.parent
+
+    def load(self, data: Any, path: Path, *, verify_checksum: bool) -> tuple[Cohort, str]:
+        """The cohort read from ``path`` under ``data`` (a ``DataConfig``), and the files."""
+        return load_declared(
+            self.declaration,
+            path,
+            verify_checksum=verify_checksum,
+            unseen_categories=data.unseen_categories,
+        )
+
+    def partition(self, features: str) -> FeaturePartition:
+        """The partition of feature set ``features`` (:data:`DECLARED_FEATURE_SETS`)."""
+        d = self.declaration
+        if features == "paper":
+            return d.partition
+        return at_prediction_time(
+            d.partition,
+            {c.name: str(c.known_at) for c in d.features},
+            {o.objective.name: o.predicted_at for o in d.objectives},
+            moves=d.moves,
+        )
+
+    def definition(self, features: str) -> DatasetDefinition:
+        """Its objectives, the partition of ``features``, its features and vocabularies."""
+        d = self.declaration
+        return DatasetDefinition(
+            tuple(o.objective for o in d.objectives),
+            self.partition(features),
+            tuple(c.name for c in d.features if c.numeric),
+            tuple(c.name for c in d.features if not c.numeric),
+            {c.name: v for c in d.features if (v := c.feature_vocabulary) is not None},
+        )
+
+    def row_format(self) -> RowFormat:
+        """A row to score: the features' columns as the source files hold them."""
+        d = self.declaration
+        example = self.example_rows()
+        return RowFormat(
+            d.name,
+            tuple(c.name for c in d.features),
+            tuple(c.name for c in d.features if c.type == "integer" and not c.gaps),
+            d.identifiers,
+            label_columns(d),
+            self.features_from_rows,
+            None if example is None else example.copy,
+        )
+
+    def features_from_rows(
+        self,
+        frame: pd.DataFrame,
+        columns: Sequence[str],
+        numeric: Collection[str],
+        source: str | None,
+        unseen_categories: str,
+    ) -> pd.DataFrame:
+        """The features ``columns`` of rows to score, checked as the loader checks a file.
+
+        Raises
+        ------
+        DataError
+            A missing column, or a value the definition refuses (column and rows named).
+        """
+        check_row_columns(frame, columns, source)
+        rows = frame.loc[:, list(columns)].reset_index(drop=True)
+        n = len(rows)
+        where = TableRows(
+            (source or "the input rows",),
+            np.zeros(n, dtype=np.int64),
+            np.arange(1, n + 1),
+        )
+        notes: list[str] = []
+        return pd.DataFrame(
+            {
+                c: column_values(
+                    rows[c], self.declaration.columns[c], where, unseen_categories, notes
+                )
+                for c in columns
+            },
+            index=rows.index,
+        )
+
+    def example_rows(self) -> pd.DataFrame | None:
+        """Two synthetic rows (never a patient's) built from the declarations.
+
+        None where a feature's raw form cannot be told (an open vocabulary, a declared form).
+        """
+        first: dict[str, object] = {}
+        second: dict[str, object] = {}
+        for c in self.declaration.features:
+            if c.numeric and c.range is not None:
+                low, high = c.range
+                first[c.name], second[c.name] = _between(low, high, c.type, 0.25, 0.6)
+            elif c.vocabulary is not None and c.pattern is None:
+                first[c.name] = c.vocabulary[0]
+                second[c.name] = c.vocabulary[min(1, len(c.vocabulary) - 1)]
+            else:
+                return None
+        return pd.DataFrame([first, second])
+
+    def patient_keys(self, path: Path) -> np.ndarray:
+        """The distinct patient identifiers of the files under ``path``, as written."""
+        from fedcare_core.data.patient_keys import distinct_keys
+
+        files = locate_files(self.declaration, path)
+        table = read_raw_table(self.declaration, files, verify_checksum=False)
+        return distinct_keys(text_of(table.frame[self.declaration.patient]))
+
+
+def _between(low: float, high: float, kind: str, *fractions: float) -> tuple[object, ...]:
+    values = [low + f * (high - low) for f in fractions]
+    return tuple(round(v) if kind == "integer" else round(v, 2) for v in values)

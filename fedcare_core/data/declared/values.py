@@ -1,0 +1,184 @@
+"""A declared column's raw values checked and typed: categories, numbers, date-times.
+
+Each check refuses with one :class:`~fedcare_core.errors.DataError` naming the file, the column
+and the rows (:class:`~.reading.TableRows`), never a value: a gap where none is allowed, text in
+a number, a fraction in an integer, a number outside its plausible range, a category outside
+its vocabulary (unless ``unseen_categories="other"``) or not of its declared form, a date-time
+that does not parse. The loader and the rows a packaged model scores share these checks.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import cast
+
+import numpy as np
+import pandas as pd
+
+from fedcare_core.data.categories import unseen_categories_message
+from fedcare_core.data.declared.model import Column, Groups
+from fedcare_core.data.declared.reading import TableRows
+
+__all__ = ["column_values", "recode_groups", "text_of"]
+
+
+def text_of(raw: pd.Series) -> pd.Series:
+    """A column as stripped strings (object dtype); missing and empty cells are None."""
+    out = raw.astype(object).where(raw.notna(), None)
+    out = out.map(lambda v: None if v is None else _text(v))
+    return out.where(out != "", None)
+
+
+def _text(value: object) -> str:
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value).strip()
+
+
+def column_values(
+    raw: pd.Series, column: Column, rows: TableRows, unseen_categories: str, notes: list[str]
+) -> pd.Series:
+    """``raw`` checked against ``column``'s declaration and typed.
+
+    Parameters
+    ----------
+    raw
+        The column as read (text from CSV, typed from Parquet).
+    column
+        Its declaration.
+    rows
+        Where each row came from (messages).
+    unseen_categories
+        ``"refuse"`` or ``"other"``: a category outside the declared vocabulary.
+    notes
+        Appended to: what ``"other"`` kept.
+
+    Returns
+    -------
+    pandas.Series
+        Numbers as float64 and date-times as ``datetime64[ns]`` (NaN/NaT missing); categories
+        as ``str`` (recoded into their groups, if declared; NaN missing).
+
+    Raises
+    ------
+    DataError
+        Naming the file, the column and the rows.
+    """
+    if column.numeric:
+        values = _numbers(raw, column, rows)
+    elif column.type == "datetime":
+        values = _datetimes(raw, column, rows)
+    else:
+        values = _categories(raw, column, rows, unseen_categories, notes)
+    missing = values.isna().to_numpy()
+    if not column.gaps and missing.any():
+        raise rows.error(
+            f"{column.name} is missing; its definition allows no gaps (gaps: true allows them)",
+            column.name,
+            missing,
+        )
+    return values
+
+
+def _numbers(raw: pd.Series, column: Column, rows: TableRows) -> pd.Series:
+    name = column.name
+    if pd.api.types.is_bool_dtype(raw.dtype):
+        raise rows.error("true/false value(s) in a numeric column", name, raw.notna())
+    if pd.api.types.is_numeric_dtype(raw.dtype):
+        values = raw.astype("float64")
+    else:
+        text = text_of(raw)
+        values = pd.to_numeric(text, errors="coerce").astype("float64")
+        bad = (text.notna() & values.isna()).to_numpy()
+        if bad.any():
+            raise rows.error("non-numeric value(s) in a numeric column", name, bad)
+    array = values.to_numpy()
+    if np.isinf(array).any():
+        raise rows.error("infinite value(s) in a numeric column", name, np.isinf(array))
+    present = ~np.isnan(array)
+    if column.type == "integer":
+        fractional = present & (array != np.floor(np.where(present, array, 0.0)))
+        if fractional.any():
+            raise rows.error("non-integer value(s) in an integer column", name, fractional)
+    assert column.range is not None  # checked with the definition
+    low, high = column.range
+    outside = present & ((array < low) | (array > high))
+    if outside.any():
+        raise rows.error(
+            f"{name} must lie in [{low:g}, {high:g}], its declared plausible range"
+            + (f" ({column.unit})" if column.unit else ""),
+            name,
+            outside,
+        )
+    return pd.Series(array, index=raw.index, name=name, dtype="float64")
+
+
+def _datetimes(raw: pd.Series, column: Column, rows: TableRows) -> pd.Series:
+    if pd.api.types.is_datetime64_any_dtype(raw.dtype):
+        values = pd.to_datetime(raw, utc=True).dt.tz_localize(None)
+    else:
+        text = text_of(raw)
+        fmt = column.format or "ISO8601"
+        values = pd.to_datetime(text, format=fmt, errors="coerce", utc=True).dt.tz_localize(None)
+        bad = (text.notna() & values.isna()).to_numpy()
+        if bad.any():
+            shape = f"the format {column.format!r}" if column.format else "ISO 8601"
+            raise rows.error(f"value(s) that are not a date-time in {shape}", column.name, bad)
+    return values.astype("datetime64[ns]").rename(column.name)
+
+
+def _categories(
+    raw: pd.Series, column: Column, rows: TableRows, unseen_categories: str, notes: list[str]
+) -> pd.Series:
+    text = text_of(raw)
+    present = text.notna().to_numpy()
+    if column.pattern is not None:
+        form = re.compile(column.pattern)
+        wrong = present & ~text.map(lambda v: v is not None and form.fullmatch(v) is not None)
+        if np.asarray(wrong, dtype=bool).any():
+            raise rows.error(
+                f"value(s) not of the column's declared form ({column.pattern})",
+                column.name,
+                np.asarray(wrong, dtype=bool),
+            )
+    if column.vocabulary is not None:
+        unseen = present & ~text.isin(column.vocabulary).to_numpy()
+        if unseen.any():
+            if unseen_categories != "other":
+                raise rows.error(
+                    unseen_categories_message(int(unseen.sum()), column.vocabulary),
+                    column.name,
+                    unseen,
+                )
+            notes.append(
+                f"{column.name}: {int(unseen.sum())} value(s) outside its known categories "
+                "encoded as 'other' (--unseen-categories other)"
+            )
+    if column.groups is not None:
+        text = recode_groups(text, column.groups)
+    return text.astype("str").rename(column.name)
+
+
+def recode_groups(text: pd.Series, groups: Groups) -> pd.Series:
+    """Each value's group (the first that matches; ``groups.other`` if none); None stays None."""
+    codes, uniques = pd.factorize(text, use_na_sentinel=True)
+    mapped = np.array([_group_of(str(u), groups) for u in uniques] + [None], dtype=object)
+    return pd.Series(mapped[codes], index=text.index, dtype=object)
+
+
+def _group_of(value: str, groups: Groups) -> str:
+    if groups.by == "prefix":
+        for name, prefixes in groups.groups:
+            if any(value.startswith(str(p)) for p in prefixes):
+                return name
+        return groups.other
+    try:
+        whole = float(np.floor(float(value)))
+    except ValueError:
+        return groups.other
+    for name, ranges in groups.groups:
+        for member in ranges:
+            low, high = cast(tuple[float, float], member)
+            if low <= whole <= high:
+                return name
+    return groups.other

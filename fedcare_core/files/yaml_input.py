@@ -1,0 +1,243 @@
+"""Reading a YAML file a user writes against a published JSON Schema, one message per fault.
+
+:func:`read_yaml_document` reads a definition file (a dataset's, a site's private features, a
+column map): missing, unreadable, oversized, not UTF-8, not YAML, a repeated key or a document
+its JSON Schema refuses is one :class:`~fedcare_core.errors.DefinitionError` naming the file and
+the key (``columns.age.range``, ``objectives[1].label``), before anything is done with it.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from fedcare_core.errors import DefinitionError
+
+#: A definition file is small: far above any real one, far below memory.
+_MAX_YAML_BYTES = 4 * 2**20
+#: How many characters of a refused value a message shows.
+_SHOWN = 60
+
+
+class _UniqueKeyLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, refusing a key written twice in one mapping."""
+
+
+def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        if key in seen:
+            line = key_node.start_mark.line + 1
+            raise yaml.constructor.ConstructorError(
+                None, None, f"key {key!r} is written twice (line {line})", key_node.start_mark
+            )
+        seen.add(key)
+    return dict(loader.construct_mapping(node))
+
+
+_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+
+
+@cache
+def load_schema(package: str, name: str) -> dict[str, Any]:
+    """The JSON Schema ``name`` shipped in ``package`` (read once)."""
+    text = resources.files(package).joinpath(name).read_text(encoding="utf-8")
+    return dict(json.loads(text))
+
+
+def read_yaml_text(path: str | Path, what: str) -> str:
+    """The text of ``path``, a ``what`` (for messages): present, readable, UTF-8, small.
+
+    Raises
+    ------
+    DefinitionError
+        Naming the file.
+    """
+    shown = str(path)
+    p = Path(path)
+    try:
+        if p.is_dir():
+            raise DefinitionError(f"{what} must be a file, this is a folder", file=shown)
+        size = p.stat().st_size
+        if size > _MAX_YAML_BYTES:
+            raise DefinitionError(
+                f"{what} is {size:,} bytes; at most {_MAX_YAML_BYTES:,} are read", file=shown
+            )
+        return p.read_bytes().decode("utf-8-sig")
+    except FileNotFoundError:
+        raise DefinitionError(f"no such {what}", file=shown) from None
+    except PermissionError:
+        raise DefinitionError(f"cannot read the {what} (permission denied)", file=shown) from None
+    except UnicodeDecodeError:
+        raise DefinitionError(f"the {what} is not UTF-8 text", file=shown) from None
+    except OSError as exc:
+        raise DefinitionError(f"cannot read the {what} ({exc.strerror})", file=shown) from None
+
+
+def parse_yaml(text: str, file: str, what: str) -> Any:
+    """The YAML document in ``text`` (safe types only; a repeated key refused).
+
+    Raises
+    ------
+    DefinitionError
+        Naming the file and the line.
+    """
+    try:
+        documents = list(yaml.load_all(text, Loader=_UniqueKeyLoader))
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = exc.problem or exc.context or "malformed"
+        raise DefinitionError(f"not valid YAML{line}: {problem}", file=file) from None
+    except yaml.YAMLError as exc:
+        raise DefinitionError(f"not valid YAML ({exc})", file=file) from None
+    if len(documents) != 1:
+        raise DefinitionError(
+            f"a {what} holds one YAML document, this holds {len(documents)}", file=file
+        )
+    return documents[0]
+
+
+def read_yaml_document(path: str | Path, what: str, schema: dict[str, Any]) -> tuple[Any, str]:
+    """The document of ``path`` checked against ``schema``, and the file's text.
+
+    Parameters
+    ----------
+    path
+        The file.
+    what
+        What it is, for messages (``dataset definition``).
+    schema
+        Its JSON Schema (draft 2020-12).
+
+    Returns
+    -------
+    document, text
+        The parsed document (valid under ``schema``) and the text read.
+
+    Raises
+    ------
+    DefinitionError
+        Naming the file and, for a document the schema refuses, the key at fault.
+    """
+    text = read_yaml_text(path, what)
+    document = parse_yaml(text, str(path), what)
+    check_against_schema(document, schema, str(path), what)
+    return document, text
+
+
+def check_against_schema(document: Any, schema: dict[str, Any], file: str, what: str) -> None:
+    """Refuse ``document`` if ``schema`` does; the most relevant fault, in words.
+
+    Raises
+    ------
+    DefinitionError
+        Naming the file and the key.
+    """
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema)
+    error = jsonschema.exceptions.best_match(validator.iter_errors(document))
+    if error is None:
+        return
+    if not error.absolute_path and error.validator == "type":
+        raise DefinitionError(
+            f"a {what} is a YAML mapping of keys, this is {_kind(document)}", file=file
+        )
+    raise DefinitionError(_explain(error), file=file, key=key_path(error.absolute_path))
+
+
+def key_path(parts: Any) -> str | None:
+    """``columns.age.range`` / ``objectives[1].label`` from a path of keys and indices."""
+    out = ""
+    for part in parts:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or None
+
+
+def _explain(error: Any) -> str:
+    """One jsonschema error in words (the value shown short, never a whole subtree)."""
+    kind = error.validator
+    value = error.validator_value
+    instance = error.instance
+    if kind == "required":
+        missing = [k for k in value if not isinstance(instance, dict) or k not in instance]
+        return f"missing key(s): {', '.join(missing)}"
+    if kind == "additionalProperties":
+        allowed = set(error.schema.get("properties", {}))
+        extra = [k for k in instance if k not in allowed]
+        known = ", ".join(sorted(allowed))
+        return f"unknown key(s): {', '.join(map(str, extra))}" + (
+            f" (expected: {known})" if known else ""
+        )
+    if kind == "enum":
+        return f"unknown value {_short(instance)}; expected one of {', '.join(map(str, value))}"
+    if kind == "const":
+        return f"unsupported value {_short(instance)}; this FedCARE reads {value!r}"
+    if kind == "type":
+        expected = " or ".join(value) if isinstance(value, list) else value
+        hint = (
+            " (YAML reads an unquoted yes/no/true/false/on/off as a boolean: quote it)"
+            if isinstance(instance, bool)
+            else ""
+        )
+        return f"expected {expected}, got {_kind(instance)}{hint}"
+    if kind == "pattern":
+        return f"{_short(instance)} does not have the expected form ({value})"
+    if kind in ("minItems", "maxItems", "minProperties", "maxProperties"):
+        return _count_message(kind, value, instance)
+    if kind in ("minLength", "maxLength"):
+        bound = "at least" if kind == "minLength" else "at most"
+        return f"{_short(instance)} must have {bound} {value} character(s)"
+    if kind == "uniqueItems":
+        return "an item is written twice"
+    if kind == "oneOf":
+        return _one_of_message(error)
+    return " ".join(str(error.message).split())[:200]
+
+
+def _count_message(kind: str, value: int, instance: Any) -> str:
+    bound = "at least" if kind.startswith("min") else "at most"
+    unit = "item(s)" if kind.endswith("Items") else "key(s)"
+    return f"must have {bound} {value} {unit}, has {len(instance)}"
+
+
+def _one_of_message(error: Any) -> str:
+    """A value matching none of a ``oneOf``'s forms: the forms, as the schema describes them."""
+    forms: list[str] = []
+    for option in error.schema.get("oneOf", []):
+        if "$ref" in option:
+            forms.append(str(option["$ref"]).rsplit("/", 1)[-1].replace("_", " "))
+        else:
+            keys = option.get("required", [])
+            others = [k for k in option.get("properties", {}) if k not in keys]
+            text = "{" + ", ".join(keys) + ("" if not others else ", one of " + "/".join(others))
+            forms.append(text + "}")
+    description = error.schema.get("description")
+    hint = f" ({description})" if description else ""
+    return f"{_short(error.instance)} is none of the accepted forms: {'; '.join(forms)}{hint}"
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return f"a boolean ({value!r})"
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, str):
+        return f"a string ({_short(value)})"
+    return f"{type(value).__name__} {_short(value)}"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 1] + "…"
