@@ -48,7 +48,7 @@ from fedcare_core.data.cohort import Objective
 # --------------------------------------------------------------------------------------------
 
 
-def _gx_expectation(expect: Expect) -> Expectation:
+def gx_expectation(expect: Expect) -> Expectation:
     """The Great Expectations expectation ``expect`` describes (tuples passed as lists)."""
     kwargs = {k: list(v) if isinstance(v, tuple) else v for k, v in expect.kwargs.items()}
     if expect.warning:
@@ -93,7 +93,7 @@ def diabetes130_raw_suite(
         min_rows=min_rows, min_present=min_present, unseen_categories=unseen_categories
     )
     return ExpectationSuite(
-        name=DIABETES130_TABLE, expectations=[_gx_expectation(e) for e in expectations]
+        name=DIABETES130_TABLE, expectations=[gx_expectation(e) for e in expectations]
     )
 
 

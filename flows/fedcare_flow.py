@@ -330,7 +330,9 @@ class FlowObserver:
 
 def _results_name(config: ExperimentConfig) -> str:
     """The file name of a configuration's ``results.json`` in ``out_dir``."""
-    return f"{config.data.dataset}-{config.algorithm}-seed{config.seed}.json"
+    from fedcare_core.data.registry import dataset_label
+
+    return f"{dataset_label(config.data.dataset)}-{config.algorithm}-seed{config.seed}.json"
 
 
 def experiment_configs(**parameters: Any) -> Sequence[ExperimentConfig]:

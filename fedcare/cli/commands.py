@@ -30,8 +30,8 @@ def _add_run_parser(sub: Any) -> None:
 
 
 def _add_data_parser(sub: Any) -> None:
-    """``fedcare data fetch``'s options."""
-    from fedcare.cli import split_sites
+    """``fedcare data``'s commands: fetch, split-sites, check, schema."""
+    from fedcare.cli import data_check, split_sites
 
     data = sub.add_parser("data", help=COMMANDS["data"][0])
     data_sub = data.add_subparsers(dest="data_command", required=True)
@@ -43,6 +43,7 @@ def _add_data_parser(sub: Any) -> None:
     fetch.add_argument("--url", help="download from this URL instead of the official one")
     fetch.add_argument("--quiet", action="store_true")
     split_sites.add_parser(data_sub)
+    data_check.add_parsers(data_sub)
 
 
 def _module_parser(module: str) -> Callable[[Any], None]:

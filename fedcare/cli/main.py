@@ -375,6 +375,14 @@ def _dispatch(args: argparse.Namespace) -> int:
         from fedcare.cli import split_sites
 
         return split_sites.cmd_split_sites(args)
+    if args.command == "data" and args.data_command in ("check", "schema"):
+        from fedcare.cli import data_check
+
+        return (
+            data_check.cmd_check(args)
+            if args.data_command == "check"
+            else data_check.cmd_schema(args)
+        )
     if args.command == "stack":
         from fedcare.cli import stack_command
 

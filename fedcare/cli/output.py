@@ -113,6 +113,7 @@ def default_results_file(config: ExperimentConfig) -> Path:
         Relative to the working folder.
     """
     from fedcare.tracking.naming import config_setting_name
+    from fedcare_core.data.registry import dataset_label
 
     name = config_setting_name(config)
-    return RESULTS_DIR / f"{config.data.dataset}-{name}-seed{config.seed}.json"
+    return RESULTS_DIR / f"{dataset_label(config.data.dataset)}-{name}-seed{config.seed}.json"

@@ -74,8 +74,9 @@ class DatasetSpec:
         ``"module:NAME"`` of its :class:`DatasetSource`, or the source itself (a dataset
         defined by a file: :func:`fedcare_core.data.declared.declared_spec`).
     checks
-        ``"module:NAME"`` of its raw tables' checks (:class:`data_checks.datasets.RawChecks`);
-        None: the loader's checks only.
+        ``"module:NAME"`` of its raw tables' checks (:class:`data_checks.datasets.RawChecks`),
+        or of a class built with its source (a dataset defined by a file); None: the loader's
+        checks only.
     feature_sets
         The feature sets it defines (``data.features``; the first is the default).
     cohorts
@@ -123,7 +124,10 @@ class DatasetSpec:
 
     def load_checks(self) -> Any:
         """Its raw tables' checks (None: none), imported now."""
-        return None if self.checks is None else _resolve(self.checks)
+        if self.checks is None:
+            return None
+        checks = _resolve(self.checks)
+        return checks(self.load_source()) if isinstance(checks, type) else checks
 
 
 def _resolve(path: str) -> Any:
@@ -189,6 +193,11 @@ def get_dataset(name: str) -> DatasetSpec:
         f"unknown dataset {name!r}; expected one of {', '.join(REGISTRY)}, or a dataset "
         "definition file (FILE.yaml)"
     )
+
+
+def dataset_label(dataset: str) -> str:
+    """The name results, files and MLflow use for ``data.dataset`` (a definition's ``name``)."""
+    return get_dataset(dataset).name if is_definition_file(dataset) else dataset
 
 
 def dataset_names() -> tuple[str, ...]:

@@ -48,6 +48,7 @@ def _spec(path: str, version: tuple[int, int]) -> DatasetSpec:
         declaration.name,
         declaration.title,
         DeclaredSource(declaration),
+        "data_checks.declared:DeclaredChecks",
         feature_sets=DECLARED_FEATURE_SETS,
         objectives=len(declaration.objectives),
         model_input=f"rows in the columns of {files} ({declaration.path.name} declares them)",

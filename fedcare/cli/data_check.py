@@ -1,0 +1,98 @@
+"""``fedcare data check`` and ``fedcare data schema``: a dataset definition against a file.
+
+``check`` reads the definition (a built-in dataset's name or a definition file), loads the data
+through the loader's checks and the raw table's Great Expectations suite (the same path every
+run takes) and prints the profile the definition implies (:mod:`fedcare_core.data.profile`);
+``--json FILE`` also writes it. ``schema`` prints the published JSON Schema of a definition
+file. Nothing else is written.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from fedcare_core.config.limits import UNSEEN_CATEGORY_POLICIES
+
+
+def add_parsers(data_sub: Any) -> None:
+    """Register ``fedcare data check`` and ``fedcare data schema``."""
+    check = data_sub.add_parser(
+        "check",
+        help="check a dataset definition against its file and print the profile it implies",
+        description="Read a dataset definition (a built-in dataset or FILE.yaml), load its "
+        "file(s) through every check a run makes, and print what FedCARE would train on: rows, "
+        "patients, each objective's labels, each feature's availability, role in the "
+        "partition, gaps and values (counts and quartiles only, never a row).",
+    )
+    check.add_argument(
+        "--dataset", required=True, metavar="NAME|FILE.yaml", help="the dataset or definition"
+    )
+    check.add_argument(
+        "--data-dir",
+        metavar="D",
+        help="the folder (or file) holding its data (default $FEDCARE_DATA_DIR, else beside "
+        "the definition)",
+    )
+    check.add_argument("--features", default="paper", help="the feature set (default paper)")
+    check.add_argument(
+        "--unseen-categories",
+        choices=UNSEEN_CATEGORY_POLICIES,
+        default="refuse",
+        help="a category outside its vocabulary: refuse (default) or encode as 'other'",
+    )
+    check.add_argument("--no-verify", action="store_true", help="skip a declared SHA-256")
+    check.add_argument("--json", type=Path, metavar="FILE", help="also write the profile here")
+    data_sub.add_parser(
+        "schema",
+        help="print the JSON Schema of a dataset definition file",
+        description="Print the published JSON Schema (draft 2020-12) a dataset definition "
+        "file follows.",
+    )
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    """Check the definition and its data; print the profile."""
+    from data_checks.source_checks import checked_dataset
+    from fedcare_core.config import DataConfig
+    from fedcare_core.data.loading import dataset_definition
+    from fedcare_core.data.profile import profile_cohort
+    from fedcare_core.data.registry import get_dataset
+    from fedcare_core.files.atomic import write_json_atomic
+
+    data = DataConfig(
+        dataset=args.dataset, features=args.features, unseen_categories=args.unseen_categories
+    )
+    data.validate()
+    if args.json is not None and args.json.exists() and args.json.is_dir():
+        from fedcare_core.errors import ConfigError
+
+        raise ConfigError(f"--json {args.json}: a folder; give a file to write")
+    loaded = checked_dataset(data, args.data_dir, verify_checksum=not args.no_verify)
+    definition = dataset_definition(args.dataset, args.features)
+    source = get_dataset(args.dataset).load_source()
+    times = _times(source)
+    profile = profile_cohort(loaded.cohort, definition, loaded.source, times)
+    print(profile.text())
+    if args.json is not None:
+        write_json_atomic(args.json, profile.to_dict())
+        print(f"\nprofile written to {args.json}")
+    return 0
+
+
+def _times(source: Any) -> dict[str, str]:
+    declaration = getattr(source, "declaration", None)
+    if declaration is None:
+        return {}
+    return {c.name: str(c.known_at) for c in declaration.features}
+
+
+def cmd_schema(_: argparse.Namespace) -> int:
+    """Print the definition file's JSON Schema."""
+    from fedcare_core.data.declared import definition_schema
+
+    sys.stdout.write(json.dumps(definition_schema(), indent=2) + "\n")
+    return 0
