@@ -235,7 +235,6 @@ def cmd_predict(args: argparse.Namespace) -> int:
     import pandas as pd
 
     from fedcare.tracking.local_artifacts import sqlite_path
-    from fedcare_core.data.rows import row_format
     from fedcare_core.files.atomic import write_atomic
     from fedcare_core.files.private import keep_out_of_git
 
@@ -247,7 +246,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     if db is not None:  # reading a model must not create (or migrate) a store
         _check_model_store(tracking_uri, db)
     package = _load_model(args.model, tracking_uri)
-    fmt = row_format(package.dataset)
+    fmt = package.row_format()
     rows = _read_rows(args.data)
     inputs = [c for c in package.input_columns if c in rows.columns]
     try:

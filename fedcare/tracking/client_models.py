@@ -23,7 +23,6 @@ from mlflow.types.schema import AnyType, ColSpec, ParamSchema, ParamSpec, Schema
 
 from fedcare.tracking import pyfunc_model, store
 from fedcare_core import __version__
-from fedcare_core.data.rows import row_format
 from fedcare_core.predict.package import ModelPackage, client_package, save_package
 from fedcare_core.run.results import ExperimentResult
 
@@ -59,7 +58,7 @@ def _example(package: ModelPackage) -> pd.DataFrame:
     The dataset's made-up rows (:func:`~fedcare_core.data.rows.row_format`); for another
     cohort, one row of zeros and first categories.
     """
-    example = row_format(package.dataset).example
+    example = package.row_format().example
     if example is not None:
         return example().loc[:, package.input_columns]
     vocab = dict(package.common_encoder.categorical) | dict(package.private_encoder.categorical)

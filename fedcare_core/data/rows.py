@@ -17,10 +17,18 @@ from fedcare_core.data.row_values import feature_rows
 __all__ = ["FeatureReader", "RowFormat", "row_format"]
 
 
-def row_format(dataset: str) -> RowFormat:
-    """The row format of ``dataset``; a cohort of no registered dataset scores its features."""
+def row_format(dataset: str, definition: str | None = None) -> RowFormat:
+    """The row format of ``dataset``; a cohort of no registered dataset scores its features.
+
+    ``definition``: the text of the dataset's definition file (a packaged model carries it),
+    which then says how a row is read, wherever the model is scored.
+    """
     from fedcare_core.data.registry import REGISTRY
 
+    if definition is not None:
+        from fedcare_core.data.declared import declared_source_of_text
+
+        return declared_source_of_text(definition, f"the {dataset} model's definition").row_format()
     spec = REGISTRY.get(dataset)
     if spec is None:
         return RowFormat(dataset, (), (), (), (), feature_rows, None)

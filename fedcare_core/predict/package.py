@@ -32,7 +32,8 @@ import torch
 from fedcare_core import __version__
 from fedcare_core.config import UNSEEN_CATEGORY_POLICIES
 from fedcare_core.data.preprocess import FeatureEncoder
-from fedcare_core.data.rows import row_format
+from fedcare_core.data.registry import get_dataset
+from fedcare_core.data.rows import RowFormat, row_format
 from fedcare_core.errors import ConfigError
 from fedcare_core.predict.predictors import ClientPredictor, predictor_from_spec
 
@@ -80,6 +81,9 @@ class ModelPackage:
     unseen_categories
         The run's policy for a category outside its column's documented values (``"refuse"``
         or ``"other"``); :meth:`score` may override it.
+    definition
+        The text of the dataset's definition file (a dataset defined by a file), so that the
+        model reads rows wherever it is scored; None: a built-in dataset.
     """
 
     dataset: str
@@ -89,6 +93,11 @@ class ModelPackage:
     private_encoder: FeatureEncoder
     predictor: ClientPredictor
     unseen_categories: str = "refuse"
+    definition: str | None = None
+
+    def row_format(self) -> RowFormat:
+        """How a row to score is read (:func:`~fedcare_core.data.rows.row_format`)."""
+        return row_format(self.dataset, self.definition)
 
     @property
     def objectives(self) -> tuple[str, ...]:
@@ -108,7 +117,7 @@ class ModelPackage:
             *self.private_encoder.numeric,
             *(c for c, _ in self.private_encoder.categorical),
         ]
-        order = row_format(self.dataset).columns
+        order = self.row_format().columns
         return [c for c in order if c in set(used)] if order else list(dict.fromkeys(used))
 
     @property
@@ -162,7 +171,7 @@ class ModelPackage:
                 f"unseen_categories must be one of {', '.join(UNSEEN_CATEGORY_POLICIES)}, "
                 f"got {policy!r}"
             )
-        features = row_format(self.dataset).features(
+        features = self.row_format().features(
             rows, self.input_columns, self.numeric_columns, source, policy
         )
         columns = self.output_columns
@@ -191,7 +200,7 @@ class ModelPackage:
                 "private": self.private_encoder.to_dict(),
             },
             "predictor": self.predictor.spec(),
-        }
+        } | ({} if self.definition is None else {"definition": self.definition})
 
 
 #: Scoring runs on one torch thread, one call at a time: on some CPUs (an Intel Xeon with
@@ -235,6 +244,7 @@ def client_package(result: ExperimentResult, index: int) -> ModelPackage:
         private_encoder=client.private_encoder,
         predictor=result.predictors[index],
         unseen_categories=result.config.data.unseen_categories,
+        definition=get_dataset(result.config.data.dataset).definition_text,
     )
 
 
@@ -286,4 +296,5 @@ def load_package(folder: str | Path) -> ModelPackage:
         private_encoder=FeatureEncoder.from_dict(doc["encoders"]["private"]),
         predictor=predictor_from_spec(doc["predictor"], weights),
         unseen_categories=str(doc["unseen_categories"]),
+        definition=None if doc.get("definition") is None else str(doc["definition"]),
     )

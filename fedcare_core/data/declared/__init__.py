@@ -16,9 +16,34 @@ from pathlib import Path
 
 from fedcare_core.data.declared.model import DatasetDeclaration
 from fedcare_core.data.declared.parse import definition_schema, read_definition
+from fedcare_core.data.declared.source import DeclaredSource
 from fedcare_core.data.registry import DatasetSpec
 
-__all__ = ["DatasetDeclaration", "declared_spec", "definition_schema", "read_definition"]
+__all__ = [
+    "DatasetDeclaration",
+    "DeclaredSource",
+    "declared_source_of_text",
+    "declared_spec",
+    "definition_schema",
+    "read_definition",
+]
+
+
+@lru_cache(maxsize=16)
+def declared_source_of_text(text: str, where: str) -> DeclaredSource:
+    """The source of a definition held as text (a packaged model's), checked as a file is.
+
+    Raises
+    ------
+    DefinitionError
+        An invalid definition, naming ``where`` and the key.
+    """
+    from fedcare_core.data.declared.parse import WHAT, declaration_from_document
+    from fedcare_core.files.yaml_input import check_against_schema, parse_yaml
+
+    document = parse_yaml(text, where, WHAT)
+    check_against_schema(document, definition_schema(), where, WHAT)
+    return DeclaredSource(declaration_from_document(document, text, Path(where)))
 
 
 def declared_spec(path: str | Path) -> DatasetSpec:
@@ -40,7 +65,7 @@ def declared_spec(path: str | Path) -> DatasetSpec:
 
 @lru_cache(maxsize=32)
 def _spec(path: str, version: tuple[int, int]) -> DatasetSpec:
-    from fedcare_core.data.declared.source import DECLARED_FEATURE_SETS, DeclaredSource
+    from fedcare_core.data.declared.source import DECLARED_FEATURE_SETS
 
     declaration = read_definition(path)
     files = ", ".join(declaration.source.files)
