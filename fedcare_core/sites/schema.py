@@ -34,6 +34,8 @@ _SCHEMA_FORMAT = "fedcare-federation/1"
 #: The settings a run over a federation's sites takes (:meth:`FederationSchema.run_config`);
 #: the schema decides every other.
 RUN_SETTINGS = ("seed", "rounds", "secagg")
+#: The longest dataset definition a schema carries (a definition file is read up to 4 MiB).
+_MAX_DEFINITION_CHARS = 4 * 2**20
 
 
 @dataclass(frozen=True)
@@ -55,6 +57,9 @@ class FederationSchema:
     config
         Encoder (``model.max_categories``), model, Stage 1 and Stage 2 settings, the splits'
         fractions and the label options; ``seed`` is the seed the partition was drawn with.
+    definition
+        The text of the dataset's definition file, for a dataset defined by a file (every
+        party registers it under its name when reading the schema); None: a built-in dataset.
     """
 
     dataset: str
@@ -64,6 +69,7 @@ class FederationSchema:
     categorical_features: tuple[str, ...]
     vocabularies: Mapping[str, tuple[str, ...]]
     config: ExperimentConfig
+    definition: str | None = None
 
     @property
     def objective_names(self) -> tuple[str, ...]:
@@ -138,7 +144,7 @@ class FederationSchema:
                 "vocabularies": {k: list(v) for k, v in sorted(self.vocabularies.items())},
             },
             "config": self.config.to_dict(),
-        }
+        } | ({} if self.definition is None else {"definition": self.definition})
 
     def digest(self) -> str:
         """SHA-256 of the canonical JSON: equal digests, equal agreements."""
@@ -172,6 +178,7 @@ def schema_for(config: ExperimentConfig) -> FederationSchema:
             "data.benchmark_split: in a federation each site splits its own patients; a "
             "schema cannot fix a published split"
         )
+    config, text = _named_dataset(config)
     definition = dataset_definition(config.data.dataset, config.data.features)
     partition = definition.partition
     if config.data.rho is not None:
@@ -185,7 +192,26 @@ def schema_for(config: ExperimentConfig) -> FederationSchema:
         categorical_features=tuple(c for c in definition.categorical_features if c in used),
         vocabularies={c: v for c, v in definition.vocabularies.items() if c in used},
         config=config,
+        definition=text,
     )
+
+
+def _named_dataset(config: ExperimentConfig) -> tuple[ExperimentConfig, str | None]:
+    """``config`` with a definition file's dataset named by its name (registered), and its text.
+
+    A schema names its dataset, never a path on the coordinator's disk: it carries the
+    definition's text instead (:attr:`FederationSchema.definition`).
+    """
+    from fedcare_core.data.registry import get_dataset, is_definition_file
+
+    if not is_definition_file(config.data.dataset):
+        return config, None
+    from fedcare_core.data.declared import register_definition_text
+
+    text = get_dataset(config.data.dataset).definition_text
+    assert text is not None  # a definition file's spec holds its text
+    name = register_definition_text(text, config.data.dataset)
+    return config.with_overrides(data={"dataset": name}), text
 
 
 def read_schema(path: str | Path) -> FederationSchema:
@@ -220,6 +246,8 @@ def _check_schema_shape(doc: JsonObject) -> None:
     """
     doc.expect_format(_SCHEMA_FORMAT)
     doc.text("dataset", 64)
+    if "definition" in doc.raw:
+        doc.text("definition", _MAX_DEFINITION_CHARS)
     doc.obj("config")
     for objective in doc.objects("objectives"):
         for key in ("name", "kind", "label"):
@@ -236,6 +264,13 @@ def _schema_from_dict(raw: Mapping[str, Any]) -> FederationSchema:
     if not isinstance(raw, Mapping) or raw.get("format") != _SCHEMA_FORMAT:
         got = raw.get("format") if isinstance(raw, Mapping) else type(raw).__name__
         raise ConfigError(f"format must be {_SCHEMA_FORMAT!r}, got {got!r}")
+    text = raw.get("definition")
+    if text is not None:
+        from fedcare_core.data.declared import register_definition_text
+
+        name = register_definition_text(str(text), "its dataset definition")
+        if name != raw["dataset"]:
+            raise ConfigError(f"dataset {raw['dataset']!r} but its definition names {name!r}")
     config = ExperimentConfig.from_dict(raw["config"])
     from fedcare_core.algorithms import federation_algorithms
 
@@ -265,6 +300,7 @@ def _schema_from_dict(raw: Mapping[str, Any]) -> FederationSchema:
             str(k): tuple(str(v) for v in vs) for k, vs in features["vocabularies"].items()
         },
         config=config,
+        definition=None if text is None else str(text),
     )
     _check_honourable(schema, definition)
     return schema

@@ -18,6 +18,7 @@ from fedcare_core.data.declared.model import DatasetDeclaration
 from fedcare_core.data.declared.parse import definition_schema, read_definition
 from fedcare_core.data.declared.source import DeclaredSource
 from fedcare_core.data.registry import DatasetSpec
+from fedcare_core.errors import DefinitionError
 
 __all__ = [
     "DatasetDeclaration",
@@ -26,6 +27,7 @@ __all__ = [
     "declared_spec",
     "definition_schema",
     "read_definition",
+    "register_definition_text",
 ]
 
 
@@ -65,14 +67,52 @@ def declared_spec(path: str | Path) -> DatasetSpec:
 
 @lru_cache(maxsize=32)
 def _spec(path: str, version: tuple[int, int]) -> DatasetSpec:
-    from fedcare_core.data.declared.source import DECLARED_FEATURE_SETS
+    return _spec_of(DeclaredSource(read_definition(path)))
 
-    declaration = read_definition(path)
+
+def register_definition_text(text: str, where: str) -> str:
+    """Register the dataset a definition's text defines under its name; return the name.
+
+    A federation's schema carries its dataset's definition: every party registers it, so the
+    configuration's ``data.dataset`` names it wherever the schema is read.
+
+    Raises
+    ------
+    DefinitionError
+        An invalid definition, or a name a built-in dataset (or another definition) holds.
+    """
+    from fedcare_core.data.registry import REGISTRY, register_dataset
+
+    spec = _spec_of(declared_source_of_text(text, where))
+    held = REGISTRY.get(spec.name)
+    if held is not None and held.definition_text != text:
+        raise DefinitionError(
+            f"dataset {spec.name!r} is already defined here (a built-in dataset, or another "
+            "definition of that name): rename it",
+            file=where,
+            key="name",
+        )
+    register_dataset(spec)
+    return spec.name
+
+
+def _spec_of(source: DeclaredSource) -> DatasetSpec:
+    from fedcare_core.data.declared.source import DECLARED_FEATURE_SETS
+    from fedcare_core.data.registry import REGISTRY
+
+    declaration = source.declaration
+    held = REGISTRY.get(declaration.name)
+    if held is not None and held.definition_text is None:
+        raise DefinitionError(
+            f"{declaration.name!r} is a built-in dataset's name: give yours another",
+            file=str(declaration.path),
+            key="name",
+        )
     files = ", ".join(declaration.source.files)
     return DatasetSpec(
         declaration.name,
         declaration.title,
-        DeclaredSource(declaration),
+        source,
         "data_checks.declared:DeclaredChecks",
         feature_sets=DECLARED_FEATURE_SETS,
         objectives=len(declaration.objectives),
