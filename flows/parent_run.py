@@ -23,6 +23,7 @@ from data_checks.validate import INDEX_HTML, CheckReport, require_checks_pass
 from fedcare.tracking.links import report_location
 from fedcare.tracking.naming import parent_run_name
 from fedcare_core import __version__
+from fedcare_core.data.registry import dataset_label
 from fedcare_core.run.results import ExperimentResult
 from flows.flow_parameters import FlowParameters
 from tasks.artifacts import results_artifact_task, validation_artifact_task
@@ -112,7 +113,7 @@ class ParentRun:
                 "prefect.flow_run_id": str(flow_run_id),
                 TAG_FLOW_RUN_NAME: str(flow_run_name),
                 "fedcare.version": __version__,
-                "fedcare.dataset": params.dataset,
+                "fedcare.dataset": dataset_label(params.dataset),
                 "fedcare.stage": "flow",
             },
             params=params.to_params(),

@@ -106,8 +106,10 @@ def client() -> MlflowClient:
 
 
 def _experiment_name(dataset: str) -> str:
-    """The experiment name of a dataset (``fedcare/<dataset>``)."""
-    return f"{_EXPERIMENT_PREFIX}{dataset}"
+    """The experiment name of a dataset (``fedcare/<dataset>``; a definition file's name)."""
+    from fedcare_core.data.registry import dataset_label
+
+    return f"{_EXPERIMENT_PREFIX}{dataset_label(dataset)}"
 
 
 def experiment_for(dataset: str) -> str:
@@ -122,13 +124,16 @@ def experiment_for(dataset: str) -> str:
     Parameters
     ----------
     dataset
-        Dataset name (``"diabetes130"``, ``"mimic3"``).
+        Dataset name (``"diabetes130"``, ``"mimic3"``), or a definition file (its name).
 
     Returns
     -------
     str
         The experiment id.
     """
+    from fedcare_core.data.registry import dataset_label
+
+    dataset = dataset_label(dataset)
     mc = client()
     name = _experiment_name(dataset)
     found = mc.get_experiment_by_name(name)

@@ -189,3 +189,37 @@ def test_corrupted_table_stops_the_flow_at_validation(
             task_run_filter=TaskRunFilter(name=TaskRunFilterName(like_="validate-raw-tables")),
         )
     assert validation.state is not None and validation.state.is_failed()
+
+
+@pytest.mark.slow
+def test_a_dataset_defined_by_a_file_runs_through_the_flow(
+    prefect_harness: None, tmp_path: Path
+) -> None:
+    """The hospital example (no Python added for it): validation, training, MLflow, results."""
+    import shutil
+
+    from examples.hospital.make_extract import make_extract
+
+    example = Path(__file__).resolve().parents[2] / "examples" / "hospital" / "definition.yaml"
+    shutil.copy(example, tmp_path / "definition.yaml")
+    make_extract(1800, seed=5).to_csv(tmp_path / "encounters.csv.gz", index=False)
+    uri = f"sqlite:///{tmp_path / 'mlflow' / 'mlflow.db'}"
+    state = fedcare_pipeline(
+        dataset=str(tmp_path / "definition.yaml"),
+        clients=3,
+        rounds=2,
+        stage2_epochs=2,
+        tracking_uri=uri,
+        reports_dir=str(tmp_path / "reports"),
+        out_dir=str(tmp_path / "flow"),
+        return_state=True,
+    )
+    assert state.is_completed(), state.message
+    doc = json.loads((tmp_path / "flow" / "riverside-fedcare-seed0.json").read_text())
+    assert set(doc["objectives"]) == {"mortality", "readmission", "los"}
+    runs = _runs(uri)
+    assert runs and all(r.info.status == "FINISHED" for r in runs)
+    assert {r.data.tags.get("fedcare.dataset") for r in runs} == {"riverside"}
+    # The raw table's suite, generated from the definition, ran and passed.
+    reports = list((tmp_path / "reports").rglob("*.json"))
+    assert any("riverside_raw" in p.read_text() for p in reports)

@@ -1,0 +1,126 @@
+"""A dataset the package has never seen, defined by a file only, through every entry.
+
+The synthetic hospital extract of ``examples/hospital`` (seeded, never a patient's) runs
+through ``fedcare data check``, ``fedcare run``, ``fedcare predict`` from raw rows, ``fedcare
+experiment``, and a three-site federation prepared with ``fedcare federation init`` and
+``fedcare site prepare`` and run in one process (``fedcare run --sites``), with no Python
+added for it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from examples.hospital.make_extract import make_extract
+from fedcare.cli.main import main
+
+EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "hospital" / "definition.yaml"
+SMALL = ["--clients", "3", "--rounds", "3", "--stage2-epochs", "2", "--quiet"]
+
+
+@pytest.fixture(scope="module")
+def hospital(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The definition beside a 2,400-encounter extract, and three hospitals' files."""
+    root = tmp_path_factory.mktemp("riverside")
+    shutil.copy(EXAMPLE, root / "definition.yaml")
+    frame = make_extract(2400, seed=3)
+    frame.to_csv(root / "encounters.csv.gz", index=False)
+    patients = frame["MRN"].unique()
+    site_of = {p: i % 3 for i, p in enumerate(patients)}
+    for k in range(3):
+        folder = root / f"site{k + 1}"
+        folder.mkdir()
+        frame[frame["MRN"].map(site_of) == k].to_csv(folder / "encounters.csv", index=False)
+    return root
+
+
+def test_data_check_prints_the_profile_the_definition_implies(
+    hospital: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    profile = hospital / "profile.json"
+    argv = ["data", "check", "--dataset", str(hospital / "definition.yaml"), "--json", str(profile)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("dataset riverside:")
+    doc = json.loads(profile.read_text())
+    kept = make_extract(2400, seed=3).query("DISCH_DISPO != 'AMA'")
+    assert doc["rows"] == len(kept)
+    assert doc["patients"] == kept["MRN"].nunique()
+    roles = {f["name"]: f["role"] for f in doc["features"]}
+    assert roles["AGE_YRS"] == "common" and roles["PAYOR_CLASS"] == "private: readmission, los"
+    smoking = next(f for f in doc["features"] if f["name"] == "SMOKING_STATUS")
+    assert "counts" not in smoking and smoking["distinct"] > 1  # open vocabulary: no values
+    assert "RG7" not in out  # no identifier
+
+
+def test_run_then_predict_raw_rows_with_the_packaged_model(
+    hospital: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    out = tmp_path / "run.json"
+    argv = ["run", "--dataset", str(hospital / "definition.yaml"), "--out", str(out)]
+    assert main([*argv, *SMALL, "--tracking-uri", uri]) == 0
+    doc = json.loads(out.read_text())
+    assert doc["dataset"] == "riverside"
+    assert set(doc["objectives"]) == {"mortality", "readmission", "los"}
+    client = next(c["client"] for c in doc["clients"] if c["objectives"] == ["readmission"])
+
+    rows = pd.read_csv(hospital / "site1" / "encounters.csv", dtype=str, keep_default_na=False)
+    rows.head(40).to_csv(tmp_path / "new.csv", index=False)
+    model = f"models:/fedcare-riverside-fedcare-readmission-client{client}@champion"
+    scores = tmp_path / "scores.csv"
+    argv = ["predict", "--model", model, "--data", str(tmp_path / "new.csv")]
+    assert main([*argv, "--out", str(scores), "--tracking-uri", uri]) == 0
+    scored = pd.read_csv(scores)
+    assert list(scored.columns) == ["MRN", "CSN", "readmission_probability"]
+    assert scored["readmission_probability"].between(0, 1).all()
+
+    rows.loc[4, "SBP_ADMIT"] = "999"  # outside the declared plausible range
+    rows.head(40).to_csv(tmp_path / "bad.csv", index=False)
+    argv = ["predict", "--model", model, "--data", str(tmp_path / "bad.csv")]
+    assert main([*argv, "--out", str(tmp_path / "bad_scores.csv"), "--tracking-uri", uri]) == 2
+    assert not (tmp_path / "bad_scores.csv").exists()
+
+
+def test_experiment_grid_on_the_definition(hospital: Path, tmp_path: Path) -> None:
+    argv = ["experiment", "comparison", "--dataset", str(hospital / "definition.yaml")]
+    argv += ["--seeds", "1", "--clients", "3", "--rounds", "2", "--stage2-epochs", "2"]
+    argv += ["--algorithms", "fedcare,local", "--workers", "1", "--out", str(tmp_path), "--quiet"]
+    assert main(argv) == 0
+    runs = pd.read_csv(tmp_path / "comparison" / "comparison_runs.csv")
+    assert set(runs["algorithm"]) == {"fedcare", "local"}
+    assert runs[["mortality", "readmission", "los"]].notna().all().all()
+
+
+def test_three_sites_prepared_from_the_schema_run_in_one_process(
+    hospital: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    shutil.copy(hospital / "definition.yaml", tmp_path / "definition.yaml")
+    argv = ["federation", "init", "--dataset", "definition.yaml", "--out", "federation.json"]
+    assert main([*argv, "--rounds", "3"]) == 0
+    schema = json.loads((tmp_path / "federation.json").read_text())
+    assert schema["dataset"] == "riverside"
+    assert schema["config"]["data"]["dataset"] == "riverside"  # the text travels, not a path
+    assert str(tmp_path) not in json.dumps(schema)
+    # A site reads the schema on another machine: the coordinator's file is not there.
+    (tmp_path / "definition.yaml").unlink()
+    objectives = ["mortality", "readmission", "los"]
+    sites = []
+    for k, objective in enumerate(objectives, start=1):
+        data = str(hospital / f"site{k}" / "encounters.csv")
+        argv = ["site", "prepare", "--schema", "federation.json", "--data", data]
+        assert main([*argv, "--objectives", objective, "--out", f"site{k}"]) == 0
+        sites.append({"data": data, "objectives": [objective], "name": f"site{k}"})
+    (tmp_path / "sites.json").write_text(json.dumps(sites))
+    argv = ["run", "--sites", "sites.json", "--schema", "federation.json", "--out", "run.json"]
+    assert main([*argv, "--quiet"]) == 0
+    doc = json.loads((tmp_path / "run.json").read_text())
+    assert doc["dataset"] == "riverside"
+    assert set(doc["objectives"]) == set(objectives)
