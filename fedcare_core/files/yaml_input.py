@@ -28,14 +28,21 @@ class _UniqueKeyLoader(yaml.SafeLoader):
     """PyYAML's safe loader, refusing a key written twice in one mapping."""
 
 
+class _RepeatedKeyError(yaml.constructor.ConstructorError):
+    """A key written twice in one mapping (``problem_mark``: where it is written again)."""
+
+
 def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
         key = loader.construct_object(key_node)
-        if key in seen:
-            line = key_node.start_mark.line + 1
-            raise yaml.constructor.ConstructorError(
-                None, None, f"key {key!r} is written twice (line {line})", key_node.start_mark
+        try:
+            repeated = key in seen
+        except TypeError:  # an unhashable key: construct_mapping refuses it, with its line
+            continue
+        if repeated:
+            raise _RepeatedKeyError(
+                None, None, f"key {key!r} is written twice", key_node.start_mark
             )
         seen.add(key)
     return dict(loader.construct_mapping(node))
@@ -90,6 +97,13 @@ def parse_yaml(text: str, file: str, what: str) -> Any:
     """
     try:
         documents = list(yaml.load_all(text, Loader=_UniqueKeyLoader))
+    except _RepeatedKeyError as exc:
+        assert exc.problem_mark is not None
+        raise DefinitionError(
+            f"not valid YAML at line {exc.problem_mark.line + 1}: {exc.problem}",
+            file=file,
+            key=_key_written_at(text, exc.problem_mark.index),
+        ) from None
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         line = f" at line {mark.line + 1}" if mark is not None else ""
@@ -102,6 +116,42 @@ def parse_yaml(text: str, file: str, what: str) -> Any:
             f"a {what} holds one YAML document, this holds {len(documents)}", file=file
         )
     return documents[0]
+
+
+def _key_written_at(text: str, index: int) -> str | None:
+    """The path (``columns.age``) of the mapping key written at character ``index`` of ``text``.
+
+    The text is composed again (nodes only: no key is compared) and walked to that key.
+    """
+    seen: set[int] = set()
+
+    def walk(node: yaml.Node, parts: list[Any]) -> str | None:
+        if id(node) in seen:  # an alias: walked already
+            return None
+        seen.add(id(node))
+        if isinstance(node, yaml.MappingNode):
+            for key_node, value_node in node.value:
+                here = [*parts, key_node.value]
+                if key_node.start_mark.index == index:
+                    return key_path(here)
+                found = walk(value_node, here)
+                if found is not None:
+                    return found
+        elif isinstance(node, yaml.SequenceNode):
+            for i, item in enumerate(node.value):
+                found = walk(item, [*parts, i])
+                if found is not None:
+                    return found
+        return None
+
+    try:
+        for document in yaml.compose_all(text, Loader=yaml.SafeLoader):
+            found = None if document is None else walk(document, [])
+            if found is not None:
+                return found
+    except yaml.YAMLError:
+        return None
+    return None
 
 
 def read_yaml_document(path: str | Path, what: str, schema: dict[str, Any]) -> tuple[Any, str]:
@@ -150,7 +200,21 @@ def check_against_schema(document: Any, schema: dict[str, Any], file: str, what:
         raise DefinitionError(
             f"a {what} is a YAML mapping of keys, this is {_kind(document)}", file=file
         )
-    raise DefinitionError(_explain(error), file=file, key=key_path(error.absolute_path))
+    raise DefinitionError(_explain(error), file=file, key=key_path(_fault_path(error)))
+
+
+def _fault_path(error: Any) -> list[Any]:
+    """Where a schema's fault is: a missing or unknown key's own path, else its value's."""
+    parts = list(error.absolute_path)
+    instance = error.instance
+    if not isinstance(instance, dict):
+        return parts
+    if error.validator == "required":
+        parts += [k for k in error.validator_value if k not in instance][:1]
+    elif error.validator == "additionalProperties":
+        allowed = set(error.schema.get("properties", {}))
+        parts += [str(k) for k in instance if k not in allowed][:1]
+    return parts
 
 
 def key_path(parts: Any) -> str | None:

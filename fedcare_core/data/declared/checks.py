@@ -1,11 +1,11 @@
 """What a dataset definition's JSON Schema cannot say, checked before any row is read.
 
-Every refusal names the file and the key: a name written twice, a vocabulary with repeats, a
-key that does not fit its column's type, a regular expression that does not compile, a label or
-exclusion over a column that is not declared (or over an identifier, or comparing a value its
-column cannot hold), a label whose source is a feature, a partition naming what is not a
-feature or leaving a feature out, an open vocabulary shared, and a feature shown to an objective
-before it is known.
+Every refusal names the file and the key: a checksum declared for several files, a name
+written twice, a vocabulary with repeats, a key that does not fit its column's type, a regular
+expression that does not compile, a label or exclusion over a column that is not declared (or
+over an identifier, or comparing a value its column cannot hold), a label whose source is a
+feature, a partition naming what is not a feature or leaving a feature out, an open vocabulary
+shared, and a feature shown to an objective before it is known.
 """
 
 from __future__ import annotations
@@ -49,6 +49,12 @@ def check_declaration(d: DatasetDeclaration, document: Mapping[str, Any]) -> Non
         Naming the file and the key.
     """
     file = str(d.path)
+    if d.source.sha256 is not None and len(d.source.files) != 1:
+        raise _fail(
+            file,
+            "source.sha256",
+            f"a sha256 is the one source file's; this source reads {len(d.source.files)} files",
+        )
     for name, spec in document["columns"].items():
         _check_column(d.columns[name], spec, file)
     _check_identifiers(d, file)

@@ -94,7 +94,7 @@ def declaration_from_document(
         objectives=objectives,
         partition=FeaturePartition(
             common=tuple(partition_doc["common"]),
-            private={k: tuple(v) for k, v in partition_doc["private"].items()},
+            private=_pools(objectives, partition_doc["private"]),
             private_only=tuple(
                 c.name
                 for c in columns.values()
@@ -108,6 +108,19 @@ def declaration_from_document(
     )
     check_declaration(declaration, document)
     return declaration
+
+
+def _pools(
+    objectives: tuple[DeclaredObjective, ...], doc: Mapping[str, Any]
+) -> dict[str, tuple[str, ...]]:
+    """Every objective's private pool (empty where none is written), then the pools written.
+
+    An objective without a pool still sees the common features: its prediction time is then
+    checked against them, and ``--features admission`` limits them for it.
+    """
+    pools: dict[str, tuple[str, ...]] = {o.objective.name: () for o in objectives}
+    pools.update({k: tuple(v) for k, v in doc.items()})
+    return pools
 
 
 def _source(doc: Mapping[str, Any]) -> Source:

@@ -25,8 +25,9 @@ __all__ = ["column_values", "recode_groups", "text_of"]
 def text_of(raw: pd.Series) -> pd.Series:
     """A column as stripped strings (object dtype); missing and empty cells are None."""
     out = raw.astype(object).where(raw.notna(), None)
-    out = out.map(lambda v: None if v is None else _text(v))
-    return out.where(out != "", None)
+    # pandas 3 infers ``str`` from the mapped values (missing: NaN): keep object and None
+    out = out.map(lambda v: None if v is None else _text(v)).astype(object)
+    return out.where(out.notna() & (out != ""), None)
 
 
 def _text(value: object) -> str:
@@ -134,7 +135,7 @@ def _categories(
     present = text.notna().to_numpy()
     if column.pattern is not None:
         form = re.compile(column.pattern)
-        wrong = present & ~text.map(lambda v: v is not None and form.fullmatch(v) is not None)
+        wrong = present & ~text.map(lambda v: isinstance(v, str) and form.fullmatch(v) is not None)
         if np.asarray(wrong, dtype=bool).any():
             raise rows.error(
                 f"value(s) not of the column's declared form ({column.pattern})",
