@@ -4,7 +4,8 @@ One Great Expectations suite per declared dataset, built from what the definitio
 every declared column and identifier present (others allowed), at least one row, the
 identifiers and every column without ``gaps`` complete, the encounter identifier unique, numbers
 written as numbers (whole numbers for integer columns), every declared vocabulary (with
-``unseen_categories="refuse"``) and every declared form (``pattern``). The loader's own checks
+``unseen_categories="refuse"``; a column's ``recode`` keys are its files' own codes) and every
+declared form (``pattern``, for columns not recoded). The loader's own checks
 (:mod:`fedcare_core.data.declared`) add the plausible ranges, the date-times and the labels,
 with messages naming the rows.
 """
@@ -52,13 +53,14 @@ def declared_expectations(
         if column.numeric:
             shape = _WHOLE if column.type == "integer" else _NUMBER
             out.append(Expect("ExpectColumnValuesToMatchRegex", {"column": name, "regex": shape}))
+        recode = column.recode or {}
         if column.vocabulary is not None and unseen_categories == "refuse":
+            # The files' own codes (recode) are as expected as the vocabulary's.
+            allowed = (*column.vocabulary, *(k for k in recode if k not in column.vocabulary))
             out.append(
-                Expect(
-                    "ExpectColumnValuesToBeInSet", {"column": name, "value_set": column.vocabulary}
-                )
+                Expect("ExpectColumnValuesToBeInSet", {"column": name, "value_set": allowed})
             )
-        if column.pattern is not None:
+        if column.pattern is not None and not recode:
             regex = f"^(?:{column.pattern})$"
             out.append(Expect("ExpectColumnValuesToMatchRegex", {"column": name, "regex": regex}))
     return out

@@ -9,7 +9,10 @@ three objectives of ``definition.yaml`` are learnable.
     python examples/hospital/make_extract.py --out /tmp/riverside --rows 20000 --seed 7
 
 writes ``encounters.csv.gz`` (and with ``--sites 3``, ``site1/encounters.csv.gz`` … with
-disjoint patients: one hospital each, for ``fedcare site prepare``).
+disjoint patients: one hospital each, for ``fedcare site prepare``). The hospitals' exports
+differ as real ones do: ``site2`` also records a maximum lactate and a clinical frailty score
+(declared by ``site2-private.yaml``), ``site3`` names some columns and codes its own way
+(mapped by ``site3-map.yaml``) and records the ward (``site3-private.yaml``).
 """
 
 from __future__ import annotations
@@ -119,6 +122,35 @@ def _punch_gaps(frame: pd.DataFrame, rng: np.random.Generator) -> None:
         frame[column] = frame[column].astype(object).where(~gap, None)
 
 
+def site_exports(frame: pd.DataFrame, sites: int, seed: int) -> dict[str, pd.DataFrame]:
+    """The extract split by patient into ``sites`` hospitals' exports, each its own way.
+
+    Returns
+    -------
+    dict of str to pandas.DataFrame
+        ``site1``, ``site2``, … (disjoint patients). ``site2`` adds ``LACTATE_MAX`` (mmol/L, with
+        gaps) and ``CFS`` (clinical frailty scale 1-9); ``site3`` calls ``MRN`` ``PAT_ID``,
+        ``AGE_YRS`` ``AGE`` and codes ``SEX`` as Female/Male/Other, and adds ``WARD``.
+    """
+    rng = np.random.default_rng(seed + 1)
+    patients = frame["MRN"].unique()
+    site_of = dict(zip(patients, np.arange(len(patients)) % max(sites, 1), strict=True))
+    out: dict[str, pd.DataFrame] = {}
+    for k in range(sites):
+        part = frame[frame["MRN"].map(site_of) == k].reset_index(drop=True)
+        n = len(part)
+        if k == 1:
+            lactate = np.round(np.exp(rng.normal(0.4, 0.5, n)), 1)
+            part["LACTATE_MAX"] = pd.Series(lactate).where(rng.random(n) > 0.3, None)
+            part["CFS"] = np.clip(rng.poisson(3, n) + 1, 1, 9)
+        if k == 2:
+            part["SEX"] = part["SEX"].map({"F": "Female", "M": "Male", "X": "Other"})
+            part = part.rename(columns={"MRN": "PAT_ID", "AGE_YRS": "AGE"})
+            part["WARD"] = rng.choice(["4 North", "5 West", "CCU", "Short stay"], n)
+        out[f"site{k + 1}"] = part
+    return out
+
+
 def main(argv: list[str] | None = None) -> None:
     """Write the extract (and, with ``--sites``, one extract per hospital)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -131,14 +163,10 @@ def main(argv: list[str] | None = None) -> None:
     frame = make_extract(args.rows, args.seed)
     args.out.mkdir(parents=True, exist_ok=True)
     frame.to_csv(args.out / "encounters.csv.gz", index=False)
-    if args.sites:
-        patients = frame["MRN"].unique()
-        site_of = dict(zip(patients, np.arange(len(patients)) % args.sites, strict=True))
-        for k in range(args.sites):
-            folder = args.out / f"site{k + 1}"
-            folder.mkdir(exist_ok=True)
-            part = frame[frame["MRN"].map(site_of) == k]
-            part.to_csv(folder / "encounters.csv.gz", index=False)
+    for name, export in site_exports(frame, args.sites, args.seed).items():
+        folder = args.out / name
+        folder.mkdir(exist_ok=True)
+        export.to_csv(folder / "encounters.csv.gz", index=False)
     print(f"wrote {len(frame):,} encounters to {args.out}")
 
 

@@ -247,7 +247,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         _check_model_store(tracking_uri, db)
     package = _load_model(args.model, tracking_uri)
     fmt = package.row_format()
-    rows = _read_rows(args.data)
+    rows = fmt.as_declared(_read_rows(args.data))
     inputs = [c for c in package.input_columns if c in rows.columns]
     try:
         predictions = package.score(rows.loc[:, inputs], unseen_categories=args.unseen_categories)
@@ -255,7 +255,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         raise DataError(
             exc.message, file=str(args.data), column=exc.column, rows=exc.rows
         ) from None
-    kept = rows.loc[:, [c for c in fmt.identifiers if c in rows.columns]]
+    kept = fmt.as_exported(rows.loc[:, [c for c in fmt.identifiers if c in rows.columns]])
     out = pd.concat([kept, predictions], axis=1)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if kept.columns.size:  # scores keyed by patient: never where git would pick them up

@@ -47,6 +47,17 @@ def add_prepare_parser(site_sub: Any) -> None:
         "--out", type=Path, required=True, metavar="SITE_DIR",
         help="the site folder to create (new or empty)",
     )  # fmt: skip
+    prepare.add_argument(
+        "--private", type=Path, metavar="FILE.yaml",
+        help="columns of this site's export beyond the federation's, for its Stage 2 only "
+        "(types, vocabularies, ranges, availability; docs/DATASETS.md): named nowhere outside "
+        "the site folder",
+    )  # fmt: skip
+    prepare.add_argument(
+        "--map", type=Path, metavar="FILE.yaml",
+        help="how this export's column names and category codes map onto the federation's "
+        "definition (docs/DATASETS.md)",
+    )  # fmt: skip
     prepare.add_argument("--name", help="the site's name (default: SITE_DIR's folder name)")
     prepare.add_argument(
         "--seed", type=int, default=0,
@@ -109,7 +120,15 @@ def cmd_site_prepare(args: argparse.Namespace) -> int:
     name = check_site_name(args.name if given else args.out.resolve().name, where)
     if not 0 <= args.seed <= MAX_SEED:
         raise ConfigError(f"--seed must lie in [0, {MAX_SEED:,}], got {args.seed:,}")
-    loaded = load_site(schema, args.data, objectives, name=name, seed=args.seed)
+    loaded = load_site(
+        schema,
+        args.data,
+        objectives,
+        name=name,
+        seed=args.seed,
+        private=args.private,
+        column_map=args.map,
+    )
     folder = create_site_folder(
         args.out,
         loaded.client,

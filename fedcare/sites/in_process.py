@@ -66,7 +66,17 @@ def prepare_sites(
     for entry in entries:
         if say is not None:
             say(f"Preparing site {entry.name} …")
-        sites.append(load_site(schema, entry.data, entry.objectives, name=entry.name, seed=seed))
+        sites.append(
+            load_site(
+                schema,
+                entry.data,
+                entry.objectives,
+                name=entry.name,
+                seed=seed,
+                private=entry.private,
+                column_map=entry.column_map,
+            )
+        )
     check_disjoint_sites(sites, f"--sites {sites_path}")
     federation = federation_of_sites(schema, [(s.name, s.client) for s in sites])
     return PreparedRun(config, federation, combined_provenance(sites), time.perf_counter() - t0)

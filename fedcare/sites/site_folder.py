@@ -4,6 +4,9 @@ Layout (folder ``0700``; every file ``0600`` but the public key and the card, ``
 
     SITE_DIR/site.json          name, dataset, objectives, split seed, schema digest, counts
     SITE_DIR/federation.json    the schema the site was prepared for
+    SITE_DIR/definition.yaml    the site's own dataset definition (a dataset defined by a file:
+                                the federation's, with the site's private columns and column
+                                map; never sent)
     SITE_DIR/site-card.json     what the site sends the coordinator: name, objectives, schema
                                 digest and public key (nothing about any patient)
     SITE_DIR/data/              the site's encoded splits and encoders
@@ -19,6 +22,7 @@ no identifier, and the notes hold counts only.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -53,6 +57,8 @@ from fedcare_core.stage1.loop import Stage1Result, build_model
 _SITE_FILE = "site.json"
 _SCHEMA_FILE = "federation.json"
 CARD_FILE = "site-card.json"
+#: The site's own dataset definition (its private columns and column map).
+DEFINITION_FILE = "definition.yaml"
 DATA_DIR = "data"
 _KEYS_DIR = "keys"
 _STAGE1_DIR = "stage1"
@@ -152,8 +158,12 @@ class SiteFolder:
         return schema
 
     def client(self) -> ClientData:
-        """The site's prepared data."""
-        return load_client_data(self.data_dir)
+        """The site's prepared data (with its own definition, where it has one)."""
+        client = load_client_data(self.data_dir)
+        definition = self.root / DEFINITION_FILE
+        if not definition.is_file():
+            return client
+        return dataclasses.replace(client, definition=definition.read_text())
 
     def has_final_model(self) -> bool:
         """Whether the coordinator's ``w*`` has arrived."""
@@ -195,6 +205,9 @@ def create_site_folder(
         }
         _write_json(tmp / _SITE_FILE, info, FILE_MODE)
         _write_json(tmp / _SCHEMA_FILE, schema.to_dict(), FILE_MODE)
+        if client.definition is not None:  # the site's own: its private columns, its map
+            (tmp / DEFINITION_FILE).write_text(client.definition)
+            (tmp / DEFINITION_FILE).chmod(FILE_MODE)
         card = SiteCard(
             name, client.objectives, schema.digest(), keys.public_key.read_text().strip()
         )

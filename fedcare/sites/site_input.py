@@ -1,17 +1,20 @@
 """Sites from their own files: the list ``fedcare run --sites`` reads, and one site's checked data.
 
 A sites list (``SITES.json``, as ``fedcare data split-sites`` writes) is a JSON list of
-``{"data": FILE, "objectives": [...], "name": NAME}`` (``name`` optional: the file's stem);
-relative paths are relative to the list's folder. :func:`load_site` is what ``fedcare site
-prepare`` and ``fedcare run --sites`` both run for one site: the dataset's loader and data
-checks on the site's file, then :func:`fedcare_core.sites.client.prepare_site`.
+``{"data": FILE, "objectives": [...], "name": NAME, "private": FILE.yaml, "map": FILE.yaml}``
+(``name`` optional: the file's stem; ``private`` and ``map``, a site's own private features and
+column map, optional); relative paths are relative to the list's folder. :func:`load_site` is
+what ``fedcare site prepare`` and ``fedcare run --sites`` both run for one site: the dataset's
+loader and data checks on the site's file, then :func:`fedcare_core.sites.client.prepare_site`.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+import tempfile
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -19,22 +22,26 @@ import numpy as np
 
 from fedcare_core.config import DataConfig
 from fedcare_core.data.clients import ClientData
+from fedcare_core.data.loading import LoadedDataset
 from fedcare_core.data.patient_keys import patient_keys
+from fedcare_core.data.registry import get_dataset
 from fedcare_core.errors import ConfigError
 from fedcare_core.files.json_input import read_json
 from fedcare_core.run.results import DataProvenance
-from fedcare_core.sites.client import prepare_site
+from fedcare_core.sites.client import SitePrivate, prepare_site
 from fedcare_core.sites.safe_names import check_name
 from fedcare_core.sites.schema import FederationSchema
 
 
 @dataclass(frozen=True)
 class _SiteEntry:
-    """One site of a sites list: its name, its file and its objectives."""
+    """One site of a sites list: its name, its file, its objectives, its own declarations."""
 
     name: str
     data: Path
     objectives: tuple[str, ...]
+    private: Path | None = None
+    column_map: Path | None = None
 
 
 @dataclass(frozen=True)
@@ -76,10 +83,11 @@ def _entry(path: Path, index: int, item: Any, schema: FederationSchema) -> _Site
     where = f"--sites {path}, site {index}"
     if not isinstance(item, dict):
         raise ConfigError(f"{where}: expected an object with 'data' and 'objectives'")
-    unknown = sorted(set(item) - {"data", "objectives", "name"})
+    unknown = sorted(set(item) - {"data", "objectives", "name", "private", "map"})
     if unknown or "data" not in item or "objectives" not in item:
         raise ConfigError(
-            f"{where}: keys are 'data', 'objectives' and optionally 'name', got {sorted(item)}"
+            f"{where}: keys are 'data', 'objectives' and optionally 'name', 'private' and "
+            f"'map', got {sorted(item)}"
         )
     objectives = item["objectives"]
     if not isinstance(objectives, list) or not all(isinstance(o, str) for o in objectives):
@@ -93,7 +101,22 @@ def _entry(path: Path, index: int, item: Any, schema: FederationSchema) -> _Site
         raise ConfigError(f"{where}: data {data}: no such file or folder")
     name = item.get("name", data.stem)
     check_site_name(name, f"{where}, 'name'" if "name" in item else f"{where} (the file's stem)")
-    return _SiteEntry(name, data, schema.check_objectives(objectives, f"{where} objectives"))
+    private, column_map = (_declaration(path, item, key, where) for key in ("private", "map"))
+    objs = schema.check_objectives(objectives, f"{where} objectives")
+    return _SiteEntry(name, data, objs, private, column_map)
+
+
+def _declaration(path: Path, item: dict[str, Any], key: str, where: str) -> Path | None:
+    """A site's private-features file or column map named by ``key`` (relative to the list)."""
+    value = item.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value or "\0" in value:
+        raise ConfigError(f"{where}: {key!r} must be a file path (a string)")
+    found = Path(value) if Path(value).is_absolute() else path.parent / value
+    if not found.is_file():
+        raise ConfigError(f"{where}: {key} {found}: no such file")
+    return found
 
 
 def check_site_name(name: object, where: str) -> str:
@@ -114,34 +137,107 @@ def load_site(
     *,
     name: str,
     seed: int,
+    private: Path | None = None,
+    column_map: Path | None = None,
 ) -> _LoadedSite:
     """One site's file through the dataset's loader and checks, prepared against ``schema``.
+
+    A federation over a dataset defined by a file reads the site's export by the site's own
+    definition (:func:`fedcare_core.data.declared.site.site_definition`): the federation's,
+    with the site's private columns (``private``) and its column map (``column_map``).
 
     Raises
     ------
     DataError, DataCheckError
         From the loader or the data checks: the file, column and rows at fault.
     ConfigError
-        If the site cannot follow the schema.
+        If the site cannot follow the schema, or ``private``/``column_map`` for a built-in
+        dataset.
+    DefinitionError
+        A private-features file or column map that is invalid (file and key named).
     """
-    from data_checks.source_checks import checked_dataset
-
-    config = DataConfig(
-        dataset=schema.dataset,
-        readmission=schema.config.data.readmission,
-        unseen_categories=schema.config.data.unseen_categories,
-        cohort=schema.config.data.cohort,
-    )
-    loaded = checked_dataset(config, data, verify_checksum=False)
+    text = _site_text(schema, objectives, private, column_map)
+    with _definition_file(text) as dataset:
+        loaded, site_private = _load(schema, data, dataset)
     client = prepare_site(
-        loaded.cohort, schema, objectives, name=name, seed=seed, source=loaded.source
+        loaded.cohort,
+        schema,
+        objectives,
+        name=name,
+        seed=seed,
+        source=loaded.source,
+        private=site_private,
     )
     provenance = DataProvenance(
         loaded.cohort.source_sha256,
         tuple(n for n in loaded.cohort.notes if not n.startswith("checksum not enforced")),
     )
-    patients = patient_keys(schema.dataset, data)  # the file's own identifiers, in memory only
+    if text is not None:
+        client = replace(client, definition=text)
+    patients = patient_keys(loaded.cohort.dataset, data, text)  # in memory only
     return _LoadedSite(name, client, provenance, loaded.source, patients)
+
+
+def _site_text(
+    schema: FederationSchema,
+    objectives: Sequence[str],
+    private: Path | None,
+    column_map: Path | None,
+) -> str | None:
+    """The site's definition (None: a built-in dataset, read as it is)."""
+    if schema.definition is None:
+        if private is not None or column_map is not None:
+            raise ConfigError(
+                f"--private and --map need a federation whose dataset is defined by a file; "
+                f"{schema.dataset} is built in"
+            )
+        return None
+    from fedcare_core.data.declared.site import site_definition
+
+    return site_definition(schema.definition, objectives, private=private, column_map=column_map)
+
+
+@contextmanager
+def _definition_file(text: str | None) -> Iterator[str | None]:
+    """The site's definition as a file for the loader (removed after; None: built in)."""
+    if text is None:
+        yield None
+        return
+    with tempfile.TemporaryDirectory(prefix="fedcare-site-") as folder:
+        path = Path(folder) / "definition.yaml"
+        path.write_text(text)
+        yield str(path)
+
+
+def _load(
+    schema: FederationSchema, data: Path, dataset: str | None
+) -> tuple[LoadedDataset, SitePrivate | None]:
+    """The site's file loaded and checked (by the site's definition ``dataset``, if any)."""
+    from data_checks.source_checks import checked_dataset
+
+    config = DataConfig(
+        dataset=dataset or schema.dataset,
+        readmission=schema.config.data.readmission,
+        unseen_categories=schema.config.data.unseen_categories,
+        cohort=schema.config.data.cohort,
+    )
+    loaded = checked_dataset(config, data, verify_checksum=False)
+    if dataset is None:
+        return loaded, None
+    from fedcare_core.data.declared import declared_source_of_text
+
+    assert schema.definition is not None  # a site's definition extends the federation's
+    federation = declared_source_of_text(schema.definition, "the federation's definition")
+    own = [c for c in loaded.cohort.features.columns if c not in federation.declaration.columns]
+    definition = get_dataset(dataset).load_source().definition(schema.config.data.features)
+    pools = {
+        o: tuple(c for c in pool if c in own) for o, pool in definition.partition.private.items()
+    }
+    return loaded, SitePrivate(
+        {o: p for o, p in pools.items() if p},
+        tuple(c for c in own if c in loaded.cohort.numeric_features),
+        {c: v for c, v in definition.vocabularies.items() if c in own},
+    )
 
 
 def check_disjoint_sites(sites: Sequence[_LoadedSite], where: str) -> None:

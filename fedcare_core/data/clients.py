@@ -50,7 +50,12 @@ class SplitArrays:
 
 @dataclass(frozen=True)
 class ClientData:
-    """Everything one client holds. It never leaves the client."""
+    """Everything one client holds. It never leaves the client.
+
+    ``definition``: the text of the client's own dataset definition, where a site has one
+    (its private features and column map: :mod:`fedcare_core.data.declared.site`), which its
+    packaged model reads rows by; None: the dataset's.
+    """
 
     client_id: int
     objectives: tuple[str, ...]
@@ -61,6 +66,7 @@ class ClientData:
     train: SplitArrays
     val: SplitArrays
     test: SplitArrays
+    definition: str | None = None
 
     def split(self, name: str) -> SplitArrays:
         """Return the split called ``name`` (train, val or test)."""

@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 
-def patient_keys(dataset: str, data: str | Path) -> np.ndarray:
+def patient_keys(dataset: str, data: str | Path, definition: str | None = None) -> np.ndarray:
     """The distinct patient identifiers of the (checked) file or folder ``data``, as strings.
 
     Parameters
@@ -24,6 +24,8 @@ def patient_keys(dataset: str, data: str | Path) -> np.ndarray:
         A registered dataset (another: no keys, nothing to compare).
     data
         What the dataset's loader read (a CSV, a zip or a folder).
+    definition
+        The text of the definition the file was read by (a site's own), if any.
 
     Returns
     -------
@@ -32,6 +34,10 @@ def patient_keys(dataset: str, data: str | Path) -> np.ndarray:
     """
     from fedcare_core.data.registry import REGISTRY
 
+    if definition is not None:
+        from fedcare_core.data.declared import declared_source_of_text
+
+        return declared_source_of_text(definition, dataset).patient_keys(Path(data))
     spec = REGISTRY.get(dataset)
     if spec is None:
         return np.zeros(0, dtype=str)

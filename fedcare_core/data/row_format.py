@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass, field
 
 import pandas as pd
 
@@ -33,6 +33,8 @@ class RowFormat:
         Reads the checked features a model needs from rows to score.
     example
         Synthetic rows (never a patient's) to show a model's input; None: none.
+    rename
+        A column of the rows as exported → the column it holds (a site's column map).
     """
 
     dataset: str
@@ -42,3 +44,16 @@ class RowFormat:
     labels: tuple[str, ...]
     features: FeatureReader
     example: Callable[[], pd.DataFrame] | None
+    rename: Mapping[str, str] = field(default_factory=dict)
+
+    def as_declared(self, rows: pd.DataFrame) -> pd.DataFrame:
+        """``rows`` with their columns named as the dataset declares them."""
+        if not self.rename or not isinstance(rows, pd.DataFrame):
+            return rows
+        return rows.rename(columns=dict(self.rename))
+
+    def as_exported(self, rows: pd.DataFrame) -> pd.DataFrame:
+        """``rows`` with declared columns named back as exported."""
+        if not self.rename:
+            return rows
+        return rows.rename(columns={v: k for k, v in self.rename.items()})

@@ -9,6 +9,7 @@ the key (``columns.age.range``, ``objectives[1].label``), before anything is don
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from functools import cache
 from importlib import resources
 from pathlib import Path
@@ -154,7 +155,12 @@ def _key_written_at(text: str, index: int) -> str | None:
     return None
 
 
-def read_yaml_document(path: str | Path, what: str, schema: dict[str, Any]) -> tuple[Any, str]:
+def read_yaml_document(
+    path: str | Path,
+    what: str,
+    schema: dict[str, Any],
+    refs: Sequence[dict[str, Any]] = (),
+) -> tuple[Any, str]:
     """The document of ``path`` checked against ``schema``, and the file's text.
 
     Parameters
@@ -165,6 +171,8 @@ def read_yaml_document(path: str | Path, what: str, schema: dict[str, Any]) -> t
         What it is, for messages (``dataset definition``).
     schema
         Its JSON Schema (draft 2020-12).
+    refs
+        Schemas its ``$ref`` names by ``$id``.
 
     Returns
     -------
@@ -178,12 +186,18 @@ def read_yaml_document(path: str | Path, what: str, schema: dict[str, Any]) -> t
     """
     text = read_yaml_text(path, what)
     document = parse_yaml(text, str(path), what)
-    check_against_schema(document, schema, str(path), what)
+    check_against_schema(document, schema, str(path), what, refs)
     return document, text
 
 
-def check_against_schema(document: Any, schema: dict[str, Any], file: str, what: str) -> None:
-    """Refuse ``document`` if ``schema`` does; the most relevant fault, in words.
+def check_against_schema(
+    document: Any,
+    schema: dict[str, Any],
+    file: str,
+    what: str,
+    refs: Sequence[dict[str, Any]] = (),
+) -> None:
+    """Refuse ``document`` if ``schema`` (with ``refs``) does; the most relevant fault, in words.
 
     Raises
     ------
@@ -191,8 +205,12 @@ def check_against_schema(document: Any, schema: dict[str, Any], file: str, what:
         Naming the file and the key.
     """
     import jsonschema
+    from referencing import Registry, Resource
 
-    validator = jsonschema.Draft202012Validator(schema)
+    registry: Registry[Any] = Registry().with_resources(
+        (str(ref["$id"]), Resource.from_contents(ref)) for ref in refs
+    )
+    validator = jsonschema.Draft202012Validator(schema, registry=registry)
     error = jsonschema.exceptions.best_match(validator.iter_errors(document))
     if error is None:
         return

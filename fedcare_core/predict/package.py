@@ -171,8 +171,9 @@ class ModelPackage:
                 f"unseen_categories must be one of {', '.join(UNSEEN_CATEGORY_POLICIES)}, "
                 f"got {policy!r}"
             )
-        features = self.row_format().features(
-            rows, self.input_columns, self.numeric_columns, source, policy
+        fmt = self.row_format()
+        features = fmt.features(
+            fmt.as_declared(rows), self.input_columns, self.numeric_columns, source, policy
         )
         columns = self.output_columns
         if len(features) == 0:
@@ -244,7 +245,7 @@ def client_package(result: ExperimentResult, index: int) -> ModelPackage:
         private_encoder=client.private_encoder,
         predictor=result.predictors[index],
         unseen_categories=result.config.data.unseen_categories,
-        definition=get_dataset(result.config.data.dataset).definition_text,
+        definition=client.definition or get_dataset(result.config.data.dataset).definition_text,
     )
 
 

@@ -10,8 +10,8 @@ ordered by name, the position in that order being the site's client id.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import replace
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -25,8 +25,37 @@ from fedcare_core.data.clients import (
     split_patients,
 )
 from fedcare_core.data.cohort import Cohort
+from fedcare_core.data.partition import FeaturePartition
 from fedcare_core.errors import ConfigError, DataError
 from fedcare_core.sites.schema import FederationSchema
+
+
+@dataclass(frozen=True)
+class SitePrivate:
+    """A site's own private features (``fedcare site prepare --private``), named at the site only.
+
+    Parameters
+    ----------
+    pools
+        Objective → the site's private columns added to its pool.
+    numeric
+        Which of them are numbers.
+    vocabularies
+        The declared vocabularies of those that are categories.
+    """
+
+    pools: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    numeric: tuple[str, ...] = ()
+    vocabularies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def partition(self, federation: FeaturePartition) -> FeaturePartition:
+        """The federation's partition with these columns in the pools."""
+        if not self.pools:
+            return federation
+        private = {k: tuple(v) for k, v in federation.private.items()}
+        for objective, extra in self.pools.items():
+            private[objective] = (*private.get(objective, ()), *extra)
+        return replace(federation, private=private)
 
 
 def prepare_site(
@@ -37,6 +66,7 @@ def prepare_site(
     name: str,
     seed: int,
     source: str | None = None,
+    private: SitePrivate | None = None,
 ) -> ClientData:
     """One site's client data from its own cohort (client id 0 until a coordinator assigns one).
 
@@ -54,6 +84,8 @@ def prepare_site(
         Seed of the split.
     source
         The site's file, for messages.
+    private
+        The site's own private features (None: the federation's pools only).
 
     Returns
     -------
@@ -82,11 +114,12 @@ def prepare_site(
         )
     frames, labels = client_splits(cohort, rows, splits, objs)
     check_labels(cohort, objs, labels["train"], f"site {name!r}", source)
+    extra = private or SitePrivate()
     encoding = ClientEncoding(
-        schema.partition,
-        frozenset(schema.numeric_features),
+        extra.partition(schema.partition),
+        frozenset(schema.numeric_features) | frozenset(extra.numeric),
         schema.config.model.max_categories,
-        schema.vocabularies,
+        {**extra.vocabularies, **schema.vocabularies},
     )
     client = encoding.client(0, objs, frames, labels)
     if client.common_encoder.width != schema.common_width():  # pragma: no cover - by design

@@ -26,11 +26,11 @@ from fedcare_core.data.declared.model import (
 from fedcare_core.data.partition import at_prediction_time, check_prediction_times
 from fedcare_core.errors import ConfigError, DefinitionError
 
-__all__ = ["check_declaration", "condition_columns"]
+__all__ = ["check_column", "check_declaration", "condition_columns"]
 
 #: The keys each column type takes (besides type, description, unit, gaps, known_at).
 _TYPE_KEYS = {
-    "categorical": {"vocabulary", "pattern", "groups"},
+    "categorical": {"vocabulary", "pattern", "groups", "recode"},
     "integer": {"range"},
     "float": {"range"},
     "datetime": {"format"},
@@ -56,8 +56,9 @@ def check_declaration(d: DatasetDeclaration, document: Mapping[str, Any]) -> Non
             f"a sha256 is the one source file's; this source reads {len(d.source.files)} files",
         )
     for name, spec in document["columns"].items():
-        _check_column(d.columns[name], spec, file)
+        check_column(d.columns[name], spec, file)
     _check_identifiers(d, file)
+    _check_rename(d, file)
     if d.include is not None:
         _check_condition(d.include, d, file, "cohort.include")
     _check_objectives(d, document, file)
@@ -68,7 +69,14 @@ def _fail(file: str, key: str, message: str) -> DefinitionError:
     return DefinitionError(message, file=file, key=key)
 
 
-def _check_column(c: Column, spec: Mapping[str, Any], file: str) -> None:
+def check_column(c: Column, spec: Mapping[str, Any], file: str) -> None:
+    """Refuse a column whose keys do not fit its type or cannot mean anything.
+
+    Raises
+    ------
+    DefinitionError
+        Naming ``file`` and ``columns.<name>.<key>``.
+    """
     key = f"columns.{c.name}"
     wrong = sorted(set(spec) - _COMMON_KEYS - _TYPE_KEYS[c.type])
     if wrong:
@@ -90,6 +98,8 @@ def _check_column(c: Column, spec: Mapping[str, Any], file: str) -> None:
             raise _fail(file, f"{key}.pattern", f"not a regular expression ({exc})") from None
     if c.groups is not None:
         _check_groups(c, file, f"{key}.groups")
+    if c.recode is not None:
+        _check_recode(c, file, f"{key}.recode")
     if c.type == "datetime" and c.known_at is not None:
         raise _fail(
             file,
@@ -142,6 +152,37 @@ def _check_identifiers(d: DatasetDeclaration, file: str) -> None:
         column = d.columns.get(d.strata)
         if column is None or column.type != "categorical":
             raise _fail(file, "strata", f"{d.strata!r} is not a declared categorical column")
+
+
+def _check_rename(d: DatasetDeclaration, file: str) -> None:
+    """A renamed column holds a declared one; no two file columns hold one; no name clash."""
+    declared = {*d.identifiers, *d.columns}
+    targets: dict[str, str] = {}
+    for source, target in d.source.rename.items():
+        key = f"source.rename.{source}"
+        if target not in declared:
+            raise _fail(file, key, f"{target!r} is not a declared column or identifier")
+        if target in targets:
+            raise _fail(file, key, f"{targets[target]!r} and {source!r} would both be {target!r}")
+        if source in declared and source != target and source not in d.source.rename.values():
+            raise _fail(
+                file,
+                key,
+                f"{source!r} is itself a declared column: its file column would be lost",
+            )
+        targets[target] = source
+
+
+def _check_recode(c: Column, file: str, key: str) -> None:
+    assert c.recode is not None
+    known = c.vocabulary
+    for raw, value in c.recode.items():
+        if known is not None and value not in known:
+            raise _fail(
+                file,
+                f"{key}.{raw}",
+                f"{c.name!r} never holds {value!r}: its values are {', '.join(known)}",
+            )
 
 
 def _check_objectives(d: DatasetDeclaration, document: Mapping[str, Any], file: str) -> None:

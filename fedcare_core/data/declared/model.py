@@ -71,6 +71,8 @@ class Column:
         When its value is known (None: not a feature).
     description, unit
         Free text, for documentation.
+    recode
+        A categorical column's value in the files → the value it means (None: as written).
     """
 
     name: str
@@ -84,6 +86,7 @@ class Column:
     known_at: str | None = None
     description: str = ""
     unit: str = ""
+    recode: Mapping[str, str] | None = None
 
     @property
     def numeric(self) -> bool:
@@ -163,6 +166,8 @@ class Source:
         The CSV delimiter.
     sha256
         The one file's published SHA-256 (None: not checked).
+    rename
+        A column of the files → the declared column it holds (files that name it otherwise).
     """
 
     files: tuple[str, ...]
@@ -170,6 +175,11 @@ class Source:
     missing_values: tuple[str, ...] = ("", "NA", "NULL", "?")
     delimiter: str = ","
     sha256: str | None = None
+    rename: Mapping[str, str] = field(default_factory=dict)
+
+    def file_name(self, declared: str) -> str:
+        """The name of declared column ``declared`` in the files."""
+        return next((k for k, v in self.rename.items() if v == declared), declared)
 
 
 @dataclass(frozen=True)

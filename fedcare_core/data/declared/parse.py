@@ -30,7 +30,7 @@ from fedcare_core.data.declared.model import (
 from fedcare_core.data.partition import FeaturePartition
 from fedcare_core.files.yaml_input import load_schema, read_yaml_document
 
-__all__ = ["DEFINITION_SCHEMA", "WHAT", "definition_schema", "read_definition"]
+__all__ = ["DEFINITION_SCHEMA", "WHAT", "column_of", "definition_schema", "read_definition"]
 
 #: The published schema's file name, in this package.
 DEFINITION_SCHEMA = "definition.schema.json"
@@ -76,7 +76,7 @@ def declaration_from_document(
         What the schema cannot say (:func:`~.checks.check_declaration`).
     """
     file = str(path)
-    columns = {name: _column(name, spec, file) for name, spec in document["columns"].items()}
+    columns = {name: column_of(name, spec, file) for name, spec in document["columns"].items()}
     partition_doc = document["partition"]
     objectives = tuple(_objective(o) for o in document["objectives"])
     declaration = DatasetDeclaration(
@@ -130,13 +130,16 @@ def _source(doc: Mapping[str, Any]) -> Source:
         missing_values=tuple(doc.get("missing_values", Source.missing_values)),
         delimiter=doc.get("delimiter", ","),
         sha256=doc.get("sha256"),
+        rename={str(k): str(v) for k, v in doc.get("rename", {}).items()},
     )
 
 
-def _column(name: str, doc: Mapping[str, Any], file: str) -> Column:
+def column_of(name: str, doc: Mapping[str, Any], file: str) -> Column:
+    """The column ``name`` declared by ``doc`` (schema-valid; checked by the caller)."""
     vocabulary = doc.get("vocabulary")
     groups = doc.get("groups")
     low_high = doc.get("range")
+    recode = doc.get("recode")
     return Column(
         name=name,
         type=cast(ColumnType, doc["type"]),
@@ -149,6 +152,7 @@ def _column(name: str, doc: Mapping[str, Any], file: str) -> Column:
         known_at=doc.get("known_at"),
         description=doc.get("description", ""),
         unit=doc.get("unit", ""),
+        recode=None if recode is None else {str(k): str(v) for k, v in recode.items()},
     )
 
 

@@ -10,8 +10,8 @@ where known (:class:`TableRows`), never a value.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -39,14 +39,21 @@ class TableRows:
         Per table row, the index of its file.
     row_in_file
         Per table row, its 1-based data row in that file.
+    names
+        A declared column → its name in the files, where they differ (messages name the
+        column as the files do).
     """
 
     files: tuple[str, ...]
     file_of_row: np.ndarray
     row_in_file: np.ndarray
+    names: Mapping[str, str] = field(default_factory=dict)
 
     def error(self, message: str, column: str | None, mask: np.ndarray | pd.Series) -> DataError:
         """The :class:`DataError` of the rows where ``mask`` is true (the first file's)."""
+        if column is not None and column in self.names:
+            message = f"{message} ({self.names[column]} is the definition's {column})"
+            column = self.names[column]
         bad = np.flatnonzero(np.asarray(mask, dtype=bool))
         if len(bad) == 0:
             return DataError(message, file=", ".join(self.files), column=column)
@@ -56,7 +63,7 @@ class TableRows:
 
     def subset(self, keep: np.ndarray) -> TableRows:
         """The rows of ``keep`` (a boolean mask)."""
-        return TableRows(self.files, self.file_of_row[keep], self.row_in_file[keep])
+        return TableRows(self.files, self.file_of_row[keep], self.row_in_file[keep], self.names)
 
 
 @dataclass(frozen=True)
@@ -135,7 +142,9 @@ def read_raw_table(
     DataError
         An unreadable, empty or malformed file, or one lacking a declared column.
     """
-    needed = [*declaration.identifiers, *declaration.columns]
+    source = declaration.source
+    declared = [*declaration.identifiers, *declaration.columns]
+    needed = [source.file_name(c) for c in declared]
     frames: list[pd.DataFrame] = []
     digest = hashlib.sha256()
     ignored: dict[str, None] = {}
@@ -146,13 +155,14 @@ def read_raw_table(
             _check_sha256(data, declaration.source.sha256, str(path))
         frame = _parse(data, path, declaration.source, needed)
         ignored.update(dict.fromkeys(c for c in frame.columns if c not in needed))
-        frames.append(frame.loc[:, needed])
+        frames.append(frame.loc[:, needed].set_axis(declared, axis=1))
     sizes = [len(f) for f in frames]
     table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     rows = TableRows(
         tuple(str(p) for p in files),
         np.repeat(np.arange(len(files)), sizes),
         np.concatenate([np.arange(1, n + 1) for n in sizes]),
+        {v: k for k, v in source.rename.items() if k != v},
     )
     return RawTable(table.reset_index(drop=True), rows, digest.hexdigest(), tuple(ignored))
 

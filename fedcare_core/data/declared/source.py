@@ -94,6 +94,7 @@ class DeclaredSource:
             label_columns(d),
             self.features_from_rows,
             None if example is None else example.copy,
+            d.source.rename,
         )
 
     def features_from_rows(
@@ -118,6 +119,7 @@ class DeclaredSource:
             (source or "the input rows",),
             np.zeros(n, dtype=np.int64),
             np.arange(1, n + 1),
+            {v: k for k, v in self.declaration.source.rename.items() if k != v},
         )
         notes: list[str] = []
         return pd.DataFrame(

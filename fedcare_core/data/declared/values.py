@@ -132,6 +132,9 @@ def _categories(
     raw: pd.Series, column: Column, rows: TableRows, unseen_categories: str, notes: list[str]
 ) -> pd.Series:
     text = text_of(raw)
+    if column.recode is not None:
+        recode = column.recode
+        text = text.map(lambda v: recode.get(v, v) if isinstance(v, str) else v)
     present = text.notna().to_numpy()
     if column.pattern is not None:
         form = re.compile(column.pattern)
