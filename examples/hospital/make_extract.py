@@ -11,7 +11,7 @@ three objectives of ``definition.yaml`` are learnable.
 writes ``encounters.csv.gz`` (and with ``--sites 3``, ``site1/encounters.csv.gz`` … with
 disjoint patients: one hospital each, for ``fedcare site prepare``). The hospitals' exports
 differ as real ones do: ``site2`` also records a maximum lactate and a clinical frailty score
-(declared by ``site2-private.yaml``), ``site3`` names some columns and codes its own way
+(``site2-private.yaml`` declares them), ``site3`` names some columns and codes its own way
 (mapped by ``site3-map.yaml``) and records the ward (``site3-private.yaml``).
 """
 
@@ -128,9 +128,9 @@ def site_exports(frame: pd.DataFrame, sites: int, seed: int) -> dict[str, pd.Dat
     Returns
     -------
     dict of str to pandas.DataFrame
-        ``site1``, ``site2``, … (disjoint patients). ``site2`` adds ``LACTATE_MAX`` (mmol/L, with
-        gaps) and ``CFS`` (clinical frailty scale 1-9); ``site3`` calls ``MRN`` ``PAT_ID``,
-        ``AGE_YRS`` ``AGE`` and codes ``SEX`` as Female/Male/Other, and adds ``WARD``.
+        ``site1``, ``site2``, … (disjoint patients). ``site2`` adds ``LACTATE_MAX`` (mmol/L,
+        with gaps) and ``CLIN_FRAILTY_SCALE`` (1-9); ``site3`` calls ``MRN`` ``PAT_ID`` and
+        ``AGE_YRS`` ``AGE``, codes ``SEX`` as Female/Male/Other, and adds ``ADMIT_WARD``.
     """
     rng = np.random.default_rng(seed + 1)
     patients = frame["MRN"].unique()
@@ -142,11 +142,11 @@ def site_exports(frame: pd.DataFrame, sites: int, seed: int) -> dict[str, pd.Dat
         if k == 1:
             lactate = np.round(np.exp(rng.normal(0.4, 0.5, n)), 1)
             part["LACTATE_MAX"] = pd.Series(lactate).where(rng.random(n) > 0.3, None)
-            part["CFS"] = np.clip(rng.poisson(3, n) + 1, 1, 9)
+            part["CLIN_FRAILTY_SCALE"] = np.clip(rng.poisson(3, n) + 1, 1, 9)
         if k == 2:
             part["SEX"] = part["SEX"].map({"F": "Female", "M": "Male", "X": "Other"})
             part = part.rename(columns={"MRN": "PAT_ID", "AGE_YRS": "AGE"})
-            part["WARD"] = rng.choice(["4 North", "5 West", "CCU", "Short stay"], n)
+            part["ADMIT_WARD"] = rng.choice(["4 North", "5 West", "CCU", "Short stay"], n)
         out[f"site{k + 1}"] = part
     return out
 
