@@ -18,11 +18,14 @@ from fedcare_core.sites.schema import RUN_SETTINGS
 if TYPE_CHECKING:
     from fedcare.app.run import PreparedRun
 
+#: What a run over sites in one process may choose besides the schema's run settings: the
+#: method (a baseline or bound compared with FedCARE on the same sites).
+_IN_PROCESS = ("algorithm",)
 #: ``fedcare run`` options the schema decides (given with --sites they would be ignored):
-#: every setting but :data:`~fedcare_core.sites.schema.RUN_SETTINGS`, and these.
+#: every setting but :data:`~fedcare_core.sites.schema.RUN_SETTINGS` and the algorithm.
 _SCHEMA_DECIDES = (
     "config", "data_dir", "no_verify", "preset", "set_values", "run_dir", "resume",
-    *(name for name in flagged_settings() if name not in RUN_SETTINGS),
+    *(name for name in flagged_settings() if name not in (*RUN_SETTINGS, *_IN_PROCESS)),
 )  # fmt: skip
 
 
@@ -55,8 +58,8 @@ def prepare_sites_run(args: argparse.Namespace, *, quiet: bool) -> PreparedRun:
     if refused:
         raise ConfigError(
             f"with --sites the federation schema ({args.schema}) decides "
-            f"{', '.join(refused)}: only --seed, --rounds, --backend, --secagg and the output "
-            "options may be added"
+            f"{', '.join(refused)}: only --algorithm, --seed, --rounds, --backend, --secagg and "
+            "the output options may be added"
         )
     for name in RUN_SETTINGS:
         value, limits = getattr(args, name), flagged_settings()[name].spec.range
@@ -72,5 +75,6 @@ def prepare_sites_run(args: argparse.Namespace, *, quiet: bool) -> PreparedRun:
         seed=args.seed,
         rounds=args.rounds,
         secagg=bool(getattr(args, "secagg", False)),
+        algorithm=args.algorithm,
         say=None if quiet else say,
     )

@@ -33,6 +33,7 @@ def prepare_sites(
     seed: int | None,
     rounds: int | None,
     secagg: bool,
+    algorithm: str | None = None,
     say: Callable[[str], None] | None = None,
 ) -> PreparedRun:
     """Read the schema and the sites list, and prepare every site's file.
@@ -45,6 +46,9 @@ def prepare_sites(
         The run's seed and rounds (None: the schema's).
     secagg
         Sum Stage 1's updates with SecAgg+ (on a Flower backend).
+    algorithm
+        The method (None: the schema's): a baseline or bound run on the same sites, to compare
+        with FedCARE where the sites' feature spaces truly differ.
     say
         Told which site is being prepared.
 
@@ -61,6 +65,8 @@ def prepare_sites(
         raise ConfigError(f"--sites {sites_path}: a federation needs at least 2 sites, got 1")
     seed = schema.config.seed if seed is None else seed
     config = schema.run_config(seed=seed, clients=len(entries), rounds=rounds, secagg=secagg)
+    if algorithm is not None:
+        config = config.with_overrides(algorithm=algorithm)
     t0 = time.perf_counter()
     sites = []
     for entry in entries:

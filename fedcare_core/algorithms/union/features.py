@@ -66,8 +66,8 @@ def _column_keys(encoder: FeatureEncoder) -> list[str]:
 def union_layout(federation: Federation) -> UnionLayout:
     """Build the union layout of a federation's clients.
 
-    Private features are ordered as in the feature partition (``partition.all_features``);
-    within a feature, numeric slots are ``[value, missing]`` and categorical slots are the
+    Private features are ordered as in the feature partition (``partition.all_features``),
+    then the features a site declared for itself, in client order; within a feature, numeric slots are ``[value, missing]`` and categorical slots are the
     union of the clients' vocabularies in first-seen order over clients 0..K−1 (a declared
     vocabulary is the same at every client and keeps its order), then ``other`` and
     ``missing``.
@@ -89,8 +89,13 @@ def union_layout(federation: Federation) -> UnionLayout:
         for col, vocab in c.private_encoder.categorical:
             known = vocabs.setdefault(col, [])
             known.extend(v for v in vocab if v not in known)
+    # The partition's features, then those a site declared for itself (its own private
+    # columns, in no pool of the partition), in client order: padded with zeros elsewhere.
+    order = list(federation.partition.all_features)
+    for c in federation.clients:
+        order.extend(f for f in c.private_features if f not in order)
     columns: list[str] = []
-    for f in federation.partition.all_features:
+    for f in order:
         if f in numeric:
             columns.extend([f"{f}\x00num", f"{f}\x00nan"])
         elif f in vocabs:

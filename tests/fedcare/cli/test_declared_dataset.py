@@ -16,7 +16,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from examples.hospital.make_extract import make_extract
+from examples.hospital.make_extract import make_extract, site_exports
 from fedcare.cli.main import main
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "hospital" / "definition.yaml"
@@ -124,3 +124,35 @@ def test_three_sites_prepared_from_the_schema_run_in_one_process(
     doc = json.loads((tmp_path / "run.json").read_text())
     assert doc["dataset"] == "riverside"
     assert set(doc["objectives"]) == set(objectives)
+
+
+def test_sites_with_their_own_columns_compare_fedcare_with_the_baselines(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Sites whose feature spaces truly differ (own columns, own names), every method on them."""
+    monkeypatch.chdir(tmp_path)
+    example = EXAMPLE.parent
+    for name in ("definition.yaml", "site2-private.yaml", "site3-private.yaml", "site3-map.yaml"):
+        shutil.copy(example / name, tmp_path / name)
+    for site, export in site_exports(make_extract(2400, seed=3), 3, 3).items():
+        export.to_csv(tmp_path / f"{site}.csv", index=False)
+    assert main(["federation", "init", "--dataset", "definition.yaml", "--out", "fed.json"]) == 0
+    sites = [
+        {"data": "site1.csv", "objectives": ["mortality"], "name": "north"},
+        {"data": "site2.csv", "objectives": ["readmission"], "name": "south",
+         "private": "site2-private.yaml"},
+        {"data": "site3.csv", "objectives": ["los"], "name": "east",
+         "private": "site3-private.yaml", "map": "site3-map.yaml"},
+    ]  # fmt: skip
+    (tmp_path / "sites.json").write_text(json.dumps(sites))
+    own = {"east": ["ADMIT_WARD"], "north": [], "south": ["LACTATE_MAX", "CLIN_FRAILTY_SCALE"]}
+    declared = {f for names in own.values() for f in names}
+    for algorithm in ("fedcare", "fedavg", "local"):
+        out = f"{algorithm}.json"
+        argv = ["run", "--sites", "sites.json", "--schema", "fed.json", "--rounds", "2"]
+        assert main([*argv, "--algorithm", algorithm, "--out", out, "--quiet"]) == 0
+        doc = json.loads((tmp_path / out).read_text())
+        assert doc["algorithm"] == algorithm
+        for client, name in zip(doc["clients"], sorted(own), strict=True):
+            extra = [f for f in client["private_features"] if f in declared]
+            assert extra == own[name], (algorithm, name)
