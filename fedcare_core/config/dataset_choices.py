@@ -11,7 +11,12 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from fedcare_core.data.registry import REGISTRY, dataset_names, get_dataset
+from fedcare_core.data.registry import (
+    REGISTRY,
+    dataset_names,
+    get_dataset,
+    is_definition_file,
+)
 from fedcare_core.errors import ConfigError
 
 
@@ -93,7 +98,12 @@ def check_dataset_choices(data: DataChoices) -> None:
     ConfigError
         Naming the field and its flag.
     """
-    get_dataset(data.dataset)  # an unknown name, or a definition file that is invalid
+    if not is_definition_file(data.dataset) and data.dataset not in dataset_names():
+        raise ConfigError(
+            f"unknown dataset {data.dataset!r} (data.dataset); expected one of "
+            f"{', '.join(dataset_names())}, or a dataset definition file (FILE.yaml)"
+        )
+    get_dataset(data.dataset)  # a definition file: read and checked now
     _check_objectives(data)
     _check_features(data)
     _check_cohort(data)

@@ -67,10 +67,10 @@ def union_layout(federation: Federation) -> UnionLayout:
     """Build the union layout of a federation's clients.
 
     Private features are ordered as in the feature partition (``partition.all_features``),
-    then the features a site declared for itself, in client order; within a feature, numeric slots are ``[value, missing]`` and categorical slots are the
-    union of the clients' vocabularies in first-seen order over clients 0..K−1 (a declared
-    vocabulary is the same at every client and keeps its order), then ``other`` and
-    ``missing``.
+    then the features a site declared for itself, in client order; within a feature, numeric
+    slots are ``[value, missing]`` and categorical slots are the union of the clients'
+    vocabularies in first-seen order over clients 0..K−1 (a declared vocabulary is the same at
+    every client and keeps its order), then ``other`` and ``missing``.
 
     Parameters
     ----------

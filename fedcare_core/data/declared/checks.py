@@ -30,9 +30,9 @@ __all__ = ["check_column", "check_declaration", "condition_columns"]
 
 #: The keys each column type takes (besides type, description, unit, gaps, known_at).
 _TYPE_KEYS = {
-    "categorical": {"vocabulary", "pattern", "groups", "recode"},
+    "categorical": {"vocabulary", "pattern", "groups", "recode", "integer_codes"},
     "integer": {"range"},
-    "float": {"range"},
+    "float": {"range", "parse", "vocabulary"},
     "datetime": {"format"},
 }
 _COMMON_KEYS = {"type", "description", "unit", "gaps", "known_at"}
@@ -59,6 +59,8 @@ def check_declaration(d: DatasetDeclaration, document: Mapping[str, Any]) -> Non
         check_column(d.columns[name], spec, file)
     _check_identifiers(d, file)
     _check_rename(d, file)
+    if d.identifier_pattern is not None:
+        _check_pattern(d.identifier_pattern, file, "identifiers.pattern")
     if d.include is not None:
         _check_condition(d.include, d, file, "cohort.include")
     _check_objectives(d, document, file)
@@ -89,13 +91,16 @@ def check_column(c: Column, spec: Mapping[str, Any], file: str) -> None:
             raise _fail(file, f"{key}.range", f"low {low:g} is above high {high:g}")
         if c.type == "integer" and (low != int(low) or high != int(high)):
             raise _fail(file, f"{key}.range", "an integer column's range is whole numbers")
+    if c.type == "float" and c.vocabulary is not None and c.parse is None:
+        raise _fail(
+            file,
+            f"{key}.vocabulary",
+            "a float column takes no 'vocabulary' unless it is parsed from intervals (parse)",
+        )
     if c.vocabulary is not None:
         _check_distinct(c.vocabulary, file, f"{key}.vocabulary", "value")
     if c.pattern is not None:
-        try:
-            re.compile(c.pattern)
-        except re.error as exc:
-            raise _fail(file, f"{key}.pattern", f"not a regular expression ({exc})") from None
+        _check_pattern(c.pattern, file, f"{key}.pattern")
     if c.groups is not None:
         _check_groups(c, file, f"{key}.groups")
     if c.recode is not None:
@@ -106,6 +111,13 @@ def check_column(c: Column, spec: Mapping[str, Any], file: str) -> None:
             f"{key}.known_at",
             "a date-time column cannot be a feature (a label may read it: days_between)",
         )
+
+
+def _check_pattern(pattern: str, file: str, key: str) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise _fail(file, key, f"not a regular expression ({exc})") from None
 
 
 def _check_groups(c: Column, file: str, key: str) -> None:
@@ -201,8 +213,13 @@ def _check_objectives(d: DatasetDeclaration, document: Mapping[str, Any], file: 
                 f"a {o.objective.kind} objective is measured by {_METRICS[o.objective.kind]}",
             )
         _check_label(o.label, o.objective.kind, d, file, f"{key}.label")
+        for variant, label in o.variants.items():
+            _check_label(label, o.objective.kind, d, file, f"{key}.variants.{variant}")
         if o.exclude is not None:
             _check_condition(o.exclude, d, file, f"{key}.exclude")
+    for i, rule in enumerate(d.rules):
+        _check_condition(rule.when, d, file, f"refuse[{i}].when")
+        _declared(rule.column, d, file, f"refuse[{i}].column")
 
 
 def _check_label(

@@ -86,9 +86,14 @@ _ORDER_OPS = {
 
 
 def objective_label(
-    objective: DeclaredObjective, values: Mapping[str, pd.Series], rows: TableRows
+    objective: DeclaredObjective,
+    values: Mapping[str, pd.Series],
+    rows: TableRows,
+    variant: str | None = None,
 ) -> np.ndarray:
     """One objective's label per row (NaN: no label), exclusions applied.
+
+    ``variant`` names one of the objective's label variants (none of them: its label).
 
     Raises
     ------
@@ -96,18 +101,19 @@ def objective_label(
         A regression label that is negative (e.g. a discharge before its admission), naming
         the rows.
     """
-    if isinstance(objective.label, Value):
-        label = _value(objective.label, values)
+    label_def = objective.label_of(variant)
+    if isinstance(label_def, Value):
+        label = _value(label_def, values)
         negative = label < 0
         if negative.any():
             raise rows.error(
-                f"the label of {objective.objective.name} ({_describe(objective.label)}) is "
+                f"the label of {objective.objective.name} ({_describe(label_def)}) is "
                 "negative; a regression label must be ≥ 0",
-                objective.label.columns[-1],
+                label_def.columns[-1],
                 negative,
             )
     else:
-        label = evaluate(objective.label, values)
+        label = evaluate(label_def, values)
     if objective.exclude is not None:
         label = np.where(evaluate(objective.exclude, values) == 1.0, np.nan, label)
     return np.asarray(label, dtype=np.float64)
@@ -133,9 +139,9 @@ def label_columns(declaration: DatasetDeclaration) -> tuple[str, ...]:
 
     out: dict[str, None] = {}
     for o in declaration.objectives:
-        label = o.label
-        names = label.columns if isinstance(label, Value) else tuple(condition_columns(label))
-        out.update(dict.fromkeys(names))
+        for label in (o.label, *o.variants.values()):
+            names = label.columns if isinstance(label, Value) else tuple(condition_columns(label))
+            out.update(dict.fromkeys(names))
         if o.exclude is not None:
             out.update(dict.fromkeys(condition_columns(o.exclude)))
     if declaration.include is not None:

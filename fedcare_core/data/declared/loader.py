@@ -9,6 +9,7 @@ features only (numbers as float64, categories as strings), the patient key as an
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +35,7 @@ def load_declared(
     *,
     verify_checksum: bool = True,
     unseen_categories: str = "refuse",
+    variant: str | None = None,
 ) -> tuple[Cohort, str]:
     """The cohort of a declared dataset, and the files read (for messages).
 
@@ -47,6 +49,8 @@ def load_declared(
         Check a declared SHA-256.
     unseen_categories
         ``"refuse"`` or ``"other"``: a category outside its declared vocabulary.
+    variant
+        The label variant of objectives that declare it (``data.readmission``).
 
     Returns
     -------
@@ -66,13 +70,17 @@ def load_declared(
         name: column_values(table.frame[name], column, table.rows, unseen_categories, notes)
         for name, column in declaration.columns.items()
     }
+    for rule in declaration.rules:
+        broken = evaluate(rule.when, values) == 1.0
+        if broken.any():
+            raise table.rows.error(rule.message, rule.column, broken)
     keep = np.ones(len(table.frame), dtype=bool)
     if declaration.include is not None:
         keep = evaluate(declaration.include, values) == 1.0
         notes.append(f"cohort rule: {int((~keep).sum()):,} of {len(keep):,} rows left out")
     labels = pd.DataFrame(
         {
-            o.objective.name: objective_label(o, values, table.rows)[keep]
+            o.objective.name: objective_label(o, values, table.rows, variant)[keep]
             for o in declaration.objectives
         }
     )
@@ -110,6 +118,7 @@ def _identifiers(declaration: DatasetDeclaration, table: RawTable) -> np.ndarray
     """The patient key per row (text); refuse a missing one, or a repeated encounter."""
     rows: TableRows = table.rows
     patient = text_of(table.frame[declaration.patient])
+    _check_identifier_form(declaration, table)
     if patient.isna().any():
         raise rows.error(
             "the patient identifier is missing", declaration.patient, patient.isna().to_numpy()
@@ -130,6 +139,22 @@ def _identifiers(declaration: DatasetDeclaration, table: RawTable) -> np.ndarray
                 repeated,
             )
     return patient.to_numpy(dtype=object)
+
+
+def _check_identifier_form(declaration: DatasetDeclaration, table: RawTable) -> None:
+    """Refuse an identifier not of the declared form (missing ones are refused after)."""
+    if declaration.identifier_pattern is None:
+        return
+    form = re.compile(declaration.identifier_pattern)
+    for column in declaration.identifiers:
+        text = text_of(table.frame[column])
+        wrong = text.map(lambda v: isinstance(v, str) and form.fullmatch(v) is None)
+        if wrong.any():
+            raise table.rows.error(
+                f"{column} is not of the identifiers' declared form ({form.pattern})",
+                column,
+                wrong.to_numpy(dtype=bool),
+            )
 
 
 def _vocabularies(declaration: DatasetDeclaration) -> dict[str, tuple[str, ...]]:

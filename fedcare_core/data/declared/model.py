@@ -73,6 +73,10 @@ class Column:
         Free text, for documentation.
     recode
         A categorical column's value in the files → the value it means (None: as written).
+    integer_codes
+        A categorical column of whole numbers, read as numbers then as their integer text.
+    parse
+        ``"interval_midpoint"``: a float written as intervals (``[70-80)`` → 75).
     """
 
     name: str
@@ -87,6 +91,8 @@ class Column:
     description: str = ""
     unit: str = ""
     recode: Mapping[str, str] | None = None
+    integer_codes: bool = False
+    parse: str | None = None
 
     @property
     def numeric(self) -> bool:
@@ -141,12 +147,28 @@ class DeclaredObjective:
         A binary objective's condition, or a regression's :class:`Value`.
     exclude
         Rows taking no part in it (their label is missing); None: none.
+    variants
+        Other definitions of the label by name (``data.readmission`` chooses one).
     """
 
     objective: Objective
     predicted_at: str
     label: Condition | Value
     exclude: Condition | None = None
+    variants: Mapping[str, Condition | Value] = field(default_factory=dict)
+
+    def label_of(self, variant: str | None) -> Condition | Value:
+        """The label of ``variant`` (the default label when it names none of :attr:`variants`)."""
+        return self.variants.get(variant or "", self.label)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """Rows no real record can be: refused where ``when`` holds, naming ``column``."""
+
+    when: Condition
+    column: str
+    message: str
 
 
 @dataclass(frozen=True)
@@ -212,6 +234,10 @@ class DatasetDeclaration:
         Why the default partition may ignore prediction times ("" : it respects them).
     moves
         Features ``--features admission`` adds to an objective's pool.
+    identifier_pattern
+        A regular expression every identifier matches (None: any text).
+    rules
+        Rows refused where a rule's condition holds.
     """
 
     path: Path
@@ -229,6 +255,8 @@ class DatasetDeclaration:
     partition: FeaturePartition
     partition_ignores_times: str = ""
     moves: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    identifier_pattern: str | None = None
+    rules: tuple[Rule, ...] = ()
 
     @property
     def features(self) -> tuple[Column, ...]:

@@ -24,6 +24,7 @@ from fedcare_core.data.declared.model import (
     DatasetDeclaration,
     DeclaredObjective,
     Groups,
+    Rule,
     Source,
     Value,
 )
@@ -105,6 +106,11 @@ def declaration_from_document(
         ),
         partition_ignores_times=partition_doc.get("ignores_prediction_times", ""),
         moves={k: tuple(v) for k, v in partition_doc.get("moves_at_prediction_time", {}).items()},
+        identifier_pattern=document["identifiers"].get("pattern"),
+        rules=tuple(
+            Rule(_condition(r["when"]), r["column"], r["message"])
+            for r in document.get("refuse", ())
+        ),
     )
     check_declaration(declaration, document)
     return declaration
@@ -153,6 +159,8 @@ def column_of(name: str, doc: Mapping[str, Any], file: str) -> Column:
         description=doc.get("description", ""),
         unit=doc.get("unit", ""),
         recode=None if recode is None else {str(k): str(v) for k, v in recode.items()},
+        integer_codes=bool(doc.get("integer_codes", False)),
+        parse=doc.get("parse"),
     )
 
 
@@ -165,23 +173,24 @@ def _groups(doc: Mapping[str, Any]) -> Groups:
 
 
 def _objective(doc: Mapping[str, Any]) -> DeclaredObjective:
-    label_doc = doc["label"]
-    label: Condition | Value
-    if "value" in label_doc:
-        label = Value((label_doc["value"],))
-    elif "days_between" in label_doc:
-        label = Value(tuple(label_doc["days_between"]), "days")
-    elif "hours_between" in label_doc:
-        label = Value(tuple(label_doc["hours_between"]), "hours")
-    else:
-        label = _condition(label_doc)
     exclude = doc.get("exclude")
     return DeclaredObjective(
         objective=Objective(doc["name"], doc["kind"], doc.get("description", "")),
         predicted_at=doc["predicted_at"],
-        label=label,
+        label=_label(doc["label"]),
         exclude=None if exclude is None else _condition(exclude),
+        variants={str(k): _label(v) for k, v in doc.get("variants", {}).items()},
     )
+
+
+def _label(doc: Mapping[str, Any]) -> Condition | Value:
+    if "value" in doc:
+        return Value((doc["value"],))
+    if "days_between" in doc:
+        return Value(tuple(doc["days_between"]), "days")
+    if "hours_between" in doc:
+        return Value(tuple(doc["hours_between"]), "hours")
+    return _condition(doc)
 
 
 def _condition(doc: Mapping[str, Any]) -> Condition:

@@ -57,6 +57,7 @@ class DeclaredSource:
             path,
             verify_checksum=verify_checksum,
             unseen_categories=data.unseen_categories,
+            variant=getattr(data, "readmission", None),
         )
 
     def partition(self, features: str) -> FeaturePartition:

@@ -81,8 +81,8 @@ def column_values(
     return values
 
 
-def _numbers(raw: pd.Series, column: Column, rows: TableRows) -> pd.Series:
-    name = column.name
+def _parsed_numbers(raw: pd.Series, name: str, rows: TableRows, *, whole: bool) -> np.ndarray:
+    """``raw`` as float64 (NaN missing); text, true/false, ±inf (and fractions) refused."""
     if pd.api.types.is_bool_dtype(raw.dtype):
         raise rows.error("true/false value(s) in a numeric column", name, raw.notna())
     if pd.api.types.is_numeric_dtype(raw.dtype):
@@ -96,11 +96,51 @@ def _numbers(raw: pd.Series, column: Column, rows: TableRows) -> pd.Series:
     array = values.to_numpy()
     if np.isinf(array).any():
         raise rows.error("infinite value(s) in a numeric column", name, np.isinf(array))
-    present = ~np.isnan(array)
-    if column.type == "integer":
+    if whole:
+        present = ~np.isnan(array)
         fractional = present & (array != np.floor(np.where(present, array, 0.0)))
         if fractional.any():
             raise rows.error("non-integer value(s) in an integer column", name, fractional)
+    return np.asarray(array, dtype=np.float64)
+
+
+#: An interval as ``[low-high)``.
+_INTERVAL = r"^\s*\[\s*(-?\d+(?:\.\d+)?)\s*-\s*(-?\d+(?:\.\d+)?)\s*\)\s*$"
+
+
+def _interval_midpoints(raw: pd.Series, column: Column, rows: TableRows) -> np.ndarray:
+    """``[70-80)`` → 75.0 (missing: NaN); what is not a (declared) interval is refused."""
+    name = column.name
+    text = text_of(raw)
+    present = text.notna().to_numpy()
+    if column.vocabulary is not None:
+        unknown = present & ~text.isin(column.vocabulary).to_numpy()
+        if unknown.any():
+            vocabulary = column.vocabulary
+            raise rows.error(
+                f"{name} must be one of the intervals {vocabulary[0]} … {vocabulary[-1]}",
+                name,
+                unknown,
+            )
+    codes, uniques = pd.factorize(text, use_na_sentinel=True)
+    parts = pd.Series(np.asarray(uniques, dtype=object), dtype="str").str.extract(_INTERVAL)
+    low = pd.to_numeric(parts[0], errors="coerce").to_numpy(dtype="float64")
+    high = pd.to_numeric(parts[1], errors="coerce").to_numpy(dtype="float64")
+    bad_unique = np.isnan(low) | np.isnan(high) | (high < low)
+    bad = (codes >= 0) & bad_unique[np.maximum(codes, 0)] if len(uniques) else present & False
+    if np.asarray(bad).any():
+        raise rows.error(f"{name} must be an interval such as '[70-80)'", name, bad)
+    middle = np.append((low + high) / 2.0, np.nan)  # code -1 → NaN
+    return np.asarray(middle[codes], dtype=np.float64)
+
+
+def _numbers(raw: pd.Series, column: Column, rows: TableRows) -> pd.Series:
+    name = column.name
+    if column.parse == "interval_midpoint":
+        array = _interval_midpoints(raw, column, rows)
+    else:
+        array = _parsed_numbers(raw, name, rows, whole=column.type == "integer")
+    present = ~np.isnan(array)
     assert column.range is not None  # checked with the definition
     low, high = column.range
     outside = present & ((array < low) | (array > high))
@@ -132,6 +172,11 @@ def _categories(
     raw: pd.Series, column: Column, rows: TableRows, unseen_categories: str, notes: list[str]
 ) -> pd.Series:
     text = text_of(raw)
+    if column.integer_codes:
+        numbers = _parsed_numbers(raw, column.name, rows, whole=True)
+        text = pd.Series(
+            [None if np.isnan(v) else str(int(v)) for v in numbers], index=raw.index, dtype=object
+        )
     if column.recode is not None:
         recode = column.recode
         text = text.map(lambda v: recode.get(v, v) if isinstance(v, str) else v)
