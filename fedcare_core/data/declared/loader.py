@@ -88,7 +88,7 @@ def load_declared(
         {c.name: values[c.name][keep].reset_index(drop=True) for c in declaration.features}
     )
     codes, _ = pd.factorize(patient[keep], sort=False)
-    source = ", ".join(str(f) for f in files)
+    source = ", ".join(table.rows.files)
     notes[:0] = [
         f"source: {source}",
         f"{int(keep.sum()):,} rows, {int(codes.max(initial=-1)) + 1:,} distinct patients",

@@ -190,6 +190,8 @@ class Source:
         The one file's published SHA-256 (None: not checked).
     rename
         A column of the files → the declared column it holds (files that name it otherwise).
+    missing_hint
+        What a message adds when a file is not found.
     """
 
     files: tuple[str, ...]
@@ -198,6 +200,7 @@ class Source:
     delimiter: str = ","
     sha256: str | None = None
     rename: Mapping[str, str] = field(default_factory=dict)
+    missing_hint: str = ""
 
     def file_name(self, declared: str) -> str:
         """The name of declared column ``declared`` in the files."""

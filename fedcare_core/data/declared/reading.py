@@ -2,7 +2,8 @@
 
 Several files are one table (each with every declared column, in any order; others ignored).
 CSV is read as text (the declared ``missing_values`` missing), compressed or not (``.gz``,
-``.bz2``, ``.xz``, ``.zip``, ``.zst``); Parquet keeps its types. A fault is one
+``.bz2``, ``.xz``, ``.zst``), plain or inside a ``.zip`` archive (streamed); Parquet keeps its
+types. A fault is one
 :class:`~fedcare_core.errors.DataError` naming the file, and the column and 1-based data rows
 where known (:class:`TableRows`), never a value.
 """
@@ -18,9 +19,10 @@ import numpy as np
 import pandas as pd
 
 from fedcare_core.data.declared.model import DatasetDeclaration, Source
+from fedcare_core.data.source_files import find_source, read_source
 from fedcare_core.errors import ChecksumError, DataError
 
-__all__ = ["RawTable", "TableRows", "locate_files", "read_raw_table"]
+__all__ = ["RawTable", "SourceFile", "TableRows", "locate_files", "read_raw_table"]
 
 #: How many column names a message lists before it counts the rest.
 _MAX_NAMES_SHOWN = 8
@@ -88,15 +90,25 @@ class RawTable:
     ignored: tuple[str, ...]
 
 
-def locate_files(declaration: DatasetDeclaration, root: Path | None) -> tuple[Path, ...]:
-    """The source files: absolute as written, else in ``root`` then beside the definition.
+@dataclass(frozen=True)
+class SourceFile:
+    """One source file found: the file, or the ``.zip`` archive holding it, and its name."""
 
-    ``root`` may be a file itself when the source is one file (``--data-dir extract.csv``).
+    path: Path
+    name: str
+
+
+def locate_files(declaration: DatasetDeclaration, root: Path | None) -> tuple[SourceFile, ...]:
+    """The source files: as written if absolute, else under ``root``, else beside the definition.
+
+    Each is searched recursively, plain or inside a ``.zip``
+    (:func:`fedcare_core.data.source_files.find_source`). ``root`` may be a file itself (or
+    an archive) when the source is one file.
 
     Raises
     ------
     DataError
-        A file found nowhere, naming where it was looked for.
+        A file found nowhere (the message says where it was looked for).
     """
     names = declaration.source.files
     if root is not None and root.is_file():
@@ -106,32 +118,32 @@ def locate_files(declaration: DatasetDeclaration, root: Path | None) -> tuple[Pa
                 "holding them",
                 file=str(root),
             )
-        return (root,)
-    found: list[Path] = []
-    for name in names:
-        given = Path(name).expanduser()
-        places = (
-            [given]
-            if given.is_absolute()
-            else [
-                *(() if root is None else (root / given,)),
-                declaration.path.parent / given,
-            ]
-        )
-        hit = next((p for p in places if p.is_file()), None)
-        if hit is None:
-            where = " or ".join(str(p.parent) for p in places)
-            raise DataError(
-                f"source file {name!r} of dataset {declaration.name} is not in {where} "
-                "(give the folder holding it: --data-dir, a flow's data_dir, FEDCARE_DATA_DIR)",
-                file=str(places[0]),
-            )
-        found.append(hit)
-    return tuple(found)
+        found = find_source(root, Path(names[0]).name)  # an archive must hold it
+        return (SourceFile(found, Path(names[0]).name),)
+    folders = [*(() if root is None else (root,)), declaration.path.parent]
+    return tuple(_find(declaration, name, folders) for name in names)
+
+
+def _find(declaration: DatasetDeclaration, name: str, folders: Sequence[Path]) -> SourceFile:
+    given = Path(name).expanduser()
+    if given.is_absolute():
+        return SourceFile(find_source(given, given.name), given.name)
+    hint = declaration.source.missing_hint
+    first: DataError | None = None
+    for folder in folders:
+        exact = folder / given
+        if exact.is_file():
+            return SourceFile(exact, given.name)
+        try:
+            return SourceFile(find_source(folder, given.name, hint), given.name)
+        except DataError as exc:
+            first = first or exc
+    assert first is not None
+    raise first
 
 
 def read_raw_table(
-    declaration: DatasetDeclaration, files: Sequence[Path], *, verify_checksum: bool
+    declaration: DatasetDeclaration, files: Sequence[SourceFile], *, verify_checksum: bool
 ) -> RawTable:
     """Read and join the source files, checking each has every declared column.
 
@@ -148,34 +160,27 @@ def read_raw_table(
     frames: list[pd.DataFrame] = []
     digest = hashlib.sha256()
     ignored: dict[str, None] = {}
-    for path in files:
-        data = _read_bytes(path)
+    shown: list[str] = []
+    for found in files:
+        data, display = read_source(found.path, found.name)
+        shown.append(display)
         digest.update(data)
         if declaration.source.sha256 is not None and verify_checksum:
-            _check_sha256(data, declaration.source.sha256, str(path))
-        frame = _parse(data, path, declaration.source, needed)
+            _check_sha256(data, declaration.source.sha256, display)
+        archived = found.path.suffix.lower() == ".zip"
+        base = found.name if archived else found.path.name  # its compression, its format
+        frame = _parse(data, display, base, declaration.source, needed)
         ignored.update(dict.fromkeys(c for c in frame.columns if c not in needed))
         frames.append(frame.loc[:, needed].set_axis(declared, axis=1))
     sizes = [len(f) for f in frames]
     table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
     rows = TableRows(
-        tuple(str(p) for p in files),
+        tuple(shown),
         np.repeat(np.arange(len(files)), sizes),
         np.concatenate([np.arange(1, n + 1) for n in sizes]),
         {v: k for k, v in source.rename.items() if k != v},
     )
     return RawTable(table.reset_index(drop=True), rows, digest.hexdigest(), tuple(ignored))
-
-
-def _read_bytes(path: Path) -> bytes:
-    try:
-        return path.read_bytes()
-    except PermissionError:
-        raise DataError("cannot read the file (permission denied)", file=str(path)) from None
-    except IsADirectoryError:
-        raise DataError("a source file is needed, this is a folder", file=str(path)) from None
-    except OSError as exc:
-        raise DataError(f"cannot read the file ({exc.strerror})", file=str(path)) from None
 
 
 def _check_sha256(data: bytes, expected: str, name: str) -> None:
@@ -188,13 +193,14 @@ def _check_sha256(data: bytes, expected: str, name: str) -> None:
         )
 
 
-def _parse(data: bytes, path: Path, source: Source, needed: Sequence[str]) -> pd.DataFrame:
-    name = str(path)
+def _parse(
+    data: bytes, name: str, base: str, source: Source, needed: Sequence[str]
+) -> pd.DataFrame:
     is_parquet = source.format == "parquet" or (
-        source.format is None and path.name.lower().endswith(_PARQUET)
+        source.format is None and base.lower().endswith(_PARQUET)
     )
     try:
-        frame = _read_parquet(data) if is_parquet else _read_csv(data, path, source)
+        frame = _read_parquet(data) if is_parquet else _read_csv(data, name, base, source)
     except DataError:
         raise
     except UnicodeDecodeError:
@@ -218,12 +224,12 @@ def _read_parquet(data: bytes) -> pd.DataFrame:
     return pd.read_parquet(io.BytesIO(data))
 
 
-def _read_csv(data: bytes, path: Path, source: Source) -> pd.DataFrame:
+def _read_csv(data: bytes, name: str, base: str, source: Source) -> pd.DataFrame:
     import io
 
-    compression = _compression(path.name.lower())
+    compression = _compression(base.lower())
     if compression is None and not data.strip():
-        raise DataError("the file is empty", file=str(path))
+        raise DataError("the file is empty", file=name)
     return pd.read_csv(
         io.BytesIO(data),
         dtype=str,
@@ -237,7 +243,7 @@ def _read_csv(data: bytes, path: Path, source: Source) -> pd.DataFrame:
 
 
 def _compression(name: str) -> str | None:
-    for suffix, kind in ((".gz", "gzip"), (".bz2", "bz2"), (".xz", "xz"), (".zip", "zip")):
+    for suffix, kind in ((".gz", "gzip"), (".bz2", "bz2"), (".xz", "xz")):
         if name.endswith(suffix):
             return kind
     return "zstd" if name.endswith(".zst") else None

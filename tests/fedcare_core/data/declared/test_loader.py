@@ -334,8 +334,31 @@ def test_no_such_source_file(tmp_path: Path) -> None:
     definition = example_definition_copy(tmp_path)
     with pytest.raises(DataError) as ei:
         load_declared(read_definition(definition), tmp_path / "data")
-    assert ei.value.file == str(tmp_path / "data" / "encounters.csv.gz")
-    assert "'encounters.csv.gz'" in ei.value.message
+    assert ei.value.file == str(tmp_path / "data")
+    assert "does not exist" in ei.value.message
+    (tmp_path / "data").mkdir()
+    with pytest.raises(DataError) as ei:
+        load_declared(read_definition(definition), tmp_path / "data")
+    assert "no encounters.csv.gz, and no .zip archive holding it" in ei.value.message
+    assert str(tmp_path / "data") in ei.value.message
+
+
+def test_a_source_file_inside_a_zip_archive_is_read_in_place(
+    tmp_path: Path, small: pd.DataFrame
+) -> None:
+    import zipfile
+
+    definition = example_definition_copy(tmp_path)
+    folder = tmp_path / "data" / "export"
+    folder.mkdir(parents=True)
+    plain = tmp_path / "encounters.csv.gz"
+    small.to_csv(plain, index=False)
+    with zipfile.ZipFile(folder / "bundle.zip", "w") as archive:
+        archive.write(plain, "2024/encounters.csv.gz")
+    plain.unlink()
+    cohort, source = load_declared(read_definition(definition), tmp_path / "data")
+    assert source == f"{folder / 'bundle.zip'}:2024/encounters.csv.gz"
+    assert cohort.n_rows == int((small["DISCH_DISPO"] != "AMA").sum())
 
 
 def test_a_declared_sha256(tmp_path: Path, small: pd.DataFrame) -> None:
