@@ -28,7 +28,7 @@ _DATA_DIR = (
 )
 _COMMON = {
     "dataset": '"diabetes130" (Diabetes 130-US hospitals), "mimic3" (MIMIC-III), or the absolute '
-    'path of a dataset definition file (FILE.yaml; docs/DATASETS.md).',
+    "path of a dataset definition file (FILE.yaml; docs/DATASETS.md).",
     "data_dir": _DATA_DIR,
     "tracking_uri": (
         "MLflow tracking URI (null: $MLFLOW_TRACKING_URI, the stack's MLflow server, else "
