@@ -101,7 +101,9 @@ class Column:
 
     @property
     def feature_vocabulary(self) -> tuple[str, ...] | None:
-        """The values its feature holds: its groups, else its vocabulary (None: open)."""
+        """A category's values: its groups, else its vocabulary (None: open, or a number)."""
+        if self.numeric:
+            return None
         return self.groups.names if self.groups is not None else self.vocabulary
 
 
