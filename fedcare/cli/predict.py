@@ -255,7 +255,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
         raise DataError(
             exc.message, file=str(args.data), column=exc.column, rows=exc.rows
         ) from None
-    kept = fmt.as_exported(rows.loc[:, [c for c in fmt.identifiers if c in rows.columns]])
+    kept = fmt.as_exported(rows.loc[:, [c for c in rows.columns if c in fmt.identifiers]])
     out = pd.concat([kept, predictions], axis=1)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if kept.columns.size:  # scores keyed by patient: never where git would pick them up

@@ -30,7 +30,7 @@ __all__ = ["check_column", "check_declaration", "condition_columns"]
 
 #: The keys each column type takes (besides type, description, unit, gaps, known_at).
 _TYPE_KEYS = {
-    "categorical": {"vocabulary", "pattern", "groups", "recode", "integer_codes"},
+    "categorical": {"vocabulary", "pattern", "form", "groups", "recode", "integer_codes"},
     "integer": {"range"},
     "float": {"range", "parse", "vocabulary"},
     "datetime": {"format"},

@@ -24,7 +24,7 @@ from fedcare_core.data.declared.model import (
 )
 from fedcare_core.data.declared.reading import TableRows
 
-__all__ = ["evaluate", "label_columns", "objective_label"]
+__all__ = ["describe_condition", "evaluate", "label_columns", "objective_label"]
 
 _SECONDS = {"days": 86_400.0, "hours": 3_600.0}
 
@@ -131,6 +131,24 @@ def _describe(label: Value) -> str:
     if label.unit == "value":
         return label.columns[0]
     return f"{label.unit} from {label.columns[0]} to {label.columns[1]}"
+
+
+_SYMBOLS = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "in": "in"}
+
+
+def describe_condition(condition: Condition | Value) -> str:
+    """A label or condition in words: ``readmitted != 'NO'``, ``all(...)``, ``days from A to B``."""
+    if isinstance(condition, Value):
+        return _describe(condition)
+    if isinstance(condition, Combine):
+        parts = ", ".join(describe_condition(c) for c in condition.items)
+        return f"{condition.op}({parts})"
+    if condition.op == "missing":
+        return f"{condition.column} is {'' if condition.value else 'not '}missing"
+    if condition.op == "not_in":
+        return f"{condition.column} not in {list(condition.value)!r}"  # type: ignore[call-overload]
+    value = list(condition.value) if condition.op == "in" else condition.value  # type: ignore[call-overload]
+    return f"{condition.column} {_SYMBOLS[condition.op]} {value!r}"
 
 
 def label_columns(declaration: DatasetDeclaration) -> tuple[str, ...]:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from fedcare_core.data.cohort import Cohort
-from fedcare_core.data.declared.labels import evaluate, objective_label
+from fedcare_core.data.declared.labels import describe_condition, evaluate, objective_label
 from fedcare_core.data.declared.model import DatasetDeclaration
 from fedcare_core.data.declared.reading import (
     RawTable,
@@ -66,9 +66,19 @@ def load_declared(
     table = read_raw_table(declaration, files, verify_checksum=verify_checksum)
     patient = _identifiers(declaration, table)
     notes: list[str] = []
+    # A row's label sources first: a truncated or short row shows there.
+    order = sorted(declaration.columns, key=lambda c: declaration.columns[c].known_at is not None)
     values = {
-        name: column_values(table.frame[name], column, table.rows, unseen_categories, notes)
-        for name, column in declaration.columns.items()
+        name: column_values(
+            table.frame[name],
+            declaration.columns[name],
+            table.rows,
+            unseen_categories,
+            notes,
+            missing_message=declaration.gap_message(name),
+            fields=len(declaration.identifiers) + len(declaration.columns),
+        )
+        for name in order
     }
     for rule in declaration.rules:
         broken = evaluate(rule.when, values) == 1.0
@@ -84,6 +94,7 @@ def load_declared(
             for o in declaration.objectives
         }
     )
+    notes += _label_notes(declaration, values, keep, variant)
     features = pd.DataFrame(
         {c.name: values[c.name][keep].reset_index(drop=True) for c in declaration.features}
     )
@@ -93,8 +104,9 @@ def load_declared(
         f"source: {source}",
         f"{int(keep.sum()):,} rows, {int(codes.max(initial=-1)) + 1:,} distinct patients",
     ]
+    notes += table.notes
     if table.ignored:
-        notes.append(f"ignored undeclared column(s): {', '.join(table.ignored)}")
+        notes.append(f"ignored unexpected column(s): {', '.join(table.ignored)}")
     strata = declaration.strata
     return (
         Cohort(
@@ -114,44 +126,62 @@ def load_declared(
     )
 
 
+def _label_notes(
+    declaration: DatasetDeclaration,
+    values: dict[str, pd.Series],
+    keep: np.ndarray,
+    variant: str | None,
+) -> list[str]:
+    """Each label's definition, and how many kept rows an exclusion leaves unlabelled."""
+    notes = []
+    for o in declaration.objectives:
+        name = o.objective.name
+        notes.append(f"{name} label: {describe_condition(o.label_of(variant))}")
+        if o.exclude is not None:
+            excluded = int(((evaluate(o.exclude, values) == 1.0) & keep).sum())
+            notes.append(
+                f"{name}: {excluded:,} rows have no label ({describe_condition(o.exclude)})"
+            )
+    return notes
+
+
 def _identifiers(declaration: DatasetDeclaration, table: RawTable) -> np.ndarray:
     """The patient key per row (text); refuse a missing one, or a repeated encounter."""
     rows: TableRows = table.rows
-    patient = text_of(table.frame[declaration.patient])
-    _check_identifier_form(declaration, table)
-    if patient.isna().any():
-        raise rows.error(
-            "the patient identifier is missing", declaration.patient, patient.isna().to_numpy()
-        )
+    texts = {c: text_of(table.frame[c]) for c in declaration.identifiers}
+    for column, text in texts.items():
+        if text.isna().any():
+            raise rows.error(declaration.gap_message(column), column, text.isna().to_numpy())
+    _check_identifier_form(declaration, texts, rows)
     if declaration.encounter is not None:
-        encounter = text_of(table.frame[declaration.encounter])
-        if encounter.isna().any():
-            raise rows.error(
-                "the encounter identifier is missing",
-                declaration.encounter,
-                encounter.isna().to_numpy(),
-            )
+        encounter = texts[declaration.encounter]
         repeated = encounter.duplicated(keep=False).to_numpy()
         if repeated.any():
             raise rows.error(
-                "an encounter identifier appears on more than one row",
+                f"{declaration.encounter} repeats ({int(repeated.sum())} rows share "
+                f"{int(encounter[repeated].nunique())} encounter ids): each encounter must "
+                "appear once",
                 declaration.encounter,
                 repeated,
             )
-    return patient.to_numpy(dtype=object)
+    return texts[declaration.patient].to_numpy(dtype=object)
 
 
-def _check_identifier_form(declaration: DatasetDeclaration, table: RawTable) -> None:
-    """Refuse an identifier not of the declared form (missing ones are refused after)."""
+def _check_identifier_form(
+    declaration: DatasetDeclaration, texts: dict[str, pd.Series], rows: TableRows
+) -> None:
+    """Refuse an identifier not of the declared form."""
     if declaration.identifier_pattern is None:
         return
     form = re.compile(declaration.identifier_pattern)
-    for column in declaration.identifiers:
-        text = text_of(table.frame[column])
+    for column, text in texts.items():
         wrong = text.map(lambda v: isinstance(v, str) and form.fullmatch(v) is None)
         if wrong.any():
-            raise table.rows.error(
-                f"{column} is not of the identifiers' declared form ({form.pattern})",
+            words = declaration.identifier_form
+            raise rows.error(
+                f"{column} must be {words}"
+                if words
+                else f"{column} is not of the identifiers' declared form ({form.pattern})",
                 column,
                 wrong.to_numpy(dtype=bool),
             )

@@ -77,6 +77,8 @@ class Column:
         A categorical column of whole numbers, read as numbers then as their integer text.
     parse
         ``"interval_midpoint"``: a float written as intervals (``[70-80)`` → 75).
+    form
+        The pattern in words, for messages (``COLUMN must be FORM``).
     """
 
     name: str
@@ -93,6 +95,7 @@ class Column:
     recode: Mapping[str, str] | None = None
     integer_codes: bool = False
     parse: str | None = None
+    form: str | None = None
 
     @property
     def numeric(self) -> bool:
@@ -262,6 +265,18 @@ class DatasetDeclaration:
     moves: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     identifier_pattern: str | None = None
     rules: tuple[Rule, ...] = ()
+    identifier_form: str | None = None
+
+    @property
+    def gap_columns(self) -> tuple[str, ...]:
+        """The columns that may have gaps, in declared order."""
+        return tuple(c.name for c in self.columns.values() if c.gaps)
+
+    def gap_message(self, column: str) -> str:
+        """A gap where none is allowed, in words."""
+        allowed = self.gap_columns
+        where = f"only {', '.join(allowed)} may have gaps" if allowed else "no column may"
+        return f"{column} is missing; {where}"
 
     @property
     def features(self) -> tuple[Column, ...]:

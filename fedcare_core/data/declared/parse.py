@@ -107,6 +107,7 @@ def declaration_from_document(
         partition_ignores_times=partition_doc.get("ignores_prediction_times", ""),
         moves={k: tuple(v) for k, v in partition_doc.get("moves_at_prediction_time", {}).items()},
         identifier_pattern=document["identifiers"].get("pattern"),
+        identifier_form=document["identifiers"].get("form"),
         rules=tuple(
             Rule(_condition(r["when"]), r["column"], r["message"])
             for r in document.get("refuse", ())
@@ -162,6 +163,7 @@ def column_of(name: str, doc: Mapping[str, Any], file: str) -> Column:
         recode=None if recode is None else {str(k): str(v) for k, v in recode.items()},
         integer_codes=bool(doc.get("integer_codes", False)),
         parse=doc.get("parse"),
+        form=doc.get("form"),
     )
 
 

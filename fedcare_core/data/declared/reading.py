@@ -24,8 +24,6 @@ from fedcare_core.errors import ChecksumError, DataError
 
 __all__ = ["RawTable", "SourceFile", "TableRows", "locate_files", "read_raw_table"]
 
-#: How many column names a message lists before it counts the rest.
-_MAX_NAMES_SHOWN = 8
 _PARQUET = (".parquet", ".pq")
 
 
@@ -44,12 +42,16 @@ class TableRows:
     names
         A declared column → its name in the files, where they differ (messages name the
         column as the files do).
+    complete
+        Per file, whether its last line ends with a newline (else a message about its last row
+        adds that the file looks truncated).
     """
 
     files: tuple[str, ...]
     file_of_row: np.ndarray
     row_in_file: np.ndarray
     names: Mapping[str, str] = field(default_factory=dict)
+    complete: tuple[bool, ...] = ()
 
     def error(self, message: str, column: str | None, mask: np.ndarray | pd.Series) -> DataError:
         """The :class:`DataError` of the rows where ``mask`` is true (the first file's)."""
@@ -61,11 +63,16 @@ class TableRows:
             return DataError(message, file=", ".join(self.files), column=column)
         first = self.file_of_row[bad[0]]
         rows = self.row_in_file[bad[self.file_of_row[bad] == first]]
+        last = int(np.count_nonzero(self.file_of_row == first))
+        if self.complete and not self.complete[first] and int(rows[-1]) == last:
+            message += "; the last line does not end with a newline, so the file looks truncated"
         return DataError(message, file=self.files[first], column=column, rows=rows.tolist())
 
     def subset(self, keep: np.ndarray) -> TableRows:
         """The rows of ``keep`` (a boolean mask)."""
-        return TableRows(self.files, self.file_of_row[keep], self.row_in_file[keep], self.names)
+        return TableRows(
+            self.files, self.file_of_row[keep], self.row_in_file[keep], self.names, self.complete
+        )
 
 
 @dataclass(frozen=True)
@@ -82,12 +89,16 @@ class RawTable:
         One digest of every file's bytes, in order (provenance).
     ignored
         Columns present but not declared (ignored), for the notes.
+    notes
+        What reading it found worth saying (a declared SHA-256 not enforced: whether it
+        matches).
     """
 
     frame: pd.DataFrame
     rows: TableRows
     sha256: str
     ignored: tuple[str, ...]
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -161,12 +172,15 @@ def read_raw_table(
     digest = hashlib.sha256()
     ignored: dict[str, None] = {}
     shown: list[str] = []
+    complete: list[bool] = []
+    notes: list[str] = []
     for found in files:
         data, display = read_source(found.path, found.name)
         shown.append(display)
+        complete.append(data.rstrip(b" \t").endswith(b"\n"))
         digest.update(data)
-        if declaration.source.sha256 is not None and verify_checksum:
-            _check_sha256(data, declaration.source.sha256, display)
+        if declaration.source.sha256 is not None:
+            notes.extend(_check_sha256(data, declaration.source.sha256, display, verify_checksum))
         archived = found.path.suffix.lower() == ".zip"
         base = found.name if archived else found.path.name  # its compression, its format
         frame = _parse(data, display, base, declaration.source, needed)
@@ -179,18 +193,28 @@ def read_raw_table(
         np.repeat(np.arange(len(files)), sizes),
         np.concatenate([np.arange(1, n + 1) for n in sizes]),
         {v: k for k, v in source.rename.items() if k != v},
+        tuple(complete),
     )
-    return RawTable(table.reset_index(drop=True), rows, digest.hexdigest(), tuple(ignored))
+    return RawTable(
+        table.reset_index(drop=True), rows, digest.hexdigest(), tuple(ignored), tuple(notes)
+    )
 
 
-def _check_sha256(data: bytes, expected: str, name: str) -> None:
+def _check_sha256(data: bytes, expected: str, name: str, enforce: bool) -> list[str]:
+    """Refuse a file that is not the published one (``enforce``), else note whether it is."""
     got = hashlib.sha256(data).hexdigest()
+    if not enforce:
+        match = "matches" if got == expected else "does NOT match"
+        return [f"checksum not enforced; SHA-256 {got} {match} the published file"]
     if got != expected:
+        base = name.replace(":", "/").rsplit("/", 1)[-1]
         raise ChecksumError(
-            f"SHA-256 mismatch: the definition declares {expected}, the file is {got} "
-            "(modified, truncated or another version); pass --no-verify to read it anyway",
+            f"SHA-256 mismatch: expected {expected}, got {got}. This is not the published "
+            f"{base} (modified, truncated or a different version). Pass --no-verify "
+            "(verify_checksum=False) to load a modified file on purpose.",
             file=name,
         )
+    return []
 
 
 def _parse(
@@ -203,19 +227,38 @@ def _parse(
         frame = _read_parquet(data) if is_parquet else _read_csv(data, name, base, source)
     except DataError:
         raise
-    except UnicodeDecodeError:
-        raise DataError("not UTF-8 text", file=name) from None
+    except UnicodeDecodeError as exc:
+        raise DataError(f"not UTF-8 text ({exc})", file=name) from None
     except pd.errors.EmptyDataError:
         raise DataError("the file is empty", file=name) from None
-    except (pd.errors.ParserError, ValueError, OSError, EOFError) as exc:
+    except pd.errors.ParserError as exc:
+        raise _parser_error(exc, name) from None
+    except (ValueError, OSError, EOFError) as exc:
         detail = " ".join(str(exc).split())[:200]
         kind = "Parquet" if is_parquet else "CSV"
         raise DataError(f"cannot read it as {kind} ({detail})", file=name) from None
     frame.columns = [str(c).strip() for c in frame.columns]
-    _check_columns(frame, needed, name)
+    _check_columns(frame, needed, name, base)
     if len(frame) == 0:
         raise DataError("the file has a header but no data rows", file=name)
     return frame
+
+
+def _parser_error(exc: pd.errors.ParserError, name: str) -> DataError:
+    """Pandas' parse error in words; a ragged row named by its data row."""
+    import re
+
+    detail = " ".join(str(exc).split())
+    ragged = re.search(r"Expected (\d+) fields in line (\d+), saw (\d+)", detail)
+    if ragged is None:
+        return DataError(
+            f"malformed CSV; the file may be truncated or have ragged rows ({detail})", file=name
+        )
+    expected, line, saw = (int(g) for g in ragged.groups())
+    # pandas counts file lines (the header is line 1); the message counts data rows.
+    return DataError(
+        f"{saw} fields, the header has {expected} (a ragged row)", file=name, rows=[line - 1]
+    )
 
 
 def _read_parquet(data: bytes) -> pd.DataFrame:
@@ -249,7 +292,7 @@ def _compression(name: str) -> str | None:
     return "zstd" if name.endswith(".zst") else None
 
 
-def _check_columns(frame: pd.DataFrame, needed: Sequence[str], name: str) -> None:
+def _check_columns(frame: pd.DataFrame, needed: Sequence[str], name: str, base: str) -> None:
     present = list(frame.columns)
     # pandas renames a repeated header name X to X.1, X.2, ...
     repeated = sorted({c for c in present if present.count(c) > 1}) or [
@@ -261,13 +304,10 @@ def _check_columns(frame: pd.DataFrame, needed: Sequence[str], name: str) -> Non
     if not missing:
         return
     extra = [c for c in present if c not in needed]
-    message = f"missing {len(missing)} declared column(s): {_names(missing)}"
+    message = f"missing column(s): {', '.join(repr(c) for c in missing)}"
     if extra:
-        message += f"; undeclared column(s) present: {_names(extra)} (renamed or misspelt?)"
+        message += (
+            f"; unexpected column(s): {', '.join(repr(c) for c in extra)} (renamed or misspelt?)"
+        )
+    message += f". Expected the {len(needed)} columns of {base}."
     raise DataError(message, file=name, column=missing[0] if len(missing) == 1 else None)
-
-
-def _names(names: Sequence[str]) -> str:
-    shown = ", ".join(repr(n) for n in names[:_MAX_NAMES_SHOWN])
-    more = len(names) - _MAX_NAMES_SHOWN
-    return shown + (f" and {more} more" if more > 0 else "")

@@ -9,6 +9,7 @@ loader's checks), and its patients' keys.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ import pandas as pd
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.declared.labels import label_columns
 from fedcare_core.data.declared.loader import load_declared
-from fedcare_core.data.declared.model import DatasetDeclaration
+from fedcare_core.data.declared.model import Column, DatasetDeclaration
 from fedcare_core.data.declared.reading import TableRows, locate_files, read_raw_table
 from fedcare_core.data.declared.values import column_values, text_of
 from fedcare_core.data.definition import DatasetDefinition
@@ -28,6 +29,12 @@ from fedcare_core.data.row_format import RowFormat
 from fedcare_core.data.row_values import check_row_columns
 
 __all__ = ["DECLARED_FEATURE_SETS", "DeclaredSource"]
+
+#: Words pandas' CSV reader turns into a missing value by default.
+_PANDAS_MISSING_WORDS = frozenset(
+    ("", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan", "1.#IND", "1.#QNAN",
+     "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan", "null")
+)  # fmt: skip
 
 #: The feature sets every declared dataset offers: its partition, and that partition with each
 #: objective seeing only what is known when it is predicted.
@@ -90,7 +97,11 @@ class DeclaredSource:
         return RowFormat(
             d.name,
             tuple(c.name for c in d.features),
-            tuple(c.name for c in d.features if c.type == "integer" and not c.gaps),
+            tuple(
+                c.name
+                for c in d.features
+                if (c.type == "integer" or c.integer_codes) and not c.gaps
+            ),
             d.identifiers,
             label_columns(d),
             self.features_from_rows,
@@ -123,15 +134,37 @@ class DeclaredSource:
             {v: k for k, v in self.declaration.source.rename.items() if k != v},
         )
         notes: list[str] = []
-        return pd.DataFrame(
-            {
-                c: column_values(
-                    rows[c], self.declaration.columns[c], where, unseen_categories, notes
-                )
-                for c in columns
-            },
-            index=rows.index,
-        )
+        whole = set(self.row_format().integer_columns)
+        out = {}
+        for c in columns:
+            column = self.declaration.columns[c]
+            # A row to score may miss a value (imputed as in training), but a whole number
+            # typed as such.
+            scored = column if c in whole else dataclasses.replace(column, gaps=True)
+            out[c] = column_values(
+                self._as_read(rows[c], column),
+                scored,
+                where,
+                unseen_categories,
+                notes,
+                missing_message=f"{c} is missing (a whole number is needed)",
+            )
+        return pd.DataFrame(out, index=rows.index)
+
+    def _as_read(self, values: pd.Series, column: Column) -> pd.Series:
+        """A column of rows to score as its CSV is read: the source's missing marks missing.
+
+        A category the file never leaves empty whose vocabulary holds a word pandas reads as
+        missing (``None``, ``NA``, ``NULL`` …) reads a missing value as that word: rows read with
+        pandas' defaults lose it.
+        """
+        marks = set(self.declaration.source.missing_values)
+        if values.dtype == object or pd.api.types.is_string_dtype(values.dtype):
+            values = values.map(lambda v: None if isinstance(v, str) and v.strip() in marks else v)
+        words = [v for v in column.vocabulary or () if v in _PANDAS_MISSING_WORDS]
+        if not column.gaps and len(words) == 1 and column.type == "categorical":
+            values = values.astype(object).where(values.notna(), words[0])
+        return values
 
     def example_rows(self) -> pd.DataFrame | None:
         """Two synthetic rows (never a patient's) built from the declarations.

@@ -37,7 +37,14 @@ def _text(value: object) -> str:
 
 
 def column_values(
-    raw: pd.Series, column: Column, rows: TableRows, unseen_categories: str, notes: list[str]
+    raw: pd.Series,
+    column: Column,
+    rows: TableRows,
+    unseen_categories: str,
+    notes: list[str],
+    *,
+    missing_message: str | None = None,
+    fields: int = 0,
 ) -> pd.Series:
     """``raw`` checked against ``column``'s declaration and typed.
 
@@ -53,6 +60,11 @@ def column_values(
         ``"refuse"`` or ``"other"``: a category outside the declared vocabulary.
     notes
         Appended to: what ``"other"`` kept.
+    missing_message
+        What a gap where none is allowed says (None: a default naming the column).
+    fields
+        How many columns a row holds (a message on a gap in a label's source says a row may
+        have fewer); 0: not said.
 
     Returns
     -------
@@ -69,22 +81,53 @@ def column_values(
         values = _numbers(raw, column, rows)
     elif column.type == "datetime":
         values = _datetimes(raw, column, rows)
+    elif column.known_at is None and column.vocabulary is not None:
+        values = _source_categories(raw, column, rows, fields)
     else:
         values = _categories(raw, column, rows, unseen_categories, notes)
     missing = values.isna().to_numpy()
     if not column.gaps and missing.any():
         raise rows.error(
-            f"{column.name} is missing; its definition allows no gaps (gaps: true allows them)",
+            missing_message
+            or f"{column.name} is missing; its definition allows no gaps (gaps: true allows them)",
             column.name,
             missing,
         )
     return values
 
 
+def _source_categories(raw: pd.Series, column: Column, rows: TableRows, fields: int) -> pd.Series:
+    """A category read by labels or rules only: refused outside its vocabulary.
+
+    Whatever the unseen-category policy, which is about encoding features.
+    """
+    assert column.vocabulary is not None
+    text = text_of(raw)
+    if column.recode is not None:
+        recode = column.recode
+        text = text.map(lambda v: recode.get(v, v) if isinstance(v, str) else v)
+    missing = text.isna().to_numpy() & (not column.gaps)
+    bad = (text.notna().to_numpy() & ~text.isin(column.vocabulary).to_numpy()) | missing
+    if bad.any():
+        hint = (
+            f" (missing or empty: a row may be truncated or have fewer than {fields} fields)"
+            if missing.any() and fields
+            else ""
+        )
+        raise rows.error(
+            f"{column.name} must be one of {', '.join(column.vocabulary)}{hint}", column.name, bad
+        )
+    return text.astype("str").rename(column.name)
+
+
 def _parsed_numbers(raw: pd.Series, name: str, rows: TableRows, *, whole: bool) -> np.ndarray:
     """``raw`` as float64 (NaN missing); text, true/false, ±inf (and fractions) refused."""
     if pd.api.types.is_bool_dtype(raw.dtype):
         raise rows.error("true/false value(s) in a numeric column", name, raw.notna())
+    if raw.dtype == object:
+        flags = raw.map(lambda v: isinstance(v, bool | np.bool_)).to_numpy(dtype=bool)
+        if flags.any():
+            raise rows.error("true/false value(s) in a numeric column", name, flags)
     if pd.api.types.is_numeric_dtype(raw.dtype):
         values = raw.astype("float64")
     else:
@@ -118,7 +161,8 @@ def _interval_midpoints(raw: pd.Series, column: Column, rows: TableRows) -> np.n
         if unknown.any():
             vocabulary = column.vocabulary
             raise rows.error(
-                f"{name} must be one of the intervals {vocabulary[0]} … {vocabulary[-1]}",
+                f"{name} must be one of the {_count_word(len(vocabulary))} brackets "
+                f"{vocabulary[0]} … {vocabulary[-1]}",
                 name,
                 unknown,
             )
@@ -144,14 +188,32 @@ def _numbers(raw: pd.Series, column: Column, rows: TableRows) -> pd.Series:
     assert column.range is not None  # checked with the definition
     low, high = column.range
     outside = present & ((array < low) | (array > high))
+    if column.known_at is None and not column.gaps:
+        outside |= ~present  # a label's source: missing is as wrong as out of range
     if outside.any():
-        raise rows.error(
-            f"{name} must lie in [{low:g}, {high:g}], its declared plausible range"
-            + (f" ({column.unit})" if column.unit else ""),
-            name,
-            outside,
-        )
+        raise rows.error(_range_message(column, low, high), name, outside)
     return pd.Series(array, index=raw.index, name=name, dtype="float64")
+
+
+def _range_message(column: Column, low: float, high: float) -> str:
+    """``x must lie in [0, 9] mg/dL``, ``n must be a whole number of days from 1 to 14``.
+
+    The column's description, if any, follows in parentheses.
+    """
+    if column.type == "integer":
+        unit = f" of {column.unit}" if column.unit else ""
+        text = f"{column.name} must be a whole number{unit} from {low:g} to {high:g}"
+    else:
+        unit = f" {column.unit}" if column.unit else ""
+        text = f"{column.name} must lie in [{low:g}, {high:g}]{unit}"
+    return text + (f" ({column.description})" if column.description else "")
+
+
+_WORDS = ("no", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten")
+
+
+def _count_word(n: int) -> str:
+    return _WORDS[n] if n < len(_WORDS) else str(n)
 
 
 def _datetimes(raw: pd.Series, column: Column, rows: TableRows) -> pd.Series:
@@ -186,7 +248,9 @@ def _categories(
         wrong = present & ~text.map(lambda v: isinstance(v, str) and form.fullmatch(v) is not None)
         if np.asarray(wrong, dtype=bool).any():
             raise rows.error(
-                f"value(s) not of the column's declared form ({column.pattern})",
+                f"{column.name} must be {column.form}"
+                if column.form
+                else f"value(s) not of the column's declared form ({column.pattern})",
                 column.name,
                 np.asarray(wrong, dtype=bool),
             )

@@ -6,10 +6,11 @@ three objectives: ``early_discharge`` (binary), ``readmission`` (binary) and ``l
 (regression, days). Every problem with the input file is a :class:`~fedcare_core.errors.DataError`
 (or its subclass :class:`~fedcare_core.errors.ChecksumError`), never a traceback.
 
-The package is split by concern: :mod:`.schema` (the file's columns and value sets),
-:mod:`.definition` (objectives and the default partition), :mod:`.source` (finding the file,
-reading an archive), :mod:`.reading` (parsing and checks), :mod:`.labels` and :mod:`.features`
-(label and feature assembly) and :mod:`.loader` (:func:`load_diabetes130`).
+The file's definition (``fedcare_core/data/definitions/diabetes130.yaml``) is what the loader
+reads it by (:mod:`.loader`, the loader every dataset defined by a file takes); :mod:`.schema`
+and :mod:`.definition` name its columns, value sets, objectives and partitions for the code that
+refers to them (the raw table's Great Expectations suite, the download), and :mod:`.source`
+finds the file (plain, or in an archive).
 """
 
 from fedcare_core.data.diabetes130.definition import (
@@ -21,7 +22,6 @@ from fedcare_core.data.diabetes130.definition import (
     DIABETES130_PREDICTION_TIMES,
     EARLY_DISCHARGE_MAX_DAYS,
 )
-from fedcare_core.data.diabetes130.features import icd9_group
 from fedcare_core.data.diabetes130.loader import load_diabetes130
 from fedcare_core.data.diabetes130.schema import (
     AGE_BRACKETS,
@@ -77,6 +77,5 @@ __all__ = [
     "TIME_IN_HOSPITAL_RANGE",
     "find_csv_member",
     "find_diabetes130",
-    "icd9_group",
     "load_diabetes130",
 ]

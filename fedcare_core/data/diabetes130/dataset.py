@@ -1,23 +1,33 @@
-"""Diabetes 130-US as a registered dataset (:mod:`fedcare_core.data.registry`)."""
+"""Diabetes 130-US as a registered dataset (:mod:`fedcare_core.data.registry`).
+
+Its definition file (``fedcare_core/data/definitions/diabetes130.yaml``) says everything: the
+loader, the documented definition, the row format and the patient keys are those of every
+dataset defined by a file (:class:`~fedcare_core.data.declared.DeclaredSource`). Only where the
+file is when no folder is given (the download cache) and the synthetic example rows are its own.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from fedcare_core.data.declared import DeclaredSource
+from fedcare_core.data.diabetes130.loader import diabetes130_declaration
 
 if TYPE_CHECKING:
-    import numpy as np
+    import pandas as pd
 
-    from fedcare_core.data.cohort import Cohort
-    from fedcare_core.data.definition import DatasetDefinition
     from fedcare_core.data.row_format import RowFormat
 
 #: The column that names a patient in ``diabetic_data.csv``.
 PATIENT_COLUMN = "patient_nbr"
 
 
-class _Diabetes130Source:
-    """Where ``diabetic_data.csv`` is, how it loads, what it defines."""
+class _Diabetes130Source(DeclaredSource):
+    """``diabetic_data.csv`` by its definition; the download cache when no folder is given."""
+
+    def __init__(self) -> None:
+        super().__init__(diabetes130_declaration())
 
     def locate(self, root: Path | None) -> Path:
         """``root``, else the download cache (``fedcare data fetch diabetes130``)."""
@@ -34,55 +44,59 @@ class _Diabetes130Source:
             )
         return cached
 
-    def load(self, data: Any, path: Path, *, verify_checksum: bool) -> tuple[Cohort, str]:
-        """The cohort of ``diabetic_data.csv`` found under ``path``, and the file read."""
-        from fedcare_core.data.diabetes130 import find_diabetes130, load_diabetes130
-
-        found = find_diabetes130(path)
-        cohort = load_diabetes130(
-            found,
-            readmission=data.readmission,
-            verify_checksum=verify_checksum,
-            unseen_categories=data.unseen_categories,
-        )
-        return cohort, str(found)
-
-    def definition(self, features: str) -> DatasetDefinition:
-        """Its objectives, the partition of feature set ``features``, features and vocabularies."""
-        from fedcare_core.data import diabetes130 as d
-        from fedcare_core.data.definition import DatasetDefinition
-
-        return DatasetDefinition(
-            d.DIABETES130_OBJECTIVES,
-            d.DIABETES130_FEATURE_SETS[features],
-            d.DIABETES130_NUMERIC_FEATURES,
-            d.DIABETES130_CATEGORICAL_FEATURES,
-            d.DIABETES130_VOCABULARIES,
-        )
-
     def row_format(self) -> RowFormat:
         """One encounter in the columns of ``diabetic_data.csv``."""
-        from fedcare_core.data.diabetes130 import rows as d
-        from fedcare_core.data.row_format import RowFormat
+        import dataclasses
 
-        return RowFormat(
-            "diabetes130",
-            d.ROW_COLUMNS,
-            d.INTEGER_COLUMNS,
-            d.IDENTIFIER_COLUMNS,
-            d.LABEL_COLUMNS,
-            d.features_from_rows,
-            d.example_rows,
-        )
+        return dataclasses.replace(super().row_format(), example=example_rows)
 
-    def patient_keys(self, path: Path) -> np.ndarray:
-        """The file's distinct ``patient_nbr`` values, as written."""
-        from fedcare_core.data.diabetes130.reading import read_table
-        from fedcare_core.data.diabetes130.source import find_diabetes130, read_source
-        from fedcare_core.data.patient_keys import distinct_keys
 
-        table, _, _ = read_table(*read_source(find_diabetes130(path)))
-        return distinct_keys(table[PATIENT_COLUMN])
+def example_rows() -> pd.DataFrame:
+    """Two synthetic rows to score (never a real encounter): an input example for a model."""
+    import pandas as pd
+
+    from fedcare_core.data.diabetes130.schema import (
+        DIABETES130_FEATURES,
+        DIABETES130_VOCABULARIES,
+        MEDICATION_COLUMNS,
+    )
+
+    first: dict[str, object] = {c: DIABETES130_VOCABULARIES[c][0] for c in ("race", "gender")}
+    first |= {
+        "age": "[70-80)",
+        "weight": "?",
+        "admission_type_id": 1,
+        "discharge_disposition_id": 1,
+        "admission_source_id": 7,
+        "payer_code": "?",
+        "medical_specialty": "?",
+        "num_lab_procedures": 40,
+        "num_procedures": 1,
+        "num_medications": 15,
+        "number_outpatient": 0,
+        "number_emergency": 0,
+        "number_inpatient": 0,
+        "diag_1": "428",
+        "diag_2": "250.01",
+        "diag_3": "V45",
+        "number_diagnoses": 7,
+        "max_glu_serum": "None",
+        "A1Cresult": ">7",
+        "change": "No",
+        "diabetesMed": "Yes",
+    }
+    first |= {c: "No" for c in MEDICATION_COLUMNS}
+    second = first | {
+        "gender": "Male",
+        "age": "[50-60)",
+        "num_lab_procedures": 60,
+        "num_medications": 22,
+        "number_inpatient": 2,
+        "metformin": "Steady",
+        "insulin": "Up",
+        "change": "Ch",
+    }
+    return pd.DataFrame([first, second], columns=list(DIABETES130_FEATURES))
 
 
 SOURCE = _Diabetes130Source()

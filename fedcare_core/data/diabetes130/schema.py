@@ -201,7 +201,7 @@ DIABETES130_CATEGORICAL_FEATURES: tuple[str, ...] = tuple(
 )
 
 MEDICATION_LEVELS = ("No", "Steady", "Up", "Down")
-#: Diagnosis groups produced by :func:`~fedcare_core.data.diabetes130.features.icd9_group`.
+#: The ICD-9 chapter groups of the diagnoses (the definition's groups of diag_1, diag_2, diag_3).
 ICD9_GROUPS = (
     "circulatory",
     "respiratory",

@@ -121,7 +121,7 @@ def test_features_from_rows_of_some_columns(example: DeclaredSource) -> None:
 @pytest.mark.parametrize(
     ("column", "value", "words"),
     [
-        ("AGE_YRS", 150, "[18, 110]"),
+        ("AGE_YRS", 150, "from 18 to 110"),
         ("SEX", "U", "outside"),
         ("SBP_ADMIT", "high", "non-numeric"),
         ("PRIN_DX_ICD10", "heart", "declared form"),
@@ -146,7 +146,7 @@ def test_features_from_rows_name_the_input_rows_without_a_source(
     example: DeclaredSource,
 ) -> None:
     rows = example_extract(3, seed=4)
-    rows["SEX"] = None
+    rows["SEX"] = "Q"  # outside its vocabulary (a missing value would be imputed)
     with pytest.raises(DataError) as ei:
         example.features_from_rows(rows, ["SEX"], (), None, "refuse")
     assert (ei.value.file, ei.value.column, ei.value.rows) == ("the input rows", "SEX", (1, 2, 3))

@@ -8,14 +8,13 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from fedcare_core.data.declared.values import recode_groups
 from fedcare_core.data.diabetes130 import (
     DIABETES130_FEATURES,
     EXCLUDED_COLUMNS,
     MEDICATION_COLUMNS,
-    icd9_group,
 )
-from fedcare_core.data.diabetes130.features import age_midpoint, code_strings
-from fedcare_core.data.diabetes130.reading import Checker
+from fedcare_core.data.diabetes130.loader import diabetes130_declaration
 from fedcare_core.errors import DataError
 from tests.fedcare_core.data.diabetes130.helpers import (
     FIXTURE,
@@ -123,8 +122,10 @@ def test_icd9_group_boundaries() -> None:
         "V45": "other",
         "E880": "other",
     }
-    s = pd.Series([*codes, np.nan], dtype="str")
-    got = icd9_group(s)
+    s = pd.Series([*codes, None], dtype=object)
+    groups = diabetes130_declaration().columns["diag_1"].groups
+    assert groups is not None
+    got = recode_groups(s, groups)
     assert got.iloc[:-1].tolist() == list(codes.values())
     assert pd.isna(got.iloc[-1])
 
@@ -153,15 +154,3 @@ def test_empty_fields_are_missing(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 # The feature pieces on hand-made values
 # ---------------------------------------------------------------------------------------------
-
-
-def test_age_midpoint_and_missing() -> None:
-    chk = Checker("f.csv", n_rows=3, ends_with_newline=True)
-    got = age_midpoint(pd.Series(["[0-10)", None, " [90-100) "], name="age"), chk)
-    np.testing.assert_array_equal(got, [5.0, np.nan, 95.0])
-    assert got.name == "age" and got.dtype == np.float64
-
-
-def test_code_strings() -> None:
-    got = code_strings(pd.Series([1.0, np.nan, 25.0]))
-    assert got.iloc[0] == "1" and pd.isna(got.iloc[1]) and got.iloc[2] == "25"

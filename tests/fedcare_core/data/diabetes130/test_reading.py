@@ -4,18 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
 import pytest
 
 from fedcare_core.data.diabetes130 import DIABETES130_COLUMNS
-from fedcare_core.data.diabetes130.reading import (
-    Checker,
-    check_columns,
-    data_rows,
-    numeric_column,
-    read_table,
-)
 from fedcare_core.errors import DataError
 from tests.fedcare_core.data.diabetes130.helpers import (
     N_FIXTURE_ROWS,
@@ -183,40 +174,3 @@ def test_not_utf8(tmp_path: Path) -> None:
 # ---------------------------------------------------------------------------------------------
 # The reading pieces on hand-made input
 # ---------------------------------------------------------------------------------------------
-
-
-def test_data_rows_are_one_based() -> None:
-    assert data_rows(np.array([False, True, False, True])) == [2, 4]
-    assert data_rows(pd.Series([False, False])) == []
-
-
-def test_checker_adds_the_truncation_hint_only_for_an_unterminated_last_row() -> None:
-    cut = Checker("f.csv", n_rows=3, ends_with_newline=False)
-    assert "looks truncated" in str(cut.error("bad", "c", np.array([False, False, True])))
-    assert "looks truncated" not in str(cut.error("bad", "c", np.array([True, False, False])))
-    whole = Checker("f.csv", n_rows=3, ends_with_newline=True)
-    err = whole.error("bad", "c", np.array([False, False, True]))
-    assert (err.file, err.column, err.rows) == ("f.csv", "c", (3,))
-    assert "truncated" not in str(err)
-
-
-def test_check_columns_returns_unexpected_columns() -> None:
-    df = pd.DataFrame(columns=[*DIABETES130_COLUMNS, "extra"])
-    assert check_columns(df, "f.csv") == ["extra"]
-
-
-def test_read_table_keeps_none_and_na_as_strings() -> None:
-    lines = set_field(set_field(fixture_lines(), 1, "race", "NA"), 2, "race", "?")
-    df, unexpected, chk = read_table(("\n".join(lines) + "\n").encode(), "f.csv")
-    assert unexpected == [] and chk.n_rows == N_FIXTURE_ROWS and chk.ends_with_newline
-    assert df.loc[0, "race"] == "NA" and pd.isna(df.loc[1, "race"])
-    assert df.loc[0, "A1Cresult"] == "None"
-
-
-def test_numeric_column_accepts_whole_numbers_and_rejects_inf() -> None:
-    chk = Checker("f.csv", n_rows=2, ends_with_newline=True)
-    df = pd.DataFrame({"num_lab_procedures": ["3", "inf"], "encounter_id": [1.0, 2.0]})
-    np.testing.assert_array_equal(numeric_column(df, "encounter_id", chk), [1.0, 2.0])
-    with pytest.raises(DataError, match="infinite") as err:
-        numeric_column(df, "num_lab_procedures", chk)
-    assert err.value.rows == (2,)

@@ -11,12 +11,13 @@ import pandas as pd
 import pytest
 
 from fedcare_core.data.diabetes130 import load_diabetes130
-from fedcare_core.data.diabetes130.rows import ROW_COLUMNS, example_rows, features_from_rows
+from fedcare_core.data.diabetes130.dataset import SOURCE, example_rows
+from fedcare_core.data.diabetes130.schema import DIABETES130_FEATURES as ROW_COLUMNS
 from fedcare_core.errors import DataError
 
 
 def _features(rows: pd.DataFrame, columns=ROW_COLUMNS, policy: str = "refuse") -> pd.DataFrame:
-    return features_from_rows(rows, columns, (), "rows.csv", policy)
+    return SOURCE.row_format().features(rows, columns, (), "rows.csv", policy)
 
 
 @pytest.mark.realdata
