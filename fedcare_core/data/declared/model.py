@@ -197,6 +197,8 @@ class Source:
         A column of the files → the declared column it holds (files that name it otherwise).
     missing_hint
         What a message adds when a file is not found.
+    url
+        Where the published file is downloaded from (None: not published).
     """
 
     files: tuple[str, ...]
@@ -206,6 +208,7 @@ class Source:
     sha256: str | None = None
     rename: Mapping[str, str] = field(default_factory=dict)
     missing_hint: str = ""
+    url: str | None = None
 
     def file_name(self, declared: str) -> str:
         """The name of declared column ``declared`` in the files."""

@@ -139,6 +139,7 @@ def _source(doc: Mapping[str, Any]) -> Source:
         sha256=doc.get("sha256"),
         rename={str(k): str(v) for k, v in doc.get("rename", {}).items()},
         missing_hint=doc.get("missing_hint", ""),
+        url=doc.get("url"),
     )
 
 
