@@ -66,8 +66,10 @@ def load_declared(
     table = read_raw_table(declaration, files, verify_checksum=verify_checksum)
     patient = _identifiers(declaration, table)
     notes: list[str] = []
-    # A row's label sources first: a truncated or short row shows there.
-    order = sorted(declaration.columns, key=lambda c: declaration.columns[c].known_at is not None)
+    # The columns labels and rules read first, the last first: a short or truncated row shows
+    # in its last columns.
+    sources = [c for c in declaration.columns if declaration.columns[c].known_at is None]
+    order = [*reversed(sources), *(c.name for c in declaration.features)]
     values = {
         name: column_values(
             table.frame[name],

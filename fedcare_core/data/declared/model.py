@@ -288,5 +288,5 @@ class DatasetDeclaration:
 
     @property
     def identifiers(self) -> tuple[str, ...]:
-        """The identifier columns (patient, then encounter)."""
-        return (self.patient,) if self.encounter is None else (self.patient, self.encounter)
+        """The identifier columns: the row's (encounter), then its patient's."""
+        return (self.patient,) if self.encounter is None else (self.encounter, self.patient)

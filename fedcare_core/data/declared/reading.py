@@ -122,7 +122,7 @@ def locate_files(declaration: DatasetDeclaration, root: Path | None) -> tuple[So
         A file found nowhere (the message says where it was looked for).
     """
     names = declaration.source.files
-    if root is not None and root.is_file():
+    if root is not None and _is_file(root):
         if len(names) != 1:
             raise DataError(
                 f"the dataset {declaration.name} reads {len(names)} files; give the folder "
@@ -143,7 +143,7 @@ def _find(declaration: DatasetDeclaration, name: str, folders: Sequence[Path]) -
     first: DataError | None = None
     for folder in folders:
         exact = folder / given
-        if exact.is_file():
+        if _is_file(exact):
             return SourceFile(exact, given.name)
         try:
             return SourceFile(find_source(folder, given.name, hint), given.name)
@@ -151,6 +151,14 @@ def _find(declaration: DatasetDeclaration, name: str, folders: Sequence[Path]) -
             first = first or exc
     assert first is not None
     raise first
+
+
+def _is_file(path: Path) -> bool:
+    """Whether ``path`` is a file (False where it cannot be told: an unreadable folder)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 def read_raw_table(

@@ -42,7 +42,7 @@ def test_the_example_parses() -> None:
         Objective("los", "regression", "length of stay in days"),
     ]
     assert [o.predicted_at for o in d.objectives] == ["admission", "discharge", "admission"]
-    assert d.identifiers == ("MRN", "CSN")
+    assert d.identifiers == ("CSN", "MRN")  # the row's, then its patient's
     assert d.strata == "ADMIT_SRC"
     assert d.include == Compare("DISCH_DISPO", "ne", "AMA")
     assert d.objectives[1].exclude == Compare(

@@ -90,7 +90,7 @@ def test_the_row_format_of_the_example(example: DeclaredSource) -> None:
     assert fmt.columns == tuple(c.name for c in example.declaration.features)
     assert fmt.columns[:3] == ("AGE_YRS", "SEX", "ADMIT_SRC")
     assert fmt.integer_columns == ("AGE_YRS", "ED_VISITS_12M", "INPT_ADMITS_12M", "N_MEDS_DISCH")
-    assert fmt.identifiers == ("MRN", "CSN")
+    assert fmt.identifiers == ("CSN", "MRN")
     assert fmt.labels == ("DISCH_DISPO", "READMIT_30D", "ADMIT_DTTM", "DISCH_DTTM")
     assert fmt.example is None
     assert example.example_rows() is None  # an open vocabulary, a declared form
@@ -163,7 +163,7 @@ def test_the_example_rows_of_a_simple_definition(simple: DeclaredSource) -> None
     fmt = simple.row_format()
     assert fmt.columns == ("AGE", "SEX", "SRC", "LAB")
     assert fmt.integer_columns == ("AGE",)
-    assert fmt.identifiers == ("PID", "EID")
+    assert fmt.identifiers == ("EID", "PID")
     assert fmt.example is not None
     rows = fmt.example()
     assert len(rows) == 2 and list(rows.columns) == list(fmt.columns)
