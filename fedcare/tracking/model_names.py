@@ -51,9 +51,9 @@ TAG_SITE = "fedcare.site"
 
 def _rows(dataset: str) -> tuple[str, str]:
     """A dataset's display name and its scored rows in words (from the dataset registry)."""
-    from fedcare_core.data.registry import REGISTRY
+    from fedcare_core.data.registry import registered
 
-    spec = REGISTRY.get(dataset)
+    spec = registered(dataset)
     if spec is None:
         return dataset, f"raw rows of the {dataset} dataset"
     return spec.title, spec.model_input

@@ -16,6 +16,7 @@ from fedcare_core.data.registry import (
     dataset_names,
     get_dataset,
     is_definition_file,
+    registered,
 )
 from fedcare_core.errors import ConfigError
 
@@ -98,7 +99,7 @@ def check_dataset_choices(data: DataChoices) -> None:
     ConfigError
         Naming the field and its flag.
     """
-    if not is_definition_file(data.dataset) and data.dataset not in dataset_names():
+    if registered(data.dataset) is None and not is_definition_file(data.dataset):
         raise ConfigError(
             f"unknown dataset {data.dataset!r} (data.dataset); expected one of "
             f"{', '.join(dataset_names())}, or a dataset definition file (FILE.yaml)"

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from fedcare_core.config import UNSEEN_CATEGORY_POLICIES
+from fedcare_core.config.limits import UNSEEN_CATEGORY_POLICIES
 from fedcare_core.errors import DataError
 
 __all__ = [

@@ -12,7 +12,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 
 def patient_keys(dataset: str, data: str | Path, definition: str | None = None) -> np.ndarray:
@@ -32,18 +31,13 @@ def patient_keys(dataset: str, data: str | Path, definition: str | None = None) 
     numpy.ndarray
         Sorted distinct identifiers (strings, so that ``007`` and ``7`` stay apart as written).
     """
-    from fedcare_core.data.registry import REGISTRY
+    from fedcare_core.data.registry import registered
 
     if definition is not None:
         from fedcare_core.data.declared import declared_source_of_text
 
         return declared_source_of_text(definition, dataset).patient_keys(Path(data))
-    spec = REGISTRY.get(dataset)
+    spec = registered(dataset)
     if spec is None:
         return np.zeros(0, dtype=str)
     return spec.load_source().patient_keys(Path(data))
-
-
-def distinct_keys(column: pd.Series) -> np.ndarray:
-    """A patient column's distinct values as sorted strings (missing ones dropped)."""
-    return np.unique(column.dropna().astype(str).str.strip().to_numpy(dtype=str))

@@ -17,10 +17,11 @@ from __future__ import annotations
 
 import importlib
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
-from fedcare_core.errors import ConfigError
+from fedcare_core.errors import ConfigError, DefinitionError
 
 if TYPE_CHECKING:
     import numpy as np
@@ -72,7 +73,7 @@ class DatasetSpec:
         Its display name (model descriptions, help texts).
     source
         ``"module:NAME"`` of its :class:`DatasetSource`, or the source itself (a dataset
-        defined by a file: :func:`fedcare_core.data.declared.declared_spec`).
+        defined by a file: :func:`declared_spec`).
     checks
         ``"module:NAME"`` of its raw tables' checks (:class:`data_checks.datasets.RawChecks`),
         or of a class built with its source (a dataset defined by a file); None: the loader's
@@ -167,9 +168,18 @@ def register_dataset(spec: DatasetSpec) -> None:
 DEFINITION_SUFFIXES = (".yaml", ".yml")
 
 
+#: Datasets defined by a file and registered under their name (a federation schema's).
+_DEFINED: dict[str, DatasetSpec] = {}
+
+
+def registered(name: str) -> DatasetSpec | None:
+    """The dataset registered as ``name`` (built in, or defined by a schema's text); None."""
+    return REGISTRY.get(name) or _DEFINED.get(name)
+
+
 def is_definition_file(name: str) -> bool:
     """Whether ``name`` names a dataset definition file rather than a registered dataset."""
-    return name not in REGISTRY and name.lower().endswith(DEFINITION_SUFFIXES)
+    return registered(name) is None and name.lower().endswith(DEFINITION_SUFFIXES)
 
 
 def get_dataset(name: str) -> DatasetSpec:
@@ -182,12 +192,10 @@ def get_dataset(name: str) -> DatasetSpec:
     DefinitionError
         A definition file that is missing or invalid, naming the file and the key.
     """
-    spec = REGISTRY.get(name)
+    spec = registered(name)
     if spec is not None:
         return spec
     if is_definition_file(name):
-        from fedcare_core.data.declared import declared_spec
-
         return declared_spec(name)
     raise ConfigError(
         f"unknown dataset {name!r}; expected one of {', '.join(REGISTRY)}, or a dataset "
@@ -203,3 +211,77 @@ def dataset_label(dataset: str) -> str:
 def dataset_names() -> tuple[str, ...]:
     """The registered datasets' names."""
     return tuple(REGISTRY)
+
+
+def declared_spec(path: str | Path) -> DatasetSpec:
+    """The spec of the dataset defined by the file ``path`` (read once per version of it).
+
+    Raises
+    ------
+    DefinitionError
+        A missing or invalid definition, naming the file and the key.
+    """
+    p = Path(path).expanduser()
+    try:
+        stat = p.stat()
+        version: tuple[int, int] = (stat.st_mtime_ns, stat.st_size)
+    except OSError:
+        version = (0, 0)
+    return _file_spec(str(p), version)
+
+
+@lru_cache(maxsize=32)
+def _file_spec(path: str, version: tuple[int, int]) -> DatasetSpec:
+    from fedcare_core.data.declared import DeclaredSource, read_definition
+
+    return _spec_of(DeclaredSource(read_definition(path)))
+
+
+def register_definition_text(text: str, where: str) -> str:
+    """Register the dataset a definition's text defines under its name; return the name.
+
+    A federation's schema carries its dataset's definition: every party registers it, so the
+    configuration's ``data.dataset`` names it wherever the schema is read.
+
+    Raises
+    ------
+    DefinitionError
+        An invalid definition, or a name a built-in dataset (or another definition) holds.
+    """
+    from fedcare_core.data.declared import declared_source_of_text
+
+    spec = _spec_of(declared_source_of_text(text, where))
+    held = _DEFINED.get(spec.name)
+    if held is not None and held.definition_text != text:
+        raise DefinitionError(
+            f"dataset {spec.name!r} is already defined here by another definition of that "
+            "name: rename it",
+            file=where,
+            key="name",
+        )
+    _DEFINED[spec.name] = spec
+    return spec.name
+
+
+def _spec_of(source: Any) -> DatasetSpec:
+    """The spec of a :class:`~fedcare_core.data.declared.DeclaredSource`."""
+    from fedcare_core.data.declared.source import DECLARED_FEATURE_SETS
+
+    declaration = source.declaration
+    if declaration.name in REGISTRY:
+        raise DefinitionError(
+            f"{declaration.name!r} is a built-in dataset's name: give yours another",
+            file=str(declaration.path),
+            key="name",
+        )
+    files = ", ".join(declaration.source.files)
+    return DatasetSpec(
+        declaration.name,
+        declaration.title,
+        source,
+        "data_checks.declared:DeclaredChecks",
+        feature_sets=DECLARED_FEATURE_SETS,
+        objectives=len(declaration.objectives),
+        model_input=f"rows in the columns of {files} ({declaration.path.name} declares them)",
+        definition_text=declaration.text,
+    )

@@ -14,7 +14,13 @@ import pandas as pd
 from fedcare_core.data.categories import CategorySource, check_known_categories
 from fedcare_core.errors import DataError
 
-__all__ = ["check_row_columns", "feature_rows", "number_values", "text_values"]
+__all__ = [
+    "check_row_columns",
+    "distinct_keys",
+    "feature_rows",
+    "number_values",
+    "text_values",
+]
 
 #: Cells that mean "missing" in a CSV export (besides pandas' own missing values).
 _MISSING_MARKS = ("", "?")
@@ -125,3 +131,8 @@ def feature_rows(
         unseen_categories,
     )
     return features
+
+
+def distinct_keys(column: pd.Series) -> np.ndarray:
+    """A patient column's distinct values as sorted strings (missing ones dropped)."""
+    return np.unique(column.dropna().astype(str).str.strip().to_numpy(dtype=str))

@@ -24,13 +24,13 @@ def row_format(dataset: str, definition: str | None = None) -> RowFormat:
     ``definition``: the text of the dataset's definition file (a packaged model carries it),
     which then says how a row is read, wherever the model is scored.
     """
-    from fedcare_core.data.registry import REGISTRY
+    from fedcare_core.data.registry import registered
 
     if definition is not None:
         from fedcare_core.data.declared import declared_source_of_text
 
         return declared_source_of_text(definition, f"the {dataset} model's definition").row_format()
-    spec = REGISTRY.get(dataset)
+    spec = registered(dataset)
     if spec is None:
         return RowFormat(dataset, (), (), (), (), feature_rows, None)
     return spec.load_source().row_format()

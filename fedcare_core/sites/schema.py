@@ -206,7 +206,7 @@ def _named_dataset(config: ExperimentConfig) -> tuple[ExperimentConfig, str | No
 
     if not is_definition_file(config.data.dataset):
         return config, None
-    from fedcare_core.data.declared import register_definition_text
+    from fedcare_core.data.registry import register_definition_text
 
     text = get_dataset(config.data.dataset).definition_text
     assert text is not None  # a definition file's spec holds its text
@@ -266,7 +266,7 @@ def _schema_from_dict(raw: Mapping[str, Any]) -> FederationSchema:
         raise ConfigError(f"format must be {_SCHEMA_FORMAT!r}, got {got!r}")
     text = raw.get("definition")
     if text is not None:
-        from fedcare_core.data.declared import register_definition_text
+        from fedcare_core.data.registry import register_definition_text
 
         name = register_definition_text(str(text), "its dataset definition")
         if name != raw["dataset"]:

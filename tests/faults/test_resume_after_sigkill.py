@@ -59,7 +59,10 @@ def _kill_after_round(cmd: list[str], env: dict[str, str], checkpoint: Path, rou
     try:
         while time.monotonic() < deadline:
             if proc.poll() is not None:
-                pytest.fail(f"the run ended (rc {proc.returncode}) before it could be killed")
+                said = proc.stderr.read().decode(errors="replace")[-2000:] if proc.stderr else ""
+                pytest.fail(
+                    f"the run ended (rc {proc.returncode}) before it could be killed:\n{said}"
+                )
             # Every read must succeed: the checkpoint is never seen half-written.
             snapshot = load_checkpoint(checkpoint)
             if snapshot is not None and snapshot.round >= round_:

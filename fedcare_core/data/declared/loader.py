@@ -55,7 +55,8 @@ def load_declared(
     Returns
     -------
     cohort, source
-        One row per (kept) source row; the source files, comma-separated.
+        One row per (kept) source row; where it was read, as a path a later read takes (the one
+        file or archive, else the folder searched).
 
     Raises
     ------
@@ -102,6 +103,7 @@ def load_declared(
     )
     codes, _ = pd.factorize(patient[keep], sort=False)
     source = ", ".join(table.rows.files)
+    read = str(files[0].path) if len(files) == 1 else str(root or declaration.path.parent)
     notes[:0] = [
         f"source: {source}",
         f"{int(keep.sum()):,} rows, {int(codes.max(initial=-1)) + 1:,} distinct patients",
@@ -124,7 +126,7 @@ def load_declared(
             notes=tuple(notes),
             vocabularies=_vocabularies(declaration),
         ),
-        source,
+        read,
     )
 
 

@@ -186,7 +186,7 @@ class DeclaredSource:
 
     def patient_keys(self, path: Path) -> np.ndarray:
         """The distinct patient identifiers of the files under ``path``, as written."""
-        from fedcare_core.data.patient_keys import distinct_keys
+        from fedcare_core.data.row_values import distinct_keys
 
         files = locate_files(self.declaration, path)
         table = read_raw_table(self.declaration, files, verify_checksum=False)

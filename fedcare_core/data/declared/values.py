@@ -24,10 +24,11 @@ __all__ = ["column_values", "recode_groups", "text_of"]
 
 def text_of(raw: pd.Series) -> pd.Series:
     """A column as stripped strings (object dtype); missing and empty cells are None."""
-    out = raw.astype(object).where(raw.notna(), None)
-    # pandas 3 infers ``str`` from the mapped values (missing: NaN): keep object and None
-    out = out.map(lambda v: None if v is None else _text(v)).astype(object)
-    return out.where(out.notna() & (out != ""), None)
+    # Each distinct value once (a column holds few), then spread back: None for missing.
+    codes, uniques = pd.factorize(raw.astype(object), use_na_sentinel=True)
+    texts = [_text(v) for v in uniques]
+    spread = np.array([*(t if t != "" else None for t in texts), None], dtype=object)
+    return pd.Series(spread[codes], index=raw.index, dtype=object, name=raw.name)
 
 
 def _text(value: object) -> str:

@@ -103,7 +103,7 @@ class _Mimic3Source:
         """The distinct ``SUBJECT_ID`` values of ``PATIENTS``."""
         from fedcare_core.data.mimic3.reader import find_table, read_small
         from fedcare_core.data.mimic3.schema import PATIENTS
-        from fedcare_core.data.patient_keys import distinct_keys
+        from fedcare_core.data.row_values import distinct_keys
         from fedcare_core.errors import DataError
 
         table = find_table(Path(path), "PATIENTS", required=True)

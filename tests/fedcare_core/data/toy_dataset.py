@@ -14,9 +14,8 @@ import pandas as pd
 
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.definition import DatasetDefinition
-from fedcare_core.data.patient_keys import distinct_keys
 from fedcare_core.data.row_format import RowFormat
-from fedcare_core.data.row_values import feature_rows
+from fedcare_core.data.row_values import distinct_keys, feature_rows
 from fedcare_core.errors import DataError
 from tests.fedcare_core.synthetic import OBJECTIVES, PARTITION, make_cohort
 
