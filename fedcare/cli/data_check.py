@@ -45,6 +45,18 @@ def add_parsers(data_sub: Any) -> None:
         help="a category outside its vocabulary: refuse (default) or encode as 'other'",
     )
     check.add_argument("--no-verify", action="store_true", help="skip a declared SHA-256")
+    check.add_argument(
+        "--private",
+        type=Path,
+        metavar="FILE.yaml",
+        help="a site's own private columns (as `fedcare site prepare --private` takes them)",
+    )
+    check.add_argument(
+        "--map",
+        type=Path,
+        metavar="FILE.yaml",
+        help="a site's column map (as `fedcare site prepare --map` takes it)",
+    )
     check.add_argument("--json", type=Path, metavar="FILE", help="also write the profile here")
     data_sub.add_parser(
         "schema",
@@ -55,7 +67,43 @@ def add_parsers(data_sub: Any) -> None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    """Check the definition and its data; print the profile."""
+    """Check the definition (with a site's own declarations) and its data; print the profile."""
+    import tempfile
+
+    from fedcare_core.config import DataConfig
+    from fedcare_core.errors import ConfigError
+
+    DataConfig(
+        dataset=args.dataset, features=args.features, unseen_categories=args.unseen_categories
+    ).validate()
+    if args.json is not None and args.json.exists() and args.json.is_dir():
+        raise ConfigError(f"--json {args.json}: a folder; give a file to write")
+    if args.private is None and args.map is None:
+        return _check(args, args.dataset)
+    with tempfile.TemporaryDirectory(prefix="fedcare-check-") as folder:
+        site = Path(folder) / "definition.yaml"
+        site.write_text(_site_text(args))
+        return _check(args, str(site))
+
+
+def _site_text(args: argparse.Namespace) -> str:
+    """The site's definition: the dataset's with ``--private`` and ``--map`` (every objective)."""
+    from fedcare_core.data.declared.site import site_definition
+    from fedcare_core.data.registry import get_dataset
+    from fedcare_core.errors import ConfigError
+
+    spec = get_dataset(args.dataset)
+    if spec.definition_text is None:
+        raise ConfigError(
+            f"--private and --map extend a dataset defined by a file; {args.dataset} is built in"
+        )
+    objectives = [o.name for o in spec.load_source().definition(args.features).objectives]
+    return site_definition(
+        spec.definition_text, objectives, private=args.private, column_map=args.map
+    )
+
+
+def _check(args: argparse.Namespace, dataset: str) -> int:
     from data_checks.source_checks import checked_dataset
     from fedcare_core.config import DataConfig
     from fedcare_core.data.loading import dataset_definition
@@ -64,17 +112,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     from fedcare_core.files.atomic import write_json_atomic
 
     data = DataConfig(
-        dataset=args.dataset, features=args.features, unseen_categories=args.unseen_categories
+        dataset=dataset, features=args.features, unseen_categories=args.unseen_categories
     )
-    data.validate()
-    if args.json is not None and args.json.exists() and args.json.is_dir():
-        from fedcare_core.errors import ConfigError
-
-        raise ConfigError(f"--json {args.json}: a folder; give a file to write")
     loaded = checked_dataset(data, args.data_dir, verify_checksum=not args.no_verify)
-    definition = dataset_definition(args.dataset, args.features)
-    source = get_dataset(args.dataset).load_source()
-    times = _times(source)
+    definition = dataset_definition(dataset, args.features)
+    times = _times(get_dataset(dataset).load_source())
     profile = profile_cohort(loaded.cohort, definition, loaded.source, times)
     print(profile.text())
     if args.json is not None:

@@ -156,3 +156,28 @@ def test_sites_with_their_own_columns_compare_fedcare_with_the_baselines(
         for client, name in zip(doc["clients"], sorted(own), strict=True):
             extra = [f for f in client["private_features"] if f in declared]
             assert extra == own[name], (algorithm, name)
+
+
+def test_data_check_takes_a_sites_own_declarations(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A hospital checks its export with its private columns and column map before joining."""
+    example = EXAMPLE.parent
+    for name in ("definition.yaml", "site3-private.yaml", "site3-map.yaml"):
+        shutil.copy(example / name, tmp_path / name)
+    export = site_exports(make_extract(1200, seed=9), 3, 9)["site3"]
+    export.to_csv(tmp_path / "site3.csv", index=False)
+    base = ["data", "check", "--dataset", str(tmp_path / "definition.yaml")]
+    base += ["--data-dir", str(tmp_path / "site3.csv")]
+    assert main(base) == 2  # its own names: refused, the renames suggested
+    err = capsys.readouterr().err
+    assert "missing column(s): 'MRN', 'AGE_YRS'" in err and "'PAT_ID', 'AGE'" in err
+    own = ["--private", str(tmp_path / "site3-private.yaml")]
+    own += ["--map", str(tmp_path / "site3-map.yaml"), "--json", str(tmp_path / "p.json")]
+    assert main([*base, *own]) == 0
+    doc = json.loads((tmp_path / "p.json").read_text())
+    roles = {f["name"]: f["role"] for f in doc["features"]}
+    assert roles["ADMIT_WARD"].startswith("private:") and roles["AGE_YRS"] == "common"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "definition.yaml", "p.json", "site3-map.yaml", "site3-private.yaml", "site3.csv",
+    ]  # fmt: skip
