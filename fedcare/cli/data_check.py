@@ -68,8 +68,7 @@ def add_parsers(data_sub: Any) -> None:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Check the definition (with a site's own declarations) and its data; print the profile."""
-    import tempfile
-
+    from fedcare.sites.site_input import definition_file
     from fedcare_core.config import DataConfig
     from fedcare_core.errors import ConfigError
 
@@ -78,28 +77,21 @@ def cmd_check(args: argparse.Namespace) -> int:
     ).validate()
     if args.json is not None and args.json.exists() and args.json.is_dir():
         raise ConfigError(f"--json {args.json}: a folder; give a file to write")
-    if args.private is None and args.map is None:
-        return _check(args, args.dataset)
-    with tempfile.TemporaryDirectory(prefix="fedcare-check-") as folder:
-        site = Path(folder) / "definition.yaml"
-        site.write_text(_site_text(args))
-        return _check(args, str(site))
+    with definition_file(_site_text(args)) as site:
+        return _check(args, site or args.dataset)
 
 
-def _site_text(args: argparse.Namespace) -> str:
+def _site_text(args: argparse.Namespace) -> str | None:
     """The site's definition: the dataset's with ``--private`` and ``--map`` (every objective)."""
-    from fedcare_core.data.declared.site import site_definition
+    from fedcare.sites.site_input import site_definition_text
     from fedcare_core.data.registry import get_dataset
-    from fedcare_core.errors import ConfigError
 
+    if args.private is None and args.map is None:
+        return None
     spec = get_dataset(args.dataset)
-    if spec.definition_text is None:
-        raise ConfigError(
-            f"--private and --map extend a dataset defined by a file; {args.dataset} is built in"
-        )
     objectives = [o.name for o in spec.load_source().definition(args.features).objectives]
-    return site_definition(
-        spec.definition_text, objectives, private=args.private, column_map=args.map
+    return site_definition_text(
+        spec.definition_text, args.dataset, objectives, args.private, args.map
     )
 
 

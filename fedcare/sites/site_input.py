@@ -156,8 +156,8 @@ def load_site(
     DefinitionError
         A private-features file or column map that is invalid (file and key named).
     """
-    text = _site_text(schema, objectives, private, column_map)
-    with _definition_file(text) as dataset:
+    text = site_definition_text(schema.definition, schema.dataset, objectives, private, column_map)
+    with definition_file(text) as dataset:
         loaded, site_private = _load(schema, data, dataset)
     client = prepare_site(
         loaded.cohort,
@@ -178,28 +178,38 @@ def load_site(
     return _LoadedSite(name, client, provenance, loaded.source, patients)
 
 
-def _site_text(
-    schema: FederationSchema,
+def site_definition_text(
+    definition: str | None,
+    dataset: str,
     objectives: Sequence[str],
     private: Path | None,
     column_map: Path | None,
 ) -> str | None:
-    """The site's definition (None: a built-in dataset, read as it is)."""
-    if schema.definition is None:
+    """A site's definition: ``definition`` (the dataset's text) with its own declarations.
+
+    None for a built-in dataset (``definition`` None), read as it is.
+
+    Raises
+    ------
+    ConfigError
+        ``private`` or ``column_map`` given for a built-in dataset.
+    DefinitionError
+        An invalid private-features file or column map (file and key named).
+    """
+    if definition is None:
         if private is not None or column_map is not None:
             raise ConfigError(
-                f"--private and --map need a federation whose dataset is defined by a file; "
-                f"{schema.dataset} is built in"
+                f"--private and --map extend a dataset defined by a file; {dataset} is built in"
             )
         return None
     from fedcare_core.data.declared.site import site_definition
 
-    return site_definition(schema.definition, objectives, private=private, column_map=column_map)
+    return site_definition(definition, objectives, private=private, column_map=column_map)
 
 
 @contextmanager
-def _definition_file(text: str | None) -> Iterator[str | None]:
-    """The site's definition as a file for the loader (removed after; None: built in)."""
+def definition_file(text: str | None) -> Iterator[str | None]:
+    """A definition's text as a file the loader reads (removed after; None: nothing to write)."""
     if text is None:
         yield None
         return

@@ -97,11 +97,7 @@ class DeclaredSource:
         return RowFormat(
             d.name,
             tuple(c.name for c in d.features),
-            tuple(
-                c.name
-                for c in d.features
-                if (c.type == "integer" or c.integer_codes) and not c.gaps
-            ),
+            self._whole_number_features(),
             d.identifiers,
             label_columns(d),
             self.features_from_rows,
@@ -134,7 +130,7 @@ class DeclaredSource:
             {v: k for k, v in self.declaration.source.rename.items() if k != v},
         )
         notes: list[str] = []
-        whole = set(self.row_format().integer_columns)
+        whole = set(self._whole_number_features())
         out = {}
         for c in columns:
             column = self.declaration.columns[c]
@@ -150,6 +146,14 @@ class DeclaredSource:
                 missing_message=f"{c} is missing (a whole number is needed)",
             )
         return pd.DataFrame(out, index=rows.index)
+
+    def _whole_number_features(self) -> tuple[str, ...]:
+        """Features that hold whole numbers and are never missing (typed ``long``)."""
+        return tuple(
+            c.name
+            for c in self.declaration.features
+            if (c.type == "integer" or c.integer_codes) and not c.gaps
+        )
 
     def _as_read(self, values: pd.Series, column: Column) -> pd.Series:
         """A column of rows to score as its CSV is read: the source's missing marks missing.

@@ -104,9 +104,7 @@ def _source_categories(raw: pd.Series, column: Column, rows: TableRows, fields: 
     """
     assert column.vocabulary is not None
     text = text_of(raw)
-    if column.recode is not None:
-        recode = column.recode
-        text = text.map(lambda v: recode.get(v, v) if isinstance(v, str) else v)
+    text = _recoded(text, column)
     missing = text.isna().to_numpy() & (not column.gaps)
     bad = (text.notna().to_numpy() & ~text.isin(column.vocabulary).to_numpy()) | missing
     if bad.any():
@@ -240,9 +238,7 @@ def _categories(
         text = pd.Series(
             [None if np.isnan(v) else str(int(v)) for v in numbers], index=raw.index, dtype=object
         )
-    if column.recode is not None:
-        recode = column.recode
-        text = text.map(lambda v: recode.get(v, v) if isinstance(v, str) else v)
+    text = _recoded(text, column)
     present = text.notna().to_numpy()
     if column.pattern is not None:
         form = re.compile(column.pattern)
@@ -271,6 +267,14 @@ def _categories(
     if column.groups is not None:
         text = recode_groups(text, column.groups)
     return text.astype("str").rename(column.name)
+
+
+def _recoded(text: pd.Series, column: Column) -> pd.Series:
+    """``text`` with the files' own codes read as the values they mean (``recode``)."""
+    if column.recode is None:
+        return text
+    recode = column.recode
+    return text.map(lambda v: recode.get(v, v) if isinstance(v, str) else v)
 
 
 def recode_groups(text: pd.Series, groups: Groups) -> pd.Series:
