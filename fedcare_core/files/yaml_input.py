@@ -36,6 +36,8 @@ class _RepeatedKeyError(yaml.constructor.ConstructorError):
 def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
     seen: set[Any] = set()
     for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue  # ``<<: *anchor``: merged by construct_mapping (written keys override it)
         key = loader.construct_object(key_node)
         try:
             repeated = key in seen
