@@ -141,7 +141,7 @@ REGISTRY: dict[str, DatasetSpec] = {
         "diabetes130",
         "Diabetes 130-US",
         "fedcare_core.data.diabetes130.dataset:SOURCE",
-        "data_checks.datasets:DIABETES130_CHECKS",
+        "data_checks.declared:DeclaredChecks",
         feature_sets=("paper", "admission"),
         fetch="fedcare_core.data.fetch:fetch_diabetes130",
         site_files=True,
@@ -154,7 +154,7 @@ REGISTRY: dict[str, DatasetSpec] = {
         "data_checks.datasets:MIMIC3_CHECKS",
         cohorts=("all-adult-24h", "benchmark-ihm"),
         model_input="one row per ICU stay holding the cohort's features "
-        "(`fedcare_core/data/mimic3/rows.py`)",
+        "(`fedcare_core/data/definitions/mimic3.yaml`)",
     ),
 }
 

@@ -28,14 +28,14 @@ from fedcare_core.errors import ConfigError, DefinitionError
 
 __all__ = ["check_column", "check_declaration", "condition_columns"]
 
-#: The keys each column type takes (besides type, description, unit, gaps, known_at).
+#: The keys each column type takes (besides the common keys below).
 _TYPE_KEYS = {
     "categorical": {"vocabulary", "pattern", "form", "groups", "recode", "integer_codes"},
     "integer": {"range"},
     "float": {"range", "parse", "vocabulary"},
     "datetime": {"format"},
 }
-_COMMON_KEYS = {"type", "description", "unit", "gaps", "known_at"}
+_COMMON_KEYS = {"type", "description", "unit", "gaps", "present_at_least", "known_at"}
 #: The metric of each objective kind.
 _METRICS = {"binary": "auroc", "regression": "mae_days"}
 
@@ -59,6 +59,7 @@ def check_declaration(d: DatasetDeclaration, document: Mapping[str, Any]) -> Non
         check_column(d.columns[name], spec, file)
     _check_identifiers(d, file)
     _check_rename(d, file)
+    _check_extractor(d, file)
     if d.identifier_pattern is not None:
         _check_pattern(d.identifier_pattern, file, "identifiers.pattern")
     if d.include is not None:
@@ -105,6 +106,12 @@ def check_column(c: Column, spec: Mapping[str, Any], file: str) -> None:
         _check_groups(c, file, f"{key}.groups")
     if c.recode is not None:
         _check_recode(c, file, f"{key}.recode")
+    if c.present_at_least is not None and not c.gaps:
+        raise _fail(
+            file,
+            f"{key}.present_at_least",
+            "a column without gaps: true must be complete; present_at_least is for one with gaps",
+        )
     if c.type == "datetime" and c.known_at is not None:
         raise _fail(
             file,
@@ -164,6 +171,27 @@ def _check_identifiers(d: DatasetDeclaration, file: str) -> None:
         column = d.columns.get(d.strata)
         if column is None or column.type != "categorical":
             raise _fail(file, "strata", f"{d.strata!r} is not a declared categorical column")
+
+
+def _check_extractor(d: DatasetDeclaration, file: str) -> None:
+    """An extractor's table: only the columns it gives, and no file's options."""
+    name = d.source.extractor
+    if name is None:
+        return
+    from fedcare_core.data.declared.extractors import extracted_columns
+
+    given = extracted_columns(name)
+    for column in (*d.identifiers, *d.columns):
+        if column not in given:
+            where = f"columns.{column}" if column in d.columns else "identifiers"
+            raise _fail(
+                file,
+                where,
+                f"the {name} extractor gives no column {column!r} (it gives {', '.join(given)})",
+            )
+    if d.source.rename or d.source.sha256 is not None:
+        key = "source.rename" if d.source.rename else "source.sha256"
+        raise _fail(file, key, f"the {name} extractor reads no file this could apply to")
 
 
 def _check_rename(d: DatasetDeclaration, file: str) -> None:

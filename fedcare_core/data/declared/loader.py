@@ -10,12 +10,15 @@ features only (numbers as float64, categories as strings), the patient key as an
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from fedcare_core.data.cohort import Cohort
+from fedcare_core.data.declared.extractors import extract_table
 from fedcare_core.data.declared.labels import describe_condition, evaluate, objective_label
 from fedcare_core.data.declared.model import DatasetDeclaration
 from fedcare_core.data.declared.reading import (
@@ -36,6 +39,7 @@ def load_declared(
     verify_checksum: bool = True,
     unseen_categories: str = "refuse",
     variant: str | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> tuple[Cohort, str]:
     """The cohort of a declared dataset, and the files read (for messages).
 
@@ -51,6 +55,9 @@ def load_declared(
         ``"refuse"`` or ``"other"``: a category outside its declared vocabulary.
     variant
         The label variant of objectives that declare it (``data.readmission``).
+    options
+        The extractor's options, for a source an extractor builds
+        (:mod:`~fedcare_core.data.declared.extractors`).
 
     Returns
     -------
@@ -63,8 +70,7 @@ def load_declared(
     DataError
         Naming the file, the column and the rows at fault.
     """
-    files = locate_files(declaration, root)
-    table = read_raw_table(declaration, files, verify_checksum=verify_checksum)
+    table, read = _read_table(declaration, root, verify_checksum, options or {})
     patient = _identifiers(declaration, table)
     notes: list[str] = []
     # The columns labels and rules read first, the last first: a short or truncated row shows
@@ -101,9 +107,9 @@ def load_declared(
     features = pd.DataFrame(
         {c.name: values[c.name][keep].reset_index(drop=True) for c in declaration.features}
     )
-    codes, _ = pd.factorize(patient[keep], sort=False)
-    source = ", ".join(table.rows.files)
-    read = str(files[0].path) if len(files) == 1 else str(root or declaration.path.parent)
+    codes = _patient_codes(patient[keep], declaration.numbering)
+    extractor = declaration.source.extractor
+    source = f"the {extractor} extractor" if extractor else ", ".join(table.rows.files)
     notes[:0] = [
         f"source: {source}",
         f"{int(keep.sum()):,} rows, {int(codes.max(initial=-1)) + 1:,} distinct patients",
@@ -120,14 +126,52 @@ def load_declared(
             categorical_features=tuple(c.name for c in declaration.features if not c.numeric),
             labels=labels,
             objectives=tuple(o.objective for o in declaration.objectives),
-            patient=np.asarray(codes, dtype=np.int64),
-            strata=None if strata is None else values[strata][keep].reset_index(drop=True),
+            patient=codes,
+            strata=None if strata is None else _strata(values[strata][keep]),
             source_sha256=table.sha256,
             notes=tuple(notes),
             vocabularies=_vocabularies(declaration),
+            test_patients=(
+                None if table.test_rows is None else np.unique(codes[table.test_rows[keep]])
+            ),
         ),
         read,
     )
+
+
+def _read_table(
+    declaration: DatasetDeclaration,
+    root: Path | None,
+    verify_checksum: bool,
+    options: Mapping[str, Any],
+) -> tuple[RawTable, str]:
+    """The raw table (its files read, or its extractor run), and where, as a path to reread."""
+    if declaration.source.extractor is not None:
+        return extract_table(declaration, root, options), str(root)
+    files = locate_files(declaration, root)
+    table = read_raw_table(declaration, files, verify_checksum=verify_checksum)
+    read = str(files[0].path) if len(files) == 1 else str(root or declaration.path.parent)
+    return table, read
+
+
+def _patient_codes(keys: np.ndarray, numbering: str) -> np.ndarray:
+    """Each row's patient as 0..n-1: in order of first appearance, or of ascending key.
+
+    Ascending keys compare as numbers when every key is a whole number, else as text.
+    """
+    if numbering == "ascending":
+        text = pd.Series(keys, dtype=object)
+        whole = text.str.fullmatch(r"[0-9]+").all()
+        order = text.astype("int64").to_numpy() if whole else text.to_numpy(dtype=str)
+        _, codes = np.unique(order, return_inverse=True)
+        return np.asarray(codes, dtype=np.int64)
+    codes, _ = pd.factorize(keys, sort=False)
+    return np.asarray(codes, dtype=np.int64)
+
+
+def _strata(values: pd.Series) -> pd.Series:
+    """The strata column (a missing value is its own stratum, ``UNKNOWN``)."""
+    return values.fillna("UNKNOWN").astype("str").reset_index(drop=True)
 
 
 def _label_notes(

@@ -79,6 +79,9 @@ class Column:
         ``"interval_midpoint"``: a float written as intervals (``[70-80)`` → 75).
     form
         The pattern in words, for messages (``COLUMN must be FORM``).
+    present_at_least
+        A column with gaps: the smallest share of rows holding a value; fewer is a warning
+        of the raw table's data checks, never a refusal (None: not checked).
     """
 
     name: str
@@ -96,6 +99,7 @@ class Column:
     integer_codes: bool = False
     parse: str | None = None
     form: str | None = None
+    present_at_least: float | None = None
 
     @property
     def numeric(self) -> bool:
@@ -199,6 +203,9 @@ class Source:
         What a message adds when a file is not found.
     url
         Where the published file is downloaded from (None: not published).
+    extractor
+        A built-in extractor building the table from a release's raw tables
+        (:mod:`fedcare_core.data.declared.extractors`; None: the table is ``files``).
     """
 
     files: tuple[str, ...]
@@ -209,6 +216,7 @@ class Source:
     rename: Mapping[str, str] = field(default_factory=dict)
     missing_hint: str = ""
     url: str | None = None
+    extractor: str | None = None
 
     def file_name(self, declared: str) -> str:
         """The name of declared column ``declared`` in the files."""
@@ -249,6 +257,10 @@ class DatasetDeclaration:
         A regular expression every identifier matches (None: any text).
     rules
         Rows refused where a rule's condition holds.
+    identifier_form
+        The identifiers' pattern in words (messages).
+    numbering
+        The order patients are numbered in: ``first_seen`` (the rows') or ``ascending``.
     """
 
     path: Path
@@ -269,6 +281,7 @@ class DatasetDeclaration:
     identifier_pattern: str | None = None
     rules: tuple[Rule, ...] = ()
     identifier_form: str | None = None
+    numbering: str = "first_seen"
 
     @property
     def gap_columns(self) -> tuple[str, ...]:

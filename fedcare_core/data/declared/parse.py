@@ -108,6 +108,7 @@ def declaration_from_document(
         moves={k: tuple(v) for k, v in partition_doc.get("moves_at_prediction_time", {}).items()},
         identifier_pattern=document["identifiers"].get("pattern"),
         identifier_form=document["identifiers"].get("form"),
+        numbering=document["identifiers"].get("numbering", "first_seen"),
         rules=tuple(
             Rule(_condition(r["when"]), r["column"], r["message"])
             for r in document.get("refuse", ())
@@ -132,7 +133,7 @@ def _pools(
 
 def _source(doc: Mapping[str, Any]) -> Source:
     return Source(
-        files=tuple(doc["files"]),
+        files=tuple(doc.get("files", ())),
         format=doc.get("format"),
         missing_values=tuple(doc.get("missing_values", Source.missing_values)),
         delimiter=doc.get("delimiter", ","),
@@ -140,6 +141,7 @@ def _source(doc: Mapping[str, Any]) -> Source:
         rename={str(k): str(v) for k, v in doc.get("rename", {}).items()},
         missing_hint=doc.get("missing_hint", ""),
         url=doc.get("url"),
+        extractor=doc.get("extractor"),
     )
 
 
@@ -149,6 +151,7 @@ def column_of(name: str, doc: Mapping[str, Any], file: str) -> Column:
     groups = doc.get("groups")
     low_high = doc.get("range")
     recode = doc.get("recode")
+    share = doc.get("present_at_least")
     return Column(
         name=name,
         type=cast(ColumnType, doc["type"]),
@@ -165,6 +168,7 @@ def column_of(name: str, doc: Mapping[str, Any], file: str) -> Column:
         integer_codes=bool(doc.get("integer_codes", False)),
         parse=doc.get("parse"),
         form=doc.get("form"),
+        present_at_least=None if share is None else float(share),
     )
 
 

@@ -22,9 +22,35 @@ from fedcare_core.data.declared.model import DatasetDeclaration, Source
 from fedcare_core.data.source_files import find_source, read_source
 from fedcare_core.errors import ChecksumError, DataError
 
-__all__ = ["RawTable", "SourceFile", "TableRows", "locate_files", "read_raw_table"]
+__all__ = [
+    "ColumnOrigin",
+    "RawTable",
+    "SourceFile",
+    "TableRows",
+    "locate_files",
+    "read_raw_table",
+]
 
 _PARQUET = (".parquet", ".pq")
+
+
+@dataclass(frozen=True)
+class ColumnOrigin:
+    """Where an extracted table's column comes from: a raw table's file, column and rows.
+
+    Parameters
+    ----------
+    file
+        The raw table's file.
+    column
+        The raw column.
+    rows
+        Per table row, its 1-based data row in that file.
+    """
+
+    file: str
+    column: str
+    rows: np.ndarray
 
 
 @dataclass(frozen=True)
@@ -45,6 +71,9 @@ class TableRows:
     complete
         Per file, whether its last line ends with a newline (else a message about its last row
         adds that the file looks truncated).
+    origins
+        A column of a table an extractor built → the raw table it comes from (messages name
+        that file, column and rows).
     """
 
     files: tuple[str, ...]
@@ -52,9 +81,21 @@ class TableRows:
     row_in_file: np.ndarray
     names: Mapping[str, str] = field(default_factory=dict)
     complete: tuple[bool, ...] = ()
+    origins: Mapping[str, ColumnOrigin] = field(default_factory=dict)
+
+    def source_name(self, column: str) -> str:
+        """``column`` as its raw table names it, where an extractor built it; else itself."""
+        origin = self.origins.get(column)
+        return column if origin is None else origin.column
 
     def error(self, message: str, column: str | None, mask: np.ndarray | pd.Series) -> DataError:
         """The :class:`DataError` of the rows where ``mask`` is true (the first file's)."""
+        origin = None if column is None else self.origins.get(column)
+        if origin is not None:
+            bad_rows = origin.rows[np.asarray(mask, dtype=bool)]
+            return DataError(
+                message, file=origin.file, column=origin.column, rows=bad_rows.tolist()
+            )
         if column is not None and column in self.names:
             message = f"{message} ({self.names[column]} is the definition's {column})"
             column = self.names[column]
@@ -70,8 +111,14 @@ class TableRows:
 
     def subset(self, keep: np.ndarray) -> TableRows:
         """The rows of ``keep`` (a boolean mask)."""
+        origins = {c: ColumnOrigin(o.file, o.column, o.rows[keep]) for c, o in self.origins.items()}
         return TableRows(
-            self.files, self.file_of_row[keep], self.row_in_file[keep], self.names, self.complete
+            self.files,
+            self.file_of_row[keep],
+            self.row_in_file[keep],
+            self.names,
+            self.complete,
+            origins,
         )
 
 
@@ -92,6 +139,8 @@ class RawTable:
     notes
         What reading it found worth saying (a declared SHA-256 not enforced: whether it
         matches).
+    test_rows
+        Rows a published split holds out for testing (an extractor's; None: no such split).
     """
 
     frame: pd.DataFrame
@@ -99,6 +148,7 @@ class RawTable:
     sha256: str
     ignored: tuple[str, ...]
     notes: tuple[str, ...] = ()
+    test_rows: np.ndarray | None = None
 
 
 @dataclass(frozen=True)

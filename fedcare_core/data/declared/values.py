@@ -261,7 +261,8 @@ def _categories(
                     unseen,
                 )
             notes.append(
-                f"{column.name}: {int(unseen.sum())} value(s) outside its known categories "
+                f"{rows.source_name(column.name)}: {int(unseen.sum())} value(s) outside its "
+                "known categories "
                 "encoded as 'other' (--unseen-categories other)"
             )
     if column.groups is not None:

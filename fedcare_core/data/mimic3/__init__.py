@@ -28,22 +28,25 @@ back from the ICU stays' full ``INTIME`` (see :func:`~fedcare_core.data.mimic3.d
 
 The package is split by concern: :mod:`.schema` (the tables and columns read), :mod:`.reader`
 (finding and streaming the CSV files), :mod:`.dates` (date parsing and two-digit-year repair),
-:mod:`.items` and :mod:`.definition` (the measured items, the 46 features, the objectives and
-the default partition), :mod:`.stays`, :mod:`.labels`, :mod:`.categories` and :mod:`.events`
-(the cohort's rows, labels, static features and first-24 h aggregates) and :mod:`.loader`
-(:func:`load_mimic3`, which wires them together).
+:mod:`.items` and :mod:`.features` (the measured items and the 46 features), :mod:`.stays`,
+:mod:`.labels`, :mod:`.categories` and :mod:`.events` (the cohort's rows, the next admission,
+static features and first-24 h aggregates), :mod:`.extract` (:func:`extract_mimic3`, which
+wires them together into one row per stay) and :mod:`.loader` (:func:`load_mimic3`: that table
+read by its definition file, ``fedcare_core/data/definitions/mimic3.yaml``, which declares the
+vocabularies, ranges, labels and partition; :mod:`.definition` names them for code).
 """
 
 from fedcare_core.data.mimic3.definition import (
+    MIMIC3_OBJECTIVES,
+    MIMIC3_PARTITION,
+    MIMIC3_VOCABULARIES,
+)
+from fedcare_core.data.mimic3.features import (
     AGE_90_PLUS,
     CATEGORICAL_FEATURES,
     FEATURE_WINDOW,
     MIMIC3_FEATURES,
-    MIMIC3_OBJECTIVES,
-    MIMIC3_PARTITION,
-    MIMIC3_VOCABULARIES,
     NUMERIC_FEATURES,
-    READMISSION_WINDOW,
 )
 from fedcare_core.data.mimic3.loader import load_mimic3
 from fedcare_core.data.mimic3.schema import MIMIC3_REQUIRED_COLUMNS
@@ -58,6 +61,5 @@ __all__ = [
     "MIMIC3_REQUIRED_COLUMNS",
     "MIMIC3_VOCABULARIES",
     "NUMERIC_FEATURES",
-    "READMISSION_WINDOW",
     "load_mimic3",
 ]

@@ -1,16 +1,24 @@
-"""MIMIC-III as a registered dataset (:mod:`fedcare_core.data.registry`)."""
+"""MIMIC-III as a registered dataset (:mod:`fedcare_core.data.registry`).
+
+Its definition file (``fedcare_core/data/definitions/mimic3.yaml``) declares the table the
+MIMIC-III extractor builds: the loader, the documented definition and the row format are those of
+every dataset defined by a file (:class:`~fedcare_core.data.declared.DeclaredSource`). Only where
+the raw tables are and where their patients are listed are its own.
+"""
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fedcare_core.data.declared import DeclaredSource
+from fedcare_core.data.declared.loader import load_declared
+from fedcare_core.data.mimic3.loader import mimic3_declaration
+
 if TYPE_CHECKING:
     import numpy as np
 
     from fedcare_core.data.cohort import Cohort
-    from fedcare_core.data.definition import DatasetDefinition
-    from fedcare_core.data.row_format import RowFormat
 
 #: The column that names a patient in ``PATIENTS``.
 PATIENT_COLUMN = "SUBJECT_ID"
@@ -41,8 +49,11 @@ def _find_mimic_dir(root: Path) -> Path:
     return root
 
 
-class _Mimic3Source:
-    """Where the MIMIC-III tables are, how they load, what they define."""
+class _Mimic3Source(DeclaredSource):
+    """The MIMIC-III stay table by its definition; its raw tables' folder and patients."""
+
+    def __init__(self) -> None:
+        super().__init__(mimic3_declaration())
 
     def locate(self, root: Path | None) -> Path:
         """The tables' folder under ``root`` (credentialed data: there is no download)."""
@@ -57,46 +68,16 @@ class _Mimic3Source:
 
     def load(self, data: Any, path: Path, *, verify_checksum: bool) -> tuple[Cohort, str]:
         """The cohort ``data.cohort`` built from the tables in ``path``, and that folder."""
-        from fedcare_core.data.mimic3 import load_mimic3
         from fedcare_core.data.mimic3.cohorts import DEFAULT_COHORT
 
-        cohort = load_mimic3(
+        return load_declared(
+            self.declaration,
             path,
             unseen_categories=data.unseen_categories,
-            cohort=data.cohort or DEFAULT_COHORT,
-            benchmark_split=data.benchmark_split,
-        )
-        return cohort, str(path)
-
-    def definition(self, features: str) -> DatasetDefinition:
-        """Its objectives, partition, features and vocabularies (one feature set: the paper's)."""
-        from fedcare_core.data import mimic3 as m
-        from fedcare_core.data.definition import DatasetDefinition
-        from fedcare_core.errors import ConfigError
-
-        if features != "paper":
-            raise ConfigError(f"feature set {features!r} is not defined for mimic3")
-        return DatasetDefinition(
-            m.MIMIC3_OBJECTIVES,
-            m.MIMIC3_PARTITION,
-            m.NUMERIC_FEATURES,
-            m.CATEGORICAL_FEATURES,
-            m.MIMIC3_VOCABULARIES,
-        )
-
-    def row_format(self) -> RowFormat:
-        """One row per ICU stay holding the cohort's features."""
-        from fedcare_core.data.mimic3 import rows as m
-        from fedcare_core.data.row_format import RowFormat
-
-        return RowFormat(
-            "mimic3",
-            m.ROW_COLUMNS,
-            (),
-            m.IDENTIFIER_COLUMNS,
-            m.LABEL_COLUMNS,
-            m.features_from_rows,
-            m.example_rows,
+            options={
+                "cohort": data.cohort or DEFAULT_COHORT,
+                "benchmark_split": data.benchmark_split,
+            },
         )
 
     def patient_keys(self, path: Path) -> np.ndarray:

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from fedcare_core.data.mimic3.dates import TimeStats, parse_times
-from fedcare_core.data.mimic3.definition import FEATURE_WINDOW, LAB_FEATURES, VITAL_FEATURES
+from fedcare_core.data.mimic3.features import FEATURE_WINDOW, LAB_FEATURES, VITAL_FEATURES
 from fedcare_core.data.mimic3.items import (
     GCS_COMPONENTS,
     LAB_ITEMS,

@@ -1,54 +1,30 @@
-"""The MIMIC-III loader: read the tables, keep the adult ICU stays, derive labels and features."""
+"""The MIMIC-III loader: its extractor's table, read by its definition file.
+
+The extractor (:func:`~fedcare_core.data.mimic3.extract.extract_mimic3`) builds one row per adult
+ICU stay from the raw tables; ``fedcare_core/data/definitions/mimic3.yaml`` declares that table
+(vocabularies, ranges, availability, the three labels, the paper's partition), and the loader
+every dataset defined by a file shares (:func:`~fedcare_core.data.declared.loader.load_declared`)
+checks and labels it.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 
-import numpy as np
-import pandas as pd
-
-from fedcare_core.data.categories import CategorySource, check_known_categories
 from fedcare_core.data.cohort import Cohort
-from fedcare_core.data.mimic3.benchmark_split import read_benchmark_split
-from fedcare_core.data.mimic3.categories import static_features
-from fedcare_core.data.mimic3.cohorts import (
-    COHORTS,
-    DEFAULT_COHORT,
-    CohortRules,
-    drop_transfers_and_shared_admissions,
-    long_enough,
-)
-from fedcare_core.data.mimic3.consistency import (
-    check_admission_times,
-    check_patient_dates,
-    check_stay_links,
-    check_stay_values,
-    check_stay_window,
-)
-from fedcare_core.data.mimic3.dates import TimeRule, TimeStats, parse_times
-from fedcare_core.data.mimic3.definition import (
-    CATEGORICAL_FEATURES,
-    MIMIC3_FEATURES,
-    MIMIC3_OBJECTIVES,
-    MIMIC3_VOCABULARIES,
-    NUMERIC_FEATURES,
-    VITAL_COLUMNS,
-)
-from fedcare_core.data.mimic3.events import stream_labs, stream_vitals
-from fedcare_core.data.mimic3.labels import build_labels
-from fedcare_core.data.mimic3.reader import file_sha256, find_table, read_header, read_small
-from fedcare_core.data.mimic3.schema import (
-    ADMISSIONS,
-    CHARTEVENTS,
-    ICUSTAYS,
-    LABEVENTS,
-    PATIENTS,
-)
-from fedcare_core.data.mimic3.stays import join_stays
-from fedcare_core.errors import DataError
+from fedcare_core.data.declared import DatasetDeclaration, read_definition
+from fedcare_core.data.declared.loader import load_declared
+from fedcare_core.data.definitions import builtin_definition
+from fedcare_core.data.mimic3.cohorts import DEFAULT_COHORT
 
-__all__ = ["load_mimic3"]
+__all__ = ["load_mimic3", "mimic3_declaration"]
+
+
+@cache
+def mimic3_declaration() -> DatasetDeclaration:
+    """The built-in definition of the MIMIC-III stay table (read once)."""
+    return read_definition(builtin_definition("mimic3"))
 
 
 def load_mimic3(
@@ -65,373 +41,38 @@ def load_mimic3(
     Parameters
     ----------
     data_dir
-        Directory holding the MIMIC-III v1.4 CSV tables ``ADMISSIONS``, ``PATIENTS``,
-        ``ICUSTAYS``, ``LABEVENTS`` and optionally ``CHARTEVENTS``, each as ``NAME.csv`` or
-        ``NAME.csv.gz`` (file names and column headers in upper or lower case).
-    chunksize
-        Rows per chunk when streaming the tables; the result does not depend on it.
-    min_age
-        Minimum age in years at ICU admission (``INTIME``).
+        Directory holding the MIMIC-III v1.4 CSV tables (see
+        :func:`~fedcare_core.data.mimic3.extract.extract_mimic3`).
+    chunksize, min_age, cohort, benchmark_split
+        The extractor's options.
     unseen_categories
-        A cohort stay's category outside its feature's declared vocabulary
-        (``MIMIC3_VOCABULARIES``): ``"refuse"`` stops with the table, column and count;
-        ``"other"`` keeps it, encoded in the column's ``other`` indicator, with a note.
-    cohort
-        Which stays and feature window (:data:`~fedcare_core.data.mimic3.cohorts.COHORTS`):
-        ``"all-adult-24h"`` (every adult stay, first 24 h) or ``"benchmark-ihm"`` (the MIMIC-III
-        benchmark's in-hospital-mortality rules, first 48 h).
-    benchmark_split
-        The benchmark task folder holding ``train/listfile.csv`` and ``test/listfile.csv``
-        (:mod:`~fedcare_core.data.mimic3.benchmark_split`): only stays of listed subjects are
-        kept, and the test subjects are the returned cohort's ``test_patients``.
+        A category outside its feature's declared vocabulary: ``"refuse"`` stops with the
+        table, column and rows; ``"other"`` keeps it, encoded in the column's ``other``
+        indicator, with a note.
 
     Returns
     -------
     Cohort
-        One row per adult ICU stay: the 46 features of :data:`MIMIC3_FEATURES`, labels
-        ``mortality``, ``readmission`` and ``los``, ``patient`` = integer codes of
-        ``SUBJECT_ID`` (0..n_patients-1, in ascending id order), ``strata`` =
-        ``ADMISSION_LOCATION`` (``"UNKNOWN"`` when missing), ``source_sha256`` = SHA-256 of the
-        ICUSTAYS file and notes on how the cohort was built.
+        One row per adult ICU stay: the 46 features, labels ``mortality``, ``readmission`` and
+        ``los``, ``patient`` = integer codes of ``SUBJECT_ID`` (in ascending id order),
+        ``strata`` = ``admission_location`` (``"UNKNOWN"`` when missing), ``source_sha256`` =
+        SHA-256 of the ICUSTAYS file, the benchmark's test patients where a split is given, and
+        notes on how the cohort was built.
 
     Raises
     ------
     DataError
-        If the directory or a required table is missing, a required column is missing, a file
-        is empty or truncated, a numeric column holds text, a date cannot be parsed, keys
-        repeat, the tables disagree (see :mod:`fedcare_core.data.mimic3.consistency`) or,
-        unless ``unseen_categories="other"``, a category is outside its vocabulary.
-
+        From the extractor, or a value its definition refuses (file, column and rows named).
     """
-    if chunksize < 1:
-        raise ValueError(f"chunksize must be positive, got {chunksize}")
-    if cohort not in COHORTS:
-        raise ValueError(f"unknown cohort {cohort!r}; expected one of {', '.join(COHORTS)}")
-    rules = COHORTS[cohort]
-    sources = _locate_tables(data_dir)
-    stats = TimeStats({}, {})
-    icu, adm, pat, notes = _read_checked_tables(sources, chunksize, stats)
-    icu, rule_notes = _cohort_stays(icu, rules, sources.icustays)
-    notes.extend(rule_notes)
-    stays, age, stay_notes = join_stays(icu, adm, pat, min_age=min_age, root=sources.root)
-    labs, vitals, event_notes = _event_features(sources, stays, adm, chunksize, stats, rules.window)
-    chosen = _Chosen(stays, age, labs, vitals)
-    if rules.need_events:
-        chosen, note = chosen.with_events(rules)
-        stay_notes.append(note)
-    part = None
-    if benchmark_split is not None:
-        chosen, part, note = chosen.in_listfiles(benchmark_split)
-        stay_notes.append(note)
-    stays, age, labs, vitals = chosen.stays, chosen.age, chosen.labs, chosen.vitals
-    labels, label_notes = build_labels(stays, adm)
-    static = static_features(stays, age)
-    stay_notes += check_known_categories(
-        static, MIMIC3_VOCABULARIES, _category_sources(sources, stays), unseen_categories
+    loaded, _ = load_declared(
+        mimic3_declaration(),
+        Path(data_dir),
+        unseen_categories=unseen_categories,
+        options={
+            "chunksize": chunksize,
+            "min_age": min_age,
+            "cohort": cohort,
+            "benchmark_split": benchmark_split,
+        },
     )
-    features = pd.concat([static, labs, vitals], axis=1)[list(MIMIC3_FEATURES)]
-    for col in NUMERIC_FEATURES:
-        features[col] = features[col].astype(np.float64)
-    _, patient = np.unique(stays["SUBJECT_ID"].to_numpy(dtype=np.int64), return_inverse=True)
-    test_patients = None if part is None else np.unique(patient[part == "test"])
-    return Cohort(
-        dataset="mimic3",
-        features=features,
-        numeric_features=NUMERIC_FEATURES,
-        categorical_features=CATEGORICAL_FEATURES,
-        labels=labels,
-        objectives=MIMIC3_OBJECTIVES,
-        patient=patient.astype(np.int64),
-        strata=static["admission_location"].fillna("UNKNOWN").astype("str").rename("strata"),
-        source_sha256=file_sha256(sources.icustays),
-        notes=(*notes, *stay_notes, *label_notes, *event_notes, *_two_digit_notes(stats)),
-        vocabularies=MIMIC3_VOCABULARIES,
-        test_patients=test_patients,
-    )
-
-
-#: The raw table, its data-row column in the joined stays, and the raw column of each
-#: categorical feature.
-_CATEGORY_COLUMNS: dict[str, tuple[str, str, str]] = {
-    "gender": ("patients", "_PAT_ROW", "GENDER"),
-    "ethnicity": ("admissions", "_ADM_ROW", "ETHNICITY"),
-    "admission_type": ("admissions", "_ADM_ROW", "ADMISSION_TYPE"),
-    "admission_location": ("admissions", "_ADM_ROW", "ADMISSION_LOCATION"),
-    "insurance": ("admissions", "_ADM_ROW", "INSURANCE"),
-    "marital_status": ("admissions", "_ADM_ROW", "MARITAL_STATUS"),
-    "first_careunit": ("icustays", "_ROW", "FIRST_CAREUNIT"),
-}
-
-
-def _category_sources(sources: _Sources, stays: pd.DataFrame) -> dict[str, CategorySource]:
-    """Where each categorical feature of the cohort stays comes from: file, column, data rows."""
-    return {
-        feature: CategorySource(
-            str(getattr(sources, table)), column, stays[rows].to_numpy(dtype=np.int64)
-        )
-        for feature, (table, rows, column) in _CATEGORY_COLUMNS.items()
-    }
-
-
-@dataclass(frozen=True)
-class _Sources:
-    """The files of one MIMIC-III directory."""
-
-    root: Path
-    icustays: Path
-    admissions: Path
-    patients: Path
-    labevents: Path
-    chartevents: Path | None
-
-
-def _locate_tables(data_dir: str | Path) -> _Sources:
-    """Find every table, and check the big tables' headers before anything large is read."""
-    root = Path(data_dir)
-    if not root.is_dir():
-        raise DataError(f"MIMIC-III directory {root} does not exist or is not a directory")
-    icu_path = find_table(root, "ICUSTAYS", required=True)
-    adm_path = find_table(root, "ADMISSIONS", required=True)
-    pat_path = find_table(root, "PATIENTS", required=True)
-    lab_path = find_table(root, "LABEVENTS", required=True)
-    chart_path = find_table(root, "CHARTEVENTS", required=False)
-    assert icu_path is not None and adm_path is not None
-    assert pat_path is not None and lab_path is not None
-    # Fail fast on missing columns in the big tables before reading anything large.
-    read_header(lab_path, LABEVENTS)
-    if chart_path is not None:
-        read_header(chart_path, CHARTEVENTS)
-    return _Sources(root, icu_path, adm_path, pat_path, lab_path, chart_path)
-
-
-def _check_unique(df: pd.DataFrame, key: str, path: Path, table: str) -> None:
-    """Raise :class:`DataError` if ``key`` repeats in ``df`` (rows named)."""
-    dup = df[key].duplicated(keep=False) & df[key].notna()
-    if dup.any():
-        raise DataError(
-            f"duplicate {key} values in the {table} table",
-            file=str(path),
-            column=key,
-            rows=df.loc[dup, "_ROW"].tolist(),
-        )
-
-
-def _check_flag(df: pd.DataFrame, col: str, path: Path, table: str) -> None:
-    """Raise :class:`DataError` if ``col`` holds values other than 0, 1 or missing."""
-    bad = df[col].notna() & ~df[col].isin([0.0, 1.0])
-    if bad.any():
-        raise DataError(
-            f"{col} in the {table} table must be 0 or 1",
-            file=str(path),
-            column=col,
-            rows=df.loc[bad, "_ROW"].tolist(),
-        )
-
-
-def _read_icustays(path: Path, chunksize: int, stats: TimeStats) -> tuple[pd.DataFrame, list[str]]:
-    """ICU stays with a parsed ``INTIME``, less those without a key; notes on both counts."""
-    icu = read_small(path, ICUSTAYS, chunksize)
-    notes = [f"ICUSTAYS: {len(icu)} ICU stays read"]
-    _check_unique(icu, "ICUSTAY_ID", path, "ICUSTAYS")
-    icu["INTIME"] = _times(icu, "INTIME", path, "ICUSTAYS", stats, None)
-    if "OUTTIME" in icu.columns:  # for the consistency checks only
-        icu["OUTTIME"] = _times(icu, "OUTTIME", path, "ICUSTAYS", stats, icu["INTIME"])
-    missing_key = icu[["SUBJECT_ID", "HADM_ID", "ICUSTAY_ID"]].isna().any(axis=1)
-    if missing_key.any():
-        notes.append(
-            f"excluded {int(missing_key.sum())} stays without SUBJECT_ID, HADM_ID or ICUSTAY_ID"
-        )
-        icu = icu.loc[~missing_key]
-    return icu, notes
-
-
-def _read_admissions(
-    path: Path, icu: pd.DataFrame, chunksize: int, stats: TimeStats
-) -> pd.DataFrame:
-    """Admissions with parsed ``ADMITTIME`` and ``DISCHTIME``, centuries anchored on ``icu``."""
-    adm = read_small(path, ADMISSIONS, chunksize)
-    _check_unique(adm, "HADM_ID", path, "ADMISSIONS")
-    _check_flag(adm, "HOSPITAL_EXPIRE_FLAG", path, "ADMISSIONS")
-    # Anchor: the admission's own first ICU INTIME, else the subject's first ICU INTIME.
-    intime_by_hadm = icu.groupby("HADM_ID")["INTIME"].min()
-    first_intime = icu.groupby("SUBJECT_ID")["INTIME"].min()
-    anchor = adm["HADM_ID"].map(intime_by_hadm).astype("datetime64[us]")
-    anchor = anchor.fillna(adm["SUBJECT_ID"].map(first_intime).astype("datetime64[us]"))
-    for col in ("ADMITTIME", "DISCHTIME"):
-        adm[col] = _times(adm, col, path, "ADMISSIONS", stats, anchor)
-    return adm
-
-
-def _read_patients(path: Path, icu: pd.DataFrame, chunksize: int, stats: TimeStats) -> pd.DataFrame:
-    """Patients with a parsed ``DOB``: the latest date not after the patient's first ICU stay."""
-    pat = read_small(path, PATIENTS, chunksize)
-    _check_unique(pat, "SUBJECT_ID", path, "PATIENTS")
-    first_intime = icu.groupby("SUBJECT_ID")["INTIME"].min()
-    anchor = pat["SUBJECT_ID"].map(first_intime).astype("datetime64[us]")
-    pat["DOB"] = _times(pat, "DOB", path, "PATIENTS", stats, anchor, rule="latest_not_after")
-    if "DOD" in pat.columns:  # for the consistency checks only
-        pat["DOD"] = _times(pat, "DOD", path, "PATIENTS", stats, anchor)
-    return pat
-
-
-def _times(
-    df: pd.DataFrame,
-    column: str,
-    path: Path,
-    table: str,
-    stats: TimeStats,
-    anchor: pd.Series | None,
-    rule: TimeRule = "nearest",
-) -> pd.Series:
-    """``df[column]`` parsed as times (:func:`parse_times`), rows named by ``df["_ROW"]``."""
-    return parse_times(
-        df[column],
-        rows=df["_ROW"].to_numpy(),
-        path=path,
-        column=column,
-        anchor=anchor,
-        rule=rule,
-        stats=stats,
-        table=table,
-    )
-
-
-def _read_checked_tables(
-    sources: _Sources, chunksize: int, stats: TimeStats
-) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame, list[str]]:
-    """ICUSTAYS, ADMISSIONS and PATIENTS, read and checked against each other; notes."""
-    icu, notes = _read_icustays(sources.icustays, chunksize, stats)
-    adm = _read_admissions(sources.admissions, icu, chunksize, stats)
-    pat = _read_patients(sources.patients, icu, chunksize, stats)
-    check_stay_links(icu, adm, pat, sources.icustays)
-    notes.extend(check_admission_times(adm, sources.admissions))
-    check_stay_window(icu, adm, sources.icustays)
-    check_patient_dates(pat, sources.patients)
-    dob = icu["SUBJECT_ID"].map(pat.drop_duplicates("SUBJECT_ID").set_index("SUBJECT_ID")["DOB"])
-    check_stay_values(icu, dob, sources.icustays)
-    return icu, adm, pat, notes
-
-
-def _cohort_stays(
-    icu: pd.DataFrame, rules: CohortRules, path: Path
-) -> tuple[pd.DataFrame, list[str]]:
-    """The stays ``rules`` keep before the join: the benchmark's rules, the shortest stay."""
-    notes: list[str] = []
-    if rules.benchmark_stays:
-        icu, notes = drop_transfers_and_shared_admissions(icu, path)
-    if rules.min_stay > pd.Timedelta(0):
-        keep = long_enough(icu, rules.min_stay)
-        hours = rules.min_stay / pd.Timedelta(hours=1)
-        notes.append(
-            f"{rules.name}: excluded {int((~keep).sum())} stays shorter than {hours:g} h "
-            "(ICUSTAYS.LOS)"
-        )
-        icu = icu.loc[keep]
-    return icu, notes
-
-
-@dataclass(frozen=True)
-class _Chosen:
-    """The cohort's stays so far, with their ages and event aggregates (row-aligned)."""
-
-    stays: pd.DataFrame
-    age: np.ndarray
-    labs: pd.DataFrame
-    vitals: pd.DataFrame
-
-    def keep(self, mask: np.ndarray) -> _Chosen:
-        """The stays where ``mask`` holds, re-indexed."""
-
-        def kept(frame: pd.DataFrame) -> pd.DataFrame:
-            return frame.loc[mask].reset_index(drop=True)
-
-        return _Chosen(kept(self.stays), self.age[mask], kept(self.labs), kept(self.vitals))
-
-    def with_events(self, rules: CohortRules) -> tuple[_Chosen, str]:
-        """Only the stays with a lab or vital-sign value in the window, and a note.
-
-        Raises
-        ------
-        DataError
-            If no stay has one.
-        """
-        has = (self.labs.notna().any(axis=1) | self.vitals.notna().any(axis=1)).to_numpy()
-        if not has.any():
-            raise DataError(f"no ICU stay of the {rules.name} cohort has an event in its window")
-        hours = rules.window / pd.Timedelta(hours=1)
-        note = (
-            f"{rules.name}: excluded {int((~has).sum())} stays without a lab or vital-sign "
-            f"value in the first {hours:g} h; {int(has.sum())} stays kept"
-        )
-        return self.keep(has), note
-
-    def in_listfiles(self, task_dir: str | Path) -> tuple[_Chosen, np.ndarray, str]:
-        """Only the stays of subjects the benchmark lists; each one's part; a note.
-
-        Raises
-        ------
-        DataError
-            From the listfiles, or if the cohort has no stay of a train or of a test subject.
-        """
-        part = read_benchmark_split(task_dir).part_of(self.stays["SUBJECT_ID"].to_numpy())
-        listed = part != ""
-        for name in ("train", "test"):
-            if not (part == name).any():
-                raise DataError(
-                    f"no stay of the cohort belongs to a subject of the {name} listfile",
-                    file=str(Path(task_dir) / name / "listfile.csv"),
-                )
-        note = (
-            f"benchmark split: {int((part == 'train').sum())} train and "
-            f"{int((part == 'test').sum())} test stays; excluded {int((~listed).sum())} stays "
-            "of subjects in neither listfile"
-        )
-        return self.keep(listed), part[listed], note
-
-
-def _event_features(
-    sources: _Sources,
-    stays: pd.DataFrame,
-    adm: pd.DataFrame,
-    chunksize: int,
-    stats: TimeStats,
-    window: pd.Timedelta,
-) -> tuple[pd.DataFrame, pd.DataFrame, list[str]]:
-    """Lab and vital-sign aggregates of the cohort stays (vitals all NaN without CHARTEVENTS)."""
-    admit_by_hadm = adm.set_index("HADM_ID")["ADMITTIME"]
-    labs, n_lab_rows = stream_labs(
-        sources.labevents, stays[["HADM_ID", "INTIME"]], admit_by_hadm, chunksize, stats, window
-    )
-    hours = f"{window / pd.Timedelta(hours=1):g} h"
-    notes = [f"LABEVENTS: {n_lab_rows} lab values in the first {hours} used"]
-    if sources.chartevents is not None:
-        vitals, n_chart_rows, n_error = stream_vitals(
-            sources.chartevents, stays[["ICUSTAY_ID", "INTIME"]], chunksize, stats, window
-        )
-        notes.append(
-            f"CHARTEVENTS: {n_chart_rows} vital-sign values in the first {hours} used"
-            + (f" ({n_error} rows with ERROR = 1 ignored)" if n_error else "")
-        )
-        return labs, vitals, notes
-    n_rows = len(stays)
-    vitals = pd.DataFrame(
-        {c: np.full(n_rows, np.nan) for c in VITAL_COLUMNS}, index=pd.RangeIndex(n_rows)
-    )
-    notes.append(
-        "CHARTEVENTS absent: the 15 vital-sign features are all missing (NaN) "
-        "and left to imputation"
-    )
-    return labs, vitals, notes
-
-
-def _two_digit_notes(stats: TimeStats) -> list[str]:
-    """One note per column that held two-digit years, in the order the columns were read."""
-    notes = []
-    for key, n in stats.two_digit.items():
-        lost = stats.unresolved.get(key, 0)
-        notes.append(
-            f"{key}: {n} values written with two-digit years (M/D/YY); century restored "
-            "from the patient's ICU stay times"
-            + (f", {lost} left missing (patient without ICU stay)" if lost else "")
-        )
-    return notes
+    return loaded

@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from fedcare_core.data.mimic3.definition import AGE_90_PLUS
+from fedcare_core.data.mimic3.features import AGE_90_PLUS
 from fedcare_core.errors import DataError
 
 __all__ = ["join_stays"]

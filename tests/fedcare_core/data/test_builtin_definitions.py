@@ -6,6 +6,10 @@ loader built before it was replaced by the definition (commit 3091725): the dige
 recorded from that loader's features, labels (both readmission definitions), patients, strata,
 and from the federation it gave (K = 10, seed 0, every client's arrays byte for byte). The
 documented definition (both feature sets) must be the one the Python modules declared.
+
+MIMIC-III, its extractor's table read by ``fedcare_core/data/definitions/mimic3.yaml``, must be
+on the demo the cohort its Python loader built before (commit 153277d; both cohorts, K = 3:
+the demo's 100 patients leave a client of ten without a readmission).
 """
 
 from __future__ import annotations
@@ -75,6 +79,29 @@ def test_the_definition_gives_the_recorded_cohort(declaration, data_dir: Path) -
     federation = build_federation(
         cohort, DeclaredSource(declaration).partition("paper"), DataConfig(clients=10), 0
     )
+    assert _federation_digest(federation) == RECORDED["federation"]
+
+
+#: Recorded from the Python MIMIC-III loader (commit 153277d) on the demo.
+RECORDED_MIMIC3 = {
+    "all-adult-24h": {
+        "features": "4f672addd6db9abf797304e2973298357b777aca7b3cdf16311de78a79e98bb5",
+        "labels": "c30d83f79a87e454764d252e4ce0928c3374b9b59e86a9a388168d94b2d575eb",
+        "patient": "77404689fe59bb70368f7c14b1931541707204051a1bd3e0ded466aba5b3b425",
+        "strata": "b5735220dbe329af378e590bd1a4167324fb8ee88fcadcff5bbc0335a7648f17",
+        "federation": "6cdf3085d59dfe18da00443f7a831558265f4c41923f0c3f59cc24f75ef17fc8",
+    },
+    "benchmark-ihm": {
+        "features": "4607ce6598019b98ffeb9fd920341b2acc2fb97325c8f5dacb732e4e01fef8b7",
+        "labels": "548b364a216ecc8304b6a41dd28318d81e24a94c45b231eaf20df168ed4e5685",
+        "patient": "6fc80d79dd4cff89855adb30f02be4f60361d9489708f68b249f1df49ae6c819",
+        "strata": "c0b5aeddd945e0edbcde70aae8e3c5508f8fe090e3f1863e4a50eb095d2158d6",
+        "federation": "154db9b7b8b9270739ee0dc8e95dc93f3cdef70d4eca1f3a7b26268dfe347c67",
+    },
+}
+
+
+def _federation_digest(federation) -> str:
     h = hashlib.sha256()
     for client in federation.clients:
         for split in ("train", "val", "test"):
@@ -83,7 +110,29 @@ def test_the_definition_gives_the_recorded_cohort(declaration, data_dir: Path) -
                 h.update(str(a.dtype).encode())
                 h.update(str(a.shape).encode())
                 h.update(a.tobytes())
-    assert h.hexdigest() == RECORDED["federation"]
+    return h.hexdigest()
+
+
+@pytest.mark.parametrize("cohort_name", sorted(RECORDED_MIMIC3))
+def test_the_mimic3_definition_gives_the_recorded_cohort(cohort_name: str, data_dir: Path) -> None:
+    from fedcare_core.data.mimic3 import MIMIC3_PARTITION, load_mimic3
+
+    demo = data_dir / "mimic3-demo"
+    if not demo.is_dir():
+        pytest.skip("the MIMIC-III demo is not in the data folder")
+    cohort = load_mimic3(demo, cohort=cohort_name)
+    recorded = RECORDED_MIMIC3[cohort_name]
+    assert cohort.strata is not None
+    got = {
+        "features": _frame_digest(cohort.features),
+        "labels": _frame_digest(cohort.labels),
+        "patient": hashlib.sha256(cohort.patient.tobytes()).hexdigest(),
+        "strata": hashlib.sha256("|".join(cohort.strata).encode()).hexdigest(),
+        "federation": _federation_digest(
+            build_federation(cohort, MIMIC3_PARTITION, DataConfig(clients=3), 0)
+        ),
+    }
+    assert got == recorded
 
 
 def test_the_definition_documents_the_recorded_dataset(declaration) -> None:

@@ -10,7 +10,7 @@ import pytest
 
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.mimic3 import load_mimic3
-from fedcare_core.data.mimic3.labels import readmission_labels
+from fedcare_core.data.mimic3.labels import days_to_next_admission
 from fedcare_core.data.mimic3.stays import join_stays
 from fedcare_core.errors import DataError
 from tests.fedcare_core.data.mimic3.synthetic import (
@@ -103,7 +103,7 @@ def test_readmission_and_los_labels_hand_checked(tmp_path: Path) -> None:
     assert np.isnan(lab(990202, "los"))  # LOS 0: out of the LOS objective, still in the cohort
     assert np.isnan(lab(990301, "los"))  # LOS missing
     assert ages[order.index(990101)] == pytest.approx(60.16, abs=0.01)
-    assert any("2 stays with missing or non-positive LOS" in n for n in c.notes)
+    assert "los: 1 rows have no label (LOS <= 0)" in c.notes  # and one with LOS missing
 
 
 def test_readmission_window_edges(tmp_path: Path) -> None:
@@ -134,26 +134,30 @@ def test_readmission_window_edges(tmp_path: Path) -> None:
 
 
 # ---------------------------------------------------------------------------------------------
-# readmission_labels and join_stays on hand-made frames
+# days_to_next_admission and join_stays on hand-made frames
 # ---------------------------------------------------------------------------------------------
 
 
-def test_readmission_labels_on_a_tiny_admissions_table() -> None:
+def test_days_to_next_admission_on_a_tiny_admissions_table() -> None:
     t = pd.Timestamp
     adm = pd.DataFrame(
         {
-            "SUBJECT_ID": [1.0, 1.0, 2.0, 3.0, 3.0],
-            "HADM_ID": [10.0, 11.0, 20.0, 30.0, 31.0],
-            "ADMITTIME": [t("2150-01-01"), t("2150-02-05"), t("2150-01-01")]
-            + [t("2150-01-01")] * 2,
-            "DISCHTIME": [t("2150-01-10"), t("2150-02-10"), t("2150-01-05"), t("2150-01-03"), None],
-            "HOSPITAL_EXPIRE_FLAG": [0.0, 0.0, 1.0, 0.0, 0.0],
+            "SUBJECT_ID": [1.0, 1.0, 1.0, 2.0, 3.0, 3.0],
+            "HADM_ID": [10.0, 11.0, 12.0, 20.0, 30.0, 31.0],
+            "ADMITTIME": [t("2150-01-01"), t("2150-03-07"), t("2150-02-05 12:00")]
+            + [t("2150-01-01")] * 3,
+            "DISCHTIME": [
+                *(t(d) for d in ("2150-01-10", "2150-03-10", "2150-02-10", "2150-01-05")),
+                t("2150-01-03"),
+                None,
+            ],
         }
     )
-    got = readmission_labels(adm, np.array([10.0, 11.0, 20.0, 30.0, 31.0]))
-    # 10: next admission 26 days later; 11: none after; 20: died; 30: the other admission began
-    # before this discharge; 31: no discharge time.
-    np.testing.assert_array_equal(got, [1.0, 0.0, np.nan, 0.0, np.nan])
+    got = days_to_next_admission(adm, np.array([10.0, 11.0, 12.0, 20.0, 30.0, 31.0, 10.0]))
+    # 10: the nearest later admission (12), 26.5 days on, not 11; 11: none after; 12: 11, 25
+    # days on; 20: the patient's only admission; 30: the other admission began before this
+    # discharge; 31: no discharge time; a repeated admission (two stays) gets its days twice.
+    np.testing.assert_array_equal(got, [26.5, np.nan, 25.0, np.nan, np.nan, np.nan, 26.5])
 
 
 def test_join_stays_excludes_and_notes(tmp_path: Path) -> None:
