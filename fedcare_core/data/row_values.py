@@ -1,7 +1,7 @@
 """Reading the values of rows to score: presence of columns, text, numbers, feature rows.
 
-The leaf the datasets' row readers (:mod:`fedcare_core.data.declared.source`,
-:mod:`fedcare_core.data.mimic3.rows`) and :mod:`fedcare_core.data.rows` share.
+The leaf the datasets' row readers (:mod:`fedcare_core.data.declared.source`) and
+:mod:`fedcare_core.data.rows` share.
 """
 
 from __future__ import annotations

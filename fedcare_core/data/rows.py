@@ -2,10 +2,10 @@
 
 A packaged model (:mod:`fedcare_core.predict.package`) scores rows of its dataset, labels not
 needed, and only needs the columns its client holds (the common features and the client's
-private ones): for Diabetes 130-US and every dataset defined by a file, columns of its file
-(read by its definition: :class:`fedcare_core.data.declared.DeclaredSource`); for MIMIC-III,
-one row per ICU stay holding the cohort's features (:mod:`fedcare_core.data.mimic3.rows`); for
-any other cohort, its feature columns as they are
+private ones): for Diabetes 130-US, MIMIC-III and every dataset defined by a file, columns
+of the table its definition declares (read by it:
+:class:`fedcare_core.data.declared.DeclaredSource`; MIMIC-III's is one row per ICU stay, the
+table its extractor builds); for any other cohort, its feature columns as they are
 (:func:`~fedcare_core.data.row_values.feature_rows`).
 :func:`row_format` names the reader of each.
 """
