@@ -92,7 +92,8 @@ class TableRows:
         """The :class:`DataError` of the rows where ``mask`` is true (the first file's)."""
         origin = None if column is None else self.origins.get(column)
         if origin is not None:
-            bad_rows = origin.rows[np.asarray(mask, dtype=bool)]
+            # Stays sharing an admission share its row: each row named once.
+            bad_rows = np.unique(origin.rows[np.asarray(mask, dtype=bool)])
             return DataError(
                 message, file=origin.file, column=origin.column, rows=bad_rows.tolist()
             )
