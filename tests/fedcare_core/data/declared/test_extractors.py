@@ -98,7 +98,7 @@ def test_a_refused_category_names_the_raw_table(tmp_path: Path) -> None:
     assert list(ei.value.rows or ()) == [3]  # ADMISSIONS.csv row 3 (once), not a stay row
     assert "Crowdfunded" not in str(ei.value)
     cohort, _ = load_declared(d, tmp_path, unseen_categories="other")
-    assert any(n.startswith("INSURANCE: 1 value(s) outside") for n in cohort.notes)
+    assert any(n.startswith("INSURANCE: 2 value(s) outside") for n in cohort.notes)  # 2 stays
 
 
 @pytest.mark.parametrize(
