@@ -79,6 +79,8 @@ def _values(feature: dict[str, Any]) -> str:
         return "min/q1/median/q3/max " + " / ".join(f"{v:g}" for v in q)
     if "counts" in feature:
         return ", ".join(f"{k} {v:,}" for k, v in feature["counts"].items())
+    if feature["type"] == "number":
+        return "no value in any row"
     return f"{feature['distinct']:,} distinct values (open vocabulary: not shown)"
 
 

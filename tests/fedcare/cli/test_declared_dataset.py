@@ -18,6 +18,7 @@ import pytest
 
 from examples.hospital.make_extract import make_extract, site_exports
 from fedcare.cli.main import main
+from tests.fedcare.sites.hospital_sites import OWN_COLUMNS, write_hospital_sites
 
 EXAMPLE = Path(__file__).resolve().parents[3] / "examples" / "hospital" / "definition.yaml"
 SMALL = ["--clients", "3", "--rounds", "3", "--stage2-epochs", "2", "--quiet"]
@@ -56,6 +57,25 @@ def test_data_check_prints_the_profile_the_definition_implies(
     smoking = next(f for f in doc["features"] if f["name"] == "SMOKING_STATUS")
     assert "counts" not in smoking and smoking["distinct"] > 1  # open vocabulary: no values
     assert "RG7" not in out  # no identifier
+
+
+def test_data_check_profiles_the_table_mimic3s_extractor_builds(
+    data_dir: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The MIMIC-III demo's stays by their definition; the vitals (no CHARTEVENTS) are empty."""
+    demo = data_dir / "mimic3-demo"
+    if not demo.is_dir():
+        pytest.skip("the MIMIC-III demo is not in the data folder")
+    profile = tmp_path / "profile.json"
+    argv = ["data", "check", "--dataset", "mimic3", "--data-dir", str(demo), "--json", str(profile)]
+    assert main(argv) == 0
+    out = capsys.readouterr().out
+    doc = json.loads(profile.read_text())
+    assert (doc["rows"], doc["patients"]) == (135, 99)
+    features = {f["name"]: f for f in doc["features"]}
+    assert len(features) == 46 and features["hr_mean"]["missing_share"] == 1.0
+    assert "no value in any row" in out
+    assert features["gender"]["counts"] == {"F": 62, "M": 73}
 
 
 def test_run_then_predict_raw_rows_with_the_packaged_model(
@@ -131,31 +151,17 @@ def test_sites_with_their_own_columns_compare_fedcare_with_the_baselines(
 ) -> None:
     """Sites whose feature spaces truly differ (own columns, own names), every method on them."""
     monkeypatch.chdir(tmp_path)
-    example = EXAMPLE.parent
-    for name in ("definition.yaml", "site2-private.yaml", "site3-private.yaml", "site3-map.yaml"):
-        shutil.copy(example / name, tmp_path / name)
-    for site, export in site_exports(make_extract(2400, seed=3), 3, 3).items():
-        export.to_csv(tmp_path / f"{site}.csv", index=False)
-    assert main(["federation", "init", "--dataset", "definition.yaml", "--out", "fed.json"]) == 0
-    sites = [
-        {"data": "site1.csv", "objectives": ["mortality"], "name": "north"},
-        {"data": "site2.csv", "objectives": ["readmission"], "name": "south",
-         "private": "site2-private.yaml"},
-        {"data": "site3.csv", "objectives": ["los"], "name": "east",
-         "private": "site3-private.yaml", "map": "site3-map.yaml"},
-    ]  # fmt: skip
-    (tmp_path / "sites.json").write_text(json.dumps(sites))
-    own = {"east": ["ADMIT_WARD"], "north": [], "south": ["LACTATE_MAX", "CLIN_FRAILTY_SCALE"]}
-    declared = {f for names in own.values() for f in names}
+    write_hospital_sites(tmp_path)
+    declared = {f for names in OWN_COLUMNS.values() for f in names}
     for algorithm in ("fedcare", "fedavg", "local"):
         out = f"{algorithm}.json"
         argv = ["run", "--sites", "sites.json", "--schema", "fed.json", "--rounds", "2"]
         assert main([*argv, "--algorithm", algorithm, "--out", out, "--quiet"]) == 0
         doc = json.loads((tmp_path / out).read_text())
         assert doc["algorithm"] == algorithm
-        for client, name in zip(doc["clients"], sorted(own), strict=True):
+        for client, name in zip(doc["clients"], sorted(OWN_COLUMNS), strict=True):
             extra = [f for f in client["private_features"] if f in declared]
-            assert extra == own[name], (algorithm, name)
+            assert extra == OWN_COLUMNS[name], (algorithm, name)
 
 
 def test_data_check_takes_a_sites_own_declarations(
