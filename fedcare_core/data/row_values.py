@@ -6,12 +6,11 @@ The leaf the datasets' row readers (:mod:`fedcare_core.data.declared.source`) an
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 
 import numpy as np
 import pandas as pd
 
-from fedcare_core.data.categories import CategorySource, check_known_categories
 from fedcare_core.errors import DataError
 
 __all__ = [
@@ -82,9 +81,10 @@ def feature_rows(
     numeric: Collection[str],
     source: str | None,
     unseen_categories: str,
-    vocabularies: Mapping[str, tuple[str, ...]] | None = None,
 ) -> pd.DataFrame:
     """Rows that hold the features themselves: numbers as float64, the rest as strings.
+
+    For a cohort without a declared vocabulary (nothing is unseen).
 
     Parameters
     ----------
@@ -97,9 +97,7 @@ def feature_rows(
     source
         What the rows are, for messages.
     unseen_categories
-        ``"refuse"`` or ``"other"`` for a value outside a declared vocabulary.
-    vocabularies
-        The declared vocabularies to check (none: nothing is unseen).
+        The policy for a value outside a declared vocabulary (none is declared here).
 
     Returns
     -------
@@ -109,8 +107,8 @@ def feature_rows(
     Raises
     ------
     DataError
-        If a column is missing, a numeric feature holds text or an infinite number, or (with
-        ``"refuse"``) a category is outside its vocabulary; naming the column and rows.
+        If a column is missing, or a numeric feature holds text or an infinite number; naming
+        the column and rows.
     """
     check_row_columns(frame, columns, source)
     rows = frame.loc[:, list(columns)].reset_index(drop=True)
@@ -122,13 +120,6 @@ def feature_rows(
             for c in columns
         },
         index=rows.index,
-    )
-    numbered = np.arange(1, len(features) + 1)
-    check_known_categories(
-        features,
-        dict(vocabularies or {}),
-        {c: CategorySource(source, c, numbered) for c in vocabularies or {}},
-        unseen_categories,
     )
     return features
 
