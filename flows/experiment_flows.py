@@ -40,6 +40,7 @@ from fedcare.app.grid import (
     GridRequest,
     PreparedGrid,
     check_grid_request,
+    checked_data,
     flow_spelling,
     run_grid_request,
 )
@@ -158,8 +159,15 @@ class _FlowExperimentSink:
 
 
 def flow_data_gate(prepared: PreparedGrid) -> None:
-    """The raw tables' suites, then the loader's checks, each a task (reports kept)."""
+    """The raw tables' suites, then the loader's checks, each a task (reports kept).
+
+    Over sites: the grid service's gate (every site's file read and checked, as ``fedcare run
+    --sites`` reads it, and split for each seed).
+    """
     spec, data = prepared.spec, prepared.base.data
+    if spec.sites is not None:
+        checked_data(prepared)
+        return
     reports = prepared.out / "validation" / str(runtime_flow_run.id)
     # Fails the task (and the flow) with the line `fedcare experiment` prints for the data.
     validate_raw_task(data, spec.data_dir, reports, spec.verify_checksum)
@@ -183,7 +191,7 @@ def _run_grid_flow(name: str, parameters: Mapping[str, Any]) -> dict[str, Any] |
             prepared,
             PrefectGridExecutor(runner, count),
             gate=flow_data_gate,
-            sinks=[_FlowExperimentSink(request.value("tracking_uri"), request.value("dataset"))],
+            sinks=[_FlowExperimentSink(request.value("tracking_uri"), prepared.dataset)],
         )
     except FedcareError as exc:
         return expected_failure(exc)

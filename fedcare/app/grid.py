@@ -21,11 +21,11 @@ from __future__ import annotations
 import os
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from fedcare.app.grid_options import OPTIONS_BY_NAME, GridOption, experiments_of
+from fedcare.app.grid_options import GRID_OPTIONS, OPTIONS_BY_NAME, GridOption, experiments_of
 from fedcare_core.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -84,9 +84,10 @@ class PreparedGrid:
     out
         The output folder (each experiment's tables in ``out/<experiment>``).
     cells_dir
-        Where the cells' documents are (``out/cells/<fingerprint of base>``).
+        Where the cells' documents are (``out/cells/<fingerprint of base>``; over sites,
+        ``-sites-<digest of the sites' files>`` added).
     spec
-        Where each worker reads the dataset.
+        Where each worker reads the dataset (or the sites' files).
     """
 
     request: GridRequest
@@ -95,6 +96,11 @@ class PreparedGrid:
     out: Path
     cells_dir: Path
     spec: DataSpec
+
+    @property
+    def dataset(self) -> str:
+        """The dataset, as the tables' titles and MLflow name it (over sites: the schema's)."""
+        return self.request.value("dataset") if self.spec.sites is None else self.base.data.dataset
 
 
 def _check_option(option: GridOption, value: Any, experiments: Sequence[str]) -> str | None:
@@ -129,6 +135,40 @@ def check_options(request: GridRequest, spell: Callable[[GridOption], str]) -> N
             f"{spell(workers)} sizes the local cluster; the cluster at {spell(address)} has "
             "its own workers"
         )
+    _check_sites_options(request, spell)
+
+
+def _given(request: GridRequest, option: GridOption) -> bool:
+    value = request.value(option.name)
+    return value is not None and value != option.default
+
+
+def _check_sites_options(request: GridRequest, spell: Callable[[GridOption], str]) -> None:
+    """``sites`` and ``schema`` together, and none of the options the sites decide.
+
+    Raises
+    ------
+    ConfigError
+        One of the two without the other, or options the sites decide (each named).
+    """
+    sites, schema = OPTIONS_BY_NAME["sites"], OPTIONS_BY_NAME["schema"]
+    if _given(request, sites) != _given(request, schema):
+        raise ConfigError(f"{spell(sites)} and {spell(schema)} go together: give both")
+    if not _given(request, sites):
+        return
+    refused = [spell(o) for o in GRID_OPTIONS if o.by_sites and _given(request, o)]
+    if refused:
+        experiments = experiments_of(request.name)
+        open_ = [
+            spell(o)
+            for o in GRID_OPTIONS
+            if o.flow_parameter and not o.by_sites and o.used_by(experiments)
+            and o not in (sites, schema)
+        ]  # fmt: skip
+        raise ConfigError(
+            f"{', '.join(refused)}: decided by the sites and their schema ({spell(sites)}); "
+            f"a grid over sites takes only {', '.join(open_)}"
+        )
 
 
 def _base(request: GridRequest) -> ExperimentConfig:
@@ -162,6 +202,39 @@ def experiment_grid(request: GridRequest, experiment: str) -> list[Cell]:
     )
 
 
+def _sites_grid(
+    request: GridRequest, spell: Callable[[GridOption], str]
+) -> tuple[ExperimentConfig, dict[str, list[Cell]], str]:
+    """Over sites: the base (the schema's), each experiment's cells (K the sites') and a digest.
+
+    Each cell's configuration is what ``fedcare run --sites --algorithm A --seed S --rounds T``
+    runs: the schema's, for as many clients as sites, with the schema's ρ.
+
+    Raises
+    ------
+    ConfigError
+        A bad schema or sites list (no site's file is read), named as ``spell`` names them.
+    """
+    from fedcare.sites.in_process import read_sites, sites_digest
+
+    sites, schema_path = request.value("sites"), request.value("schema")
+    try:
+        schema, count = read_sites(schema_path, sites)
+        digest = sites_digest(schema_path, sites)
+    except ConfigError as exc:
+        text = str(exc)
+        if text.startswith("--sites "):  # the sites list's own wording, as this entry spells it
+            text = spell(OPTIONS_BY_NAME["sites"]) + text.removeprefix("--sites")
+        raise ConfigError(text) from None
+    base = schema.run_config(seed=schema.config.seed, clients=count, rounds=request.value("rounds"))
+    over_sites = replace(request, options={**request.options, "clients": count})
+    cells = {
+        e: [replace(c, rho=base.data.rho) for c in experiment_grid(over_sites, e)]
+        for e in experiments_of(request.name)
+    }
+    return base, cells, digest
+
+
 def check_grid_request(
     request: GridRequest, spell: Callable[[GridOption], str] = cli_spelling
 ) -> PreparedGrid:
@@ -190,17 +263,27 @@ def check_grid_request(
     from fedcare_core.run.output_paths import check_output_dir
 
     check_options(request, spell)
-    base = _base(request)
-    cells = {e: experiment_grid(request, e) for e in experiments_of(request.name)}
+    digest = None
+    if request.value("sites") is None:
+        base = _base(request)
+        cells = {e: experiment_grid(request, e) for e in experiments_of(request.name)}
+    else:
+        base, cells, digest = _sites_grid(request, spell)
     for grid in cells.values():
         check_grid(grid, base)
     out_option = OPTIONS_BY_NAME["out"]
     given = request.value("out")
-    out = Path(given) if given is not None else DEFAULT_OUT / request.value("dataset")
+    default = request.value("dataset") if digest is None else f"{base.data.dataset}-sites"
+    out = Path(given) if given is not None else DEFAULT_OUT / default
     check_output_dir(out, what=spell(out_option))
-    data_dir = request.value("data_dir") or os.environ.get("FEDCARE_DATA_DIR")
-    spec = DataSpec(data_dir, request.value("verify_checksum"))
-    return PreparedGrid(request, base, cells, out, cell_store(out, base), spec)
+    cells_dir = cell_store(out, base)
+    if digest is None:
+        data_dir = request.value("data_dir") or os.environ.get("FEDCARE_DATA_DIR")
+        spec = DataSpec(data_dir, request.value("verify_checksum"))
+    else:
+        cells_dir = cells_dir.with_name(f"{cells_dir.name}-sites-{digest}")
+        spec = DataSpec(None, sites=request.value("sites"), schema=request.value("schema"))
+    return PreparedGrid(request, base, cells, out, cells_dir, spec)
 
 
 class GridExecutor(Protocol):
@@ -238,10 +321,22 @@ Gate = Callable[[PreparedGrid], None]
 
 
 def checked_data(prepared: PreparedGrid) -> None:
-    """The default gate: the loader's and the raw tables' checks (as ``fedcare run``'s)."""
+    """The default gate: the loader's and the raw tables' checks (as ``fedcare run``'s).
+
+    Over sites: every site's file read and checked as ``fedcare run --sites`` reads it (kept
+    in this process for the cells run here), and split for each seed of the grid, so a site
+    too small for a seed's split is refused before any cell runs.
+    """
     from data_checks.source_checks import checked_dataset
 
     spec = prepared.spec
+    if spec.sites is not None and spec.schema is not None:
+        from fedcare.sites.in_process import read_sites_files
+
+        read = read_sites_files(spec.schema, spec.sites)
+        for seed in sorted({c.seed for cells in prepared.cells.values() for c in cells}):
+            read.federation(seed)
+        return
     checked_dataset(prepared.base.data, spec.data_dir, verify_checksum=spec.verify_checksum)
 
 
@@ -252,9 +347,9 @@ def experiment_params(
     from fedcare_core.resume.keys import base_fingerprint
 
     value = prepared.request.value
-    return {
+    params = {
         "experiment": experiment,
-        "dataset": value("dataset"),
+        "dataset": prepared.dataset,
         "seeds": str(value("seeds")),
         "cells": str(len(prepared.cells[experiment])),
         "rounds": str(prepared.base.stage1.rounds),
@@ -262,6 +357,9 @@ def experiment_params(
         "workers": "cluster" if workers is None else str(workers),
         "dask_address": value("dask_address") or "local",
     }
+    if prepared.spec.sites is not None:
+        params["sites"] = prepared.spec.sites
+    return params
 
 
 def run_grid_request(
@@ -315,7 +413,7 @@ def run_grid_request(
         outcomes = executor.run(cells, prepared.base, prepared.spec, prepared.cells_dir, on_done)
         out_dir = prepared.out / experiment
         outputs = write_outputs(
-            experiment, cells, prepared.cells_dir, out_dir, dataset=value("dataset")
+            experiment, cells, prepared.cells_dir, out_dir, dataset=prepared.dataset
         )
         entry: dict[str, Any] = {
             "wall_s": time.perf_counter() - t0,

@@ -7,10 +7,11 @@ executes each cell with :func:`fedcare.app.run.execute_run`, its document writte
 workers (:mod:`fedcare.grid`) and the experiment flows' ``run-job`` tasks call it;
 :func:`run_cells` runs a grid here, one job after another: the reference order, with no cluster.
 
-Each process keeps its loaded dataset for every job it runs later (a Dask worker is a
-long-lived process); each cell still builds its federation from its configuration. Every
-cell's document equals ``fedcare run``'s for the same configuration apart from ``timing``
-(``tests/fedcare/app/test_grid_jobs.py``).
+Each process keeps its loaded dataset (or, for a grid over sites, every site's checked file)
+for every job it runs later (a Dask worker is a long-lived process); each job still builds its
+federation from its configuration (over sites: its seed's split). Every cell's document equals
+``fedcare run``'s (``fedcare run --sites``') for the same configuration apart from ``timing``
+(``tests/fedcare/app/test_grid_jobs.py``, ``tests/fedcare/app/test_grid_sites.py``).
 """
 
 from __future__ import annotations
@@ -38,6 +39,7 @@ from fedcare_core.run.pipeline import prepare_federation
 from fedcare_core.run.results import DataProvenance
 
 if TYPE_CHECKING:
+    from fedcare_core.data.clients import Federation
     from fedcare_core.run.results import ExperimentResult
     from fedcare_core.stage1.types import Stage1Result
 
@@ -56,6 +58,29 @@ def _dataset(config: ExperimentConfig, spec: DataSpec) -> LoadedDataset:
             config.data, spec.data_dir, verify_checksum=spec.verify_checksum
         )
     return _loaded[key]
+
+
+def _federation(
+    job: Job, base: ExperimentConfig, spec: DataSpec
+) -> tuple[Federation, DataProvenance, float]:
+    """The job's federation, its provenance and the seconds it took to build.
+
+    Over sites (``spec.sites``): every site's file read once per process, split with the job's
+    seed (as ``fedcare run --sites`` does); else the dataset loaded once per process and split
+    into the cell's K clients.
+    """
+    if spec.sites is not None and spec.schema is not None:
+        from fedcare.sites.in_process import read_sites_files
+
+        read = read_sites_files(spec.schema, spec.sites)  # registers a schema's definition
+        t0 = time.perf_counter()
+        federation, provenance = read.federation(job.cells[0].seed)
+        return federation, provenance, time.perf_counter() - t0
+    first = job.cells[0].config(base)
+    loaded = _dataset(first, spec)
+    t0 = time.perf_counter()
+    federation = prepare_federation(loaded.cohort, loaded.partition, first, loaded.source)
+    return federation, DataProvenance.of(loaded.cohort), time.perf_counter() - t0
 
 
 @dataclass(frozen=True)
@@ -99,12 +124,7 @@ def run_job(
         The grid was stopped; the cells not yet written are not written.
     """
     t_start, cpu_start = time.perf_counter(), time.process_time()
-    first = job.cells[0].config(base)
-    loaded = _dataset(first, spec)
-    t0 = time.perf_counter()
-    federation = prepare_federation(loaded.cohort, loaded.partition, first, loaded.source)
-    partition_s = time.perf_counter() - t0
-    provenance = DataProvenance.of(loaded.cohort)
+    federation, provenance, partition_s = _federation(job, base, spec)
     written: list[dict[str, Any]] = []
     stage1: Stage1Result | None = None  # the first cell's, which the second reuses
     stage1_s: float | None = None

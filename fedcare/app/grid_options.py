@@ -71,6 +71,12 @@ class GridOption:
         The flow parameter's name (None: ``name``; ``""``: not a flow parameter).
     choices
         The names it accepts (argparse and the flow's check).
+    by_sites
+        Decided by the sites and their schema: refused with ``sites`` (a grid over sites).
+    whole
+        Offered to the programme's flow only if every experiment of the programme uses it.
+    metavar
+        The flag's value in ``--help`` (None: argparse's).
     """
 
     name: str
@@ -83,6 +89,9 @@ class GridOption:
     flag: str | None = None
     parameter: str | None = None
     choices: tuple[str, ...] | None = None
+    by_sites: bool = False
+    whole: bool = False
+    metavar: str | None = None
 
     @property
     def cli_flag(self) -> str:
@@ -95,8 +104,11 @@ class GridOption:
         return self.name if self.parameter is None else self.parameter
 
     def used_by(self, experiments: Sequence[str]) -> bool:
-        """Whether the option shapes any of ``experiments``' grids."""
-        return self.experiments is None or any(e in self.experiments for e in experiments)
+        """Whether the option shapes any (:attr:`whole`: every one) of ``experiments``' grids."""
+        if self.experiments is None:
+            return True
+        used = [e in self.experiments for e in experiments]
+        return all(used) if self.whole else any(used)
 
 
 def _join(values: Sequence[object]) -> str:
@@ -197,23 +209,84 @@ def _float_or_inf(text: str) -> float | None:
     return None if math.isinf(value) and value > 0 else value
 
 
-def _setting_option(name: str, annotation: Any, default: Any = None) -> GridOption:
+def _setting_option(
+    name: str, annotation: Any, default: Any = None, by_sites: bool = False
+) -> GridOption:
     """An option that sets configuration setting ``name`` in every run: its help and choices."""
     ref = flagged_settings()[name]
     help = f"{ref.spec.help}; every run's (default {ref.default_text()})"
-    return GridOption(name, annotation, default, help, choices=ref.spec.choices or None)
+    choices = ref.spec.choices or None
+    return GridOption(name, annotation, default, help, choices=choices, by_sites=by_sites)
+
+
+#: The experiments a grid over sites runs: what they vary (methods, ablations) the sites leave
+#: open. The others vary what the sites decide, given as why they refuse ``sites``.
+SITES_EXPERIMENTS = ("comparison", "ablation")
+_NO_SITES = {
+    "clients": "sweeps the client count K, which over sites is the number of sites",
+    "disparity": "sweeps ρ, which the federation schema fixes",
+    "privacy": "sweeps the client count K, which over sites is the number of sites",
+    "selection": "compares candidates at K = 30 clients drawn from one dataset",
+    "recommended": "compares federation settings and client counts drawn from one dataset",
+}
+
+
+def _file(value: Any) -> str | None:
+    ok = isinstance(value, str) and value != "" and "\0" not in value
+    return None if ok else f"expected a file path, got {value!r}"
+
+
+def _check_sites(value: Any, experiments: Sequence[str]) -> str | None:
+    """A file, for an experiment that runs over sites (``programme``: each of its own must)."""
+    problem = _file(value)
+    if problem is not None:
+        return problem
+    refused = [e for e in experiments if e not in SITES_EXPERIMENTS]
+    if not refused:
+        return None
+    which = "the programme's " if len(experiments) > 1 else "the "
+    return (
+        f"a grid over sites runs {' or '.join(SITES_EXPERIMENTS)}; {which}{refused[0]} "
+        f"experiment {_NO_SITES[refused[0]]}"
+    )
 
 
 _K_EXPERIMENTS = ("comparison", "disparity", "ablation", "selection")
 
 GRID_OPTIONS: tuple[GridOption, ...] = (
-    GridOption("dataset", str, "diabetes130", "the dataset", check=_check_dataset),
+    GridOption("dataset", str, "diabetes130", "the dataset", check=_check_dataset, by_sites=True),
     GridOption(
         "data_dir",
         str | None,
         None,
         "dataset folder or file (default $FEDCARE_DATA_DIR; the weekly re-training schedule "
         "passes FEDCARE_RETRAIN_DATA_DIR)",
+        by_sites=True,
+    ),
+    GridOption(
+        "sites",
+        str | None,
+        None,
+        "run the grid over these sites instead of a dataset split into clients: a sites list "
+        "(SITES.json, as `fedcare run --sites` takes; each site's own file, private features "
+        "and column map), prepared once per process; the sites and their schema decide K, ρ, "
+        "the dataset and the features; needs the schema",
+        experiments=SITES_EXPERIMENTS,
+        check=_check_sites,
+        whole=True,
+        metavar="SITES.json",
+    ),
+    GridOption(
+        "schema",
+        str | None,
+        None,
+        "the sites' federation schema (federation.json, `fedcare federation init`); with the "
+        "sites only",
+        experiments=SITES_EXPERIMENTS,
+        check=_check_sites,
+        parameter="federation_schema",  # Prefect reserves `schema`
+        whole=True,
+        metavar="federation.json",
     ),
     GridOption("seeds", int, 10, "seeds 0..n-1 of each cell", check=_at_least(1)),
     GridOption(
@@ -223,6 +296,7 @@ GRID_OPTIONS: tuple[GridOption, ...] = (
         "K, the clients of every cell (default 10; selection: 30)",
         experiments=_K_EXPERIMENTS,
         check=_at_least(MIN_CLIENTS, " (a federation)"),
+        by_sites=True,
     ),
     GridOption(
         "counts",
@@ -282,17 +356,22 @@ GRID_OPTIONS: tuple[GridOption, ...] = (
         item=str,
         check=_each(_known(tuple(SETTINGS), "setting")),
     ),
-    _setting_option("features", str, "paper"),
+    _setting_option("features", str, "paper", by_sites=True),
     _setting_option("rounds", int | None),
     GridOption(
-        "max_patients", int | None, None, "subsample the cohort to N patients (quick trials)"
+        "max_patients",
+        int | None,
+        None,
+        "subsample the cohort to N patients (quick trials)",
+        by_sites=True,
     ),
-    _setting_option("unseen_categories", str | None),
+    _setting_option("unseen_categories", str | None, by_sites=True),
     GridOption(
         "stage2_epochs",
         int | None,
         None,
         "epoch budget of Stage 2 and of the Local / Centralised bounds (default 40)",
+        by_sites=True,
     ),
     GridOption(
         "workers",
@@ -331,6 +410,7 @@ GRID_OPTIONS: tuple[GridOption, ...] = (
         True,
         "check the Diabetes 130 file's published SHA-256 (off to train on new exports)",
         flag="--no-verify",
+        by_sites=True,
     ),
 )
 

@@ -7,6 +7,8 @@ one after another and reports the whole programme's wall time. Runs go through t
 engine on Dask (a local cluster of one worker process per core, or an existing cluster with
 ``--dask-address``; shared Stage 1, resumable); outputs land in ``<out>/<experiment>/`` (CSV and
 Markdown tables, PNG figures) and, with ``--mlflow``, in one MLflow parent run per experiment.
+With ``--sites SITES.json --schema federation.json`` the comparison or the ablation runs over
+sites' own files, each cell as ``fedcare run --sites`` runs it.
 """
 
 from __future__ import annotations
@@ -76,6 +78,8 @@ def _add_option(parser: argparse.ArgumentParser, option: GridOption) -> None:
         kwargs["type"] = int
     if option.choices is not None:
         kwargs["choices"] = option.choices
+    if option.metavar is not None:
+        kwargs["metavar"] = option.metavar
     parser.add_argument(flag, **kwargs)
 
 
@@ -159,7 +163,7 @@ def cmd_experiment(args: argparse.Namespace) -> int:
                 line = f"[{experiment} {done}/{total}] {outcome.cell.key}: {outcome.seconds:.1f} s"
                 print(line, flush=True)
 
-        sinks = [_MlflowExperimentSink(args.tracking_uri, args.dataset)] if args.mlflow else []
+        sinks = [_MlflowExperimentSink(args.tracking_uri, prepared.dataset)] if args.mlflow else []
         report = run_grid_request(
             prepared,
             DaskClientExecutor(client, workers),

@@ -5,7 +5,9 @@ A sites list (``SITES.json``, as ``fedcare data split-sites`` writes) is a JSON 
 (``name`` optional: the file's stem; ``private`` and ``map``, a site's own private features and
 column map, optional); relative paths are relative to the list's folder. :func:`load_site` is
 what ``fedcare site prepare`` and ``fedcare run --sites`` both run for one site: the dataset's
-loader and data checks on the site's file, then :func:`fedcare_core.sites.client.prepare_site`.
+loader and data checks on the site's file (:func:`read_site`), then its split and encoders
+(:func:`split_site`, :func:`fedcare_core.sites.client.prepare_site`). A grid over sites reads
+each file once and splits it for each seed.
 """
 
 from __future__ import annotations
@@ -57,6 +59,28 @@ class _LoadedSite:
     provenance: DataProvenance
     source: str
     patients: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+
+
+@dataclass(frozen=True)
+class ReadSite:
+    """A site's file read and checked, before its split (which depends on the run's seed).
+
+    ``patients`` holds the file's distinct patient keys, in memory only (see
+    :class:`_LoadedSite`).
+    """
+
+    name: str
+    objectives: tuple[str, ...]
+    loaded: LoadedDataset
+    private: SitePrivate | None
+    definition: str | None
+    provenance: DataProvenance
+    patients: np.ndarray
+
+    @property
+    def source(self) -> str:
+        """The site's file, for messages."""
+        return self.loaded.source
 
 
 def read_sites_list(path: Path, schema: FederationSchema) -> list[_SiteEntry]:
@@ -144,7 +168,8 @@ def load_site(
 
     A federation over a dataset defined by a file reads the site's export by the site's own
     definition (:func:`fedcare_core.data.declared.site.site_definition`): the federation's,
-    with the site's private columns (``private``) and its column map (``column_map``).
+    with the site's private columns (``private``) and its column map (``column_map``). The
+    file is read by :func:`read_site` and split with ``seed`` by :func:`split_site`.
 
     Raises
     ------
@@ -156,26 +181,57 @@ def load_site(
     DefinitionError
         A private-features file or column map that is invalid (file and key named).
     """
+    read = read_site(schema, data, objectives, name=name, private=private, column_map=column_map)
+    return split_site(schema, read, seed)
+
+
+def read_site(
+    schema: FederationSchema,
+    data: Path,
+    objectives: Sequence[str],
+    *,
+    name: str,
+    private: Path | None = None,
+    column_map: Path | None = None,
+) -> ReadSite:
+    """A site's file through the dataset's loader and checks (by the site's own definition).
+
+    Raises
+    ------
+    DataError, DataCheckError, ConfigError, DefinitionError
+        As :func:`load_site`.
+    """
     text = site_definition_text(schema.definition, schema.dataset, objectives, private, column_map)
     with definition_file(text) as dataset:
         loaded, site_private = _load(schema, data, dataset)
-    client = prepare_site(
-        loaded.cohort,
-        schema,
-        objectives,
-        name=name,
-        seed=seed,
-        source=loaded.source,
-        private=site_private,
-    )
     provenance = DataProvenance(
         loaded.cohort.source_sha256,
         tuple(n for n in loaded.cohort.notes if not n.startswith("checksum not enforced")),
     )
-    if text is not None:
-        client = replace(client, definition=text)
     patients = patient_keys(loaded.cohort.dataset, data, text)  # in memory only
-    return _LoadedSite(name, client, provenance, loaded.source, patients)
+    return ReadSite(name, tuple(objectives), loaded, site_private, text, provenance, patients)
+
+
+def split_site(schema: FederationSchema, site: ReadSite, seed: int) -> _LoadedSite:
+    """A read site split by patient with ``seed`` and encoded (its client data).
+
+    Raises
+    ------
+    DataError
+        A split left empty, or a training split that cannot teach an objective.
+    """
+    client = prepare_site(
+        site.loaded.cohort,
+        schema,
+        site.objectives,
+        name=site.name,
+        seed=seed,
+        source=site.loaded.source,
+        private=site.private,
+    )
+    if site.definition is not None:
+        client = replace(client, definition=site.definition)
+    return _LoadedSite(site.name, client, site.provenance, site.loaded.source, site.patients)
 
 
 def site_definition_text(
@@ -250,7 +306,7 @@ def _load(
     )
 
 
-def check_disjoint_sites(sites: Sequence[_LoadedSite], where: str) -> None:
+def check_disjoint_sites(sites: Sequence[_LoadedSite | ReadSite], where: str) -> None:
     """Refuse sites that share a patient: a patient's records belong at one site.
 
     A patient at two sites could be in one site's test split and another's training split,
@@ -285,7 +341,7 @@ def check_disjoint_sites(sites: Sequence[_LoadedSite], where: str) -> None:
     )
 
 
-def combined_provenance(sites: Sequence[_LoadedSite]) -> DataProvenance:
+def combined_provenance(sites: Sequence[_LoadedSite | ReadSite]) -> DataProvenance:
     """One provenance for a run over several sites: a digest of the sites' digests, by name."""
     ordered = sorted(sites, key=lambda s: s.name)
     lines = [f"{s.name}:{s.provenance.sha256}" for s in ordered]

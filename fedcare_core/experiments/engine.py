@@ -31,7 +31,7 @@ from fedcare_core.run import interrupts
 
 @dataclass(frozen=True)
 class DataSpec:
-    """Where a worker loads the dataset from.
+    """Where a worker loads the dataset from: a dataset split into clients, or sites' files.
 
     Parameters
     ----------
@@ -39,16 +39,30 @@ class DataSpec:
         Dataset folder or file (None: ``FEDCARE_DATA_DIR``).
     verify_checksum
         Check the Diabetes 130 file's published SHA-256.
+    sites
+        A sites list (``sites.json``): each cell runs over these sites, each prepared from its
+        own file against ``schema`` (None: the dataset, split into the cell's K clients).
+    schema
+        The sites' federation schema (``federation.json``), with ``sites``.
     """
 
     data_dir: str | None
     verify_checksum: bool = True
+    sites: str | None = None
+    schema: str | None = None
 
     def resolved(self) -> DataSpec:
-        """The spec with an absolute ``data_dir`` (workers resolve a relative one elsewhere)."""
-        if self.data_dir is None:
-            return self
-        return replace(self, data_dir=str(Path(self.data_dir).expanduser().resolve()))
+        """The spec with absolute paths (workers resolve a relative one elsewhere)."""
+
+        def absolute(path: str | None) -> str | None:
+            return None if path is None else str(Path(path).expanduser().resolve())
+
+        return replace(
+            self,
+            data_dir=absolute(self.data_dir),
+            sites=absolute(self.sites),
+            schema=absolute(self.schema),
+        )
 
 
 @dataclass(frozen=True)

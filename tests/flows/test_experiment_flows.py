@@ -14,7 +14,8 @@ from fedcare.grid import LOOPBACK
 from fedcare_core.errors import ConfigError
 from fedcare_core.experiments.cells import experiment_cells
 from fedcare_core.experiments.engine import plan_jobs
-from flows.experiment_flows import comparison_flow, disparity_flow, grid_task_runner
+from flows.experiment_flows import ablation_flow, comparison_flow, disparity_flow, grid_task_runner
+from tests.fedcare.sites.hospital_sites import write_hospital_sites
 from tests.tasks.test_data import write_clean_table
 
 TINY = {"seeds": 2, "rounds": 2, "max_patients": 900, "stage2_epochs": 2, "workers": 2}
@@ -186,3 +187,39 @@ def test_the_grid_task_runner_is_a_loopback_cluster_or_the_named_one() -> None:
         grid_task_runner("tcp://10.0.0.5:8786", 2)
     with pytest.raises(ConfigError, match="dask_address must be"):
         grid_task_runner("not-an-address", None)
+
+
+@pytest.fixture(scope="module")
+def hospital_sites(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str | int]:
+    """The flows' parameters of a grid over three hospitals (one seed, one round)."""
+    folder = tmp_path_factory.mktemp("hospital-sites")
+    sites, schema = write_hospital_sites(folder, init=["--rounds", "1", "--stage2-epochs", "2"])
+    return {"sites": str(sites), "federation_schema": str(schema), "seeds": 1}
+
+
+def test_an_experiment_flow_over_sites_refuses_what_they_decide(
+    prefect_harness: None, hospital_sites: dict[str, str | int], tmp_path: Path
+) -> None:
+    state = ablation_flow(
+        **hospital_sites, dataset="mimic3", out_dir=str(tmp_path / "out"), return_state=True
+    )
+    assert state.is_failed()
+    with pytest.raises(Exception, match=r"^dataset: decided by the sites and their schema"):
+        state.result()
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.slow
+def test_the_ablation_flow_runs_over_sites(
+    prefect_harness: None, hospital_sites: dict[str, str | int], tmp_path: Path
+) -> None:
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    result = ablation_flow(
+        **hospital_sites, variants=["paper"], workers=1, out_dir=str(tmp_path / "out"),
+        tracking_uri=uri,
+    )  # fmt: skip
+    assert result["runs"] == 2 and result["ran"] == 2
+    report = (tmp_path / "out" / "ablation" / "ablation.md").read_text()
+    assert report.startswith("# ablation — riverside") and "fedcare-b" in report
+    (parent,) = [r for r in _runs(uri) if "mlflow.parentRunId" not in r.data.tags]
+    assert parent.data.params["sites"] == hospital_sites["sites"]

@@ -73,22 +73,7 @@ def load_declared(
     table, read = _read_table(declaration, root, verify_checksum, options or {})
     patient = _identifiers(declaration, table)
     notes: list[str] = []
-    # The columns labels and rules read first, the last first: a short or truncated row shows
-    # in its last columns.
-    sources = [c for c in declaration.columns if declaration.columns[c].known_at is None]
-    order = [*reversed(sources), *(c.name for c in declaration.features)]
-    values = {
-        name: column_values(
-            table.frame[name],
-            declaration.columns[name],
-            table.rows,
-            unseen_categories,
-            notes,
-            missing_message=declaration.gap_message(name),
-            fields=len(declaration.identifiers) + len(declaration.columns),
-        )
-        for name in order
-    }
+    values = _typed_columns(declaration, table, unseen_categories, notes)
     for rule in declaration.rules:
         broken = evaluate(rule.when, values) == 1.0
         if broken.any():
@@ -137,6 +122,30 @@ def load_declared(
         ),
         read,
     )
+
+
+def _typed_columns(
+    declaration: DatasetDeclaration, table: RawTable, unseen_categories: str, notes: list[str]
+) -> dict[str, pd.Series]:
+    """Every declared column checked and typed (:func:`~.values.column_values`).
+
+    The columns labels and rules read first, the last first: a short or truncated row shows in
+    its last columns.
+    """
+    sources = [c for c in declaration.columns if declaration.columns[c].known_at is None]
+    order = [*reversed(sources), *(c.name for c in declaration.features)]
+    return {
+        name: column_values(
+            table.frame[name],
+            declaration.columns[name],
+            table.rows,
+            unseen_categories,
+            notes,
+            missing_message=declaration.gap_message(name),
+            fields=len(declaration.identifiers) + len(declaration.columns),
+        )
+        for name in order
+    }
 
 
 def _read_table(
