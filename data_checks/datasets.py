@@ -1,8 +1,10 @@
 """Each registered dataset's raw-table checks (``DatasetSpec.checks`` names them).
 
 A dataset's :class:`RawChecks` reads its raw tables as the Great Expectations suites see them
-(Diabetes 130's file as text, MIMIC-III's tables as read) and builds those suites from the
-dataset's documented definition; :mod:`data_checks.source_checks` runs them for every entry.
+and builds those suites; :mod:`data_checks.source_checks` runs them for every entry. A dataset
+defined by a file, Diabetes 130-US among them, takes :class:`data_checks.declared.DeclaredChecks`
+(its file read as text, its suite generated from its definition); MIMIC-III's tables are read
+as pandas infers them, against the suites of :func:`data_checks.suites.mimic3_raw_suites`.
 """
 
 from __future__ import annotations
@@ -35,32 +37,6 @@ class RawChecks(Protocol):
         ...
 
 
-class _Diabetes130Checks:
-    """``diabetic_data.csv``, read as text, against its one suite."""
-
-    def read(self, source: Path) -> dict[str, pd.DataFrame]:
-        """The file as the suite sees it."""
-        from data_checks.tables import DIABETES130_TABLE, read_diabetes130_raw
-
-        return {DIABETES130_TABLE: read_diabetes130_raw(source)}
-
-    def suites(self, unseen_categories: str) -> dict[str, ExpectationSuite]:
-        """The file's suite."""
-        from data_checks.suites import diabetes130_raw_suite
-        from data_checks.tables import DIABETES130_TABLE
-
-        return {DIABETES130_TABLE: diabetes130_raw_suite(unseen_categories=unseen_categories)}
-
-    def certainly_pass(self, source: Path, unseen_categories: str) -> bool:
-        """The suite's expectations run vectorised (:mod:`data_checks.expectations`)."""
-        from data_checks.expectations import diabetes130_raw_expectations, failed_critical
-        from data_checks.tables import read_diabetes130_raw
-
-        table = read_diabetes130_raw(source)
-        expectations = diabetes130_raw_expectations(unseen_categories=unseen_categories)
-        return not failed_critical(table, expectations)
-
-
 class _Mimic3Checks:
     """The MIMIC-III tables the loader reads, one suite each."""
 
@@ -81,5 +57,4 @@ class _Mimic3Checks:
         return False
 
 
-DIABETES130_CHECKS = _Diabetes130Checks()
 MIMIC3_CHECKS = _Mimic3Checks()

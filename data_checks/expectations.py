@@ -1,9 +1,10 @@
 """Expectations described without Great Expectations, and a vectorised run of the simple ones.
 
-Importing Great Expectations takes seconds, so the raw Diabetes 130 suite is described here as
-plain :class:`Expect` records (a Great Expectations class name, its arguments, its severity):
-:func:`data_checks.suites.diabetes130_raw_suite` turns them into the Great Expectations suite
-(the one the flows validate and render), and :func:`certainly_passes` runs each of them on a
+Importing Great Expectations takes seconds, so a raw table's suite is described as plain
+:class:`Expect` records (a Great Expectations class name, its arguments, its severity), generated
+from the dataset's definition (:func:`data_checks.declared.declared_expectations`):
+:func:`data_checks.suites.gx_expectation` turns each into its Great Expectations expectation
+(the suite the flows validate and render), and :func:`certainly_passes` runs each of them on a
 table with the very pandas operations Great Expectations' pandas engine applies (the same
 null filter, map condition and success rule), without importing it.
 
@@ -21,17 +22,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-
-from fedcare_core.data.diabetes130 import (
-    AGE_BRACKETS,
-    COLUMNS_WITH_GAPS,
-    DIABETES130_COLUMNS,
-    DIABETES130_COUNT_COLUMNS,
-    DIABETES130_VOCABULARIES,
-    ICD9_CODE_PATTERN,
-    READMITTED_VALUES,
-    TIME_IN_HOSPITAL_RANGE,
-)
 
 
 @dataclass(frozen=True)
@@ -52,103 +42,6 @@ class Expect:
     kind: str
     kwargs: Mapping[str, Any] = field(default_factory=dict)
     warning: bool = False
-
-
-# --------------------------------------------------------------------------------------------
-# Diabetes 130-US (raw file, read as text)
-# --------------------------------------------------------------------------------------------
-
-#: Identifier columns: present and made of digits only (never checked against values).
-DIABETES130_ID_COLUMNS: tuple[str, ...] = ("encounter_id", "patient_nbr")
-
-#: Smallest share of non-missing values accepted in columns allowed to have gaps. In the
-#: published file: race 97.8 %, payer_code 60.4 %, medical_specialty 50.9 %, diag_1 99.98 %,
-#: diag_2 99.6 %, diag_3 98.6 %; weight (3 %) is not checked. Every other column is complete.
-DIABETES130_MIN_PRESENT: dict[str, float] = {
-    "race": 0.95,
-    "payer_code": 0.5,
-    "medical_specialty": 0.4,
-    "diag_1": 0.99,
-    "diag_2": 0.98,
-    "diag_3": 0.95,
-}
-
-#: Columns with gaps in the published file and no share checked (every column the loader lets
-#: have gaps, less those with a share above).
-_DIABETES130_SPARSE = frozenset(COLUMNS_WITH_GAPS) - set(DIABETES130_MIN_PRESENT)
-
-#: A non-negative decimal number written as text.
-NON_NEGATIVE_NUMBER = r"^\d+(?:\.\d+)?$"
-#: Digits only.
-DIGITS = r"^\d+$"
-#: An ICD-9-CM code as the file writes it (``250.83``, ``V45``, ``E812``).
-ICD9_CODE = ICD9_CODE_PATTERN
-
-_DIAG_COLUMNS = ("diag_1", "diag_2", "diag_3")
-
-
-def diabetes130_raw_expectations(
-    *,
-    min_rows: int = 1,
-    min_present: Mapping[str, float] | None = None,
-    unseen_categories: str = "refuse",
-) -> list[Expect]:
-    """The raw ``diabetic_data.csv`` suite's expectations, in order.
-
-    See :func:`data_checks.suites.diabetes130_raw_suite` for the parameters and what is
-    expected.
-    """
-    present = dict(DIABETES130_MIN_PRESENT if min_present is None else min_present)
-    out: list[Expect] = []
-    add = out.append
-    # Every column, in any order, others allowed (the loader reads by name, ignores extras).
-    add(
-        Expect(
-            "ExpectTableColumnsToMatchSet",
-            {"column_set": tuple(DIABETES130_COLUMNS), "exact_match": False},
-        )
-    )
-    add(Expect("ExpectTableRowCountToBeBetween", {"min_value": min_rows}))
-    for col in DIABETES130_COLUMNS:
-        if col in _DIABETES130_SPARSE and col not in present:
-            continue
-        if col in present:  # a profile of the published file: a warning, never a refusal
-            add(
-                Expect(
-                    "ExpectColumnValuesToNotBeNull",
-                    {"column": col, "mostly": present[col]},
-                    warning=True,
-                )
-            )
-        else:
-            add(Expect("ExpectColumnValuesToNotBeNull", {"column": col}))
-    for col in DIABETES130_ID_COLUMNS:
-        add(Expect("ExpectColumnValuesToMatchRegex", {"column": col, "regex": DIGITS}))
-    add(Expect("ExpectColumnValuesToBeUnique", {"column": "encounter_id"}))
-    lo, hi = TIME_IN_HOSPITAL_RANGE
-    days = tuple(str(d) for d in range(lo, hi + 1))
-    add(Expect("ExpectColumnValuesToBeInSet", {"column": "time_in_hospital", "value_set": days}))
-    add(
-        Expect(
-            "ExpectColumnValuesToBeInSet",
-            {"column": "readmitted", "value_set": tuple(READMITTED_VALUES)},
-        )
-    )
-    for col in DIABETES130_COUNT_COLUMNS:
-        add(Expect("ExpectColumnValuesToMatchRegex", {"column": col, "regex": NON_NEGATIVE_NUMBER}))
-    add(Expect("ExpectColumnValuesToBeInSet", {"column": "age", "value_set": tuple(AGE_BRACKETS)}))
-    for col, vocabulary in DIABETES130_VOCABULARIES.items():
-        if col in _DIAG_COLUMNS:  # the vocabulary is of ICD-9 groups, not of raw codes
-            continue
-        if unseen_categories == "refuse":
-            add(
-                Expect(
-                    "ExpectColumnValuesToBeInSet", {"column": col, "value_set": tuple(vocabulary)}
-                )
-            )
-    for col in _DIAG_COLUMNS:
-        add(Expect("ExpectColumnValuesToMatchRegex", {"column": col, "regex": ICD9_CODE}))
-    return out
 
 
 # --------------------------------------------------------------------------------------------

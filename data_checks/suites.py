@@ -3,15 +3,15 @@
 Each function returns a fresh :class:`great_expectations.ExpectationSuite`, not attached to any
 data context; :func:`data_checks.validate.run_checks` adds it to an ephemeral one.
 
-Identifier columns are only checked for presence, format (digits) and uniqueness, never against
-lists of values, and every map expectation is run with a result format that lists no
-unexpected values (see :data:`data_checks.validate.RESULT_FORMAT`), so a report holds counts,
-not identifiers.
+Identifier columns are only checked for presence, form (a definition's ``identifiers.pattern``)
+and uniqueness, never against lists of values, and every map expectation is run with a result
+format that lists no unexpected values (see :data:`data_checks.validate.RESULT_FORMAT`), so a
+report holds counts, not identifiers.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 
 import great_expectations.expectations as gxe
 import pandas as pd
@@ -20,16 +20,10 @@ from great_expectations.expectations import Expectation
 from great_expectations.expectations.metadata_types import FailureSeverity
 from great_expectations.expectations.row_conditions import Column
 
-from data_checks.expectations import DIABETES130_ID_COLUMNS as DIABETES130_ID_COLUMNS
-from data_checks.expectations import DIABETES130_MIN_PRESENT as DIABETES130_MIN_PRESENT
-from data_checks.expectations import DIGITS as DIGITS
-from data_checks.expectations import ICD9_CODE as ICD9_CODE
-from data_checks.expectations import NON_NEGATIVE_NUMBER as NON_NEGATIVE_NUMBER
-from data_checks.expectations import Expect, diabetes130_raw_expectations
+from data_checks.expectations import Expect
 from data_checks.tables import (
     ASSIGNMENT_TABLE,
     CLIENT_COLUMN,
-    DIABETES130_TABLE,
     FEATURES_FINITE_COLUMN,
     MIMIC3_REQUIRED_COLUMNS,
     PATIENT_HASH_COLUMN,
@@ -44,7 +38,7 @@ from fedcare_core.data.clients import SPLITS, Federation
 from fedcare_core.data.cohort import Objective
 
 # --------------------------------------------------------------------------------------------
-# Diabetes 130-US (raw file, read as text)
+# Raw tables described as Expect records (a dataset defined by a file: data_checks.declared)
 # --------------------------------------------------------------------------------------------
 
 
@@ -55,46 +49,6 @@ def gx_expectation(expect: Expect) -> Expectation:
         kwargs["severity"] = FailureSeverity.WARNING
     expectation: Expectation = getattr(gxe, expect.kind)(**kwargs)
     return expectation
-
-
-def diabetes130_raw_suite(
-    *,
-    min_rows: int = 1,
-    min_present: Mapping[str, float] | None = None,
-    unseen_categories: str = "refuse",
-) -> ExpectationSuite:
-    """Expectations on the raw ``diabetic_data.csv``, read as text (see ``read_diabetes130_raw``).
-
-    Parameters
-    ----------
-    min_rows
-        Fewest data rows accepted.
-    min_present
-        Per column, the smallest share of non-missing values; defaults to
-        :data:`DIABETES130_MIN_PRESENT`. Columns not named here (other than ``weight``) must be
-        complete.
-    unseen_categories
-        ``"refuse"``: every declared category list is expected; ``"other"`` (the loader then
-        encodes unseen values as ``other``): those value-set expectations are left out.
-
-    Returns
-    -------
-    ExpectationSuite
-        The 50 columns (any order, others allowed); a row count of at least ``min_rows``;
-        completeness, or for the columns of ``min_present`` null-rate limits of ``warning``
-        severity (a hospital's own export may have more gaps than the published file);
-        digit-only identifiers and unique ``encounter_id``;
-        ``time_in_hospital`` in 1..14 and ``readmitted`` in NO/<30/>30 (the label sources); the
-        count columns non-negative numbers; ``age`` brackets, ``gender`` and every declared
-        category list from ``DIABETES130_VOCABULARIES``; diagnosis codes shaped like ICD-9.
-
-    """
-    expectations = diabetes130_raw_expectations(
-        min_rows=min_rows, min_present=min_present, unseen_categories=unseen_categories
-    )
-    return ExpectationSuite(
-        name=DIABETES130_TABLE, expectations=[gx_expectation(e) for e in expectations]
-    )
 
 
 # --------------------------------------------------------------------------------------------

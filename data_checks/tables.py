@@ -1,18 +1,18 @@
 """The tables the data checks validate: raw source tables and per-client partition tables.
 
 Nothing here imports Great Expectations. Raw tables are read so that a check sees what is in the
-file, not what a loader made of it: Diabetes 130-US entirely as text, MIMIC-III with pandas'
-own type inference and upper-cased headers. Client partitions are summarised from each client's
-encoded arrays (labels, a per-row "features finite" flag and the split), and the
-patient-assignment table maps a salted hash of each patient key to the (client, split) places
-it occupies; the salt is drawn per run and the table never leaves memory.
+file, not what a loader made of it: MIMIC-III with pandas' own type inference and upper-cased
+headers (a dataset defined by a file, Diabetes 130-US among them, is read as text by its
+definition: :class:`data_checks.declared.DeclaredChecks`). Client partitions are summarised
+from each client's encoded arrays (labels, a per-row "features finite" flag and the split),
+and the patient-assignment table maps a salted hash of each patient key to the (client,
+split) places it occupies; the salt is drawn per run and the table never leaves memory.
 """
 
 from __future__ import annotations
 
 import hashlib
 import secrets
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -27,63 +27,8 @@ from fedcare_core.data.clients import (
     place_patients,
 )
 from fedcare_core.data.cohort import Cohort
-from fedcare_core.data.diabetes130 import DIABETES130_CSV_NAME, find_csv_member, find_diabetes130
 from fedcare_core.data.mimic3 import MIMIC3_REQUIRED_COLUMNS
 from fedcare_core.errors import DataError
-
-# --------------------------------------------------------------------------------------------
-# Diabetes 130-US
-# --------------------------------------------------------------------------------------------
-
-#: Table name of the raw Diabetes 130-US file in reports.
-DIABETES130_TABLE = "diabetes130_raw"
-
-#: Markers read as missing. ``"None"`` and ``"NA"`` are real categories and stay strings.
-_DIABETES130_NA_VALUES = ("?", "")
-
-
-def read_diabetes130_raw(path: str | Path) -> pd.DataFrame:
-    """Read ``diabetic_data.csv`` as text, exactly as the file holds it.
-
-    Parameters
-    ----------
-    path
-        The CSV, a ``.zip`` holding it, or a directory holding either (see
-        :func:`fedcare_core.data.diabetes130.find_diabetes130`). An archive is streamed.
-
-    Returns
-    -------
-    pandas.DataFrame
-        Every column as strings, in file order; ``?`` and empty fields are missing.
-
-    Raises
-    ------
-    DataError
-        If the file cannot be found, or read as CSV.
-
-    """
-    source = find_diabetes130(path)
-    kwargs: dict[str, object] = {
-        "dtype": str,
-        "keep_default_na": False,
-        "na_values": list(_DIABETES130_NA_VALUES),
-        "encoding": "utf-8-sig",
-    }
-    try:
-        if source.suffix.lower() == ".zip":
-            member = find_csv_member(source)
-            if member is None:  # find_diabetes130 already checked; a race is still possible
-                raise DataError(f"the archive holds no {DIABETES130_CSV_NAME}", file=str(source))
-            with zipfile.ZipFile(source) as zf, zf.open(member) as fh:
-                df: pd.DataFrame = pd.read_csv(fh, **kwargs)  # type: ignore[call-overload]
-        else:
-            df = pd.read_csv(source, **kwargs)  # type: ignore[call-overload]
-    except (pd.errors.ParserError, pd.errors.EmptyDataError, UnicodeDecodeError) as exc:
-        raise DataError(f"cannot read as CSV ({exc})", file=str(source)) from exc
-    except (OSError, zipfile.BadZipFile, EOFError) as exc:
-        raise DataError(f"cannot read the file ({exc})", file=str(source)) from exc
-    return df
-
 
 # --------------------------------------------------------------------------------------------
 # MIMIC-III

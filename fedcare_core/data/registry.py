@@ -274,14 +274,22 @@ def _spec_of(source: Any) -> DatasetSpec:
             file=str(declaration.path),
             key="name",
         )
-    files = ", ".join(declaration.source.files)
+    extractor = declaration.source.extractor
+    if extractor is None:
+        checks = "data_checks.declared:DeclaredChecks"
+        table = ", ".join(declaration.source.files)
+    else:
+        from fedcare_core.data.declared.extractors import EXTRACTORS
+
+        checks = EXTRACTORS[extractor].checks
+        table = f"the table the {extractor} extractor builds"
     return DatasetSpec(
         declaration.name,
         declaration.title,
         source,
-        "data_checks.declared:DeclaredChecks",
+        checks,
         feature_sets=DECLARED_FEATURE_SETS,
         objectives=len(declaration.objectives),
-        model_input=f"rows in the columns of {files} ({declaration.path.name} declares them)",
+        model_input=f"rows in the columns of {table} ({declaration.path.name} declares them)",
         definition_text=declaration.text,
     )

@@ -1,10 +1,12 @@
 """The vectorised run of the raw suite agrees with Great Expectations, expectation by expectation.
 
-Every table below is validated twice: by Great Expectations (``run_checks``, the suite built
-from the same :class:`Expect` records) and by :func:`certainly_passes`; for every expectation
-the two verdicts must be equal, on the fixture, on the published file and on corrupted copies
-(bad categories, missing values, duplicates, malformed numbers and codes, a missing column, no
-rows). A vectorised "pass" where Great Expectations fails would let a bad file through.
+The suite is Diabetes 130-US's, generated from its definition file
+(:class:`data_checks.declared.DeclaredChecks`). Every table below is validated twice: by Great
+Expectations (``run_checks``, the suite built from the same :class:`Expect` records) and by
+:func:`certainly_passes`; for every expectation the two verdicts must be equal, on the fixture,
+on the published file and on corrupted copies (bad categories, missing values, duplicates,
+malformed or out-of-range numbers and codes, a missing column, no rows). A vectorised "pass"
+where Great Expectations fails would let a bad file through.
 """
 
 from __future__ import annotations
@@ -21,19 +23,22 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from data_checks.expectations import (
-    Expect,
-    certainly_passes,
-    diabetes130_raw_expectations,
-    failed_critical,
-)
-from data_checks.suites import diabetes130_raw_suite
-from data_checks.tables import DIABETES130_TABLE, read_diabetes130_raw
+from data_checks.declared import DeclaredChecks
+from data_checks.expectations import Expect, certainly_passes, failed_critical
 from data_checks.validate import run_checks
+from fedcare_core.data.diabetes130.dataset import SOURCE
 
 TINY_CSV = (
     Path(__file__).parents[1] / "fedcare_core" / "data" / "fixtures" / "diabetic_data_tiny.csv"
 )
+#: Diabetes 130-US's raw-table checks, generated from its definition.
+CHECKS = DeclaredChecks(SOURCE)
+TABLE = CHECKS.table
+
+
+def read_raw(path: Path) -> pd.DataFrame:
+    """The raw table as the suite sees it (text, ``?`` missing)."""
+    return CHECKS.read(path)[TABLE]
 
 
 def _key(kind: str, kwargs: dict[str, object]) -> tuple[str, object]:
@@ -42,9 +47,8 @@ def _key(kind: str, kwargs: dict[str, object]) -> tuple[str, object]:
 
 def gx_verdicts(table: pd.DataFrame, unseen: str, tmp_path: Path) -> dict[tuple[str, object], bool]:
     """Each expectation's success as Great Expectations decides it, by (type, column)."""
-    suite = diabetes130_raw_suite(unseen_categories=unseen)
-    run_checks({DIABETES130_TABLE: table}, {DIABETES130_TABLE: suite}, tmp_path)
-    result = json.loads((tmp_path / f"{DIABETES130_TABLE}.json").read_text())
+    run_checks({TABLE: table}, CHECKS.suites(unseen), tmp_path)
+    result = json.loads((tmp_path / f"{TABLE}.json").read_text())
     verdicts = {}
     for r in result["results"]:
         config = r["expectation_config"]
@@ -55,7 +59,7 @@ def gx_verdicts(table: pd.DataFrame, unseen: str, tmp_path: Path) -> dict[tuple[
 
 def assert_agree(table: pd.DataFrame, tmp_path: Path, unseen: str = "refuse") -> list[str]:
     """Assert both verdicts agree on every expectation; the failed ones' (type, column)."""
-    expectations = diabetes130_raw_expectations(unseen_categories=unseen)
+    expectations = CHECKS.expectations(unseen)
     gx = gx_verdicts(table, unseen, tmp_path)
     assert len(gx) == len(expectations)
     failed = []
@@ -94,10 +98,23 @@ CORRUPTIONS: dict[str, tuple[Callable[[pd.DataFrame], pd.DataFrame], list[str]]]
         _set("encounter_id", 6, "12.0"),
         ["ExpectColumnValuesToMatchRegex:encounter_id"],
     ),
+    "zero identifier": (
+        _set("patient_nbr", 6, "0"),
+        ["ExpectColumnValuesToMatchRegex:patient_nbr"],
+    ),
     "negative count": (
         _set("num_procedures", 7, "-1"),
         ["ExpectColumnValuesToMatchRegex:num_procedures"],
     ),
+    "count above its range": (
+        _set("num_procedures", 7, "51"),
+        ["ExpectColumnValuesToMatchRegex:num_procedures"],
+    ),
+    "fractional count": (
+        _set("number_diagnoses", 7, "7.5"),
+        ["ExpectColumnValuesToMatchRegex:number_diagnoses"],
+    ),
+    "count written 7.0": (_set("number_diagnoses", 7, "7.0"), []),  # the loader reads 7
     "exponent count": (
         _set("num_medications", 8, "1e3"),
         ["ExpectColumnValuesToMatchRegex:num_medications"],
@@ -106,7 +123,11 @@ CORRUPTIONS: dict[str, tuple[Callable[[pd.DataFrame], pd.DataFrame], list[str]]]
     "short V code": (_set("diag_2", 9, "V4"), ["ExpectColumnValuesToMatchRegex:diag_2"]),
     "15 days": (
         _set("time_in_hospital", 2, "15"),
-        ["ExpectColumnValuesToBeInSet:time_in_hospital"],
+        ["ExpectColumnValuesToMatchRegex:time_in_hospital"],
+    ),
+    "0 days": (
+        _set("time_in_hospital", 2, "0"),
+        ["ExpectColumnValuesToMatchRegex:time_in_hospital"],
     ),
     "age bracket": (_set("age", 2, "[100-110)"), ["ExpectColumnValuesToBeInSet:age"]),
     "lower case": (_set("change", 2, "no"), ["ExpectColumnValuesToBeInSet:change"]),
@@ -132,7 +153,7 @@ CORRUPTIONS: dict[str, tuple[Callable[[pd.DataFrame], pd.DataFrame], list[str]]]
 @pytest.mark.parametrize("case", sorted(CORRUPTIONS))
 def test_the_vectorised_run_agrees_with_great_expectations(case: str, tmp_path: Path) -> None:
     change, expected = CORRUPTIONS[case]
-    raw = read_diabetes130_raw(TINY_CSV)
+    raw = read_raw(TINY_CSV)
     table = change(raw)
     # The fixture's 40 rows already miss more race and diag_2 values than the published share
     # (two warnings); each case adds its own failures.
@@ -142,21 +163,36 @@ def test_the_vectorised_run_agrees_with_great_expectations(case: str, tmp_path: 
     assert_agree(table, tmp_path / "other", unseen="other")
 
 
+def test_unseen_other_drops_a_features_vocabulary_only(tmp_path: Path) -> None:
+    # As the loader: --unseen-categories other encodes a feature's unseen value; a label's
+    # source (readmitted) and the age brackets are refused whatever the option.
+    raw = read_raw(TINY_CSV)
+    table = _set("age", 4, "[100-110)")(
+        _set("readmitted", 3, "YES")(_set("race", 3, "Martian")(raw))
+    )
+    failed = assert_agree(table, tmp_path, unseen="other")
+    assert [f for f in failed if "NotBeNull" not in f] == [
+        "ExpectColumnValuesToBeInSet:age",
+        "ExpectColumnValuesToBeInSet:readmitted",
+    ]
+    assert len(CHECKS.expectations("other")) < len(CHECKS.expectations("refuse"))
+
+
 @pytest.mark.realdata
 def test_it_agrees_on_the_published_file(data_dir: Path, tmp_path: Path) -> None:
     with zipfile.ZipFile(data_dir / "diabetes130" / "dataset_diabetes.zip") as zf:
         data = zf.read("dataset_diabetes/diabetic_data.csv")
     csv = tmp_path / "diabetic_data.csv"
     csv.write_bytes(b"".join(io.BytesIO(data).readlines()[:20001]))
-    table = read_diabetes130_raw(csv)
+    table = read_raw(csv)
     # The published file's first 20,000 rows pass every critical expectation (payer_code is
     # below its share there: a warning).
-    assert failed_critical(table, diabetes130_raw_expectations()) == []
+    assert failed_critical(table, CHECKS.expectations("refuse")) == []
     assert assert_agree(table, tmp_path / "gx") == ["ExpectColumnValuesToNotBeNull:payer_code"]
     bad = _set("readmitted", 19_999, "<60")(_dup(table))
     assert assert_agree(bad, tmp_path / "bad") == [
-        "ExpectColumnValuesToNotBeNull:payer_code",
         "ExpectColumnValuesToBeUnique:encounter_id",
+        "ExpectColumnValuesToNotBeNull:payer_code",
         "ExpectColumnValuesToBeInSet:readmitted",
     ]
 

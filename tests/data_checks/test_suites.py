@@ -11,20 +11,17 @@ import pandas as pd
 import pytest
 from great_expectations import ExpectationSuite
 
+from data_checks.declared import DeclaredChecks
 from data_checks.suites import (
-    DIABETES130_MIN_PRESENT,
     client_partition_suite,
-    diabetes130_raw_suite,
     federation_checks,
     mimic3_raw_suites,
 )
 from data_checks.tables import (
     ASSIGNMENT_TABLE,
-    DIABETES130_TABLE,
     assignment_table,
     client_partition_tables,
     label_column,
-    read_diabetes130_raw,
     read_mimic3_raw,
     recompute_assignment,
 )
@@ -32,6 +29,7 @@ from data_checks.validate import CheckReport, Failure, run_checks
 from fedcare_core.config import DataConfig
 from fedcare_core.data.clients import Federation, build_federation
 from fedcare_core.data.cohort import Cohort
+from fedcare_core.data.diabetes130.dataset import SOURCE as DIABETES130
 from tests.fedcare_core.data.mimic3.synthetic import write_synthetic_mimic3
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 
@@ -43,6 +41,9 @@ TINY_CSV = (
 PATIENT_BASE = 7_300_000_000
 #: A patient number planted in a corrupted Diabetes table (and failing its digits check).
 SECRET_PATIENT = "PATIENT7301234567"
+#: Diabetes 130-US's raw-table checks, generated from its definition file.
+DIABETES_CHECKS = DeclaredChecks(DIABETES130)
+DIABETES130_TABLE = DIABETES_CHECKS.table
 
 
 def mentions(text: str, token: str) -> bool:
@@ -71,7 +72,7 @@ def has_failure(report: CheckReport, table: str, expectation: str, column: str |
 
 @pytest.fixture(scope="module")
 def tiny_diabetes() -> pd.DataFrame:
-    return read_diabetes130_raw(TINY_CSV)
+    return DIABETES_CHECKS.read(TINY_CSV)[DIABETES130_TABLE]
 
 
 @pytest.fixture(scope="module")
@@ -84,18 +85,28 @@ def corrupted_diabetes_report(
     bad.loc[4, "patient_nbr"] = SECRET_PATIENT
     bad = bad.rename(columns={"num_medications": "n_medications"})
     out = tmp_path_factory.mktemp("diabetes_bad")
-    report = run_checks({DIABETES130_TABLE: bad}, {DIABETES130_TABLE: diabetes130_raw_suite()}, out)
+    report = run_checks({DIABETES130_TABLE: bad}, DIABETES_CHECKS.suites("refuse"), out)
     return report, bad
 
 
-def test_tiny_diabetes_sample_passes(
+def test_the_suite_is_named_as_the_reports_name_the_table() -> None:
+    (name,) = DIABETES_CHECKS.suites("refuse")
+    assert name == DIABETES130_TABLE == "diabetes130_raw"
+
+
+def test_tiny_diabetes_sample_passes_with_its_gaps_as_warnings(
     tiny_diabetes: pd.DataFrame, tmp_path_factory: pytest.TempPathFactory
 ) -> None:
-    # The fixture is enriched with gaps: the null-rate limits are calibrated on the full file.
-    suite = diabetes130_raw_suite(min_present={c: 0.5 for c in DIABETES130_MIN_PRESENT})
+    # The fixture is enriched with gaps: below the definition's present_at_least for race
+    # (0.95) and diag_2 (0.98), measured on the full file. Warnings, not refusals.
     out = tmp_path_factory.mktemp("diabetes_ok")
-    report = run_checks({DIABETES130_TABLE: tiny_diabetes}, {DIABETES130_TABLE: suite}, out)
+    report = run_checks({DIABETES130_TABLE: tiny_diabetes}, DIABETES_CHECKS.suites("refuse"), out)
     assert report.passed, report.summary()
+    assert [(w.expectation, w.column) for w in report.warnings] == [
+        ("expect_column_values_to_not_be_null", "race"),
+        ("expect_column_values_to_not_be_null", "diag_2"),
+    ]
+    assert "required share ≥ 0.95" in report.warnings[0].observed
 
 
 def test_corrupted_diabetes_fails_naming_expectation_and_column(
@@ -106,7 +117,7 @@ def test_corrupted_diabetes_fails_naming_expectation_and_column(
     t = DIABETES130_TABLE
     assert has_failure(report, t, "expect_table_columns_to_match_set", None)
     assert has_failure(report, t, "expect_column_values_to_be_in_set", "readmitted")
-    assert has_failure(report, t, "expect_column_values_to_be_in_set", "time_in_hospital")
+    assert has_failure(report, t, "expect_column_values_to_match_regex", "time_in_hospital")
     assert has_failure(report, t, "expect_column_values_to_match_regex", "patient_nbr")
     # The renamed column's own checks cannot run: reported, not raised.
     gone = [f for f in failures_of(report, t) if f.column == "num_medications"]
@@ -134,13 +145,13 @@ def test_corrupted_diabetes_report_is_html_and_holds_no_patient_values(
 
 @pytest.mark.realdata
 def test_real_diabetes_table_passes(data_dir: Path, tmp_path: Path) -> None:
-    df = read_diabetes130_raw(data_dir / "diabetes130")
+    df = DIABETES_CHECKS.read(data_dir / "diabetes130")[DIABETES130_TABLE]
     assert len(df) == 101_766
-    report = run_checks(
-        {DIABETES130_TABLE: df}, {DIABETES130_TABLE: diabetes130_raw_suite()}, tmp_path
-    )
+    report = run_checks({DIABETES130_TABLE: df}, DIABETES_CHECKS.suites("refuse"), tmp_path)
     assert report.passed, report.summary()
-    assert report.n_expectations > 90
+    # Every column's share of values present is above its present_at_least: no warning.
+    assert report.n_expectations == 101 and report.warnings == []
+    assert DIABETES_CHECKS.certainly_pass(data_dir / "diabetes130", "refuse")
 
 
 # ---------------------------------------------------------------------------------------------

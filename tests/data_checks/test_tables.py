@@ -19,13 +19,13 @@ from data_checks.tables import (
     client_partition_tables,
     find_mimic3_table,
     hash_patients,
-    read_diabetes130_raw,
     read_mimic3_raw,
     recompute_assignment,
 )
 from fedcare_core.config import DataConfig
 from fedcare_core.data.clients import SPLITS, build_federation
 from fedcare_core.data.diabetes130 import DIABETES130_COLUMNS
+from fedcare_core.data.diabetes130.dataset import SOURCE as DIABETES130
 from fedcare_core.data.mimic3 import schema
 from fedcare_core.errors import DataError
 from tests.fedcare_core.data.mimic3.synthetic import write_synthetic_mimic3
@@ -47,7 +47,10 @@ def test_mimic3_required_columns_are_what_the_loader_reads() -> None:
 
 
 def test_diabetes_raw_is_text_with_question_marks_missing_and_none_kept() -> None:
-    df = read_diabetes130_raw(TINY_CSV)
+    from data_checks.declared import DeclaredChecks
+
+    checks = DeclaredChecks(DIABETES130)
+    (df,) = checks.read(TINY_CSV).values()
     assert list(df.columns) == list(DIABETES130_COLUMNS)
     assert all(pd.api.types.is_string_dtype(df[c]) for c in df.columns)
     assert df["weight"].isna().any()  # "?" → missing

@@ -114,13 +114,14 @@ def test_a_thrown_away_report_runs_every_check_and_writes_no_table_page(tmp_path
 
 
 def test_a_large_suite_is_copied_not_bound_to_the_context(tmp_path: Path) -> None:
-    from data_checks.suites import diabetes130_raw_suite
-    from data_checks.tables import read_diabetes130_raw
+    from data_checks.declared import DeclaredChecks
+    from fedcare_core.data.diabetes130.dataset import SOURCE
 
-    suite = diabetes130_raw_suite()
+    checks = DeclaredChecks(SOURCE)
+    (suite,) = checks.suites("refuse").values()
     before = suite.to_json_dict()
     tiny = Path(__file__).parents[1] / "fedcare_core" / "data" / "fixtures"
-    table = read_diabetes130_raw(tiny / "diabetic_data_tiny.csv")
+    (table,) = checks.read(tiny / "diabetic_data_tiny.csv").values()
     for run in ("first", "second"):  # one suite serves two runs: ids are the context's copies'
         report = run_checks({"t": table}, {"t": suite}, tmp_path / run, pages=False)
         assert report.passed and report.n_expectations == len(suite.expectations) == 101

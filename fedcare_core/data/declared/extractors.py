@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -19,13 +20,34 @@ from fedcare_core.data.declared.model import DatasetDeclaration
 from fedcare_core.data.declared.reading import RawTable
 from fedcare_core.errors import DataError
 
-__all__ = ["EXTRACTORS", "extract_table", "extracted_columns"]
+__all__ = ["EXTRACTORS", "Extractor", "extract_table", "extracted_columns"]
 
-#: Extractor name → (its function, the module attribute listing the columns it gives).
-EXTRACTORS: dict[str, tuple[str, str]] = {
-    "mimic3": (
+
+@dataclass(frozen=True)
+class Extractor:
+    """A built-in extractor, as import paths (``module:attribute``), imported when used.
+
+    Parameters
+    ----------
+    function
+        It: ``(folder, **options) -> RawTable``.
+    columns
+        The columns it gives (a definition may declare these only).
+    checks
+        Its raw tables' Great Expectations checks (the data gate's, before it runs).
+    """
+
+    function: str
+    columns: str
+    checks: str
+
+
+#: The built-in extractors, by the name a definition's ``source.extractor`` gives.
+EXTRACTORS: dict[str, Extractor] = {
+    "mimic3": Extractor(
         "fedcare_core.data.mimic3.extract:extract_mimic3",
         "fedcare_core.data.mimic3.extract:EXTRACTED_COLUMNS",
+        "data_checks.datasets:MIMIC3_CHECKS",
     ),
 }
 
@@ -37,7 +59,7 @@ def _resolve(path: str) -> Any:
 
 def extracted_columns(name: str) -> tuple[str, ...]:
     """The columns extractor ``name`` gives (a definition may declare these only)."""
-    return tuple(_resolve(EXTRACTORS[name][1]))
+    return tuple(_resolve(EXTRACTORS[name].columns))
 
 
 def extract_table(
@@ -67,7 +89,7 @@ def extract_table(
             f"the dataset {declaration.name} is built by the {name} extractor from raw tables: "
             "pass --data-dir (a flow: data_dir) pointing at them"
         )
-    extract = _resolve(EXTRACTORS[name][0])
+    extract = _resolve(EXTRACTORS[name].function)
     table: RawTable = extract(Path(root), **{k: v for k, v in options.items() if v is not None})
     declared = [*declaration.identifiers, *declaration.columns]
     return dataclasses.replace(table, frame=table.frame.loc[:, declared])

@@ -192,8 +192,13 @@ class DeclaredSource:
         """The distinct patient identifiers of the files under ``path``, as written."""
         from fedcare_core.data.row_values import distinct_keys
 
-        files = locate_files(self.declaration, path)
-        table = read_raw_table(self.declaration, files, verify_checksum=False)
+        if self.declaration.source.extractor is not None:
+            from fedcare_core.data.declared.extractors import extract_table
+
+            table = extract_table(self.declaration, path, {})
+        else:
+            files = locate_files(self.declaration, path)
+            table = read_raw_table(self.declaration, files, verify_checksum=False)
         return distinct_keys(text_of(table.frame[self.declaration.patient]))
 
 

@@ -9,8 +9,9 @@ three objectives: ``early_discharge`` (binary), ``readmission`` (binary) and ``l
 The file's definition (``fedcare_core/data/definitions/diabetes130.yaml``) is what the loader
 reads it by (:mod:`.loader`, the loader every dataset defined by a file takes); :mod:`.schema`
 and :mod:`.definition` name its columns, value sets, objectives and partitions for the code that
-refers to them (the raw table's Great Expectations suite, the download), and :mod:`.source`
-finds the file (plain, or in an archive).
+refers to them (the download, the example rows, tests), and :mod:`.source` finds the file
+(plain, or in an archive). The raw file's Great Expectations suite is generated from the
+definition too (:mod:`data_checks.declared`).
 """
 
 from fedcare_core.data.diabetes130.definition import (
@@ -24,8 +25,6 @@ from fedcare_core.data.diabetes130.definition import (
 )
 from fedcare_core.data.diabetes130.loader import load_diabetes130
 from fedcare_core.data.diabetes130.schema import (
-    AGE_BRACKETS,
-    COLUMNS_WITH_GAPS,
     COUNT_RANGES,
     DIABETES130_CATEGORICAL_FEATURES,
     DIABETES130_COLUMNS,
@@ -39,17 +38,12 @@ from fedcare_core.data.diabetes130.schema import (
     EXCLUDED_COLUMNS,
     EXPIRED_DISCHARGE_IDS,
     HOSPICE_DISCHARGE_IDS,
-    ICD9_CODE_PATTERN,
     ICD9_GROUPS,
     MEDICATION_COLUMNS,
-    READMITTED_VALUES,
-    TIME_IN_HOSPITAL_RANGE,
 )
 from fedcare_core.data.diabetes130.source import find_csv_member, find_diabetes130
 
 __all__ = [
-    "AGE_BRACKETS",
-    "COLUMNS_WITH_GAPS",
     "COUNT_RANGES",
     "DIABETES130_ADMISSION_PARTITION",
     "DIABETES130_CATEGORICAL_FEATURES",
@@ -70,11 +64,8 @@ __all__ = [
     "EXCLUDED_COLUMNS",
     "EXPIRED_DISCHARGE_IDS",
     "HOSPICE_DISCHARGE_IDS",
-    "ICD9_CODE_PATTERN",
     "ICD9_GROUPS",
     "MEDICATION_COLUMNS",
-    "READMITTED_VALUES",
-    "TIME_IN_HOSPITAL_RANGE",
     "find_csv_member",
     "find_diabetes130",
     "load_diabetes130",

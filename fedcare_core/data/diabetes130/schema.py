@@ -2,7 +2,7 @@
 
 Every fact here is read from ``fedcare_core/data/definitions/diabetes130.yaml`` (the one
 declaration of the dataset): the names below are for the code that refers to Diabetes 130-US
-by name (the raw table's Great Expectations suite, the download, tests). The published file
+by name (the download, the example rows, tests). The published file
 (UCI 296, Strack et al. 2014) has 50 columns; ``?`` marks a missing value, while ``None`` in
 ``A1Cresult`` and ``max_glu_serum`` is a real category (test not done).
 """
@@ -15,9 +15,7 @@ from fedcare_core.data.declared.model import Combine, Compare
 from fedcare_core.data.diabetes130.loader import diabetes130_declaration
 
 __all__ = [
-    "AGE_BRACKETS",
     "CODE_COLUMNS",
-    "COLUMNS_WITH_GAPS",
     "COUNT_RANGES",
     "DIABETES130_CATEGORICAL_FEATURES",
     "DIABETES130_COLUMNS",
@@ -32,13 +30,10 @@ __all__ = [
     "EXCLUDED_COLUMNS",
     "EXPIRED_DISCHARGE_IDS",
     "HOSPICE_DISCHARGE_IDS",
-    "ICD9_CODE_PATTERN",
     "ICD9_GROUPS",
     "ICD9_RANGES",
     "MEDICATION_COLUMNS",
     "MEDICATION_LEVELS",
-    "READMITTED_VALUES",
-    "TIME_IN_HOSPITAL_RANGE",
 ]
 
 _D = diabetes130_declaration()
@@ -77,12 +72,6 @@ COUNT_RANGES: dict[str, tuple[int, int]] = {
     for c in DIABETES130_COUNT_COLUMNS
     for low, high in [_COLUMNS[c].range or (0, 0)]
 }
-#: The ten age brackets of the ``age`` column.
-AGE_BRACKETS: tuple[str, ...] = _COLUMNS["age"].vocabulary or ()
-#: An ICD-9-CM code as the file writes it (``250.83``, ``V45``, ``E812``), anchored.
-ICD9_CODE_PATTERN = f"^{_COLUMNS['diag_1'].pattern}$"
-#: Columns allowed to have missing values (``?``); every other column must be complete.
-COLUMNS_WITH_GAPS: tuple[str, ...] = _D.gap_columns
 #: The three diagnosis columns (grouped into ICD-9 chapters).
 DIAG_COLUMNS: tuple[str, ...] = tuple(c.name for c in _COLUMNS.values() if c.groups is not None)
 #: The 23 medication columns (values ``No``/``Steady``/``Up``/``Down``).
@@ -102,10 +91,6 @@ ICD9_RANGES: tuple[tuple[str, tuple[tuple[int, int], ...]], ...] = tuple(
 DIABETES130_VOCABULARIES: dict[str, tuple[str, ...]] = {
     c.name: v for c in _D.features if (v := c.feature_vocabulary) is not None
 }
-#: The values of ``readmitted`` (the readmission label's source).
-READMITTED_VALUES: tuple[str, ...] = _COLUMNS["readmitted"].vocabulary or ()
-#: ``time_in_hospital``'s range in days (the LOS label's source).
-TIME_IN_HOSPITAL_RANGE = tuple(int(v) for v in _COLUMNS["time_in_hospital"].range or (0, 0))
 
 
 def _discharges(condition: object) -> frozenset[int]:

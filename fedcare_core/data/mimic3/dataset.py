@@ -24,31 +24,6 @@ if TYPE_CHECKING:
 PATIENT_COLUMN = "SUBJECT_ID"
 
 
-def _find_mimic_dir(root: Path) -> Path:
-    """The MIMIC-III tables' folder: ``root`` itself, or its first sub-folder holding the tables.
-
-    Parameters
-    ----------
-    root
-        The tables' folder, or a datasets root holding e.g. ``mimic3-demo``.
-
-    Returns
-    -------
-    Path
-        The folder with ``ICUSTAYS.csv`` (``root`` when none is found, so the loader names it).
-    """
-
-    def holds_tables(folder: Path) -> bool:
-        return any(p.name.upper().startswith("ICUSTAYS.CSV") for p in folder.glob("*"))
-
-    if holds_tables(root):
-        return root
-    for candidate in sorted(root.iterdir()) if root.is_dir() else []:
-        if candidate.is_dir() and holds_tables(candidate):
-            return candidate
-    return root
-
-
 class _Mimic3Source(DeclaredSource):
     """The MIMIC-III stay table by its definition; its raw tables' folder and patients."""
 
@@ -64,7 +39,9 @@ class _Mimic3Source(DeclaredSource):
                 "MIMIC-III is credentialed data: pass --data-dir (a flow: data_dir) pointing at "
                 "the raw CSV tables"
             )
-        return _find_mimic_dir(Path(root))
+        from fedcare_core.data.mimic3.extract import find_tables_folder
+
+        return find_tables_folder(Path(root))
 
     def load(self, data: Any, path: Path, *, verify_checksum: bool) -> tuple[Cohort, str]:
         """The cohort ``data.cohort`` built from the tables in ``path``, and that folder."""

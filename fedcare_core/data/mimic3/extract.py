@@ -46,7 +46,7 @@ from fedcare_core.data.mimic3.schema import (
 from fedcare_core.data.mimic3.stays import join_stays
 from fedcare_core.errors import DataError
 
-__all__ = ["EXTRACTED_COLUMNS", "LABEL_SOURCES", "extract_mimic3"]
+__all__ = ["EXTRACTED_COLUMNS", "LABEL_SOURCES", "extract_mimic3", "find_tables_folder"]
 
 #: The identifiers of a stay.
 IDENTIFIERS = ("SUBJECT_ID", "ICUSTAY_ID")
@@ -108,7 +108,7 @@ def extract_mimic3(
     if cohort not in COHORTS:
         raise ValueError(f"unknown cohort {cohort!r}; expected one of {', '.join(COHORTS)}")
     rules = COHORTS[cohort]
-    sources = _locate_tables(data_dir)
+    sources = _locate_tables(find_tables_folder(Path(data_dir)))
     stats = TimeStats({}, {})
     icu, adm, pat, notes = _read_checked_tables(sources, chunksize, stats)
     icu, rule_notes = _cohort_stays(icu, rules, sources.icustays)
@@ -149,6 +149,31 @@ def extract_mimic3(
         (*notes, *stay_notes, *event_notes, *_two_digit_notes(stats)),
         test_rows=None if part is None else part == "test",
     )
+
+
+def find_tables_folder(root: Path) -> Path:
+    """The MIMIC-III tables' folder: ``root`` itself, or its first sub-folder holding the tables.
+
+    Parameters
+    ----------
+    root
+        The tables' folder, or a datasets root holding e.g. ``mimic3-demo``.
+
+    Returns
+    -------
+    Path
+        The folder with ``ICUSTAYS.csv`` (``root`` when none is found, so the loader names it).
+    """
+
+    def holds_tables(folder: Path) -> bool:
+        return any(p.name.upper().startswith("ICUSTAYS.CSV") for p in folder.glob("*"))
+
+    if holds_tables(root):
+        return root
+    for candidate in sorted(root.iterdir()) if root.is_dir() else []:
+        if candidate.is_dir() and holds_tables(candidate):
+            return candidate
+    return root
 
 
 def _label_sources(stays: pd.DataFrame, adm: pd.DataFrame) -> pd.DataFrame:

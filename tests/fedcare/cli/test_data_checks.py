@@ -20,8 +20,25 @@ def run(csv: Path, out: Path, *extra: str) -> int:
 def test_what_only_the_suites_refuse_stops_the_cli_too(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    # An identifier written as a decimal: the loader reads the number, the suite wants digits
-    # only. The CLI refuses it like the flow, naming the source, the table and the column.
+    # A category written with a leading blank: the loader reads the value stripped, the suite
+    # (generated from the definition) wants the file's value as the vocabulary writes it. The
+    # CLI refuses it like the flow, naming the source, the table and the column.
+    lines = fixture_lines()
+    csv = write_csv(tmp_path / "diabetic_data.csv", set_field(lines, 6, "insulin", " Steady"))
+    out = tmp_path / "out.json"
+    assert run(csv, out) == EXIT_ERROR and not out.exists()
+    err = capsys.readouterr().err
+    assert str(csv) in err and "diabetes130_raw" in err and "'insulin'" in err
+    assert "expect_column_values_to_be_in_set" in err and "1 of 40 values unexpected" in err
+    assert len(err.strip().splitlines()) == 1 and "Steady" not in err
+    assert "report /tmp" not in err  # the temporary report is gone
+
+
+def test_an_identifier_written_as_a_decimal_is_refused_naming_its_row(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The definition's identifiers.pattern is the form the suite checks too: the loader,
+    # first, names the row.
     lines = fixture_lines()
     encounter = lines[6].split(",")[0]
     csv = write_csv(
@@ -30,9 +47,8 @@ def test_what_only_the_suites_refuse_stops_the_cli_too(
     out = tmp_path / "out.json"
     assert run(csv, out) == EXIT_ERROR and not out.exists()
     err = capsys.readouterr().err
-    assert str(csv) in err and "'encounter_id'" in err and "match_regex" in err
+    assert "column 'encounter_id'; row 6: encounter_id must be a positive whole number" in err
     assert len(err.strip().splitlines()) == 1 and encounter not in err
-    assert "report /tmp" not in err  # the temporary report is gone
 
 
 def test_unseen_categories_refused_by_default_and_encoded_on_request(

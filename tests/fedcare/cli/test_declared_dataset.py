@@ -187,3 +187,23 @@ def test_data_check_takes_a_sites_own_declarations(
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "definition.yaml", "p.json", "site3-map.yaml", "site3-private.yaml", "site3.csv",
     ]  # fmt: skip
+
+
+def test_a_users_definition_of_an_extractors_table_runs(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A definition of its own over the MIMIC-III extractor's table, under a name of its own."""
+    demo = data_dir / "mimic3-demo"
+    if not demo.is_dir():
+        pytest.skip("the MIMIC-III demo is not in the data folder")
+    from fedcare_core.data.definitions import builtin_definition
+
+    text = builtin_definition("mimic3").read_text(encoding="utf-8")
+    text = text.replace("name: mimic3", "name: icu-stays", 1)
+    (tmp_path / "icu.yaml").write_text(text, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    argv = ["run", "--dataset", "icu.yaml", "--data-dir", str(demo), *SMALL, "--out", "r.json"]
+    assert main(argv) == 0
+    doc = json.loads((tmp_path / "r.json").read_text())
+    assert doc["dataset"] == "icu-stays"
+    assert len(doc["clients"]) == 3

@@ -74,6 +74,15 @@ def test_the_small_definition_parses(tmp_path: Path) -> None:
     assert [c.name for c in d.features] == ["AGE", "SEX", "SRC", "LAB", "CODE"]
 
 
+def test_a_share_of_values_present_is_read(tmp_path: Path) -> None:
+    text = changed(
+        S, "gaps: true, known_at: stay", "gaps: true, present_at_least: 0.9, known_at: stay"
+    )
+    d = read_definition(write(tmp_path / "d.yaml", text))
+    assert d.columns["LAB"].present_at_least == 0.9
+    assert d.columns["CODE"].present_at_least is None
+
+
 def test_the_schema_is_published() -> None:
     schema = definition_schema()
     assert schema["$schema"].endswith("2020-12/schema")
@@ -223,6 +232,15 @@ MALFORMED: list[tuple[str, Callable[[], str], str | None, str]] = [
     ("a sha256 of two files",
      _one("files: [rows.csv]", f"files: [rows.csv, more.csv]\n  sha256: '{'a' * 64}'"),
      "source.sha256", "reads 2 files"),
+    ("present_at_least on a column without gaps",
+     _one(SEX, SEX.replace("known_at", "present_at_least: 0.9, known_at")),
+     "columns.SEX.present_at_least", "without gaps"),
+    ("present_at_least above 1", _one("gaps: true, known_at: stay",
+                                      "gaps: true, present_at_least: 95, known_at: stay"),
+     "columns.LAB.present_at_least", "maximum"),
+    ("present_at_least of 0", _one("gaps: true, known_at: stay",
+                                   "gaps: true, present_at_least: 0, known_at: stay"),
+     "columns.LAB.present_at_least", "minimum of 0"),
 ]  # fmt: skip
 
 

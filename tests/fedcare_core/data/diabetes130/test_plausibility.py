@@ -98,6 +98,7 @@ def test_repeated_encounter_ids_are_refused(tmp_path: Path) -> None:
         ("A1Cresult", ""),
         ("gender", "?"),
         ("encounter_id", "0"),
+        ("encounter_id", "12.0"),
         ("patient_nbr", "-7"),
     ],
 )
