@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from fedcare_core.data.clients import ClientData, Federation, SplitArrays
+from fedcare_core.evaluation.clinical import clinical_summary
 from fedcare_core.evaluation.metrics import compute_metric
 from fedcare_core.nn.losses import predict
 
@@ -45,6 +46,8 @@ class _ObjectiveReport:
     #: The same metrics on the clients' validation splits (for choosing a configuration
     #: without looking at test data), or None.
     validation: _ObjectiveReport | None = None
+    #: The pooled predictions' clinical metrics (:func:`~.clinical.clinical_summary`).
+    clinical: dict[str, float | None] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -100,7 +103,8 @@ def evaluate(
         if not ys:
             reports.append(_ObjectiveReport(obj.name, metric, None, None, [], "no client"))
             continue
-        pooled = compute_metric(obj.kind, np.concatenate(ys), np.concatenate(ps))
+        y_all, p_all = np.concatenate(ys), np.concatenate(ps)
+        pooled = compute_metric(obj.kind, y_all, p_all)
         values = [c.value for c in per_client if c.value is not None]
         reason = pooled.reason
         if not values and reason is None:
@@ -114,6 +118,7 @@ def evaluate(
                 clients=per_client,
                 reason=reason,
                 std_over_clients=float(np.std(values)) if values else None,
+                clinical=clinical_summary(obj.kind, y_all, p_all),
             )
         )
     return EvaluationReport(reports)

@@ -41,6 +41,7 @@ __all__ = [
     "brier",
     "brier_reference",
     "calibration_slope_intercept",
+    "clinical_summary",
     "confusion_at",
     "ece",
     "mae_bias_by_band",
@@ -359,3 +360,52 @@ def mae_bias_by_band(
         bias = float(err.mean()) if n else None
         out.append(BandError(float(low), float(high), n, mae, bias))
     return tuple(out)
+
+
+def clinical_summary(kind: str, y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, float | None]:
+    """The clinical metrics of one objective's predictions, by name (None: undefined).
+
+    Parameters
+    ----------
+    kind
+        ``"binary"`` (``y_pred`` are risks) or ``"regression"`` (days).
+    y_true, y_pred
+        Labels and predictions (rows with a missing label are skipped).
+
+    Returns
+    -------
+    dict
+        Binary: ``auprc``, ``brier``, ``brier_reference`` (the base rate's), ``ece``,
+        ``calibration_slope``, ``calibration_intercept``, ``mean_risk`` and ``observed_rate``.
+        Regression: ``bias_days`` (mean of prediction minus truth) and, per length band,
+        ``mae_days_<low>-<high>`` and ``bias_days_<low>-<high>``. A value that is not finite
+        is None (the document is JSON; a run compares equal with its resumed twin).
+    """
+    return {k: _finite(v) for k, v in _summary(kind, y_true, y_pred).items()}
+
+
+def _finite(value: float | None) -> float | None:
+    return None if value is None or not np.isfinite(value) else float(value)
+
+
+def _summary(kind: str, y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, float | None]:
+    if kind != "binary":
+        y, p = _rows(y_true, y_pred)
+        out: dict[str, float | None] = {"bias_days": float(np.mean(p - y)) if len(y) else None}
+        for band in mae_bias_by_band(y, p):
+            name = f"{band.low:g}-{band.high:g}"
+            out[f"mae_days_{name}"] = band.mae
+            out[f"bias_days_{name}"] = band.bias
+        return out
+    y, p = _binary_rows(y_true, y_pred)
+    fit = calibration_slope_intercept(y, p)
+    return {
+        "auprc": auprc(y, p).value,
+        "brier": brier(y, p).value,
+        "brier_reference": brier_reference(y, p).value,
+        "ece": ece(y, p).value,
+        "calibration_slope": fit.slope,
+        "calibration_intercept": fit.intercept,
+        "mean_risk": float(np.mean(p)) if len(p) else None,
+        "observed_rate": float(np.mean(y)) if len(y) else None,
+    }

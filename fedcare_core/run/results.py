@@ -100,6 +100,8 @@ class ExperimentResult:
                     for c in rep.clients
                 ],
             }
+            if rep.clinical:
+                entry["clinical"] = dict(rep.clinical)
             if rep.reason is not None or rep.pooled is None:
                 entry["reason"] = rep.reason or "undefined"
             if rep.validation is not None:

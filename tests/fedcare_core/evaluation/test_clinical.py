@@ -232,3 +232,31 @@ def test_spread_skips_undefined_values():
     assert s.std == pytest.approx(0.1)
     assert spread([0.5]).std is None
     assert spread([None]) == type(s)(None, None, None, None, 0)
+
+
+def test_the_clinical_summary_gathers_each_metric() -> None:
+    from fedcare_core.evaluation.clinical import (
+        auprc,
+        brier,
+        brier_reference,
+        clinical_summary,
+        ece,
+        mae_bias_by_band,
+    )
+
+    rng = np.random.default_rng(4)
+    y = (rng.random(400) < 0.2).astype(float)
+    p = np.clip(0.2 + 0.3 * (y - 0.2) + rng.normal(0, 0.1, 400), 0.01, 0.99)
+    y[:5] = np.nan  # unlabelled rows are skipped
+    got = clinical_summary("binary", y, p)
+    assert got["auprc"] == auprc(y, p).value and got["brier"] == brier(y, p).value
+    assert got["brier_reference"] == brier_reference(y, p).value and got["ece"] == ece(y, p).value
+    assert got["observed_rate"] == pytest.approx(np.nanmean(y))
+    assert got["mean_risk"] == pytest.approx(p[5:].mean())
+    days = rng.gamma(2.0, 2.5, 300)
+    pred = days + rng.normal(0.5, 1.0, 300)
+    los = clinical_summary("regression", days, pred)
+    assert los["bias_days"] == pytest.approx(np.mean(pred - days))
+    band = mae_bias_by_band(days, pred)[0]
+    assert los["mae_days_0-3"] == band.mae and los["bias_days_0-3"] == band.bias
+    assert clinical_summary("binary", np.zeros(3), np.full(3, 0.5))["auprc"] is None

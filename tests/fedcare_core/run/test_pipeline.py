@@ -33,6 +33,37 @@ def test_end_to_end_result_document_shape():
     assert len(doc["stage2"]) == 3
 
 
+def test_each_objective_reports_the_pooled_clinical_metrics():
+    """AUPRC, Brier beside its base-rate reference, calibration; LOS bias by band."""
+    import numpy as np
+
+    from fedcare_core.evaluation.clinical import brier_reference
+
+    res = run_experiment(make_cohort(300), PARTITION, _config())
+    doc = res.to_dict()
+    for name, rep in doc["objectives"].items():
+        clinical = rep["clinical"]
+        if name == "los":
+            assert set(clinical) >= {"bias_days", "mae_days_0-3", "bias_days_7-inf"}
+            continue
+        assert set(clinical) == {
+            "auprc", "brier", "brier_reference", "ece", "calibration_slope",
+            "calibration_intercept", "mean_risk", "observed_rate",
+        }  # fmt: skip
+        assert 0.0 <= clinical["brier"] <= 1.0
+    # The reference is the observed rate's Brier on the pooled test rows.
+    name = next(n for n in doc["objectives"] if n != "los")
+    ys = []
+    for client in res.federation.clients:
+        if name in client.objectives:
+            y = client.split("test").y[:, client.objectives.index(name)]
+            ys.append(y[np.isfinite(y)])
+    y_all = np.concatenate(ys)
+    expected = brier_reference(y_all, np.full(len(y_all), 0.5)).value
+    assert doc["objectives"][name]["clinical"]["brier_reference"] == pytest.approx(expected)
+    assert doc["objectives"][name]["clinical"]["observed_rate"] == pytest.approx(y_all.mean())
+
+
 def test_each_objective_also_reports_the_deployed_models_on_validation():
     from fedcare_core.evaluation.clients import evaluate
     from fedcare_core.predict.predictors import predictor_scorer
