@@ -29,7 +29,7 @@ from fedcare_core.data.declared.reading import (
 )
 from fedcare_core.data.declared.values import column_values, text_of
 
-__all__ = ["load_declared"]
+__all__ = ["load_declared", "read_table"]
 
 
 def load_declared(
@@ -70,7 +70,7 @@ def load_declared(
     DataError
         Naming the file, the column and the rows at fault.
     """
-    table, read = _read_table(declaration, root, verify_checksum, options or {})
+    table, read = read_table(declaration, root, verify_checksum=verify_checksum, options=options)
     patient = _identifiers(declaration, table)
     notes: list[str] = []
     values = _typed_columns(declaration, table, unseen_categories, notes)
@@ -148,15 +148,28 @@ def _typed_columns(
     }
 
 
-def _read_table(
+def read_table(
     declaration: DatasetDeclaration,
     root: Path | None,
+    *,
     verify_checksum: bool,
-    options: Mapping[str, Any],
+    options: Mapping[str, Any] | None = None,
 ) -> tuple[RawTable, str]:
-    """The raw table (its files read, or its extractor run), and where, as a path to reread."""
+    """The raw table (its files read, or its extractor run), and where, as a path to reread.
+
+    Parameters
+    ----------
+    declaration
+        The checked definition.
+    root
+        The data folder (or the one source file); None: beside the definition.
+    verify_checksum
+        Check a declared SHA-256.
+    options
+        The extractor's options (None values: its defaults).
+    """
     if declaration.source.extractor is not None:
-        return extract_table(declaration, root, options), str(root)
+        return extract_table(declaration, root, options or {}), str(root)
     files = locate_files(declaration, root)
     table = read_raw_table(declaration, files, verify_checksum=verify_checksum)
     read = str(files[0].path) if len(files) == 1 else str(root or declaration.path.parent)

@@ -19,9 +19,9 @@ import pandas as pd
 
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.declared.labels import label_columns
-from fedcare_core.data.declared.loader import load_declared
+from fedcare_core.data.declared.loader import load_declared, read_table
 from fedcare_core.data.declared.model import Column, DatasetDeclaration
-from fedcare_core.data.declared.reading import TableRows, locate_files, read_raw_table
+from fedcare_core.data.declared.reading import TableRows
 from fedcare_core.data.declared.values import column_values, text_of
 from fedcare_core.data.definition import DatasetDefinition
 from fedcare_core.data.partition import FeaturePartition, at_prediction_time
@@ -58,13 +58,21 @@ class DeclaredSource:
         return root if root is not None else self.declaration.path.parent
 
     def load(self, data: Any, path: Path, *, verify_checksum: bool) -> tuple[Cohort, str]:
-        """The cohort read from ``path`` under ``data`` (a ``DataConfig``), and the files."""
+        """The cohort read from ``path`` under ``data`` (a ``DataConfig``), and the files.
+
+        An extractor's table is built with the data settings' ``cohort`` and
+        ``benchmark_split`` (unset: the extractor's defaults).
+        """
         return load_declared(
             self.declaration,
             path,
             verify_checksum=verify_checksum,
             unseen_categories=data.unseen_categories,
             variant=getattr(data, "readmission", None),
+            options={
+                "cohort": getattr(data, "cohort", None),
+                "benchmark_split": getattr(data, "benchmark_split", None),
+            },
         )
 
     def partition(self, features: str) -> FeaturePartition:
@@ -192,13 +200,7 @@ class DeclaredSource:
         """The distinct patient identifiers of the files under ``path``, as written."""
         from fedcare_core.data.row_values import distinct_keys
 
-        if self.declaration.source.extractor is not None:
-            from fedcare_core.data.declared.extractors import extract_table
-
-            table = extract_table(self.declaration, path, {})
-        else:
-            files = locate_files(self.declaration, path)
-            table = read_raw_table(self.declaration, files, verify_checksum=False)
+        table, _ = read_table(self.declaration, path, verify_checksum=False)
         return distinct_keys(text_of(table.frame[self.declaration.patient]))
 
 

@@ -9,16 +9,14 @@ the raw tables are and where their patients are listed are its own.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from fedcare_core.data.declared import DeclaredSource
-from fedcare_core.data.declared.loader import load_declared
 from fedcare_core.data.mimic3.loader import mimic3_declaration
 
 if TYPE_CHECKING:
     import numpy as np
 
-    from fedcare_core.data.cohort import Cohort
 
 #: The column that names a patient in ``PATIENTS``.
 PATIENT_COLUMN = "SUBJECT_ID"
@@ -42,20 +40,6 @@ class _Mimic3Source(DeclaredSource):
         from fedcare_core.data.mimic3.extract import find_tables_folder
 
         return find_tables_folder(Path(root))
-
-    def load(self, data: Any, path: Path, *, verify_checksum: bool) -> tuple[Cohort, str]:
-        """The cohort ``data.cohort`` built from the tables in ``path``, and that folder."""
-        from fedcare_core.data.mimic3.cohorts import DEFAULT_COHORT
-
-        return load_declared(
-            self.declaration,
-            path,
-            unseen_categories=data.unseen_categories,
-            options={
-                "cohort": data.cohort or DEFAULT_COHORT,
-                "benchmark_split": data.benchmark_split,
-            },
-        )
 
     def patient_keys(self, path: Path) -> np.ndarray:
         """The distinct ``SUBJECT_ID`` values of ``PATIENTS``."""
