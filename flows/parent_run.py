@@ -59,7 +59,8 @@ def run_summary(result: ExperimentResult, run_id: str) -> dict[str, Any]:
     -------
     dict
         Algorithm, seed, K (``clients``), T (``rounds``), MLflow run id, rounds run, each
-        objective's metric name and its pooled and mean-over-clients test value, timings.
+        objective's metric name and its pooled and mean-over-clients test value, its pooled
+        clinical metrics (``objectives``), timings.
     """
     doc = result.to_dict()
     return {
@@ -72,6 +73,10 @@ def run_summary(result: ExperimentResult, run_id: str) -> dict[str, Any]:
         "metrics": {s: o["metric"] for s, o in doc["objectives"].items()},
         "pooled": {s: o["pooled"] for s, o in doc["objectives"].items()},
         "mean_over_clients": {s: o["mean_over_clients"] for s, o in doc["objectives"].items()},
+        "objectives": {
+            s: {"metric": o["metric"], "clinical": o.get("clinical", {})}
+            for s, o in doc["objectives"].items()
+        },
         "timing": doc["timing"],
     }
 

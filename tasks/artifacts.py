@@ -16,6 +16,11 @@ from prefect.artifacts import create_markdown_artifact
 
 from data_checks.validate import CheckReport
 from fedcare.tracking.links import run_url
+from fedcare_core.evaluation.clinical_rows import (
+    CLINICAL_HEAD,
+    clinical_rows,
+    length_of_stay_lines,
+)
 from tasks.common import NO_CACHE
 
 #: Longest failure list shown in an artifact (the HTML report has them all).
@@ -168,7 +173,38 @@ def results_markdown(
         row = [_cell(str(run["algorithm"])), str(run["seed"]), str(run["clients"])]
         row += [str(run["rounds"]), str(run["rounds_run"]), *metrics, _registry_cell(run), link]
         lines.append("| " + " | ".join(row) + " |")
-    return "\n".join(lines) + "\n"
+    return "\n".join(lines + _clinical_markdown(runs)) + "\n"
+
+
+def _clinical_markdown(runs: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The runs' clinical metrics (:mod:`fedcare_core.evaluation.clinical_rows`) as Markdown."""
+    head = ("algorithm", "seed", *CLINICAL_HEAD)
+    rows = [
+        (_cell(str(run["algorithm"])), str(run["seed"]), *(_cell(c) for c in row))
+        for run in runs
+        for row in clinical_rows(run.get("objectives", {}))
+    ]
+    los = [
+        f"- {_cell(str(run['algorithm']))}, seed {run['seed']}: {_cell(line)}"
+        for run in runs
+        for line in length_of_stay_lines(run.get("objectives", {}))
+    ]
+    if not rows and not los:
+        return []
+    lines = [
+        "",
+        "## Clinical metrics",
+        "",
+        "Pooled over every client's test rows; sensitivity, specificity, PPV and NPV at each "
+        "client's own threshold (the target sensitivity on its validation rows). The Brier "
+        "score's reference (in brackets) predicts the observed rate for everyone.",
+    ]
+    if rows:
+        lines += ["", "| " + " | ".join(head) + " |", "| " + " | ".join("---" for _ in head) + " |"]
+        lines += ["| " + " | ".join(row) + " |" for row in rows]
+    if los:
+        lines += ["", "Length of stay (bias: mean predicted minus actual days):", "", *los]
+    return lines
 
 
 @task(name="results-artifact", cache_policy=NO_CACHE, persist_result=False)

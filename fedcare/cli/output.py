@@ -8,6 +8,12 @@ from typing import TYPE_CHECKING, Any
 
 from tqdm import tqdm
 
+from fedcare_core.evaluation.clinical_rows import (
+    CLINICAL_HEAD,
+    clinical_rows,
+    length_of_stay_lines,
+)
+
 if TYPE_CHECKING:
     from fedcare_core.config import ExperimentConfig
 
@@ -73,9 +79,12 @@ def results_table(results: dict[str, Any]) -> str:
                 rep.get("reason") or "",
             )
         )
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
-    lines.insert(1, "  ".join("-" * w for w in widths))
+    lines = _aligned(rows)
+    clinical = clinical_rows(results["objectives"])
+    if clinical:
+        lines += ["", "clinical metrics (pooled test; rates at each client's threshold):"]
+        lines += _aligned([CLINICAL_HEAD, *clinical])
+    lines += length_of_stay_lines(results["objectives"])
     timing = results.get("timing", {})
     head = (
         f"{results['algorithm']} on {results['dataset']}: {len(results['clients'])} clients, "
@@ -89,6 +98,14 @@ def results_table(results: dict[str, Any]) -> str:
             f"{privacy['noise_multiplier']:.4g}, clip {privacy['clip']:g}; {privacy['accountant']})"
         )
     return head + "\n" + "\n".join(lines)
+
+
+def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
+    """Rows as left-aligned columns, a rule under the first."""
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return lines
 
 
 #: Where ``fedcare run`` writes its results document when ``--out`` is not given.

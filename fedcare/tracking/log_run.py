@@ -40,6 +40,7 @@ from mlflow.utils.validation import MAX_METRICS_PER_BATCH, MAX_PARAMS_TAGS_PER_B
 from fedcare.tracking import naming, plots, store, views
 from fedcare.tracking.client_models import log_client_models
 from fedcare.tracking.mlflow_params import flatten_params, param_value
+from fedcare.tracking.objective_metrics import objective_values
 from fedcare.tracking.serving import GlobalPredictor, input_example, signature_for
 from fedcare_core import __version__
 from fedcare_core.algorithms import get_algorithm
@@ -272,19 +273,8 @@ def round_metrics(rounds: Sequence[Mapping[str, Any]]) -> list[Metric]:
 
 
 def _final_metrics(doc: Mapping[str, Any]) -> list[Metric]:
-    """Test metrics per objective (pooled, over clients, per client), Stage 1 summary, timing.
-
-    Keys carry the objective's metric (:func:`~fedcare.tracking.naming.test_key`,
-    :func:`~fedcare.tracking.naming.client_key`).
-    """
-    values: list[tuple[str, Any, int]] = []
-    for s, rep in doc["objectives"].items():
-        metric = rep.get("metric")
-        values += [(naming.test_key(s, metric, f), rep.get(f), 0) for f in naming.RUN_FIELDS]
-        values += [
-            (naming.client_key(s, metric, c["client"]), c.get("value"), 0)
-            for c in rep.get("clients", [])
-        ]
+    """Test metrics per objective (clinical ones too), Stage 1 summary, timing."""
+    values = objective_values(doc)
     stage1 = doc.get("stage1", {})
     if "rounds_run" in stage1:
         values.append(("stage1.rounds_run", stage1["rounds_run"], 0))

@@ -14,9 +14,20 @@ from pathlib import Path
 from typing import Any
 
 from fedcare_core.config.fields import Range, check_value, coerce_section, field_kinds, show
-from fedcare_core.config.limits import FEDCARE_DOCUMENT_ALGORITHMS, MAX_THREADS, SEEDS
+from fedcare_core.config.limits import (
+    CALIBRATION_METHODS,
+    FEDCARE_DOCUMENT_ALGORITHMS,
+    MAX_THREADS,
+    SEEDS,
+)
 from fedcare_core.config.sections import BaselineConfig, DataConfig
-from fedcare_core.config.settings import SettingRef, declared, ranges_of, setting
+from fedcare_core.config.settings import (
+    SettingRef,
+    check_choices,
+    declared,
+    ranges_of,
+    setting,
+)
 from fedcare_core.config.stages import ModelConfig, Stage1Config, Stage2Config
 from fedcare_core.errors import ConfigError
 
@@ -41,6 +52,25 @@ class ExperimentConfig:
     threads: int = setting(
         1, help="PyTorch intra-op threads", range=Range(1, MAX_THREADS), group=_RUN
     )
+    calibration: str = setting(
+        "auto",
+        help="calibrating each binary risk at its client: auto (undo the class weight, then "
+        "update what the client's validation rows show is miscalibrated), platt, isotonic, or "
+        "none (the network's class-weighted probabilities)",
+        choices=CALIBRATION_METHODS,
+        noun="calibration",
+        flag="calibration",
+        group=_RUN,
+    )
+    target_sensitivity: float = setting(
+        0.8,
+        help="each client's operating point for a binary objective: the highest threshold "
+        "whose sensitivity on its validation rows reaches this (the report's sensitivity, "
+        "specificity, PPV and NPV are at it)",
+        range=Range(0, 1, low_open=True),
+        flag="target-sensitivity",
+        group=_RUN,
+    )
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     stage1: Stage1Config = field(default_factory=Stage1Config)
@@ -58,6 +88,7 @@ class ExperimentConfig:
             check_value(name, getattr(self, name), kinds[name], RANGES[""].get(name))
         if not self.algorithm:
             raise ConfigError("algorithm must be a name, got ''")
+        check_choices(self, "")
         for name, cls in SECTIONS.items():
             section = getattr(self, name)
             if not isinstance(section, cls):

@@ -193,7 +193,23 @@ def check_section(obj: object, prefix: str, *, skip_choices: tuple[str, ...] = (
     """
     cls = type(obj)
     check_fields(obj, prefix, ranges_of(cls))
-    for ref in declared(cls, prefix):
+    check_choices(obj, prefix, skip_choices=skip_choices)
+
+
+def check_choices(obj: object, prefix: str, *, skip_choices: tuple[str, ...] = ()) -> None:
+    """Check that every declared field with choices holds one of them (None passes).
+
+    Parameters
+    ----------
+    obj, prefix, skip_choices
+        As for :func:`check_section`.
+
+    Raises
+    ------
+    ConfigError
+        As for :func:`check_section`.
+    """
+    for ref in declared(type(obj), prefix):
         value = getattr(obj, ref.name)
         if not ref.spec.choices or ref.name in skip_choices or value is None:
             continue

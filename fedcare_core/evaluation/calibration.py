@@ -1,20 +1,10 @@
-"""Post-hoc calibration of a binary objective's scores on a client's own validation rows.
+"""Calibration maps of a binary objective's scores, and their fits (issue 31).
 
-Issue 31: every binary objective's deployed model is calibrated on the client's validation rows
-by a method fitted there and carried in the packaged model. :func:`fit_calibrator` chooses the
-method by a documented rule (:class:`CalibrationRule`) and returns a :class:`Calibrator`, a frozen
-value that round-trips through JSON (:meth:`Calibrator.to_dict`, :meth:`Calibrator.from_dict`).
-
-The choice rule (defaults of :class:`CalibrationRule`), on the validation rows with a label and a
-finite score:
-
-* **identity** when either class has fewer than ``min_per_class`` (10) rows: too few to fit
-  anything; the reason is recorded in :attr:`Calibrator.reason`;
-* **isotonic** when both classes have at least ``isotonic_min_per_class`` (200) rows: isotonic
-  regression is free-form and overfits small sets (Niculescu-Mizil & Caruana 2005 found Platt
-  better below roughly a thousand calibration rows; 200 per class keeps the steps well populated
-  at clinical base rates);
-* **Platt** otherwise: two parameters, fitted on the logit of the score.
+A :class:`Calibrator` is a frozen value that maps a model's probability to a calibrated one and
+round-trips through JSON (:meth:`Calibrator.to_dict`, :meth:`Calibrator.from_dict`): a logistic
+map on the logit (Platt's form, which also carries the undoing of a class weight and an
+intercept-only update), an isotonic step function, or the identity. Which map a client deploys
+is chosen by :mod:`fedcare_core.evaluation.recalibration`.
 
 References: J. Platt, "Probabilistic outputs for support vector machines", 1999 (the smoothed
 targets); A. Niculescu-Mizil and R. Caruana, "Predicting good probabilities with supervised
@@ -30,9 +20,11 @@ from typing import Any
 import numpy as np
 
 METHODS = ("identity", "platt", "isotonic")
+#: The updating steps a calibrator can stand for (:attr:`Calibrator.update`).
+UPDATES = ("none", "reweighting", "intercept", "logistic", "isotonic")
 #: Scores are clipped to [eps, 1 - eps] before the logit, so 0 and 1 map to finite values.
 SCORE_EPS = 1e-9
-#: Platt's outputs are clipped to [eps, 1 - eps]: a calibrated risk is never exactly 0 or 1.
+#: Calibrated outputs are clipped to [eps, 1 - eps]: a calibrated risk is never exactly 0 or 1.
 PROB_EPS = 1e-12
 #: Ridge on the logistic coefficients: keeps Newton's step finite on separable data.
 RIDGE = 1e-6
@@ -127,10 +119,15 @@ class Calibrator:
     n_pos: int = 0
     n_neg: int = 0
     reason: str = ""
+    #: The updating step it stands for (:data:`UPDATES`): none, reweighting (a class weight
+    #: undone), intercept, logistic or isotonic.
+    update: str = "none"
 
     def __post_init__(self) -> None:
         if self.method not in METHODS:
             raise ValueError(f"Calibrator.method must be one of {METHODS}, got {self.method!r}")
+        if self.update not in UPDATES:
+            raise ValueError(f"Calibrator.update must be one of {UPDATES}, got {self.update!r}")
         if self.method == "isotonic":
             x, y = np.asarray(self.x), np.asarray(self.y)
             if len(x) == 0 or len(x) != len(y):
@@ -149,7 +146,7 @@ class Calibrator:
         Returns
         -------
         ndarray
-            Same shape as ``scores``; Platt's outputs lie strictly inside (0, 1).
+            Same shape as ``scores``; Platt's and isotonic outputs lie strictly inside (0, 1).
         """
         s = np.asarray(scores, dtype=np.float64)
         if self.method == "identity":
@@ -161,7 +158,8 @@ class Calibrator:
             out[ok] = np.clip(p, PROB_EPS, 1.0 - PROB_EPS)
         else:
             x = np.asarray(self.x)
-            out[ok] = np.interp(np.clip(s[ok], x[0], x[-1]), x, np.asarray(self.y))
+            p = np.interp(np.clip(s[ok], x[0], x[-1]), x, np.asarray(self.y))
+            out[ok] = np.clip(p, PROB_EPS, 1.0 - PROB_EPS)
         return out
 
     def to_dict(self) -> dict[str, Any]:
@@ -175,12 +173,27 @@ class Calibrator:
             "n_pos": int(self.n_pos),
             "n_neg": int(self.n_neg),
             "reason": self.reason,
+            "update": self.update,
         }
+
+    def summary(self) -> dict[str, Any]:
+        """What a report shows: method, reason, counts, Platt's ``a`` and ``b`` or step count."""
+        out: dict[str, Any] = {
+            "update": self.update,
+            "method": self.method,
+            "n_pos": self.n_pos,
+            "n_neg": self.n_neg,
+        }
+        if self.method == "platt":
+            out |= {"a": float(self.a), "b": float(self.b)}
+        elif self.method == "isotonic":
+            out["points"] = len(self.x)
+        return out | {"reason": self.reason}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Calibrator:
         """The calibrator :meth:`to_dict` wrote; unknown keys raise ``ValueError``."""
-        unknown = set(data) - {"method", "a", "b", "x", "y", "n_pos", "n_neg", "reason"}
+        unknown = set(data) - {"method", "a", "b", "x", "y", "n_pos", "n_neg", "reason", "update"}
         if unknown:
             raise ValueError(f"unknown Calibrator fields: {sorted(unknown)}")
         return cls(
@@ -192,30 +205,16 @@ class Calibrator:
             n_pos=int(data.get("n_pos", 0)),
             n_neg=int(data.get("n_neg", 0)),
             reason=str(data.get("reason", "")),
+            update=str(data.get("update", "none")),
         )
 
 
-@dataclass(frozen=True)
-class CalibrationRule:
-    """How :func:`fit_calibrator` chooses its method (see the module docstring).
-
-    ``method`` is ``"auto"`` (the rule) or a forced ``"platt"``, ``"isotonic"`` or
-    ``"identity"``; a forced Platt or isotonic still falls back to identity below
-    ``min_per_class``.
-    """
-
-    min_per_class: int = 10
-    isotonic_min_per_class: int = 200
-    method: str = "auto"
-
-    def __post_init__(self) -> None:
-        if self.method not in ("auto", *METHODS):
-            raise ValueError(f"CalibrationRule.method must be 'auto' or one of {METHODS}")
-        if not 1 <= self.min_per_class <= self.isotonic_min_per_class:
-            raise ValueError("need 1 <= CalibrationRule.min_per_class <= isotonic_min_per_class")
-
-
-DEFAULT_RULE = CalibrationRule()
+def _platt_targets(y_true: np.ndarray) -> np.ndarray:
+    """Platt's smoothed targets: ``(n+ + 1) / (n+ + 2)`` for positives, ``1 / (n- + 2)`` else."""
+    pos = np.asarray(y_true, dtype=np.float64) > 0.5
+    n_pos = int(pos.sum())
+    n_neg = len(pos) - n_pos
+    return np.where(pos, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
 
 
 def fit_platt(y_true: np.ndarray, scores: np.ndarray) -> tuple[float, float]:
@@ -236,10 +235,7 @@ def fit_platt(y_true: np.ndarray, scores: np.ndarray) -> tuple[float, float]:
     tuple of float
         The slope ``a`` and intercept ``b`` on the logit scale.
     """
-    pos = np.asarray(y_true, dtype=np.float64) > 0.5
-    n_pos = int(pos.sum())
-    n_neg = len(pos) - n_pos
-    targets = np.where(pos, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+    targets = _platt_targets(y_true)
     z = logit(scores)
     a, b = fit_logistic(np.column_stack([z, np.ones_like(z)]), targets)
     return float(a), float(b)
@@ -273,64 +269,3 @@ def fit_isotonic(y_true: np.ndarray, scores: np.ndarray) -> tuple[np.ndarray, np
     keep = np.ones(len(x), dtype=bool)
     keep[1:-1] = (fitted[1:-1] != fitted[:-2]) | (fitted[1:-1] != fitted[2:])
     return x[keep], np.asarray(fitted[keep], dtype=np.float64)
-
-
-def fit_calibrator(
-    y_true: np.ndarray, scores: np.ndarray, *, rule: CalibrationRule = DEFAULT_RULE
-) -> Calibrator:
-    """Fit a calibrator on a client's validation rows, choosing the method by ``rule``.
-
-    Parameters
-    ----------
-    y_true : ndarray
-        Validation labels 0/1; missing labels (NaN) are skipped.
-    scores : ndarray
-        The uncalibrated model's scores in [0, 1]; rows with a missing score are skipped.
-    rule : CalibrationRule
-        The choice rule: identity below ``min_per_class`` of either class, isotonic from
-        ``isotonic_min_per_class`` of each, Platt between (or the forced ``rule.method``).
-
-    Returns
-    -------
-    Calibrator
-        The fitted map, with the reason for its method.
-
-    Raises
-    ------
-    ValueError
-        If a score lies outside [0, 1] or the arrays differ in length.
-    """
-    y = np.asarray(y_true, dtype=np.float64).ravel()
-    s = np.asarray(scores, dtype=np.float64).ravel()
-    if y.shape != s.shape:
-        raise ValueError(f"y_true and scores differ in length: {len(y)} vs {len(s)}")
-    ok = np.isfinite(y) & np.isfinite(s)
-    y, s = y[ok], s[ok]
-    if np.any((s < 0.0) | (s > 1.0)):
-        raise ValueError("scores must be probabilities in [0, 1]")
-    n_pos = int((y > 0.5).sum())
-    n_neg = len(y) - n_pos
-    fewest = min(n_pos, n_neg)
-    counts = f"{n_pos} positive and {n_neg} negative validation rows"
-    if rule.method == "identity":
-        return Calibrator("identity", n_pos=n_pos, n_neg=n_neg, reason=f"forced; {counts}")
-    if fewest < rule.min_per_class:
-        reason = f"{counts}: fewer than {rule.min_per_class} of a class, left uncalibrated"
-        return Calibrator("identity", n_pos=n_pos, n_neg=n_neg, reason=reason)
-    use_isotonic = rule.method == "isotonic" or (
-        rule.method == "auto" and fewest >= rule.isotonic_min_per_class
-    )
-    if use_isotonic:
-        x, fitted = fit_isotonic(y, s)
-        why = "forced" if rule.method == "isotonic" else f">= {rule.isotonic_min_per_class} each"
-        return Calibrator(
-            "isotonic",
-            x=tuple(x.tolist()),
-            y=tuple(fitted.tolist()),
-            n_pos=n_pos,
-            n_neg=n_neg,
-            reason=f"{counts} ({why})",
-        )
-    a, b = fit_platt(y, s)
-    why = "forced" if rule.method == "platt" else f"< {rule.isotonic_min_per_class} of a class"
-    return Calibrator("platt", a=a, b=b, n_pos=n_pos, n_neg=n_neg, reason=f"{counts} ({why})")

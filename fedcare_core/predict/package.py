@@ -181,7 +181,7 @@ class ModelPackage:
         x_common = torch.from_numpy(self.common_encoder.transform(features))
         x_private = torch.from_numpy(self.private_encoder.transform(features))
         with torch.no_grad(), _one_thread():
-            out = self.predictor(x_common, x_private).numpy().astype(np.float64)
+            out = self.predictor.predictions(x_common, x_private)
         return pd.DataFrame(out, columns=columns, index=rows.index)
 
     def describe(self) -> dict[str, Any]:

@@ -12,6 +12,8 @@ blocks onto its network is the method's business:
   baselines, Centralised, Local);
 - :class:`OwnInput`: PAFNet's client model over ``[x_c, x_u]``.
 
+Each binary objective's probability passes through the calibrator fitted on the client's own
+validation rows (:attr:`ClientPredictor.calibration`, :mod:`fedcare_core.predict.calibrate`).
 The evaluation scores exactly these predictors, and a packaged model
 (:mod:`fedcare_core.predict.package`) rebuilds them from their :meth:`~ClientPredictor.spec` and
 weights, so a deployed model predicts what the evaluation measured.
@@ -19,6 +21,7 @@ weights, so a deployed model predicts what the evaluation measured.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar
@@ -30,6 +33,7 @@ from torch import nn
 from fedcare_core.algorithms.pafnet.rounds import PafnetClientModel
 from fedcare_core.config import ModelConfig
 from fedcare_core.data.clients import SplitArrays
+from fedcare_core.evaluation.calibration import Calibrator
 from fedcare_core.evaluation.clients import Scorer
 from fedcare_core.nn.losses import predict
 from fedcare_core.nn.models import FullMLP, MultiObjectiveModel, PersonalModel
@@ -87,28 +91,63 @@ class ClientPredictor(nn.Module):
         self.objectives = tuple(objectives)
         self.kinds = tuple(kinds[s] for s in self.objectives)
         self._spec = dict(spec)
+        #: Binary objective → the calibrator of its probability (none: uncalibrated).
+        self.calibration: dict[str, Calibrator] = {}
 
     def raw(self, x_common: torch.Tensor, x_private: torch.Tensor, objective: str) -> torch.Tensor:
         """The network's raw score of ``objective`` (before the output activation)."""
         raise NotImplementedError
 
+    def uncalibrated(
+        self, x_common: torch.Tensor, x_private: torch.Tensor, objective: str
+    ) -> np.ndarray:
+        """The network's prediction of ``objective`` (float64): probability or days."""
+        kind = self.kinds[self.objectives.index(objective)]
+        with torch.no_grad():
+            out = predict(kind, self.raw(x_common, x_private, objective))
+        return out.numpy().astype(np.float64)
+
+    def predict_objective(
+        self, x_common: torch.Tensor, x_private: torch.Tensor, objective: str
+    ) -> np.ndarray:
+        """The deployed prediction of ``objective`` (float64): calibrated probability or days."""
+        out = self.uncalibrated(x_common, x_private, objective)
+        calibrator = self.calibration.get(objective)
+        return out if calibrator is None else calibrator.apply(out)
+
+    def predictions(self, x_common: torch.Tensor, x_private: torch.Tensor) -> np.ndarray:
+        """One column per client objective (float64): calibrated probability or days."""
+        columns = [self.predict_objective(x_common, x_private, s) for s in self.objectives]
+        return np.column_stack(columns) if columns else np.zeros((len(x_common), 0))
+
+    def with_calibration(self, calibration: Mapping[str, Calibrator]) -> ClientPredictor:
+        """A copy (sharing the network) whose binary objectives pass through ``calibration``.
+
+        Raises
+        ------
+        ValueError
+            If a calibrated objective is not one of the predictor's binary objectives.
+        """
+        binary = {s for s, k in zip(self.objectives, self.kinds, strict=True) if k == "binary"}
+        unknown = sorted(set(calibration) - binary)
+        if unknown:
+            raise ValueError(f"no binary objective {unknown} to calibrate; has {sorted(binary)}")
+        out = copy.copy(self)
+        out.calibration = dict(calibration)
+        return out
+
     def forward(self, x_common: torch.Tensor, x_private: torch.Tensor) -> torch.Tensor:
-        """One column per client objective: probability (binary) or days (regression)."""
-        return torch.stack(
-            [
-                predict(kind, self.raw(x_common, x_private, s))
-                for s, kind in zip(self.objectives, self.kinds, strict=True)
-            ],
-            dim=1,
-        )
+        """:meth:`predictions` as a float64 tensor."""
+        return torch.from_numpy(self.predictions(x_common, x_private))
 
     def spec(self) -> dict[str, Any]:
-        """The rebuild recipe: kind, objectives, kinds and the network's constructor arguments."""
+        """The rebuild recipe: kind, objectives, kinds, network arguments and calibrators."""
         return {
             "kind": self.kind,
             "objectives": list(self.objectives),
             "kinds": dict(zip(self.objectives, self.kinds, strict=True)),
             **self._spec,
+            "calibration": {s: c.to_dict() for s, c in self.calibration.items()},
         }
 
 
@@ -313,16 +352,27 @@ def predictor_from_spec(
         predictor.load_state_dict(dict(weights), strict=True)
     except RuntimeError as exc:
         raise ValueError(f"the weights do not fit the {spec['kind']} predictor: {exc}") from exc
-    return predictor.eval()
+    calibration = {
+        str(s): Calibrator.from_dict(c) for s, c in dict(spec.get("calibration", {})).items()
+    }
+    return predictor.with_calibration(calibration).eval()
 
 
-def predictor_scorer(predictor: ClientPredictor) -> Scorer:
-    """The evaluation's scorer of a client's split: the predictor's raw score per objective."""
+def predictor_scorer(predictor: ClientPredictor, *, calibrated: bool = True) -> Scorer:
+    """The evaluation's scorer of a client's split: the predictor's prediction per objective.
+
+    Parameters
+    ----------
+    predictor
+        The client's deployed model.
+    calibrated
+        Score with its calibrators (what it deploys); False: the network's own probabilities.
+    """
     predictor.eval()
+    method = predictor.predict_objective if calibrated else predictor.uncalibrated
 
-    def score(split: SplitArrays, objective: str) -> torch.Tensor:
-        return predictor.raw(
-            torch.from_numpy(split.x_common), torch.from_numpy(split.x_private), objective
-        )
+    def score(split: SplitArrays, objective: str) -> np.ndarray:
+        x_common, x_private = torch.from_numpy(split.x_common), torch.from_numpy(split.x_private)
+        return method(x_common, x_private, objective)
 
     return score

@@ -33,6 +33,7 @@ from fedcare_core.data.partition import FeaturePartition, with_disparity
 from fedcare_core.evaluation.clients import evaluate_with_validation
 from fedcare_core.nn.cpu_kernels import ENV, kernel_path, kernel_path_mismatch
 from fedcare_core.nn.training import ProgressFn
+from fedcare_core.predict.calibrate import calibrate_predictors
 from fedcare_core.predict.predictors import predictor_scorer
 from fedcare_core.run.executors import Executor, InProcess
 from fedcare_core.run.results import DataProvenance, ExperimentResult, PhaseTimer, assemble_result
@@ -192,9 +193,13 @@ def run_algorithm(
                 progress=progress,
             )
     with timer.phase("evaluate"):
-        predictors = algorithm.predictors(inputs, rounds, personal)
+        predictors = calibrate_predictors(
+            federation, algorithm.predictors(inputs, rounds, personal), config.calibration
+        )
         scorers = [predictor_scorer(p) for p in predictors]
-        report = executor.run("evaluate", evaluate_with_validation, federation, scorers)
+        report = executor.run(
+            "evaluate", evaluate_with_validation, federation, scorers, config.target_sensitivity
+        )
     return assemble_result(
         config,
         federation,

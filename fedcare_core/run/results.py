@@ -97,11 +97,14 @@ class ExperimentResult:
                 "clients": [
                     {"client": c.client_id, "value": c.value, "n_test": c.n}
                     | ({"reason": c.reason} if c.reason else {})
+                    | ({"clinical": dict(c.clinical)} if c.clinical else {})
                     for c in rep.clients
                 ],
             }
             if rep.clinical:
                 entry["clinical"] = dict(rep.clinical)
+            if rep.clinical_spread:
+                entry["clinical_spread"] = {k: dict(v) for k, v in rep.clinical_spread.items()}
             if rep.reason is not None or rep.pooled is None:
                 entry["reason"] = rep.reason or "undefined"
             if rep.validation is not None:
@@ -162,7 +165,8 @@ class ExperimentResult:
                     "private_features": list(c.private_features),
                     "private_width": c.private_encoder.width,
                 }
-                for c in fed.clients
+                | _calibration_entry(self.predictors, i)
+                for i, c in enumerate(fed.clients)
             ],
             "data": {
                 "sha256": self.data_sha256,
@@ -173,6 +177,13 @@ class ExperimentResult:
             },
             "timing": self.timing,
         } | _privacy_section(self.config, self.stage1)
+
+
+def _calibration_entry(predictors: Sequence[ClientPredictor], index: int) -> dict[str, Any]:
+    """``{"calibration": {objective: summary}}`` of the ``index``-th client's model, if any."""
+    if index >= len(predictors) or not predictors[index].calibration:
+        return {}
+    return {"calibration": {s: c.summary() for s, c in predictors[index].calibration.items()}}
 
 
 def _privacy_section(config: ExperimentConfig, stage1: Stage1Result) -> dict[str, Any]:

@@ -50,3 +50,39 @@ def test_table_has_units_registry_and_links_to_each_run() -> None:
 def test_a_local_store_shows_run_ids() -> None:
     md = results_markdown("diabetes130", [_run("fedavg", "r2")], "sqlite:///m.db", "1", "p0")
     assert "`r2` |" in md and "parent run: `p0`" in md and "http" not in md
+
+
+CLINICAL = {
+    "auprc": 0.185,
+    "brier": 0.1006,
+    "brier_reference": 0.1032,
+    "calibration_slope": 1.005,
+    "ece": 0.007,
+    "mean_risk": 0.117,
+    "observed_rate": 0.1169,
+    "sensitivity": 0.8012,
+    "specificity": 0.35,
+    "ppv": 0.14,
+    "npv": None,
+}
+
+
+def test_clinical_metrics_follow_the_table() -> None:
+    objectives = {
+        "readmission": {"metric": "auroc", "clinical": CLINICAL},
+        "los": {"metric": "mae_days", "clinical": {"bias_days": -0.87, "mae_days_0-3": 1.84}},
+    }
+    md = results_markdown(
+        "diabetes130", [_run("fedavg", "r2", objectives=objectives)], "x", "1", "p"
+    )
+    lines = md.splitlines()
+    assert "## Clinical metrics" in lines
+    assert (
+        "| fedavg | 0 | readmission | 0.185 | 0.101 (0.103) | 1.00 | 0.007 | 0.117 / 0.117 "
+        "| 0.801 | 0.350 | 0.140 | n/a |" in lines
+    )
+    assert "- fedavg, seed 0: los: bias -0.87 d; MAE by length 0-3 d 1.84" in lines
+
+
+def test_runs_without_clinical_metrics_add_no_section() -> None:
+    assert "Clinical" not in results_markdown("d", [_run("fedavg", "r2")], "x", "1", "p")

@@ -19,7 +19,6 @@ from fedcare_core.data.clients import assign_patients, split_patients
 from fedcare_core.data.loading import load_dataset
 from fedcare_core.data.rows import row_format
 from fedcare_core.errors import ConfigError, DataError
-from fedcare_core.nn.losses import predict
 from fedcare_core.predict.package import client_package, load_package, save_package
 from fedcare_core.predict.predictors import predictor_scorer
 from fedcare_core.run.pipeline import run_experiment
@@ -97,7 +96,6 @@ class _NotATensor:
     ],
 )
 def test_a_weights_file_that_is_not_one_is_refused_by_name(diabetes, tmp_path, content, words):
-    import torch
 
     folder = save_package(client_package(diabetes, 0), tmp_path / "pkg")
     weights = folder / "weights.pt"
@@ -196,9 +194,5 @@ def test_scores_equal_the_evaluation_of_the_same_rows(data_dir: Path):
         test_rows = rows[np.isin(cohort.patient[rows], test["test"])]
         scored = client_package(result, index).score(cohort.features.iloc[test_rows])
         score = predictor_scorer(result.predictors[index])
-        with torch.no_grad():
-            for j, (s, kind) in enumerate(
-                zip(client.objectives, result.predictors[index].kinds, strict=True)
-            ):
-                expected = predict(kind, score(client.test, s)).numpy().astype(np.float64)
-                np.testing.assert_array_equal(scored.iloc[:, j].to_numpy(), expected)
+        for j, s in enumerate(client.objectives):
+            np.testing.assert_array_equal(scored.iloc[:, j].to_numpy(), score(client.test, s))

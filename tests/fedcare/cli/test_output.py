@@ -1,0 +1,48 @@
+"""The results table ``fedcare run`` prints, with its clinical metrics."""
+
+from fedcare.cli.output import results_table
+
+
+def _doc(objectives):
+    return {
+        "algorithm": "fedavg",
+        "dataset": "diabetes130",
+        "clients": [{}, {}],
+        "rounds": [{}],
+        "timing": {"total_s": 1.0},
+        "objectives": objectives,
+    }
+
+
+def test_the_clinical_metrics_follow_the_main_table():
+    readmission = {
+        "metric": "auroc",
+        "pooled": 0.62,
+        "mean_over_clients": 0.61,
+        "std_over_clients": 0.01,
+        "clients": [{}, {}],
+        "clinical": {"auprc": 0.185, "brier": 0.1006, "brier_reference": 0.1032,
+                     "calibration_slope": 0.98, "ece": 0.007, "mean_risk": 0.117,
+                     "observed_rate": 0.1169, "sensitivity": 0.8, "specificity": 0.35,
+                     "ppv": 0.14, "npv": 0.93},
+    }  # fmt: skip
+    los = {
+        "metric": "mae_days",
+        "pooled": 2.2,
+        "mean_over_clients": 2.1,
+        "clients": [{}],
+        "clinical": {"bias_days": 0.5, "mae_days_0-3": 1.8, "mae_days_7-inf": 5.4},
+    }
+    lines = results_table(_doc({"readmission": readmission, "los": los})).splitlines()
+    head = next(i for i, line in enumerate(lines) if line.split()[:2] == ["objective", "AUPRC"])
+    assert lines[head + 2].split() == [
+        "readmission", "0.185", "0.101", "(0.103)", "0.98", "0.007", "0.117", "/", "0.117",
+        "0.800", "0.350", "0.140", "0.930",
+    ]  # fmt: skip
+    assert lines[-1] == "los: bias +0.50 d; MAE by length 0-3 d 1.80, 7-inf d 5.40"
+
+
+def test_a_document_without_clinical_metrics_prints_as_before():
+    doc = _doc({"los": {"metric": "mae_days", "pooled": 2.2, "mean_over_clients": None,
+                        "clients": []}})  # fmt: skip
+    assert "clinical" not in results_table(doc) and "bias" not in results_table(doc)
