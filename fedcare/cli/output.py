@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -100,7 +101,7 @@ def results_table(results: dict[str, Any]) -> str:
     return head + "\n" + "\n".join(lines)
 
 
-def _aligned(rows: list[tuple[str, ...]]) -> list[str]:
+def _aligned(rows: Sequence[tuple[str, ...]]) -> list[str]:
     """Rows as left-aligned columns, a rule under the first."""
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
