@@ -20,6 +20,17 @@ from fedcare_core.experiments.cells import Cell
 
 #: Columns identifying a setting (a table row before averaging over seeds).
 SETTING = ["variant", "algorithm", "clients", "rho", "setting"]
+#: The clinical metrics a run's row keeps per objective (``<objective>.<metric>``), by the
+#: objective's main metric (``results.json``'s ``objectives.<name>.clinical``).
+CLINICAL_COLUMNS = {
+    "auroc": (
+        "auprc", "brier", "brier_reference", "calibration_slope", "ece", "sensitivity",
+        "specificity",
+    ),
+    "mae_days": ("bias_days",),
+}  # fmt: skip
+#: Per-run columns that are not metrics: the rows each run trained and was tested on.
+_SIZES = ("n_train", "n_test")
 
 
 def _number(value: Any) -> float:
@@ -40,8 +51,10 @@ def _run_row(cell: Cell, document: dict[str, Any]) -> dict[str, Any]:
     -------
     dict
         Setting columns, ``seed``, per objective ``<name>`` (pooled), ``<name>.client_mean``
-        and ``<name>.val`` (pooled on the validation splits), ``avg_auroc`` (``.val`` too),
-        under DP the ``epsilon`` spent, Stage 1's ``rounds_run`` and the run's ``seconds``.
+        and ``<name>.val`` (pooled on the validation splits) and its pooled clinical metrics
+        (:data:`CLINICAL_COLUMNS`, ``<name>.brier``), ``avg_auroc`` (``.val`` too), under DP
+        the ``epsilon`` spent, the rows trained and tested on over every client (``n_train``,
+        ``n_test``), Stage 1's ``rounds_run`` and the run's ``seconds``.
     """
     row: dict[str, Any] = {
         "variant": cell.variant,
@@ -54,6 +67,9 @@ def _run_row(cell: Cell, document: dict[str, Any]) -> dict[str, Any]:
     aurocs, val_aurocs = [], []
     for name, entry in document["objectives"].items():
         row[name] = _number(entry.get("pooled"))
+        clinical = entry.get("clinical") or {}
+        for metric in CLINICAL_COLUMNS.get(str(entry.get("metric")), ()):
+            row[f"{name}.{metric}"] = _number(clinical.get(metric))
         row[f"{name}.client_mean"] = _number(entry.get("mean_over_clients"))
         row[f"{name}.val"] = _number((entry.get("validation") or {}).get("pooled"))
         if entry.get("metric") == "auroc" and math.isfinite(row[name]):
@@ -65,6 +81,8 @@ def _run_row(cell: Cell, document: dict[str, Any]) -> dict[str, Any]:
     privacy = document.get("privacy")
     if privacy:  # a run under DP: the ε its rounds spent
         row["epsilon"] = _number(privacy.get("epsilon"))
+    for size in _SIZES:
+        row[size] = sum(int(c.get(size, 0)) for c in document.get("clients", []))
     row["rounds_run"] = document.get("stage1", {}).get("rounds_run", 0)
     row["seconds"] = _number(document.get("timing", {}).get("total_s"))
     return row
@@ -88,7 +106,7 @@ def load_rows(cells: Iterable[Cell], out_dir: str | Path) -> pd.DataFrame:
 
 def _metric_columns(frame: pd.DataFrame) -> list[str]:
     """The metric columns of a runs frame, in a stable order."""
-    fixed = set(SETTING) | {"seed", "rounds_run", "seconds"}
+    fixed = set(SETTING) | {"seed", "rounds_run", "seconds", *_SIZES}
     return [c for c in frame.columns if c not in fixed]
 
 
@@ -234,9 +252,12 @@ def paired_differences(
         difference: the reference is ahead on the first for an AUROC, on the second for an
         error), ``<metric>.n`` (seeds where both have a value), ``<metric>.p`` (two-sided
         Wilcoxon signed-rank test of a zero median difference; NaN when every difference is
-        zero) and ``n`` (seeds with any difference).
+        zero), the Nadeau–Bengio corrected paired t-test (``<metric>.nb.p`` and its 95 %
+        interval of the mean difference, ``<metric>.nb.low`` and ``.nb.high``; NaN without the
+        runs' sizes or two differences) and ``n`` (seeds with any difference).
     """
     keys = [c for c in by if c != "algorithm"] + ["seed"]
+    n_train, n_test = (float(frame[c].mean()) if c in frame else math.nan for c in _SIZES)
     keyed = frame.assign(rho=frame["rho"].fillna(-1.0))
     ref = keyed[keyed["algorithm"] == reference].set_index(keys)[list(metrics)]
     rows = []
@@ -252,5 +273,23 @@ def paired_differences(
             row[f"{m}.negative"] = int((values < 0).sum())
             row[f"{m}.n"] = len(values)
             row[f"{m}.p"] = signed_rank_p(values.to_numpy())
+            row |= _corrected_test(values.to_numpy(), (n_train, n_test), f"{m}.nb")
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _corrected_test(diffs: np.ndarray, sizes: tuple[float, float], prefix: str) -> dict[str, float]:
+    """The Nadeau–Bengio test of per-seed differences: ``<prefix>.p``, ``.low``, ``.high``.
+
+    Every seed re-splits the same patients, so the seeds' test sets overlap others' training
+    sets and their differences are correlated; the correction widens the t-test's variance by
+    ``n_test / n_train`` (:func:`~fedcare_core.evaluation.significance.nadeau_bengio_ttest`).
+    """
+    from fedcare_core.evaluation.significance import nadeau_bengio_ttest
+
+    n_train, n_test = sizes
+    finite = diffs[np.isfinite(diffs)]
+    if len(finite) < 2 or not (n_train > 0 and n_test > 0):
+        return {f"{prefix}.p": math.nan, f"{prefix}.low": math.nan, f"{prefix}.high": math.nan}
+    test = nadeau_bengio_ttest(finite, round(n_train), round(n_test))
+    return {f"{prefix}.p": test.p, f"{prefix}.low": test.low, f"{prefix}.high": test.high}

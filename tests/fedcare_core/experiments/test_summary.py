@@ -219,6 +219,67 @@ def test_the_recommended_report_pairs_the_preset_with_each_method_by_setting(tmp
     assert "| fedcare (paper) |" in md and f"| centralised ({ALL_LABELS}) |" in md
     # Against FedAvg: early discharge ahead on seed 0 only, LOS (lower is better) on seed 0.
     fedavg = next(line for line in md.splitlines() if line.startswith("| fedavg | 0.0"))
-    assert "(1/2, p 1.000)" in fedavg.split("|")[2] and "(1/2, p 1.000)" in fedavg.split("|")[4]
-    assert "(2/2, p 0.500)" in fedavg.split("|")[3]  # readmission ahead on both seeds
+    assert "(1/2, p 1.000;" in fedavg.split("|")[2] and "(1/2, p 1.000;" in fedavg.split("|")[4]
+    assert "(2/2, p 0.500;" in fedavg.split("|")[3]  # readmission ahead on both seeds
+    assert "p_c n/a" in fedavg  # documents without the clients' sizes: no corrected test
     assert set(frame["setting"]) == {"iid", "small"}
+
+
+def _clinical_doc(seed: int, algorithm: str) -> dict:
+    """A run with clinical metrics and the clients' sizes."""
+    rng = np.random.default_rng([seed, algorithm == "fedcare"])
+    shift = 0.02 if algorithm == "fedcare" else 0.0
+    early = 0.70 + shift + 0.01 * rng.standard_normal()
+    doc = _doc(early, 0.62, 2.0)
+    doc["objectives"]["early_discharge"]["clinical"] = {
+        "auprc": 0.5, "brier": 0.24 - shift, "brier_reference": 0.25,
+        "calibration_slope": 1.0, "ece": 0.01, "sensitivity": 0.8, "specificity": 0.3,
+    }  # fmt: skip
+    doc["objectives"]["los"]["clinical"] = {"bias_days": -0.5}
+    doc["clients"] = [{"client": k, "n_train": 700, "n_val": 100, "n_test": 200} for k in range(3)]
+    return doc
+
+
+def test_comparison_reports_clinical_metrics_and_the_corrected_test(tmp_path):
+    cells = []
+    for algorithm in ("fedcare", "fedavg"):
+        for seed in range(6):
+            cell = Cell(algorithm, seed, 3)
+            (tmp_path / f"{cell.key}.json").write_text(json.dumps(_clinical_doc(seed, algorithm)))
+            cells.append(cell)
+    files, runs, _ = experiment_tables("comparison", cells, tmp_path, dataset="toy")
+    md = files["comparison.md"]
+    assert "## Clinical metrics (pooled)" in md
+    assert "early_discharge Brier" in md and "early_discharge base-rate Brier" in md
+    assert "los bias (days)" in md and "readmission AUPRC" not in md  # no value: no column
+    assert set(runs["n_train"]) == {2100} and set(runs["n_test"]) == {600}
+    diff = paired_differences(runs, "fedcare", ["early_discharge"])
+    from fedcare_core.evaluation.significance import nadeau_bengio_ttest
+
+    values = (
+        runs[runs.algorithm == "fedcare"].set_index("seed")["early_discharge"]
+        - runs[runs.algorithm == "fedavg"].set_index("seed")["early_discharge"]
+    )
+    expected = nadeau_bengio_ttest(values.to_numpy(), 2100, 600)
+    row = diff.iloc[0]
+    assert row["early_discharge.nb.p"] == pytest.approx(expected.p)
+    assert row["early_discharge.nb.low"] == pytest.approx(expected.low)
+    # the correction makes the test more cautious than the plain paired t-test
+    from scipy.stats import ttest_rel
+
+    plain = ttest_rel(
+        runs[runs.algorithm == "fedcare"].sort_values("seed")["early_discharge"],
+        runs[runs.algorithm == "fedavg"].sort_values("seed")["early_discharge"],
+    ).pvalue
+    assert expected.p > plain
+    assert f"p_c {expected.p:.3f}" in md
+
+
+def test_selection_tables_hide_the_clinical_test_metrics(tmp_path):
+    from fedcare_core.experiments.report import _is_test_column
+
+    metrics = {"readmission": "auroc", "los": "mae_days"}
+    assert _is_test_column("readmission.brier", metrics)
+    assert _is_test_column("los.bias_days", metrics)
+    assert not _is_test_column("readmission.val", metrics)
+    assert not _is_test_column("n_test", metrics)
