@@ -159,7 +159,8 @@ def results_markdown(
         "",
         f"MLflow parent run: {_run_link(tracking_uri, experiment_id, parent_run_id, 'parent')} "
         f"(experiment {experiment_id}, `{tracking_uri}`). Test metrics: pooled over every "
-        "client's test rows / mean over clients.",
+        "client's test rows / mean over clients. Each client model's model card is in its "
+        "run's artifacts (`model_cards/client<k>.html`) and its logged model's.",
         "",
         "| " + " | ".join(head) + " |",
         "| " + " | ".join("---" for _ in head) + " |",

@@ -5,7 +5,8 @@ One logged model per client (name ``client<k>``) in the run of its algorithm × 
 (:mod:`fedcare_core.predict.package`). Its signature is column-based — the dataset's row columns
 in, one ``double`` column per objective out (``<objective>_probability``, ``<objective>_days``),
 and a ``unseen_categories`` parameter — and its input example is synthetic rows
-(:func:`fedcare_core.data.rows.row_format`), never a patient's.
+(:func:`fedcare_core.data.rows.row_format`), never a patient's. Each model carries its model
+card (:mod:`fedcare.tracking.model_card`).
 """
 
 from __future__ import annotations
@@ -22,10 +23,13 @@ from mlflow.models import Model, ModelSignature
 from mlflow.types.schema import AnyType, ColSpec, ParamSchema, ParamSpec, Schema
 
 from fedcare.tracking import pyfunc_model, store
+from fedcare.tracking.model_card import RUN_CARDS_DIR, model_card_html
 from fedcare_core import __version__
 from fedcare_core.predict.package import ModelPackage, client_package, save_package
 from fedcare_core.run.results import ExperimentResult
 
+#: The model card's key among a logged model's artifacts (``artifacts/client<k>.html``).
+CARD_ARTIFACT = "model_card"
 #: Logged-model name of client ``k``'s deployed model.
 CLIENT_MODEL_TEMPLATE = "client{client}"
 
@@ -87,6 +91,7 @@ def _log_client_model(
     run_id: str,
     experiment_id: str,
     params: Mapping[str, str] | None = None,
+    card: str | None = None,
 ) -> str:
     """Log one client's package as a pyfunc; return its logged-model id.
 
@@ -98,6 +103,9 @@ def _log_client_model(
         The run that produced it and its experiment.
     params
         Params recorded on the logged model (the run's configuration).
+    card
+        Its model card (HTML, :mod:`fedcare.tracking.model_card`), logged among the model's
+        artifacts and the run's (``model_cards/client<k>.html``).
 
     Returns
     -------
@@ -114,6 +122,14 @@ def _log_client_model(
     )
     with tempfile.TemporaryDirectory(prefix="fedcare-package-") as tmp:
         folder = save_package(package, Path(tmp) / "package")
+        artifacts = {pyfunc_model.PACKAGE_ARTIFACT: str(folder)}
+        if card is not None:
+            cards = Path(tmp) / RUN_CARDS_DIR
+            cards.mkdir()
+            page = cards / f"{name}.html"
+            page.write_text(card, encoding="utf-8")
+            store.client().log_artifact(run_id, str(page), RUN_CARDS_DIR)
+            artifacts[CARD_ARTIFACT] = str(page)
         Model.log(
             artifact_path=None,
             name=name,
@@ -121,7 +137,7 @@ def _log_client_model(
             run_id=run_id,
             model_id=logged.model_id,
             python_model=pyfunc_model.__file__,
-            artifacts={pyfunc_model.PACKAGE_ARTIFACT: str(folder)},
+            artifacts=artifacts,
             signature=_row_signature(package),
             input_example=_example(package),
             pip_requirements=_requirements(),
@@ -144,7 +160,11 @@ def log_client_models(
     """Log every client's deployed model of a run; client id → logged-model id."""
     return {
         client.client_id: _log_client_model(
-            client_package(result, i), run_id=run_id, experiment_id=experiment_id, params=params
+            client_package(result, i),
+            run_id=run_id,
+            experiment_id=experiment_id,
+            params=params,
+            card=model_card_html(result, i),
         )
         for i, client in enumerate(result.federation.clients)
     }

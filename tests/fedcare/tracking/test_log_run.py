@@ -156,7 +156,7 @@ def test_a_child_run_per_client_holds_its_stage2_traces(logged):
 def test_artifacts_hold_results_json_plots_and_the_validation_report(logged):
     client = store.client()
     top = {a.path for a in client.list_artifacts(logged.run_id)}
-    assert {"results.json", "plots", "validation"} <= top
+    assert {"results.json", "plots", "validation", "model_cards"} <= top
     plots = {a.path for a in client.list_artifacts(logged.run_id, "plots")}
     assert plots == {"plots/lambda_trajectory.png", "plots/metrics.png"}
     validation = {a.path for a in client.list_artifacts(logged.run_id, "validation")}
@@ -166,6 +166,23 @@ def test_artifacts_hold_results_json_plots_and_the_validation_report(logged):
         assert (folder / png).read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     doc = json.loads((folder / "results.json").read_text())
     assert doc == log_run.json_safe(logged.doc)
+
+
+def test_every_client_model_carries_its_model_card(logged):
+    client = store.client()
+    tags = client.get_run(logged.run_id).data.tags
+    run_folder = artifact_dir(client.get_run(logged.run_id).info.artifact_uri)
+    cards = {a.path for a in client.list_artifacts(logged.run_id, "model_cards")}
+    fed = logged.result.federation
+    assert cards == {f"model_cards/client{c.client_id}.html" for c in fed.clients}
+    for c in fed.clients:
+        page = (run_folder / "model_cards" / f"client{c.client_id}.html").read_text()
+        assert f"site {c.client_id}</h1>" in page and "<h2>Limitations</h2>" in page
+        for objective in c.objectives:
+            assert f"<h2>{objective}</h2>" in page
+        model_id = tags[f"{log_run.TAG_CLIENT_MODEL_ID}.{c.client_id}"]
+        model_folder = artifact_dir(client.get_logged_model(model_id).artifact_location)
+        assert (model_folder / "artifacts" / f"client{c.client_id}.html").read_text() == page
 
 
 def test_models_load_back_and_predict_like_the_in_memory_models(logged):

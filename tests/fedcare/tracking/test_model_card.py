@@ -1,0 +1,40 @@
+"""The model card of a client's deployed model: what a clinician reviewing it needs."""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+
+from fedcare.tracking.model_card import model_card_html
+
+
+def test_the_card_says_what_when_how_well_and_how_calibrated(logged):
+    result = logged.result
+    doc = result.to_dict()
+    for index, client in enumerate(result.federation.clients):
+        page = model_card_html(result, index, written=dt.date(2026, 12, 4))
+        assert "<h2>Intended use</h2>" in page and "<h2>How it was chosen</h2>" in page
+        assert f"{client.train.n} / {client.val.n} / {client.test.n}" in page
+        assert "2026-12-04" in page
+        for objective in client.objectives:
+            entry = doc["objectives"][objective]
+            mine = next(c for c in entry["clients"] if c["client"] == client.client_id)
+            section = page.split(f"<h2>{objective}</h2>")[1].split("<h2>")[0]
+            label = "AUROC" if entry["metric"] == "auroc" else "MAE (days)"
+            value = mine["value"]
+            shown = "n/a" if value is None else f"{value:.3f}"
+            assert f"<td>{label}</td><td>{shown}</td>" in section
+            if entry["metric"] == "auroc":
+                calibrator = result.predictors[index].calibration[objective]
+                assert f"<b>Calibration:</b> {calibrator.update}" in section
+                assert "Brier score of the base rate" in section and "sensitivity" in section
+            else:
+                assert "bias (days)" in section
+        # tiny synthetic test sets: the card says their metrics are uncertain
+        assert "test rows; its metrics are uncertain" in page
+
+
+def test_the_card_holds_no_row_and_escapes_text(logged):
+    page = model_card_html(logged.result, 0)
+    assert "<script" not in page
+    assert not re.search(r"patient_?(nbr|id)\s*[=:]", page, re.IGNORECASE)
