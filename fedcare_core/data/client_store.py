@@ -9,6 +9,11 @@ touches a disk, e.g. an anonymous ``memfd_create`` file. :func:`load_client_data
 back exactly. No pickle is written or accepted, so loading cannot execute code, and each
 client's folder or image holds that client's rows only.
 
+A split's patient ordinals (``{split}.groups``, int64) and sensitive subgroups
+(``{split}.subgroup.{name}``, unicode arrays, their names listed in the metadata) are stored
+where the split has them; a file written without them reads back without them (the layout only
+adds members, so the format version stays).
+
 The folder and its files are created owner-only from the start (0700 and 0600: the files are
 opened with that mode, not changed afterwards), because they are patient-level data.
 """
@@ -35,6 +40,9 @@ ARRAYS_FILE = "arrays.npz"
 META_FILE = "client.json"
 _SPLIT_FIELDS = ("x_common", "x_private", "y")
 _ENCODER_FIELDS = ("medians", "means", "stds")
+#: A split's patient ordinals, and the prefix of its subgroups' members.
+_GROUPS = "groups"
+_SUBGROUP = "subgroup"
 #: The member of a one-file image (:func:`client_data_bytes`) holding ``client.json``'s content.
 _META_MEMBER = "__meta__"
 #: Owner-only modes of a client's folder and files.
@@ -55,6 +63,10 @@ def _arrays(client: ClientData) -> dict[str, np.ndarray]:
         data = client.split(split)
         for name in _SPLIT_FIELDS:
             arrays[f"{split}.{name}"] = np.ascontiguousarray(getattr(data, name))
+        if data.groups is not None:
+            arrays[f"{split}.{_GROUPS}"] = np.ascontiguousarray(data.groups, dtype=np.int64)
+        for name, labels in data.subgroups.items():
+            arrays[f"{split}.{_SUBGROUP}.{name}"] = np.ascontiguousarray(labels, dtype=str)
     for prefix, enc in (("common", client.common_encoder), ("private", client.private_encoder)):
         for name in _ENCODER_FIELDS:
             arrays[f"{prefix}.{name}"] = np.ascontiguousarray(getattr(enc, name))
@@ -70,6 +82,7 @@ def _meta(client: ClientData) -> dict[str, Any]:
         "private_features": list(client.private_features),
         "common_encoder": _encoder_meta(client.common_encoder),
         "private_encoder": _encoder_meta(client.private_encoder),
+        "subgroups": {split: list(client.split(split).subgroups) for split in SPLITS},
     }
 
 
@@ -198,10 +211,7 @@ def _check_version(meta: dict[str, Any], where: str) -> None:
 
 def _client_from(meta: dict[str, Any], arrays: dict[str, np.ndarray], where: str) -> ClientData:
     try:
-        splits = {
-            split: SplitArrays(*(arrays[f"{split}.{name}"] for name in _SPLIT_FIELDS))
-            for split in SPLITS
-        }
+        splits = {split: _split_from(meta, arrays, split) for split in SPLITS}
         encoders = {
             prefix: FeatureEncoder(
                 numeric=tuple(meta[f"{prefix}_encoder"]["numeric"]),
@@ -226,10 +236,23 @@ def _client_from(meta: dict[str, Any], arrays: dict[str, np.ndarray], where: str
             val=splits["val"],
             test=splits["test"],
         )
-    except (KeyError, TypeError, ValueError) as exc:
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise DataError(f"malformed client data: {exc!r}", file=where) from None
     _check_shapes(client, where)
     return client
+
+
+def _split_from(meta: dict[str, Any], arrays: dict[str, np.ndarray], split: str) -> SplitArrays:
+    """One split's arrays (its groups and subgroups where stored)."""
+    names = meta.get("subgroups", {}).get(split, [])
+    x_common, x_private, y = (arrays[f"{split}.{name}"] for name in _SPLIT_FIELDS)
+    return SplitArrays(
+        x_common,
+        x_private,
+        y,
+        groups=arrays.get(f"{split}.{_GROUPS}"),
+        subgroups={str(n): arrays[f"{split}.{_SUBGROUP}.{n}"] for n in names},
+    )
 
 
 def _check_shapes(client: ClientData, where: str) -> None:
@@ -247,5 +270,10 @@ def _check_shapes(client: ClientData, where: str) -> None:
             raise DataError(
                 f"client data split {split!r} has inconsistent shapes: x_common "
                 f"{s.x_common.shape}, x_private {s.x_private.shape}, y {s.y.shape}",
+                file=where,
+            )
+        if s.groups is not None and s.groups.dtype != np.int64:
+            raise DataError(
+                f"client data split {split!r} has patient ordinals of type {s.groups.dtype}",
                 file=where,
             )

@@ -7,7 +7,8 @@ train/validation/test. Encoders are fitted per client on that client's training 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -16,6 +17,7 @@ from fedcare_core.config import DataConfig
 from fedcare_core.data.cohort import Cohort, Objective
 from fedcare_core.data.partition import FeaturePartition
 from fedcare_core.data.preprocess import FeatureEncoder, fit_encoder
+from fedcare_core.data.subgroups import RowGroups, row_groups
 from fedcare_core.errors import ConfigError, DataError
 from fedcare_core.nn.seeding import derive_rng
 
@@ -36,11 +38,27 @@ class SplitArrays:
         Encoded private features, float32 (n, d_u).
     y
         Labels, float32 (n, m_k), one column per client objective; NaN = not applicable.
+    groups
+        int64 (n,): each row's patient as an ordinal ``0..P-1`` within the split (a patient's
+        rows share it; never the patient's key). None: unknown, each row its own patient.
+    subgroups
+        Sensitive attribute name → each row's subgroup, a unicode array (n,) (``"missing"``
+        where the value is missing; :func:`~fedcare_core.data.subgroups.subgroup_labels`).
     """
 
     x_common: np.ndarray
     x_private: np.ndarray
     y: np.ndarray
+    groups: np.ndarray | None = None
+    subgroups: Mapping[str, np.ndarray] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        rows = (len(self.y),)
+        if self.groups is not None and self.groups.shape != rows:
+            raise ValueError(f"groups has shape {self.groups.shape}, not {rows}")
+        for name, labels in self.subgroups.items():
+            if labels.shape != rows or labels.dtype.kind != "U":
+                raise ValueError(f"subgroup {name!r} is not {rows[0]} unicode labels")
 
     @property
     def n(self) -> int:
@@ -202,19 +220,13 @@ def _subsample_patients(cohort: Cohort, max_patients: int, seed: int) -> Cohort:
 def _keep_patients(cohort: Cohort, keep: np.ndarray, note: str) -> Cohort:
     """The cohort's rows of the patients in ``keep``, with ``note`` added to its notes."""
     mask = np.isin(cohort.patient, keep)
-    return Cohort(
-        dataset=cohort.dataset,
+    return replace(
+        cohort,
         features=cohort.features.loc[mask].reset_index(drop=True),
-        numeric_features=cohort.numeric_features,
-        categorical_features=cohort.categorical_features,
         labels=cohort.labels.loc[mask].reset_index(drop=True),
-        objectives=cohort.objectives,
         patient=cohort.patient[mask],
         strata=None if cohort.strata is None else cohort.strata.loc[mask].reset_index(drop=True),
-        source_sha256=cohort.source_sha256,
         notes=(*cohort.notes, note),
-        vocabularies=cohort.vocabularies,
-        test_patients=cohort.test_patients,
     )
 
 
@@ -301,9 +313,9 @@ def build_federation(
     for k, objs in enumerate(client_objectives):
         rows = np.flatnonzero(client_of_row == k)
         splits = split_patients(cohort.patient[rows], config, seed, k, cohort.test_patients)
-        frames, labels = client_splits(cohort, rows, splits, objs)
+        frames, labels, extras = client_splits(cohort, rows, splits, objs)
         check_labels(cohort, objs, labels["train"], f"client {k}", source)
-        client = encoding.client(k, objs, frames, labels)
+        client = encoding.client(k, objs, frames, labels, extras=extras)
         # Unreachable while fit_encoder insists on declared vocabularies for shared features.
         if common_width not in (-1, client.common_encoder.width):  # pragma: no cover
             raise ConfigError("clients disagree on the common feature layout")
@@ -327,20 +339,37 @@ def _check_partition(cohort: Cohort, partition: FeaturePartition) -> None:
 
 def client_splits(
     cohort: Cohort, rows: np.ndarray, splits: dict[str, np.ndarray], objs: tuple[str, ...]
-) -> tuple[dict[str, pd.DataFrame], dict[str, np.ndarray]]:
-    """Raw features and float32 labels (client objectives only) of each split of a client.
+) -> tuple[dict[str, pd.DataFrame], dict[str, np.ndarray], dict[str, RowGroups]]:
+    """Raw features, float32 labels (client objectives only) and row tags of each split.
 
-    ``rows`` are the client's cohort rows and ``splits`` its patients per split.
+    Parameters
+    ----------
+    cohort
+        The cohort the client's rows are from.
+    rows
+        The client's cohort rows.
+    splits
+        The client's patients per split.
+    objs
+        The client's objectives.
+
+    Returns
+    -------
+    frames, labels, extras
+        Per split: its rows' raw features, their labels, and their patient ordinals within
+        the split and subgroups of the cohort's sensitive attributes (:class:`RowGroups`).
     """
     frames: dict[str, pd.DataFrame] = {}
     labels: dict[str, np.ndarray] = {}
+    extras: dict[str, RowGroups] = {}
     for name, pats in splits.items():
         sel = rows[np.isin(cohort.patient[rows], pats)]
         frames[name] = cohort.features.iloc[sel]
         labels[name] = np.array(
             cohort.labels.iloc[sel][list(objs)].to_numpy(dtype=np.float32), copy=True
         )
-    return frames, labels
+        extras[name] = row_groups(cohort.patient[sel], frames[name], cohort.sensitive)
+    return frames, labels, extras
 
 
 @dataclass(frozen=True)
@@ -362,8 +391,28 @@ class ClientEncoding:
         objs: tuple[str, ...],
         frames: dict[str, pd.DataFrame],
         labels: dict[str, np.ndarray],
+        *,
+        extras: Mapping[str, RowGroups] | None = None,
     ) -> ClientData:
-        """Fit the client's encoders on its training rows and encode every split."""
+        """Fit the client's encoders on its training rows and encode every split.
+
+        Parameters
+        ----------
+        client_id
+            The client's index.
+        objs
+            Its objectives.
+        frames, labels
+            Each split's raw features and labels (:func:`client_splits`).
+        extras
+            Each split's patient ordinals and subgroups, carried into its arrays (None: none,
+            each row its own patient).
+
+        Returns
+        -------
+        ClientData
+            The client's encoders and encoded splits.
+        """
         common = self.partition.common
         private = self.partition.private_for(objs)
         common_enc = fit_encoder(
@@ -386,6 +435,7 @@ class ClientEncoding:
                 x_common=common_enc.transform(frames[name]),
                 x_private=private_enc.transform(frames[name]),
                 y=labels[name],
+                **_tags(extras, name),
             )
             for name in SPLITS
         }
@@ -400,6 +450,13 @@ class ClientEncoding:
             val=arrays["val"],
             test=arrays["test"],
         )
+
+
+def _tags(extras: Mapping[str, RowGroups] | None, split: str) -> dict[str, Any]:
+    """The ``groups`` and ``subgroups`` of ``split``'s :class:`SplitArrays` (none: empty)."""
+    if extras is None or split not in extras:
+        return {}
+    return {"groups": extras[split].groups, "subgroups": dict(extras[split].subgroups)}
 
 
 def check_labels(

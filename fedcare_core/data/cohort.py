@@ -9,6 +9,8 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
+from fedcare_core.data.subgroups import SensitiveAttribute
+
 _ObjectiveKind = Literal["binary", "regression"]
 
 
@@ -70,6 +72,9 @@ class Cohort:
     test_patients
         Patient keys a published split puts in the test set (e.g. the MIMIC-III benchmark's):
         each client's test split is then exactly its patients among them. None: drawn.
+    sensitive
+        The attributes the evaluation reports subgroups of (age band, sex, race), each over a
+        column of ``features`` (in the feature partition or not).
     """
 
     dataset: str
@@ -84,6 +89,7 @@ class Cohort:
     notes: tuple[str, ...] = field(default_factory=tuple)
     vocabularies: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     test_patients: np.ndarray | None = None
+    sensitive: tuple[SensitiveAttribute, ...] = ()
 
     def __post_init__(self) -> None:
         n = len(self.features)
@@ -94,6 +100,11 @@ class Cohort:
             raise ValueError("numeric_features + categorical_features must cover features.columns")
         if [o.name for o in self.objectives] != list(self.labels.columns):
             raise ValueError("labels' columns must be the objectives, in order")
+        unknown = [a.column for a in self.sensitive if a.column not in cols]
+        if unknown:
+            raise ValueError(f"sensitive attribute column(s) {unknown} are not features")
+        if len({a.name for a in self.sensitive}) != len(self.sensitive):
+            raise ValueError("sensitive attributes' names must be distinct")
 
     @property
     def n_rows(self) -> int:

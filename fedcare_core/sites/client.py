@@ -112,7 +112,7 @@ def prepare_site(
             f"the {' and '.join(empty)} split(s); a site needs more patients",
             file=source,
         )
-    frames, labels = client_splits(cohort, rows, splits, objs)
+    frames, labels, extras = client_splits(cohort, rows, splits, objs)
     check_labels(cohort, objs, labels["train"], f"site {name!r}", source)
     extra = private or SitePrivate()
     encoding = ClientEncoding(
@@ -121,7 +121,7 @@ def prepare_site(
         schema.config.model.max_categories,
         {**extra.vocabularies, **schema.vocabularies},
     )
-    client = encoding.client(0, objs, frames, labels)
+    client = encoding.client(0, objs, frames, labels, extras=extras)
     if client.common_encoder.width != schema.common_width():  # pragma: no cover - by design
         raise ConfigError("the site's common features do not encode to the schema's layout")
     return client

@@ -109,14 +109,15 @@ def union_client(client: ClientData, layout: UnionLayout) -> ClientData:
     """The client with ``x_common`` replaced by its union vectors and no private block.
 
     Everything that trains on ``x_common`` (Algorithm 1's client step, the evaluation scorers)
-    then runs unchanged on the FullMLP input.
+    then runs unchanged on the FullMLP input. Each split keeps its labels, patient ordinals and
+    subgroups.
     """
 
     def view(split: SplitArrays) -> SplitArrays:
-        return SplitArrays(
+        return replace(
+            split,
             x_common=layout.embed(split, client.private_encoder),
             x_private=np.zeros((split.n, 0), dtype=np.float32),
-            y=split.y,
         )
 
     return replace(client, train=view(client.train), val=view(client.val), test=view(client.test))

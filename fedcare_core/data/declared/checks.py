@@ -5,7 +5,8 @@ written twice, a vocabulary with repeats, a key that does not fit its column's t
 expression that does not compile, a label or exclusion over a column that is not declared (or
 over an identifier, or comparing a value its column cannot hold), a label whose source is a
 feature, a partition naming what is not a feature or leaving a feature out, an open vocabulary
-shared, and a feature shown to an objective before it is known.
+shared, a feature shown to an objective before it is known, and a sensitive attribute over a
+column that is not a feature (or banded though it holds no numbers).
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ def check_declaration(d: DatasetDeclaration, document: Mapping[str, Any]) -> Non
         _check_condition(d.include, d, file, "cohort.include")
     _check_objectives(d, document, file)
     _check_partition(d, file)
+    _check_sensitive(d, file)
 
 
 def _fail(file: str, key: str, message: str) -> DefinitionError:
@@ -378,3 +380,28 @@ def _check_times(d: DatasetDeclaration, file: str) -> None:
         at_prediction_time(d.partition, known, predicted, moves=d.moves)
     except ConfigError as exc:
         raise _fail(file, "partition", str(exc)) from None
+
+
+def _check_sensitive(d: DatasetDeclaration, file: str) -> None:
+    """Each sensitive attribute reads a declared feature; only a number's is banded."""
+    for attribute in d.sensitive:
+        key = f"sensitive.{attribute.name}"
+        name = attribute.column
+        column = d.columns.get(name)
+        if column is None:
+            what = "an identifier" if name in d.identifiers else "not a declared column"
+            message = f"{name!r} is {what}; a sensitive attribute reads a feature column"
+            raise _fail(file, f"{key}.column", message)
+        if column.known_at is None:
+            raise _fail(
+                file,
+                f"{key}.column",
+                f"{name!r} is not a feature (a feature is a declared column with known_at)",
+            )
+        if attribute.bands and not column.numeric:
+            raise _fail(
+                file,
+                f"{key}.bands",
+                f"{name!r} is {column.type}: bands are for integer and float columns "
+                "(a category's values are its subgroups)",
+            )

@@ -4,7 +4,7 @@ The order is that of a data dictionary's checks: the files and their columns
 (:mod:`.reading`), the identifiers (present; the encounter unique), every declared column
 (:mod:`.values`), the cohort's rule, then the labels (:mod:`.labels`). The cohort holds the
 features only (numbers as float64, categories as strings), the patient key as an integer code
-(never written anywhere) and the strata column when declared.
+(never written anywhere), the strata column when declared and the sensitive attributes.
 """
 
 from __future__ import annotations
@@ -119,6 +119,7 @@ def load_declared(
             test_patients=(
                 None if table.test_rows is None else np.unique(codes[table.test_rows[keep]])
             ),
+            sensitive=declaration.sensitive,
         ),
         read,
     )

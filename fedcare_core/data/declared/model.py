@@ -9,6 +9,7 @@ from typing import Literal
 
 from fedcare_core.data.cohort import Objective
 from fedcare_core.data.partition import FeaturePartition
+from fedcare_core.data.subgroups import SensitiveAttribute
 
 #: The column types a definition declares.
 ColumnType = Literal["categorical", "integer", "float", "datetime"]
@@ -261,6 +262,8 @@ class DatasetDeclaration:
         The identifiers' pattern in words (messages).
     numbering
         The order patients are numbered in: ``first_seen`` (the rows') or ``ascending``.
+    sensitive
+        The attributes the evaluation reports subgroups of, each over a feature column.
     """
 
     path: Path
@@ -282,6 +285,7 @@ class DatasetDeclaration:
     rules: tuple[Rule, ...] = ()
     identifier_form: str | None = None
     numbering: str = "first_seen"
+    sensitive: tuple[SensitiveAttribute, ...] = ()
 
     @property
     def gap_columns(self) -> tuple[str, ...]:

@@ -29,6 +29,8 @@ from fedcare_core.data.declared.model import (
     Value,
 )
 from fedcare_core.data.partition import FeaturePartition
+from fedcare_core.data.subgroups import SensitiveAttribute
+from fedcare_core.errors import DefinitionError
 from fedcare_core.files.yaml_input import load_schema, read_yaml_document
 
 __all__ = ["DEFINITION_SCHEMA", "WHAT", "column_of", "definition_schema", "read_definition"]
@@ -113,6 +115,10 @@ def declaration_from_document(
             Rule(_condition(r["when"]), r["column"], r["message"])
             for r in document.get("refuse", ())
         ),
+        sensitive=tuple(
+            _sensitive(str(name), spec, file)
+            for name, spec in document.get("sensitive", {}).items()
+        ),
     )
     check_declaration(declaration, document)
     return declaration
@@ -129,6 +135,16 @@ def _pools(
     pools: dict[str, tuple[str, ...]] = {o.objective.name: () for o in objectives}
     pools.update({k: tuple(v) for k, v in doc.items()})
     return pools
+
+
+def _sensitive(name: str, doc: Mapping[str, Any], file: str) -> SensitiveAttribute:
+    """The sensitive attribute ``name`` (its column is checked by :mod:`.checks`)."""
+    try:
+        return SensitiveAttribute(
+            name, doc["column"], tuple(float(b) for b in doc.get("bands", ()))
+        )
+    except ValueError as exc:
+        raise DefinitionError(str(exc), file=file, key=f"sensitive.{name}.bands") from None
 
 
 def _source(doc: Mapping[str, Any]) -> Source:

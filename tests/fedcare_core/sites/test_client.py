@@ -48,6 +48,15 @@ def test_a_site_encodes_its_common_features_into_the_schema_layout(hospital, sch
     assert all(v == schema.vocabularies[c] for c, v in site.common_encoder.categorical)
 
 
+def test_a_sites_splits_carry_patient_ordinals_and_subgroups(hospital, schema):
+    site = prepare_site(hospital, schema, ["los"], name="north", seed=0)
+    for split in (site.train, site.val, site.test):
+        assert split.groups is not None and split.groups.shape == (split.n,)
+        assert np.array_equal(np.unique(split.groups), np.arange(split.groups.max() + 1))
+        assert list(split.subgroups) == ["age", "sex", "race"]
+        assert set(split.subgroups["age"]) <= {"<50", "50-70", ">=70"}
+
+
 def test_the_split_is_keyed_by_the_site_name_and_seed(hospital, schema):
     a = prepare_site(hospital, schema, ["los"], name="north", seed=0)
     again = prepare_site(hospital, schema, ["los"], name="north", seed=0)

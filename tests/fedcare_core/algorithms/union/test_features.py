@@ -1,6 +1,12 @@
+from dataclasses import replace
+
 import numpy as np
 
 from fedcare_core.algorithms.union.features import union_federation, union_layout
+from fedcare_core.config import DataConfig
+from fedcare_core.data.clients import SPLITS, build_federation
+from fedcare_core.data.subgroups import SensitiveAttribute
+from tests.fedcare_core.synthetic import PARTITION, make_cohort
 
 
 def test_union_vector_holds_common_block_then_each_clients_private_columns(federation):
@@ -39,3 +45,17 @@ def test_union_view_replaces_x_common_and_keeps_labels(federation):
         assert u.train.x_common.shape == (c.train.n, layout.width)
         assert u.test.x_private.shape == (c.test.n, 0)
         np.testing.assert_array_equal(u.val.y, c.val.y)
+
+
+def test_union_view_keeps_patient_ordinals_and_subgroups():
+    sensitive = (SensitiveAttribute("age", "age", (50.0, 70.0)), SensitiveAttribute("sex", "sex"))
+    cohort = replace(make_cohort(120), sensitive=sensitive)
+    federation = build_federation(cohort, PARTITION, DataConfig(clients=2), seed=0)
+    union, _ = union_federation(federation)
+    for u, c in zip(union.clients, federation.clients, strict=True):
+        for name in SPLITS:
+            a, b = u.split(name), c.split(name)
+            assert a.groups is not None and a.groups is b.groups
+            assert list(a.subgroups) == ["age", "sex"]
+            for key in a.subgroups:
+                np.testing.assert_array_equal(a.subgroups[key], b.subgroups[key])
