@@ -74,7 +74,11 @@ def run_summary(result: ExperimentResult, run_id: str) -> dict[str, Any]:
         "pooled": {s: o["pooled"] for s, o in doc["objectives"].items()},
         "mean_over_clients": {s: o["mean_over_clients"] for s, o in doc["objectives"].items()},
         "objectives": {
-            s: {"metric": o["metric"], "clinical": o.get("clinical", {})}
+            s: {
+                k: o[k]
+                for k in ("metric", "pooled", "clinical", "intervals", "subgroups")
+                if k in o
+            }
             for s, o in doc["objectives"].items()
         },
         "timing": doc["timing"],

@@ -13,6 +13,7 @@ from fedcare_core.evaluation.clinical_rows import (
     CLINICAL_HEAD,
     clinical_rows,
     length_of_stay_lines,
+    subgroup_gap_lines,
 )
 
 if TYPE_CHECKING:
@@ -86,6 +87,9 @@ def results_table(results: dict[str, Any]) -> str:
         lines += ["", "clinical metrics (pooled test; rates at each client's threshold):"]
         lines += _aligned([CLINICAL_HEAD, *clinical])
     lines += length_of_stay_lines(results["objectives"])
+    gaps = subgroup_gap_lines(results["objectives"])
+    if gaps:
+        lines += ["", "largest subgroup gaps (pooled test; subgroups of at least 30 rows):", *gaps]
     timing = results.get("timing", {})
     head = (
         f"{results['algorithm']} on {results['dataset']}: {len(results['clients'])} clients, "

@@ -137,7 +137,30 @@ def _metric_rows(doc: Mapping[str, Any], client_id: int) -> list[list[str]]:
     if doc["metric"] != "auroc":
         keys = [("MAE (days)", "value", 3), ("bias (days)", "bias_days", 2)]
         keys += [(f"MAE, stays of {k[9:]} d", k, 2) for k in pooled if k.startswith("mae_days_")]
-    return [[label, _num(own.get(k), d), _num(pooled.get(k), d)] for label, k, d in keys]
+    rows = [[label, _num(own.get(k), d), _num(pooled.get(k), d)] for label, k, d in keys]
+    interval = (doc.get("intervals") or {}).get(doc["metric"]) or {}
+    if interval.get("low") is not None and interval.get("high") is not None:
+        rows[0][2] += f" [{interval['low']:.3f}, {interval['high']:.3f}]"
+    return rows
+
+
+def _subgroup_table(doc: Mapping[str, Any]) -> str:
+    """The federation's subgroups of an objective: n, main metric (and sensitivity)."""
+    rows = []
+    for attribute, by_metric in (doc.get("subgroups") or {}).items():
+        main = by_metric.get(doc["metric"], {})
+        sens = {g["group"]: g["value"] for g in by_metric.get("sensitivity", {}).get("groups", [])}
+        for g in main.get("groups", []):
+            rows.append([attribute, g["group"], str(g["n"]), _num(g["value"], 3),
+                         _num(sens.get(g["group"]), 3)])  # fmt: skip
+    if not rows:
+        return ""
+    label = "AUROC" if doc["metric"] == "auroc" else "MAE (days)"
+    head = ["attribute", "subgroup", "test rows", label, "sensitivity"]
+    return (
+        "<p><b>Subgroups</b> (the federation's pooled test rows; a gap counts subgroups of at "
+        f"least 30 rows):</p>{_table(head, rows)}"
+    )
 
 
 def _objective_section(
@@ -158,7 +181,7 @@ def _objective_section(
     else:
         parts.append(f"<p>Output: <code>{_esc(name)}_days</code>, predicted length of stay.</p>")
     rows = _metric_rows(doc[name], result.federation.clients[index].client_id)
-    parts.append(_table(["metric (test)", "this model", "federation (pooled)"], rows))
+    parts.append(_table(["metric (test)", "this model", "federation (pooled) [95% CI]"], rows))
     calibrator = predictor.calibration.get(name)
     if calibrator is not None:
         parts.append(f"<p><b>Calibration:</b> {_esc(calibrator.update)} — "
@@ -167,6 +190,7 @@ def _objective_section(
         y, p = _test_predictions(result, index, name)
         if len(y) and 0 < y.sum() < len(y):
             parts.append(f'<img alt="curves of {_esc(name)}" src="{_curves_png(y, p)}">')
+    parts.append(_subgroup_table(doc[name]))
     return "".join(parts)
 
 

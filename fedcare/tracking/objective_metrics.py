@@ -7,7 +7,10 @@ section so that the MLflow UI shows them beside the AUROC: ``test/readmission.br
 clients' own values), and likewise AUPRC, the Brier score's base-rate reference, ECE,
 calibration slope and intercept, mean risk and observed rate, and the sensitivity,
 specificity, PPV and NPV at the clients' operating points; for length of stay the bias and
-the MAE and bias by length band. Per-client clinical values stay in the results document.
+the MAE and bias by length band. Each pooled metric with a bootstrap interval has its ends
+(``test/readmission.auroc.pooled_low`` and ``.pooled_high``), and each sensitive attribute its
+largest subgroup gap (``test/readmission.auroc.gap_age``, ``.sensitivity.gap_race``).
+Per-client clinical values and every subgroup's value stay in the results document.
 """
 
 from __future__ import annotations
@@ -50,5 +53,15 @@ def objective_values(doc: Mapping[str, Any]) -> list[tuple[str, Any, int]]:
             (naming.test_key(s, name, field), spread.get(stat), 0)
             for name, spread in rep.get("clinical_spread", {}).items()
             for field, stat in _SPREAD_FIELDS.items()
+        ]
+        values += [
+            (naming.test_key(s, name, f"pooled_{end}"), interval.get(end), 0)
+            for name, interval in rep.get("intervals", {}).items()
+            for end in ("low", "high")
+        ]
+        values += [
+            (naming.test_key(s, name, f"gap_{attribute}"), report.get("gap"), 0)
+            for attribute, by_metric in rep.get("subgroups", {}).items()
+            for name, report in by_metric.items()
         ]
     return values

@@ -71,6 +71,13 @@ class ExperimentConfig:
         flag="target-sensitivity",
         group=_RUN,
     )
+    bootstrap: int = setting(
+        200,
+        help="resamples of patients for the pooled test metrics' 95-percent intervals (0: none)",
+        range=Range(0, 100_000),
+        flag="bootstrap",
+        group=_RUN,
+    )
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     stage1: Stage1Config = field(default_factory=Stage1Config)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from typing import Any
 
 import numpy as np
 import torch
@@ -27,12 +28,16 @@ from fedcare_core.evaluation.clinical import (
     threshold_for_sensitivity,
 )
 from fedcare_core.evaluation.metrics import compute_metric
+from fedcare_core.evaluation.pooled import (
+    EvaluationSettings,
+    PooledRows,
+    pooled_intervals,
+    subgroup_results,
+)
 from fedcare_core.evaluation.uncertainty import spread
 
 #: Predicts one objective on a split: (split, objective) -> probabilities or days (float64).
 Scorer = Callable[[SplitArrays, str], np.ndarray]
-#: The default target sensitivity of a client's operating point.
-DEFAULT_TARGET_SENSITIVITY = 0.8
 #: (objective, client id) -> the client's threshold for that objective (None: undefined).
 Thresholds = Mapping[tuple[str, int], float | None]
 #: The rates reported at a client's operating point.
@@ -69,6 +74,11 @@ class _ObjectiveReport:
     clinical: dict[str, float | None] = field(default_factory=dict)
     #: Each per-client clinical metric's spread over clients: mean, std, min, max, n.
     clinical_spread: dict[str, dict[str, float | None]] = field(default_factory=dict)
+    #: Bootstrap 95 % intervals of the pooled metrics, resampling patients
+    #: (:func:`~.pooled.pooled_intervals`).
+    intervals: dict[str, Any] = field(default_factory=dict)
+    #: Each sensitive attribute's subgroups and largest gap (:func:`~.pooled.subgroup_results`).
+    subgroups: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -85,8 +95,19 @@ class EvaluationReport:
         raise KeyError(name)
 
 
-#: Objective name -> (client id, labels, predictions) of every client pursuing it.
-_Predictions = dict[str, list[tuple[int, np.ndarray, np.ndarray]]]
+@dataclass(frozen=True)
+class _ClientRows:
+    """One client's labelled rows of one objective: labels, predictions and row tags."""
+
+    client_id: int
+    y: np.ndarray
+    p: np.ndarray
+    groups: np.ndarray
+    subgroups: Mapping[str, np.ndarray]
+
+
+#: Objective name -> the rows of every client pursuing it.
+_Predictions = dict[str, list[_ClientRows]]
 
 
 def evaluate(
@@ -124,7 +145,7 @@ def evaluate(
 def evaluate_with_validation(
     federation: Federation,
     scorers: Sequence[Scorer],
-    target_sensitivity: float = DEFAULT_TARGET_SENSITIVITY,
+    settings: EvaluationSettings | None = None,
 ) -> EvaluationReport:
     """:func:`evaluate` on the test splits at operating points chosen on the validation splits.
 
@@ -132,17 +153,21 @@ def evaluate_with_validation(
     ----------
     federation, scorers
         As for :func:`evaluate`.
-    target_sensitivity
-        The sensitivity each client's threshold reaches on its validation rows.
+    settings
+        The target sensitivity of each client's threshold (on its validation rows), and the
+        bootstrap of the pooled test metrics' intervals (None: the defaults).
 
     Returns
     -------
     EvaluationReport
-        The test report; every :class:`_ObjectiveReport` has ``validation`` set.
+        The test report, with intervals and subgroups; every :class:`_ObjectiveReport` has
+        ``validation`` set.
     """
+    settings = settings or EvaluationSettings()
     val_predictions = _client_predictions(federation, scorers, "val")
-    thresholds = operating_points(federation, val_predictions, target_sensitivity)
-    test = _report(federation, _client_predictions(federation, scorers, "test"), thresholds)
+    thresholds = operating_points(federation, val_predictions, settings.target_sensitivity)
+    test_predictions = _client_predictions(federation, scorers, "test")
+    test = _report(federation, test_predictions, thresholds, settings)
     val = _report(federation, val_predictions, {})
     return EvaluationReport(
         [replace(t, validation=v) for t, v in zip(test.objectives, val.objectives, strict=True)]
@@ -155,10 +180,10 @@ def operating_points(
     """Each client's threshold per binary objective, from its own validation predictions."""
     kinds = {o.name: o.kind for o in federation.objectives}
     return {
-        (name, client_id): threshold_for_sensitivity(y, p, target_sensitivity).value
+        (name, r.client_id): threshold_for_sensitivity(r.y, r.p, target_sensitivity).value
         for name, rows in predictions.items()
         if kinds[name] == "binary"
-        for client_id, y, p in rows
+        for r in rows
     }
 
 
@@ -168,7 +193,7 @@ def _client_predictions(
     out: _Predictions = {}
     for obj in federation.objectives:
         out[obj.name] = [
-            (client.client_id, *_predictions(client, scorer, obj.name, split))
+            _predictions(client, scorer, obj.name, split)
             for client, scorer in zip(federation.clients, scorers, strict=True)
             if obj.name in client.objectives
         ]
@@ -176,8 +201,12 @@ def _client_predictions(
 
 
 def _report(
-    federation: Federation, predictions: _Predictions, thresholds: Thresholds
+    federation: Federation,
+    predictions: _Predictions,
+    thresholds: Thresholds,
+    settings: EvaluationSettings | None = None,
 ) -> EvaluationReport:
+    """Per-objective reports; with ``settings``, the pooled intervals and subgroups too."""
     reports: list[_ObjectiveReport] = []
     for obj in federation.objectives:
         rows = predictions[obj.name]
@@ -186,17 +215,17 @@ def _report(
             reports.append(_ObjectiveReport(obj.name, metric, None, None, [], "no client"))
             continue
         per_client, confusions = [], []
-        for client_id, y, p in rows:
-            m = compute_metric(obj.kind, y, p)
-            clinical = clinical_summary(obj.kind, y, p)
-            threshold = thresholds.get((obj.name, client_id))
+        for r in rows:
+            m = compute_metric(obj.kind, r.y, r.p)
+            clinical = clinical_summary(obj.kind, r.y, r.p)
+            threshold = thresholds.get((obj.name, r.client_id))
             if threshold is not None:
-                confusion = confusion_at(y, p, threshold)
+                confusion = confusion_at(r.y, r.p, threshold)
                 confusions.append(confusion)
                 clinical |= {"threshold": threshold} | _rates(confusion)
-            per_client.append(_ClientMetric(client_id, m.value, m.n, m.reason, clinical))
-        y_all = np.concatenate([y for _, y, _ in rows])
-        p_all = np.concatenate([p for _, _, p in rows])
+            per_client.append(_ClientMetric(r.client_id, m.value, m.n, m.reason, clinical))
+        pooled_rows = _pooled_rows(rows, thresholds, obj.name)
+        y_all, p_all = pooled_rows.y, pooled_rows.p
         pooled = compute_metric(obj.kind, y_all, p_all)
         values = [c.value for c in per_client if c.value is not None]
         reason = pooled.reason
@@ -213,9 +242,35 @@ def _report(
                 std_over_clients=float(np.std(values)) if values else None,
                 clinical=clinical_summary(obj.kind, y_all, p_all) | _pooled_rates(confusions),
                 clinical_spread=_spreads(per_client),
+                intervals={}
+                if settings is None
+                else pooled_intervals(obj.kind, pooled_rows, settings),
+                subgroups={} if settings is None else subgroup_results(obj.kind, pooled_rows),
             )
         )
     return EvaluationReport(reports)
+
+
+def _pooled_rows(rows: list[_ClientRows], thresholds: Thresholds, name: str) -> PooledRows:
+    """Every client's rows concatenated; patients made unique across clients."""
+    offsets = np.cumsum([0] + [int(r.groups.max()) + 1 if len(r.groups) else 0 for r in rows])
+    attributes = dict.fromkeys(a for r in rows for a in r.subgroups)
+    cuts = [thresholds.get((name, r.client_id)) for r in rows]
+    flagged = (
+        None
+        if any(t is None for t in cuts)
+        else np.concatenate([r.p >= t for r, t in zip(rows, cuts, strict=True)])
+    )
+    return PooledRows(
+        y=np.concatenate([r.y for r in rows]),
+        p=np.concatenate([r.p for r in rows]),
+        groups=np.concatenate([r.groups + o for r, o in zip(rows, offsets, strict=False)]),
+        subgroups={
+            a: np.concatenate([r.subgroups.get(a, np.full(len(r.y), "missing")) for r in rows])
+            for a in attributes
+        },
+        flagged=flagged,
+    )
 
 
 def _rates(confusion: Confusion) -> dict[str, float | None]:
@@ -244,15 +299,14 @@ def _spreads(per_client: list[_ClientMetric]) -> dict[str, dict[str, float | Non
     }
 
 
-def _predictions(
-    client: ClientData, scorer: Scorer, objective: str, split: str
-) -> tuple[np.ndarray, np.ndarray]:
+def _predictions(client: ClientData, scorer: Scorer, objective: str, split: str) -> _ClientRows:
     data = client.split(split)
-    j = client.objectives.index(objective)
-    y = data.y[:, j]
+    y = data.y[:, client.objectives.index(objective)]
     mask = np.isfinite(y)
+    groups = np.arange(data.n) if data.groups is None else data.groups
+    subgroups = {a: labels[mask] for a, labels in data.subgroups.items()}
     if data.n == 0 or not mask.any():
-        return y[mask], np.zeros(0)
+        return _ClientRows(client.client_id, y[mask], np.zeros(0), groups[mask], subgroups)
     with torch.no_grad():
         pred = np.asarray(scorer(data, objective), dtype=np.float64)
-    return y[mask], pred[mask]
+    return _ClientRows(client.client_id, y[mask], pred[mask], groups[mask], subgroups)

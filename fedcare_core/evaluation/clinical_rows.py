@@ -12,6 +12,7 @@ from typing import Any
 #: The binary objectives' columns.
 CLINICAL_HEAD = (
     "objective",
+    "AUROC [95% CI]",
     "AUPRC",
     "Brier (base rate)",
     "calibration slope",
@@ -49,6 +50,7 @@ def clinical_rows(objectives: Mapping[str, Mapping[str, Any]]) -> list[tuple[str
         rows.append(
             (
                 name,
+                f"{_num(rep.get('pooled'))} {_interval(rep, 'auroc')}".strip(),
                 _num(c.get("auprc")),
                 f"{_num(c.get('brier'))} ({_num(c.get('brier_reference'))})",
                 _num(c.get("calibration_slope"), 2),
@@ -60,8 +62,39 @@ def clinical_rows(objectives: Mapping[str, Mapping[str, Any]]) -> list[tuple[str
     return rows
 
 
+def _interval(rep: Mapping[str, Any], metric: str, digits: int = 3) -> str:
+    """``[0.581, 0.606]``: the metric's bootstrap interval, or "" without one."""
+    interval = (rep.get("intervals") or {}).get(metric) or {}
+    low, high = interval.get("low"), interval.get("high")
+    return "" if low is None or high is None else f"[{low:.{digits}f}, {high:.{digits}f}]"
+
+
+def subgroup_gap_lines(objectives: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """Per objective and sensitive attribute, its main metric's largest subgroup gap.
+
+    ``readmission AUROC by age: gap 0.031 (50-70 0.640 vs >=70 0.609)``; an attribute with
+    fewer than two eligible subgroups says so.
+    """
+    lines = []
+    for name, rep in objectives.items():
+        metric = rep.get("metric")
+        label = "AUROC" if metric == "auroc" else "MAE (days)"
+        for attribute, by_metric in (rep.get("subgroups") or {}).items():
+            report = by_metric.get(metric) or {}
+            values = {g["group"]: g["value"] for g in report.get("groups", [])}
+            gap, high, low = report.get("gap"), report.get("highest"), report.get("lowest")
+            if gap is None or high is None or low is None:
+                lines.append(f"{name} {label} by {attribute}: fewer than two subgroups to compare")
+                continue
+            lines.append(
+                f"{name} {label} by {attribute}: gap {gap:.3f} ({high} {_num(values[high])} vs "
+                f"{low} {_num(values[low])})"
+            )
+    return lines
+
+
 def length_of_stay_lines(objectives: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Per LOS objective: ``los: bias -0.87 d; MAE by length 0-3 d 1.84, 3-7 d 1.06, …``."""
+    """Per LOS objective: ``los: MAE 2.19 d [2.15, 2.23]; bias -0.87 d; MAE by length …``."""
     lines = []
     for name, rep in objectives.items():
         c = rep.get("clinical") or {}
@@ -73,6 +106,7 @@ def length_of_stay_lines(objectives: Mapping[str, Mapping[str, Any]]) -> list[st
             if key.startswith("mae_days_")
         ]
         bias = c.get("bias_days")
-        text = f"{name}: bias {'n/a' if bias is None else f'{bias:+.2f} d'}"
+        text = f"{name}: MAE {_num(rep.get('pooled'), 2)} d {_interval(rep, 'mae_days', 2)}".strip()
+        text += f"; bias {'n/a' if bias is None else f'{bias:+.2f} d'}"
         lines.append(text + (f"; MAE by length {', '.join(bands)}" if bands else ""))
     return lines

@@ -31,6 +31,7 @@ from fedcare_core.data.clients import ClientData, Federation, build_federation
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.partition import FeaturePartition, with_disparity
 from fedcare_core.evaluation.clients import evaluate_with_validation
+from fedcare_core.evaluation.pooled import EvaluationSettings
 from fedcare_core.nn.cpu_kernels import ENV, kernel_path, kernel_path_mismatch
 from fedcare_core.nn.training import ProgressFn
 from fedcare_core.predict.calibrate import calibrate_predictors
@@ -197,9 +198,8 @@ def run_algorithm(
             federation, algorithm.predictors(inputs, rounds, personal), config.calibration
         )
         scorers = [predictor_scorer(p) for p in predictors]
-        report = executor.run(
-            "evaluate", evaluate_with_validation, federation, scorers, config.target_sensitivity
-        )
+        settings = evaluation_settings(config)
+        report = executor.run("evaluate", evaluate_with_validation, federation, scorers, settings)
     return assemble_result(
         config,
         federation,
@@ -211,6 +211,11 @@ def run_algorithm(
         provenance=provenance,
         backend=backend_name,
     )
+
+
+def evaluation_settings(config: ExperimentConfig) -> EvaluationSettings:
+    """The evaluation's settings of a run: target sensitivity, bootstrap and the run's seed."""
+    return EvaluationSettings(config.target_sensitivity, config.bootstrap, config.seed)
 
 
 def run_experiment(

@@ -105,6 +105,10 @@ class ExperimentResult:
                 entry["clinical"] = dict(rep.clinical)
             if rep.clinical_spread:
                 entry["clinical_spread"] = {k: dict(v) for k, v in rep.clinical_spread.items()}
+            if rep.intervals:
+                entry["intervals"] = dict(rep.intervals)
+            if rep.subgroups:
+                entry["subgroups"] = dict(rep.subgroups)
             if rep.reason is not None or rep.pooled is None:
                 entry["reason"] = rep.reason or "undefined"
             if rep.validation is not None:

@@ -69,8 +69,17 @@ CLINICAL = {
 
 def test_clinical_metrics_follow_the_table() -> None:
     objectives = {
-        "readmission": {"metric": "auroc", "clinical": CLINICAL},
-        "los": {"metric": "mae_days", "clinical": {"bias_days": -0.87, "mae_days_0-3": 1.84}},
+        "readmission": {
+            "metric": "auroc",
+            "pooled": 0.6212,
+            "clinical": CLINICAL,
+            "intervals": {"auroc": {"low": 0.601, "high": 0.64}},
+        },
+        "los": {
+            "metric": "mae_days",
+            "pooled": 2.19,
+            "clinical": {"bias_days": -0.87, "mae_days_0-3": 1.84},
+        },
     }
     md = results_markdown(
         "diabetes130", [_run("fedavg", "r2", objectives=objectives)], "x", "1", "p"
@@ -78,10 +87,10 @@ def test_clinical_metrics_follow_the_table() -> None:
     lines = md.splitlines()
     assert "## Clinical metrics" in lines
     assert (
-        "| fedavg | 0 | readmission | 0.185 | 0.101 (0.103) | 1.00 | 0.007 | 0.117 / 0.117 "
-        "| 0.801 | 0.350 | 0.140 | n/a |" in lines
+        "| fedavg | 0 | readmission | 0.621 [0.601, 0.640] | 0.185 | 0.101 (0.103) | 1.00 | 0.007 "
+        "| 0.117 / 0.117 | 0.801 | 0.350 | 0.140 | n/a |" in lines
     )
-    assert "- fedavg, seed 0: los: bias -0.87 d; MAE by length 0-3 d 1.84" in lines
+    assert "- fedavg, seed 0: los: MAE 2.19 d; bias -0.87 d; MAE by length 0-3 d 1.84" in lines
 
 
 def test_runs_without_clinical_metrics_add_no_section() -> None:

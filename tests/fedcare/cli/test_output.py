@@ -21,6 +21,11 @@ def test_the_clinical_metrics_follow_the_main_table():
         "mean_over_clients": 0.61,
         "std_over_clients": 0.01,
         "clients": [{}, {}],
+        "intervals": {"auroc": {"low": 0.6, "high": 0.64}},
+        "subgroups": {"age": {"auroc": {"groups": [{"group": "<50", "value": 0.64},
+                                                   {"group": ">=70", "value": 0.6}],
+                                        "gap": 0.04, "highest": "<50", "lowest": ">=70"}},
+                      "race": {"auroc": {"groups": [], "gap": None}}},
         "clinical": {"auprc": 0.185, "brier": 0.1006, "brier_reference": 0.1032,
                      "calibration_slope": 0.98, "ece": 0.007, "mean_risk": 0.117,
                      "observed_rate": 0.1169, "sensitivity": 0.8, "specificity": 0.35,
@@ -34,12 +39,14 @@ def test_the_clinical_metrics_follow_the_main_table():
         "clinical": {"bias_days": 0.5, "mae_days_0-3": 1.8, "mae_days_7-inf": 5.4},
     }
     lines = results_table(_doc({"readmission": readmission, "los": los})).splitlines()
-    head = next(i for i, line in enumerate(lines) if line.split()[:2] == ["objective", "AUPRC"])
+    head = next(i for i, line in enumerate(lines) if line.split()[:2] == ["objective", "AUROC"])
     assert lines[head + 2].split() == [
-        "readmission", "0.185", "0.101", "(0.103)", "0.98", "0.007", "0.117", "/", "0.117",
-        "0.800", "0.350", "0.140", "0.930",
+        "readmission", "0.620", "[0.600,", "0.640]", "0.185", "0.101", "(0.103)", "0.98",
+        "0.007", "0.117", "/", "0.117", "0.800", "0.350", "0.140", "0.930",
     ]  # fmt: skip
-    assert lines[-1] == "los: bias +0.50 d; MAE by length 0-3 d 1.80, 7-inf d 5.40"
+    assert "los: MAE 2.20 d; bias +0.50 d; MAE by length 0-3 d 1.80, 7-inf d 5.40" in lines
+    assert "readmission AUROC by age: gap 0.040 (<50 0.640 vs >=70 0.600)" in lines
+    assert lines[-1] == "readmission AUROC by race: fewer than two subgroups to compare"
 
 
 def test_a_document_without_clinical_metrics_prints_as_before():

@@ -38,3 +38,25 @@ def test_the_card_holds_no_row_and_escapes_text(logged):
     page = model_card_html(logged.result, 0)
     assert "<script" not in page
     assert not re.search(r"patient_?(nbr|id)\s*[=:]", page, re.IGNORECASE)
+
+
+def test_a_real_sites_card_has_intervals_subgroups_and_curves(data_dir):
+    from fedcare_core.config import ExperimentConfig
+    from fedcare_core.data.loading import load_dataset
+    from fedcare_core.run.pipeline import run_experiment
+
+    config = ExperimentConfig.from_dict(
+        {
+            "algorithm": "fedavg",
+            "data": {"clients": 3, "max_patients": 5000},
+            "stage1": {"rounds": 8},
+        }
+    )
+    loaded = load_dataset(config.data, data_dir)
+    result = run_experiment(loaded.cohort, loaded.partition, config)
+    binary = next(i for i, c in enumerate(result.federation.clients) if c.objectives[0] != "los")
+    page = model_card_html(result, binary)
+    assert "<b>Subgroups</b>" in page and "<td>50-70</td>" in page and "<td>race</td>" in page
+    assert re.search(r"<td>AUROC</td><td>[0-9.]+</td><td>[0-9.]+ \[[0-9.]+, [0-9.]+\]</td>", page)
+    assert 'src="data:image/png;base64,' in page
+    assert "Predicted at:</b> " in page and "not declared" not in page

@@ -10,6 +10,7 @@ from fedcare_core.evaluation.clients import (
     operating_points,
 )
 from fedcare_core.evaluation.clinical import confusion_at
+from fedcare_core.evaluation.pooled import EvaluationSettings
 from fedcare_core.predict.predictors import predictor_scorer
 from fedcare_core.run.pipeline import run_experiment
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
@@ -38,8 +39,9 @@ def test_each_threshold_reaches_the_target_on_its_clients_validation_rows(result
         points = operating_points(fed, val, target)
         assert {name for name, _ in points} == set(_binary(result))
         for name in _binary(result):
-            for client_id, y, p in val[name]:
-                threshold = points[(name, client_id)]
+            for rows in val[name]:
+                y, p = rows.y, rows.p
+                threshold = points[(name, rows.client_id)]
                 if not (y > 0.5).any():
                     assert threshold is None
                     continue
@@ -53,14 +55,14 @@ def test_each_threshold_reaches_the_target_on_its_clients_validation_rows(result
 def test_pooled_rates_sum_the_clients_counts_at_their_own_thresholds(result):
     fed = result.federation
     scorers = [predictor_scorer(p) for p in result.predictors]
-    report = evaluate_with_validation(fed, scorers, 0.8)
+    report = evaluate_with_validation(fed, scorers, EvaluationSettings(0.8))
     test = _client_predictions(fed, scorers, "test")
     for name in _binary(result):
         rep = report.get(name)
         tp = fn = tn = fp = 0
-        for (client_id, y, p), client in zip(test[name], rep.clients, strict=True):
-            assert client.client_id == client_id
-            c = confusion_at(y, p, client.clinical["threshold"])
+        for rows, client in zip(test[name], rep.clients, strict=True):
+            assert client.client_id == rows.client_id
+            c = confusion_at(rows.y, rows.p, client.clinical["threshold"])
             assert client.clinical["sensitivity"] == c.sensitivity
             tp, fn, tn, fp = tp + c.tp, fn + c.fn, tn + c.tn, fp + c.fp
         assert rep.clinical["sensitivity"] == pytest.approx(tp / (tp + fn))
@@ -74,7 +76,10 @@ def test_pooled_rates_sum_the_clients_counts_at_their_own_thresholds(result):
 def test_a_higher_target_trades_specificity_for_sensitivity(result):
     fed = result.federation
     scorers = [predictor_scorer(p) for p in result.predictors]
-    low, high = (evaluate_with_validation(fed, scorers, t) for t in (0.5, 0.95))
+    low, high = (
+        evaluate_with_validation(fed, scorers, EvaluationSettings(t, bootstrap=0))
+        for t in (0.5, 0.95)
+    )
     for name in _binary(result):
         a, b = low.get(name).clinical, high.get(name).clinical
         assert b["sensitivity"] >= a["sensitivity"] and b["specificity"] <= a["specificity"]

@@ -123,3 +123,17 @@ def test_the_package_scores_calibrated_risks(runs, data_dir, tmp_path):
     assert set(spec["calibration"]) == {
         s for s, k in zip(package.objectives, package.predictor.kinds, strict=True) if k == "binary"
     }
+
+
+def test_real_data_results_carry_intervals_and_subgroups(runs):
+    doc = runs["auto"].to_dict()
+    for entry in doc["objectives"].values():
+        main = entry["metric"]
+        interval = entry["intervals"][main]
+        assert interval["low"] <= entry["pooled"] <= interval["high"]
+        assert interval["patients"] <= sum(c["n_test"] for c in entry["clients"])
+        assert set(entry["subgroups"]) == {"age", "sex", "race"}
+        ages = {g["group"] for g in entry["subgroups"]["age"][main]["groups"]}
+        assert ages <= {"<50", "50-70", ">=70"} and len(ages) >= 2
+        if main == "auroc":
+            assert "sensitivity" in entry["subgroups"]["sex"]

@@ -1,0 +1,141 @@
+"""A pooled objective's bootstrap intervals over patients and its subgroups (issue 31).
+
+Each declared sensitive attribute's subgroups are reported with their largest gap.
+
+The evaluation (:mod:`fedcare_core.evaluation.clients`) hands these every client's test rows
+concatenated, with each row's patient (an ordinal made unique across clients, never a key),
+its subgroup labels, and for a binary objective whether the row is flagged at its client's
+operating point.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from fedcare_core.evaluation.clinical import auprc, brier
+from fedcare_core.evaluation.metrics import _MetricValue, auroc, mae
+from fedcare_core.evaluation.uncertainty import (
+    DEFAULT_SUBGROUP_MIN_N,
+    MetricFn,
+    bootstrap_interval,
+    subgroup_metrics,
+)
+
+#: The subgroup label of a missing attribute value (:mod:`fedcare_core.data.subgroups`).
+MISSING = "missing"
+#: The pooled metrics given a bootstrap interval, by objective kind.
+INTERVAL_METRICS: dict[str, dict[str, MetricFn]] = {
+    "binary": {"auroc": auroc, "auprc": auprc, "brier": brier},
+    "regression": {"mae_days": mae},
+}
+
+
+@dataclass(frozen=True)
+class EvaluationSettings:
+    """How a run's evaluation reports its clinical metrics.
+
+    Parameters
+    ----------
+    target_sensitivity
+        The sensitivity each client's threshold reaches on its validation rows.
+    bootstrap
+        Resamples of patients for the pooled metrics' 95 % intervals (0: no interval).
+    seed
+        The resampling's seed (the run's).
+    """
+
+    target_sensitivity: float = 0.8
+    bootstrap: int = 200
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class PooledRows:
+    """Every client's test rows of one objective, concatenated.
+
+    ``groups``: each row's patient, unique across clients; ``subgroups``: attribute → label per
+    row; ``flagged``: whether a binary objective's row is at or above its client's threshold
+    (None: no threshold).
+    """
+
+    y: np.ndarray
+    p: np.ndarray
+    groups: np.ndarray
+    subgroups: Mapping[str, np.ndarray]
+    flagged: np.ndarray | None = None
+
+
+def pooled_intervals(kind: str, rows: PooledRows, settings: EvaluationSettings) -> dict[str, Any]:
+    """Percentile bootstrap 95 % intervals of the pooled metrics, resampling patients.
+
+    Returns
+    -------
+    dict
+        Metric → ``{"low", "high", "level", "resamples", "patients"}`` (``resamples``: those that
+        defined the metric); empty when ``settings.bootstrap`` is 0 or there is no row.
+    """
+    if settings.bootstrap == 0 or len(rows.y) == 0:
+        return {}
+    out: dict[str, Any] = {}
+    for name, fn in INTERVAL_METRICS["binary" if kind == "binary" else "regression"].items():
+        b = bootstrap_interval(
+            fn, rows.y, rows.p, rows.groups, n_boot=settings.bootstrap, seed=settings.seed
+        )
+        out[name] = {
+            "low": b.low,
+            "high": b.high,
+            "level": b.level,
+            "resamples": b.n_defined,
+            "patients": b.n_groups,
+        }
+    return out
+
+
+def _sensitivity(y: np.ndarray, flagged: np.ndarray) -> _MetricValue:
+    positives = y > 0.5
+    n = int(positives.sum())
+    if n == 0:
+        return _MetricValue(None, 0, "no positive row")
+    return _MetricValue(float(flagged[positives].mean()), n)
+
+
+def subgroup_results(kind: str, rows: PooledRows) -> dict[str, Any]:
+    """Each sensitive attribute's subgroups with their largest gap.
+
+    Per subgroup: the main metric and, for a binary objective, the sensitivity at the
+    clients' thresholds.
+
+    Returns
+    -------
+    dict
+        Attribute → metric → ``{"groups": [{"group", "value", "n", "eligible"}], "gap",
+        "highest", "lowest", "min_n"}``; a subgroup counts towards the gap from
+        :data:`~fedcare_core.evaluation.uncertainty.DEFAULT_SUBGROUP_MIN_N` rows (sensitivity:
+        positive rows). Rows whose attribute is missing belong to no subgroup.
+    """
+    main: MetricFn = auroc if kind == "binary" else mae
+    metrics = {("auroc" if kind == "binary" else "mae_days"): (main, rows.p)}
+    if kind == "binary" and rows.flagged is not None:
+        metrics["sensitivity"] = (_sensitivity, rows.flagged)
+    out: dict[str, Any] = {}
+    for attribute, labels in rows.subgroups.items():
+        values = labels.astype(object)
+        values[labels == MISSING] = None
+        out[attribute] = {}
+        for name, (fn, predictions) in metrics.items():
+            report = subgroup_metrics(fn, rows.y, predictions, values, min_n=DEFAULT_SUBGROUP_MIN_N)
+            out[attribute][name] = {
+                "groups": [
+                    {"group": g.group, "value": g.value, "n": g.n, "eligible": g.eligible}
+                    for g in report.groups
+                ],
+                "gap": report.gap,
+                "highest": report.highest,
+                "lowest": report.lowest,
+                "min_n": report.min_n,
+            }
+    return out
