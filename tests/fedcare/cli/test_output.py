@@ -22,8 +22,8 @@ def test_the_clinical_metrics_follow_the_main_table():
         "std_over_clients": 0.01,
         "clients": [{}, {}],
         "intervals": {"auroc": {"low": 0.6, "high": 0.64}},
-        "subgroups": {"age": {"auroc": {"groups": [{"group": "<50", "value": 0.64},
-                                                   {"group": ">=70", "value": 0.6}],
+        "subgroups": {"age": {"auroc": {"groups": [{"group": "<50", "value": 0.64, "n": 120},
+                                                   {"group": ">=70", "value": 0.6, "n": 340}],
                                         "gap": 0.04, "highest": "<50", "lowest": ">=70"}},
                       "race": {"auroc": {"groups": [], "gap": None}}},
         "clinical": {"auprc": 0.185, "brier": 0.1006, "brier_reference": 0.1032,
@@ -45,7 +45,9 @@ def test_the_clinical_metrics_follow_the_main_table():
         "0.007", "0.117", "/", "0.117", "0.800", "0.350", "0.140", "0.930",
     ]  # fmt: skip
     assert "los: MAE 2.20 d; bias +0.50 d; MAE by length 0-3 d 1.80, 7-inf d 5.40" in lines
-    assert "readmission AUROC by age: gap 0.040 (<50 0.640 vs >=70 0.600)" in lines
+    assert (
+        "readmission AUROC by age: gap 0.040 (<50 0.640, 120 rows; >=70 0.600, 340 rows)" in lines
+    )
     assert lines[-1] == "readmission AUROC by race: fewer than two subgroups to compare"
 
 
