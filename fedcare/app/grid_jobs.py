@@ -49,7 +49,8 @@ _loaded: dict[tuple[str, str | None, bool], LoadedDataset] = {}
 def _dataset(config: ExperimentConfig, spec: DataSpec) -> LoadedDataset:
     data = config.data
     key = (
-        f"{data.dataset}:{data.readmission}:{data.unseen_categories}",
+        # Every setting the cohort depends on: two label choices never share a cohort.
+        ":".join((data.dataset, *data.label_variants, data.unseen_categories)),
         spec.data_dir,
         spec.verify_checksum,
     )

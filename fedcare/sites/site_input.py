@@ -284,6 +284,9 @@ def _load(
     config = DataConfig(
         dataset=dataset or schema.dataset,
         readmission=schema.config.data.readmission,
+        early_discharge=schema.config.data.early_discharge,
+        readmission_exclude=schema.config.data.readmission_exclude,
+        features=schema.config.data.features,
         unseen_categories=schema.config.data.unseen_categories,
         cohort=schema.config.data.cohort,
     )

@@ -12,8 +12,10 @@ from fedcare_core.config.dataset_choices import (
     DATASET_FEATURE_SETS,
     DATASET_OBJECTIVES,
     DATASETS,
+    EARLY_DISCHARGE_DEFINITIONS,
     FEATURE_SETS,
     READMISSION_DEFINITIONS,
+    READMISSION_EXCLUSIONS,
 )
 from fedcare_core.config.experiment import (
     RANGES,
@@ -50,6 +52,7 @@ __all__ = [
     "DATASET_COHORTS",
     "DATASET_FEATURE_SETS",
     "DATASET_OBJECTIVES",
+    "EARLY_DISCHARGE_DEFINITIONS",
     "FEATURE_SETS",
     "FEDCARE_DOCUMENT_ALGORITHMS",
     "LOCAL_OPTIMIZERS",
@@ -61,6 +64,7 @@ __all__ = [
     "QP_SCOPES",
     "RANGES",
     "READMISSION_DEFINITIONS",
+    "READMISSION_EXCLUSIONS",
     "SECTIONS",
     "SERVER_OPTIMIZERS",
     "SOLVERS",

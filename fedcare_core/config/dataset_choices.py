@@ -68,7 +68,16 @@ class DataChoices(Protocol):
 #: The datasets registered when the configuration was imported (choices are checked against
 #: the registry itself: :func:`check_dataset_choices`).
 DATASETS = dataset_names()
+#: ``--readmission``: within 30 days (the default label), or any readmission (variant ``any``).
 READMISSION_DEFINITIONS = ("30d", "any")
+#: ``--early-discharge``: the paper's ``time_in_hospital <= 3`` (the default label, ``los``),
+#: discharged home alive within 3 days among those discharged home (variant ``home``), or
+#: against every other encounter (variant ``home-or-not``).
+EARLY_DISCHARGE_DEFINITIONS = ("los", "home", "home-or-not")
+#: ``--readmission-exclude``: expired and hospice discharges (the default exclusion,
+#: ``deaths``), or also discharges against medical advice and transfers to another acute
+#: hospital (variant ``deaths-ama-transfers``).
+READMISSION_EXCLUSIONS = ("deaths", "deaths-ama-transfers")
 #: Every feature set some dataset defines (``--features``): the paper's partition, or each
 #: objective limited to what is known when it is predicted.
 FEATURE_SETS = tuple(dict.fromkeys(f for s in REGISTRY.values() for f in s.feature_sets))

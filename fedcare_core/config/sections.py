@@ -6,8 +6,10 @@ from dataclasses import dataclass
 
 from fedcare_core.config.dataset_choices import (
     DATASET_COHORTS,
+    EARLY_DISCHARGE_DEFINITIONS,
     FEATURE_SETS,
     READMISSION_DEFINITIONS,
+    READMISSION_EXCLUSIONS,
     check_dataset_choices,
 )
 from fedcare_core.config.fields import (
@@ -107,6 +109,30 @@ class DataConfig:
         flag="readmission",
         group=_DATA,
     )
+    readmission_exclude: str = setting(
+        "deaths",
+        help="encounters without a readmission label: 'deaths' (expired or hospice "
+        "discharges), or 'deaths-ama-transfers' (also discharges against medical advice and "
+        "transfers to another acute hospital, as CMS readmission measures exclude them); "
+        "Diabetes 130 (a dataset without these variants, e.g. MIMIC-III, keeps its own)",
+        choices=READMISSION_EXCLUSIONS,
+        noun="readmission exclusion",
+        flag="readmission-exclude",
+        group=_DATA,
+    )
+    early_discharge: str = setting(
+        "los",
+        help="early-discharge label: 'los' (the paper's time_in_hospital <= 3 for every "
+        "encounter, deaths and transfers included; kept for comparison with the paper), "
+        "'home' (clinically cleaner: discharged home alive within 3 days, among encounters "
+        "discharged home; other dispositions get no label) or 'home-or-not' (the same "
+        "positives, every other encounter negative; needs --features admission); Diabetes 130 "
+        "(a dataset without these variants keeps its own labels)",
+        choices=EARLY_DISCHARGE_DEFINITIONS,
+        noun="early-discharge definition",
+        flag="early-discharge",
+        group=_DATA,
+    )
     max_patients: int | None = setting(
         None,
         help="subsample the cohort to this many patients (quick trials); none: all",
@@ -161,6 +187,15 @@ class DataConfig:
         group=_DATA,
         in_schema=False,
     )
+
+    @property
+    def label_variants(self) -> tuple[str, str, str]:
+        """The label variants the loader selects (``DeclaredObjective.labelling``).
+
+        ``readmission``, ``early_discharge`` and ``readmission_exclude``: a dataset that
+        declares none of them keeps its labels.
+        """
+        return (self.readmission, self.early_discharge, self.readmission_exclude)
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` on an invalid value."""

@@ -3,10 +3,11 @@
 Every refusal names the file and the key: a checksum declared for several files, a name
 written twice, a vocabulary with repeats, a key that does not fit its column's type, a regular
 expression that does not compile, a label or exclusion over a column that is not declared (or
-over an identifier, or comparing a value its column cannot hold), a label whose source is a
-feature, a partition naming what is not a feature or leaving a feature out, an open vocabulary
-shared, a feature shown to an objective before it is known, and a sensitive attribute over a
-column that is not a feature (or banded though it holds no numbers).
+over an identifier, or comparing a value its column cannot hold; a label variant's exclusion
+alike), a label whose source is a feature known when its objective is predicted, a partition
+naming what is not a feature or leaving a feature out, an open vocabulary shared, a feature
+shown to an objective before it is known, and a sensitive attribute over a column that is not
+a feature (or banded though it holds no numbers).
 """
 
 from __future__ import annotations
@@ -24,10 +25,10 @@ from fedcare_core.data.declared.model import (
     DatasetDeclaration,
     Value,
 )
-from fedcare_core.data.partition import at_prediction_time, check_prediction_times
+from fedcare_core.data.partition import AVAILABILITY, at_prediction_time, check_prediction_times
 from fedcare_core.errors import ConfigError, DefinitionError
 
-__all__ = ["check_column", "check_declaration", "condition_columns"]
+__all__ = ["check_column", "check_declaration", "condition_columns", "known_after"]
 
 #: The keys each column type takes (besides the common keys below).
 _TYPE_KEYS = {
@@ -242,19 +243,37 @@ def _check_objectives(d: DatasetDeclaration, document: Mapping[str, Any], file: 
                 f"{key}.metric",
                 f"a {o.objective.kind} objective is measured by {_METRICS[o.objective.kind]}",
             )
-        _check_label(o.label, o.objective.kind, d, file, f"{key}.label")
-        for variant, label in o.variants.items():
-            _check_label(label, o.objective.kind, d, file, f"{key}.variants.{variant}")
+        _check_label(o.label, o.objective.kind, o.predicted_at, d, file, f"{key}.label")
         if o.exclude is not None:
             _check_condition(o.exclude, d, file, f"{key}.exclude")
+        for name, variant in o.variants.items():
+            where = f"{key}.variants.{name}"
+            written = doc["variants"][name]
+            if variant.label is not None:
+                label_key = f"{where}.label" if "label" in written else where
+                _check_label(variant.label, o.objective.kind, o.predicted_at, d, file, label_key)
+            if variant.exclude is not None:
+                _check_condition(variant.exclude, d, file, f"{where}.exclude")
     for i, rule in enumerate(d.rules):
         _check_condition(rule.when, d, file, f"refuse[{i}].when")
         _declared(rule.column, d, file, f"refuse[{i}].column")
 
 
 def _check_label(
-    label: Condition | Value, kind: str, d: DatasetDeclaration, file: str, key: str
+    label: Condition | Value,
+    kind: str,
+    predicted_at: str,
+    d: DatasetDeclaration,
+    file: str,
+    key: str,
 ) -> None:
+    """Refuse a label of the wrong kind, over undeclared columns, or reading what is seen.
+
+    A label may read a feature only if it is known after the objective is predicted (e.g. the
+    discharge disposition for a label predicted at admission): a partition respecting
+    prediction times never shows it; loading with one that does is refused
+    (:meth:`~.source.DeclaredSource.load`).
+    """
     if kind == "binary" and isinstance(label, Value):
         raise _fail(file, key, "a binary objective's label is a condition (true: 1, false: 0)")
     if kind == "regression" and not isinstance(label, Value):
@@ -273,13 +292,20 @@ def _check_label(
         _check_condition(label, d, file, key)
     sources = label.columns if isinstance(label, Value) else tuple(condition_columns(label))
     for name in sources:
-        if d.columns[name].known_at is not None:
+        known_at = d.columns[name].known_at
+        if known_at is not None and not known_after(known_at, predicted_at):
             raise _fail(
                 file,
                 key,
-                f"the label reads {name!r}, a feature (known_at {d.columns[name].known_at}): a "
-                "label's source cannot be a feature, the model would see its answer",
+                f"the label reads {name!r}, a feature (known_at {known_at}, the objective is "
+                f"predicted at {predicted_at}): a label's source cannot be a feature known when "
+                "the objective is predicted, the model would see its answer",
             )
+
+
+def known_after(known_at: str, predicted_at: str) -> bool:
+    """Whether a value known at ``known_at`` is known only after ``predicted_at``."""
+    return AVAILABILITY.index(known_at) > AVAILABILITY.index(predicted_at)
 
 
 def condition_columns(condition: Condition) -> Iterator[str]:

@@ -9,7 +9,7 @@ the cohort's rule holds only where its condition is true.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -24,7 +24,13 @@ from fedcare_core.data.declared.model import (
 )
 from fedcare_core.data.declared.reading import TableRows
 
-__all__ = ["describe_condition", "evaluate", "label_columns", "objective_label"]
+__all__ = [
+    "describe_condition",
+    "evaluate",
+    "label_columns",
+    "label_notes",
+    "objective_label",
+]
 
 _SECONDS = {"days": 86_400.0, "hours": 3_600.0}
 
@@ -89,11 +95,21 @@ def objective_label(
     objective: DeclaredObjective,
     values: Mapping[str, pd.Series],
     rows: TableRows,
-    variant: str | None = None,
+    variants: str | Sequence[str] | None = None,
 ) -> np.ndarray:
     """One objective's label per row (NaN: no label), exclusions applied.
 
-    ``variant`` names one of the objective's label variants (none of them: its label).
+    Parameters
+    ----------
+    objective
+        The checked objective.
+    values
+        Typed columns (:func:`~.values.column_values`).
+    rows
+        Where the rows come from (messages).
+    variants
+        The selected variant names (one, several, or None: none): the label and the exclusion
+        are those :meth:`~.model.DeclaredObjective.labelling` picks.
 
     Raises
     ------
@@ -101,7 +117,8 @@ def objective_label(
         A regression label that is negative (e.g. a discharge before its admission), naming
         the rows.
     """
-    label_def = objective.label_of(variant)
+    labelling = objective.labelling(variants)
+    label_def = labelling.label
     if isinstance(label_def, Value):
         label = _value(label_def, values)
         negative = label < 0
@@ -114,8 +131,8 @@ def objective_label(
             )
     else:
         label = evaluate(label_def, values)
-    if objective.exclude is not None:
-        label = np.where(evaluate(objective.exclude, values) == 1.0, np.nan, label)
+    if labelling.exclude is not None:
+        label = np.where(evaluate(labelling.exclude, values) == 1.0, np.nan, label)
     return np.asarray(label, dtype=np.float64)
 
 
@@ -151,17 +168,94 @@ def describe_condition(condition: Condition | Value) -> str:
     return f"{condition.column} {_SYMBOLS[condition.op]} {value!r}"
 
 
+def label_notes(
+    declaration: DatasetDeclaration,
+    values: Mapping[str, pd.Series],
+    keep: np.ndarray,
+    variants: str | Sequence[str] | None,
+    labels: pd.DataFrame,
+) -> list[str]:
+    """Each objective's label and exclusion in words, where each comes from, and their counts.
+
+    Parameters
+    ----------
+    declaration
+        The checked definition.
+    values
+        Typed columns.
+    keep
+        The rows in the cohort.
+    variants
+        The selected variant names (:func:`objective_label`).
+    labels
+        The kept rows' labels, one column per objective (:func:`objective_label`).
+
+    Returns
+    -------
+    list[str]
+        Per objective: its label and the variant it comes from (``default``: its own); how
+        many kept rows its exclusion leaves unlabelled (by value, for an exclusion over one
+        categorical column); a binary label's labelled rows and positive share.
+    """
+    notes = []
+    for o in declaration.objectives:
+        name, chosen = o.objective.name, o.labelling(variants)
+        notes.append(
+            f"{name} label: {describe_condition(chosen.label)} ({_origin(chosen.label_variant)})"
+        )
+        if chosen.exclude is not None:
+            hit = (evaluate(chosen.exclude, values) == 1.0) & keep
+            notes.append(
+                f"{name}: {int(hit.sum()):,} rows have no label "
+                f"({describe_condition(chosen.exclude)}); exclusion: "
+                f"{_origin(chosen.exclude_variant)}{_by_value(chosen.exclude, values, hit)}"
+            )
+        if o.objective.kind == "binary":
+            label = labels[name].to_numpy(dtype=np.float64)
+            labelled = label[~np.isnan(label)]
+            share = f" ({labelled.mean():.1%})" if labelled.size else ""
+            notes.append(
+                f"{name}: {labelled.size:,} rows labelled, {int(labelled.sum()):,} positive{share}"
+            )
+    return notes
+
+
+def _origin(variant: str | None) -> str:
+    return "default" if variant is None else f"variant {variant}"
+
+
+def _by_value(condition: Condition, values: Mapping[str, pd.Series], hit: np.ndarray) -> str:
+    """``; by C: value (rows), …`` for an exclusion over one categorical column (else empty)."""
+    if not isinstance(condition, Compare) or condition.op == "missing" or not hit.any():
+        return ""
+    column = values[condition.column]
+    if pd.api.types.is_float_dtype(column.dtype):
+        return ""
+    counts = column[hit].value_counts(dropna=False, sort=False)
+    order = sorted(counts.index, key=_code_order)
+    parts = ", ".join(f"{v} ({int(counts[v]):,})" for v in order)
+    return f"; by {condition.column}: {parts}"
+
+
+def _code_order(value: object) -> tuple[int, float, str]:
+    """Whole-number codes first, in numeric order; then other values as text."""
+    text = str(value)
+    return (0, float(text), "") if text.isdigit() else (1, 0.0, text)
+
+
 def label_columns(declaration: DatasetDeclaration) -> tuple[str, ...]:
     """The columns labels, exclusions and the cohort's rule read: not needed to score a row."""
     from fedcare_core.data.declared.checks import condition_columns
 
     out: dict[str, None] = {}
     for o in declaration.objectives:
-        for label in (o.label, *o.variants.values()):
+        labels = (o.label, *(v.label for v in o.variants.values()))
+        for label in (x for x in labels if x is not None):
             names = label.columns if isinstance(label, Value) else tuple(condition_columns(label))
             out.update(dict.fromkeys(names))
-        if o.exclude is not None:
-            out.update(dict.fromkeys(condition_columns(o.exclude)))
+        excludes = (o.exclude, *(v.exclude for v in o.variants.values()))
+        for exclude in (x for x in excludes if x is not None):
+            out.update(dict.fromkeys(condition_columns(exclude)))
     if declaration.include is not None:
         out.update(dict.fromkeys(condition_columns(declaration.include)))
     return tuple(c for c in out if declaration.columns[c].known_at is None)

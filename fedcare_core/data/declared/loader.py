@@ -10,7 +10,7 @@ features only (numbers as float64, categories as strings), the patient key as an
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ import pandas as pd
 
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.declared.extractors import extract_table
-from fedcare_core.data.declared.labels import describe_condition, evaluate, objective_label
+from fedcare_core.data.declared.labels import evaluate, label_notes, objective_label
 from fedcare_core.data.declared.model import DatasetDeclaration
 from fedcare_core.data.declared.reading import (
     RawTable,
@@ -38,7 +38,7 @@ def load_declared(
     *,
     verify_checksum: bool = True,
     unseen_categories: str = "refuse",
-    variant: str | None = None,
+    variants: str | Sequence[str] | None = None,
     options: Mapping[str, Any] | None = None,
 ) -> tuple[Cohort, str]:
     """The cohort of a declared dataset, and the files read (for messages).
@@ -53,8 +53,11 @@ def load_declared(
         Check a declared SHA-256.
     unseen_categories
         ``"refuse"`` or ``"other"``: a category outside its declared vocabulary.
-    variant
-        The label variant of objectives that declare it (``data.readmission``).
+    variants
+        The selected label variants' names (``DataConfig.label_variants``: e.g. ``("30d",
+        "los", "deaths")``); each objective takes the label and the exclusion of the first of
+        its declared variants selected, else its own (a name it does not declare changes
+        nothing).
     options
         The extractor's options, for a source an extractor builds
         (:mod:`~fedcare_core.data.declared.extractors`).
@@ -84,11 +87,11 @@ def load_declared(
         notes.append(f"cohort rule: {int((~keep).sum()):,} of {len(keep):,} rows left out")
     labels = pd.DataFrame(
         {
-            o.objective.name: objective_label(o, values, table.rows, variant)[keep]
+            o.objective.name: objective_label(o, values, table.rows, variants)[keep]
             for o in declaration.objectives
         }
     )
-    notes += _label_notes(declaration, values, keep, variant)
+    notes += label_notes(declaration, values, keep, variants, labels)
     features = pd.DataFrame(
         {c.name: values[c.name][keep].reset_index(drop=True) for c in declaration.features}
     )
@@ -195,25 +198,6 @@ def _patient_codes(keys: np.ndarray, numbering: str) -> np.ndarray:
 def _strata(values: pd.Series) -> pd.Series:
     """The strata column (a missing value is its own stratum, ``UNKNOWN``)."""
     return values.fillna("UNKNOWN").astype("str").reset_index(drop=True)
-
-
-def _label_notes(
-    declaration: DatasetDeclaration,
-    values: dict[str, pd.Series],
-    keep: np.ndarray,
-    variant: str | None,
-) -> list[str]:
-    """Each label's definition, and how many kept rows an exclusion leaves unlabelled."""
-    notes = []
-    for o in declaration.objectives:
-        name = o.objective.name
-        notes.append(f"{name} label: {describe_condition(o.label_of(variant))}")
-        if o.exclude is not None:
-            excluded = int(((evaluate(o.exclude, values) == 1.0) & keep).sum())
-            notes.append(
-                f"{name}: {excluded:,} rows have no label ({describe_condition(o.exclude)})"
-            )
-    return notes
 
 
 def _identifiers(declaration: DatasetDeclaration, table: RawTable) -> np.ndarray:

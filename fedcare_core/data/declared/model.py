@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -144,6 +144,51 @@ class Value:
 
 
 @dataclass(frozen=True)
+class Variant:
+    """A named alternative to an objective's label, its exclusion, or both.
+
+    Parameters
+    ----------
+    label
+        The label it gives (None: it leaves the label to another selected variant, else the
+        objective's own).
+    exclude
+        The rows it takes out of the objective, replacing the objective's ``exclude`` (None: it
+        leaves the exclusion to another selected variant, else the objective's own).
+    """
+
+    label: Condition | Value | None = None
+    exclude: Condition | None = None
+
+
+@dataclass(frozen=True)
+class Labelling:
+    """One objective's label and exclusion once the selected variants are applied.
+
+    Parameters
+    ----------
+    label
+        The label.
+    exclude
+        The rows without a label (None: none).
+    label_variant, exclude_variant
+        The variant each comes from (None: the objective's own).
+    """
+
+    label: Condition | Value
+    exclude: Condition | None
+    label_variant: str | None = None
+    exclude_variant: str | None = None
+
+
+def selected_names(selected: str | Sequence[str] | None) -> tuple[str, ...]:
+    """The selected variant names as a tuple (one name, several, or None: none)."""
+    if selected is None:
+        return ()
+    return (selected,) if isinstance(selected, str) else tuple(selected)
+
+
+@dataclass(frozen=True)
 class DeclaredObjective:
     """One objective: its label, exclusions and prediction time.
 
@@ -158,18 +203,37 @@ class DeclaredObjective:
     exclude
         Rows taking no part in it (their label is missing); None: none.
     variants
-        Other definitions of the label by name (``data.readmission`` chooses one).
+        Other definitions of its label and/or exclusion by name, in declared order (the data
+        settings ``readmission``, ``readmission_exclude``, ``early_discharge`` select them).
     """
 
     objective: Objective
     predicted_at: str
     label: Condition | Value
     exclude: Condition | None = None
-    variants: Mapping[str, Condition | Value] = field(default_factory=dict)
+    variants: Mapping[str, Variant] = field(default_factory=dict)
 
-    def label_of(self, variant: str | None) -> Condition | Value:
-        """The label of ``variant`` (the default label when it names none of :attr:`variants`)."""
-        return self.variants.get(variant or "", self.label)
+    def labelling(self, selected: str | Sequence[str] | None) -> Labelling:
+        """The label and exclusion under the ``selected`` variant names.
+
+        The label is that of the first declared variant whose name is selected and that gives
+        a label, else the objective's own; the exclusion likewise (a variant's exclusion
+        replaces the objective's).
+        """
+        names = set(selected_names(selected))
+        chosen = [(n, v) for n, v in self.variants.items() if n in names]
+        by_label = next(((n, v.label) for n, v in chosen if v.label is not None), None)
+        by_exclude = next(((n, v.exclude) for n, v in chosen if v.exclude is not None), None)
+        return Labelling(
+            label=self.label if by_label is None else by_label[1],
+            exclude=self.exclude if by_exclude is None else by_exclude[1],
+            label_variant=None if by_label is None else by_label[0],
+            exclude_variant=None if by_exclude is None else by_exclude[0],
+        )
+
+    def label_of(self, selected: str | Sequence[str] | None) -> Condition | Value:
+        """The label under the ``selected`` variant names (:meth:`labelling`)."""
+        return self.labelling(selected).label
 
 
 @dataclass(frozen=True)

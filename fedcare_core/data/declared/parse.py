@@ -27,6 +27,7 @@ from fedcare_core.data.declared.model import (
     Rule,
     Source,
     Value,
+    Variant,
 )
 from fedcare_core.data.partition import FeaturePartition
 from fedcare_core.data.subgroups import SensitiveAttribute
@@ -203,7 +204,18 @@ def _objective(doc: Mapping[str, Any]) -> DeclaredObjective:
         predicted_at=doc["predicted_at"],
         label=_label(doc["label"]),
         exclude=None if exclude is None else _condition(exclude),
-        variants={str(k): _label(v) for k, v in doc.get("variants", {}).items()},
+        variants={str(k): _variant(v) for k, v in doc.get("variants", {}).items()},
+    )
+
+
+def _variant(doc: Mapping[str, Any]) -> Variant:
+    """A variant: a label as written, or ``{label: …, exclude: …}`` (either may be left out)."""
+    if "label" not in doc and "exclude" not in doc:
+        return Variant(label=_label(doc))
+    label, exclude = doc.get("label"), doc.get("exclude")
+    return Variant(
+        label=None if label is None else _label(label),
+        exclude=None if exclude is None else _condition(exclude),
     )
 
 

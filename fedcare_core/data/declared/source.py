@@ -18,15 +18,17 @@ import numpy as np
 import pandas as pd
 
 from fedcare_core.data.cohort import Cohort
+from fedcare_core.data.declared.checks import condition_columns
 from fedcare_core.data.declared.labels import label_columns
 from fedcare_core.data.declared.loader import load_declared, read_table
-from fedcare_core.data.declared.model import Column, DatasetDeclaration
+from fedcare_core.data.declared.model import Column, DatasetDeclaration, Value
 from fedcare_core.data.declared.reading import TableRows
 from fedcare_core.data.declared.values import column_values, text_of
 from fedcare_core.data.definition import DatasetDefinition
 from fedcare_core.data.partition import FeaturePartition, at_prediction_time
 from fedcare_core.data.row_format import RowFormat
 from fedcare_core.data.row_values import check_row_columns
+from fedcare_core.errors import ConfigError
 
 __all__ = ["DECLARED_FEATURE_SETS", "DeclaredSource"]
 
@@ -60,20 +62,88 @@ class DeclaredSource:
     def load(self, data: Any, path: Path, *, verify_checksum: bool) -> tuple[Cohort, str]:
         """The cohort read from ``path`` under ``data`` (a ``DataConfig``), and the files.
 
-        An extractor's table is built with the data settings' ``cohort`` and
-        ``benchmark_split`` (unset: the extractor's defaults).
+        The label variants are the data settings' ``label_variants`` (``readmission``,
+        ``early_discharge``, ``readmission_exclude``); an extractor's table is built with their
+        ``cohort`` and ``benchmark_split`` (unset: the extractor's defaults).
+
+        Raises
+        ------
+        ConfigError
+            A selected label reading a feature its objective sees under ``data.features``
+            (before any row is read).
         """
+        variants = tuple(
+            getattr(data, "label_variants", None) or (getattr(data, "readmission", None) or "",)
+        )
+        self.check_label_sources(
+            variants,
+            getattr(data, "features", "paper"),
+            wide=getattr(data, "objectives_per_client", 1) > 1
+            or getattr(data, "rho", None) is not None,
+        )
         return load_declared(
             self.declaration,
             path,
             verify_checksum=verify_checksum,
             unseen_categories=data.unseen_categories,
-            variant=getattr(data, "readmission", None),
+            variants=variants,
             options={
                 "cohort": getattr(data, "cohort", None),
                 "benchmark_split": getattr(data, "benchmark_split", None),
             },
         )
+
+    def check_label_sources(
+        self, variants: Sequence[str], features: str, *, wide: bool = False
+    ) -> None:
+        """Refuse a selected label that reads a feature its objective sees.
+
+        A definition lets a label read a feature known only after its objective is predicted
+        (:mod:`.checks`); feature set ``features`` must then hide it from that objective.
+
+        Parameters
+        ----------
+        variants
+            The selected variant names.
+        features
+            The feature set (``data.features``).
+        wide
+            Whether an objective may see more than the common features and its own pool (a
+            client pursuing several objectives holds their pools; ``data.rho`` moves pool
+            features into the common set): every feature of the partition then counts.
+
+        Raises
+        ------
+        ConfigError
+            Naming the objective, the variant, the feature and the setting to change.
+        """
+        partition = self.partition(features)
+        for o in self.declaration.objectives:
+            chosen = o.labelling(variants)
+            label = chosen.label
+            read = label.columns if isinstance(label, Value) else condition_columns(label)
+            shown = (
+                set(partition.all_features)
+                if wide
+                else {*partition.common, *partition.private.get(o.objective.name, ())}
+            )
+            seen = [c for c in dict.fromkeys(read) if c in shown]
+            if seen:
+                name = o.objective.name
+                how = (
+                    "a client pursuing several objectives holds their pools, and --rho moves "
+                    "pool features into the common set"
+                    if wide
+                    else f"under feature set {features!r} (data.features)"
+                )
+                raise ConfigError(
+                    f"the {name} label of variant {chosen.label_variant or 'default'} reads "
+                    f"{seen[0]!r}, a feature {name}'s model may see ({how}): it would see part "
+                    f"of its answer. Choose --features admission (each objective sees only what "
+                    f"is known when it is predicted; {name} at {o.predicted_at}) with one "
+                    "objective per client (--objectives-per-client 1) and no --rho, or another "
+                    "label"
+                )
 
     def partition(self, features: str) -> FeaturePartition:
         """The partition of feature set ``features`` (:data:`DECLARED_FEATURE_SETS`)."""

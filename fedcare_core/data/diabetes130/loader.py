@@ -22,6 +22,10 @@ __all__ = ["diabetes130_declaration", "load_diabetes130"]
 
 #: ``--readmission``: within 30 days (``readmitted == "<30"``) or at all (``!= "NO"``).
 _READMISSION_DEFINITIONS = ("30d", "any")
+#: ``--early-discharge`` (the definition's early-discharge variants, ``los`` its own label).
+_EARLY_DISCHARGE_DEFINITIONS = ("los", "home", "home-or-not")
+#: ``--readmission-exclude`` (``deaths``: the readmission objective's own exclusion).
+_READMISSION_EXCLUSIONS = ("deaths", "deaths-ama-transfers")
 
 
 @cache
@@ -36,6 +40,8 @@ def load_diabetes130(
     readmission: str = "30d",
     verify_checksum: bool = True,
     unseen_categories: str = "refuse",
+    early_discharge: str = "los",
+    readmission_exclude: str = "deaths",
 ) -> Cohort:
     """Load Diabetes 130-US as a three-objective cohort.
 
@@ -53,6 +59,15 @@ def load_diabetes130(
     unseen_categories
         A value outside a feature's declared vocabulary: ``"refuse"`` stops with the file,
         column and rows; ``"other"`` keeps it, encoded in the column's ``other`` indicator.
+    early_discharge
+        ``"los"``: ``time_in_hospital <= 3`` for every encounter (the paper's); ``"home"``:
+        discharged home alive (disposition 1, 6, 8) within 3 days, among encounters discharged
+        home (others get no label); ``"home-or-not"``: the same positives, every other
+        encounter negative.
+    readmission_exclude
+        ``"deaths"``: no readmission label for encounters discharged expired or to hospice;
+        ``"deaths-ama-transfers"``: nor for discharges against medical advice (7) or transfers
+        to another short-term hospital (2).
 
     Returns
     -------
@@ -70,15 +85,23 @@ def load_diabetes130(
         A file that cannot be found or read, or a value the definition refuses (the message
         names the file, the column and the rows).
     ConfigError
-        If ``readmission`` is neither ``"30d"`` nor ``"any"``.
+        If ``readmission``, ``early_discharge`` or ``readmission_exclude`` is not one of its
+        choices.
     """
-    if readmission not in _READMISSION_DEFINITIONS:
-        raise ConfigError(f"readmission must be '30d' or 'any', got {readmission!r}")
+    for name, value, allowed in (
+        ("readmission", readmission, _READMISSION_DEFINITIONS),
+        ("early_discharge", early_discharge, _EARLY_DISCHARGE_DEFINITIONS),
+        ("readmission_exclude", readmission_exclude, _READMISSION_EXCLUSIONS),
+    ):
+        if value not in allowed:
+            raise ConfigError(
+                f"{name} must be one of {', '.join(map(repr, allowed))}, got {value!r}"
+            )
     cohort, _ = load_declared(
         diabetes130_declaration(),
         Path(data_dir).expanduser(),
         verify_checksum=verify_checksum,
         unseen_categories=unseen_categories,
-        variant=readmission,
+        variants=(readmission, early_discharge, readmission_exclude),
     )
     return cohort

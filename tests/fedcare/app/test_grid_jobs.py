@@ -54,3 +54,30 @@ def test_a_failing_job_raises_and_leaves_no_document(tmp_path: Path):
         run_cells(CELLS[:1], BASE, spec, tmp_path / "out")
     assert not list((tmp_path / "out").glob("*.json"))
     assert not list((tmp_path / "out").glob(".*.tmp"))
+
+
+def test_two_label_choices_never_share_a_loaded_cohort(monkeypatch: pytest.MonkeyPatch):
+    """The per-process cohort cache keys on every label option (``DataConfig.label_variants``)."""
+    from dataclasses import replace
+
+    from fedcare.app import grid_jobs
+
+    loads: list[tuple[str, str, str]] = []
+
+    def load(data, data_dir, *, verify_checksum):
+        loads.append(data.label_variants)
+        return object()
+
+    monkeypatch.setattr(grid_jobs, "load_dataset", load)
+    monkeypatch.setattr(grid_jobs, "_loaded", {})
+    spec = DataSpec("somewhere")
+    options = [
+        {},
+        {"early_discharge": "home"},
+        {"early_discharge": "home-or-not"},
+        {"readmission_exclude": "deaths-ama-transfers"},
+        {"readmission": "any"},
+    ]
+    for data in options * 2:
+        grid_jobs._dataset(replace(BASE, data=replace(BASE.data, **data)), spec)
+    assert len(loads) == len(options) == len(set(loads))

@@ -73,7 +73,7 @@ def test_the_definition_gives_the_recorded_cohort(declaration, data_dir: Path) -
     assert dict(cohort.vocabularies) == DIABETES130_VOCABULARIES
     assert cohort.numeric_features == DIABETES130_NUMERIC_FEATURES
     assert cohort.categorical_features == DIABETES130_CATEGORICAL_FEATURES
-    any_cohort, _ = load_declared(declaration, data_dir, variant="any")
+    any_cohort, _ = load_declared(declaration, data_dir, variants=("any", "los", "deaths"))
     assert _frame_digest(any_cohort.labels) == RECORDED["labels any"]
 
     federation = build_federation(

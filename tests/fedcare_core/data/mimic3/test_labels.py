@@ -103,7 +103,8 @@ def test_readmission_and_los_labels_hand_checked(tmp_path: Path) -> None:
     assert np.isnan(lab(990202, "los"))  # LOS 0: out of the LOS objective, still in the cohort
     assert np.isnan(lab(990301, "los"))  # LOS missing
     assert ages[order.index(990101)] == pytest.approx(60.16, abs=0.01)
-    assert "los: 1 rows have no label (LOS <= 0)" in c.notes  # and one with LOS missing
+    # and one with LOS missing; the exclusion is the objective's own (MIMIC-III has no variants)
+    assert "los: 1 rows have no label (LOS <= 0); exclusion: default" in c.notes
 
 
 def test_readmission_window_edges(tmp_path: Path) -> None:
