@@ -62,8 +62,12 @@ def test_results_artifact_links_every_run_and_the_report(
 
         artifacts = _artifacts(flow_run_id)
         results = artifacts["fedcare-results"]
-        rows = [line for line in results.splitlines() if line.startswith("| fed")]
+        table, _, clinical = results.partition("## Clinical metrics")
+        rows = [line for line in table.splitlines() if line.startswith("| fed")]
         assert len(rows) == 2
+        clinical_rows = [line for line in clinical.splitlines() if line.startswith("| fed")]
+        assert len(clinical_rows) == 4  # two runs × two binary objectives
+        assert all(line.count("|") == 14 for line in clinical_rows)
         fedcare_row, fedavg_row = rows
         assert fedcare_row.startswith(f"| fedcare | 0 | {K} | 3 | 3 | ")
         backbone = "fedcare-diabetes130-fedcare-early_discharge+los+readmission-backbone"
