@@ -28,6 +28,7 @@ from matplotlib.figure import Figure
 import fedcare_core.data
 from fedcare_core import __version__
 from fedcare_core.data.registry import get_dataset
+from fedcare_core.evaluation.clinical_rows import shown
 from fedcare_core.run.results import ExperimentResult
 
 #: Folder of the run's model cards (one ``client<k>.html`` each).
@@ -58,10 +59,6 @@ _BINARY_ROWS = (
 
 def _esc(value: object) -> str:
     return html.escape(str(value))
-
-
-def _num(value: Any, digits: int) -> str:
-    return "n/a" if value is None else f"{float(value):.{digits}f}"
 
 
 def _table(head: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
@@ -137,7 +134,7 @@ def _metric_rows(doc: Mapping[str, Any], client_id: int) -> list[list[str]]:
     if doc["metric"] != "auroc":
         keys = [("MAE (days)", "value", 3), ("bias (days)", "bias_days", 2)]
         keys += [(f"MAE, stays of {k[9:]} d", k, 2) for k in pooled if k.startswith("mae_days_")]
-    rows = [[label, _num(own.get(k), d), _num(pooled.get(k), d)] for label, k, d in keys]
+    rows = [[label, shown(own.get(k), d), shown(pooled.get(k), d)] for label, k, d in keys]
     interval = (doc.get("intervals") or {}).get(doc["metric"]) or {}
     if interval.get("low") is not None and interval.get("high") is not None:
         rows[0][2] += f" [{interval['low']:.3f}, {interval['high']:.3f}]"
@@ -151,8 +148,8 @@ def _subgroup_table(doc: Mapping[str, Any]) -> str:
         main = by_metric.get(doc["metric"], {})
         sens = {g["group"]: g["value"] for g in by_metric.get("sensitivity", {}).get("groups", [])}
         for g in main.get("groups", []):
-            rows.append([attribute, g["group"], str(g["n"]), _num(g["value"], 3),
-                         _num(sens.get(g["group"]), 3)])  # fmt: skip
+            rows.append([attribute, g["group"], str(g["n"]), shown(g["value"], 3),
+                         shown(sens.get(g["group"]), 3)])  # fmt: skip
     if not rows:
         return ""
     label = "AUROC" if doc["metric"] == "auroc" else "MAE (days)"

@@ -25,6 +25,7 @@ from fedcare_core.evaluation.clinical import (
     Confusion,
     clinical_summary,
     confusion_at,
+    confusion_of_counts,
     threshold_for_sensitivity,
 )
 from fedcare_core.evaluation.metrics import compute_metric
@@ -282,13 +283,7 @@ def _pooled_rates(confusions: list[Confusion]) -> dict[str, float | None]:
     if not confusions:
         return {}
     tp, fp, tn, fn = (sum(getattr(c, k) for c in confusions) for k in ("tp", "fp", "tn", "fn"))
-    ratio = lambda num, den: num / den if den else None  # noqa: E731
-    return {
-        "sensitivity": ratio(tp, tp + fn),
-        "specificity": ratio(tn, tn + fp),
-        "ppv": ratio(tp, tp + fp),
-        "npv": ratio(tn, tn + fn),
-    }
+    return _rates(confusion_of_counts(float("nan"), tp, fp, tn, fn))
 
 
 def _spreads(per_client: list[_ClientMetric]) -> dict[str, dict[str, float | None]]:

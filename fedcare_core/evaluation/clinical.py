@@ -299,8 +299,26 @@ def confusion_at(y_true: np.ndarray, y_prob: np.ndarray, threshold: float) -> Co
     fp = int(np.sum(~actual & predicted))
     tn = int(np.sum(~actual & ~predicted))
     fn = int(np.sum(actual & ~predicted))
+    return confusion_of_counts(float(threshold), tp, fp, tn, fn)
+
+
+def confusion_of_counts(threshold: float, tp: int, fp: int, tn: int, fn: int) -> Confusion:
+    """The :class:`Confusion` of four counts (e.g. summed over clients, each at its threshold).
+
+    Parameters
+    ----------
+    threshold : float
+        The threshold the counts were taken at (NaN: several).
+    tp, fp, tn, fn : int
+        True and false positives, true and false negatives.
+
+    Returns
+    -------
+    Confusion
+        The counts and their four rates.
+    """
     return Confusion(
-        threshold=float(threshold),
+        threshold=threshold,
         tp=tp,
         fp=fp,
         tn=tn,

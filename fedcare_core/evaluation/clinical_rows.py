@@ -25,8 +25,9 @@ CLINICAL_HEAD = (
 )
 
 
-def _num(value: Any, digits: int = 3) -> str:
-    return "n/a" if value is None else f"{value:.{digits}f}"
+def shown(value: Any, digits: int = 3) -> str:
+    """A metric as text: ``digits`` decimals, or ``n/a`` when undefined."""
+    return "n/a" if value is None else f"{float(value):.{digits}f}"
 
 
 def clinical_rows(objectives: Mapping[str, Mapping[str, Any]]) -> list[tuple[str, ...]]:
@@ -50,13 +51,13 @@ def clinical_rows(objectives: Mapping[str, Mapping[str, Any]]) -> list[tuple[str
         rows.append(
             (
                 name,
-                f"{_num(rep.get('pooled'))} {_interval(rep, 'auroc')}".strip(),
-                _num(c.get("auprc")),
-                f"{_num(c.get('brier'))} ({_num(c.get('brier_reference'))})",
-                _num(c.get("calibration_slope"), 2),
-                _num(c.get("ece")),
-                f"{_num(c.get('mean_risk'))} / {_num(c.get('observed_rate'))}",
-                *(_num(c.get(k)) for k in ("sensitivity", "specificity", "ppv", "npv")),
+                f"{shown(rep.get('pooled'))} {_interval(rep, 'auroc')}".strip(),
+                shown(c.get("auprc")),
+                f"{shown(c.get('brier'))} ({shown(c.get('brier_reference'))})",
+                shown(c.get("calibration_slope"), 2),
+                shown(c.get("ece")),
+                f"{shown(c.get('mean_risk'))} / {shown(c.get('observed_rate'))}",
+                *(shown(c.get(k)) for k in ("sensitivity", "specificity", "ppv", "npv")),
             )
         )
     return rows
@@ -88,8 +89,8 @@ def subgroup_gap_lines(objectives: Mapping[str, Mapping[str, Any]]) -> list[str]
                 lines.append(f"{name} {label} by {attribute}: fewer than two subgroups to compare")
                 continue
             lines.append(
-                f"{name} {label} by {attribute}: gap {gap:.3f} ({high} {_num(values[high])}, "
-                f"{sizes[high]} rows; {low} {_num(values[low])}, {sizes[low]} rows)"
+                f"{name} {label} by {attribute}: gap {gap:.3f} ({high} {shown(values[high])}, "
+                f"{sizes[high]} rows; {low} {shown(values[low])}, {sizes[low]} rows)"
             )
     return lines
 
@@ -102,12 +103,14 @@ def length_of_stay_lines(objectives: Mapping[str, Mapping[str, Any]]) -> list[st
         if rep.get("metric") != "mae_days" or not c:
             continue
         bands = [
-            f"{key.removeprefix('mae_days_')} d {_num(value, 2)}"
+            f"{key.removeprefix('mae_days_')} d {shown(value, 2)}"
             for key, value in c.items()
             if key.startswith("mae_days_")
         ]
         bias = c.get("bias_days")
-        text = f"{name}: MAE {_num(rep.get('pooled'), 2)} d {_interval(rep, 'mae_days', 2)}".strip()
+        text = (
+            f"{name}: MAE {shown(rep.get('pooled'), 2)} d {_interval(rep, 'mae_days', 2)}".strip()
+        )
         text += f"; bias {'n/a' if bias is None else f'{bias:+.2f} d'}"
         lines.append(text + (f"; MAE by length {', '.join(bands)}" if bands else ""))
     return lines
