@@ -119,6 +119,7 @@ screenshot: $(STAMP)
 	$(BIN)/python scripts/mlflow_screenshot.py --page table --width 2000 --height 1100 --out docs/mlflow_runs_table.png
 	$(BIN)/python scripts/mlflow_screenshot.py --page registry --width 2000 --height 1100 --out docs/mlflow_registry.png
 	$(BIN)/python scripts/mlflow_screenshot.py --page version --width 2000 --height 1100 --out docs/mlflow_model_version.png
+	$(BIN)/python scripts/mlflow_screenshot.py --page card --width 1600 --height 1100 --out docs/mlflow_model_card.png
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache

@@ -40,6 +40,8 @@ import pandas as pd
 import fedcare.tracking  # noqa: F401  (MLflow telemetry off before mlflow loads)
 
 BIN = Path(sys.executable).parent
+#: The model's output columns: predictions and length-of-stay interval ends.
+_OUTPUT_SUFFIXES = ("_probability", "_days", "_days_low", "_days_high")
 
 
 def _rows(data_dir: Path, n: int) -> pd.DataFrame:
@@ -111,7 +113,9 @@ def _in_process(model: str, uri: str, data_dir: Path, rows: pd.DataFrame) -> pd.
 
 def _compare(a: pd.DataFrame, b: pd.DataFrame) -> tuple[bool, float]:
     x, y = a.to_numpy(dtype=np.float64), b.to_numpy(dtype=np.float64)
-    return bool((x == y).all()), float(np.abs(x - y).max())
+    same = (x == y) | (np.isnan(x) & np.isnan(y))  # an interval end is NaN on every path or none
+    gap = np.abs(x - y)
+    return bool(same.all()), float(np.where(same, 0.0, gap).max()) if gap.size else 0.0
 
 
 def main() -> int:
@@ -142,9 +146,7 @@ def main() -> int:
             t0 = time.perf_counter()
             out = score()
             seconds[path] = time.perf_counter() - t0
-            outputs[path] = out.loc[
-                :, [c for c in out.columns if c.endswith(("_probability", "_days"))]
-            ]
+            outputs[path] = out.loc[:, [c for c in out.columns if c.endswith(_OUTPUT_SUFFIXES)]]
     columns = list(outputs["pyfunc"].columns)
     lines = [
         f"Model `{args.model}` ({args.tracking_uri}), the first {len(rows)} rows of "

@@ -3,7 +3,9 @@
 One logged model per client (name ``client<k>``) in the run of its algorithm × seed: MLflow's
 *models from code* (:mod:`fedcare.tracking.pyfunc_model`) over the client's package
 (:mod:`fedcare_core.predict.package`). Its signature is column-based — the dataset's row columns
-in, one ``double`` column per objective out (``<objective>_probability``, ``<objective>_days``),
+in, one ``double`` column per objective out (``<objective>_probability``, ``<objective>_days``)
+followed by each length-of-stay objective's prediction interval (``<objective>_days_low``,
+``<objective>_days_high``; :attr:`~fedcare_core.predict.package.ModelPackage.output_columns`),
 and a ``unseen_categories`` parameter — and its input example is synthetic rows
 (:func:`fedcare_core.data.rows.row_format`), never a patient's. Each model carries its model
 card (:mod:`fedcare.tracking.model_card`).
@@ -148,7 +150,10 @@ def _log_client_model(
                 "client": package.client_id,
                 "objectives": list(package.objectives),
                 "outputs": package.output_columns,
-                "output": "one column per objective: probability (binary) or days (length of stay)",
+                "output": "one column per objective: probability (binary) or days (length of "
+                "stay); then per length-of-stay objective its prediction interval's ends, in "
+                "days (NaN without an interval)",
+                "intervals": package.interval_summary(),
             },
         )
     return str(logged.model_id)

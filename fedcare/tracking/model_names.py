@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from fedcare_core.data.clients import ClientData
 from fedcare_core.errors import ConfigError
-from fedcare_core.predict.package import output_column
+from fedcare_core.predict.package import interval_columns, output_column
 from fedcare_core.run.results import ExperimentResult
 
 #: Between the objectives of a name.
@@ -134,8 +134,15 @@ class _ModelCard:
     description: str
 
 
-def _outputs(result: ExperimentResult, objectives: Sequence[str]) -> list[tuple[str, str, str]]:
-    """(output column, objective, its definition) of each objective, in output order."""
+def _outputs(
+    result: ExperimentResult, objectives: Sequence[str], *, intervals: bool = True
+) -> list[tuple[str, str, str]]:
+    """(output column, objective, what it is) of each output column, in output order.
+
+    Each objective's prediction, then (``intervals``: a client's model, not the backbone) each
+    length-of-stay objective's interval ends
+    (:attr:`~fedcare_core.predict.package.ModelPackage.output_columns`).
+    """
     fed = result.federation
     out = []
     for s in objectives:
@@ -144,6 +151,11 @@ def _outputs(result: ExperimentResult, objectives: Sequence[str]) -> list[tuple[
         what = "probability" if objective.kind == "binary" else "predicted value, in days"
         definition = f"{what}: {objective.description}" if objective.description else what
         out.append((column, s, definition))
+    for s in objectives if intervals else ():
+        if fed.objective(s).kind == "regression":
+            low, high = interval_columns(s)
+            what = "end of the prediction interval fitted on the client's validation rows, in days"
+            out += [(low, s, f"lower {what}"), (high, s, f"upper {what}")]
     return out
 
 
@@ -221,7 +233,7 @@ def backbone_card(result: ExperimentResult) -> _ModelCard:
     """The registered model of a run's Stage 1 backbone ``w*`` (FedCARE, FedCARE-B)."""
     fed = result.federation
     objectives = tuple(o.name for o in fed.objectives)
-    outputs = _outputs(result, objectives)
+    outputs = _outputs(result, objectives, intervals=False)
     label, _ = _rows(fed.dataset)
     name = backbone_model_name(fed.dataset, result.config.algorithm, objectives)
     lines = [

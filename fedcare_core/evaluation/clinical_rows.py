@@ -1,7 +1,8 @@
 """The clinical metrics of a results document as table rows, for the CLI and the artifacts.
 
 One row per binary objective (pooled over every client's test rows; rates at each client's own
-operating point) and one line per length-of-stay objective (bias, and MAE by length band).
+operating point) and one line per length-of-stay objective (bias, MAE by length band, and its
+prediction intervals' test coverage and width).
 """
 
 from __future__ import annotations
@@ -96,7 +97,11 @@ def subgroup_gap_lines(objectives: Mapping[str, Mapping[str, Any]]) -> list[str]
 
 
 def length_of_stay_lines(objectives: Mapping[str, Mapping[str, Any]]) -> list[str]:
-    """Per LOS objective: ``los: MAE 2.19 d [2.15, 2.23]; bias -0.87 d; MAE by length …``."""
+    """Per LOS objective: ``los: MAE 2.19 d [2.15, 2.23]; bias -0.87 d; MAE by length …``.
+
+    With prediction intervals, their test coverage and width follow:
+    ``…; 90 % interval covers 0.912, mean width 6.31 d``.
+    """
     lines = []
     for name, rep in objectives.items():
         c = rep.get("clinical") or {}
@@ -112,5 +117,18 @@ def length_of_stay_lines(objectives: Mapping[str, Mapping[str, Any]]) -> list[st
             f"{name}: MAE {shown(rep.get('pooled'), 2)} d {_interval(rep, 'mae_days', 2)}".strip()
         )
         text += f"; bias {'n/a' if bias is None else f'{bias:+.2f} d'}"
-        lines.append(text + (f"; MAE by length {', '.join(bands)}" if bands else ""))
+        text += f"; MAE by length {', '.join(bands)}" if bands else ""
+        lines.append(text + _interval_text(c))
     return lines
+
+
+def _interval_text(clinical: Mapping[str, Any]) -> str:
+    """``; 90 % interval covers 0.912, mean width 6.31 d``, or "" without intervals."""
+    if "interval_coverage" not in clinical:
+        return ""
+    level = clinical.get("interval_level")
+    label = "interval" if level is None else f"{100 * level:g} % interval"
+    return (
+        f"; {label} covers {shown(clinical.get('interval_coverage'))}, "
+        f"mean width {shown(clinical.get('interval_width_days'), 2)} d"
+    )

@@ -11,7 +11,12 @@ two files — ``package.json`` and ``weights.pt`` (a ``state_dict``, read with
 :meth:`ModelPackage.score` reads rows as the dataset's loader would
 (:func:`fedcare_core.data.rows.row_format`), encodes them with the client's encoders and
 returns one named column per client objective: ``<objective>_probability`` for a binary
-objective, ``<objective>_days`` for length of stay.
+objective, ``<objective>_days`` for length of stay. After those come, for each length-of-stay
+objective, the ends of its prediction interval, ``<objective>_days_low`` and
+``<objective>_days_high``: split conformal on the client's validation rows, 90 % nominal
+coverage unless the package says otherwise (``package.json``: ``intervals``). The two columns
+are always there; they are NaN where the package holds no interval for the objective (a package
+written before intervals, or a client with too few validation rows for the coverage).
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ from fedcare_core.data.preprocess import FeatureEncoder
 from fedcare_core.data.registry import get_dataset
 from fedcare_core.data.rows import RowFormat, row_format
 from fedcare_core.errors import ConfigError
+from fedcare_core.evaluation.conformal import METHOD
 from fedcare_core.predict.predictors import ClientPredictor, predictor_from_spec
 
 if TYPE_CHECKING:  # the run's result module (metrics, Stage 1 …) is not needed to score rows
@@ -45,6 +51,7 @@ __all__ = [
     "WEIGHTS_FILE",
     "ModelPackage",
     "client_package",
+    "interval_columns",
     "load_package",
     "output_column",
     "save_package",
@@ -60,6 +67,11 @@ _PACKAGE_FORMAT = 1
 def output_column(objective: str, kind: str) -> str:
     """The output column of ``objective``: ``<objective>_probability`` or ``<objective>_days``."""
     return f"{objective}_probability" if kind == "binary" else f"{objective}_days"
+
+
+def interval_columns(objective: str) -> tuple[str, str]:
+    """A length-of-stay objective's interval columns: ``<objective>_days_low`` and ``_high``."""
+    return f"{objective}_days_low", f"{objective}_days_high"
 
 
 @dataclass(frozen=True)
@@ -126,12 +138,45 @@ class ModelPackage:
         return {*self.common_encoder.numeric, *self.private_encoder.numeric}
 
     @property
+    def regression_objectives(self) -> list[str]:
+        """Its length-of-stay objectives, in output order (each has two interval columns)."""
+        pairs = zip(self.predictor.objectives, self.predictor.kinds, strict=True)
+        return [s for s, k in pairs if k == "regression"]
+
+    @property
     def output_columns(self) -> list[str]:
-        """The names of its output columns."""
-        return [
+        """The names of its output columns.
+
+        One per objective, in the predictor's order (``<objective>_probability`` or
+        ``<objective>_days``), then the two interval ends of each length-of-stay objective
+        (``<objective>_days_low``, ``<objective>_days_high``).
+        """
+        points = [
             output_column(s, k)
             for s, k in zip(self.predictor.objectives, self.predictor.kinds, strict=True)
         ]
+        return points + [c for s in self.regression_objectives for c in interval_columns(s)]
+
+    def interval_summary(self) -> dict[str, dict[str, Any]]:
+        """Each length-of-stay objective's interval columns, nominal coverage and fit.
+
+        ``coverage`` is None where the package holds no interval (its columns are NaN); the
+        interval is fitted on ``validation_rows`` of the client's validation split by split
+        conformal prediction on log1p-days residuals (:mod:`fedcare_core.evaluation.conformal`).
+        """
+        out = {}
+        for s in self.regression_objectives:
+            interval = self.predictor.intervals.get(s)
+            low, high = interval_columns(s)
+            out[s] = {
+                "low": low,
+                "high": high,
+                "coverage": interval.coverage if interval and interval.available else None,
+                "method": METHOD,
+                "validation_rows": interval.n if interval else None,
+                "reason": interval.reason if interval else "no interval in this package",
+            }
+        return out
 
     def score(
         self,
@@ -155,7 +200,9 @@ class ModelPackage:
         Returns
         -------
         pandas.DataFrame
-            :attr:`output_columns` as float64, on ``rows``' index.
+            :attr:`output_columns` as float64, on ``rows``' index: each objective's prediction,
+            then each length-of-stay objective's interval ends (NaN without an interval; see
+            :meth:`interval_summary` for their nominal coverage).
 
         Raises
         ------
@@ -182,6 +229,12 @@ class ModelPackage:
         x_private = torch.from_numpy(self.private_encoder.transform(features))
         with torch.no_grad(), _one_thread():
             out = self.predictor.predictions(x_common, x_private)
+        ends = [
+            end
+            for s in self.regression_objectives
+            for end in self.predictor.interval_bounds(out[:, self.objectives.index(s)], s)
+        ]
+        out = np.column_stack([out, *ends]) if ends else out
         return pd.DataFrame(out, columns=columns, index=rows.index)
 
     def describe(self) -> dict[str, Any]:
@@ -195,6 +248,7 @@ class ModelPackage:
             "objectives": list(self.objectives),
             "inputs": self.input_columns,
             "outputs": self.output_columns,
+            "intervals": self.interval_summary(),
             "unseen_categories": self.unseen_categories,
             "encoders": {
                 "common": self.common_encoder.to_dict(),

@@ -13,7 +13,10 @@ blocks onto its network is the method's business:
 - :class:`OwnInput`: PAFNet's client model over ``[x_c, x_u]``.
 
 Each binary objective's probability passes through the calibrator fitted on the client's own
-validation rows (:attr:`ClientPredictor.calibration`, :mod:`fedcare_core.predict.calibrate`).
+validation rows (:attr:`ClientPredictor.calibration`, :mod:`fedcare_core.predict.calibrate`), and
+each length-of-stay prediction has a prediction interval fitted on the same rows by split
+conformal prediction (:attr:`ClientPredictor.intervals`, 90 % nominal coverage by default;
+:mod:`fedcare_core.evaluation.conformal`).
 The evaluation scores exactly these predictors, and a packaged model
 (:mod:`fedcare_core.predict.package`) rebuilds them from their :meth:`~ClientPredictor.spec` and
 weights, so a deployed model predicts what the evaluation measured.
@@ -35,6 +38,8 @@ from fedcare_core.config import ModelConfig
 from fedcare_core.data.clients import SplitArrays
 from fedcare_core.evaluation.calibration import Calibrator
 from fedcare_core.evaluation.clients import Scorer
+from fedcare_core.evaluation.conformal import ConformalInterval
+from fedcare_core.evaluation.interval_report import IntervalScorer
 from fedcare_core.nn.losses import predict
 from fedcare_core.nn.models import FullMLP, MultiObjectiveModel, PersonalModel
 
@@ -45,6 +50,7 @@ __all__ = [
     "PersonalInput",
     "UnionInput",
     "predictor_from_spec",
+    "predictor_interval_scorer",
     "predictor_scorer",
 ]
 
@@ -93,6 +99,8 @@ class ClientPredictor(nn.Module):
         self._spec = dict(spec)
         #: Binary objective → the calibrator of its probability (none: uncalibrated).
         self.calibration: dict[str, Calibrator] = {}
+        #: Regression objective → its prediction interval (none: no interval, NaN ends).
+        self.intervals: dict[str, ConformalInterval] = {}
 
     def raw(self, x_common: torch.Tensor, x_private: torch.Tensor, objective: str) -> torch.Tensor:
         """The network's raw score of ``objective`` (before the output activation)."""
@@ -115,6 +123,28 @@ class ClientPredictor(nn.Module):
         calibrator = self.calibration.get(objective)
         return out if calibrator is None else calibrator.apply(out)
 
+    def interval_bounds(self, days: np.ndarray, objective: str) -> tuple[np.ndarray, np.ndarray]:
+        """The prediction interval (days) of ``objective``'s predictions ``days``.
+
+        Returns
+        -------
+        tuple of ndarray
+            Lower and upper ends (float64); NaN throughout where ``objective`` has no interval
+            (:attr:`intervals`: a binary objective, too few validation rows, an old package).
+        """
+        interval = self.intervals.get(objective)
+        if interval is None:
+            nan = np.full(np.shape(days), np.nan)
+            return nan, nan.copy()
+        return interval.bounds(days)
+
+    def predict_interval(
+        self, x_common: torch.Tensor, x_private: torch.Tensor, objective: str
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """The deployed prediction interval of ``objective`` (days; see :meth:`interval_bounds`)."""
+        days = self.predict_objective(x_common, x_private, objective)
+        return self.interval_bounds(days, objective)
+
     def predictions(self, x_common: torch.Tensor, x_private: torch.Tensor) -> np.ndarray:
         """One column per client objective (float64): calibrated probability or days."""
         columns = [self.predict_objective(x_common, x_private, s) for s in self.objectives]
@@ -136,18 +166,39 @@ class ClientPredictor(nn.Module):
         out.calibration = dict(calibration)
         return out
 
+    def with_intervals(self, intervals: Mapping[str, ConformalInterval]) -> ClientPredictor:
+        """A copy (sharing the network) whose regression objectives have ``intervals``.
+
+        Raises
+        ------
+        ValueError
+            If an interval's objective is not one of the predictor's regression objectives.
+        """
+        regression = {
+            s for s, k in zip(self.objectives, self.kinds, strict=True) if k == "regression"
+        }
+        unknown = sorted(set(intervals) - regression)
+        if unknown:
+            raise ValueError(
+                f"no regression objective {unknown} to give an interval; has {sorted(regression)}"
+            )
+        out = copy.copy(self)
+        out.intervals = dict(intervals)
+        return out
+
     def forward(self, x_common: torch.Tensor, x_private: torch.Tensor) -> torch.Tensor:
         """:meth:`predictions` as a float64 tensor."""
         return torch.from_numpy(self.predictions(x_common, x_private))
 
     def spec(self) -> dict[str, Any]:
-        """The rebuild recipe: kind, objectives, kinds, network arguments and calibrators."""
+        """Rebuild recipe: kind, objectives, kinds, network arguments, calibration, intervals."""
         return {
             "kind": self.kind,
             "objectives": list(self.objectives),
             "kinds": dict(zip(self.objectives, self.kinds, strict=True)),
             **self._spec,
             "calibration": {s: c.to_dict() for s, c in self.calibration.items()},
+            "intervals": {s: i.to_dict() for s, i in self.intervals.items()},
         }
 
 
@@ -355,7 +406,11 @@ def predictor_from_spec(
     calibration = {
         str(s): Calibrator.from_dict(c) for s, c in dict(spec.get("calibration", {})).items()
     }
-    return predictor.with_calibration(calibration).eval()
+    # A spec written before intervals (issue 31) has none: its LOS intervals are NaN.
+    intervals = {
+        str(s): ConformalInterval.from_dict(i) for s, i in dict(spec.get("intervals", {})).items()
+    }
+    return predictor.with_calibration(calibration).with_intervals(intervals).eval()
 
 
 def predictor_scorer(predictor: ClientPredictor, *, calibrated: bool = True) -> Scorer:
@@ -374,5 +429,22 @@ def predictor_scorer(predictor: ClientPredictor, *, calibrated: bool = True) -> 
     def score(split: SplitArrays, objective: str) -> np.ndarray:
         x_common, x_private = torch.from_numpy(split.x_common), torch.from_numpy(split.x_private)
         return method(x_common, x_private, objective)
+
+    return score
+
+
+def predictor_interval_scorer(predictor: ClientPredictor) -> IntervalScorer:
+    """The evaluation's interval scorer of a client's split: each row's interval, in days.
+
+    Parameters
+    ----------
+    predictor
+        The client's deployed model (NaN ends for an objective without an interval).
+    """
+    predictor.eval()
+
+    def score(split: SplitArrays, objective: str) -> tuple[np.ndarray, np.ndarray]:
+        x_common, x_private = torch.from_numpy(split.x_common), torch.from_numpy(split.x_private)
+        return predictor.predict_interval(x_common, x_private, objective)
 
     return score

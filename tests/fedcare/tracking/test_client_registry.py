@@ -39,6 +39,11 @@ def test_each_client_gets_its_model_with_its_metrics(logged):
         outputs = [
             f"{s}_probability" if fed.objective(s).kind == "binary" else f"{s}_days"
             for s in client.objectives
+        ] + [  # then each length-of-stay objective's interval ends
+            f"{s}_days_{end}"
+            for s in client.objectives
+            if fed.objective(s).kind == "regression"
+            for end in ("low", "high")
         ]
         assert model.tags == {
             "fedcare.dataset": "synthetic",

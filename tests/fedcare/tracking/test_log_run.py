@@ -223,9 +223,14 @@ def test_each_client_model_scores_raw_rows_like_its_in_memory_predictor(logged):
         assert list(got.columns) == package.output_columns
         xc = torch.from_numpy(c.common_encoder.transform(rows))
         xu = torch.from_numpy(c.private_encoder.transform(rows))
+        predictor = logged.result.predictors[i]
         with torch.no_grad():
-            expected = logged.result.predictors[i](xc, xu).numpy().astype(np.float64)
-        np.testing.assert_array_equal(got.to_numpy(), expected)
+            expected = predictor(xc, xu).numpy().astype(np.float64)
+        np.testing.assert_array_equal(got.iloc[:, : len(c.objectives)].to_numpy(), expected)
+        for s in package.regression_objectives:  # then each LOS prediction's interval
+            low, high = predictor.interval_bounds(expected[:, c.objectives.index(s)], s)
+            np.testing.assert_array_equal(got[f"{s}_days_low"].to_numpy(), low)
+            np.testing.assert_array_equal(got[f"{s}_days_high"].to_numpy(), high)
     stage2 = {int(r.data.tags[log_run.TAG_CLIENT]): r for r in _children(client, logged.run_id)}
     assert all(
         stage2[k].data.tags[log_run.TAG_CLIENT_MODEL_ID]

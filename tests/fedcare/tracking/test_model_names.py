@@ -37,16 +37,20 @@ def test_the_cards_say_what_is_predicted_for_whom_from_what(logged):
     fed = result.federation
     client = fed.clients[1]
     (objective,) = client.objectives  # the synthetic federation: one objective per client
-    column = (
-        f"{objective}_probability"
-        if fed.objective(objective).kind == "binary"
-        else (f"{objective}_days")
+    binary = fed.objective(objective).kind == "binary"
+    # A length-of-stay model also outputs its prediction interval's ends.
+    columns = (
+        [f"{objective}_probability"]
+        if binary
+        else [f"{objective}_days", f"{objective}_days_low", f"{objective}_days_high"]
     )
     card = model_names.client_card(result, client)
     assert card.name == f"fedcare-synthetic-fedcare-{objective}-client1"
-    assert card.tags[model_names.TAG_OUTPUTS] == column
+    assert card.tags[model_names.TAG_OUTPUTS] == ",".join(columns)
     assert card.tags[model_names.TAG_MODEL] == "client" and card.tags["fedcare.client"] == "1"
-    assert card.description.startswith(f"Predicts `{column}` for client 1 of a FedCARE ")
+    listed = ", ".join(f"`{c}`" for c in columns)
+    assert card.description.startswith(f"Predicts {listed} for client 1 of a FedCARE ")
+    assert all(f"| `{c}` | {objective} |" in card.description for c in columns)
     assert "raw rows of the synthetic dataset" in card.description  # an unknown dataset's rows
     site = model_names.client_card(result, client, "st-mary")
     assert site.name == f"fedcare-synthetic-fedcare-{objective}-st-mary"

@@ -62,11 +62,17 @@ def test_raw_rows_are_scored_into_named_columns(diabetes, raw_rows):
         out = package.score(raw_rows)
         assert list(out.columns) == package.output_columns
         assert out.index.equals(raw_rows.index)
-        for column, kind in zip(out.columns, package.predictor.kinds, strict=True):
+        kinds = package.predictor.kinds
+        for column, kind in zip(out.columns[: len(kinds)], kinds, strict=True):
             assert column.endswith("_probability" if kind == "binary" else "_days")
             values = out[column].to_numpy()
             assert np.isfinite(values).all()
             assert ((values > 0) & (values < 1)).all() if kind == "binary" else (values > 0).all()
+        for objective in package.regression_objectives:  # then each LOS prediction's interval
+            days = out[f"{objective}_days"]
+            low, high = out[f"{objective}_days_low"], out[f"{objective}_days_high"]
+            assert ((low <= days) & (days <= high)).all() and (low >= 0).all()
+        assert len(out.columns) == len(kinds) + 2 * len(package.regression_objectives)
         # Labels present or absent, identifiers, column order: the same predictions.
         shuffled = raw_rows.iloc[:, ::-1].assign(time_in_hospital=3, readmitted="NO")
         pd.testing.assert_frame_equal(package.score(shuffled), out)

@@ -18,7 +18,7 @@ from fedcare_core.config import (
 )
 from fedcare_core.evaluation.clients import evaluate_with_validation
 from fedcare_core.predict.predictors import predictor_from_spec, predictor_scorer
-from fedcare_core.run.pipeline import evaluation_settings, run_experiment
+from fedcare_core.run.pipeline import evaluation_settings, interval_evaluation, run_experiment
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 
 
@@ -45,7 +45,7 @@ def test_predictors_are_what_the_evaluation_scored(cohort, algorithm):
     assert len(result.predictors) == len(fed.clients)
     scorers = [predictor_scorer(p) for p in result.predictors]
     rescored = evaluate_with_validation(fed, scorers, evaluation_settings(result.config))
-    assert rescored == result.evaluation
+    assert interval_evaluation(rescored, fed, result.predictors) == result.evaluation
     for client, predictor in zip(fed.clients, result.predictors, strict=True):
         assert predictor.objectives == client.objectives
         split = client.test
