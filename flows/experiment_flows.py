@@ -2,14 +2,15 @@
 
 ``fedcare-comparison`` (Tables III–V, Fig. 3–4), ``fedcare-clients`` (Fig. 5),
 ``fedcare-disparity`` (Fig. 6–7), ``fedcare-ablation``, ``fedcare-privacy``,
-``fedcare-selection``, ``fedcare-recommended`` and ``fedcare-programme`` (the comparison, the
-client sweep and the disparity sweep) are made by :func:`experiment_flow` from the grid
-options' declarations (:mod:`fedcare.app.grid_options`): each flow's parameters are the options
-its experiment uses, with their descriptions in Prefect's UI, and its body calls the grid
-service (:mod:`fedcare.app.grid`), as ``fedcare experiment`` does. The raw tables are checked
-(Great Expectations) before any training, the grid runs as the ``fedcare-grid`` subflow, the
-tables and figures are written (the report also as a Prefect artifact), and each experiment is
-logged as one MLflow parent run. A failed check or run stops the flow before anything is logged.
+``fedcare-selection``, ``fedcare-recommended``, ``fedcare-preferences`` and
+``fedcare-programme`` (the comparison, the client sweep and the disparity sweep) are made by
+:func:`experiment_flow` from the grid options' declarations (:mod:`fedcare.app.grid_options`):
+each flow's parameters are the options its experiment uses, with their descriptions in Prefect's
+UI, and its body calls the grid service (:mod:`fedcare.app.grid`), as ``fedcare experiment``
+does. The raw tables are checked (Great Expectations) before any training, the grid runs as the
+``fedcare-grid`` subflow, the tables and figures are written (the report also as a Prefect
+artifact), and each experiment is logged as one MLflow parent run. A failed check or run stops
+the flow before anything is logged.
 
 The grid's jobs are Prefect tasks (``run-job``, one per job: one cell, or FedCARE and FedCARE-B
 sharing Stage 1) on ``prefect-dask``'s ``DaskTaskRunner``: a local cluster of ``workers``
@@ -216,6 +217,7 @@ _SUMMARIES = {
     "privacy": "The privacy–utility trade-off: FedCARE, FedCARE-B and FedAvg at each ε.",
     "selection": "The configuration candidates, chosen on validation scores.",
     "recommended": "The recommended configuration against the baselines per setting.",
+    "preferences": "The recommended configuration with each clinical preference, and without.",
     PROGRAMME_NAME: "The comparison, the client sweep and the disparity sweep, in turn.",
 }
 
@@ -264,6 +266,7 @@ ablation_flow = experiment_flow("ablation")
 privacy_flow = experiment_flow("privacy")
 selection_flow = experiment_flow("selection")
 recommended_flow = experiment_flow("recommended")
+preferences_flow = experiment_flow("preferences")
 programme_flow = experiment_flow(PROGRAMME_NAME)
 
 #: Each experiment's flow (and the programme's), by name.

@@ -21,9 +21,6 @@ from fedcare_core.algorithms import get_algorithm
 from fedcare_core.config import RANGES, flagged_settings
 from fedcare_core.errors import ConfigError
 from fedcare_core.experiments.cells import (
-    ABLATIONS,
-    ALL_LABELS,
-    CANDIDATES,
     CLIENT_COUNTS,
     DISPARITY_RATIOS,
     EXPERIMENTS,
@@ -35,6 +32,7 @@ from fedcare_core.experiments.cells import (
     SELECTION_SETTINGS,
     SETTINGS,
 )
+from fedcare_core.experiments.variants import ABLATIONS, ALL_LABELS, CANDIDATES, PREFERENCES
 
 #: The fewest clients of a federation (``data.clients``' lower bound).
 MIN_CLIENTS = int(RANGES["data"]["clients"].low or 2)
@@ -180,7 +178,8 @@ def _known(names: Sequence[str], what: str) -> Callable[[Any], str | None]:
 
 
 def _check_variants(values: Any, experiments: Sequence[str]) -> str | None:
-    known = tuple(CANDIDATES) if list(experiments) == ["selection"] else tuple(ABLATIONS)
+    by_experiment = {"selection": tuple(CANDIDATES), "preferences": tuple(PREFERENCES)}
+    known = by_experiment.get(",".join(experiments), tuple(ABLATIONS))
     return _each(_known(known, "variant"))(values, experiments)
 
 
@@ -228,6 +227,7 @@ _NO_SITES = {
     "privacy": "sweeps the client count K, which over sites is the number of sites",
     "selection": "compares candidates at K = 30 clients drawn from one dataset",
     "recommended": "compares federation settings and client counts drawn from one dataset",
+    "preferences": "gives every client drawn from one dataset the same preference",
 }
 
 
@@ -251,7 +251,7 @@ def _check_sites(value: Any, experiments: Sequence[str]) -> str | None:
     )
 
 
-_K_EXPERIMENTS = ("comparison", "disparity", "ablation", "selection")
+_K_EXPERIMENTS = ("comparison", "disparity", "ablation", "selection", "preferences")
 
 GRID_OPTIONS: tuple[GridOption, ...] = (
     GridOption("dataset", str, "diabetes130", "the dataset", check=_check_dataset, by_sites=True),
@@ -293,7 +293,7 @@ GRID_OPTIONS: tuple[GridOption, ...] = (
         "clients",
         int | None,
         None,
-        "K, the clients of every cell (default 10; selection: 30)",
+        "K, the clients of every cell (default 10; selection and preferences: 30)",
         experiments=_K_EXPERIMENTS,
         check=_at_least(MIN_CLIENTS, " (a federation)"),
         by_sites=True,
@@ -341,8 +341,9 @@ GRID_OPTIONS: tuple[GridOption, ...] = (
         list[str] | None,
         None,
         f"the ablations to run (default all: {_join(tuple(ABLATIONS))}); selection: the "
-        f"candidates (default all: {_join(tuple(CANDIDATES))})",
-        experiments=("ablation", "selection"),
+        f"candidates (default all: {_join(tuple(CANDIDATES))}); preferences: the clinical "
+        f"preferences beside the plain preset (default all: {_join(tuple(PREFERENCES))})",
+        experiments=("ablation", "selection", "preferences"),
         item=str,
         check=_check_variants,
     ),
@@ -351,8 +352,9 @@ GRID_OPTIONS: tuple[GridOption, ...] = (
         list[str] | None,
         None,
         f"federation settings (from {_join(tuple(SETTINGS))}; default "
-        f"{_join(RECOMMENDED_SETTINGS)}; selection: {_join(SELECTION_SETTINGS)})",
-        experiments=("selection", "recommended"),
+        f"{_join(RECOMMENDED_SETTINGS)}; selection and preferences: "
+        f"{_join(SELECTION_SETTINGS)})",
+        experiments=("selection", "recommended", "preferences"),
         item=str,
         check=_each(_known(tuple(SETTINGS), "setting")),
     ),

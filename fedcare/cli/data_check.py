@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fedcare.cli.setting_flags import add_declared_flag
 from fedcare_core.config.limits import UNSEEN_CATEGORY_POLICIES
 
 
@@ -57,6 +58,9 @@ def add_parsers(data_sub: Any) -> None:
         metavar="FILE.yaml",
         help="a site's column map (as `fedcare site prepare --map` takes it)",
     )
+    labels = check.add_argument_group("label options (the labels profiled, as a run defines them)")
+    for ref in label_settings():
+        add_declared_flag(labels, ref, required=False)
     check.add_argument("--json", type=Path, metavar="FILE", help="also write the profile here")
     data_sub.add_parser(
         "schema",
@@ -73,7 +77,10 @@ def cmd_check(args: argparse.Namespace) -> int:
     from fedcare_core.errors import ConfigError
 
     DataConfig(
-        dataset=args.dataset, features=args.features, unseen_categories=args.unseen_categories
+        dataset=args.dataset,
+        features=args.features,
+        unseen_categories=args.unseen_categories,
+        **_label_options(args),
     ).validate()
     if args.json is not None and args.json.exists() and args.json.is_dir():
         raise ConfigError(f"--json {args.json}: a folder; give a file to write")
@@ -104,7 +111,10 @@ def _check(args: argparse.Namespace, dataset: str) -> int:
     from fedcare_core.files.atomic import write_json_atomic
 
     data = DataConfig(
-        dataset=dataset, features=args.features, unseen_categories=args.unseen_categories
+        dataset=dataset,
+        features=args.features,
+        unseen_categories=args.unseen_categories,
+        **_label_options(args),
     )
     loaded = checked_dataset(data, args.data_dir, verify_checksum=not args.no_verify)
     definition = dataset_definition(dataset, args.features)
@@ -115,6 +125,24 @@ def _check(args: argparse.Namespace, dataset: str) -> int:
         write_json_atomic(args.json, profile.to_dict())
         print(f"\nprofile written to {args.json}")
     return 0
+
+
+def label_settings() -> list[Any]:
+    """The declared settings that define the labels (readmission, exclusions, early discharge)."""
+    from fedcare_core.config import flagged_settings
+
+    wanted = ("readmission", "readmission_exclude", "early_discharge")
+    return [ref for ref in flagged_settings().values() if (ref.section, ref.name) in
+            {("data", name) for name in wanted}]  # fmt: skip
+
+
+def _label_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The label options given on the command line (the others keep their defaults)."""
+    return {
+        ref.name: getattr(args, str(ref.dest))
+        for ref in label_settings()
+        if getattr(args, str(ref.dest), None) is not None
+    }
 
 
 def _times(source: Any) -> dict[str, str]:

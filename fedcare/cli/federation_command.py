@@ -178,11 +178,12 @@ def _card(args: argparse.Namespace) -> Any:
     if args.name is None or args.objectives is None or args.schema is None:
         raise ConfigError("--public-key needs --name, --objectives and --schema")
     from fedcare.flower.tls_checks import check_node_public_key, read_key_file
+    from fedcare_core.nn.preferences import split_objectives
     from fedcare_core.sites.safe_names import check_name
 
     name = check_name(args.name, "--name", "site name")
     schema = read_schema(args.schema)
-    objectives = schema.check_objectives([o.strip() for o in args.objectives.split(",")])
+    objectives, _ = schema.check_site_objectives(split_objectives(args.objectives))
     data = read_key_file(args.public_key, "--public-key")
     where = f"--public-key {args.public_key}"
     key = check_node_public_key(data.decode("utf-8", errors="replace"), where)

@@ -15,6 +15,7 @@ from fedcare_core.evaluation.clinical_rows import (
     length_of_stay_lines,
     subgroup_gap_lines,
 )
+from fedcare_core.evaluation.preference_rows import preference_lines
 
 if TYPE_CHECKING:
     from fedcare_core.config import ExperimentConfig
@@ -89,7 +90,14 @@ def results_table(results: dict[str, Any]) -> str:
     lines += length_of_stay_lines(results["objectives"])
     gaps = subgroup_gap_lines(results["objectives"])
     if gaps:
-        lines += ["", "largest subgroup gaps (pooled test; subgroups of at least 30 rows):", *gaps]
+        head = (
+            "largest subgroup gaps (pooled test; subgroups of at least 30 rows, "
+            "of each class for AUROC):"
+        )
+        lines += ["", head, *gaps]
+    preferences = preference_lines(results["objectives"])
+    if preferences:
+        lines += ["", "clinical preferences (pooled test):", *preferences]
     timing = results.get("timing", {})
     head = (
         f"{results['algorithm']} on {results['dataset']}: {len(results['clients'])} clients, "

@@ -16,6 +16,7 @@ from typing import Any
 
 from fedcare.cli import tracked
 from fedcare_core.errors import ConfigError
+from fedcare_core.nn.preferences import split_objectives
 from fedcare_core.run.output_paths import check_output_dir, check_output_file
 
 #: ``fedcare.entry`` of a site's tracked run.
@@ -90,8 +91,8 @@ def add_personalise_parser(site_sub: Any) -> None:
 
 
 def objective_names(text: str) -> list[str]:
-    """``"readmission, los"`` → ``["readmission", "los"]`` (empty items kept, to be refused)."""
-    return [name.strip() for name in text.split(",")]
+    """``"readmission:fair(race), los"`` → its items (empty items kept, to be refused)."""
+    return split_objectives(text)
 
 
 def cmd_site_prepare(args: argparse.Namespace) -> int:
@@ -114,7 +115,7 @@ def cmd_site_prepare(args: argparse.Namespace) -> int:
     check_new_folder(args.out)
     check_output_dir(args.out)
     schema = read_schema(args.schema)
-    objectives = schema.check_objectives(objective_names(args.objectives))
+    objectives, preferences = schema.check_site_objectives(objective_names(args.objectives))
     given = args.name is not None  # an empty --name is refused, not replaced
     where = "--name" if given else f"--out {args.out} (the default --name)"
     name = check_site_name(args.name if given else args.out.resolve().name, where)
@@ -128,6 +129,7 @@ def cmd_site_prepare(args: argparse.Namespace) -> int:
         seed=args.seed,
         private=args.private,
         column_map=args.map,
+        preferences=preferences,
     )
     folder = create_site_folder(
         args.out,

@@ -100,6 +100,7 @@ def _read_all(
                 name=entry.name,
                 private=entry.private,
                 column_map=entry.column_map,
+                preferences=entry.preferences,
             )
         )
     check_disjoint_sites(sites, f"--sites {sites_path}")
@@ -171,7 +172,9 @@ def sites_digest(schema_path: str | Path, sites_path: str | Path) -> str:
     h = hashlib.sha256(Path(schema_path).read_bytes())
     h.update(Path(sites_path).read_bytes())
     for entry in read_sites_list(Path(sites_path), schema):
-        h.update("\n".join([entry.name, *entry.objectives, *_stat_lines(entry.data)]).encode())
+        stated = [f"{o}:{p.label}:{p.weight!r}" for o, p in entry.preferences.items()]
+        lines = [entry.name, *entry.objectives, *stated, *_stat_lines(entry.data)]
+        h.update("\n".join(lines).encode())
         for declared in (entry.private, entry.column_map):
             h.update(b"-" if declared is None else declared.read_bytes())
     return h.hexdigest()[:12]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -29,6 +29,7 @@ from fedcare_core.data.patient_keys import patient_keys
 from fedcare_core.data.registry import get_dataset
 from fedcare_core.errors import ConfigError
 from fedcare_core.files.json_input import read_json
+from fedcare_core.nn.preferences import Preference
 from fedcare_core.run.results import DataProvenance
 from fedcare_core.sites.client import SitePrivate, prepare_site
 from fedcare_core.sites.safe_names import check_name
@@ -44,6 +45,7 @@ class _SiteEntry:
     objectives: tuple[str, ...]
     private: Path | None = None
     column_map: Path | None = None
+    preferences: Mapping[str, Preference] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ class ReadSite:
     definition: str | None
     provenance: DataProvenance
     patients: np.ndarray
+    preferences: Mapping[str, Preference] = field(default_factory=dict)
 
     @property
     def source(self) -> str:
@@ -126,8 +129,8 @@ def _entry(path: Path, index: int, item: Any, schema: FederationSchema) -> _Site
     name = item.get("name", data.stem)
     check_site_name(name, f"{where}, 'name'" if "name" in item else f"{where} (the file's stem)")
     private, column_map = (_declaration(path, item, key, where) for key in ("private", "map"))
-    objs = schema.check_objectives(objectives, f"{where} objectives")
-    return _SiteEntry(name, data, objs, private, column_map)
+    objs, preferences = schema.check_site_objectives(objectives, f"{where} objectives")
+    return _SiteEntry(name, data, objs, private, column_map, preferences)
 
 
 def _declaration(path: Path, item: dict[str, Any], key: str, where: str) -> Path | None:
@@ -163,6 +166,7 @@ def load_site(
     seed: int,
     private: Path | None = None,
     column_map: Path | None = None,
+    preferences: Mapping[str, Preference] | None = None,
 ) -> _LoadedSite:
     """One site's file through the dataset's loader and checks, prepared against ``schema``.
 
@@ -181,7 +185,15 @@ def load_site(
     DefinitionError
         A private-features file or column map that is invalid (file and key named).
     """
-    read = read_site(schema, data, objectives, name=name, private=private, column_map=column_map)
+    read = read_site(
+        schema,
+        data,
+        objectives,
+        name=name,
+        private=private,
+        column_map=column_map,
+        preferences=preferences,
+    )
     return split_site(schema, read, seed)
 
 
@@ -193,6 +205,7 @@ def read_site(
     name: str,
     private: Path | None = None,
     column_map: Path | None = None,
+    preferences: Mapping[str, Preference] | None = None,
 ) -> ReadSite:
     """A site's file through the dataset's loader and checks (by the site's own definition).
 
@@ -209,7 +222,16 @@ def read_site(
         tuple(n for n in loaded.cohort.notes if not n.startswith("checksum not enforced")),
     )
     patients = patient_keys(loaded.cohort.dataset, data, text)  # in memory only
-    return ReadSite(name, tuple(objectives), loaded, site_private, text, provenance, patients)
+    return ReadSite(
+        name,
+        tuple(objectives),
+        loaded,
+        site_private,
+        text,
+        provenance,
+        patients,
+        dict(preferences or {}),
+    )
 
 
 def split_site(schema: FederationSchema, site: ReadSite, seed: int) -> _LoadedSite:
@@ -228,6 +250,7 @@ def split_site(schema: FederationSchema, site: ReadSite, seed: int) -> _LoadedSi
         seed=seed,
         source=site.loaded.source,
         private=site.private,
+        preferences=site.preferences,
     )
     if site.definition is not None:
         client = replace(client, definition=site.definition)

@@ -3,10 +3,11 @@
 One self-contained HTML page per client model (figures embedded as PNG data URIs), written from
 the run's result: what the model predicts and when, the federation and data it came from (counts,
 sites, dates; no identifier, no row), its test metrics beside the federation's with their
-clinical meaning, how its risks were calibrated, calibration, ROC and precision-recall plots,
-subgroup results where the dataset declares sensitive attributes, its limitations, and how it
-was chosen. The MLflow UI renders it among the logged model's artifacts
-(``artifacts/client<k>.html``) and the run's (``model_cards/client<k>.html``).
+clinical meaning, how its risks were calibrated and its length-of-stay intervals fitted,
+calibration, ROC and precision-recall plots, subgroup results where the dataset declares
+sensitive attributes, its limitations, and how it was chosen. The MLflow UI renders it among
+the logged model's artifacts (``artifacts/client<k>.html``) and the run's
+(``model_cards/client<k>.html``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,9 @@ import fedcare_core.data
 from fedcare_core import __version__
 from fedcare_core.data.registry import get_dataset
 from fedcare_core.evaluation.clinical_rows import shown
+from fedcare_core.evaluation.conformal import ConformalInterval
+from fedcare_core.nn.preferences import Preference
+from fedcare_core.predict.package import interval_columns
 from fedcare_core.run.results import ExperimentResult
 
 #: Folder of the run's model cards (one ``client<k>.html`` each).
@@ -54,6 +58,11 @@ _BINARY_ROWS = (
     ("specificity", "specificity", 3),
     ("PPV", "ppv", 3),
     ("NPV", "npv", 3),
+    ("decision threshold (the loss's cost)", "decision_threshold", 3),
+    ("sensitivity at the decision threshold", "decision_sensitivity", 3),
+    ("specificity at the decision threshold", "decision_specificity", 3),
+    ("net benefit at the decision threshold", "net_benefit", 3),
+    ("net benefit of flagging everyone", "net_benefit_all", 3),
 )
 
 
@@ -134,6 +143,13 @@ def _metric_rows(doc: Mapping[str, Any], client_id: int) -> list[list[str]]:
     if doc["metric"] != "auroc":
         keys = [("MAE (days)", "value", 3), ("bias (days)", "bias_days", 2)]
         keys += [(f"MAE, stays of {k[9:]} d", k, 2) for k in pooled if k.startswith("mae_days_")]
+        if "interval_coverage" in pooled:
+            level = pooled.get("interval_level")
+            nominal = "" if level is None else f" (nominal {100 * level:g} %)"
+            keys += [
+                (f"prediction interval coverage{nominal}", "interval_coverage", 3),
+                ("prediction interval mean width (days)", "interval_width_days", 2),
+            ]
     rows = [[label, shown(own.get(k), d), shown(pooled.get(k), d)] for label, k, d in keys]
     interval = (doc.get("intervals") or {}).get(doc["metric"]) or {}
     if interval.get("low") is not None and interval.get("high") is not None:
@@ -156,7 +172,42 @@ def _subgroup_table(doc: Mapping[str, Any]) -> str:
     head = ["attribute", "subgroup", "test rows", label, "sensitivity"]
     return (
         "<p><b>Subgroups</b> (the federation's pooled test rows; a gap counts subgroups of at "
-        f"least 30 rows):</p>{_table(head, rows)}"
+        f"least 30 rows, 30 of each class for AUROC):</p>{_table(head, rows)}"
+    )
+
+
+def _days_output(name: str, interval: ConformalInterval | None) -> str:
+    """The card's output line of a length-of-stay objective: its columns and interval."""
+    low, high = (f"<code>{_esc(c)}</code>" for c in interval_columns(name))
+    text = f"<p>Output: <code>{_esc(name)}_days</code>, predicted length of stay, with {low} "
+    if interval is None or not interval.available:
+        why = interval.reason if interval is not None else "no interval was fitted"
+        return text + f"and {high} empty (NaN): {_esc(why)}.</p>"
+    return text + (
+        f"and {high}, a {100 * interval.coverage:g} % prediction interval fitted on this site's "
+        f"{interval.n} validation rows by split conformal prediction (a half-width of "
+        f"{interval.quantile:.3f} in log(1 + days)). Over patients like this site's, it holds "
+        f"the actual length of stay at least {100 * interval.coverage:g} % of the time: on "
+        "average, not for each patient; the test coverage is below.</p>"
+    )
+
+
+def _preference_text(preference: Preference | None) -> str:
+    """The card's line on the site's clinical preference for a binary objective."""
+    if preference is None:
+        return (
+            "<p><b>Preference:</b> plain (the prediction loss); the decision threshold is the "
+            "site's base rate.</p>"
+        )
+    if preference.kind == "sensitivity":
+        return (
+            f"<p><b>Preference:</b> sensitivity — a missed positive weighs {preference.weight:g} "
+            "times more than under the plain loss, so the decision threshold is lower.</p>"
+        )
+    return (
+        f"<p><b>Preference:</b> {_esc(preference.label)} — the training loss penalises "
+        f"{preference.weight:g} × the gap in {_esc(preference.metric)} between the "
+        f"{_esc(preference.attribute)} subgroups.</p>"
     )
 
 
@@ -175,8 +226,9 @@ def _objective_section(
     parts.append(f"<p><b>Label:</b> {_esc(what)}. <b>Predicted at:</b> {_esc(when)}.</p>")
     if objective.kind == "binary":
         parts.append(f"<p>Output: <code>{_esc(name)}_probability</code>, a calibrated risk.</p>")
+        parts.append(_preference_text(result.federation.clients[index].preferences.get(name)))
     else:
-        parts.append(f"<p>Output: <code>{_esc(name)}_days</code>, predicted length of stay.</p>")
+        parts.append(_days_output(name, predictor.intervals.get(name)))
     rows = _metric_rows(doc[name], result.federation.clients[index].client_id)
     parts.append(_table(["metric (test)", "this model", "federation (pooled) [95% CI]"], rows))
     calibrator = predictor.calibration.get(name)
@@ -198,8 +250,9 @@ def _limitations(result: ExperimentResult, index: int, doc: Mapping[str, Any]) -
         "training rows; it has not been validated externally or prospectively.",
         "A risk is calibrated to this site's case mix; recalibrate (or retrain) when the "
         "population, coding or practice changes.",
-        "Decision support only: the threshold reported is chosen for a target sensitivity, "
-        "not for a clinical decision's costs, which the site must weigh.",
+        "Decision support only: the thresholds reported are one chosen for a target "
+        "sensitivity and the one the training loss's costs imply; a clinical decision's own "
+        "costs are the site's to weigh.",
     ]
     for name in client.objectives:
         mine: Mapping[str, Any] = next(

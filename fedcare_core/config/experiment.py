@@ -30,8 +30,10 @@ from fedcare_core.config.settings import (
 )
 from fedcare_core.config.stages import ModelConfig, Stage1Config, Stage2Config
 from fedcare_core.errors import ConfigError
+from fedcare_core.nn.preferences import Preference, parse_preferences
 
 _RUN = "run"
+_PREFERENCES = "clinical preferences"
 
 
 @dataclass(frozen=True)
@@ -71,12 +73,50 @@ class ExperimentConfig:
         flag="target-sensitivity",
         group=_RUN,
     )
+    interval_coverage: float = setting(
+        0.9,
+        help="nominal coverage of each length-of-stay prediction's interval (split conformal "
+        "on the client's validation rows)",
+        range=Range(0, 1, low_open=True, high_open=True),
+        flag="interval-coverage",
+        group=_RUN,
+    )
     bootstrap: int = setting(
         200,
         help="resamples of patients for the pooled test metrics' 95-percent intervals (0: none)",
         range=Range(0, 100_000),
         flag="bootstrap",
         group=_RUN,
+    )
+    preferences: str = setting(
+        "",
+        help="clinical preferences of the clients pursuing an objective, "
+        "<objective>:<preference> separated by spaces (objective * for every binary one): "
+        "sensitivity (recall-weighted loss), "
+        "fair(<attribute>) or fair(<attribute>,sensitivity) (the subgroup gap of AUROC or "
+        "sensitivity penalised) or plain",
+        flag="preferences",
+        metavar="OBJ:PREF",
+        group=_PREFERENCES,
+        in_schema=False,
+    )
+    sensitivity_weight: float = setting(
+        2.0,
+        help="a sensitivity preference's extra weight of a positive row (beta: a missed "
+        "positive costs beta times as many false alarms as under the plain loss)",
+        range=Range(1, 1000),
+        flag="sensitivity-weight",
+        group=_PREFERENCES,
+        in_schema=False,
+    )
+    fairness_weight: float = setting(
+        1.0,
+        help="a fairness preference's weight of the subgroup gap beside the prediction loss "
+        "(gamma)",
+        range=Range(0, 1000, low_open=True),
+        flag="fairness-weight",
+        group=_PREFERENCES,
+        in_schema=False,
     )
     data: DataConfig = field(default_factory=DataConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
@@ -96,12 +136,30 @@ class ExperimentConfig:
         if not self.algorithm:
             raise ConfigError("algorithm must be a name, got ''")
         check_choices(self, "")
+        self.objective_preferences()
         for name, cls in SECTIONS.items():
             section = getattr(self, name)
             if not isinstance(section, cls):
                 raise ConfigError(f"{name} must be a configuration section, got {show(section)}")
             getattr(self, name).validate()
         return self
+
+    def objective_preferences(self) -> dict[str, Preference]:
+        """The ``preferences`` setting, parsed: objective → its (non-plain) preference.
+
+        Raises
+        ------
+        ConfigError
+            Naming ``preferences`` and what is wrong with it.
+        """
+        try:
+            return parse_preferences(
+                self.preferences,
+                sensitivity_weight=self.sensitivity_weight,
+                fairness_weight=self.fairness_weight,
+            )
+        except ValueError as exc:
+            raise ConfigError(f"preferences: {exc}") from None
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (JSON-serialisable).

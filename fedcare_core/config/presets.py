@@ -12,7 +12,7 @@ from typing import Any
 
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config
 from fedcare_core.errors import ConfigError
-from fedcare_core.experiments.cells import CANDIDATES, RECOMMENDED_CANDIDATE
+from fedcare_core.experiments.variants import CANDIDATES, RECOMMENDED_CANDIDATE
 
 __all__ = ["PRESETS", "RECOMMENDED_CANDIDATE", "baby_config", "with_preset"]
 

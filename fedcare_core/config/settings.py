@@ -138,7 +138,7 @@ class SettingRef:
 
     def default_text(self) -> str:
         """The default as the help and the docs show it."""
-        if self.default is None:
+        if self.default is None or self.default == "":
             return "none"
         if isinstance(self.default, bool):
             return str(self.default).lower()

@@ -33,6 +33,7 @@ import numpy as np
 from fedcare_core.data.clients import SPLITS, ClientData, SplitArrays
 from fedcare_core.data.preprocess import FeatureEncoder
 from fedcare_core.errors import DataError
+from fedcare_core.nn.preferences import Preference
 
 #: Bumped whenever the on-disk layout changes; readers refuse other versions.
 _FORMAT_VERSION = 1
@@ -83,6 +84,7 @@ def _meta(client: ClientData) -> dict[str, Any]:
         "common_encoder": _encoder_meta(client.common_encoder),
         "private_encoder": _encoder_meta(client.private_encoder),
         "subgroups": {split: list(client.split(split).subgroups) for split in SPLITS},
+        "preferences": {o: p.to_dict() for o, p in client.preferences.items()},
     }
 
 
@@ -235,6 +237,9 @@ def _client_from(meta: dict[str, Any], arrays: dict[str, np.ndarray], where: str
             train=splits["train"],
             val=splits["val"],
             test=splits["test"],
+            preferences={
+                str(o): Preference.from_dict(p) for o, p in meta.get("preferences", {}).items()
+            },
         )
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise DataError(f"malformed client data: {exc!r}", file=where) from None

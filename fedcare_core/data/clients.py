@@ -19,6 +19,7 @@ from fedcare_core.data.partition import FeaturePartition
 from fedcare_core.data.preprocess import FeatureEncoder, fit_encoder
 from fedcare_core.data.subgroups import RowGroups, row_groups
 from fedcare_core.errors import ConfigError, DataError
+from fedcare_core.nn.preferences import Preference
 from fedcare_core.nn.seeding import derive_rng
 
 SPLITS = ("train", "val", "test")
@@ -72,7 +73,9 @@ class ClientData:
 
     ``definition``: the text of the client's own dataset definition, where a site has one
     (its private features and column map: :mod:`fedcare_core.data.declared.site`), which its
-    packaged model reads rows by; None: the dataset's.
+    packaged model reads rows by; None: the dataset's. ``preferences``: the client's clinical
+    preference for each objective it states one for (:mod:`fedcare_core.nn.preferences`;
+    others are plain).
     """
 
     client_id: int
@@ -85,6 +88,7 @@ class ClientData:
     val: SplitArrays
     test: SplitArrays
     definition: str | None = None
+    preferences: Mapping[str, Preference] = field(default_factory=dict)
 
     def split(self, name: str) -> SplitArrays:
         """Return the split called ``name`` (train, val or test)."""

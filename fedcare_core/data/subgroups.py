@@ -18,7 +18,14 @@ from itertools import pairwise
 import numpy as np
 import pandas as pd
 
-__all__ = ["MISSING", "RowGroups", "SensitiveAttribute", "row_groups", "subgroup_labels"]
+__all__ = [
+    "MISSING",
+    "RowGroups",
+    "SensitiveAttribute",
+    "row_groups",
+    "subgroup_codes",
+    "subgroup_labels",
+]
 
 #: The subgroup of a row whose value is missing.
 MISSING = "missing"
@@ -104,6 +111,27 @@ def subgroup_labels(attribute: SensitiveAttribute, values: pd.Series) -> np.ndar
     else:
         text = np.asarray([str(v) for v in values.to_numpy(dtype=object)], dtype=str)
     return np.asarray(np.where(missing, MISSING, text), dtype=str)
+
+
+def subgroup_codes(labels: np.ndarray) -> np.ndarray:
+    """Each row's subgroup as an int64 code (codes in sorted label order; -1: missing).
+
+    Parameters
+    ----------
+    labels
+        One label per row (:func:`subgroup_labels`).
+
+    Returns
+    -------
+    numpy.ndarray
+        int64 codes, equal for equal labels within the call.
+    """
+    names, codes = np.unique(np.asarray(labels, dtype=str), return_inverse=True)
+    out = np.asarray(codes, dtype=np.int64).reshape(-1)
+    missing = np.flatnonzero(names == MISSING)
+    if len(missing):
+        out[out == missing[0]] = -1
+    return out
 
 
 @dataclass(frozen=True)

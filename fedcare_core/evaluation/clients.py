@@ -8,7 +8,10 @@ Beside AUROC and MAE, every objective carries the clinical metrics of
 :mod:`fedcare_core.evaluation.clinical`, pooled and per client with their spread over clients.
 A binary objective's operating point is each client's own: the highest threshold whose
 sensitivity on the client's validation rows reaches the target (0.8 by default), applied to its
-test rows; the pooled sensitivity, specificity, PPV and NPV sum the clients' counts.
+test rows; the pooled sensitivity, specificity, PPV and NPV sum the clients' counts. Beside it,
+each client's *decision threshold*: the calibrated risk above which its training loss flags a
+patient, ``1/(1 + w)`` for a loss weighting a positive ``w`` times a negative (a sensitivity
+preference raises ``w``; :func:`decision_points`), with the rates and the net benefit there.
 """
 
 from __future__ import annotations
@@ -36,6 +39,8 @@ from fedcare_core.evaluation.pooled import (
     subgroup_results,
 )
 from fedcare_core.evaluation.uncertainty import spread
+from fedcare_core.nn.preferences import decision_threshold
+from fedcare_core.nn.training import client_losses, objective_kinds
 
 #: Predicts one objective on a split: (split, objective) -> probabilities or days (float64).
 Scorer = Callable[[SplitArrays, str], np.ndarray]
@@ -167,8 +172,9 @@ def evaluate_with_validation(
     settings = settings or EvaluationSettings()
     val_predictions = _client_predictions(federation, scorers, "val")
     thresholds = operating_points(federation, val_predictions, settings.target_sensitivity)
+    decisions = decision_points(federation, calibrated=settings.calibrated)
     test_predictions = _client_predictions(federation, scorers, "test")
-    test = _report(federation, test_predictions, thresholds, settings)
+    test = _report(federation, test_predictions, thresholds, settings, decisions)
     val = _report(federation, val_predictions, {})
     return EvaluationReport(
         [replace(t, validation=v) for t, v in zip(test.objectives, val.objectives, strict=True)]
@@ -186,6 +192,32 @@ def operating_points(
         if kinds[name] == "binary"
         for r in rows
     }
+
+
+def decision_points(federation: Federation, *, calibrated: bool = True) -> Thresholds:
+    """Each client's decision threshold per binary objective: where its loss flags a patient.
+
+    Parameters
+    ----------
+    federation
+        The clients (their training labels and preferences set each loss's positive weight).
+    calibrated
+        Whether the risks are calibrated (``1/(1 + w)``) or the network's class-weighted
+        probabilities (0.5: where the weighted loss itself flips).
+
+    Returns
+    -------
+    dict
+        ``(objective, client id)`` → threshold.
+    """
+    kinds = objective_kinds(federation)
+    out: dict[tuple[str, int], float | None] = {}
+    for client in federation.clients:
+        for name, loss in client_losses(client, kinds).items():
+            if loss.kind == "binary":
+                cut = decision_threshold(loss.pos_weight) if calibrated else 0.5
+                out[(name, client.client_id)] = cut
+    return out
 
 
 def _client_predictions(
@@ -206,8 +238,13 @@ def _report(
     predictions: _Predictions,
     thresholds: Thresholds,
     settings: EvaluationSettings | None = None,
+    decisions: Thresholds | None = None,
 ) -> EvaluationReport:
-    """Per-objective reports; with ``settings``, the pooled intervals and subgroups too."""
+    """Per-objective reports; with ``settings``, the pooled intervals and subgroups too.
+
+    ``decisions``: each client's decision threshold (:func:`decision_points`; None: none).
+    """
+    decisions = decisions or {}
     reports: list[_ObjectiveReport] = []
     for obj in federation.objectives:
         rows = predictions[obj.name]
@@ -215,7 +252,7 @@ def _report(
         if not rows:
             reports.append(_ObjectiveReport(obj.name, metric, None, None, [], "no client"))
             continue
-        per_client, confusions = [], []
+        per_client, confusions, decided = [], [], []
         for r in rows:
             m = compute_metric(obj.kind, r.y, r.p)
             clinical = clinical_summary(obj.kind, r.y, r.p)
@@ -224,6 +261,10 @@ def _report(
                 confusion = confusion_at(r.y, r.p, threshold)
                 confusions.append(confusion)
                 clinical |= {"threshold": threshold} | _rates(confusion)
+            decision = decisions.get((obj.name, r.client_id))
+            if decision is not None:
+                decided.append(confusion_at(r.y, r.p, decision))
+                clinical |= _decision_rates([decided[-1]]) | {"decision_threshold": decision}
             per_client.append(_ClientMetric(r.client_id, m.value, m.n, m.reason, clinical))
         pooled_rows = _pooled_rows(rows, thresholds, obj.name)
         y_all, p_all = pooled_rows.y, pooled_rows.p
@@ -241,7 +282,9 @@ def _report(
                 clients=per_client,
                 reason=reason,
                 std_over_clients=float(np.std(values)) if values else None,
-                clinical=clinical_summary(obj.kind, y_all, p_all) | _pooled_rates(confusions),
+                clinical=clinical_summary(obj.kind, y_all, p_all)
+                | _pooled_rates(confusions)
+                | _decision_rates(decided),
                 clinical_spread=_spreads(per_client),
                 intervals={}
                 if settings is None
@@ -286,8 +329,34 @@ def _pooled_rates(confusions: list[Confusion]) -> dict[str, float | None]:
     return _rates(confusion_of_counts(float("nan"), tp, fp, tn, fn))
 
 
+def _decision_rates(confusions: list[Confusion]) -> dict[str, float | None]:
+    """Sensitivity, specificity, PPV and net benefit at the clients' decision thresholds.
+
+    Net benefit (Vickers & Elkin 2006): ``(TP − FP · t/(1 − t)) / n`` at each client's own
+    threshold ``t``, summed over the clients; ``net_benefit_all`` is flagging every patient's
+    (``(P − N · t/(1 − t)) / n``), the reference a model must beat to be worth using there.
+    """
+    if not confusions:
+        return {}
+    tp, fp, tn, fn = (sum(getattr(c, k) for c in confusions) for k in ("tp", "fp", "tn", "fn"))
+    rates = confusion_of_counts(float("nan"), tp, fp, tn, fn)
+    n = sum(c.n for c in confusions)
+    odds = [c.threshold / (1.0 - c.threshold) if c.threshold < 1 else 0.0 for c in confusions]
+    harm = sum(c.fp * o for c, o in zip(confusions, odds, strict=True))
+    harm_all = sum((c.fp + c.tn) * o for c, o in zip(confusions, odds, strict=True))
+    return {
+        "decision_sensitivity": rates.sensitivity,
+        "decision_specificity": rates.specificity,
+        "decision_ppv": rates.ppv,
+        "net_benefit": (tp - harm) / n if n else None,
+        "net_benefit_all": (tp + fn - harm_all) / n if n else None,
+    }
+
+
 def _spreads(per_client: list[_ClientMetric]) -> dict[str, dict[str, float | None]]:
-    keys = dict.fromkeys(k for c in per_client for k in c.clinical if k != "threshold")
+    keys = dict.fromkeys(
+        k for c in per_client for k in c.clinical if k not in ("threshold", "decision_threshold")
+    )
     return {
         key: {k: v for k, v in asdict(spread(c.clinical.get(key) for c in per_client)).items()}
         for key in keys

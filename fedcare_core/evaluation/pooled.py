@@ -46,11 +46,16 @@ class EvaluationSettings:
         Resamples of patients for the pooled metrics' 95 % intervals (0: no interval).
     seed
         The resampling's seed (the run's).
+    calibrated
+        Whether the risks are calibrated: each client's decision threshold is then its loss's
+        cost threshold ``1/(1 + w)`` (:func:`~fedcare_core.nn.preferences.decision_threshold`),
+        otherwise 0.5 on the network's own class-weighted probability.
     """
 
     target_sensitivity: float = 0.8
     bootstrap: int = 200
     seed: int = 0
+    calibrated: bool = True
 
 
 @dataclass(frozen=True)
@@ -103,6 +108,12 @@ def _sensitivity(y: np.ndarray, flagged: np.ndarray) -> _MetricValue:
     return _MetricValue(float(flagged[positives].mean()), n)
 
 
+def _smaller_class(y: np.ndarray) -> int:
+    """Rows of the rarer class: what an AUROC's precision rests on."""
+    positives = int((y > 0.5).sum())
+    return min(positives, len(y) - positives)
+
+
 def subgroup_results(kind: str, rows: PooledRows) -> dict[str, Any]:
     """Each sensitive attribute's subgroups with their largest gap.
 
@@ -114,8 +125,9 @@ def subgroup_results(kind: str, rows: PooledRows) -> dict[str, Any]:
     dict
         Attribute → metric → ``{"groups": [{"group", "value", "n", "eligible"}], "gap",
         "highest", "lowest", "min_n"}``; a subgroup counts towards the gap from
-        :data:`~fedcare_core.evaluation.uncertainty.DEFAULT_SUBGROUP_MIN_N` rows (sensitivity:
-        positive rows). Rows whose attribute is missing belong to no subgroup.
+        :data:`~fedcare_core.evaluation.uncertainty.DEFAULT_SUBGROUP_MIN_N` rows (AUROC: rows
+        of each class; sensitivity: positive rows). Rows whose attribute is missing belong to
+        no subgroup.
     """
     main: MetricFn = auroc if kind == "binary" else mae
     metrics = {("auroc" if kind == "binary" else "mae_days"): (main, rows.p)}
@@ -127,7 +139,14 @@ def subgroup_results(kind: str, rows: PooledRows) -> dict[str, Any]:
         values[labels == MISSING] = None
         out[attribute] = {}
         for name, (fn, predictions) in metrics.items():
-            report = subgroup_metrics(fn, rows.y, predictions, values, min_n=DEFAULT_SUBGROUP_MIN_N)
+            report = subgroup_metrics(
+                fn,
+                rows.y,
+                predictions,
+                values,
+                min_n=DEFAULT_SUBGROUP_MIN_N,
+                counted=_smaller_class if name == "auroc" else None,
+            )
             out[attribute][name] = {
                 "groups": [
                     {"group": g.group, "value": g.value, "n": g.n, "eligible": g.eligible}

@@ -149,13 +149,16 @@ def subgroup_metrics(
     attribute: np.ndarray,
     *,
     min_n: int = DEFAULT_SUBGROUP_MIN_N,
+    counted: Callable[[np.ndarray], int] | None = None,
 ) -> SubgroupReport:
     """A metric per value of a declared sensitive attribute, and the largest gap between them.
 
     A subgroup is eligible for the gap when the metric used at least ``min_n`` rows (30 by
-    default) and is defined there; metrics needing both classes (AUROC, AUPRC, calibration)
-    are undefined on a single class, so such a subgroup is excluded by its ``None``. Rows whose
-    attribute is missing (``None`` or NaN) belong to no subgroup.
+    default; with ``counted``, ``counted(labels)`` of its rows' labels must reach it: an AUROC
+    counts the rows of its smaller class) and is defined there; metrics needing both classes
+    (AUROC, AUPRC, calibration) are undefined on a single class, so such a subgroup is
+    excluded by its ``None``. Rows whose attribute is missing (``None`` or NaN) belong to no
+    subgroup.
 
     Parameters
     ----------
@@ -167,6 +170,8 @@ def subgroup_metrics(
         The attribute's value per row; subgroups are its distinct values (as strings, sorted).
     min_n : int
         Smallest subgroup, in rows, that counts towards the gap.
+    counted : callable, optional
+        What is compared with ``min_n`` instead of the rows the metric used.
 
     Returns
     -------
@@ -186,9 +191,10 @@ def subgroup_metrics(
         value = _value(result)
         n = result.n if isinstance(result, _MetricValue) else int(rows.sum())
         reason = result.reason if isinstance(result, _MetricValue) else None
-        if value is not None and n < min_n:
-            reason = f"{n} rows, fewer than {min_n}"
-        eligible = value is not None and n >= min_n
+        size = n if counted is None else counted(y[rows])
+        if value is not None and size < min_n:
+            reason = f"{size} {'rows' if counted is None else 'counted rows'}, fewer than {min_n}"
+        eligible = value is not None and size >= min_n
         values.append(SubgroupValue(key, value, n, eligible, None if eligible else reason))
     ranked = sorted((s for s in values if s.eligible), key=lambda s: (s.value, s.group))
     if len(ranked) < 2:

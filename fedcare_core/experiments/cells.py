@@ -6,7 +6,6 @@ the K = 10 cells of the client sweep are the comparison's and a programme runs e
 
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -15,6 +14,16 @@ from fedcare_core.config import DataConfig, ExperimentConfig
 from fedcare_core.config.quick import quick_seeds, quick_sized
 from fedcare_core.data.registry import get_dataset
 from fedcare_core.errors import ConfigError
+from fedcare_core.experiments.variants import (
+    ABLATIONS,
+    ALL_LABELS,
+    CANDIDATES,
+    PREFERENCES,
+    RECOMMENDED_CANDIDATE,
+    preference_variant,
+    privacy_variant,
+    variant_overrides,
+)
 
 #: Every method of paper §V-B, the two bounds included, in the tables' order.
 COMPARISON_ALGORITHMS = (
@@ -36,32 +45,8 @@ CLIENTS_ALGORITHMS = ("fedavg", "fedprox", "fsmgda", "pafnet", "fedcare-b", "fed
 CLIENT_COUNTS = (3, 5, 10, 20, 30)
 #: Disparity ratios of paper §V-D (Fig. 6–7).
 DISPARITY_RATIOS = (0.1, 0.2, 0.3, 0.4, 0.5)
-#: Ablations the paper lacks (SPEC §1): name → configuration sections to override.
-ABLATIONS: dict[str, dict[str, dict[str, Any]]] = {
-    "paper": {},
-    "solver-slsqp": {"stage1": {"solver": "slsqp"}},
-    "normalise-l2": {"stage1": {"normalise": "l2"}},
-    "normalise-loss+": {"stage1": {"normalise": "loss+"}},
-    "qp-scope-backbone": {"stage1": {"qp_scope": "backbone"}},
-}
-#: FedCARE configurations that build on Stage 1 (issue 18), compared with ``paper`` by the
-#: ``selection`` experiment on validation scores only; its winner is ``--preset recommended``.
-CANDIDATES: dict[str, dict[str, dict[str, Any]]] = {
-    "s2-warm": {"stage2": {"head_init": "global"}},
-    "s2-frozen": {"stage2": {"backbone_lr_scale": 0.0}},
-    "s2-frozen-warm": {"stage2": {"backbone_lr_scale": 0.0, "head_init": "global"}},
-    "s2-slow-warm": {"stage2": {"backbone_lr_scale": 0.1, "head_init": "global"}},
-    "s2-prox-warm": {"stage2": {"prox": 1.0, "head_init": "global"}},
-    "s1-adam-backbone+s2-frozen-warm": {
-        "stage1": {"server_optimizer": "adam", "qp_scope": "backbone"},
-        "stage2": {"backbone_lr_scale": 0.0, "head_init": "global"},
-    },
-}
 #: K of the selection grid: where federation matters (issue 18).
 _SELECTION_CLIENTS = 30
-#: The selection experiment's choice (docs/results/diabetes130/selection/selection.md), which
-#: is ``--preset recommended``.
-RECOMMENDED_CANDIDATE = "s1-adam-backbone+s2-frozen-warm"
 #: Patients kept per client in the ``small`` (small hospitals) setting.
 SMALL_HOSPITAL_PATIENTS = 300
 #: Federation settings of the ``recommended`` experiment: name → data fields it sets.
@@ -77,9 +62,6 @@ RECOMMENDED_SETTINGS = ("iid", "small")
 SELECTION_SETTINGS = ("iid",)
 RECOMMENDED_COUNTS = (30,)
 RECOMMENDED_BASELINES = ("fedavg", "fedprox", "pafnet", "local", "fedcare")
-#: The true all-labels centralised reference: every client holds every objective (its labels
-#: and private features), and Centralised pools them all: the whole dataset in one place.
-ALL_LABELS = "all-labels"
 #: Privacy budgets ε of the privacy–utility experiment (None: no DP, the comparison's runs).
 PRIVACY_BUDGETS: tuple[float | None, ...] = (1.0, 3.0, 8.0, None)
 #: Its client counts and methods (FedCARE-B shares FedCARE's Stage 1, so costs little more).
@@ -93,38 +75,8 @@ EXPERIMENTS = (
     "privacy",
     "selection",
     "recommended",
+    "preferences",
 )
-
-
-def _privacy_variant(budget: float | None) -> str:
-    """The variant name of a DP budget: ``dp-eps3`` (``paper`` for None: no DP)."""
-    return "paper" if budget is None else f"dp-eps{budget:g}"
-
-
-def _variant_overrides(variant: str) -> dict[str, dict[str, Any]]:
-    """The configuration sections a variant overrides: an ablation, a candidate, ``dp-eps<ε>``.
-
-    Raises
-    ------
-    ConfigError
-        Neither an ablation nor a DP budget.
-    """
-    for named in (ABLATIONS, CANDIDATES):
-        if variant in named:
-            return {name: dict(values) for name, values in named[variant].items()}
-    if variant == ALL_LABELS:  # the dataset's objective count is filled in by Cell.config
-        return {"data": {}}
-    if variant.startswith("dp-eps"):
-        try:
-            budget = float(variant.removeprefix("dp-eps"))
-        except ValueError:
-            budget = math.nan
-        if math.isfinite(budget) and budget > 0:
-            return {"stage1": {"dp_epsilon": budget}}
-    raise ConfigError(
-        f"unknown variant {variant!r}; choose an ablation ({sorted(ABLATIONS)}), a candidate "
-        f"({sorted(CANDIDATES)}), {ALL_LABELS} or dp-eps<ε>"
-    )
 
 
 @dataclass(frozen=True)
@@ -171,7 +123,7 @@ class Cell:
         here, where every executor of a grid gets its cells' configurations, so the cohort a job
         loads is the capped one too.
         """
-        sections: dict[str, Any] = _variant_overrides(self.variant)
+        sections: dict[str, Any] = variant_overrides(self.variant)
         if "dp_epsilon" in sections.get("stage1", {}):
             # Research runs: seeded noise, a stream of its own per seed, so a cell is
             # reproducible and the seeds' noise independent.
@@ -321,7 +273,7 @@ def privacy_sweep(
 ) -> list[Cell]:
     """The privacy–utility trade-off: the methods at each ε (None: no DP) and K, over seeds."""
     return [
-        Cell(a, s, k, None, _privacy_variant(b))
+        Cell(a, s, k, None, privacy_variant(b))
         for k in counts
         for b in budgets
         for s in _seeds(seeds)
@@ -335,6 +287,30 @@ def unique(cells: Iterable[Cell]) -> list[Cell]:
     for c in cells:
         seen.setdefault(c.key, c)
     return list(seen.values())
+
+
+def preferences_grid(
+    seeds: int | Sequence[int],
+    variants: Sequence[str] = tuple(PREFERENCES),
+    clients: int = RECOMMENDED_COUNTS[0],
+    settings: Sequence[str] = ("iid",),
+) -> list[Cell]:
+    """The recommended preset with each clinical preference (:data:`PREFERENCES`) and without.
+
+    Every seed runs the plain preset and the preset with each preference in ``variants``, so
+    each preference's effect is paired by seed (same clients, splits and objectives).
+    """
+    unknown = sorted(set(variants) - set(PREFERENCES))
+    if unknown:
+        raise ConfigError(f"unknown preference(s) {unknown}; choose from {sorted(PREFERENCES)}")
+    _check_settings(settings)
+    named = [RECOMMENDED_CANDIDATE, *(preference_variant(v) for v in variants)]
+    return [
+        Cell("fedcare", s, clients, None, v, setting)
+        for setting in settings
+        for s in _seeds(seeds)
+        for v in named
+    ]
 
 
 #: The programme of issue 5 / docs/RESULTS.md: the comparison, the client sweep and the
@@ -360,24 +336,25 @@ def experiment_cells(
     ----------
     experiment
         ``comparison``, ``clients``, ``disparity``, ``ablation``, ``privacy``,
-        ``selection`` or ``recommended``.
+        ``selection``, ``recommended`` or ``preferences``.
     seeds
         A count (seeds 0..n−1) or the seeds themselves.
     clients
-        K of the comparison, disparity and ablation grids (None: 10) and of the selection
-        (None: 30).
+        K of the comparison, disparity and ablation grids (None: 10) and of the selection and
+        the preferences (None: 30).
     counts, ratios
         The client sweep's (or the privacy grid's) K values (None: the experiment's
         defaults) and the disparity sweep's ρ values.
     algorithms
         The methods of the comparison, client sweep or privacy grid (None: their defaults).
     variants
-        The ablations (or the selection's candidates) to run (None: all).
+        The ablations (the selection's candidates, the preferences) to run (None: all).
     budgets
         The privacy grid's ε values (None in it: no DP).
     settings
         The federation settings (:data:`SETTINGS`) of the recommended experiment (None:
-        :data:`RECOMMENDED_SETTINGS`) and of the selection (None: :data:`SELECTION_SETTINGS`).
+        :data:`RECOMMENDED_SETTINGS`), of the selection (None: :data:`SELECTION_SETTINGS`) and
+        of the preferences (None: ``iid``).
 
     Returns
     -------
@@ -393,6 +370,10 @@ def experiment_cells(
             counts or RECOMMENDED_COUNTS,
             algorithms or RECOMMENDED_BASELINES,
         )
+    if experiment == "preferences":
+        k = RECOMMENDED_COUNTS[0] if clients is None else clients
+        chosen = tuple(PREFERENCES) if variants is None else variants
+        return preferences_grid(seeds, chosen, k, settings or ("iid",))
     if experiment == "selection":
         k = _SELECTION_CLIENTS if clients is None else clients
         candidates = tuple(CANDIDATES) if variants is None else variants

@@ -12,10 +12,12 @@ from pathlib import Path
 import pandas as pd
 
 from fedcare_core.algorithms import proposed_algorithm
-from fedcare_core.experiments.cells import ALL_LABELS, RECOMMENDED_CANDIDATE, Cell
+from fedcare_core.experiments.cells import Cell
 from fedcare_core.experiments.selection import choose_on_validation, validation_ranks
 from fedcare_core.experiments.summary import (
     CLINICAL_COLUMNS,
+    DECISION_COLUMNS,
+    GAP_METRICS,
     aggregate,
     load_rows,
     markdown_table,
@@ -23,6 +25,13 @@ from fedcare_core.experiments.summary import (
     paired_differences,
     pivot,
 )
+from fedcare_core.experiments.variants import (
+    ALL_LABELS,
+    PREFERENCES,
+    RECOMMENDED_CANDIDATE,
+    preference_variant,
+)
+from fedcare_core.nn.preferences import parse_preferences
 
 _LABELS = {"auroc": "AUROC", "mae_days": "MAE (days)"}
 
@@ -80,7 +89,38 @@ def _paired(runs: pd.DataFrame, reference: str | None = None, label: str = "FedC
     metrics = [name for name, _ in pairs] + ["avg_auroc"]
     lower_better = {name for name, metric in pairs if metric != "auroc"}
     diff = paired_differences(runs, reference, metrics)
-    heads = ["method"] + [f"Δ {m}" for m in metrics] + ["seeds"]
+    note = (
+        f"\nΔ = {label} − method on the same seed (same clients, splits and objectives); in "
+        f"brackets, the seeds on which {label} is ahead (higher AUROC, lower MAE) out of those "
+        f"where both have a value, {_TESTS_NOTE}"
+    )
+    return _paired_table(diff, metrics, lower_better) + "\n" + note
+
+
+#: What the paired tables' p and p_c are, and the caution their many cells need.
+_TESTS_NOTE = (
+    "and p, the two-sided Wilcoxon signed-rank test of a zero "
+    "median difference over those seeds (exact; with 10 seeds the smallest p is 0.002). "
+    "After the semicolon, the Nadeau–Bengio corrected paired t-test (p_c) and its 95 % "
+    "interval of the mean difference: the seeds re-split the same patients, so their "
+    "differences are correlated and the Wilcoxon test overstates significance; the "
+    "correction widens the variance by n_test / n_train. No correction for the many "
+    "comparisons in a table is made: at the 0.05 level about one in twenty cells with no "
+    "real difference still shows p < 0.05, so read single cells with care.\n"
+)
+
+
+def _paired_table(
+    diff: pd.DataFrame,
+    metrics: Sequence[str],
+    lower_better: set[str],
+    heads: Sequence[str] | None = None,
+) -> str:
+    """:func:`~.summary.paired_differences` as a Markdown table: mean ± std (ahead/n, p; p_c).
+
+    ``lower_better``: the metrics on which a negative difference puts the reference ahead.
+    """
+    heads = ["method", *(heads or [f"Δ {m}" for m in metrics]), "seeds"]
     lines = [
         "| " + " | ".join(heads) + " |",
         "| --- | " + " | ".join("---:" for _ in metrics) + " | ---: |",
@@ -97,19 +137,7 @@ def _paired(runs: pd.DataFrame, reference: str | None = None, label: str = "FedC
             )
         cells.append(str(n))
         lines.append("| " + " | ".join(cells) + " |")
-    note = (
-        f"\nΔ = {label} − method on the same seed (same clients, splits and objectives); in "
-        f"brackets, the seeds on which {label} is ahead (higher AUROC, lower MAE) out of those "
-        "where both have a value, and p, the two-sided Wilcoxon signed-rank test of a zero "
-        "median difference over those seeds (exact; with 10 seeds the smallest p is 0.002). "
-        "After the semicolon, the Nadeau–Bengio corrected paired t-test (p_c) and its 95 % "
-        "interval of the mean difference: the seeds re-split the same patients, so their "
-        "differences are correlated and the Wilcoxon test overstates significance; the "
-        "correction widens the variance by n_test / n_train. No correction for the many "
-        "comparisons in a table is made: at the 0.05 level about one in twenty cells with no "
-        "real difference still shows p < 0.05, so read single cells with care.\n"
-    )
-    return "\n".join(lines) + "\n" + note
+    return "\n".join(lines) + "\n"
 
 
 def _corrected(row: pd.Series, metric: str, digits: int) -> str:
@@ -126,7 +154,8 @@ def _clinical_spec(frame: pd.DataFrame) -> list[tuple[str, str, int]]:
         "auprc": ("AUPRC", 3), "brier": ("Brier", 4), "brier_reference": ("base-rate Brier", 4),
         "calibration_slope": ("calibration slope", 2), "ece": ("ECE", 3),
         "sensitivity": ("sensitivity", 3), "specificity": ("specificity", 3),
-        "bias_days": ("bias (days)", 3),
+        "bias_days": ("bias (days)", 3), "interval_coverage": ("interval coverage", 3),
+        "interval_width_days": ("interval width (days)", 2),
     }  # fmt: skip
     return [
         (f"{name}.{m}", f"{name} {labels[m][0]}", labels[m][1])
@@ -213,6 +242,67 @@ def _recommended(runs: pd.DataFrame) -> list[str]:
             "the same.\n"
         )
     return out
+
+
+def _preferences(runs: pd.DataFrame) -> list[str]:
+    """Per setting and K: the plain preset and each preference, then each minus plain by seed."""
+    plain = "plain"
+    names = {RECOMMENDED_CANDIDATE: plain} | {preference_variant(p): p for p in PREFERENCES}
+    named = runs.assign(algorithm=[names.get(v, v) for v in runs["variant"]], variant="")
+    named.attrs = runs.attrs
+    binary = [name for name, metric in _objectives(runs) if metric == "auroc"]
+    attributes = {
+        p.attribute for text in PREFERENCES.values() for p in parse_preferences(text).values()
+    } - {""}
+    gaps = [f"{b}.gap.{m}.{a}" for b in binary for a in sorted(attributes) for m in GAP_METRICS]
+    extra = [f"{b}.{m}" for b in binary for m in DECISION_COLUMNS] + gaps
+    extra = [c for c in extra if c in runs.columns]
+    spec = [(c, _preference_head(c), 4) for c in extra]
+    out: list[str] = []
+    for (setting, k), group in named.groupby(["setting", "clients"], sort=False):
+        group.attrs = runs.attrs
+        summary = aggregate(group)
+        out += [
+            f"## {setting}, K = {k}: pooled test metrics\n\n",
+            markdown_table(summary, ["algorithm"], _metric_spec(group)),
+            f"\n### {setting}, K = {k}: what the preferences are about\n\n",
+            "Rates at each client's decision threshold (the calibrated risk above which its "
+            "loss flags a patient: 1/(1 + w) for a loss weighting a positive w times a "
+            "negative; a sensitivity preference multiplies w by β) and the net benefit there, "
+            "beside flagging every patient's (a model is worth using at a threshold only where "
+            "its net benefit is above that); "
+            "the largest subgroup gap (pooled test; subgroups of at least 30 rows of each class "
+            "for AUROC, 30 positive rows for sensitivity, at the clients' target-sensitivity "
+            "thresholds) per sensitive attribute.\n\n",
+            markdown_table(summary, ["algorithm"], spec),
+            *_clinical(summary, group, f"\n### {setting}, K = {k}: clinical metrics\n\n"),
+        ]
+        metrics = [name for name, _ in _objectives(runs)] + extra
+        lower = {n for n, m in _objectives(runs) if m != "auroc"} | set(gaps)
+        for preference in dict.fromkeys(group["algorithm"]):
+            if preference == plain:
+                continue
+            pair = group[group["algorithm"].isin([plain, preference])]
+            diff = paired_differences(pair, preference, metrics).assign(algorithm=preference)
+            out += [
+                f"\n### {setting}, K = {k}: {preference} minus plain, paired by seed\n\n",
+                _paired_table(diff, metrics, lower),
+            ]
+        out.append(
+            "\nΔ = the preference − the plain preset on the same seed; in brackets, the seeds "
+            "on which the preference is ahead (higher AUROC, rates and net benefit; lower MAE "
+            f"and gaps) out of those where both have a value, {_TESTS_NOTE}\n"
+        )
+    return out
+
+
+def _preference_head(column: str) -> str:
+    """``readmission.gap.auroc.race`` → ``readmission AUROC gap by race``."""
+    name, _, rest = column.partition(".")
+    if rest.startswith("gap."):
+        metric, _, attribute = rest.removeprefix("gap.").partition(".")
+        return f"{name} {_LABELS.get(metric, metric)} gap by {attribute}"
+    return f"{name} {rest.replace('decision_', 'decision ').replace('_', ' ')}"
 
 
 def _selection(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
@@ -320,6 +410,8 @@ def experiment_tables(
         body += _selection(summary, runs)
     elif experiment == "recommended":
         body += _recommended(runs)
+    elif experiment == "preferences":
+        body += _preferences(runs)
     else:
         body += [markdown_table(summary, ["variant", "algorithm"], _metric_spec(runs))]
     files = {

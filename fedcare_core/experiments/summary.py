@@ -27,8 +27,19 @@ CLINICAL_COLUMNS = {
         "auprc", "brier", "brier_reference", "calibration_slope", "ece", "sensitivity",
         "specificity",
     ),
-    "mae_days": ("bias_days",),
+    "mae_days": ("bias_days", "interval_coverage", "interval_width_days"),
 }  # fmt: skip
+#: A binary objective's rates at the clients' decision thresholds (where each client's loss
+#: flags a patient: what a sensitivity preference moves), per run.
+DECISION_COLUMNS = (
+    "decision_sensitivity",
+    "decision_specificity",
+    "net_benefit",
+    "net_benefit_all",
+)
+#: The subgroup metrics whose largest gap per sensitive attribute is a per-run column
+#: (``<objective>.gap.<metric>.<attribute>``: what a fairness preference narrows).
+GAP_METRICS = ("auroc", "sensitivity")
 #: Per-run columns that are not metrics: the rows each run trained and was tested on.
 _SIZES = ("n_train", "n_test")
 
@@ -70,6 +81,7 @@ def _run_row(cell: Cell, document: dict[str, Any]) -> dict[str, Any]:
         clinical = entry.get("clinical") or {}
         for metric in CLINICAL_COLUMNS.get(str(entry.get("metric")), ()):
             row[f"{name}.{metric}"] = _number(clinical.get(metric))
+        row |= _preference_columns(name, entry)
         row[f"{name}.client_mean"] = _number(entry.get("mean_over_clients"))
         row[f"{name}.val"] = _number((entry.get("validation") or {}).get("pooled"))
         if entry.get("metric") == "auroc" and math.isfinite(row[name]):
@@ -86,6 +98,20 @@ def _run_row(cell: Cell, document: dict[str, Any]) -> dict[str, Any]:
     row["rounds_run"] = document.get("stage1", {}).get("rounds_run", 0)
     row["seconds"] = _number(document.get("timing", {}).get("total_s"))
     return row
+
+
+def _preference_columns(name: str, entry: dict[str, Any]) -> dict[str, float]:
+    """A binary objective's decision-threshold rates and subgroup gaps (:data:`GAP_METRICS`)."""
+    if entry.get("metric") != "auroc":
+        return {}
+    clinical = entry.get("clinical") or {}
+    out = {f"{name}.{m}": _number(clinical.get(m)) for m in DECISION_COLUMNS if m in clinical}
+    for attribute, by_metric in (entry.get("subgroups") or {}).items():
+        for metric in GAP_METRICS:
+            if metric in by_metric:
+                gap = by_metric[metric].get("gap")
+                out[f"{name}.gap.{metric}.{attribute}"] = _number(gap)
+    return out
 
 
 def load_rows(cells: Iterable[Cell], out_dir: str | Path) -> pd.DataFrame:

@@ -4,7 +4,8 @@ One copy of each piece the algorithms' loops are made of, so that FedCARE's Stag
 baselines and the bounds cannot drift apart:
 
 - :func:`objective_kinds` and :func:`client_losses` — each objective's kind and loss (binary
-  losses weighted from the client's own training labels);
+  losses weighted from the client's own training labels, shaped by its preferences), and
+  :func:`loss_groups` — the subgroup codes a fairness preference's loss reads;
 - :func:`masked_objective_losses` — the mean loss of each objective over the rows labelled for
   it (NaN marks an unlabelled row; an objective with no labelled row is left out);
 - :func:`epoch_batches` / :func:`batch_schedule` — shuffled mini-batches;
@@ -22,7 +23,8 @@ import numpy as np
 import torch
 from torch import nn
 
-from fedcare_core.data.clients import ClientData, Federation
+from fedcare_core.data.clients import ClientData, Federation, SplitArrays
+from fedcare_core.data.subgroups import subgroup_codes
 from fedcare_core.nn.losses import ObjectiveLoss, make_loss
 
 #: BatchNorm needs at least two rows in training mode.
@@ -60,7 +62,51 @@ def client_losses(client: ClientData, kinds: Mapping[str, str]) -> dict[str, Obj
     dict of str to ObjectiveLoss
         One loss per objective of the client, in its order.
     """
-    return {s: make_loss(kinds[s], client.train.y[:, j]) for j, s in enumerate(client.objectives)}
+    return {
+        s: make_loss(kinds[s], client.train.y[:, j], client.preferences.get(s))
+        for j, s in enumerate(client.objectives)
+    }
+
+
+#: Objective → its rows' subgroup codes, for the losses that read them (:func:`loss_groups`).
+GroupCodes = Mapping[str, torch.Tensor]
+
+
+def loss_groups(losses: Mapping[str, ObjectiveLoss], split: SplitArrays) -> dict[str, torch.Tensor]:
+    """Each fairness-preferring objective's subgroup codes of ``split``'s rows.
+
+    Parameters
+    ----------
+    losses
+        The client's losses (:func:`client_losses`).
+    split
+        The split whose rows the losses will see (its ``subgroups`` labels).
+
+    Returns
+    -------
+    dict of str to torch.Tensor
+        int64 codes, one per row (-1: the attribute is missing); only objectives whose loss
+        needs them (empty for plain and sensitivity preferences).
+
+    Raises
+    ------
+    ValueError
+        If the split does not carry a needed attribute.
+    """
+    out: dict[str, torch.Tensor] = {}
+    for objective, loss in losses.items():
+        attribute = loss.attribute
+        if attribute is None:
+            continue
+        if attribute not in split.subgroups:
+            raise ValueError(f"the client's rows carry no {attribute!r} subgroups")
+        out[objective] = torch.from_numpy(subgroup_codes(split.subgroups[attribute]))
+    return out
+
+
+def take_groups(groups: GroupCodes, rows: torch.Tensor) -> dict[str, torch.Tensor]:
+    """``groups`` restricted to ``rows`` (indices or a mask)."""
+    return {s: codes[rows] for s, codes in groups.items()}
 
 
 def masked_objective_losses(
@@ -68,6 +114,7 @@ def masked_objective_losses(
     y: torch.Tensor,
     losses: Mapping[str, ObjectiveLoss],
     predict: Callable[[str, torch.Tensor], torch.Tensor],
+    groups: GroupCodes | None = None,
 ) -> dict[str, torch.Tensor]:
     """Mean loss of each objective over the rows labelled for it (others skipped).
 
@@ -81,6 +128,8 @@ def masked_objective_losses(
         Loss of each objective.
     predict
         ``predict(objective, mask)``: the model's outputs for the rows where ``mask`` holds.
+    groups
+        The rows of ``y``'s subgroup codes for the losses that need them (:func:`loss_groups`).
 
     Returns
     -------
@@ -92,7 +141,11 @@ def masked_objective_losses(
         mask = torch.isfinite(y[:, j])
         if int(mask.sum()) == 0:
             continue
-        out[s] = losses[s](predict(s, mask), y[mask, j])
+        scores, targets = predict(s, mask), y[mask, j]
+        if groups is not None and s in groups:
+            out[s] = losses[s](scores, targets, groups[s][mask])
+        else:
+            out[s] = losses[s](scores, targets)
     return out
 
 

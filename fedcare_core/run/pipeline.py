@@ -27,15 +27,21 @@ import torch
 from fedcare_core.algorithms import check_backend, get_algorithm
 from fedcare_core.algorithms.base import Algorithm, Rounds, RunInputs, Stage1Runner
 from fedcare_core.config import ExperimentConfig
+from fedcare_core.data.client_preferences import with_preferences
 from fedcare_core.data.clients import ClientData, Federation, build_federation
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.partition import FeaturePartition, with_disparity
-from fedcare_core.evaluation.clients import evaluate_with_validation
+from fedcare_core.evaluation.clients import EvaluationReport, evaluate_with_validation
+from fedcare_core.evaluation.interval_report import with_interval_metrics
 from fedcare_core.evaluation.pooled import EvaluationSettings
 from fedcare_core.nn.cpu_kernels import ENV, kernel_path, kernel_path_mismatch
 from fedcare_core.nn.training import ProgressFn
 from fedcare_core.predict.calibrate import calibrate_predictors
-from fedcare_core.predict.predictors import predictor_scorer
+from fedcare_core.predict.predictors import (
+    ClientPredictor,
+    predictor_interval_scorer,
+    predictor_scorer,
+)
 from fedcare_core.run.executors import Executor, InProcess
 from fedcare_core.run.results import DataProvenance, ExperimentResult, PhaseTimer, assemble_result
 from fedcare_core.stage1.loop import Stage1Result
@@ -81,11 +87,12 @@ def prepare_federation(
     Returns
     -------
     Federation
-        The clients, each with its own encoded features and splits.
+        The clients, each with its own encoded features and splits, and the ``preferences``
+        of the objectives it pursues.
     """
     if config.data.rho is not None:
         partition = with_disparity(partition, config.data.rho, config.seed)
-    return build_federation(
+    federation = build_federation(
         cohort,
         partition,
         config.data,
@@ -93,6 +100,7 @@ def prepare_federation(
         max_categories=config.model.max_categories,
         source=source,
     )
+    return with_preferences(federation, config.objective_preferences(), cohort)
 
 
 def personalise_one(client: ClientData, name: str, shared: Any, config: ExperimentConfig) -> Any:
@@ -195,11 +203,15 @@ def run_algorithm(
             )
     with timer.phase("evaluate"):
         predictors = calibrate_predictors(
-            federation, algorithm.predictors(inputs, rounds, personal), config.calibration
+            federation,
+            algorithm.predictors(inputs, rounds, personal),
+            config.calibration,
+            config.interval_coverage,
         )
         scorers = [predictor_scorer(p) for p in predictors]
         settings = evaluation_settings(config)
         report = executor.run("evaluate", evaluate_with_validation, federation, scorers, settings)
+        report = interval_evaluation(report, federation, predictors)
     return assemble_result(
         config,
         federation,
@@ -214,8 +226,28 @@ def run_algorithm(
 
 
 def evaluation_settings(config: ExperimentConfig) -> EvaluationSettings:
-    """The evaluation's settings of a run: target sensitivity, bootstrap and the run's seed."""
-    return EvaluationSettings(config.target_sensitivity, config.bootstrap, config.seed)
+    """The evaluation's settings of a run: target sensitivity, bootstrap, seed, calibration."""
+    return EvaluationSettings(
+        config.target_sensitivity,
+        config.bootstrap,
+        config.seed,
+        calibrated=config.calibration != "none",
+    )
+
+
+def interval_evaluation(
+    report: EvaluationReport, federation: Federation, predictors: list[ClientPredictor]
+) -> EvaluationReport:
+    """``report`` with the length-of-stay intervals' test coverage and width (issue 31).
+
+    The deployed models' intervals (fitted on each client's validation rows) scored on its test
+    rows: :func:`~fedcare_core.evaluation.interval_report.with_interval_metrics`, with their
+    nominal coverage as ``interval_level``.
+    """
+    levels = {i.coverage for p in predictors for i in p.intervals.values()}
+    scorers = [predictor_interval_scorer(p) for p in predictors]
+    level = levels.pop() if len(levels) == 1 else None
+    return with_interval_metrics(report, federation, scorers, level=level)
 
 
 def run_experiment(

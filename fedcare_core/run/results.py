@@ -18,6 +18,7 @@ from fedcare_core.data.clients import Federation
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.evaluation.clients import EvaluationReport
 from fedcare_core.nn.cpu_kernels import kernel_path
+from fedcare_core.nn.preferences import Preference
 from fedcare_core.predict.predictors import ClientPredictor
 from fedcare_core.privacy.mechanism import privacy_record
 from fedcare_core.stage1.loop import Stage1Result
@@ -111,6 +112,9 @@ class ExperimentResult:
                 entry["subgroups"] = dict(rep.subgroups)
             if rep.reason is not None or rep.pooled is None:
                 entry["reason"] = rep.reason or "undefined"
+            stated = _stated_preferences(self.federation, rep.name)
+            if stated:
+                entry["preferences"] = stated
             if rep.validation is not None:
                 entry["validation"] = {
                     "pooled": rep.validation.pooled,
@@ -169,7 +173,8 @@ class ExperimentResult:
                     "private_features": list(c.private_features),
                     "private_width": c.private_encoder.width,
                 }
-                | _calibration_entry(self.predictors, i)
+                | _preference_entry(c.preferences)
+                | _model_entry(self.predictors, i)
                 for i, c in enumerate(fed.clients)
             ],
             "data": {
@@ -183,11 +188,39 @@ class ExperimentResult:
         } | _privacy_section(self.config, self.stage1)
 
 
-def _calibration_entry(predictors: Sequence[ClientPredictor], index: int) -> dict[str, Any]:
-    """``{"calibration": {objective: summary}}`` of the ``index``-th client's model, if any."""
-    if index >= len(predictors) or not predictors[index].calibration:
+def _preference_entry(preferences: Mapping[str, Preference]) -> dict[str, Any]:
+    """``{"preferences": {objective: "fair(race)"}}`` of a client that states any."""
+    if not preferences:
         return {}
-    return {"calibration": {s: c.summary() for s, c in predictors[index].calibration.items()}}
+    return {"preferences": {o: p.to_dict() | {"label": p.label} for o, p in preferences.items()}}
+
+
+def _stated_preferences(federation: Federation, objective: str) -> dict[str, list[int]]:
+    """Each preference stated for ``objective`` → the clients stating it (plain ones too)."""
+    out: dict[str, list[int]] = {}
+    for c in federation.clients:
+        if objective in c.objectives:
+            preference = c.preferences.get(objective)
+            label = "plain" if preference is None else preference.label
+            out.setdefault(label, []).append(c.client_id)
+    return out if set(out) != {"plain"} else {}
+
+
+def _model_entry(predictors: Sequence[ClientPredictor], index: int) -> dict[str, Any]:
+    """How the ``index``-th client's model was fitted to its validation rows, where it was.
+
+    ``{"calibration": {objective: summary}}`` for its binary objectives' calibrators and
+    ``{"intervals": {objective: summary}}`` for its length-of-stay intervals.
+    """
+    if index >= len(predictors):
+        return {}
+    predictor = predictors[index]
+    out: dict[str, Any] = {}
+    if predictor.calibration:
+        out["calibration"] = {s: c.summary() for s, c in predictor.calibration.items()}
+    if predictor.intervals:
+        out["intervals"] = {s: i.summary() for s, i in predictor.intervals.items()}
+    return out
 
 
 def _privacy_section(config: ExperimentConfig, stage1: Stage1Result) -> dict[str, Any]:

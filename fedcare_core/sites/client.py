@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from fedcare_core.data.client_preferences import check_preferences
 from fedcare_core.data.clients import (
     SPLITS,
     ClientData,
@@ -27,6 +28,7 @@ from fedcare_core.data.clients import (
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.partition import FeaturePartition
 from fedcare_core.errors import ConfigError, DataError
+from fedcare_core.nn.preferences import Preference
 from fedcare_core.sites.schema import FederationSchema
 
 
@@ -67,6 +69,7 @@ def prepare_site(
     seed: int,
     source: str | None = None,
     private: SitePrivate | None = None,
+    preferences: Mapping[str, Preference] | None = None,
 ) -> ClientData:
     """One site's client data from its own cohort (client id 0 until a coordinator assigns one).
 
@@ -86,6 +89,9 @@ def prepare_site(
         The site's file, for messages.
     private
         The site's own private features (None: the federation's pools only).
+    preferences
+        The site's clinical preferences for its objectives (None: plain), checked against the
+        schema's objectives and the cohort's sensitive attributes.
 
     Returns
     -------
@@ -103,6 +109,8 @@ def prepare_site(
     if cohort.dataset != schema.dataset:
         raise ConfigError(f"the schema is for {schema.dataset}, the data is {cohort.dataset}")
     objs = schema.check_objectives(list(objectives))
+    preferences = dict(preferences or {})
+    check_preferences(preferences, schema.objectives, cohort.sensitive, f"site {name!r}")
     rows = np.arange(cohort.n_rows)
     splits = split_patients(cohort.patient, schema.config.data, seed, name)
     empty = [split for split in SPLITS if len(splits[split]) == 0]
@@ -121,7 +129,9 @@ def prepare_site(
         schema.config.model.max_categories,
         {**extra.vocabularies, **schema.vocabularies},
     )
-    client = encoding.client(0, objs, frames, labels, extras=extras)
+    client = replace(
+        encoding.client(0, objs, frames, labels, extras=extras), preferences=preferences
+    )
     if client.common_encoder.width != schema.common_width():  # pragma: no cover - by design
         raise ConfigError("the site's common features do not encode to the schema's layout")
     return client

@@ -28,6 +28,7 @@ from fedcare_core.data.loading import DatasetDefinition, dataset_definition
 from fedcare_core.data.partition import FeaturePartition, with_disparity
 from fedcare_core.errors import ConfigError
 from fedcare_core.files.json_input import JsonObject
+from fedcare_core.nn.preferences import Preference, site_objectives
 
 #: The ``format`` field of every schema file; readers refuse other values.
 _SCHEMA_FORMAT = "fedcare-federation/1"
@@ -101,6 +102,27 @@ class FederationSchema:
                 f"({', '.join(self.objective_names)}), got {', '.join(names) or 'none'}"
             )
         return tuple(n for n in self.objective_names if n in names)
+
+    def check_site_objectives(
+        self, entries: Sequence[str], where: str = "--objectives"
+    ) -> tuple[tuple[str, ...], dict[str, Preference]]:
+        """A site's objectives (``mortality:sensitivity``), checked: names and preferences.
+
+        Raises
+        ------
+        ConfigError
+            As :meth:`check_objectives`, or for a preference that does not parse (``where``
+            and the entry named).
+        """
+        try:
+            names, stated = site_objectives(
+                entries,
+                sensitivity_weight=self.config.sensitivity_weight,
+                fairness_weight=self.config.fairness_weight,
+            )
+        except ValueError as exc:
+            raise ConfigError(f"{where}: {exc}") from None
+        return self.check_objectives(names, where), stated
 
     def run_config(
         self, *, seed: int, clients: int, rounds: int | None = None, secagg: bool = False

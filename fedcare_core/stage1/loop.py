@@ -28,7 +28,13 @@ from fedcare_core.nn.param_vectors import (
     squared_norm,
 )
 from fedcare_core.nn.seeding import derive_rng, seed_torch
-from fedcare_core.nn.training import MIN_BATCH, ProgressFn, client_losses, objective_kinds
+from fedcare_core.nn.training import (
+    MIN_BATCH,
+    ProgressFn,
+    client_losses,
+    loss_groups,
+    objective_kinds,
+)
 from fedcare_core.privacy.mechanism import noise_stream
 from fedcare_core.privacy.stage1_rounds import (
     RoundNoise,
@@ -114,6 +120,7 @@ def client_update(
     x = torch.from_numpy(client.train.x_common)
     y_all = torch.from_numpy(client.train.y)
     losses = client_losses(client, kinds)
+    groups = loss_groups(losses, client.train)
     names = [n for n, _ in model.named_parameters()]
     offsets = np.cumsum([0] + [p.numel() for p in model.parameters()])
     updates: dict[str, ObjectiveUpdate] = {}
@@ -139,7 +146,8 @@ def client_update(
             start = (step * batch) % max(len(order), 1)
             idx = np.take(order, np.arange(start, start + batch), mode="wrap")
             idx_t = torch.from_numpy(idx)
-            loss = losses[s](model(x[idx_t], s), y_all[idx_t, j])
+            codes = groups[s][idx_t] if s in groups else None
+            loss = losses[s](model(x[idx_t], s), y_all[idx_t, j], codes)
             grads = torch.autograd.grad(loss, stepped)
             with torch.no_grad():
                 # One multi-tensor call per operation instead of a Python loop over the

@@ -22,11 +22,14 @@ from fedcare_core.nn.models import PersonalModel
 from fedcare_core.nn.optim import local_optimizer
 from fedcare_core.nn.seeding import derive_rng, seed_torch
 from fedcare_core.nn.training import (
+    GroupCodes,
     KeepBest,
     batch_rows,
     client_losses,
     epoch_batches,
+    loss_groups,
     masked_objective_losses,
+    take_groups,
 )
 
 
@@ -115,10 +118,17 @@ def objective_losses(
     xc: torch.Tensor,
     xu: torch.Tensor,
     y: torch.Tensor,
+    groups: GroupCodes | None = None,
 ) -> dict[str, torch.Tensor]:
-    """Mean loss of each objective over the rows labelled for it (others skipped)."""
+    """Mean loss of each objective over the rows labelled for it (others skipped).
+
+    ``groups``: the rows' subgroup codes for a fairness preference's loss
+    (:func:`~fedcare_core.nn.training.loss_groups`).
+    """
     z = torch.cat([model.backbone(xc), xu], dim=1)
-    return masked_objective_losses(objectives, y, losses, lambda s, mask: model.heads[s](z[mask]))
+    return masked_objective_losses(
+        objectives, y, losses, lambda s, mask: model.heads[s](z[mask]), groups
+    )
 
 
 def _val_loss(
@@ -132,7 +142,8 @@ def _val_loss(
     model.eval()
     with torch.no_grad():
         xc, xu, y = _tensors(split)
-        parts = objective_losses(model, losses, client.objectives, xc, xu, y)
+        groups = loss_groups(losses, split)
+        parts = objective_losses(model, losses, client.objectives, xc, xu, y, groups)
     return float(sum(float(v) for v in parts.values()))
 
 
@@ -330,6 +341,7 @@ def _train_epoch(
     if config.backbone_lr_scale == 0.0:
         model.backbone.eval()  # frozen: w*'s BatchNorm statistics, no backbone dropout
     xc, xu, y = _tensors(client.train)
+    groups = loss_groups(losses, client.train)
     n = client.train.n
     # μ* and the loss are averaged over the pass's nominal batch count, skipped batches included.
     n_batches = max(1, n // batch_rows(n, config.batch_size))
@@ -337,7 +349,15 @@ def _train_epoch(
     epoch_loss = 0.0
     for rows in epoch_batches(n, config.batch_size, rng):
         idx = torch.from_numpy(rows)
-        parts = objective_losses(model, losses, client.objectives, xc[idx], xu[idx], y[idx])
+        parts = objective_losses(
+            model,
+            losses,
+            client.objectives,
+            xc[idx],
+            xu[idx],
+            y[idx],
+            take_groups(groups, idx),
+        )
         if not parts:
             continue
         mu, sq = _descend(parts, params, config.solver)

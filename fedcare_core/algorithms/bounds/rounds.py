@@ -15,7 +15,7 @@ Both train a FullMLP on union vectors with the baselines' optimiser, for up to
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import torch
@@ -32,19 +32,26 @@ from fedcare_core.nn.models import FullMLP, MultiObjectiveModel
 from fedcare_core.nn.param_vectors import ParamLayout, get_buffers, get_params, param_layout
 from fedcare_core.nn.seeding import derive_rng, seed_torch
 from fedcare_core.nn.training import (
+    GroupCodes,
     KeepBest,
     batch_schedule,
     client_losses,
+    loss_groups,
+    take_groups,
 )
 from fedcare_core.stage1.loop import Stage1Result
 
 
 @dataclass(frozen=True)
 class _LabelledArrays:
-    """Inputs and labels with one column per objective (NaN: not labelled for it)."""
+    """Inputs and labels with one column per objective (NaN: not labelled for it).
+
+    ``groups``: the rows' subgroup codes for a fairness preference's loss.
+    """
 
     x: np.ndarray
     y: np.ndarray
+    groups: GroupCodes = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -81,7 +88,12 @@ def _loss_value(
     model.eval()
     with torch.no_grad():
         parts = multi_objective_loss(
-            model, losses, objectives, torch.from_numpy(data.x), torch.from_numpy(data.y)
+            model,
+            losses,
+            objectives,
+            torch.from_numpy(data.x),
+            torch.from_numpy(data.y),
+            data.groups,
         )
     return float(sum(float(v) for v in parts.values()))
 
@@ -131,7 +143,9 @@ def fit(
         total, steps = 0.0, 0
         for idx in batch_schedule(len(train.y), config.batch_size, 1, None, rng):
             rows = torch.from_numpy(idx)
-            parts = multi_objective_loss(model, losses, objectives, x[rows], y[rows])
+            parts = multi_objective_loss(
+                model, losses, objectives, x[rows], y[rows], take_groups(train.groups, rows)
+            )
             if not parts:
                 continue
             loss = torch.stack(list(parts.values())).sum()
@@ -181,12 +195,14 @@ def fit_local_client(
         The client's model (heads for its own objectives only).
     """
     model = build_full_mlp(width, client.objectives, model_config, seed, "local", client.client_id)
+    losses = client_losses(client, kinds)
+    train, val = client.train, client.val
     return fit(
         model,
         client.objectives,
-        client_losses(client, kinds),
-        _LabelledArrays(client.train.x_common, client.train.y),
-        _LabelledArrays(client.val.x_common, client.val.y),
+        losses,
+        _LabelledArrays(train.x_common, train.y, loss_groups(losses, train)),
+        _LabelledArrays(val.x_common, val.y, loss_groups(losses, val)),
         config,
         seed,
         "local",
@@ -274,7 +290,8 @@ def run_centralised(
     -------
     FitResult
         The model every client deploys. Positive weights of the binary losses come from the
-        pooled training labels.
+        pooled training labels; the sites' preferences do not apply (the pooled model is no
+        site's).
     """
     objectives = list(federation.objective_names)
     train = pooled(federation.clients, objectives, "train")

@@ -48,7 +48,14 @@ from fedcare_core.nn.param_vectors import (
     squared_norm,
 )
 from fedcare_core.nn.seeding import derive_rng, seed_torch
-from fedcare_core.nn.training import ProgressFn, batch_schedule, client_losses, objective_kinds
+from fedcare_core.nn.training import (
+    ProgressFn,
+    batch_schedule,
+    client_losses,
+    loss_groups,
+    objective_kinds,
+    take_groups,
+)
 from fedcare_core.privacy.mechanism import DpSettings, noise_stream
 from fedcare_core.privacy.stage1_rounds import (
     RoundNoise,
@@ -162,6 +169,7 @@ def local_train(
     anchors = [p.detach().clone() for p in trained]
     opt = make_optimizer(trained, config)
     losses = client_losses(client, kinds)
+    groups = loss_groups(losses, client.train)
     x, y = split_tensors(client.train)
     rng = derive_rng(seed, "baseline-batch", round_idx, client.client_id)
     seed_torch(seed, "baseline-dropout", round_idx, client.client_id)
@@ -172,7 +180,9 @@ def local_train(
         opt,
         batches,
         client.objectives,
-        lambda rows: multi_objective_loss(model, losses, client.objectives, x[rows], y[rows]),
+        lambda rows: multi_objective_loss(
+            model, losses, client.objectives, x[rows], y[rows], take_groups(groups, rows)
+        ),
         (lambda: proximal_term(trained, anchors, prox_mu)) if prox_mu > 0 else None,
     )
     update = LocalUpdate(

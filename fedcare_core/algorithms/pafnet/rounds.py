@@ -55,8 +55,10 @@ from fedcare_core.nn.training import (
     ProgressFn,
     batch_schedule,
     client_losses,
+    loss_groups,
     masked_objective_losses,
     objective_kinds,
+    take_groups,
 )
 from fedcare_core.stage1.loop import RoundInfo, Stage1Result
 
@@ -295,6 +297,7 @@ def pafnet_local_train(
     ]
     opt = make_optimizer(trained, config)
     losses = client_losses(client, kinds)
+    groups = loss_groups(losses, client.train)
     x = torch.from_numpy(own_features(client.train))
     y = torch.from_numpy(client.train.y)
     rng = derive_rng(seed, "pafnet-batch", round_idx, client.client_id)
@@ -303,7 +306,11 @@ def pafnet_local_train(
     def objective_losses(rows: torch.Tensor) -> dict[str, torch.Tensor]:
         scores = model.forward_all(x[rows], client.objectives)
         return masked_objective_losses(
-            client.objectives, y[rows], losses, lambda s, mask: scores[s][mask]
+            client.objectives,
+            y[rows],
+            losses,
+            lambda s, mask: scores[s][mask],
+            take_groups(groups, rows),
         )
 
     batches = batch_schedule(
@@ -444,6 +451,10 @@ def validation_loss(
     with torch.no_grad():
         scores = model.forward_all(torch.from_numpy(own_features(client.val)), client.objectives)
         parts = masked_objective_losses(
-            client.objectives, y, losses, lambda s, mask: scores[s][mask]
+            client.objectives,
+            y,
+            losses,
+            lambda s, mask: scores[s][mask],
+            loss_groups(losses, client.val),
         )
     return float(sum(float(v) for v in parts.values()))

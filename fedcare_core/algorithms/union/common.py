@@ -14,7 +14,7 @@ from fedcare_core.nn.losses import ObjectiveLoss
 from fedcare_core.nn.models import FullMLP, MultiObjectiveModel
 from fedcare_core.nn.optim import local_optimizer
 from fedcare_core.nn.seeding import seed_torch
-from fedcare_core.nn.training import masked_objective_losses
+from fedcare_core.nn.training import GroupCodes, masked_objective_losses
 
 
 def build_full_mlp(
@@ -41,13 +41,17 @@ def multi_objective_loss(
     objectives: Sequence[str],
     x: torch.Tensor,
     y: torch.Tensor,
+    groups: GroupCodes | None = None,
 ) -> dict[str, torch.Tensor]:
     """Mean loss of each objective over the rows of ``x`` labelled for it (others skipped).
 
     ``y`` holds one column per entry of ``objectives``; NaN marks an unlabelled row.
+    ``groups``: the rows' subgroup codes for a fairness preference's loss.
     """
     h = model.backbone(x)
-    return masked_objective_losses(objectives, y, losses, lambda s, mask: model.heads[s](h[mask]))
+    return masked_objective_losses(
+        objectives, y, losses, lambda s, mask: model.heads[s](h[mask]), groups
+    )
 
 
 def make_optimizer(params: Sequence[nn.Parameter], config: BaselineConfig) -> torch.optim.Optimizer:

@@ -81,3 +81,26 @@ def test_a_tracked_run_too_small_to_score_is_logged_and_left_unregistered(
     assert client.search_runs([experiment.experiment_id])
     names = [m.name for m in client.search_registered_models()]
     assert not [n for n in names if n.endswith("-backbone")]
+
+
+def test_data_check_profiles_the_labels_a_runs_label_options_define(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    csv = write_csv(tmp_path / "diabetic_data.csv", fixture_lines())
+    check = ["data", "check", "--dataset", "diabetes130", "--data-dir", str(csv), "--no-verify"]
+
+    def labelled(*options: str) -> dict[str, int]:
+        profile = tmp_path / "profile.json"
+        assert main([*check, *options, "--json", str(profile)]) == 0
+        doc = json.loads(profile.read_text())
+        return {o["name"]: o["labelled"] for o in doc["objectives"]}
+
+    default = labelled()
+    home = labelled("--early-discharge", "home")
+    assert home["early_discharge"] < default["early_discharge"]  # other dispositions unlabelled
+    assert home["readmission"] == default["readmission"]
+    with pytest.raises(SystemExit):
+        main([*check, "--early-discharge", "sometimes"])
+    assert "--early-discharge" in capsys.readouterr().err

@@ -30,6 +30,17 @@ def test_the_card_says_what_when_how_well_and_how_calibrated(logged):
                 assert "Brier score of the base rate" in section and "sensitivity" in section
             else:
                 assert "bias (days)" in section
+                interval = result.predictors[index].intervals[objective]
+                low, high = (
+                    f"<code>{objective}_days_low</code>",
+                    f"<code>{objective}_days_high</code>",
+                )
+                assert low in section and high in section
+                assert f"a 90 % prediction interval fitted on this site's {interval.n} " in section
+                assert "<td>prediction interval coverage (nominal 90 %)</td>" in section
+                covered = mine["clinical"]["interval_coverage"]
+                assert f"<td>{covered:.3f}</td>" in section
+                assert "prediction interval mean width (days)" in section
         # tiny synthetic test sets: the card says their metrics are uncertain
         assert "test rows; its metrics are uncertain" in page
 
@@ -60,3 +71,13 @@ def test_a_real_sites_card_has_intervals_subgroups_and_curves(data_dir):
     assert re.search(r"<td>AUROC</td><td>[0-9.]+</td><td>[0-9.]+ \[[0-9.]+, [0-9.]+\]</td>", page)
     assert 'src="data:image/png;base64,' in page
     assert "Predicted at:</b> " in page and "not declared" not in page
+
+
+def test_the_card_states_the_sites_preference_for_an_objective():
+    from fedcare.tracking.model_card import _preference_text
+    from fedcare_core.nn.preferences import Preference
+
+    assert "plain" in _preference_text(None)
+    assert "weighs 3 times more" in _preference_text(Preference("sensitivity", 3.0))
+    fair = _preference_text(Preference("fair", 0.5, "race", "auroc"))
+    assert "fair(race)" in fair and "0.5 × the gap in auroc between the race subgroups" in fair

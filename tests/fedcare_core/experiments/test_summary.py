@@ -9,6 +9,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fedcare_core.config import DataConfig, ExperimentConfig
+from fedcare_core.errors import ConfigError
 from fedcare_core.experiments.cells import Cell
 from fedcare_core.experiments.report import experiment_tables
 from fedcare_core.experiments.summary import (
@@ -283,3 +285,75 @@ def test_selection_tables_hide_the_clinical_test_metrics(tmp_path):
     assert _is_test_column("los.bias_days", metrics)
     assert not _is_test_column("readmission.val", metrics)
     assert not _is_test_column("n_test", metrics)
+
+
+def _preference_doc(seed: int, preference: str) -> dict:
+    """A run with decision-threshold rates and a race gap that each preference moves."""
+    doc = _doc(0.70 - 0.01 * (preference == "sensitivity"), 0.62, 2.0)
+    sensitivity = {"plain": 0.5, "sensitivity": 0.9, "fair-race": 0.55}[preference] + 0.01 * seed
+    gap = {"plain": 0.10, "sensitivity": 0.11, "fair-race": 0.05}[preference] + 0.01 * seed
+    for name in ("early_discharge", "readmission"):
+        doc["objectives"][name]["clinical"] = {
+            "decision_sensitivity": sensitivity, "decision_specificity": 1.0 - sensitivity,
+            "net_benefit": 0.05, "net_benefit_all": 0.02,
+        }  # fmt: skip
+        doc["objectives"][name]["subgroups"] = {
+            "race": {"auroc": {"gap": gap}, "sensitivity": {"gap": gap / 2}},
+            "sex": {"auroc": {"gap": 0.01}},
+        }
+    doc["clients"] = [{"client": k, "n_train": 700, "n_val": 100, "n_test": 200} for k in range(3)]
+    return doc
+
+
+def test_the_preferences_report_pairs_each_preference_with_the_plain_preset(tmp_path):
+    from fedcare_core.experiments.cells import experiment_cells
+    from fedcare_core.experiments.variants import (
+        PREFERENCES,
+        RECOMMENDED_CANDIDATE,
+        preference_variant,
+    )
+
+    cells = experiment_cells("preferences", 3, variants=("sensitivity", "fair-race"))
+    assert {c.variant for c in cells} == {
+        RECOMMENDED_CANDIDATE,
+        preference_variant("sensitivity"),
+        preference_variant("fair-race"),
+    }
+    assert {c.clients for c in cells} == {30} and len(cells) == 9
+    assert len(experiment_cells("preferences", 3)) == 3 * (1 + len(PREFERENCES))
+    names = {RECOMMENDED_CANDIDATE: "plain"} | {
+        preference_variant(p): p for p in ("sensitivity", "fair-race")
+    }
+    for cell in cells:
+        doc = _preference_doc(cell.seed, names[cell.variant])
+        (tmp_path / f"{cell.key}.json").write_text(json.dumps(doc))
+    files, _, _ = experiment_tables("preferences", cells, tmp_path, dataset="toy")
+    md = files["preferences.md"]
+    assert "sensitivity minus plain, paired by seed" in md
+    assert "fair-race minus plain, paired by seed" in md
+    assert "readmission AUROC gap by race" in md and "gap by sex" not in md
+    sens = next(line for line in md.splitlines() if line.startswith("| sensitivity | -0.0100"))
+    cells_of = sens.split("|")
+    heads = next(line for line in md.splitlines() if line.startswith("| method |")).split("|")
+    column = heads.index(" Δ early_discharge.decision_sensitivity ")
+    assert cells_of[column].strip().startswith("0.4000 ± 0.0000 (3/3")
+    paired = md.split("fair-race minus plain, paired by seed")[1]
+    fair = next(line for line in paired.splitlines() if line.startswith("| fair-race |"))
+    column = heads.index(" Δ readmission.gap.auroc.race ")
+    assert fair.split("|")[column].strip().startswith("-0.050 ± 0.000 (3/3")  # narrower: ahead
+
+
+def test_a_preference_variant_sets_the_preset_and_its_preferences():
+    from fedcare_core.experiments.variants import (
+        RECOMMENDED_CANDIDATE,
+        preference_variant,
+        variant_overrides,
+    )
+
+    base = ExperimentConfig(data=DataConfig(clients=3))
+    config = Cell("fedcare", 0, 3, None, preference_variant("fair-race")).config(base)
+    preset = Cell("fedcare", 0, 3, None, RECOMMENDED_CANDIDATE).config(base)
+    assert config.preferences == "*:fair(race)"
+    assert config.stage1 == preset.stage1 and config.stage2 == preset.stage2
+    with pytest.raises(ConfigError, match="a preference of the preset"):
+        variant_overrides("fair-sex")

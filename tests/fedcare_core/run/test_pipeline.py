@@ -49,10 +49,12 @@ def test_each_objective_reports_the_pooled_clinical_metrics():
         assert set(clinical) == {
             "auprc", "brier", "brier_reference", "ece", "calibration_slope",
             "calibration_intercept", "mean_risk", "observed_rate",
-            "sensitivity", "specificity", "ppv", "npv",
+            "sensitivity", "specificity", "ppv", "npv", "decision_sensitivity",
+            "decision_specificity", "decision_ppv", "net_benefit", "net_benefit_all",
         }  # fmt: skip
         for client in rep["clients"]:
             assert {"auprc", "brier", "threshold", "sensitivity"} <= set(client["clinical"])
+            assert {"decision_threshold", "net_benefit"} <= set(client["clinical"])
         assert set(rep["clinical_spread"]["brier"]) == {"mean", "std", "min", "max", "n"}
         assert 0.0 <= clinical["brier"] <= 1.0
     # The reference is the observed rate's Brier on the pooled test rows.

@@ -114,3 +114,31 @@ def test_a_site_of_another_dataset_or_objective_is_refused(hospital, schema):
         prepare_site(hospital, mimic, ["los"], name="north", seed=0)
     with pytest.raises(ConfigError, match="mortality"):
         prepare_site(hospital, schema, ["mortality"], name="north", seed=0)
+
+
+def test_a_site_states_its_preferences_in_its_objectives(hospital, schema):
+    names, stated = schema.check_site_objectives(["readmission:fair(race)", "los"])
+    assert names == ("readmission", "los")
+    site = prepare_site(hospital, schema, names, name="north", seed=0, preferences=stated)
+    assert site.preferences["readmission"].label == "fair(race)"
+    assert site.preferences["readmission"].weight == schema.config.fairness_weight
+    with pytest.raises(ConfigError, match="site 'north': los:sensitivity"):
+        prepare_site(
+            hospital,
+            schema,
+            ["los"],
+            name="north",
+            seed=0,
+            preferences=schema.check_site_objectives(["los:sensitivity"])[1],
+        )
+    with pytest.raises(ConfigError, match="'religion' is not a sensitive attribute"):
+        prepare_site(
+            hospital,
+            schema,
+            ["readmission"],
+            name="north",
+            seed=0,
+            preferences=schema.check_site_objectives(["readmission:fair(religion)"])[1],
+        )
+    with pytest.raises(ConfigError, match="--objectives: 'readmission:kind'"):
+        schema.check_site_objectives(["readmission:kind"])

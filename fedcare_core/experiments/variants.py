@@ -1,0 +1,104 @@
+"""The configurations an experiment's cells vary: ablations, candidates, preferences, DP budgets.
+
+A cell's ``variant`` names one of them; :func:`variant_overrides` gives the configuration
+sections (and top-level settings) it overrides on the grid's base.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from fedcare_core.errors import ConfigError
+
+__all__ = [
+    "ABLATIONS",
+    "ALL_LABELS",
+    "CANDIDATES",
+    "PREFERENCES",
+    "RECOMMENDED_CANDIDATE",
+    "preference_variant",
+    "privacy_variant",
+    "variant_overrides",
+]
+
+#: Ablations the paper lacks (SPEC §1): name → configuration sections to override.
+ABLATIONS: dict[str, dict[str, dict[str, Any]]] = {
+    "paper": {},
+    "solver-slsqp": {"stage1": {"solver": "slsqp"}},
+    "normalise-l2": {"stage1": {"normalise": "l2"}},
+    "normalise-loss+": {"stage1": {"normalise": "loss+"}},
+    "qp-scope-backbone": {"stage1": {"qp_scope": "backbone"}},
+}
+#: FedCARE configurations that build on Stage 1 (issue 18), compared with ``paper`` by the
+#: ``selection`` experiment on validation scores only; its winner is ``--preset recommended``.
+CANDIDATES: dict[str, dict[str, dict[str, Any]]] = {
+    "s2-warm": {"stage2": {"head_init": "global"}},
+    "s2-frozen": {"stage2": {"backbone_lr_scale": 0.0}},
+    "s2-frozen-warm": {"stage2": {"backbone_lr_scale": 0.0, "head_init": "global"}},
+    "s2-slow-warm": {"stage2": {"backbone_lr_scale": 0.1, "head_init": "global"}},
+    "s2-prox-warm": {"stage2": {"prox": 1.0, "head_init": "global"}},
+    "s1-adam-backbone+s2-frozen-warm": {
+        "stage1": {"server_optimizer": "adam", "qp_scope": "backbone"},
+        "stage2": {"backbone_lr_scale": 0.0, "head_init": "global"},
+    },
+}
+#: The selection experiment's choice (docs/results/diabetes130/selection/selection.md), which
+#: is ``--preset recommended``.
+RECOMMENDED_CANDIDATE = "s1-adam-backbone+s2-frozen-warm"
+#: The true all-labels centralised reference: every client holds every objective (its labels
+#: and private features), and Centralised pools them all: the whole dataset in one place.
+ALL_LABELS = "all-labels"
+#: The ``preferences`` experiment's clinical preferences (issue 31), each stated by every
+#: client for every binary objective it pursues, on top of the recommended preset.
+PREFERENCES: dict[str, str] = {
+    "sensitivity": "*:sensitivity",
+    "fair-race": "*:fair(race)",
+    "fair-race-sensitivity": "*:fair(race,sensitivity)",
+}
+
+
+def privacy_variant(budget: float | None) -> str:
+    """The variant name of a DP budget: ``dp-eps3`` (``paper`` for None: no DP)."""
+    return "paper" if budget is None else f"dp-eps{budget:g}"
+
+
+def preference_variant(preference: str) -> str:
+    """The variant of the recommended preset with ``preference`` (:data:`PREFERENCES`)."""
+    return f"{RECOMMENDED_CANDIDATE}+{preference}"
+
+
+def variant_overrides(variant: str) -> dict[str, Any]:
+    """The configuration a variant overrides: an ablation, a candidate, a preference, ``dp-eps<ε>``.
+
+    Returns
+    -------
+    dict
+        Section name → fields (``{"stage1": {...}}``), and top-level settings by name
+        (``{"preferences": "*:sensitivity"}``).
+
+    Raises
+    ------
+    ConfigError
+        For a name that is none of them.
+    """
+    for named in (ABLATIONS, CANDIDATES):
+        if variant in named:
+            return {name: dict(values) for name, values in named[variant].items()}
+    for name, preferences in PREFERENCES.items():
+        if variant == preference_variant(name):
+            return variant_overrides(RECOMMENDED_CANDIDATE) | {"preferences": preferences}
+    if variant == ALL_LABELS:  # the dataset's objective count is filled in by Cell.config
+        return {"data": {}}
+    if variant.startswith("dp-eps"):
+        try:
+            budget = float(variant.removeprefix("dp-eps"))
+        except ValueError:
+            budget = math.nan
+        if math.isfinite(budget) and budget > 0:
+            return {"stage1": {"dp_epsilon": budget}}
+    raise ConfigError(
+        f"unknown variant {variant!r}; choose an ablation ({sorted(ABLATIONS)}), a candidate "
+        f"({sorted(CANDIDATES)}), a preference of the preset "
+        f"({[preference_variant(p) for p in PREFERENCES]}), {ALL_LABELS} or dp-eps<ε>"
+    )
