@@ -37,8 +37,14 @@ __all__ = [
     "fit_intervals",
 ]
 
-#: Nominal coverage of every length-of-stay interval (a run setting may choose it later).
+#: Nominal coverage of a length-of-stay interval unless the caller says (the run's
+#: ``interval_coverage`` setting does).
 INTERVAL_COVERAGE = DEFAULT_COVERAGE
+
+
+def _validation_inputs(client: ClientData) -> tuple[torch.Tensor, torch.Tensor]:
+    """The client's validation rows' common and private inputs, as the predictor reads them."""
+    return torch.from_numpy(client.val.x_common), torch.from_numpy(client.val.x_private)
 
 
 def calibration_rule(setting: str) -> CalibrationRule:
@@ -73,7 +79,7 @@ def calibrate_predictor(
         the identity (its reason says so).
     """
     val = client.val
-    x_common, x_private = torch.from_numpy(val.x_common), torch.from_numpy(val.x_private)
+    x_common, x_private = _validation_inputs(client)
     calibration: dict[str, Calibrator] = {}
     for objective, kind in zip(predictor.objectives, predictor.kinds, strict=True):
         if kind != "binary":
@@ -112,8 +118,7 @@ def fit_intervals(
         Regression objective → its interval; none (with the reason) when the client has too few
         labelled validation rows for ``coverage`` or does not pursue the objective.
     """
-    val = client.val
-    x_common, x_private = torch.from_numpy(val.x_common), torch.from_numpy(val.x_private)
+    x_common, x_private = _validation_inputs(client)
     out: dict[str, ConformalInterval] = {}
     for objective, kind in zip(predictor.objectives, predictor.kinds, strict=True):
         if kind != "regression":
@@ -121,7 +126,7 @@ def fit_intervals(
         if objective not in client.objectives:
             out[objective] = ConformalInterval(coverage, None, 0, "not the client's objective")
             continue
-        y = val.y[:, client.objectives.index(objective)]
+        y = client.val.y[:, client.objectives.index(objective)]
         days = predictor.predict_objective(x_common, x_private, objective)
         out[objective] = fit_conformal_interval(y, days, coverage)
     return out
