@@ -169,6 +169,8 @@ def parse_preferences(
     ValueError
         For an item that does not parse, or an objective stated twice.
     """
+    if text.count("(") != text.count(")"):
+        raise ValueError(f"{text.strip()!r}: unbalanced parentheses")
     stated: dict[str, Preference] = {}
     for item in _split_items(text):
         objective, preference = parse_preference(

@@ -44,6 +44,7 @@ def test_a_list_of_preferences_parses_with_spaces_commas_and_a_wildcard():
         ("mortality:recall", "unknown preference 'recall'"),
         ("mortality:plain mortality:sensitivity", "more than one preference"),
         ("mortality:sensitivity oops", "'oops' is not"),
+        ("readmission:fair(race", "unbalanced parentheses"),
     ],
 )
 def test_a_malformed_preference_is_refused_saying_what_is_wrong(text, message):
