@@ -56,9 +56,11 @@ class ExperimentConfig:
     )
     calibration: str = setting(
         "auto",
-        help="calibrating each binary risk at its client: auto (undo the class weight, then "
-        "update what the client's validation rows show is miscalibrated), platt, isotonic, or "
-        "none (the network's class-weighted probabilities)",
+        help="calibrating each binary risk: auto (undo each client's class weight, then one "
+        "recalibration fitted across the clients' validation rows from a few numbers each: a "
+        "shared slope if significant, site intercepts shrunk toward their mean), local (each "
+        "client's own closed test on its validation rows), platt, isotonic, or none (the "
+        "network's class-weighted probabilities)",
         choices=CALIBRATION_METHODS,
         noun="calibration",
         flag="calibration",

@@ -21,8 +21,9 @@ UNSEEN_CATEGORY_POLICIES = ("refuse", "other")
 LOCAL_OPTIMIZERS = ("adam", "sgd")
 PAFNET_DEPLOY = ("best-val", "last")
 #: How a deployed model's binary risks are calibrated on its client's validation rows
-#: (:mod:`fedcare_core.evaluation.calibration`): by the documented rule, forced, or not at all.
-CALIBRATION_METHODS = ("auto", "platt", "isotonic", "none")
+#: (:mod:`fedcare_core.evaluation.calibration`): by the documented rule across the clients
+#: (auto) or at each client alone (local), forced, or not at all.
+CALIBRATION_METHODS = ("auto", "local", "platt", "isotonic", "none")
 
 #: Largest seed (NumPy's generators take seeds below 2**32).
 MAX_SEED = 2**32 - 1

@@ -1,14 +1,17 @@
-"""Calibrating each client's deployed model on its own validation rows (issue 31).
+"""Calibrating each client's deployed model on validation rows (issue 31).
 
 Binary heads train with a positive-class weight (SPEC §2), so their raw probabilities rank well
 but overstate risk. Before anything is evaluated, packaged or served, every binary objective of
-a client's deployed model gets a calibrator: the client's class weight undone, then whatever its
-validation rows show is left (:func:`~fedcare_core.evaluation.recalibration.fit_calibrator`;
-the run's ``calibration`` setting chooses the rule). Every length-of-stay objective gets a
-prediction interval from the same rows, by split conformal prediction on the validation residuals
-in log1p-days (:func:`~fedcare_core.evaluation.conformal.fit_conformal_interval`, nominal
-coverage :data:`INTERVAL_COVERAGE`). Only the client's own rows are read, at the client: in a
-multi-site federation each site calibrates its model in its own Stage 2 run.
+a client's deployed model gets a calibrator: the client's class weight undone, then what the
+validation rows show is left. By default (``calibration = auto``) that is one recalibration
+fitted across the clients that pursue the objective from a few numbers each, a shared slope and
+site intercepts shrunk toward their mean
+(:mod:`fedcare_core.evaluation.federated_recalibration`); ``local`` is each client's own closed
+test (:func:`~fedcare_core.evaluation.recalibration.fit_calibrator`), which is also what a site
+of a multi-site federation does in its own Stage 2 run. Every length-of-stay objective gets a
+prediction interval from the client's rows, by split conformal prediction on the validation
+residuals in log1p-days (:func:`~fedcare_core.evaluation.conformal.fit_conformal_interval`,
+nominal coverage :data:`INTERVAL_COVERAGE`). Rows are read only at their client.
 """
 
 from __future__ import annotations
@@ -24,6 +27,10 @@ from fedcare_core.evaluation.conformal import (
     DEFAULT_COVERAGE,
     ConformalInterval,
     fit_conformal_interval,
+)
+from fedcare_core.evaluation.federated_recalibration import (
+    SiteValidation,
+    federated_calibrators,
 )
 from fedcare_core.evaluation.recalibration import CalibrationRule, fit_calibrator
 from fedcare_core.nn.losses import make_loss
@@ -48,8 +55,44 @@ def _validation_inputs(client: ClientData) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def calibration_rule(setting: str) -> CalibrationRule:
-    """The rule of the run's ``calibration`` setting (``"none"``: every map the identity)."""
-    return CalibrationRule(method="identity" if setting == "none" else setting)
+    """The rule of the run's ``calibration`` setting (``"none"``: every map the identity).
+
+    ``auto`` and ``local`` share the closed test's rule (``auto`` runs it across the clients).
+    """
+    method = {"none": "identity", "local": "auto"}.get(setting, setting)
+    return CalibrationRule(method=method)
+
+
+def _site_validation(
+    client: ClientData, predictor: ClientPredictor
+) -> dict[str, SiteValidation | None]:
+    """Each binary objective's validation labels and raw scores at ``client`` (None: not its)."""
+    val = client.val
+    x_common, x_private = _validation_inputs(client)
+    out: dict[str, SiteValidation | None] = {}
+    for objective, kind in zip(predictor.objectives, predictor.kinds, strict=True):
+        if kind != "binary":
+            continue
+        if objective not in client.objectives:
+            out[objective] = None
+            continue
+        j = client.objectives.index(objective)
+        weight = make_loss("binary", client.train.y[:, j], client.preferences.get(objective))
+        scores = predictor.uncalibrated(x_common, x_private, objective)
+        out[objective] = SiteValidation(val.y[:, j], np.clip(scores, 0.0, 1.0), weight.pos_weight)
+    return out
+
+
+def _own_calibration(
+    sites: dict[str, SiteValidation | None], rule: CalibrationRule
+) -> dict[str, Calibrator]:
+    """Each objective's calibrator from the client's own rows alone."""
+    return {
+        objective: Calibrator("identity", reason="not the client's objective")
+        if site is None
+        else fit_calibrator(site.y, site.scores, pos_weight=site.pos_weight, rule=rule)
+        for objective, site in sites.items()
+    }
 
 
 def calibrate_predictor(
@@ -58,7 +101,7 @@ def calibrate_predictor(
     rule: CalibrationRule,
     coverage: float = INTERVAL_COVERAGE,
 ) -> ClientPredictor:
-    """``predictor`` calibrated on ``client``'s validation rows, with its LOS intervals.
+    """``predictor`` calibrated on ``client``'s validation rows alone, with its LOS intervals.
 
     Parameters
     ----------
@@ -78,22 +121,7 @@ def calibrate_predictor(
         regression objective; a binary objective the client has no validation label for gets
         the identity (its reason says so).
     """
-    val = client.val
-    x_common, x_private = _validation_inputs(client)
-    calibration: dict[str, Calibrator] = {}
-    for objective, kind in zip(predictor.objectives, predictor.kinds, strict=True):
-        if kind != "binary":
-            continue
-        if objective not in client.objectives:
-            calibration[objective] = Calibrator("identity", reason="not the client's objective")
-            continue
-        j = client.objectives.index(objective)
-        preference = client.preferences.get(objective)
-        weight = make_loss("binary", client.train.y[:, j], preference).pos_weight
-        scores = predictor.uncalibrated(x_common, x_private, objective)
-        calibration[objective] = fit_calibrator(
-            val.y[:, j], np.clip(scores, 0.0, 1.0), pos_weight=weight, rule=rule
-        )
+    calibration = _own_calibration(_site_validation(client, predictor), rule)
     intervals = fit_intervals(client, predictor, coverage)
     return predictor.with_calibration(calibration).with_intervals(intervals)
 
@@ -138,7 +166,7 @@ def calibrate_predictors(
     setting: str,
     coverage: float = INTERVAL_COVERAGE,
 ) -> list[ClientPredictor]:
-    """:func:`calibrate_predictor` for every client, in client order.
+    """Every client's deployed model calibrated, with its length-of-stay intervals.
 
     Parameters
     ----------
@@ -147,18 +175,39 @@ def calibrate_predictors(
     predictors
         Their deployed models, in the same order.
     setting
-        The run's ``calibration`` setting (:data:`~fedcare_core.config.CALIBRATION_METHODS`);
-        it does not touch the length-of-stay intervals, which every setting fits.
+        The run's ``calibration`` setting (:data:`~fedcare_core.config.CALIBRATION_METHODS`):
+        ``auto`` recalibrates each binary objective across the clients that pursue it, from a
+        few numbers per client
+        (:func:`~fedcare_core.evaluation.federated_recalibration.federated_calibrators`);
+        ``local`` is each client's own closed test (:func:`calibrate_predictor`); the others
+        force a method. It does not touch the length-of-stay intervals, which every setting
+        fits.
     coverage
         Nominal coverage of the length-of-stay intervals.
 
     Returns
     -------
     list of ClientPredictor
-        The calibrated models, with their intervals.
+        The calibrated models, with their intervals, in client order.
     """
     rule = calibration_rule(setting)
+    clients = federation.clients
+    if setting != "auto":
+        return [
+            calibrate_predictor(client, predictor, rule, coverage)
+            for client, predictor in zip(clients, predictors, strict=True)
+        ]
+    sites = [_site_validation(c, p) for c, p in zip(clients, predictors, strict=True)]
+    calibrations: list[dict[str, Calibrator]] = [{} for _ in sites]
+    for objective in dict.fromkeys(o for s in sites for o in s):
+        fitted = federated_calibrators([s.get(objective) for s in sites], rule)
+        for calibration, calibrator in zip(calibrations, fitted, strict=True):
+            calibration[objective] = calibrator
     return [
-        calibrate_predictor(client, predictor, rule, coverage)
-        for client, predictor in zip(federation.clients, predictors, strict=True)
+        predictor.with_calibration(
+            {o: calibration[o] for o in site}
+        ).with_intervals(fit_intervals(client, predictor, coverage))
+        for client, predictor, site, calibration in zip(
+            clients, predictors, sites, calibrations, strict=True
+        )
     ]

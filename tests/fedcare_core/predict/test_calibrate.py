@@ -14,7 +14,11 @@ import torch
 
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.data.loading import load_dataset
-from fedcare_core.evaluation.recalibration import fit_calibrator
+from fedcare_core.evaluation.federated_recalibration import (
+    SiteValidation,
+    federated_calibrators,
+)
+from fedcare_core.evaluation.recalibration import DEFAULT_RULE, fit_calibrator
 from fedcare_core.nn.losses import make_loss
 from fedcare_core.predict.calibrate import calibrate_predictors
 from fedcare_core.predict.package import client_package, load_package, save_package
@@ -43,7 +47,7 @@ def loaded(data_dir: Path):
 def runs(loaded):
     return {
         setting: run_experiment(loaded.cohort, loaded.partition, _config(setting))
-        for setting in ("auto", "none")
+        for setting in ("auto", "local", "none")
     }
 
 
@@ -61,8 +65,36 @@ def test_readmission_risks_match_the_observed_rate_only_when_calibrated(runs):
     assert calibrated["ece"] < raw["ece"] / 3
 
 
-def test_each_client_undoes_its_own_class_weight_on_its_own_rows(runs):
+def _site_validation(client, predictor, objective):
+    if objective not in client.objectives or objective not in predictor.objectives:
+        return None
+    j = client.objectives.index(objective)
+    val = client.val
+    scores = predictor.uncalibrated(
+        torch.from_numpy(val.x_common), torch.from_numpy(val.x_private), objective
+    )
+    weight = make_loss("binary", client.train.y[:, j]).pos_weight
+    return SiteValidation(val.y[:, j], scores, weight)
+
+
+def test_auto_recalibrates_each_objective_across_its_clients(runs):
     result = runs["auto"]
+    pairs = list(zip(result.federation.clients, result.predictors, strict=True))
+    first = pairs[0][1]
+    binary = [o for o, k in zip(first.objectives, first.kinds, strict=True) if k == "binary"]
+    assert binary
+    for objective in binary:
+        sites = [_site_validation(c, p, objective) for c, p in pairs]
+        expected = federated_calibrators(sites, DEFAULT_RULE)
+        deployed = [objective in p.objectives for _, p in pairs]
+        got = [p.calibration[objective] for _, p in pairs if objective in p.objectives]
+        assert got == [e for e, d in zip(expected, deployed, strict=True) if d]
+        held = [e for e, s in zip(expected, sites, strict=True) if s is not None]
+        assert held and all(c.method == "platt" for c in held)
+
+
+def test_local_calibration_uses_each_clients_own_rows_alone(runs):
+    result = runs["local"]
     for client, predictor in zip(result.federation.clients, result.predictors, strict=True):
         for j, objective in enumerate(client.objectives):
             kind = predictor.kinds[predictor.objectives.index(objective)]
@@ -97,9 +129,10 @@ def test_the_results_document_says_how_each_model_was_calibrated(runs):
     )
 
 
-def test_calibrating_again_is_deterministic_and_shares_the_network(runs):
-    result = runs["auto"]
-    again = calibrate_predictors(result.federation, result.predictors, "auto")
+@pytest.mark.parametrize("setting", ["auto", "local"])
+def test_calibrating_again_is_deterministic_and_shares_the_network(runs, setting):
+    result = runs[setting]
+    again = calibrate_predictors(result.federation, result.predictors, setting)
     for before, after in zip(result.predictors, again, strict=True):
         assert before.calibration == after.calibration
         assert after.network is before.network
