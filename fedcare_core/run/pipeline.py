@@ -205,7 +205,7 @@ def run_algorithm(
         predictors = calibrate_predictors(
             federation,
             algorithm.predictors(inputs, rounds, personal),
-            config.calibration,
+            calibration_setting(config),
             config.interval_coverage,
         )
         scorers = [predictor_scorer(p) for p in predictors]
@@ -223,6 +223,18 @@ def run_algorithm(
         provenance=provenance,
         backend=backend_name,
     )
+
+
+def calibration_setting(config: ExperimentConfig) -> str:
+    """The calibration a run applies: its setting, except that DP keeps ``auto`` at each client.
+
+    ``auto`` sends each client's validation summaries across the federation, which DP's ε does
+    not cover; under client-level DP each client calibrates alone (``local``) so that ε speaks
+    for everything the run releases (docs/PRIVACY.md).
+    """
+    if config.calibration == "auto" and config.stage1.privacy() is not None:
+        return "local"
+    return config.calibration
 
 
 def evaluation_settings(config: ExperimentConfig) -> EvaluationSettings:

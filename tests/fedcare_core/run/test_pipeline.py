@@ -3,7 +3,7 @@ import json
 import pytest
 
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config
-from fedcare_core.run.pipeline import run_experiment
+from fedcare_core.run.pipeline import calibration_setting, run_experiment
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 
 
@@ -191,3 +191,17 @@ def test_a_shared_stage1_gives_fedcare_b_its_own_document():
     for d in (alone, shared):
         d.pop("timing")
     assert shared == alone
+
+
+def test_dp_runs_calibrate_each_client_alone_so_epsilon_covers_every_release():
+    from dataclasses import replace
+
+    plain = _config().with_overrides(data={"clients": 8})  # objectives with several holders
+    private = plain.with_overrides(stage1={"dp_noise_multiplier": 1.0})
+    assert calibration_setting(plain) == "auto"
+    assert calibration_setting(private) == "local"
+    assert calibration_setting(replace(private, calibration="platt")) == "platt"
+    for config, federated in ((plain, True), (private, False)):
+        result = run_experiment(make_cohort(2000), PARTITION, config)
+        reasons = [c.reason for p in result.predictors for c in p.calibration.values()]
+        assert reasons and any("federated recalibration" in r for r in reasons) == federated
