@@ -204,9 +204,9 @@ def calibrate_predictors(
         for calibration, calibrator in zip(calibrations, fitted, strict=True):
             calibration[objective] = calibrator
     return [
-        predictor.with_calibration(
-            {o: calibration[o] for o in site}
-        ).with_intervals(fit_intervals(client, predictor, coverage))
+        predictor.with_calibration({o: calibration[o] for o in site}).with_intervals(
+            fit_intervals(client, predictor, coverage)
+        )
         for client, predictor, site, calibration in zip(
             clients, predictors, sites, calibrations, strict=True
         )
