@@ -200,7 +200,10 @@ def shrunk_intercept(b: float, se: float, mean: float, tau2: float) -> float:
 
 
 def _local(sites: Sequence[SiteValidation | None], rule: CalibrationRule) -> list[Calibrator]:
-    why = "fewer than 2 sites with enough validation rows: the site's own closed test"
+    why = (
+        f"calibrated alone (fewer than two of the run's clients hold {rule.min_per_class} "
+        "validation rows of each class): its own closed test"
+    )
     out = []
     for site in sites:
         if site is None:

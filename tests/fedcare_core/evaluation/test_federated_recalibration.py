@@ -124,7 +124,7 @@ def test_one_site_falls_back_to_its_own_closed_test():
     (calibrator,) = federated_calibrators([site], DEFAULT_RULE)
     own = fit_calibrator(site.y, site.scores, pos_weight=5.0)
     assert (calibrator.a, calibrator.b, calibrator.update) == (own.a, own.b, own.update)
-    assert calibrator.reason.startswith("fewer than 2 sites")
+    assert calibrator.reason.startswith("calibrated alone")
 
 
 def test_only_the_auto_rule_is_federated():
