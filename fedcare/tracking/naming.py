@@ -7,7 +7,8 @@ Run names
     ``fedcare.setting``) is ``<algorithm>-K<clients>-T<rounds>[-<variant>]``; the variant lists,
     in a fixed order, the settings that depart from the dataset's default
     :class:`~fedcare_core.config.ExperimentConfig` and matter for comparison (ρ, client split,
-    solver, normalisation, QP scope, objectives per client, patient cap, …); any other departure
+    solver, normalisation, QP scope, objectives per client, label options, calibration, patient
+    cap, …); any other departure
     (learning rates, batch sizes, epochs) is folded into one ``cfg<hash>`` token, so two runs
     differ in name whenever their configurations differ in more than the seed.
     :func:`parse_run_name` reads a name back. A flow run's parent run is named by what it ran:
@@ -83,6 +84,8 @@ _VARIANT_TOKENS: dict[str, Callable[[Any], str]] = {
     "data.objectives_per_client": lambda v: f"m{v}",
     "data.cover_all_objectives": lambda v: "cover" if v else "nocover",
     "data.readmission": lambda v: f"readm-{v}",
+    "data.readmission_exclude": lambda v: f"readm-excl-{v}",
+    "data.early_discharge": lambda v: f"ed-{v}",
     "data.max_patients": lambda v: "nall" if v is None else f"n{v}",
     "data.max_patients_per_client": lambda v: "capall" if v is None else f"cap{v}",
     "data.features": lambda v: f"features-{v}",
@@ -94,6 +97,7 @@ _VARIANT_TOKENS: dict[str, Callable[[Any], str]] = {
     "stage1.dp_epsilon": lambda v: f"dp-eps{v:g}",
     "stage1.dp_noise_multiplier": lambda v: f"dp-z{v:g}",
     "stage1.dp_clip": lambda v: f"dp-clip{v:g}",
+    "calibration": lambda v: f"cal-{v}",
 }
 #: Hex digits of the hash of the other departures.
 _HASH_DIGITS = 4

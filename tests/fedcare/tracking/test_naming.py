@@ -44,6 +44,13 @@ def test_a_default_run_is_named_by_seed_then_algorithm_k_t():
             "seed0 · fedcare-K5-T20-m2-n1000-slsqp-norm-l2-qp-backbone",
         ),
         (ExperimentConfig(threads=4, seed=7), "seed7 · fedcare-K10-T100"),
+        (
+            ExperimentConfig(
+                calibration="local",
+                data=DataConfig(early_discharge="home", readmission_exclude="deaths-ama-transfers"),
+            ),
+            "seed0 · fedcare-K10-T100-readm-excl-deaths-ama-transfers-ed-home-cal-local",
+        ),
     ],
 )
 def test_the_variant_spells_out_the_settings_that_matter(config, expected):
