@@ -50,6 +50,24 @@ def _log_loss(f: np.ndarray, t: np.ndarray) -> float:
     return float(np.sum(np.logaddexp(0.0, f) - t * f))
 
 
+def log_likelihood(y: np.ndarray, z: np.ndarray) -> float:
+    """Bernoulli log-likelihood of labels ``y`` under logits ``z``."""
+    return float(np.sum(y * z - np.logaddexp(0.0, z)))
+
+
+def lr_p_value(larger: float, smaller: float, df: int) -> float:
+    """The likelihood-ratio test's p-value of nested fits' log-likelihoods (``df`` degrees)."""
+    from scipy.stats import chi2
+
+    return float(chi2.sf(max(2.0 * (larger - smaller), 0.0), df))
+
+
+def fit_intercept(y: np.ndarray, offset: np.ndarray) -> float:
+    """The intercept ``b`` maximising the likelihood of ``y`` under ``offset + b``."""
+    (b,) = fit_logistic(np.ones((len(y), 1)), y, offset=offset)
+    return float(b)
+
+
 def fit_logistic(
     features: np.ndarray,
     targets: np.ndarray,

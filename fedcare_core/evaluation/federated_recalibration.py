@@ -35,11 +35,18 @@ Clinical Trials, 1986; Y. Vergouwe et al., Statistics in Medicine, 2017.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
-from fedcare_core.evaluation.calibration import Calibrator, fit_logistic, logit, sigmoid
+from fedcare_core.evaluation.calibration import (
+    Calibrator,
+    fit_intercept,
+    log_likelihood,
+    logit,
+    lr_p_value,
+    sigmoid,
+)
 from fedcare_core.evaluation.recalibration import CalibrationRule, fit_calibrator
 
 __all__ = [
@@ -98,15 +105,6 @@ class SharedSlope:
         return self.slope if self.used else 1.0
 
 
-def _intercept_fit(y: np.ndarray, offset: np.ndarray) -> float:
-    (b,) = fit_logistic(np.ones((len(y), 1)), y, offset=offset)
-    return float(b)
-
-
-def _log_likelihood(y: np.ndarray, z: np.ndarray) -> float:
-    return float(np.sum(y * z - np.logaddexp(0.0, z)))
-
-
 def slope_profile(y: np.ndarray, z: np.ndarray, grid: np.ndarray = SLOPE_GRID) -> np.ndarray:
     """A site's message: its profile log-likelihood at each slope of ``grid``.
 
@@ -124,7 +122,7 @@ def slope_profile(y: np.ndarray, z: np.ndarray, grid: np.ndarray = SLOPE_GRID) -
     ndarray
         ``max_b sum log P(y | a z + b)`` for each ``a`` of ``grid``.
     """
-    return np.array([_log_likelihood(y, a * z + _intercept_fit(y, a * z)) for a in grid])
+    return np.array([log_likelihood(y, a * z + fit_intercept(y, a * z)) for a in grid])
 
 
 def shared_slope(
@@ -147,8 +145,6 @@ def shared_slope(
         The maximiser (refined by a parabola through the best grid point and its neighbours),
         the test's p-value, and whether the slope is used (p below ``alpha``).
     """
-    from scipy.stats import chi2
-
     total = np.sum(np.asarray(profiles, dtype=np.float64), axis=0)
     best = int(np.argmax(total))
     slope = float(grid[best])
@@ -158,7 +154,7 @@ def shared_slope(
         if curvature < 0:
             slope += float(0.5 * (left - right) / curvature * (grid[best + 1] - grid[best]))
     one = int(np.flatnonzero(np.isclose(grid, 1.0))[0])
-    p = float(chi2.sf(max(2.0 * (total[best] - total[one]), 0.0), 1))
+    p = lr_p_value(float(total[best]), float(total[one]), 1)
     return SharedSlope(slope, p, p < alpha and best != one, len(profiles))
 
 
@@ -171,7 +167,7 @@ def intercept_estimate(y: np.ndarray, z: np.ndarray, slope: float) -> tuple[floa
         ``b`` maximising ``sum log P(y | slope z + b)`` and ``1 / sqrt(sum p (1 - p))``.
     """
     offset = slope * z
-    b = _intercept_fit(y, offset)
+    b = fit_intercept(y, offset)
     p = sigmoid(offset + b)
     return b, float(1.0 / np.sqrt(max(float(np.sum(p * (1.0 - p))), 1e-12)))
 
@@ -210,7 +206,7 @@ def _local(sites: Sequence[SiteValidation | None], rule: CalibrationRule) -> lis
             out.append(Calibrator("identity", reason="not the client's objective"))
             continue
         own = fit_calibrator(site.y, site.scores, pos_weight=site.pos_weight, rule=rule)
-        out.append(Calibrator.from_dict(own.to_dict() | {"reason": f"{why}; {own.reason}"}))
+        out.append(replace(own, reason=f"{why}; {own.reason}"))
     return out
 
 

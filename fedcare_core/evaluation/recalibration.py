@@ -46,10 +46,13 @@ import numpy as np
 from fedcare_core.evaluation.calibration import (
     METHODS,
     Calibrator,
+    fit_intercept,
     fit_isotonic,
     fit_logistic,
     fit_platt,
+    log_likelihood,
     logit,
+    lr_p_value,
 )
 
 __all__ = ["DEFAULT_RULE", "CalibrationRule", "fit_calibrator"]
@@ -82,18 +85,6 @@ class CalibrationRule:
 DEFAULT_RULE = CalibrationRule()
 
 
-def _log_likelihood(y: np.ndarray, z: np.ndarray) -> float:
-    """Bernoulli log-likelihood of labels ``y`` under logits ``z``."""
-    return float(np.sum(y * z - np.logaddexp(0.0, z)))
-
-
-def _lr_p_value(larger: float, smaller: float, df: int) -> float:
-    """The likelihood-ratio test's p-value of nested fits' log-likelihoods."""
-    from scipy.stats import chi2
-
-    return float(chi2.sf(max(2.0 * (larger - smaller), 0.0), df))
-
-
 def _closed_test(
     y: np.ndarray, z: np.ndarray, alpha: float, *, slope: bool
 ) -> tuple[str, float, float, str]:
@@ -106,20 +97,19 @@ def _closed_test(
     tuple
         ``(update, a, b, why)``: the map ``sigmoid(a z + b)`` and the tests' p-values.
     """
-    ones = np.ones((len(y), 1))
-    (b1,) = fit_logistic(ones, y, offset=z)
-    kept, shifted = _log_likelihood(y, z), _log_likelihood(y, z + b1)
+    b1 = fit_intercept(y, z)
+    kept, shifted = log_likelihood(y, z), log_likelihood(y, z + b1)
     if not slope:
-        p_shift = _lr_p_value(shifted, kept, 1)
+        p_shift = lr_p_value(shifted, kept, 1)
         if p_shift >= alpha:
             return "reweighting", 1.0, 0.0, f"no miscalibration in the large (p = {p_shift:.3g})"
         return "intercept", 1.0, float(b1), f"miscalibrated in the large (p = {p_shift:.3g})"
-    a2, b2 = fit_logistic(np.column_stack([z, ones[:, 0]]), y)
-    logistic = _log_likelihood(y, a2 * z + b2)
-    p_any = _lr_p_value(logistic, kept, 2)
+    a2, b2 = fit_logistic(np.column_stack([z, np.ones_like(z)]), y)
+    logistic = log_likelihood(y, a2 * z + b2)
+    p_any = lr_p_value(logistic, kept, 2)
     if p_any >= alpha:
         return "reweighting", 1.0, 0.0, f"no miscalibration left (p = {p_any:.3g})"
-    p_slope = _lr_p_value(logistic, shifted, 1)
+    p_slope = lr_p_value(logistic, shifted, 1)
     if p_slope >= alpha or a2 <= 0.0:
         why = f"miscalibrated (p = {p_any:.3g}), in the intercept only (p = {p_slope:.3g})"
         return "intercept", 1.0, float(b1), why
