@@ -66,6 +66,14 @@ class SplitArrays:
         """Number of rows."""
         return int(self.y.shape[0])
 
+    def take(self, rows: np.ndarray) -> SplitArrays:
+        """The split's rows ``rows`` (indices, in that order), every array alike."""
+        groups = None if self.groups is None else self.groups[rows]
+        subgroups = {name: labels[rows] for name, labels in self.subgroups.items()}
+        return SplitArrays(
+            self.x_common[rows], self.x_private[rows], self.y[rows], groups, subgroups
+        )
+
 
 @dataclass(frozen=True)
 class ClientData:

@@ -3,20 +3,23 @@
 Binary heads train with a positive-class weight (SPEC §2), so their raw probabilities rank well
 but overstate risk. Before anything is evaluated, packaged or served, every binary objective of
 a client's deployed model gets a calibrator: the client's class weight undone, then what the
-validation rows show is left. By default (``calibration = auto``) that is one recalibration
-fitted across the clients that pursue the objective from a few numbers each, a shared slope and
-site intercepts shrunk toward their mean
-(:mod:`fedcare_core.evaluation.federated_recalibration`); ``local`` is each client's own closed
-test (:func:`~fedcare_core.evaluation.recalibration.fit_calibrator`), which is also what a site
-of a multi-site federation does in its own Stage 2 run. Every length-of-stay objective gets a
-prediction interval from the client's rows, by split conformal prediction on the validation
-residuals in log1p-days (:func:`~fedcare_core.evaluation.conformal.fit_conformal_interval`,
-nominal coverage :data:`INTERVAL_COVERAGE`). Rows are read only at their client.
+validation rows show is left. Where training chose an epoch on those rows, each row's
+prediction comes from the epoch the other half of them chose (cross-fitting,
+:mod:`fedcare_core.nn.cross_fit`), so that the selection's optimism is not taken for
+calibration. By default (``calibration = auto``) that is one recalibration fitted across the
+clients that pursue the objective from a few numbers each, a shared slope and site intercepts
+shrunk toward their mean (:mod:`fedcare_core.evaluation.federated_recalibration`); ``local`` is
+each client's own closed test (:func:`~fedcare_core.evaluation.recalibration.fit_calibrator`),
+which is also what a site of a multi-site federation does in its own Stage 2 run.
+Every length-of-stay objective gets a prediction interval from the client's rows, by split
+conformal prediction on the (likewise cross-fitted) validation residuals in log1p-days
+(:func:`~fedcare_core.evaluation.conformal.fit_conformal_interval`, nominal coverage
+:data:`INTERVAL_COVERAGE`). Rows are read only at their client.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
@@ -41,6 +44,8 @@ __all__ = [
     "calibrate_predictor",
     "calibrate_predictors",
     "calibration_rule",
+    "class_weight",
+    "federation_class_weight",
     "fit_intervals",
 ]
 
@@ -63,10 +68,47 @@ def calibration_rule(setting: str) -> CalibrationRule:
     return CalibrationRule(method=method)
 
 
+def class_weight(client: ClientData, objective: str) -> float:
+    """The positive-class weight ``client``'s training loss gave ``objective`` (SPEC §2)."""
+    j = client.objectives.index(objective)
+    loss = make_loss("binary", client.train.y[:, j], client.preferences.get(objective))
+    return loss.pos_weight
+
+
+def federation_class_weight(clients: Sequence[ClientData], objective: str) -> float:
+    """The class weight a model shared by ``clients`` learned ``objective`` under.
+
+    A model trained on every client's loss (FedAvg's, FedProx's, the pooled model's) sees each
+    client's positives weighted by that client's own weight, so its scores carry the mean of the
+    weights over the positives: ``Σ_k pos_k w_k / Σ_k pos_k``, which is the pooled
+    ``negatives / positives`` for plain losses. Each client sends two counts.
+
+    Returns
+    -------
+    float
+        The weight (1.0 where no client has a positive training label).
+    """
+    weighted, positives = 0.0, 0
+    for client in clients:
+        if objective not in client.objectives:
+            continue
+        y = client.train.y[:, client.objectives.index(objective)]
+        n_pos = int((y[np.isfinite(y)] > 0.5).sum())
+        weighted += n_pos * class_weight(client, objective)
+        positives += n_pos
+    return weighted / positives if positives else 1.0
+
+
 def _site_validation(
-    client: ClientData, predictor: ClientPredictor
+    client: ClientData,
+    predictor: ClientPredictor,
+    weights: Mapping[str, float] | None = None,
 ) -> dict[str, SiteValidation | None]:
-    """Each binary objective's validation labels and raw scores at ``client`` (None: not its)."""
+    """Each binary objective's validation labels and raw scores at ``client`` (None: not its).
+
+    ``weights``: each objective's class weight to undo (:func:`federation_class_weight` for a
+    shared model); by default the client's own (:func:`class_weight`).
+    """
     val = client.val
     x_common, x_private = _validation_inputs(client)
     out: dict[str, SiteValidation | None] = {}
@@ -77,9 +119,9 @@ def _site_validation(
             out[objective] = None
             continue
         j = client.objectives.index(objective)
-        weight = make_loss("binary", client.train.y[:, j], client.preferences.get(objective))
-        scores = predictor.uncalibrated(x_common, x_private, objective)
-        out[objective] = SiteValidation(val.y[:, j], np.clip(scores, 0.0, 1.0), weight.pos_weight)
+        weight = (weights or {}).get(objective) or class_weight(client, objective)
+        scores = predictor.validation_predictions(x_common, x_private, objective)
+        out[objective] = SiteValidation(val.y[:, j], np.clip(scores, 0.0, 1.0), weight)
     return out
 
 
@@ -123,7 +165,17 @@ def calibrate_predictor(
     """
     calibration = _own_calibration(_site_validation(client, predictor), rule)
     intervals = fit_intervals(client, predictor, coverage)
-    return predictor.with_calibration(calibration).with_intervals(intervals)
+    return _deployed(predictor, calibration, intervals)
+
+
+def _deployed(
+    predictor: ClientPredictor,
+    calibration: dict[str, Calibrator],
+    intervals: dict[str, ConformalInterval],
+) -> ClientPredictor:
+    """``predictor`` with its calibration and intervals, its validation predictions dropped."""
+    fitted = predictor.with_calibration(calibration).with_intervals(intervals)
+    return fitted.with_validation_outputs({})
 
 
 def fit_intervals(
@@ -155,7 +207,7 @@ def fit_intervals(
             out[objective] = ConformalInterval(coverage, None, 0, "not the client's objective")
             continue
         y = client.val.y[:, client.objectives.index(objective)]
-        days = predictor.predict_objective(x_common, x_private, objective)
+        days = predictor.validation_predictions(x_common, x_private, objective)
         out[objective] = fit_conformal_interval(y, days, coverage)
     return out
 
@@ -165,6 +217,8 @@ def calibrate_predictors(
     predictors: Sequence[ClientPredictor],
     setting: str,
     coverage: float = INTERVAL_COVERAGE,
+    *,
+    shared: bool = False,
 ) -> list[ClientPredictor]:
     """Every client's deployed model calibrated, with its length-of-stay intervals.
 
@@ -184,6 +238,11 @@ def calibrate_predictors(
         fits.
     coverage
         Nominal coverage of the length-of-stay intervals.
+    shared
+        Whether every client deploys one model trained on all their losses (FedAvg, the pooled
+        model): under ``auto`` the class weight undone is then the federation's
+        (:func:`federation_class_weight`), not each client's own, whose noise at a small site
+        would shift its risks away from the others'.
 
     Returns
     -------
@@ -197,15 +256,19 @@ def calibrate_predictors(
             calibrate_predictor(client, predictor, rule, coverage)
             for client, predictor in zip(clients, predictors, strict=True)
         ]
-    sites = [_site_validation(c, p) for c, p in zip(clients, predictors, strict=True)]
+    binary = {o.name for o in federation.objectives if o.kind == "binary"}
+    weights = {o: federation_class_weight(clients, o) for o in binary} if shared else None
+    sites = [_site_validation(c, p, weights) for c, p in zip(clients, predictors, strict=True)]
     calibrations: list[dict[str, Calibrator]] = [{} for _ in sites]
     for objective in dict.fromkeys(o for s in sites for o in s):
         fitted = federated_calibrators([s.get(objective) for s in sites], rule)
         for calibration, calibrator in zip(calibrations, fitted, strict=True):
             calibration[objective] = calibrator
     return [
-        predictor.with_calibration({o: calibration[o] for o in site}).with_intervals(
-            fit_intervals(client, predictor, coverage)
+        _deployed(
+            predictor,
+            {o: calibration[o] for o in site},
+            fit_intervals(client, predictor, coverage),
         )
         for client, predictor, site, calibration in zip(
             clients, predictors, sites, calibrations, strict=True

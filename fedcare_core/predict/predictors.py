@@ -101,6 +101,11 @@ class ClientPredictor(nn.Module):
         self.calibration: dict[str, Calibrator] = {}
         #: Regression objective → its prediction interval (none: no interval, NaN ends).
         self.intervals: dict[str, ConformalInterval] = {}
+        #: Objective → each validation row's prediction by a model selected without that row
+        #: (cross-fitting, :mod:`fedcare_core.nn.cross_fit`), which calibration reads instead
+        #: of the deployed model's own; empty where training selected nothing or could not
+        #: cross-fit. Never packaged.
+        self.validation_outputs: dict[str, np.ndarray] = {}
 
     def raw(self, x_common: torch.Tensor, x_private: torch.Tensor, objective: str) -> torch.Tensor:
         """The network's raw score of ``objective`` (before the output activation)."""
@@ -149,6 +154,25 @@ class ClientPredictor(nn.Module):
         """One column per client objective (float64): calibrated probability or days."""
         columns = [self.predict_objective(x_common, x_private, s) for s in self.objectives]
         return np.column_stack(columns) if columns else np.zeros((len(x_common), 0))
+
+    def validation_predictions(
+        self, x_common: torch.Tensor, x_private: torch.Tensor, objective: str
+    ) -> np.ndarray:
+        """The uncalibrated predictions of the validation rows that calibration is fitted on.
+
+        ``x_common``/``x_private`` are the client's validation rows; where training selected an
+        epoch on them, each row's cross-fitted prediction (:attr:`validation_outputs`) is used.
+        """
+        honest = self.validation_outputs.get(objective)
+        if honest is not None and len(honest) == len(x_common):
+            return honest
+        return self.uncalibrated(x_common, x_private, objective)
+
+    def with_validation_outputs(self, outputs: Mapping[str, np.ndarray]) -> ClientPredictor:
+        """A copy (sharing the network) with :attr:`validation_outputs` ``outputs``."""
+        out = copy.copy(self)
+        out.validation_outputs = dict(outputs)
+        return out
 
     def with_calibration(self, calibration: Mapping[str, Calibrator]) -> ClientPredictor:
         """A copy (sharing the network) whose binary objectives pass through ``calibration``.

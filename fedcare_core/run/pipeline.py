@@ -207,6 +207,7 @@ def run_algorithm(
             algorithm.predictors(inputs, rounds, personal),
             calibration_setting(config),
             config.interval_coverage,
+            shared=algorithm.deploys == "global",
         )
         scorers = [predictor_scorer(p) for p in predictors]
         settings = evaluation_settings(config)

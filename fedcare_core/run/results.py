@@ -9,7 +9,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from fedcare_core import __version__
@@ -276,7 +276,10 @@ def assemble_result(
         config=config,
         federation=federation,
         stage1=stage1,
-        stage2=sorted(stage2, key=lambda s: s.client_id),
+        # The cross-fitted validation predictions served calibration; they stay at the client.
+        stage2=[
+            replace(s, validation_outputs={}) for s in sorted(stage2, key=lambda s: s.client_id)
+        ],
         evaluation=evaluation,
         timing=dict(timing),
         data_sha256=provenance.sha256,

@@ -17,7 +17,8 @@ import torch
 from fedcare_core.config import ModelConfig, Stage2Config
 from fedcare_core.data.clients import ClientData, SplitArrays
 from fedcare_core.moo import min_norm_weights
-from fedcare_core.nn.losses import ObjectiveLoss
+from fedcare_core.nn.cross_fit import FoldSelection, validation_folds
+from fedcare_core.nn.losses import ObjectiveLoss, predict
 from fedcare_core.nn.models import PersonalModel
 from fedcare_core.nn.optim import local_optimizer
 from fedcare_core.nn.seeding import derive_rng, seed_torch
@@ -55,6 +56,10 @@ class Stage2Result:
         1-based epoch whose weights were kept.
     stopped
         Why training ended: ``"budget"``, ``"patience"`` or ``"epsilon"``.
+    validation_outputs
+        Objective → each validation row's prediction by the epoch the other folds of the
+        validation rows kept (:mod:`fedcare_core.nn.cross_fit`), what the deployed model is
+        calibrated on; empty with too few validation patients. Stays at the client.
     """
 
     client_id: int
@@ -66,6 +71,7 @@ class Stage2Result:
     steps: int
     best_epoch: int
     stopped: str
+    validation_outputs: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def build_personal_model(
@@ -194,6 +200,68 @@ def _descend(
     return mu, sq
 
 
+class _Selection:
+    """The epoch kept on the whole validation split, and the one each fold's complement keeps."""
+
+    def __init__(
+        self,
+        model: PersonalModel,
+        losses: Mapping[str, ObjectiveLoss],
+        client: ClientData,
+        keep: KeepBest,
+        seed: int,
+    ) -> None:
+        self.model, self.losses, self.client, self.keep = model, losses, client, keep
+        folds = validation_folds(client.val, seed, client.client_id)
+        self.folds = FoldSelection(model, folds) if folds else None
+        self.selecting = [torch.from_numpy(r) for r in self.folds.selecting] if self.folds else []
+
+    def record(self, epoch: int) -> float:
+        """Score the current weights on the validation rows; returns the whole split's loss."""
+        val = _val_loss(self.model, self.losses, self.client, self.client.val)
+        self.keep.update(epoch, val)
+        if self.folds is not None:
+            self.folds.update(self._selecting_losses())
+        return val
+
+    def _selecting_losses(self) -> list[float]:
+        """The loss over each fold's selecting rows (the other folds'), from one pass."""
+        split, objectives = self.client.val, self.client.objectives
+        xc, xu, y = _tensors(split)
+        groups = loss_groups(self.losses, split)
+        with torch.no_grad():
+            z = torch.cat([self.model.backbone(xc), xu], dim=1)
+            scores = {s: self.model.heads[s](z) for s in objectives}
+            out = []
+            for rows in self.selecting:
+                part = {s: values[rows] for s, values in scores.items()}
+
+                def outputs(s: str, mask: torch.Tensor, part: dict = part) -> torch.Tensor:
+                    return part[s][mask]
+
+                parts = masked_objective_losses(
+                    objectives, y[rows], self.losses, outputs, take_groups(groups, rows)
+                )
+                out.append(float(sum(float(v) for v in parts.values())))
+        return out
+
+    def out_of_fold(self, kinds: Mapping[str, str]) -> dict[str, np.ndarray]:
+        """Each validation row predicted by the epoch the other folds kept (before restoring)."""
+        if self.folds is None:
+            return {}
+        model, objectives = self.model, self.client.objectives
+
+        def predictions(split: SplitArrays) -> dict[str, np.ndarray]:
+            xc, xu, _ = _tensors(split)
+            with torch.no_grad():
+                return {
+                    s: predict(kinds[s], model(xc, xu, s)).numpy().astype(np.float64)
+                    for s in objectives
+                }
+
+        return self.folds.out_of_fold(self.client.val, predictions)
+
+
 @dataclass
 class _Trace:
     """What fine-tuning records, epoch by epoch."""
@@ -254,19 +322,19 @@ def fine_tune(
     rng = derive_rng(seed, "stage2-batch", client.client_id)
     seed_torch(seed, "stage2-dropout", client.client_id)
     keep = KeepBest(model, config.patience, has_validation=client.val.n > 0)
+    select = _Selection(model, losses, client, keep, seed)
     trace = _Trace(client.objectives, mu_sum=dict.fromkeys(client.objectives, 0.0))
     if warm:  # the start is w* itself: a candidate for deployment too
-        keep.update(0, _val_loss(model, losses, client, client.val))
+        select.record(0)
     for epoch in range(1, config.epochs + 1):
         _train_epoch(model, params, opt, losses, client, config, rng, trace, anchor)
-        val = _val_loss(model, losses, client, client.val)
-        trace.val_loss.append(val)
-        keep.update(epoch, val)
+        trace.val_loss.append(select.record(epoch))
         if trace.stopped == "epsilon":
             break
         if keep.exhausted:
             trace.stopped = "patience"
             break
+    validation = select.out_of_fold(kinds)
     keep.restore()
     return Stage2Result(
         client_id=client.client_id,
@@ -278,6 +346,7 @@ def fine_tune(
         steps=trace.steps,
         best_epoch=keep.best_epoch,
         stopped=trace.stopped,
+        validation_outputs=validation,
     )
 
 

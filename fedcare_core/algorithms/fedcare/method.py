@@ -134,7 +134,12 @@ class FedCare(Stage1Algorithm):
                 f"{wanted}"
             )
         kinds = objective_kinds(inputs.federation)
-        return [PersonalInput(by_client[k].model, kinds, inputs.config.model) for k in wanted]
+        return [
+            PersonalInput(by_client[k].model, kinds, inputs.config.model).with_validation_outputs(
+                by_client[k].validation_outputs
+            )
+            for k in wanted
+        ]
 
     def stage2_record(self, personal: Sequence[Any]) -> list[Stage2Result]:
         """The clients' Stage 2 traces."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import zipfile
@@ -20,7 +21,11 @@ from fedcare_core.evaluation.federated_recalibration import (
 )
 from fedcare_core.evaluation.recalibration import DEFAULT_RULE, fit_calibrator
 from fedcare_core.nn.losses import make_loss
-from fedcare_core.predict.calibrate import calibrate_predictors
+from fedcare_core.predict.calibrate import (
+    calibrate_predictors,
+    class_weight,
+    federation_class_weight,
+)
 from fedcare_core.predict.package import client_package, load_package, save_package
 from fedcare_core.run.pipeline import run_experiment
 
@@ -65,7 +70,7 @@ def test_readmission_risks_match_the_observed_rate_only_when_calibrated(runs):
     assert calibrated["ece"] < raw["ece"] / 3
 
 
-def _site_validation(client, predictor, objective):
+def _site_validation(client, predictor, objective, weight=None):
     if objective not in client.objectives or objective not in predictor.objectives:
         return None
     j = client.objectives.index(objective)
@@ -73,7 +78,8 @@ def _site_validation(client, predictor, objective):
     scores = predictor.uncalibrated(
         torch.from_numpy(val.x_common), torch.from_numpy(val.x_private), objective
     )
-    weight = make_loss("binary", client.train.y[:, j]).pos_weight
+    if weight is None:
+        weight = make_loss("binary", client.train.y[:, j]).pos_weight
     return SiteValidation(val.y[:, j], scores, weight)
 
 
@@ -84,7 +90,8 @@ def test_auto_recalibrates_each_objective_across_its_clients(runs):
     binary = [o for o, k in zip(first.objectives, first.kinds, strict=True) if k == "binary"]
     assert binary
     for objective in binary:
-        sites = [_site_validation(c, p, objective) for c, p in pairs]
+        shared = federation_class_weight(result.federation.clients, objective)  # FedAvg's
+        sites = [_site_validation(c, p, objective, shared) for c, p in pairs]
         expected = federated_calibrators(sites, DEFAULT_RULE)
         deployed = [objective in p.objectives for _, p in pairs]
         got = [p.calibration[objective] for _, p in pairs if objective in p.objectives]
@@ -129,10 +136,53 @@ def test_the_results_document_says_how_each_model_was_calibrated(runs):
     )
 
 
+def test_calibration_reads_cross_fitted_validation_predictions_and_drops_them(runs):
+    result = runs["local"]
+    client, predictor = result.federation.clients[0], result.predictors[0]
+    objective = next(
+        o for o, k in zip(predictor.objectives, predictor.kinds, strict=True) if k == "binary"
+    )
+    j = client.objectives.index(objective)
+    val = client.val
+    raw = predictor.uncalibrated(
+        torch.from_numpy(val.x_common), torch.from_numpy(val.x_private), objective
+    )
+    flatter = 1.0 / (1.0 + np.exp(-0.5 * np.log(raw / (1.0 - raw))))  # an overfit model's view
+    honest = predictor.with_validation_outputs({objective: flatter})
+    alone = dataclasses.replace(result.federation, clients=(client,))
+    (again,) = calibrate_predictors(alone, [honest], "local")
+    weight = make_loss("binary", client.train.y[:, j]).pos_weight
+    expected = fit_calibrator(val.y[:, j], flatter, pos_weight=weight)
+    assert again.calibration[objective] == expected
+    assert again.calibration[objective] != predictor.calibration[objective]
+    assert again.validation_outputs == {}
+
+
+def test_a_shared_model_undoes_the_federations_class_weight(loaded):
+    config = _config("auto").with_overrides(data={"objectives_per_client": 3}, stage1={"rounds": 3})
+    result = run_experiment(loaded.cohort, loaded.partition, config)
+    clients, objective = result.federation.clients, "readmission"
+    held = [c for c in clients if objective in c.objectives]
+    assert len(held) == 3
+    pooled = np.concatenate([c.train.y[:, c.objectives.index(objective)] for c in held])
+    pooled = pooled[np.isfinite(pooled)]
+    expected = float((pooled < 0.5).sum() / (pooled > 0.5).sum())
+    assert federation_class_weight(clients, objective) == pytest.approx(expected)
+    own = {class_weight(c, objective) for c in held}
+    assert len(own) > 1 and expected not in own  # the clients' own weights differ from it
+    # FedAvg deploys one shared model: its calibrators undo the federation's weight.
+    reasons = [p.calibration[objective].reason for p in result.predictors]
+    assert all(f"class weight {expected:.3g} undone" in r for r in reasons)
+    personal = calibrate_predictors(result.federation, result.predictors, "auto", shared=False)
+    assert [p.calibration[objective] for p in personal] != [
+        p.calibration[objective] for p in result.predictors
+    ]
+
+
 @pytest.mark.parametrize("setting", ["auto", "local"])
 def test_calibrating_again_is_deterministic_and_shares_the_network(runs, setting):
     result = runs[setting]
-    again = calibrate_predictors(result.federation, result.predictors, setting)
+    again = calibrate_predictors(result.federation, result.predictors, setting, shared=True)
     for before, after in zip(result.predictors, again, strict=True):
         assert before.calibration == after.calibration
         assert after.network is before.network

@@ -4,6 +4,7 @@ import torch
 
 from fedcare_core.config import DataConfig, ModelConfig, Stage1Config, Stage2Config
 from fedcare_core.data.clients import build_federation
+from fedcare_core.nn.losses import predict
 from fedcare_core.stage1.loop import load_global_model, run_stage1
 from fedcare_core.stage2.personalise import build_personal_model, fine_tune
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
@@ -160,3 +161,44 @@ def test_w_star_is_deployed_when_no_epoch_improves_on_it(setup, global_model):
     assert fine_tune(backbone, fed.clients[0], KINDS, ModelConfig(), good, 0, heads).best_epoch > 0
     with pytest.raises(ValueError, match="needs w\\*'s heads"):
         fine_tune(backbone, fed.clients[0], KINDS, ModelConfig(), good, 0)
+
+
+def _deployed_validation(res, client):
+    xc, xu = torch.from_numpy(client.val.x_common), torch.from_numpy(client.val.x_private)
+    with torch.no_grad():
+        return {
+            s: predict(KINDS[s], res.model(xc, xu, s)).double().numpy() for s in client.objectives
+        }
+
+
+def test_validation_outputs_are_cross_fitted_predictions_of_every_objective(setup):
+    fed, backbone = setup
+    client = fed.clients[0]
+    config = Stage2Config(epochs=6, patience=6, batch_size=32)
+    res = fine_tune(backbone, client, KINDS, ModelConfig(), config, seed=0)
+    assert set(res.validation_outputs) == set(client.objectives)
+    for objective, values in res.validation_outputs.items():
+        assert values.shape == (client.val.n,)
+        assert np.isfinite(values).all()
+        if KINDS[objective] == "binary":
+            assert ((values > 0) & (values < 1)).all()
+    # One epoch: the whole split and each half keep the same weights, the deployed ones.
+    once = fine_tune(backbone, client, KINDS, ModelConfig(), Stage2Config(epochs=1), seed=0)
+    deployed = _deployed_validation(once, client)
+    for objective, values in once.validation_outputs.items():
+        np.testing.assert_allclose(values, deployed[objective], rtol=1e-6)
+
+
+def test_cross_fitting_leaves_the_deployed_model_as_selected(setup):
+    fed, backbone = setup
+    client = fed.clients[0]
+    config = Stage2Config(epochs=6, patience=6, batch_size=32)
+    res = fine_tune(backbone, client, KINDS, ModelConfig(), config, seed=0)
+    again = fine_tune(backbone, client, KINDS, ModelConfig(), config, seed=0)
+    assert res.val_loss[res.best_epoch - 1] == min(res.val_loss)
+    deployed, repeat = _deployed_validation(res, client), _deployed_validation(again, client)
+    for objective in client.objectives:
+        np.testing.assert_array_equal(deployed[objective], repeat[objective])
+        np.testing.assert_array_equal(
+            res.validation_outputs[objective], again.validation_outputs[objective]
+        )
