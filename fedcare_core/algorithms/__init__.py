@@ -32,6 +32,7 @@ REGISTRY: dict[str, str] = {
     "pafnet": "fedcare_core.algorithms.pafnet.method:Pafnet",
     "local": "fedcare_core.algorithms.bounds.local:Local",
     "centralised": "fedcare_core.algorithms.bounds.centralised:Centralised",
+    "fedxgb": "fedcare_core.algorithms.fedxgb.method:FedXgb",
 }
 #: The registered names.
 ALGORITHM_NAMES: tuple[str, ...] = tuple(REGISTRY)

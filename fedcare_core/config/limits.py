@@ -20,6 +20,9 @@ STAGE2_HEAD_INITS = ("fresh", "global")
 UNSEEN_CATEGORY_POLICIES = ("refuse", "other")
 LOCAL_OPTIMIZERS = ("adam", "sgd")
 PAFNET_DEPLOY = ("best-val", "last")
+#: How federated boosted trees are built (Flower's two XGBoost strategies): every client adds
+#: trees each round (bagging), or one client a round, in turn (cyclic).
+FEDXGB_STRATEGIES = ("bagging", "cyclic")
 #: How a deployed model's binary risks are calibrated on its client's validation rows
 #: (:mod:`fedcare_core.evaluation.calibration`): by the documented rule across the clients
 #: (auto) or at each client alone (local), forced, or not at all.
@@ -42,5 +45,9 @@ MAX_THREADS = 1_024
 
 WIDTH = Range(1, _MAX_WIDTH)
 STEPS = Range(1, _MAX_STEPS)
+#: Tree depth of a boosted tree (XGBoost's ``max_depth``; deeper trees are refused as absurd).
+TREE_DEPTH = Range(1, 16)
+#: Trees a client boosts beyond the federation's (0: none).
+EXTRA_TREES = Range(0, _MAX_STEPS)
 BATCH = Range(1, _MAX_BATCH_SIZE)
 SEEDS = Range(0, MAX_SEED)

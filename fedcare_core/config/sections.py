@@ -24,12 +24,15 @@ from fedcare_core.config.fields import (
 from fedcare_core.config.limits import (
     BATCH,
     CLIENT_SPLITS,
+    EXTRA_TREES,
+    FEDXGB_STRATEGIES,
     LOCAL_OPTIMIZERS,
     MAX_CLIENTS,
     MAX_OBJECTIVES,
     MAX_PATIENTS,
     PAFNET_DEPLOY,
     STEPS,
+    TREE_DEPTH,
     UNSEEN_CATEGORY_POLICIES,
     WIDTH,
 )
@@ -279,6 +282,31 @@ class BaselineConfig:
     bound_patience: int = setting(
         6, help="Local and Centralised: epochs without validation improvement that end training",
         range=STEPS, group=_BASELINES,
+    )  # fmt: skip
+
+    fedxgb_strategy: str = setting(
+        "bagging",
+        help="fedxgb: every client adds trees each round (bagging) or one client a round in turn "
+        "(cyclic), as Flower's FedXgbBagging and FedXgbCyclic",
+        choices=FEDXGB_STRATEGIES,
+        noun="fedxgb strategy",
+        group=_BASELINES,
+    )
+    fedxgb_eta: float = setting(
+        0.1, help="fedxgb: a round's learning rate (bagging splits it over the round's trees)",
+        range=Range(0, 1, low_open=True), group=_BASELINES,
+    )  # fmt: skip
+    fedxgb_depth: int = setting(
+        5, help="fedxgb: depth of each tree (XGBoost's max_depth)", range=TREE_DEPTH,
+        group=_BASELINES,
+    )  # fmt: skip
+    fedxgb_local_trees: int = setting(
+        1, help="fedxgb: trees a client boosts per round", range=STEPS, group=_BASELINES
+    )
+    fedxgb_personal_trees: int = setting(
+        100, help="fedxgb: most trees a client boosts on all its features (its private ones "
+        "too) on top of the federation's, early-stopped on its validation rows (0: none)",
+        range=EXTRA_TREES, group=_BASELINES,
     )  # fmt: skip
 
     def validate(self) -> None:

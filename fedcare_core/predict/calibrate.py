@@ -120,6 +120,8 @@ def _site_validation(
             continue
         j = client.objectives.index(objective)
         weight = (weights or {}).get(objective) or class_weight(client, objective)
+        if not predictor.class_weighted:
+            weight = 1.0  # trained without a class weight: nothing to undo
         scores = predictor.validation_predictions(x_common, x_private, objective)
         out[objective] = SiteValidation(val.y[:, j], np.clip(scores, 0.0, 1.0), weight)
     return out

@@ -41,7 +41,11 @@ from fedcare_core.data.registry import get_dataset
 from fedcare_core.data.rows import RowFormat, row_format
 from fedcare_core.errors import ConfigError
 from fedcare_core.evaluation.conformal import METHOD
-from fedcare_core.predict.predictors import ClientPredictor, predictor_from_spec
+from fedcare_core.predict.predictors import (
+    PREDICTOR_KINDS,
+    ClientPredictor,
+    predictor_from_spec,
+)
 
 if TYPE_CHECKING:  # the run's result module (metrics, Stage 1 …) is not needed to score rows
     from fedcare_core.run.results import ExperimentResult
@@ -54,6 +58,7 @@ __all__ = [
     "interval_columns",
     "load_package",
     "output_column",
+    "rebuild_predictor",
     "save_package",
 ]
 
@@ -318,6 +323,21 @@ def save_package(package: ModelPackage, folder: str | Path) -> Path:
     return out
 
 
+def rebuild_predictor(
+    spec: Mapping[str, Any], weights: Mapping[str, torch.Tensor]
+) -> ClientPredictor:
+    """A packaged predictor from its spec and weights: a network's, or fedxgb's trees.
+
+    XGBoost is imported only for a package of trees (scoring a network's rows never needs it).
+    """
+    kinds = dict(PREDICTOR_KINDS)
+    if spec.get("kind") == "trees":
+        from fedcare_core.algorithms.fedxgb.predictor import TreeInput
+
+        kinds[TreeInput.kind] = TreeInput
+    return predictor_from_spec(spec, weights, kinds)
+
+
 def load_package(folder: str | Path) -> ModelPackage:
     """Read a package written by :func:`save_package`.
 
@@ -349,7 +369,7 @@ def load_package(folder: str | Path) -> ModelPackage:
         client_id=int(doc["client"]),
         common_encoder=FeatureEncoder.from_dict(doc["encoders"]["common"]),
         private_encoder=FeatureEncoder.from_dict(doc["encoders"]["private"]),
-        predictor=predictor_from_spec(doc["predictor"], weights),
+        predictor=rebuild_predictor(doc["predictor"], weights),
         unseen_categories=str(doc["unseen_categories"]),
         definition=None if doc.get("definition") is None else str(doc["definition"]),
     )

@@ -44,6 +44,7 @@ from fedcare_core.nn.losses import predict
 from fedcare_core.nn.models import FullMLP, MultiObjectiveModel, PersonalModel
 
 __all__ = [
+    "PREDICTOR_KINDS",
     "ClientPredictor",
     "CommonInput",
     "OwnInput",
@@ -84,6 +85,8 @@ class ClientPredictor(nn.Module):
 
     #: The subclass's name in a spec.
     kind: ClassVar[str]
+    #: Whether its binary risks carry the training loss's class weight (calibration undoes it).
+    class_weighted: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -392,11 +395,16 @@ class OwnInput(ClientPredictor):
         return cls(model, spec["kinds"], config, latent=spec["latent"])
 
 
-_KINDS: dict[str, Any] = {c.kind: c for c in (CommonInput, PersonalInput, UnionInput, OwnInput)}
+#: The network predictors' kinds (fedxgb's trees are added by the package reader).
+PREDICTOR_KINDS: dict[str, Any] = {
+    c.kind: c for c in (CommonInput, PersonalInput, UnionInput, OwnInput)
+}
 
 
 def predictor_from_spec(
-    spec: Mapping[str, Any], weights: Mapping[str, torch.Tensor]
+    spec: Mapping[str, Any],
+    weights: Mapping[str, torch.Tensor],
+    kinds: Mapping[str, Any] | None = None,
 ) -> ClientPredictor:
     """Rebuild a predictor from :meth:`ClientPredictor.spec` and its ``state_dict``.
 
@@ -406,6 +414,9 @@ def predictor_from_spec(
         The rebuild recipe.
     weights
         The predictor's ``state_dict()`` (every parameter and buffer).
+    kinds
+        Kind → predictor class (default: the networks', :data:`PREDICTOR_KINDS`; a package
+        adds fedxgb's trees, :func:`fedcare_core.predict.package.rebuild_predictor`).
 
     Returns
     -------
@@ -417,10 +428,11 @@ def predictor_from_spec(
     ValueError
         If ``spec`` names an unknown kind, or ``weights`` do not fit its shape.
     """
-    cls = _KINDS.get(str(spec.get("kind")))
+    kinds = PREDICTOR_KINDS if kinds is None else kinds
+    cls = kinds.get(str(spec.get("kind")))
     if cls is None:
         raise ValueError(
-            f"unknown predictor kind {spec.get('kind')!r}; expected one of {sorted(_KINDS)}"
+            f"unknown predictor kind {spec.get('kind')!r}; expected one of {sorted(kinds)}"
         )
     predictor: ClientPredictor = cls.rebuild(spec)
     try:

@@ -13,7 +13,7 @@ from fedcare_core.errors import ConfigError
 from fedcare_core.run.pipeline import run_experiment
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 
-FEDERATED = ("fedavg", "fedprox", "fmgda", "fsmgda", "pafnet")
+FEDERATED = ("fedavg", "fedprox", "fmgda", "fsmgda", "pafnet", "fedxgb")
 MGDA = ("fmgda", "fsmgda")
 
 

@@ -1,0 +1,227 @@
+"""Federated boosted trees' rounds: the client step, the server step, and the in-process loop.
+
+One ensemble per objective (:class:`~fedcare_core.algorithms.fedxgb.trees.Ensemble`), trained
+by the clients that pursue it, on their common features. Each round:
+
+- **bagging** (Flower's ``FedXgbBagging``): every client pursuing the objective boosts
+  ``fedxgb_local_trees`` trees from the ensemble's margin on its training rows; the server
+  appends them all, in client-id order. Each client's trees take ``eta / K_s`` (K_s: the
+  clients pursuing the objective), so a round's trees together take one step of ``eta``, as
+  NVIDIA FLARE's scaled learning rate does; Flower's own examples leave it to the user.
+- **cyclic** (Flower's ``FedXgbCyclic``): one client a round, in client order (round t asks
+  client ``(t − 1) mod K``), boosts on every objective it pursues, at the full ``eta``.
+
+Round 1 starts every ensemble from scratch: each client's trees start from XGBoost's base
+score on its rows, and the ensemble's base margin is their row-weighted mean
+(:meth:`~fedcare_core.algorithms.fedxgb.trees.Ensemble.first`).
+
+A client keeps its training rows' margin between rounds and adds only the trees appended
+since it last took part (:class:`ClientMargins`), the same arithmetic in process and over
+Flower, so both give the same trees.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import xgboost as xgb
+
+from fedcare_core.algorithms.fedxgb.trees import (
+    Ensemble,
+    TreeSettings,
+    base_margin,
+    boost,
+    target,
+)
+from fedcare_core.config import BaselineConfig
+from fedcare_core.data.clients import ClientData, Federation
+from fedcare_core.nn.training import ProgressFn
+from fedcare_core.stage1.types import RoundInfo
+
+__all__ = [
+    "ClientMargins",
+    "ClientTrees",
+    "TreeRounds",
+    "aggregate",
+    "client_boost",
+    "round_participants",
+    "run_rounds",
+]
+
+
+@dataclass(frozen=True)
+class ClientTrees:
+    """A client's reply for one objective: its new trees, its rows, its loss before them."""
+
+    client_id: int
+    booster: xgb.Booster
+    rows: int
+    loss: float
+
+
+@dataclass
+class ClientMargins:
+    """A client's training rows' margin under each ensemble, and how many trees it counts."""
+
+    margins: dict[str, np.ndarray] = field(default_factory=dict)
+    counted: dict[str, int] = field(default_factory=dict)
+
+    def current(self, objective: str, ensemble: Ensemble, x: np.ndarray) -> np.ndarray:
+        """The margin of ``ensemble`` on rows ``x``, adding only trees not yet counted."""
+        seen = self.counted.get(objective, 0)
+        if objective not in self.margins or seen == 0:
+            self.margins[objective] = ensemble.margin(x)
+        elif seen < len(ensemble.trees):
+            self.margins[objective] = self.margins[objective] + ensemble.margin(x, start=seen)
+        self.counted[objective] = len(ensemble.trees)
+        return self.margins[objective]
+
+
+def _labelled(client: ClientData, objective: str, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    j = client.objectives.index(objective)
+    y = client.train.y[:, j]
+    ok = np.isfinite(y)
+    return client.train.x_common[ok], target(kind, y[ok])
+
+
+def _loss(kind: str, y: np.ndarray, margin: np.ndarray) -> float:
+    """Mean log loss (binary) or absolute error in log1p-days at ``margin``."""
+    if kind == "binary":
+        return float(np.mean(np.logaddexp(0.0, margin) - y * margin))
+    return float(np.mean(np.abs(y - np.maximum(margin, 0.0))))
+
+
+def client_boost(
+    client: ClientData,
+    objective: str,
+    kind: str,
+    ensemble: Ensemble | None,
+    margins: ClientMargins,
+    settings: TreeSettings,
+    trees: int,
+) -> ClientTrees | None:
+    """One client's new trees of ``objective`` (None: no labelled training row).
+
+    Parameters
+    ----------
+    client
+        The client (its training rows' common features and labels).
+    objective, kind
+        The objective and its kind.
+    ensemble
+        The federation's trees so far (None: round 1, from scratch).
+    margins
+        The client's margins, updated here.
+    settings
+        How the trees are grown (``eta`` already scaled for bagging).
+    trees
+        Trees to boost.
+    """
+    x, y = _labelled(client, objective, kind)
+    if len(y) == 0:
+        return None
+    margin = None if ensemble is None else margins.current(objective, ensemble, x)
+    booster = boost(x, y, margin, settings, trees)
+    start = np.full(len(y), base_margin(kind, booster)) if margin is None else margin
+    return ClientTrees(client.client_id, booster, len(y), _loss(kind, y, start))
+
+
+def aggregate(
+    kind: str, ensemble: Ensemble | None, replies: Sequence[ClientTrees]
+) -> Ensemble | None:
+    """The server step: the replies' trees appended in client-id order (round 1: a new one)."""
+    ordered = sorted(replies, key=lambda r: r.client_id)
+    if not ordered:
+        return ensemble
+    if ensemble is None:
+        return Ensemble.first(kind, [(r.booster, r.rows) for r in ordered])
+    for reply in ordered:
+        ensemble.append(reply.booster)
+    return ensemble
+
+
+def holders(federation: Federation, objective: str) -> list[int]:
+    """The ids of the clients that pursue ``objective``, in order."""
+    return [c.client_id for c in federation.clients if objective in c.objectives]
+
+
+def round_participants(
+    strategy: str, client_ids: Sequence[int], objective_holders: Sequence[int], round_idx: int
+) -> list[int]:
+    """Who boosts an objective in round ``round_idx`` (1-based): all its holders, or one client.
+
+    ``cyclic`` asks client ``client_ids[(round − 1) mod K]``, whichever objectives it pursues
+    (Flower's FedXgbCyclic samples one node a round, in a fixed order).
+    """
+    if strategy == "bagging":
+        return list(objective_holders)
+    chosen = client_ids[(round_idx - 1) % len(client_ids)]
+    return [chosen] if chosen in objective_holders else []
+
+
+def tree_settings(kind: str, base: BaselineConfig, strategy_share: int, seed: int) -> TreeSettings:
+    """An objective's tree settings; bagging divides the round's rate over its K_s clients."""
+    share = strategy_share if base.fedxgb_strategy == "bagging" else 1
+    return TreeSettings(kind, base.fedxgb_eta / max(share, 1), base.fedxgb_depth, seed)
+
+
+@dataclass
+class TreeRounds:
+    """The rounds' outcome: each objective's ensemble and each round's record."""
+
+    ensembles: dict[str, Ensemble]
+    rounds: list[RoundInfo]
+
+
+def run_rounds(
+    federation: Federation,
+    kinds: Mapping[str, str],
+    base: BaselineConfig,
+    rounds: int,
+    seed: int,
+    progress: ProgressFn | None = None,
+) -> TreeRounds:
+    """Federated boosted trees in process (module docstring), ``rounds`` rounds.
+
+    Returns
+    -------
+    TreeRounds
+        Each objective's ensemble (objectives no client holds a label of have none) and the
+        per-round record (losses: the participants' row-weighted mean loss before the round's
+        trees; in round 1, at each client's own base score).
+    """
+    clients = {c.client_id: c for c in federation.clients}
+    ids = sorted(clients)
+    margins = {k: ClientMargins() for k in ids}
+    ensembles: dict[str, Ensemble | None] = dict.fromkeys(kinds)
+    trace: list[RoundInfo] = []
+    for t in range(1, rounds + 1):
+        losses: dict[str, float] = {}
+        asked: set[int] = set()
+        for objective, kind in kinds.items():
+            held = holders(federation, objective)
+            settings = tree_settings(kind, base, len(held), seed)
+            replies = []
+            for k in round_participants(base.fedxgb_strategy, ids, held, t):
+                asked.add(k)
+                reply = client_boost(
+                    clients[k], objective, kind, ensembles[objective], margins[k], settings,
+                    base.fedxgb_local_trees,
+                )  # fmt: skip
+                if reply is not None:
+                    replies.append(reply)
+            ensembles[objective] = aggregate(kind, ensembles[objective], replies)
+            if replies:
+                losses[objective] = _weighted_loss(replies)
+        trace.append(RoundInfo(t, {}, 0.0, losses, tuple(sorted(asked))))
+        if progress is not None:
+            progress("stage1", t, rounds)
+    return TreeRounds({s: e for s, e in ensembles.items() if e is not None}, trace)
+
+
+def _weighted_loss(replies: Sequence[ClientTrees]) -> float:
+    rows = np.array([r.rows for r in replies], dtype=np.float64)
+    loss = np.array([r.loss for r in replies])
+    return float(rows @ loss / rows.sum())

@@ -1,0 +1,57 @@
+import numpy as np
+
+from fedcare_core.algorithms.fedxgb.rounds import (
+    ClientMargins,
+    holders,
+    round_participants,
+    run_rounds,
+)
+from fedcare_core.config import BaselineConfig
+from fedcare_core.nn.training import objective_kinds
+
+
+def test_bagging_adds_each_holders_trees_every_round_and_learns(federation):
+    kinds = objective_kinds(federation)
+    base = BaselineConfig(fedxgb_local_trees=2, fedxgb_depth=3, fedxgb_eta=0.3)
+    out = run_rounds(federation, kinds, base, rounds=4, seed=0)
+    for objective in kinds:
+        assert len(out.ensembles[objective].trees) == 4 * 2 * len(holders(federation, objective))
+    assert [r.round for r in out.rounds] == [1, 2, 3, 4]
+    for objective in kinds:
+        losses = [r.losses[objective] for r in out.rounds]
+        assert losses[-1] < losses[0]
+
+
+def test_cyclic_asks_one_client_a_round_in_order(federation):
+    ids = [c.client_id for c in federation.clients]
+    assert round_participants("cyclic", ids, ids, 1) == [ids[0]]
+    assert round_participants("cyclic", ids, ids, len(ids) + 2) == [ids[1]]
+    assert round_participants("cyclic", ids, ids[1:], 1) == []
+    assert round_participants("bagging", ids, ids[1:], 3) == ids[1:]
+    kinds = objective_kinds(federation)
+    base = BaselineConfig(fedxgb_strategy="cyclic", fedxgb_depth=3)
+    out = run_rounds(federation, kinds, base, rounds=len(ids), seed=0)
+    assert [r.participants for r in out.rounds] == [(k,) for k in ids]
+    for objective in kinds:
+        assert len(out.ensembles[objective].trees) == len(holders(federation, objective))
+
+
+def test_the_same_seed_gives_the_same_trees(federation):
+    kinds = objective_kinds(federation)
+    base = BaselineConfig(fedxgb_depth=3)
+    a = run_rounds(federation, kinds, base, rounds=3, seed=5)
+    b = run_rounds(federation, kinds, base, rounds=3, seed=5)
+    for objective in kinds:
+        assert a.ensembles[objective].to_bytes() == b.ensembles[objective].to_bytes()
+
+
+def test_a_clients_margins_count_only_new_trees(federation):
+    kinds = objective_kinds(federation)
+    out = run_rounds(federation, kinds, BaselineConfig(fedxgb_depth=3), rounds=3, seed=0)
+    objective = next(iter(kinds))
+    ensemble = out.ensembles[objective]
+    x = federation.clients[0].train.x_common
+    margins = ClientMargins()
+    full = margins.current(objective, ensemble, x).copy()
+    assert margins.counted[objective] == len(ensemble.trees)
+    np.testing.assert_array_equal(margins.current(objective, ensemble, x), full)
