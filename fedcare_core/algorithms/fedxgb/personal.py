@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import numpy as np
 import xgboost as xgb
 
-from fedcare_core.algorithms.fedxgb.trees import Ensemble, TreeSettings, target
+from fedcare_core.algorithms.fedxgb.trees import Ensemble, TreeSettings, margin_loss, target
 from fedcare_core.config import BaselineConfig
 from fedcare_core.data.clients import ClientData, SplitArrays
 
@@ -39,12 +39,6 @@ def _matrix(
     margin = ensemble.margin(rows.x_common)
     y = target(kind, rows.y[:, j])
     return xgb.DMatrix(stacked_features(rows), label=y, base_margin=margin, nthread=1), y, margin
-
-
-def _loss(kind: str, y: np.ndarray, margin: np.ndarray) -> float:
-    if kind == "binary":
-        return float(np.mean(np.logaddexp(0.0, margin) - y * margin))
-    return float(np.mean(np.abs(y - np.maximum(margin, 0.0))))
 
 
 def personal_boosters(
@@ -91,6 +85,6 @@ def personal_boosters(
         )
         kept = booster[: booster.best_iteration + 1]
         stacked = kept.predict(val[0], output_margin=True).astype(np.float64)
-        if _loss(kind, val[1], stacked) < _loss(kind, val[1], val[2]):
+        if margin_loss(kind, val[1], stacked) < margin_loss(kind, val[1], val[2]):
             out[objective] = bytes(kept.save_raw("ubj"))
     return out

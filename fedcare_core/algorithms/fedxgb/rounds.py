@@ -33,6 +33,7 @@ from fedcare_core.algorithms.fedxgb.trees import (
     TreeSettings,
     base_margin,
     boost,
+    margin_loss,
     target,
 )
 from fedcare_core.config import BaselineConfig
@@ -86,13 +87,6 @@ def _labelled(client: ClientData, objective: str, kind: str) -> tuple[np.ndarray
     return client.train.x_common[ok], target(kind, y[ok])
 
 
-def _loss(kind: str, y: np.ndarray, margin: np.ndarray) -> float:
-    """Mean log loss (binary) or absolute error in log1p-days at ``margin``."""
-    if kind == "binary":
-        return float(np.mean(np.logaddexp(0.0, margin) - y * margin))
-    return float(np.mean(np.abs(y - np.maximum(margin, 0.0))))
-
-
 def client_boost(
     client: ClientData,
     objective: str,
@@ -125,7 +119,7 @@ def client_boost(
     margin = None if ensemble is None else margins.current(objective, ensemble, x)
     booster = boost(x, y, margin, settings, trees)
     start = np.full(len(y), base_margin(kind, booster)) if margin is None else margin
-    return ClientTrees(client.client_id, booster, len(y), _loss(kind, y, start))
+    return ClientTrees(client.client_id, booster, len(y), margin_loss(kind, y, start))
 
 
 def aggregate(

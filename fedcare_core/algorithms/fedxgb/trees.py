@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 import xgboost as xgb
 
-__all__ = ["Ensemble", "TreeSettings", "base_margin", "boost", "target"]
+__all__ = ["Ensemble", "TreeSettings", "base_margin", "boost", "margin_loss", "target"]
 
 _OBJECTIVES = {"binary": "binary:logistic", "regression": "reg:absoluteerror"}
 
@@ -70,6 +70,13 @@ def target(kind: str, y: np.ndarray) -> np.ndarray:
     """The label trees fit: the label itself, or ``log1p(days)`` for a regression."""
     y = np.asarray(y, dtype=np.float64)
     return np.log1p(np.maximum(y, 0.0)) if kind == "regression" else y
+
+
+def margin_loss(kind: str, y: np.ndarray, margin: np.ndarray) -> float:
+    """Mean loss at ``margin``: log loss (binary), or absolute error in log1p-days."""
+    if kind == "binary":
+        return float(np.mean(np.logaddexp(0.0, margin) - y * margin))
+    return float(np.mean(np.abs(y - np.maximum(margin, 0.0))))
 
 
 def boost(
