@@ -4,7 +4,7 @@ The real Diabetes 130 file is split into three hospital files (``fedcare data sp
 each site is prepared in a folder of its own (``fedcare site prepare``), a TLS coordinator with
 node authentication starts on loopback (``fedcare federation start``) and registers the three
 site cards; each site's node runs as its own ``fedcare site join`` process given only its own
-folder; ``fedcare federation run --secagg`` runs Stage 1 for 5 rounds summed by Flower's
+folder; ``fedcare federation run --secagg`` runs Stage 1 for 3 rounds summed by Flower's
 SecAgg+ (the coordinator holds only sums), then ``fedcare federation run`` without it, each
 broadcasting ``w*``; each site personalises at home (``fedcare site personalise``) from the
 plain run's ``w*``. λ* per round must agree with ``fedcare run --sites`` on the same files
@@ -35,7 +35,7 @@ from fedcare.procs.marked import marked_processes
 from fedcare.procs.ports import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.realdata]
-ROUNDS = "5"
+ROUNDS = "3"
 JOIN_STOP_S = 60.0
 
 
