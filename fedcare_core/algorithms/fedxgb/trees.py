@@ -195,6 +195,16 @@ class Ensemble:
         out = booster.predict(xgb.DMatrix(x, nthread=threads), output_margin=True)
         return np.asarray(out, dtype=np.float64)
 
+    def to_json(self) -> bytes:
+        """The ensemble as XGBoost JSON (what a round's message carries; :meth:`from_json`)."""
+        return bytes(self.booster().save_raw("json"))
+
+    @classmethod
+    def from_json(cls, kind: str, raw: bytes) -> Ensemble:
+        """The ensemble of XGBoost JSON ``raw`` (:meth:`to_json`), trees in their order."""
+        model: dict[str, Any] = json.loads(raw)
+        return cls(kind, _header(model), _base_margin(kind, model), list(_trees(model)))
+
     def to_bytes(self) -> bytes:
         """The ensemble as one XGBoost model (UBJSON): what a packaged model stores."""
         return bytes(self.booster().save_raw("ubj"))

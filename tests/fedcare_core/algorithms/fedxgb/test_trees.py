@@ -57,3 +57,15 @@ def test_the_packaged_bytes_are_the_same_model():
     )
     # reg:absoluteerror starts from the median of log1p(days).
     assert ensemble.base == pytest.approx(np.median(np.log1p(days)), abs=1e-3)
+
+
+def test_an_ensemble_survives_its_message_form():
+    x, y = _rows(600, 4)
+    settings = TreeSettings("binary", 0.2, 3)
+    ensemble = Ensemble.first("binary", [(boost(x, y, None, settings, 3), 600)])
+    ensemble.append(boost(x, y, ensemble.margin(x), settings, 2))
+    back = Ensemble.from_json("binary", ensemble.to_json())
+    assert len(back.trees) == 5
+    assert back.base == pytest.approx(ensemble.base, abs=1e-6)
+    np.testing.assert_array_equal(back.margin(x), ensemble.margin(x))
+    np.testing.assert_array_equal(back.margin(x, start=3), ensemble.margin(x, start=3))
