@@ -43,7 +43,8 @@ class ExperimentConfig:
     algorithm: str = setting(
         "fedcare",
         help="fedcare (two stages), fedcare-b (Stage 1 only), the baselines fedavg, fedprox, "
-        "fmgda, fsmgda, pafnet, or the bounds local, centralised (in process only)",
+        "fmgda, fsmgda, pafnet, federated boosted trees fedxgb, or the bounds local, "
+        "centralised (in process only)",
         choices_of="fedcare_core.algorithms:ALGORITHM_NAMES",
         flag="algorithm",
         group=_RUN,
