@@ -70,7 +70,10 @@ class FedXgb(Algorithm):
     def _record(self, inputs: RunInputs, trees: TreeRounds) -> Stage1Result:
         base = inputs.config.baselines
         counts = {s: len(e.trees) for s, e in trees.ensembles.items()}
-        note = f"fedxgb ({base.fedxgb_strategy}): trees per objective {counts}"
+        note = (
+            f"fedxgb ({base.fedxgb_strategy}): trees per objective {counts}, the ensemble of "
+            f"the round the holders' validation loss chose {trees.chosen}"
+        )
         record = no_rounds(inputs.federation.objective_names, [note])
         record.rounds.extend(trees.rounds)
         return record

@@ -47,6 +47,7 @@ __all__ = [
     "TreeRounds",
     "aggregate",
     "client_boost",
+    "client_validation",
     "round_participants",
     "run_rounds",
 ]
@@ -64,27 +65,42 @@ class ClientTrees:
 
 @dataclass
 class ClientMargins:
-    """A client's training rows' margin under each ensemble, and how many trees it counts."""
+    """A client's rows' margins under each ensemble, and how many trees each counts.
+
+    Keyed by objective, and by ``"<objective>:val"`` for its validation rows.
+    """
 
     margins: dict[str, np.ndarray] = field(default_factory=dict)
     counted: dict[str, int] = field(default_factory=dict)
 
-    def current(self, objective: str, ensemble: Ensemble, x: np.ndarray) -> np.ndarray:
+    def current(self, key: str, ensemble: Ensemble, x: np.ndarray) -> np.ndarray:
         """The margin of ``ensemble`` on rows ``x``, adding only trees not yet counted."""
-        seen = self.counted.get(objective, 0)
-        if objective not in self.margins or seen == 0:
-            self.margins[objective] = ensemble.margin(x)
+        seen = self.counted.get(key, 0)
+        if key not in self.margins or seen == 0:
+            self.margins[key] = ensemble.margin(x)
         elif seen < len(ensemble.trees):
-            self.margins[objective] = self.margins[objective] + ensemble.margin(x, start=seen)
-        self.counted[objective] = len(ensemble.trees)
-        return self.margins[objective]
+            self.margins[key] = self.margins[key] + ensemble.margin(x, start=seen)
+        self.counted[key] = len(ensemble.trees)
+        return self.margins[key]
 
 
-def _labelled(client: ClientData, objective: str, kind: str) -> tuple[np.ndarray, np.ndarray]:
-    j = client.objectives.index(objective)
-    y = client.train.y[:, j]
+def _labelled(
+    client: ClientData, objective: str, kind: str, split: str = "train"
+) -> tuple[np.ndarray, np.ndarray]:
+    rows = client.split(split)
+    y = rows.y[:, client.objectives.index(objective)]
     ok = np.isfinite(y)
-    return client.train.x_common[ok], target(kind, y[ok])
+    return rows.x_common[ok], target(kind, y[ok])
+
+
+def client_validation(
+    client: ClientData, objective: str, kind: str, ensemble: Ensemble, margins: ClientMargins
+) -> tuple[int, float] | None:
+    """The client's labelled validation rows and the ensemble's loss there (None: no row)."""
+    x, y = _labelled(client, objective, kind, "val")
+    if len(y) == 0:
+        return None
+    return len(y), margin_loss(kind, y, margins.current(f"{objective}:val", ensemble, x))
 
 
 def client_boost(
@@ -163,10 +179,46 @@ def tree_settings(kind: str, base: BaselineConfig, strategy_share: int, seed: in
 
 @dataclass
 class TreeRounds:
-    """The rounds' outcome: each objective's ensemble and each round's record."""
+    """The rounds' outcome: each objective's ensemble and each round's record.
+
+    ``chosen``: per objective, the round whose ensemble the holders' validation loss chose (its
+    trees are the ensemble's); ``validation``: that loss after each round.
+    """
 
     ensembles: dict[str, Ensemble]
     rounds: list[RoundInfo]
+    chosen: dict[str, int] = field(default_factory=dict)
+    validation: list[dict[str, float]] = field(default_factory=list)
+
+
+@dataclass
+class _Choice:
+    """The best round so far of one objective on the holders' validation loss."""
+
+    loss: float = float("inf")
+    round: int = 0
+    trees: int = 0
+
+    def offer(self, loss: float, round_idx: int, trees: int) -> None:
+        if np.isfinite(loss) and loss < self.loss:
+            self.loss, self.round, self.trees = loss, round_idx, trees
+
+
+def _validation_loss(
+    clients: Sequence[ClientData],
+    objective: str,
+    kind: str,
+    ensemble: Ensemble,
+    margins: Mapping[int, ClientMargins],
+) -> float:
+    """The holders' row-weighted validation loss of ``ensemble`` (NaN: no validation row)."""
+    scored = [
+        v
+        for c in clients
+        if (v := client_validation(c, objective, kind, ensemble, margins[c.client_id]))
+    ]
+    rows = np.array([n for n, _ in scored], dtype=np.float64)
+    return float(rows @ np.array([loss for _, loss in scored]) / rows.sum()) if scored else np.nan
 
 
 def run_rounds(
@@ -179,20 +231,27 @@ def run_rounds(
 ) -> TreeRounds:
     """Federated boosted trees in process (module docstring), ``rounds`` rounds.
 
+    After each round, every holder scores the ensemble on its validation rows; each objective
+    keeps the trees of the round whose row-weighted validation loss is lowest (boosting's early
+    stopping, chosen on validation across the federation, never on test rows).
+
     Returns
     -------
     TreeRounds
-        Each objective's ensemble (objectives no client holds a label of have none) and the
-        per-round record (losses: the participants' row-weighted mean loss before the round's
-        trees; in round 1, at each client's own base score).
+        Each objective's ensemble (objectives no client holds a label of have none), cut at its
+        chosen round, and the per-round record (losses: the participants' row-weighted mean
+        training loss before the round's trees; in round 1, at each client's own base score).
     """
     clients = {c.client_id: c for c in federation.clients}
     ids = sorted(clients)
     margins = {k: ClientMargins() for k in ids}
     ensembles: dict[str, Ensemble | None] = dict.fromkeys(kinds)
+    choices = {s: _Choice() for s in kinds}
     trace: list[RoundInfo] = []
+    validation: list[dict[str, float]] = []
     for t in range(1, rounds + 1):
         losses: dict[str, float] = {}
+        checked: dict[str, float] = {}
         asked: set[int] = set()
         for objective, kind in kinds.items():
             held = holders(federation, objective)
@@ -206,13 +265,20 @@ def run_rounds(
                 )  # fmt: skip
                 if reply is not None:
                     replies.append(reply)
-            ensembles[objective] = aggregate(kind, ensembles[objective], replies)
+            ensemble = ensembles[objective] = aggregate(kind, ensembles[objective], replies)
             if replies:
                 losses[objective] = _weighted_loss(replies)
+            if ensemble is not None:
+                holding = [clients[k] for k in held]
+                checked[objective] = _validation_loss(holding, objective, kind, ensemble, margins)
+                choices[objective].offer(checked[objective], t, len(ensemble.trees))
         trace.append(RoundInfo(t, {}, 0.0, losses, tuple(sorted(asked))))
+        validation.append(checked)
         if progress is not None:
             progress("stage1", t, rounds)
-    return TreeRounds({s: e for s, e in ensembles.items() if e is not None}, trace)
+    kept = {s: e.truncated(choices[s].trees or len(e.trees)) for s, e in ensembles.items() if e}
+    chosen = {s: choices[s].round or rounds for s in kept}
+    return TreeRounds(kept, trace, chosen, validation)
 
 
 def _weighted_loss(replies: Sequence[ClientTrees]) -> float:

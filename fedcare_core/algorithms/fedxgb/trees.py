@@ -166,6 +166,10 @@ class Ensemble:
             out.trees.extend(_trees(model))
         return out
 
+    def truncated(self, trees: int) -> Ensemble:
+        """The ensemble of its first ``trees`` trees (the same base margin)."""
+        return Ensemble(self.kind, self.header, self.base, self.trees[:trees])
+
     def append(self, booster: xgb.Booster) -> None:
         """Add a client's new trees (bagging; a cyclic round replaces the ensemble instead)."""
         self.trees.extend(_trees(_model(booster)))

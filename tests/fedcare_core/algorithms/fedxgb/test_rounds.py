@@ -15,7 +15,10 @@ def test_bagging_adds_each_holders_trees_every_round_and_learns(federation):
     base = BaselineConfig(fedxgb_local_trees=2, fedxgb_depth=3, fedxgb_eta=0.3)
     out = run_rounds(federation, kinds, base, rounds=4, seed=0)
     for objective in kinds:
-        assert len(out.ensembles[objective].trees) == 4 * 2 * len(holders(federation, objective))
+        chosen = out.chosen[objective]
+        assert 1 <= chosen <= 4
+        trees = chosen * 2 * len(holders(federation, objective))
+        assert len(out.ensembles[objective].trees) == trees
     assert [r.round for r in out.rounds] == [1, 2, 3, 4]
     for objective in kinds:
         losses = [r.losses[objective] for r in out.rounds]
@@ -55,3 +58,15 @@ def test_a_clients_margins_count_only_new_trees(federation):
     full = margins.current(objective, ensemble, x).copy()
     assert margins.counted[objective] == len(ensemble.trees)
     np.testing.assert_array_equal(margins.current(objective, ensemble, x), full)
+
+
+def test_each_objective_keeps_the_round_its_holders_validation_loss_chose(federation):
+    kinds = objective_kinds(federation)
+    # A rate this high over-fits a few hundred rows within a few rounds.
+    base = BaselineConfig(fedxgb_depth=6, fedxgb_eta=1.0, fedxgb_local_trees=3)
+    out = run_rounds(federation, kinds, base, rounds=8, seed=0)
+    assert len(out.validation) == 8
+    for objective in kinds:
+        curve = [v[objective] for v in out.validation]
+        assert out.chosen[objective] == 1 + int(np.argmin(curve))
+    assert any(out.chosen[s] < 8 for s in kinds)
