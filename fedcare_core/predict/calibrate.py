@@ -4,7 +4,7 @@ Binary heads train with a positive-class weight (SPEC §2), so their raw probabi
 but overstate risk. Before anything is evaluated, packaged or served, every binary objective of
 a client's deployed model gets a calibrator: the client's class weight undone, then what the
 validation rows show is left. Where training chose an epoch on those rows, each row's
-prediction comes from the epoch the other half of them chose (cross-fitting,
+prediction comes from the epoch the other folds of them chose (cross-fitting,
 :mod:`fedcare_core.nn.cross_fit`), so that the selection's optimism is not taken for
 calibration. By default (``calibration = auto``) that is one recalibration fitted across the
 clients that pursue the objective from a few numbers each, a shared slope and site intercepts
@@ -119,9 +119,10 @@ def _site_validation(
             out[objective] = None
             continue
         j = client.objectives.index(objective)
-        weight = (weights or {}).get(objective) or class_weight(client, objective)
         if not predictor.class_weighted:
             weight = 1.0  # trained without a class weight: nothing to undo
+        else:
+            weight = (weights or {}).get(objective) or class_weight(client, objective)
         scores = predictor.validation_predictions(x_common, x_private, objective)
         out[objective] = SiteValidation(val.y[:, j], np.clip(scores, 0.0, 1.0), weight)
     return out

@@ -229,6 +229,7 @@ class _Selection:
         split, objectives = self.client.val, self.client.objectives
         xc, xu, y = _tensors(split)
         groups = loss_groups(self.losses, split)
+        self.model.eval()
         with torch.no_grad():
             z = torch.cat([self.model.backbone(xc), xu], dim=1)
             scores = {s: self.model.heads[s](z) for s in objectives}

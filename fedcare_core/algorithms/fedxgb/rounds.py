@@ -217,8 +217,7 @@ def _validation_loss(
         for c in clients
         if (v := client_validation(c, objective, kind, ensemble, margins[c.client_id]))
     ]
-    rows = np.array([n for n, _ in scored], dtype=np.float64)
-    return float(rows @ np.array([loss for _, loss in scored]) / rows.sum()) if scored else np.nan
+    return _row_weighted(scored) if scored else float("nan")
 
 
 def run_rounds(
@@ -267,7 +266,7 @@ def run_rounds(
                     replies.append(reply)
             ensemble = ensembles[objective] = aggregate(kind, ensembles[objective], replies)
             if replies:
-                losses[objective] = _weighted_loss(replies)
+                losses[objective] = _row_weighted([(r.rows, r.loss) for r in replies])
             if ensemble is not None:
                 holding = [clients[k] for k in held]
                 checked[objective] = _validation_loss(holding, objective, kind, ensemble, margins)
@@ -281,7 +280,7 @@ def run_rounds(
     return TreeRounds(kept, trace, chosen, validation)
 
 
-def _weighted_loss(replies: Sequence[ClientTrees]) -> float:
-    rows = np.array([r.rows for r in replies], dtype=np.float64)
-    loss = np.array([r.loss for r in replies])
-    return float(rows @ loss / rows.sum())
+def _row_weighted(pairs: Sequence[tuple[int, float]]) -> float:
+    """The mean of ``(rows, loss)`` pairs' losses, weighted by their rows."""
+    rows = np.array([n for n, _ in pairs], dtype=np.float64)
+    return float(rows @ np.array([loss for _, loss in pairs]) / rows.sum())
