@@ -18,10 +18,11 @@ An algorithm is one subclass of :class:`Algorithm` in its own module, listed in 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
+import numpy as np
 from torch import nn
 
 from fedcare_core.algorithms.union.features import UnionLayout
@@ -122,10 +123,14 @@ class Rounds:
     models
         Models the rounds trained that are not the global model: each client's own model
         (PAFNet), or the pooled model (Centralised).
+    validation_outputs
+        Per client, objective → its validation rows' predictions by models they did not
+        choose (cross-fitting, where the rounds kept an epoch on validation); empty: none.
     """
 
     stage1: Stage1Result
     models: Sequence[nn.Module] = field(default_factory=tuple)
+    validation_outputs: Sequence[Mapping[str, np.ndarray]] = field(default_factory=tuple)
 
 
 @dataclass(frozen=True)
@@ -231,3 +236,25 @@ class FederatedBaseline(Algorithm):
     def accepts(self, backend: object) -> bool:
         """Only a backend that runs this baseline's rounds (see :class:`BaselineBackend`)."""
         return isinstance(backend, BaselineBackend) and self.name in backend.federated_baselines
+
+
+def with_validation_outputs(
+    predictors: Sequence[ClientPredictor], outputs: Sequence[Mapping[str, np.ndarray]]
+) -> list[ClientPredictor]:
+    """Each predictor with its client's cross-fitted validation predictions (none: unchanged).
+
+    Parameters
+    ----------
+    predictors
+        One per client, in client order.
+    outputs
+        One mapping per client (objective → predictions of its validation rows), or empty.
+
+    Returns
+    -------
+    list of ClientPredictor
+        The predictors, carrying ``outputs`` for calibration.
+    """
+    if not outputs:
+        return list(predictors)
+    return [p.with_validation_outputs(o) for p, o in zip(predictors, outputs, strict=True)]

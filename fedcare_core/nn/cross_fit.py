@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping, Sequence
+from typing import Protocol, Self, TypeVar
 
 import numpy as np
 import torch
@@ -23,10 +24,26 @@ from torch import nn
 from fedcare_core.data.clients import SplitArrays
 from fedcare_core.nn.seeding import derive_rng
 
-__all__ = ["FOLDS", "FoldSelection", "validation_folds"]
+__all__ = ["FOLDS", "FoldSelection", "Rows", "patient_folds", "validation_folds"]
 
 #: Folds the validation patients are dealt into.
 FOLDS = 5
+
+
+class Rows(Protocol):
+    """Validation rows a model is scored on: their count, and a subset of them."""
+
+    @property
+    def n(self) -> int:
+        """Number of rows."""
+        ...
+
+    def take(self, rows: np.ndarray) -> Self:
+        """The rows ``rows`` (indices, in that order)."""
+        ...
+
+
+R = TypeVar("R", bound=Rows)
 
 
 def validation_folds(
@@ -50,13 +67,23 @@ def validation_folds(
         Each fold's row indices (sorted), or none where the split has fewer than two patients
         per fold.
     """
+    groups = np.arange(split.n) if split.groups is None else split.groups
+    return patient_folds(groups, seed, client_id, folds)
+
+
+def patient_folds(
+    groups: np.ndarray, seed: int, key: object, folds: int = FOLDS
+) -> list[np.ndarray]:
+    """Rows dealt into ``folds`` folds by their patient ``groups`` (see :func:`validation_folds`).
+
+    ``key`` names the draw's stream (a client's id, or a name for pooled rows).
+    """
     if folds < 2:
         raise ValueError(f"cross-fitting needs at least two folds, not {folds}")
-    groups = np.arange(split.n) if split.groups is None else split.groups
     patients = np.unique(groups)
     if len(patients) < 2 * folds:
         return []
-    order = derive_rng(seed, "validation-folds", client_id).permutation(patients)
+    order = derive_rng(seed, "validation-folds", key).permutation(patients)
     fold_of = dict(zip(order.tolist(), (np.arange(len(order)) % folds).tolist(), strict=True))
     assigned = np.array([fold_of[g] for g in groups.tolist()], dtype=np.int64)
     return [np.flatnonzero(assigned == f) for f in range(folds)]
@@ -84,6 +111,10 @@ class FoldSelection:
         self.best_loss = [float("inf")] * len(self.folds)
         self.states: list[dict[str, torch.Tensor] | None] = [None] * len(self.folds)
 
+    def update_by(self, split: R, loss: Callable[[R], float]) -> None:
+        """Record the current epoch's ``loss`` of each fold's selecting rows of ``split``."""
+        self.update([loss(split.take(rows)) for rows in self.selecting])
+
     def update(self, selecting_losses: Sequence[float]) -> None:
         """Record the current epoch's loss over each fold's :attr:`selecting` rows.
 
@@ -98,8 +129,8 @@ class FoldSelection:
 
     def out_of_fold(
         self,
-        split: SplitArrays,
-        predict: Callable[[SplitArrays], Mapping[str, np.ndarray]],
+        split: R,
+        predict: Callable[[R], Mapping[str, np.ndarray]],
     ) -> dict[str, np.ndarray]:
         """Each validation row's predictions by the epoch the other folds chose.
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from fedcare_core.algorithms.base import Rounds, RunInputs, Stage1Runner
-from fedcare_core.algorithms.bounds.rounds import no_rounds, run_centralised
+from fedcare_core.algorithms.base import Rounds, RunInputs, Stage1Runner, with_validation_outputs
+from fedcare_core.algorithms.bounds.rounds import client_slices, no_rounds, run_centralised
 from fedcare_core.algorithms.union.view import UnionBound, union_predictors
 from fedcare_core.nn.training import ProgressFn
 from fedcare_core.predict.predictors import ClientPredictor
@@ -38,11 +38,13 @@ class Centralised(UnionBound):
             [f"centralised: best epoch {fitted.best_epoch} ({fitted.stopped})"],
             fitted.model,
         )
-        return Rounds(stage1, (fitted.model,))
+        outputs = client_slices(fitted.validation_outputs, inputs.view.clients)
+        return Rounds(stage1, (fitted.model,), outputs)
 
     def predictors(
         self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]
     ) -> list[ClientPredictor]:
         """The pooled model at every client, over its union vectors."""
         model = rounds.models[0]
-        return union_predictors(inputs, [model] * len(inputs.federation.clients))  # type: ignore[list-item]
+        shared = union_predictors(inputs, [model] * len(inputs.federation.clients))  # type: ignore[list-item]
+        return with_validation_outputs(shared, rounds.validation_outputs)

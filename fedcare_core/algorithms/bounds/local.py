@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from fedcare_core.algorithms.base import Personalisation, Rounds, RunInputs, Stage1Runner
+from fedcare_core.algorithms.base import (
+    Personalisation,
+    Rounds,
+    RunInputs,
+    Stage1Runner,
+    with_validation_outputs,
+)
 from fedcare_core.algorithms.bounds.rounds import FitResult, fit_local_client, no_rounds
 from fedcare_core.algorithms.union.view import UnionBound, union_predictors
 from fedcare_core.config import ExperimentConfig
@@ -52,7 +58,8 @@ class Local(UnionBound):
         self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]
     ) -> list[ClientPredictor]:
         """Each client's own model, over its union vectors."""
-        return union_predictors(inputs, [f.model for f in personal])
+        own = union_predictors(inputs, [f.model for f in personal])
+        return with_validation_outputs(own, [f.validation_outputs for f in personal])
 
     def stage1_record(
         self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 import torch
@@ -27,7 +28,8 @@ from fedcare_core.algorithms.union.common import (
 )
 from fedcare_core.config import BaselineConfig, ModelConfig
 from fedcare_core.data.clients import ClientData, Federation
-from fedcare_core.nn.losses import ObjectiveLoss, make_loss
+from fedcare_core.nn.cross_fit import FoldSelection, patient_folds, validation_folds
+from fedcare_core.nn.losses import ObjectiveLoss, make_loss, predict
 from fedcare_core.nn.models import FullMLP, MultiObjectiveModel
 from fedcare_core.nn.param_vectors import ParamLayout, get_buffers, get_params, param_layout
 from fedcare_core.nn.seeding import derive_rng, seed_torch
@@ -53,6 +55,28 @@ class _LabelledArrays:
     y: np.ndarray
     groups: GroupCodes = field(default_factory=dict)
 
+    @property
+    def n(self) -> int:
+        """Number of rows."""
+        return len(self.y)
+
+    def take(self, rows: np.ndarray) -> _LabelledArrays:
+        """The rows ``rows`` (indices, in that order)."""
+        groups = take_groups(self.groups, torch.from_numpy(rows))
+        return _LabelledArrays(self.x[rows], self.y[rows], groups)
+
+
+@dataclass(frozen=True)
+class CrossFit:
+    """How a fit scores its validation rows by models they did not choose (cross-fitting).
+
+    ``folds``: :func:`~fedcare_core.nn.cross_fit.patient_folds` over the validation rows (none:
+    too few patients, nothing is cross-fitted); ``kinds``: objective → kind.
+    """
+
+    folds: Sequence[np.ndarray]
+    kinds: Mapping[str, str]
+
 
 @dataclass(frozen=True)
 class FitResult:
@@ -68,6 +92,9 @@ class FitResult:
         1-based epoch kept.
     stopped
         ``"budget"`` or ``"patience"``.
+    validation_outputs
+        Objective → each validation row's prediction by the epoch the other folds' loss kept
+        (empty without a :class:`CrossFit`).
     """
 
     model: FullMLP
@@ -75,6 +102,7 @@ class FitResult:
     val_loss: list[float]
     best_epoch: int
     stopped: str
+    validation_outputs: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _loss_value(
@@ -107,6 +135,7 @@ def fit(
     config: BaselineConfig,
     seed: int,
     *key: object,
+    cross_fit: CrossFit | None = None,
 ) -> FitResult:
     """Train ``model`` on ``train`` with early stopping on ``val`` (no communication).
 
@@ -124,17 +153,21 @@ def fit(
         Optimiser, batch size, ``bound_epochs`` and ``bound_patience``.
     seed, key
         Name the random streams (mini-batches, dropout).
+    cross_fit
+        The validation folds to cross-fit the validation predictions over (None: none).
 
     Returns
     -------
     FitResult
-        The model of the best validation epoch and the loss traces.
+        The model of the best validation epoch, the loss traces and the cross-fitted
+        validation predictions.
     """
     opt = make_optimizer(list(model.parameters()), config)
     x, y = torch.from_numpy(train.x), torch.from_numpy(train.y)
     rng = derive_rng(seed, "bound-batch", *key)
     seed_torch(seed, "bound-dropout", *key)
     keep = KeepBest(model, config.bound_patience, has_validation=len(val.y) > 0)
+    folds = FoldSelection(model, cross_fit.folds) if cross_fit and cross_fit.folds else None
     train_trace: list[float] = []
     val_trace: list[float] = []
     stopped = "budget"
@@ -157,11 +190,28 @@ def fit(
         train_trace.append(total / max(steps, 1))
         val_trace.append(_loss_value(model, losses, objectives, val))
         keep.update(epoch, val_trace[-1])
+        if folds is not None:
+            folds.update_by(val, lambda rows: _loss_value(model, losses, objectives, rows))
         if keep.exhausted:
             stopped = "patience"
             break
+    outputs: dict[str, np.ndarray] = {}
+    if folds is not None and cross_fit is not None:
+        outputs = folds.out_of_fold(val, partial(_predictions, model, objectives, cross_fit.kinds))
     keep.restore()
-    return FitResult(model, train_trace, val_trace, keep.best_epoch, stopped)
+    return FitResult(model, train_trace, val_trace, keep.best_epoch, stopped, outputs)
+
+
+def _predictions(
+    model: MultiObjectiveModel,
+    objectives: Sequence[str],
+    kinds: Mapping[str, str],
+    rows: _LabelledArrays,
+) -> dict[str, np.ndarray]:
+    """The model's predictions of ``rows`` for each objective (float64)."""
+    x = torch.from_numpy(rows.x)
+    with torch.no_grad():
+        return {s: predict(kinds[s], model(x, s)).numpy().astype(np.float64) for s in objectives}
 
 
 def fit_local_client(
@@ -192,11 +242,13 @@ def fit_local_client(
     Returns
     -------
     FitResult
-        The client's model (heads for its own objectives only).
+        The client's model (heads for its own objectives only) and its cross-fitted
+        validation predictions.
     """
     model = build_full_mlp(width, client.objectives, model_config, seed, "local", client.client_id)
     losses = client_losses(client, kinds)
     train, val = client.train, client.val
+    folds = validation_folds(val, seed, client.client_id)
     return fit(
         model,
         client.objectives,
@@ -207,6 +259,7 @@ def fit_local_client(
         seed,
         "local",
         client.client_id,
+        cross_fit=CrossFit(folds, kinds),
     )
 
 
@@ -298,4 +351,32 @@ def run_centralised(
     val = pooled(federation.clients, objectives, "val")
     losses = {o.name: make_loss(o.kind, train.y[:, j]) for j, o in enumerate(federation.objectives)}
     model = build_full_mlp(federation.common_width, objectives, model_config, seed, "centralised")
-    return fit(model, objectives, losses, train, val, config, seed, "centralised")
+    kinds = {o.name: o.kind for o in federation.objectives}
+    folds = patient_folds(_pooled_patients(federation.clients), seed, "centralised")
+    cross = CrossFit(folds, kinds)
+    return fit(model, objectives, losses, train, val, config, seed, "centralised", cross_fit=cross)
+
+
+def _pooled_patients(clients: Sequence[ClientData]) -> np.ndarray:
+    """Each pooled validation row's patient (as :func:`pooled` stacks them), numbered apart."""
+    parts: list[np.ndarray] = []
+    offset = 0
+    for c in clients:
+        groups = np.arange(c.val.n) if c.val.groups is None else c.val.groups
+        codes = np.unique(groups, return_inverse=True)[1].reshape(-1)
+        parts.append(codes + offset)
+        offset += int(codes.max()) + 1 if len(codes) else 0
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=np.int64)
+
+
+def client_slices(
+    outputs: Mapping[str, np.ndarray], clients: Sequence[ClientData]
+) -> list[dict[str, np.ndarray]]:
+    """Pooled validation predictions (in :func:`pooled`'s order) cut back into each client's."""
+    out: list[dict[str, np.ndarray]] = []
+    start = 0
+    for c in clients:
+        stop = start + c.val.n
+        out.append({s: values[start:stop] for s, values in outputs.items()})
+        start = stop
+    return out

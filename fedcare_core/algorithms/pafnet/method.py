@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from fedcare_core.algorithms.base import Algorithm, Rounds, RunInputs, Stage1Runner
+from fedcare_core.algorithms.base import (
+    Algorithm,
+    Rounds,
+    RunInputs,
+    Stage1Runner,
+    with_validation_outputs,
+)
 from fedcare_core.algorithms.pafnet.rounds import run_pafnet
 from fedcare_core.nn.training import ProgressFn, objective_kinds
 from fedcare_core.predict.predictors import ClientPredictor, OwnInput
@@ -34,7 +40,7 @@ class Pafnet(Algorithm):
     ) -> Rounds:
         """PAFNet's rounds; each client's deployed model comes with them."""
         config = inputs.config
-        stage1, models = run_pafnet(
+        stage1, models, outputs = run_pafnet(
             inputs.federation,
             config.model,
             config.baselines,
@@ -42,7 +48,7 @@ class Pafnet(Algorithm):
             config.seed,
             progress=progress,
         )
-        return Rounds(stage1, models)
+        return Rounds(stage1, models, outputs)
 
     def predictors(
         self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]
@@ -50,7 +56,8 @@ class Pafnet(Algorithm):
         """Each client's own PAFNet model, over its own features."""
         config = inputs.config
         kinds = objective_kinds(inputs.federation)
-        return [
+        own = [
             OwnInput(m, kinds, config.model, latent=config.baselines.pafnet_latent)  # type: ignore[arg-type]
             for m in rounds.models
         ]
+        return with_validation_outputs(own, rounds.validation_outputs)

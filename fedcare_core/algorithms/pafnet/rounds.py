@@ -25,6 +25,7 @@ stood after the round of local training with its lowest validation loss (``pafne
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 
 import numpy as np
 import torch
@@ -40,6 +41,8 @@ from fedcare_core.algorithms.union.common import (
 )
 from fedcare_core.config import BaselineConfig, ModelConfig
 from fedcare_core.data.clients import ClientData, Federation, SplitArrays
+from fedcare_core.nn.cross_fit import FoldSelection, validation_folds
+from fedcare_core.nn.losses import predict
 from fedcare_core.nn.models import MultiObjectiveModel
 from fedcare_core.nn.param_vectors import (
     ParamLayout,
@@ -345,7 +348,7 @@ def run_pafnet(
     seed: int,
     *,
     progress: ProgressFn | None = None,
-) -> tuple[Stage1Result, list[PafnetClientModel]]:
+) -> tuple[Stage1Result, list[PafnetClientModel], list[dict[str, np.ndarray]]]:
     """Run PAFNet in process for ``rounds`` rounds.
 
     Parameters
@@ -365,11 +368,12 @@ def run_pafnet(
 
     Returns
     -------
-    tuple[Stage1Result, list[PafnetClientModel]]
+    tuple[Stage1Result, list[PafnetClientModel], list[dict[str, ndarray]]]
         The round trace (``d_sq_norm``: mean over clients of ‖w̄_k^{t+1} − w̄_k^t‖²; the
         ``params`` are the size-weighted mean of the clients' final shared weights, which no
-        client deploys) and each client's deployed model (``config.pafnet_deploy``), in
-        evaluation mode.
+        client deploys), each client's deployed model (``config.pafnet_deploy``), in
+        evaluation mode, and each client's cross-fitted validation predictions (empty where
+        the last round is deployed).
     """
     objectives = federation.objective_names
     kinds = objective_kinds(federation)
@@ -385,13 +389,16 @@ def run_pafnet(
         KeepBest(m, None, has_validation=c.val.n > 0)
         for m, c in zip(models, federation.clients, strict=True)
     ]
+    folds = [_folds(m, c, seed, config) for m, c in zip(models, federation.clients, strict=True)]
     for t in range(1, rounds + 1):
         updates = [
             pafnet_local_train(m, p, b, c, kinds, config, seed=seed, round_idx=t)
             for m, (p, b), c in zip(models, starts, federation.clients, strict=True)
         ]
-        for keep, m, c in zip(best, models, federation.clients, strict=True):
+        for keep, fold, m, c in zip(best, folds, models, federation.clients, strict=True):
             keep.update(t, validation_loss(m, c, kinds))
+            if fold is not None:
+                fold.update_by(c.val, partial(validation_loss, m, c, kinds))
         deltas = np.stack(
             [u.params.astype(np.float64) - p for u, (p, _) in zip(updates, starts, strict=True)]
         )
@@ -433,28 +440,55 @@ def run_pafnet(
             f"lowest validation loss after rounds {[keep.best_epoch for keep in best]}"
         ],
     )
+    outputs = [
+        {} if fold is None else fold.out_of_fold(c.val, partial(_predictions, m, c, kinds))
+        for fold, m, c in zip(folds, models, federation.clients, strict=True)
+    ]
     if config.pafnet_deploy == "best-val":
         for keep in best:
             keep.restore()
-    return result, [m.eval() for m in models]
+    return result, [m.eval() for m in models], outputs
+
+
+def _folds(
+    model: PafnetClientModel, client: ClientData, seed: int, config: BaselineConfig
+) -> FoldSelection | None:
+    """The client's cross-fitting of its validation rows (None: none chose a round, or few)."""
+    if config.pafnet_deploy != "best-val":
+        return None
+    folds = validation_folds(client.val, seed, client.client_id)
+    return FoldSelection(model, folds) if folds else None
+
+
+def _predictions(
+    model: PafnetClientModel, client: ClientData, kinds: Mapping[str, str], rows: SplitArrays
+) -> dict[str, np.ndarray]:
+    """The model's predictions of ``rows`` for each of the client's objectives (float64)."""
+    with torch.no_grad():
+        scores = model.forward_all(torch.from_numpy(own_features(rows)), client.objectives)
+    return {s: predict(kinds[s], v).numpy().astype(np.float64) for s, v in scores.items()}
 
 
 def validation_loss(
-    model: PafnetClientModel, client: ClientData, kinds: Mapping[str, str]
+    model: PafnetClientModel,
+    client: ClientData,
+    kinds: Mapping[str, str],
+    split: SplitArrays | None = None,
 ) -> float:
-    """Sum over the client's objectives of its mean validation loss (NaN without rows)."""
-    if client.val.n == 0:
+    """Sum over the client's objectives of its mean loss on ``split`` (default: validation)."""
+    split = client.val if split is None else split
+    if split.n == 0:
         return float("nan")
     losses = client_losses(client, kinds)
-    y = torch.from_numpy(client.val.y)
+    y = torch.from_numpy(split.y)
     model.eval()
     with torch.no_grad():
-        scores = model.forward_all(torch.from_numpy(own_features(client.val)), client.objectives)
+        scores = model.forward_all(torch.from_numpy(own_features(split)), client.objectives)
         parts = masked_objective_losses(
             client.objectives,
             y,
             losses,
             lambda s, mask: scores[s][mask],
-            loss_groups(losses, client.val),
+            loss_groups(losses, split),
         )
     return float(sum(float(v) for v in parts.values()))

@@ -20,3 +20,9 @@ def federation() -> Federation:
 def union(federation: Federation) -> Federation:
     """The union view of :func:`federation`."""
     return union_federation(federation)[0]
+
+
+@pytest.fixture(scope="module")
+def roomy() -> Federation:
+    """Three clients over 500 synthetic patients: enough validation patients to cross-fit."""
+    return build_federation(make_cohort(500), PARTITION, DataConfig(clients=3), seed=0)

@@ -104,10 +104,23 @@ def test_each_client_deploys_its_lowest_validation_loss_round(federation):
 
     kinds = {o.name: o.kind for o in federation.objectives}
     cfg = BaselineConfig(batch_size=32, max_local_steps=4, pafnet_latent=16, lr=1e-2)
-    _, last = run_pafnet(
+    _, last, _ = run_pafnet(
         federation, ModelConfig(), dataclasses.replace(cfg, pafnet_deploy="last"), 4, 0
     )
-    result, best = run_pafnet(federation, ModelConfig(), cfg, 4, 0)
+    result, best, _ = run_pafnet(federation, ModelConfig(), cfg, 4, 0)
     assert "lowest validation loss after rounds" in result.notes[0]
     for b, la, c in zip(best, last, federation.clients, strict=True):
         assert validation_loss(b, c, kinds) <= validation_loss(la, c, kinds)
+
+
+def test_best_validation_rounds_come_with_cross_fitted_validation_predictions(roomy):
+    federation = roomy
+    from fedcare_core.algorithms.pafnet.rounds import run_pafnet
+
+    cfg = BaselineConfig(batch_size=32, max_local_steps=4, pafnet_latent=16, lr=1e-2)
+    _, _, outputs = run_pafnet(federation, ModelConfig(), cfg, 3, 0)
+    for out, c in zip(outputs, federation.clients, strict=True):
+        assert set(out) == set(c.objectives)
+        assert all(v.shape == (c.val.n,) and np.isfinite(v).all() for v in out.values())
+    last = dataclasses.replace(cfg, pafnet_deploy="last")
+    assert run_pafnet(federation, ModelConfig(), last, 2, 0)[2] == [{}] * len(federation.clients)
