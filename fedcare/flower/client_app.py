@@ -156,7 +156,7 @@ def handle_final_model(msg: Message, context: Context) -> Message:
 
 
 def _handle_train(locate: DataLocator, msg: Message, context: Context) -> Message:
-    """One round: Stage 1's local steps, or a FedAvg/FedProx client's local training.
+    """One round: Stage 1's local steps, a FedAvg/FedProx client's local training, or fedxgb's.
 
     Stage 1: τ local steps per objective from ``w^t``, replying with every Δ_{k,s}; with a
     union layout in the instruction (FMGDA/FSMGDA) on the client's union vectors, embedded
@@ -166,9 +166,13 @@ def _handle_train(locate: DataLocator, msg: Message, context: Context) -> Messag
     import torch
 
     from fedcare.flower.baselines import baseline_train, is_baseline_message, union_view
+    from fedcare.flower.trees import is_trees_message, trees_train
     from fedcare_core.nn.models import MultiObjectiveModel
     from fedcare_core.stage1.loop import client_update
 
+    if is_trees_message(msg.content):
+        key = _data_key(locate(context))
+        return Message(trees_train(cached_client(locate, context), key, msg.content), reply_to=msg)
     if is_baseline_message(msg.content):
         key = _data_key(locate(context))
         reply = baseline_train(cached_client(locate, context), key, msg.content)
@@ -198,12 +202,23 @@ def _handle_train(locate: DataLocator, msg: Message, context: Context) -> Messag
     return Message(encode_client_update(update, instr.objectives), reply_to=msg)
 
 
+def _handle_evaluate(locate: DataLocator, msg: Message, context: Context) -> Message:
+    """A fedxgb round's evaluation: the ensembles' losses on the client's validation rows."""
+    from fedcare.flower.trees import is_trees_message, trees_evaluate
+
+    if not is_trees_message(msg.content):
+        raise ProtocolError("an evaluate message of no fedxgb round")
+    key = _data_key(locate(context))
+    return Message(trees_evaluate(cached_client(locate, context), key, msg.content), reply_to=msg)
+
+
 def build_client_app(locate: DataLocator) -> ClientApp:
     """A ClientApp whose data folder is found by ``locate(context)``."""
     client_app = ClientApp()
     client_app.query()(partial(handle_query, locate))
     client_app.query(FINAL_MODEL_ACTION)(handle_final_model)
     client_app.train()(partial(_handle_train, locate))
+    client_app.evaluate()(partial(_handle_evaluate, locate))
     return client_app
 
 

@@ -244,7 +244,7 @@ class DeploymentStage1Runner:
         self,
         algorithm: str,
         federation: Federation,
-        layout: UnionLayout,
+        layout: UnionLayout | None,
         config: ExperimentConfig,
         progress: ProgressFn | None,
     ) -> Stage1Result:

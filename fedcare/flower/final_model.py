@@ -36,9 +36,11 @@ class Stage1Outcome(Protocol):
     """What the result folder holds of a Stage 1 server (any strategy) once its rounds ended."""
 
     plan: RunPlan
-    state: ServerState
     converged: bool
     notes: list[str]
+
+    @property
+    def state(self) -> ServerState: ...  # noqa: D102
 
     @property
     def rounds(self) -> Sequence[RoundInfo]: ...  # noqa: D102

@@ -80,6 +80,9 @@ class RunPlan:
         Send ``w*`` to every site still in the run at the end (Algorithm 1, line 30).
     run_name
         A name for the run, sent with ``w*``.
+    holders
+        Objective → the ids of the clients pursuing it (fedxgb's server plans each round's
+        boosting by them; no row). Empty: not needed.
     checkpoint_path, checkpoint_fingerprint
         FedCARE / FedCARE-B in a run folder (``fedcare run --run-dir``): the server writes a
         Stage 1 checkpoint (:mod:`fedcare_core.resume.checkpoint`) to this file after every round
@@ -107,6 +110,7 @@ class RunPlan:
     schema_digest: str = ""
     broadcast: bool = False
     run_name: str = ""
+    holders: tuple[tuple[str, tuple[int, ...]], ...] = ()
     checkpoint_path: str | None = None
     checkpoint_fingerprint: str | None = None
 
@@ -153,6 +157,9 @@ class RunPlan:
             baselines=None if baselines is None else BaselineConfig(**baselines),
             union_columns=tuple(str(c) for c in raw.pop("union_columns", ())),
             sites=tuple(str(c) for c in raw.pop("sites", ())),
+            holders=tuple(
+                (str(s), tuple(int(k) for k in ids)) for s, ids in raw.pop("holders", ())
+            ),
             **raw,
         )
 

@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from flwr.app import Context
+from flwr.app import ConfigRecord, Context
 from flwr.serverapp import Grid, ServerApp
 
-from fedcare.flower import baselines
+from fedcare.flower import baselines, trees
 from fedcare.flower.final_model import finish_stage1
 from fedcare.flower.polling import PollingGrid
 from fedcare.flower.results import append_round, write_error
@@ -37,11 +37,13 @@ PLAN_PATH_KEY = "plan-path"
 
 
 RoundHook = Callable[[RoundInfo, float], None]
-_ServerStrategy = FedCareStrategy | baselines.UnionFedAvg
+_ServerStrategy = FedCareStrategy | baselines.UnionFedAvg | trees.TreeBagging
 
 
 def make_strategy(plan: RunPlan, on_round: RoundHook | None = None) -> _ServerStrategy:
-    """The plan's strategy: Flower's FedAvg/FedProx for those baselines, else Algorithm 1."""
+    """The plan's strategy: Flower's FedXgbBagging, FedAvg or FedProx, else Algorithm 1."""
+    if plan.algorithm == trees.ALGORITHM:
+        return trees.TreeBagging(plan, on_round=on_round)
     if baselines.flower_strategy(plan.algorithm) is not None:
         return baselines.make_strategy(plan, on_round)
     return FedCareStrategy(plan, on_round=on_round)
@@ -77,18 +79,26 @@ def run_server(grid: Grid, plan: RunPlan, on_round: RoundHook | None = None) -> 
     """
     with errors_recorded(plan):
         strategy = make_strategy(plan, on_round=recorded_rounds(plan, on_round))
-        is_baseline = baselines.flower_strategy(plan.algorithm) is not None
         polling = PollingGrid(grid, plan.pull_interval_s)
         strategy.start(
             polling,
             strategy.initial_arrays(),
             num_rounds=plan.stage1.rounds,
             timeout=plan.round_timeout_s,
-            train_config=baselines.baseline_train_config(plan) if is_baseline else None,
+            train_config=_train_config(strategy, plan),
         )
         sender = strategy if isinstance(strategy, FedCareStrategy) and plan.broadcast else None
         finish_stage1(strategy, polling, broadcast_from=sender)
     return strategy
+
+
+def _train_config(strategy: _ServerStrategy, plan: RunPlan) -> ConfigRecord | None:
+    """The config every ``train`` message carries (None: Algorithm 1 builds its own)."""
+    if isinstance(strategy, trees.TreeBagging):
+        return strategy.train_config()
+    if baselines.flower_strategy(plan.algorithm) is not None:
+        return baselines.baseline_train_config(plan)
+    return None
 
 
 _PlanServer = Callable[[Grid, Context, RunPlan, RoundHook | None], object]

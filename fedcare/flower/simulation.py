@@ -193,7 +193,7 @@ class SimulationStage1Runner:
         self,
         algorithm: str,
         federation: Federation,
-        layout: UnionLayout,
+        layout: UnionLayout | None,
         config: ExperimentConfig,
         progress: ProgressFn | None,
     ) -> Stage1Result:

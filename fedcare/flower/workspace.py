@@ -222,6 +222,10 @@ def prepare_workspace(
         checkpoint_fingerprint=None if checkpoint is None else checkpoint.fingerprint,
         sites=tuple(f"client-{k}" for k in ids) if named_sites else (),
         broadcast=named_sites,
+        holders=tuple(
+            (o.name, tuple(c.client_id for c in federation.clients if o.name in c.objectives))
+            for o in federation.objectives
+        ),
     )
     ws = Workspace(root, plan)
     try:
@@ -289,7 +293,7 @@ def write_private(path: Path, text: str) -> Path:
 def prepare_baseline_workspace(
     algorithm: str,
     federation: Federation,
-    layout: UnionLayout,
+    layout: UnionLayout | None,
     config: ExperimentConfig,
     flower: FlowerConfig,
     *,

@@ -61,7 +61,7 @@ class BaselineBackend(Protocol):
         self,
         algorithm: str,
         federation: Federation,
-        layout: UnionLayout,
+        layout: UnionLayout | None,
         config: ExperimentConfig,
         progress: ProgressFn | None,
     ) -> Stage1Result:
@@ -75,7 +75,8 @@ class BaselineBackend(Protocol):
             The clients as prepared (their own encoded features; each client builds its
             union vectors from ``layout``, which holds column names, no rows).
         layout
-            The union layout (:func:`~fedcare_core.algorithms.union.features.union_layout`).
+            The union layout (:func:`~fedcare_core.algorithms.union.features.union_layout`);
+            None: the clients' common features as they are (fedxgb).
         config
             The experiment configuration (rounds, seed, model, ``baselines``, ``stage1``).
         progress

@@ -16,13 +16,15 @@ from typing import Any
 from torch import nn
 
 from fedcare_core.algorithms.base import (
-    Algorithm,
+    BaselineBackend,
+    FederatedBaseline,
     Personalisation,
     Rounds,
     RunInputs,
     Stage1Runner,
 )
 from fedcare_core.algorithms.bounds.rounds import no_rounds
+from fedcare_core.algorithms.fedxgb.bundle import unpack_trees
 from fedcare_core.algorithms.fedxgb.personal import personal_boosters
 from fedcare_core.algorithms.fedxgb.predictor import TreeInput, TreeModels
 from fedcare_core.algorithms.fedxgb.rounds import TreeRounds, run_rounds
@@ -42,11 +44,11 @@ class FederatedTrees(nn.Module):
         self.trees = trees
 
 
-class FedXgb(Algorithm):
+class FedXgb(FederatedBaseline):
     """Federated boosted trees, with each client's own trees stacked on them."""
 
     name = "fedxgb"
-    in_process_reason = "fedxgb's Flower rounds are not built yet"
+    flower_strategy = "FedXgbBagging"
     personal_phase = "local"
     deploys = "personal"
     cost_at_ten_clients = 1.0
@@ -54,27 +56,35 @@ class FedXgb(Algorithm):
     def rounds(
         self, inputs: RunInputs, backend: Stage1Runner | None, progress: ProgressFn | None
     ) -> Rounds:
-        """The federated trees, in process."""
+        """The federated trees, in process or on a backend that runs them (Flower)."""
         config = inputs.config
-        trees = run_rounds(
-            inputs.federation,
-            objective_kinds(inputs.federation),
-            config.baselines,
-            config.stage1.rounds,
-            config.seed,
-            progress,
-        )
-        stage1 = self._record(inputs, trees)
+        kinds = objective_kinds(inputs.federation)
+        notes: list[str] = []
+        if isinstance(backend, BaselineBackend):
+            result = backend.run_federated_baseline(
+                self.name, inputs.federation, None, config, progress
+            )
+            trees, notes = unpack_trees(result, kinds), list(result.notes)
+        else:
+            trees = run_rounds(
+                inputs.federation,
+                kinds,
+                config.baselines,
+                config.stage1.rounds,
+                config.seed,
+                progress,
+            )
+        stage1 = self._record(inputs, trees, notes)
         return Rounds(stage1, (FederatedTrees(trees),))
 
-    def _record(self, inputs: RunInputs, trees: TreeRounds) -> Stage1Result:
+    def _record(self, inputs: RunInputs, trees: TreeRounds, notes: list[str]) -> Stage1Result:
         base = inputs.config.baselines
         counts = {s: len(e.trees) for s, e in trees.ensembles.items()}
         note = (
             f"fedxgb ({base.fedxgb_strategy}): trees per objective {counts}, the ensemble of "
             f"the round the holders' validation loss chose {trees.chosen}"
         )
-        record = no_rounds(inputs.federation.objective_names, [note])
+        record = no_rounds(inputs.federation.objective_names, [note, *notes])
         record.rounds.extend(trees.rounds)
         return record
 

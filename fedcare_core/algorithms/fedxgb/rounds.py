@@ -45,11 +45,15 @@ __all__ = [
     "ClientMargins",
     "ClientTrees",
     "TreeRounds",
+    "TreeServer",
     "aggregate",
     "client_boost",
+    "client_round",
+    "client_scores",
     "client_validation",
     "round_participants",
     "run_rounds",
+    "tree_server",
 ]
 
 
@@ -65,7 +69,7 @@ class ClientTrees:
 
 @dataclass
 class ClientMargins:
-    """A client's rows' margins under each ensemble, and how many trees each counts.
+    """A client's rows' margins under each ensemble, and how many round blocks each counts.
 
     Keyed by objective, and by ``"<objective>:val"`` for its validation rows.
     """
@@ -74,13 +78,13 @@ class ClientMargins:
     counted: dict[str, int] = field(default_factory=dict)
 
     def current(self, key: str, ensemble: Ensemble, x: np.ndarray) -> np.ndarray:
-        """The margin of ``ensemble`` on rows ``x``, adding only trees not yet counted."""
+        """The margin of ``ensemble`` on rows ``x``, adding only the blocks not yet counted."""
         seen = self.counted.get(key, 0)
-        if key not in self.margins or seen == 0:
-            self.margins[key] = ensemble.margin(x)
-        elif seen < len(ensemble.trees):
-            self.margins[key] = self.margins[key] + ensemble.margin(x, start=seen)
-        self.counted[key] = len(ensemble.trees)
+        done = self.margins.get(key)
+        if done is None or len(done) != len(x) or seen > len(ensemble.bounds):
+            seen, done = 0, None
+        self.margins[key] = ensemble.margin(x, seen, done)
+        self.counted[key] = len(ensemble.bounds)
         return self.margins[key]
 
 
@@ -147,8 +151,7 @@ def aggregate(
         return ensemble
     if ensemble is None:
         return Ensemble.first(kind, [(r.booster, r.rows) for r in ordered])
-    for reply in ordered:
-        ensemble.append(reply.booster)
+    ensemble.append_round([r.booster for r in ordered])
     return ensemble
 
 
@@ -204,20 +207,161 @@ class _Choice:
             self.loss, self.round, self.trees = loss, round_idx, trees
 
 
-def _validation_loss(
-    clients: Sequence[ClientData],
-    objective: str,
-    kind: str,
-    ensemble: Ensemble,
-    margins: Mapping[int, ClientMargins],
-) -> float:
-    """The holders' row-weighted validation loss of ``ensemble`` (NaN: no validation row)."""
-    scored = [
-        v
-        for c in clients
-        if (v := client_validation(c, objective, kind, ensemble, margins[c.client_id]))
-    ]
-    return _row_weighted(scored) if scored else float("nan")
+def client_round(
+    client: ClientData,
+    ensembles: Mapping[str, Ensemble | None],
+    boosting: Mapping[str, TreeSettings],
+    margins: ClientMargins,
+    trees: int,
+) -> dict[str, ClientTrees]:
+    """A client's step of a round: new trees of each objective it is asked to boost.
+
+    Parameters
+    ----------
+    client
+        The client.
+    ensembles
+        The federation's ensembles so far (None: the objective's round 1).
+    boosting
+        The objectives it boosts this round, with their trees' settings.
+    margins
+        The client's margins, updated here.
+    trees
+        Trees per objective (``fedxgb_local_trees``).
+
+    Returns
+    -------
+    dict of str to ClientTrees
+        Its reply per objective (none where it holds no labelled training row).
+    """
+    out: dict[str, ClientTrees] = {}
+    for objective, settings in boosting.items():
+        ensemble = ensembles.get(objective)
+        reply = client_boost(client, objective, settings.kind, ensemble, margins, settings, trees)
+        if reply is not None:
+            out[objective] = reply
+    return out
+
+
+def client_scores(
+    client: ClientData,
+    ensembles: Mapping[str, Ensemble],
+    margins: ClientMargins,
+) -> dict[str, tuple[int, float]]:
+    """The client's validation rows and loss under each ensemble of an objective it pursues."""
+    out: dict[str, tuple[int, float]] = {}
+    for objective in client.objectives:
+        ensemble = ensembles.get(objective)
+        if ensemble is not None:
+            scored = client_validation(client, objective, ensemble.kind, ensemble, margins)
+            if scored is not None:
+                out[objective] = scored
+    return out
+
+
+class TreeServer:
+    """The server's side of the rounds, wherever they run (in process or over Flower).
+
+    It says who boosts each objective in a round and with which settings (:meth:`plan`),
+    appends the replies' trees (:meth:`aggregate`), records the holders' validation loss of
+    the new ensembles (:meth:`record_validation`) and ends with each objective's ensemble of
+    its chosen round (:meth:`result`).
+
+    Parameters
+    ----------
+    kinds
+        Objective → kind, in the federation's order.
+    holders
+        Objective → the ids of the clients pursuing it.
+    client_ids
+        Every client's id, in order (cyclic boosting walks them).
+    base
+        ``fedxgb_strategy``, ``fedxgb_eta``, ``fedxgb_depth``.
+    seed
+        XGBoost's seed.
+    """
+
+    def __init__(
+        self,
+        kinds: Mapping[str, str],
+        holders: Mapping[str, Sequence[int]],
+        client_ids: Sequence[int],
+        base: BaselineConfig,
+        seed: int,
+    ) -> None:
+        self.kinds = dict(kinds)
+        self.holders = {s: list(holders.get(s, ())) for s in kinds}
+        self.client_ids = sorted(client_ids)
+        self.strategy = base.fedxgb_strategy
+        self.settings = {
+            s: tree_settings(k, base, len(self.holders[s]), seed) for s, k in kinds.items()
+        }
+        self.ensembles: dict[str, Ensemble | None] = dict.fromkeys(kinds)
+        self.rounds: list[RoundInfo] = []
+        self.validation: list[dict[str, float]] = []
+        self._choices = {s: _Choice() for s in kinds}
+
+    def plan(self, round_idx: int) -> dict[int, dict[str, TreeSettings]]:
+        """Client id → the objectives it boosts in round ``round_idx`` (1-based), with settings."""
+        out: dict[int, dict[str, TreeSettings]] = {}
+        for s in self.kinds:
+            for k in round_participants(self.strategy, self.client_ids, self.holders[s], round_idx):
+                out.setdefault(k, {})[s] = self.settings[s]
+        return out
+
+    def aggregate(
+        self, round_idx: int, replies: Mapping[int, Mapping[str, ClientTrees]], asked: Sequence[int]
+    ) -> RoundInfo:
+        """Append each objective's replies (client-id order); record and return the round.
+
+        ``losses``: the repliers' row-weighted mean training loss before the round's trees.
+        """
+        losses: dict[str, float] = {}
+        for s, kind in self.kinds.items():
+            mine = [r[s] for _, r in sorted(replies.items()) if s in r]
+            self.ensembles[s] = aggregate(kind, self.ensembles[s], mine)
+            if mine:
+                losses[s] = _row_weighted([(r.rows, r.loss) for r in mine])
+        info = RoundInfo(round_idx, {}, 0.0, losses, tuple(sorted(asked)))
+        self.rounds.append(info)
+        return info
+
+    def record_validation(
+        self, round_idx: int, scores: Mapping[int, Mapping[str, tuple[int, float]]]
+    ) -> dict[str, float]:
+        """The holders' row-weighted validation loss of each ensemble; offer it to the choice."""
+        checked: dict[str, float] = {}
+        for s, ensemble in self.ensembles.items():
+            if ensemble is None:
+                continue
+            held = [v[s] for k, v in sorted(scores.items()) if k in self.holders[s] and s in v]
+            checked[s] = _row_weighted(held) if held else float("nan")
+            self._choices[s].offer(checked[s], round_idx, len(ensemble.trees))
+        self.validation.append(checked)
+        return checked
+
+    def result(self) -> TreeRounds:
+        """Each objective's ensemble cut at its chosen round, and the record."""
+        last = len(self.rounds)
+        kept = {
+            s: e.truncated(self._choices[s].trees or len(e.trees))
+            for s, e in self.ensembles.items()
+            if e is not None
+        }
+        chosen = {s: self._choices[s].round or last for s in kept}
+        return TreeRounds(kept, list(self.rounds), chosen, list(self.validation))
+
+    def present(self) -> dict[str, Ensemble]:
+        """The ensembles built so far (objectives with none omitted)."""
+        return {s: e for s, e in self.ensembles.items() if e is not None}
+
+
+def tree_server(
+    federation: Federation, kinds: Mapping[str, str], base: BaselineConfig, seed: int
+) -> TreeServer:
+    """The :class:`TreeServer` of a federation's clients."""
+    held = {s: holders(federation, s) for s in kinds}
+    return TreeServer(kinds, held, [c.client_id for c in federation.clients], base, seed)
 
 
 def run_rounds(
@@ -242,42 +386,24 @@ def run_rounds(
         training loss before the round's trees; in round 1, at each client's own base score).
     """
     clients = {c.client_id: c for c in federation.clients}
-    ids = sorted(clients)
-    margins = {k: ClientMargins() for k in ids}
-    ensembles: dict[str, Ensemble | None] = dict.fromkeys(kinds)
-    choices = {s: _Choice() for s in kinds}
-    trace: list[RoundInfo] = []
-    validation: list[dict[str, float]] = []
+    margins = {k: ClientMargins() for k in clients}
+    server = tree_server(federation, kinds, base, seed)
     for t in range(1, rounds + 1):
-        losses: dict[str, float] = {}
-        checked: dict[str, float] = {}
-        asked: set[int] = set()
-        for objective, kind in kinds.items():
-            held = holders(federation, objective)
-            settings = tree_settings(kind, base, len(held), seed)
-            replies = []
-            for k in round_participants(base.fedxgb_strategy, ids, held, t):
-                asked.add(k)
-                reply = client_boost(
-                    clients[k], objective, kind, ensembles[objective], margins[k], settings,
-                    base.fedxgb_local_trees,
-                )  # fmt: skip
-                if reply is not None:
-                    replies.append(reply)
-            ensemble = ensembles[objective] = aggregate(kind, ensembles[objective], replies)
-            if replies:
-                losses[objective] = _row_weighted([(r.rows, r.loss) for r in replies])
-            if ensemble is not None:
-                holding = [clients[k] for k in held]
-                checked[objective] = _validation_loss(holding, objective, kind, ensemble, margins)
-                choices[objective].offer(checked[objective], t, len(ensemble.trees))
-        trace.append(RoundInfo(t, {}, 0.0, losses, tuple(sorted(asked))))
-        validation.append(checked)
+        plan = server.plan(t)
+        replies = {
+            k: client_round(
+                clients[k], server.ensembles, boosting, margins[k], base.fedxgb_local_trees
+            )
+            for k, boosting in plan.items()
+        }
+        server.aggregate(t, replies, list(plan))
+        present = server.present()
+        server.record_validation(
+            t, {k: client_scores(c, present, margins[k]) for k, c in clients.items()}
+        )
         if progress is not None:
             progress("stage1", t, rounds)
-    kept = {s: e.truncated(choices[s].trees or len(e.trees)) for s, e in ensembles.items() if e}
-    chosen = {s: choices[s].round or rounds for s in kept}
-    return TreeRounds(kept, trace, chosen, validation)
+    return server.result()
 
 
 def _row_weighted(pairs: Sequence[tuple[int, float]]) -> float:

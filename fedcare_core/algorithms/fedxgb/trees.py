@@ -4,9 +4,9 @@ An objective's federated model is an **ensemble**: a base margin and a list of t
 XGBoost's own JSON (the model format Flower's XGBoost strategies exchange). A client boosts
 new trees on its rows from the ensemble's margin there (:func:`boost`, XGBoost's
 ``base_margin``: continuing from the ensemble without reloading it); the server appends them
-(:meth:`Ensemble.append`, the tree concatenation of Flower's ``aggregate_bagging``). Margins of
-new trees alone come from a booster holding only them (:meth:`Ensemble.margin` with ``start``),
-so a client updates its margins round by round instead of re-scoring the whole ensemble.
+(:meth:`Ensemble.append_round`, the tree concatenation of Flower's ``aggregate_bagging``). A
+margin is summed round block by round block (:meth:`Ensemble.margin`), so a client updates its
+margins with the new rounds' trees alone, to the same numbers as a fresh score.
 
 Binary objectives train ``binary:logistic`` without a class weight (trees need none, and their
 risks then need no weight undone); length of stay trains ``reg:absoluteerror`` on
@@ -129,9 +129,15 @@ def _base_margin(kind: str, model: dict[str, Any]) -> float:
     return score
 
 
+#: The XGBoost model attributes that keep an ensemble's round boundaries and its exact base
+#: margin (XGBoost's ``base_score`` is a rounded probability) in its JSON.
+_ROUNDS_ATTRIBUTE = "fedcare_rounds"
+_BASE_ATTRIBUTE = "fedcare_base"
+
+
 @dataclass
 class Ensemble:
-    """One objective's federated trees: a base margin and the trees, in order.
+    """One objective's federated trees: a base margin and the trees, in order, round by round.
 
     Parameters
     ----------
@@ -144,18 +150,29 @@ class Ensemble:
         The margin every prediction starts from.
     trees
         XGBoost JSON trees, in the order they were added.
+    bounds
+        The number of trees at the end of each round (a round's trees are one block).
+
+    Notes
+    -----
+    A margin is the base plus each round's block of trees, summed in float64 in round order
+    (:meth:`margin`). A client that kept its rows' margin adds only the new rounds' blocks,
+    which gives the same numbers as scoring the whole ensemble afresh, so a client that lost
+    its margins (another process, a restart) still boosts the same trees.
     """
 
     kind: str
     header: dict[str, Any]
     base: float
     trees: list[dict[str, Any]] = field(default_factory=list)
+    bounds: list[int] = field(default_factory=list)
 
     @classmethod
     def first(cls, kind: str, boosters: list[tuple[xgb.Booster, int]]) -> Ensemble:
         """The ensemble of round 1's boosters (each from scratch), weighted by their rows.
 
-        Its base margin is the row-weighted mean of the boosters' own; their trees follow.
+        Its base margin is the row-weighted mean of the boosters' own; their trees follow,
+        as round 1's block.
         """
         models = [_model(b) for b, _ in boosters]
         rows = np.array([n for _, n in boosters], dtype=np.float64)
@@ -164,24 +181,31 @@ class Ensemble:
         out = cls(kind, _header(models[0]), base)
         for model in models:
             out.trees.extend(_trees(model))
+        out.bounds.append(len(out.trees))
         return out
 
     def truncated(self, trees: int) -> Ensemble:
-        """The ensemble of its first ``trees`` trees (the same base margin)."""
-        return Ensemble(self.kind, self.header, self.base, self.trees[:trees])
+        """The ensemble of its first ``trees`` trees (a round's end; the same base margin)."""
+        bounds = [b for b in self.bounds if b <= trees]
+        return Ensemble(self.kind, self.header, self.base, self.trees[:trees], bounds)
 
-    def append(self, booster: xgb.Booster) -> None:
-        """Add a client's new trees (bagging; a cyclic round replaces the ensemble instead)."""
-        self.trees.extend(_trees(_model(booster)))
+    def append_round(self, boosters: list[xgb.Booster]) -> None:
+        """Add a round's new trees, in order, as one block (bagging's tree concatenation)."""
+        for booster in boosters:
+            self.trees.extend(_trees(_model(booster)))
+        if self.trees and (not self.bounds or self.bounds[-1] < len(self.trees)):
+            self.bounds.append(len(self.trees))
 
-    def booster(self, start: int = 0, *, with_base: bool = True) -> xgb.Booster:
-        """An XGBoost booster of trees ``start:`` (with the base margin, or from 0)."""
+    def booster(
+        self, start: int = 0, stop: int | None = None, *, with_base: bool = True
+    ) -> xgb.Booster:
+        """An XGBoost booster of trees ``start:stop`` (with the base margin, or from 0)."""
         model = copy.deepcopy(self.header)
         base = self.base if with_base else 0.0
         score = 1 / (1 + np.exp(-base)) if self.kind == "binary" else base
         model["learner"]["learner_model_param"]["base_score"] = f"[{score:.9E}]"
         gbm = model["learner"]["gradient_booster"]["model"]
-        trees = [dict(t, id=i) for i, t in enumerate(self.trees[start:])]
+        trees = [dict(t, id=i) for i, t in enumerate(self.trees[start:stop])]
         gbm["trees"] = trees
         gbm["tree_info"] = [0] * len(trees)
         gbm["iteration_indptr"] = list(range(len(trees) + 1))
@@ -190,24 +214,39 @@ class Ensemble:
         out.load_model(bytearray(json.dumps(model).encode()))
         return out
 
-    def margin(self, x: np.ndarray, start: int = 0, threads: int = 1) -> np.ndarray:
-        """Rows ``x``'s margin: the base plus every tree (``start`` > 0: trees ``start:`` alone)."""
-        if start >= len(self.trees) and start > 0:
-            return np.zeros(len(x))
-        booster = self.booster(start, with_base=start == 0)
-        booster.set_param({"nthread": threads})
-        out = booster.predict(xgb.DMatrix(x, nthread=threads), output_margin=True)
-        return np.asarray(out, dtype=np.float64)
+    def margin(
+        self, x: np.ndarray, blocks_done: int = 0, done: np.ndarray | None = None
+    ) -> np.ndarray:
+        """Rows ``x``'s margin: the base plus every round's block of trees (class notes).
+
+        ``done``: the margin of the first ``blocks_done`` blocks, which are not scored again
+        (None: start from the base).
+        """
+        margin = np.full(len(x), self.base) if done is None else done
+        starts = [0, *self.bounds]
+        for b in range(blocks_done if done is not None else 0, len(self.bounds)):
+            booster = self.booster(starts[b], starts[b + 1], with_base=False)
+            block = booster.predict(xgb.DMatrix(x, nthread=1), output_margin=True)
+            margin = margin + np.asarray(block, dtype=np.float64)
+        return margin
 
     def to_json(self) -> bytes:
-        """The ensemble as XGBoost JSON (what a round's message carries; :meth:`from_json`)."""
-        return bytes(self.booster().save_raw("json"))
+        """The ensemble as XGBoost JSON, its round bounds an attribute (:meth:`from_json`)."""
+        booster = self.booster()
+        rounds = ",".join(map(str, self.bounds))
+        booster.set_attr(**{_ROUNDS_ATTRIBUTE: rounds, _BASE_ATTRIBUTE: repr(float(self.base))})
+        return bytes(booster.save_raw("json"))
 
     @classmethod
     def from_json(cls, kind: str, raw: bytes) -> Ensemble:
         """The ensemble of XGBoost JSON ``raw`` (:meth:`to_json`), trees in their order."""
         model: dict[str, Any] = json.loads(raw)
-        return cls(kind, _header(model), _base_margin(kind, model), list(_trees(model)))
+        trees = list(_trees(model))
+        attributes = model["learner"].get("attributes", {})
+        kept = attributes.get(_ROUNDS_ATTRIBUTE, "")
+        bounds = [int(b) for b in kept.split(",") if b] or ([len(trees)] if trees else [])
+        base = float(attributes.get(_BASE_ATTRIBUTE, _base_margin(kind, model)))
+        return cls(kind, _header(model), base, trees, bounds)
 
     def to_bytes(self) -> bytes:
         """The ensemble as one XGBoost model (UBJSON): what a packaged model stores."""
@@ -217,6 +256,8 @@ class Ensemble:
 def _header(model: dict[str, Any]) -> dict[str, Any]:
     out = copy.deepcopy(model)
     out["learner"]["gradient_booster"]["model"]["trees"] = []
+    for name in (_ROUNDS_ATTRIBUTE, _BASE_ATTRIBUTE):
+        out["learner"].get("attributes", {}).pop(name, None)
     return out
 
 

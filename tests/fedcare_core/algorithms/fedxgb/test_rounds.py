@@ -48,16 +48,20 @@ def test_the_same_seed_gives_the_same_trees(federation):
         assert a.ensembles[objective].to_bytes() == b.ensembles[objective].to_bytes()
 
 
-def test_a_clients_margins_count_only_new_trees(federation):
+def test_a_clients_margins_count_only_new_rounds_and_equal_a_fresh_score(federation):
     kinds = objective_kinds(federation)
-    out = run_rounds(federation, kinds, BaselineConfig(fedxgb_depth=3), rounds=3, seed=0)
-    objective = next(iter(kinds))
+    base = BaselineConfig(fedxgb_depth=3, fedxgb_eta=1.0)
+    out = run_rounds(federation, kinds, base, rounds=4, seed=0)
+    objective = next(s for s, e in out.ensembles.items() if len(e.bounds) >= 2)
     ensemble = out.ensembles[objective]
     x = federation.clients[0].train.x_common
     margins = ClientMargins()
-    full = margins.current(objective, ensemble, x).copy()
-    assert margins.counted[objective] == len(ensemble.trees)
-    np.testing.assert_array_equal(margins.current(objective, ensemble, x), full)
+    early = margins.current(objective, ensemble.truncated(ensemble.bounds[0]), x).copy()
+    assert margins.counted[objective] == 1
+    later = margins.current(objective, ensemble, x)
+    assert margins.counted[objective] == len(ensemble.bounds)
+    assert not np.array_equal(early, later)
+    np.testing.assert_array_equal(later, ClientMargins().current(objective, ensemble, x))
 
 
 def test_each_objective_keeps_the_round_its_holders_validation_loss_chose(federation):

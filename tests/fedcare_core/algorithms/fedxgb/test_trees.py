@@ -26,16 +26,20 @@ def test_round_one_base_is_the_row_weighted_mean_of_the_clients_bases():
     assert len(ensemble.trees) == 2
 
 
-def test_margins_of_new_trees_add_up_to_the_whole_ensembles():
+def test_a_margin_kept_and_extended_by_new_rounds_equals_a_fresh_one_exactly():
     x, y = _rows(800, 2)
     settings = TreeSettings("binary", 0.2, 3)
     ensemble = Ensemble.first("binary", [(boost(x, y, None, settings, 2), len(y))])
     before = ensemble.margin(x)
-    ensemble.append(boost(x, y, before, settings, 3))
-    assert len(ensemble.trees) == 5
-    np.testing.assert_allclose(ensemble.margin(x), before + ensemble.margin(x, start=2), atol=1e-5)
-    # The new trees fit the residual: the training loss falls.
+    ensemble.append_round([boost(x, y, before, settings, 3), boost(x, y, before, settings, 1)])
+    assert len(ensemble.trees) == 6 and ensemble.bounds == [2, 6]
     after = ensemble.margin(x)
+    np.testing.assert_array_equal(ensemble.margin(x, 1, before), after)
+    # The whole ensemble as one XGBoost model scores the same rows alike (float32 sums).
+    np.testing.assert_allclose(
+        ensemble.booster().predict(xgb.DMatrix(x), output_margin=True), after, atol=1e-5
+    )
+    # The new trees fit the residual: the training loss falls.
 
     def loss(m: np.ndarray) -> float:
         return float(np.mean(np.logaddexp(0, m) - y * m))
@@ -63,9 +67,10 @@ def test_an_ensemble_survives_its_message_form():
     x, y = _rows(600, 4)
     settings = TreeSettings("binary", 0.2, 3)
     ensemble = Ensemble.first("binary", [(boost(x, y, None, settings, 3), 600)])
-    ensemble.append(boost(x, y, ensemble.margin(x), settings, 2))
+    ensemble.append_round([boost(x, y, ensemble.margin(x), settings, 2)])
     back = Ensemble.from_json("binary", ensemble.to_json())
-    assert len(back.trees) == 5
-    assert back.base == pytest.approx(ensemble.base, abs=1e-6)
+    assert len(back.trees) == 5 and back.bounds == [3, 5]
+    assert back.base == ensemble.base  # exactly: the message carries it beside XGBoost's
     np.testing.assert_array_equal(back.margin(x), ensemble.margin(x))
-    np.testing.assert_array_equal(back.margin(x, start=3), ensemble.margin(x, start=3))
+    assert back.to_json() == ensemble.to_json()
+    assert back.truncated(3).bounds == [3] and len(back.truncated(3).trees) == 3

@@ -1,0 +1,83 @@
+"""fedxgb over Flower equals its in-process run.
+
+Fast tests run the real ServerApp code (Flower's FedXgbBagging, with the core's trees) and
+real ClientApps on an in-process LoopbackGrid; the slow one runs Flower's Simulation Engine.
+Equivalence is checked on the whole results document (minus timings): byte-identical JSON.
+"""
+
+from __future__ import annotations
+
+import pytest
+from flwr.serverapp.strategy import FedXgbBagging
+
+from fedcare.flower import trees
+from fedcare.flower.flower_options import FlowerConfig
+from fedcare_core.config import ExperimentConfig
+from fedcare_core.run.pipeline import run_experiment
+from tests.fedcare.flower.conftest import small_config
+from tests.fedcare.flower.test_baselines_flower import LoopbackBackend, _document
+from tests.fedcare_core.synthetic import PARTITION
+
+
+def _config(strategy: str = "bagging", rounds: int = 3) -> ExperimentConfig:
+    return small_config(rounds=rounds).with_overrides(
+        algorithm="fedxgb",
+        baselines={"fedxgb_strategy": strategy, "fedxgb_depth": 3, "fedxgb_personal_trees": 5},
+    )
+
+
+@pytest.mark.parametrize("strategy", ["bagging", "cyclic"])
+def test_flower_apps_give_the_in_process_results_document(
+    small_cohort, tmp_path, task_identity, strategy
+):
+    cfg = _config(strategy)
+    local = run_experiment(small_cohort, PARTITION, cfg)
+    backend = LoopbackBackend(str(tmp_path))
+    flower = run_experiment(small_cohort, PARTITION, cfg, stage1_runner=backend)
+    assert _document(flower) == _document(local)
+    assert backend.progress == [("stage1", t, 3) for t in (1, 2, 3)]
+    assert isinstance(backend.strategy, FedXgbBagging)
+    assert type(backend.strategy).start is FedXgbBagging.start  # Flower's round loop
+    assert list(tmp_path.iterdir()) == []
+    sent = backend.grid.sent
+    k = cfg.data.clients
+    assert sum(m.metadata.message_type == "train" for m in sent) == 3 * k
+    assert sum(m.metadata.message_type == "evaluate" for m in sent) == 3 * k
+    # Round 1 carries no ensemble; later rounds carry each objective's.
+    first = next(m for m in sent if m.metadata.message_type == "train")
+    assert len(first.content.array_records["arrays"]) == 0
+
+
+def test_a_client_that_lost_its_margins_sends_the_same_trees(small_cohort, tmp_path, task_identity):
+    cfg = _config("bagging")
+    backend = LoopbackBackend(str(tmp_path))
+    kept = run_experiment(small_cohort, PARTITION, cfg, stage1_runner=backend)
+
+    class Forgetful(LoopbackBackend):
+        def run_federated_baseline(self, *args, **kwargs):
+            original = trees._margins
+
+            def fresh(run_id, data_key):
+                trees._MARGINS.clear()
+                return original(run_id, data_key)
+
+            trees._margins = fresh
+            try:
+                return super().run_federated_baseline(*args, **kwargs)
+            finally:
+                trees._margins = original
+
+    lost = run_experiment(small_cohort, PARTITION, cfg, stage1_runner=Forgetful(str(tmp_path)))
+    assert _document(lost) == _document(kept)
+
+
+@pytest.mark.slow
+def test_flower_sim_equals_in_process(small_cohort, tmp_path):
+    from fedcare.flower.simulation import SimulationStage1Runner
+
+    cfg = _config("bagging")
+    local = run_experiment(small_cohort, PARTITION, cfg)
+    runner = SimulationStage1Runner(FlowerConfig(workdir_parent=str(tmp_path), sim_num_cpus=2))
+    sim = run_experiment(small_cohort, PARTITION, cfg, stage1_runner=runner)
+    assert _document(sim) == _document(local)
+    assert list(tmp_path.iterdir()) == []
