@@ -8,6 +8,9 @@ from fedcare_core.config.fields import Range
 #: are the registry's, :mod:`fedcare_core.algorithms`).
 FEDCARE_DOCUMENT_ALGORITHMS = ("fedcare", "fedcare-b")
 CLIENT_SPLITS = ("iid", "dirichlet")
+#: How numeric features are scaled: by each client's own training statistics, or by statistics
+#: pooled across the clients (moments, or quantiles; fedcare_core.data.pooled_scaling).
+SCALINGS = ("client", "federated", "federated-quantile")
 SOLVERS = ("exact", "slsqp")
 NORMALISATIONS = ("none", "l2", "loss+")
 QP_SCOPES = ("full", "backbone")

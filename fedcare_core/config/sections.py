@@ -31,6 +31,7 @@ from fedcare_core.config.limits import (
     MAX_OBJECTIVES,
     MAX_PATIENTS,
     PAFNET_DEPLOY,
+    SCALINGS,
     STEPS,
     TREE_DEPTH,
     UNSEEN_CATEGORY_POLICIES,
@@ -97,6 +98,16 @@ class DataConfig:
         True, help="every objective is pursued by at least one client", group=_DATA,
         in_schema=False,
     )  # fmt: skip
+    scaling: str = setting(
+        "client",
+        help="numeric features scaled by each client's own training statistics (client), or "
+        "by statistics pooled across the clients, never their rows: mean and standard "
+        "deviation (federated) or quantiles, as normal scores (federated-quantile)",
+        choices=SCALINGS,
+        noun="scaling",
+        flag="scaling",
+        group=_DATA,
+    )
     train_fraction: float = setting(
         0.7, help="share of each client's patients for training", range=OPEN_UNIT, group=_DATA
     )

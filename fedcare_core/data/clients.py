@@ -15,10 +15,12 @@ import pandas as pd
 
 from fedcare_core.config import DataConfig
 from fedcare_core.data.cohort import Cohort, Objective
+from fedcare_core.data.label_checks import check_labels
 from fedcare_core.data.partition import FeaturePartition
+from fedcare_core.data.pooled_scaling import PooledScale, pooled_statistics
 from fedcare_core.data.preprocess import FeatureEncoder, fit_encoder
 from fedcare_core.data.subgroups import RowGroups, row_groups
-from fedcare_core.errors import ConfigError, DataError
+from fedcare_core.errors import ConfigError
 from fedcare_core.nn.preferences import Preference
 from fedcare_core.nn.seeding import derive_rng
 
@@ -320,19 +322,19 @@ def build_federation(
     encoding = ClientEncoding(
         partition, frozenset(cohort.numeric_features), max_categories, cohort.vocabularies
     )
-    clients: list[ClientData] = []
-    common_width = -1
+    prepared = []
     for k, objs in enumerate(client_objectives):
         rows = np.flatnonzero(client_of_row == k)
         splits = split_patients(cohort.patient[rows], config, seed, k, cohort.test_patients)
         frames, labels, extras = client_splits(cohort, rows, splits, objs)
         check_labels(cohort, objs, labels["train"], f"client {k}", source)
-        client = encoding.client(k, objs, frames, labels, extras=extras)
-        # Unreachable while fit_encoder insists on declared vocabularies for shared features.
-        if common_width not in (-1, client.common_encoder.width):  # pragma: no cover
-            raise ConfigError("clients disagree on the common feature layout")
-        common_width = client.common_encoder.width
-        clients.append(client)
+        prepared.append((k, objs, frames, labels, extras))
+    trains = [(objs, f["train"]) for _, objs, f, _, _ in prepared]
+    encoding = replace(encoding, pooled=pooled_statistics(encoding, config.scaling, trains))
+    # Every client encodes the common features to one layout (fit_encoder insists on declared
+    # vocabularies for shared features).
+    clients = [encoding.client(k, objs, f, lab, extras=ex) for k, objs, f, lab, ex in prepared]
+    common_width = clients[0].common_encoder.width
     return Federation(
         dataset=cohort.dataset,
         objectives=tuple(o for o in cohort.objectives if o.name in pursued),
@@ -396,6 +398,7 @@ class ClientEncoding:
     numeric: frozenset[str]
     max_categories: int
     vocabularies: Mapping[str, tuple[str, ...]]
+    pooled: Mapping[str, PooledScale] = field(default_factory=dict)
 
     def client(
         self,
@@ -434,6 +437,7 @@ class ClientEncoding:
             shared=common,
             vocabularies=self.vocabularies,
             max_categories=self.max_categories,
+            pooled=self.pooled,
         )
         private_enc = fit_encoder(
             frames["train"],
@@ -441,6 +445,7 @@ class ClientEncoding:
             [c for c in private if c in self.numeric],
             vocabularies=self.vocabularies,
             max_categories=self.max_categories,
+            pooled=self.pooled,
         )
         arrays = {
             name: SplitArrays(
@@ -469,32 +474,3 @@ def _tags(extras: Mapping[str, RowGroups] | None, split: str) -> dict[str, Any]:
     if extras is None or split not in extras:
         return {}
     return {"groups": extras[split].groups, "subgroups": dict(extras[split].subgroups)}
-
-
-def check_labels(
-    cohort: Cohort, objs: tuple[str, ...], y: np.ndarray, who: str, source: str | None
-) -> None:
-    """Raise if a client cannot learn an objective: no labelled, positive or negative row.
-
-    ``who`` names the client in the message (``client 3``, ``site 'north'``).
-    """
-    for j, name in enumerate(objs):
-        col = y[:, j]
-        col = col[np.isfinite(col)]
-        if len(col) == 0:
-            raise DataError(
-                f"{who} has no training row labelled for objective {name!r}; "
-                "use fewer clients or more data",
-                file=source,
-                column=name,
-            )
-        if cohort.objective(name).kind == "binary":
-            positives = int((col > 0.5).sum())
-            if positives == 0 or positives == len(col):
-                which = "positive" if positives == 0 else "negative"
-                raise DataError(
-                    f"{who} has no {which} label for binary objective {name!r} in its "
-                    f"{len(col)} training rows; use fewer clients or more data",
-                    file=source,
-                    column=name,
-                )

@@ -1,7 +1,9 @@
 """Per-client feature encoding, fitted on that client's training rows only.
 
 Numeric features: median imputation, standardisation (training mean and std) and a missing
-indicator, always added so that the encoded layout is identical at every client. Categorical
+indicator, always added so that the encoded layout is identical at every client; with
+``data.scaling`` pooled, the imputation and scale are the federation's statistics instead
+(:mod:`fedcare_core.data.pooled_scaling`). Categorical
 features: one-hot over a vocabulary plus ``other`` and ``missing`` columns. A declared vocabulary
 (a ``pd.CategoricalDtype`` on the cohort column: a data-dictionary fact, not a statistic) is used
 as is; otherwise the vocabulary is the client's most frequent training values. Shared (common)
@@ -18,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from fedcare_core.data.pooled_scaling import PooledScale, quantile_scores
 from fedcare_core.errors import ConfigError
 
 #: Standard deviations below this are treated as constant columns (scaled by 1).
@@ -36,6 +39,10 @@ class FeatureEncoder:
         Training statistics of the numeric columns (same order).
     categorical
         ``(column, vocabulary)`` pairs, in order.
+    quantiles
+        Pooled quantile knots of the numeric columns, one row each: a value becomes the normal
+        score of its rank among them instead of ``(x − mean) / std``
+        (:mod:`fedcare_core.data.pooled_scaling`); None: standardised.
     """
 
     numeric: tuple[str, ...]
@@ -43,6 +50,7 @@ class FeatureEncoder:
     means: np.ndarray
     stds: np.ndarray
     categorical: tuple[tuple[str, tuple[str, ...]], ...]
+    quantiles: np.ndarray | None = None
 
     @property
     def width(self) -> int:
@@ -59,13 +67,16 @@ class FeatureEncoder:
 
     def to_dict(self) -> dict[str, Any]:
         """The fitted statistics and vocabularies as JSON-able data (floats exactly)."""
-        return {
+        out: dict[str, Any] = {
             "numeric": list(self.numeric),
             "medians": [float(v) for v in self.medians],
             "means": [float(v) for v in self.means],
             "stds": [float(v) for v in self.stds],
             "categorical": [[col, list(vocab)] for col, vocab in self.categorical],
         }
+        if self.quantiles is not None:
+            out["quantiles"] = [[float(v) for v in row] for row in self.quantiles]
+        return out
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> FeatureEncoder:
@@ -78,6 +89,11 @@ class FeatureEncoder:
             categorical=tuple(
                 (str(col), tuple(str(v) for v in vocab)) for col, vocab in data["categorical"]
             ),
+            quantiles=(
+                None
+                if data.get("quantiles") is None
+                else np.asarray(data["quantiles"], dtype=np.float64)
+            ),
         )
 
     def transform(self, frame: pd.DataFrame) -> np.ndarray:
@@ -89,7 +105,11 @@ class FeatureEncoder:
             raw = frame.loc[:, list(self.numeric)].to_numpy(dtype=np.float64, na_value=np.nan)
             missing = np.isnan(raw)
             filled = np.where(missing, self.medians, raw)
-            out[:, :k] = (filled - self.means) / self.stds
+            if self.quantiles is None:
+                out[:, :k] = (filled - self.means) / self.stds
+            else:
+                for j in range(k):
+                    out[:, j] = quantile_scores(filled[:, j], self.quantiles[j])
             out[:, k : 2 * k] = missing
         pos = 2 * k
         for col, vocab in self.categorical:
@@ -123,6 +143,7 @@ def fit_encoder(
     shared: Sequence[str] = (),
     vocabularies: Mapping[str, tuple[str, ...]] | None = None,
     max_categories: int = 20,
+    pooled: Mapping[str, PooledScale] | None = None,
 ) -> FeatureEncoder:
     """Fit an encoder on training rows.
 
@@ -141,6 +162,10 @@ def fit_encoder(
         Declared vocabularies (data-dictionary facts) by column.
     max_categories
         Vocabulary cap for undeclared categorical columns (most frequent training values).
+    pooled
+        Statistics pooled across the clients (:mod:`fedcare_core.data.pooled_scaling`); every
+        numeric column it names is imputed and scaled by them instead of the client's own
+        (all with quantile knots, or none, as one scaling fits them all).
 
     Returns
     -------
@@ -164,6 +189,9 @@ def fit_encoder(
     else:
         medians = means = np.zeros(0)
         stds = np.ones(0)
+    quantiles = None
+    if pooled and numeric:
+        medians, means, stds, quantiles = _pooled_statistics(numeric, medians, means, stds, pooled)
     shared_set = set(shared)
     categorical: list[tuple[str, tuple[str, ...]]] = []
     for col in categorical_cols:
@@ -183,4 +211,27 @@ def fit_encoder(
         means=means.astype(np.float64),
         stds=stds.astype(np.float64),
         categorical=tuple(categorical),
+        quantiles=quantiles,
     )
+
+
+def _pooled_statistics(
+    numeric: Sequence[str],
+    medians: np.ndarray,
+    means: np.ndarray,
+    stds: np.ndarray,
+    pooled: Mapping[str, PooledScale],
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray | None]:
+    """The client's statistics with the pooled ones in place (module :func:`fit_encoder`)."""
+    medians, means, stds = medians.copy(), means.copy(), stds.copy()
+    rows = []
+    for j, c in enumerate(numeric):
+        scale = pooled.get(c)
+        if scale is None:
+            raise ValueError(f"no pooled statistics for numeric column {c!r}")
+        medians[j] = means[j] = scale.center
+        stds[j] = scale.scale
+        rows.append(scale.knots)
+    if all(r is None for r in rows):
+        return medians, means, stds, None
+    return medians, means, stds, np.vstack([np.asarray(r, dtype=np.float64) for r in rows])

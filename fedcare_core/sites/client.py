@@ -21,11 +21,11 @@ from fedcare_core.data.clients import (
     ClientData,
     ClientEncoding,
     Federation,
-    check_labels,
     client_splits,
     split_patients,
 )
 from fedcare_core.data.cohort import Cohort
+from fedcare_core.data.label_checks import check_labels
 from fedcare_core.data.partition import FeaturePartition
 from fedcare_core.errors import ConfigError, DataError
 from fedcare_core.nn.preferences import Preference
@@ -108,6 +108,12 @@ def prepare_site(
     """
     if cohort.dataset != schema.dataset:
         raise ConfigError(f"the schema is for {schema.dataset}, the data is {cohort.dataset}")
+    if schema.config.data.scaling != "client":
+        raise ConfigError(
+            f"scaling {schema.config.data.scaling!r} pools the clients' statistics before "
+            "training; sites' own files are prepared apart, so a federation of sites scales "
+            "each site by its own (scaling 'client')"
+        )
     objs = schema.check_objectives(list(objectives))
     preferences = dict(preferences or {})
     check_preferences(preferences, schema.objectives, cohort.sensitive, f"site {name!r}")

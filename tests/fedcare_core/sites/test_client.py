@@ -142,3 +142,10 @@ def test_a_site_states_its_preferences_in_its_objectives(hospital, schema):
         )
     with pytest.raises(ConfigError, match="--objectives: 'readmission:kind'"):
         schema.check_site_objectives(["readmission:kind"])
+
+
+@pytest.mark.parametrize("scaling", ["federated", "federated-quantile"])
+def test_a_site_refuses_a_scaling_pooled_across_clients(hospital, scaling):
+    pooled = schema_for(ExperimentConfig().with_overrides(data={"scaling": scaling}))
+    with pytest.raises(ConfigError, match=f"scaling '{scaling}'.*each site by its own"):
+        prepare_site(hospital, pooled, ["los"], name="north", seed=0)
