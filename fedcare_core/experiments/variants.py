@@ -43,6 +43,16 @@ CANDIDATES: dict[str, dict[str, dict[str, Any]]] = {
         "stage2": {"backbone_lr_scale": 0.0, "head_init": "global"},
     },
 }
+# The representation and width on top of the preset (issue 32): numeric features scaled by
+# statistics pooled across the clients, and a backbone twice as wide.
+_PRESET = CANDIDATES["s1-adam-backbone+s2-frozen-warm"]
+CANDIDATES |= {
+    "s1-adam-backbone+s2-frozen-warm+scale-federated": _PRESET | {"data": {"scaling": "federated"}},
+    "s1-adam-backbone+s2-frozen-warm+scale-quantile": _PRESET
+    | {"data": {"scaling": "federated-quantile"}},
+    "s1-adam-backbone+s2-frozen-warm+wide": _PRESET
+    | {"model": {"hidden": 256, "representation": 128}},
+}
 #: The selection experiment's choice (docs/results/diabetes130/selection/selection.md), which
 #: is ``--preset recommended``.
 RECOMMENDED_CANDIDATE = "s1-adam-backbone+s2-frozen-warm"
