@@ -11,9 +11,8 @@ every model.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 from typing import Any
-
-from torch import nn
 
 from fedcare_core.algorithms.base import (
     BaselineBackend,
@@ -24,7 +23,7 @@ from fedcare_core.algorithms.base import (
     Stage1Runner,
 )
 from fedcare_core.algorithms.bounds.rounds import no_rounds
-from fedcare_core.algorithms.fedxgb.bundle import unpack_trees
+from fedcare_core.algorithms.fedxgb.bundle import pack_trees, unpack_trees
 from fedcare_core.algorithms.fedxgb.personal import personal_boosters
 from fedcare_core.algorithms.fedxgb.predictor import TreeInput, TreeModels
 from fedcare_core.algorithms.fedxgb.rounds import TreeRounds, run_rounds
@@ -34,14 +33,6 @@ from fedcare_core.data.clients import ClientData
 from fedcare_core.nn.training import ProgressFn, objective_kinds
 from fedcare_core.predict.predictors import ClientPredictor
 from fedcare_core.stage1.types import Stage1Result
-
-
-class FederatedTrees(nn.Module):
-    """The rounds' ensembles, carried in :attr:`Rounds.models` (no weights of their own)."""
-
-    def __init__(self, trees: TreeRounds) -> None:
-        super().__init__()
-        self.trees = trees
 
 
 class FedXgb(FederatedBaseline):
@@ -74,10 +65,10 @@ class FedXgb(FederatedBaseline):
                 config.seed,
                 progress,
             )
-        stage1 = self._record(inputs, trees, notes)
-        return Rounds(stage1, (FederatedTrees(trees),))
+        return Rounds(self._record(inputs, trees, notes))
 
     def _record(self, inputs: RunInputs, trees: TreeRounds, notes: list[str]) -> Stage1Result:
+        """The rounds' record; its parameters are the trees (:func:`pack_trees`)."""
         base = inputs.config.baselines
         counts = {s: len(e.trees) for s, e in trees.ensembles.items()}
         note = (
@@ -85,19 +76,17 @@ class FedXgb(FederatedBaseline):
             f"the round the holders' validation loss chose {trees.chosen}"
         )
         record = no_rounds(inputs.federation.objective_names, [note, *notes])
-        record.rounds.extend(trees.rounds)
-        return record
+        return replace(record, params=pack_trees(trees), rounds=list(trees.rounds))
 
     @staticmethod
-    def _ensembles(rounds: Rounds) -> dict[str, Ensemble]:
-        (holder,) = rounds.models
-        assert isinstance(holder, FederatedTrees)
-        return holder.trees.ensembles
+    def _ensembles(inputs: RunInputs, rounds: Rounds) -> dict[str, Ensemble]:
+        """The ensembles the rounds' record carries (also one a site received: a broadcast)."""
+        return unpack_trees(rounds.stage1, objective_kinds(inputs.federation)).ensembles
 
     def personalisation(self, inputs: RunInputs, rounds: Rounds) -> Personalisation:
         """Every client, sharing the ensembles and the objective kinds."""
         kinds = objective_kinds(inputs.federation)
-        return Personalisation(inputs.federation.clients, (self._ensembles(rounds), kinds))
+        return Personalisation(inputs.federation.clients, (self._ensembles(inputs, rounds), kinds))
 
     def personalise_client(
         self, shared: Any, client: ClientData, config: ExperimentConfig
@@ -110,7 +99,7 @@ class FedXgb(FederatedBaseline):
         self, inputs: RunInputs, rounds: Rounds, personal: Sequence[Any]
     ) -> list[ClientPredictor]:
         """Each client's federated trees with its own on top."""
-        ensembles = self._ensembles(rounds)
+        ensembles = self._ensembles(inputs, rounds)
         federated = {s: e.to_bytes() for s, e in ensembles.items()}
         kinds = objective_kinds(inputs.federation)
         out: list[ClientPredictor] = []
