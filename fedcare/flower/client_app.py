@@ -172,7 +172,8 @@ def _handle_train(locate: DataLocator, msg: Message, context: Context) -> Messag
 
     if is_trees_message(msg.content):
         key = _data_key(locate(context))
-        return Message(trees_train(cached_client(locate, context), key, msg.content), reply_to=msg)
+        client = assigned(cached_client(locate, context), msg.content)
+        return Message(trees_train(client, key, msg.content), reply_to=msg)
     if is_baseline_message(msg.content):
         key = _data_key(locate(context))
         reply = baseline_train(cached_client(locate, context), key, msg.content)
@@ -209,7 +210,8 @@ def _handle_evaluate(locate: DataLocator, msg: Message, context: Context) -> Mes
     if not is_trees_message(msg.content):
         raise ProtocolError("an evaluate message of no fedxgb round")
     key = _data_key(locate(context))
-    return Message(trees_evaluate(cached_client(locate, context), key, msg.content), reply_to=msg)
+    client = assigned(cached_client(locate, context), msg.content)
+    return Message(trees_evaluate(client, key, msg.content), reply_to=msg)
 
 
 def build_client_app(locate: DataLocator) -> ClientApp:

@@ -30,6 +30,7 @@ from fedcare.flower.polling import PollingGrid
 from fedcare.flower.results import append_round, write_error
 from fedcare.flower.run_plan import RunPlan
 from fedcare.flower.strategy import FedCareStrategy
+from fedcare.flower.trees_strategy import TreeBagging
 from fedcare_core.stage1.loop import RoundInfo
 
 #: Run-config key holding the plan's path (``[tool.flwr.app.config]`` of the generated app).
@@ -37,13 +38,13 @@ PLAN_PATH_KEY = "plan-path"
 
 
 RoundHook = Callable[[RoundInfo, float], None]
-_ServerStrategy = FedCareStrategy | baselines.UnionFedAvg | trees.TreeBagging
+_ServerStrategy = FedCareStrategy | baselines.UnionFedAvg | TreeBagging
 
 
 def make_strategy(plan: RunPlan, on_round: RoundHook | None = None) -> _ServerStrategy:
     """The plan's strategy: Flower's FedXgbBagging, FedAvg or FedProx, else Algorithm 1."""
     if plan.algorithm == trees.ALGORITHM:
-        return trees.TreeBagging(plan, on_round=on_round)
+        return TreeBagging(plan, on_round=on_round)
     if baselines.flower_strategy(plan.algorithm) is not None:
         return baselines.make_strategy(plan, on_round)
     return FedCareStrategy(plan, on_round=on_round)
@@ -87,14 +88,16 @@ def run_server(grid: Grid, plan: RunPlan, on_round: RoundHook | None = None) -> 
             timeout=plan.round_timeout_s,
             train_config=_train_config(strategy, plan),
         )
-        sender = strategy if isinstance(strategy, FedCareStrategy) and plan.broadcast else None
+        sender = None
+        if isinstance(strategy, FedCareStrategy | TreeBagging) and plan.broadcast:
+            sender = strategy
         finish_stage1(strategy, polling, broadcast_from=sender)
     return strategy
 
 
 def _train_config(strategy: _ServerStrategy, plan: RunPlan) -> ConfigRecord | None:
     """The config every ``train`` message carries (None: Algorithm 1 builds its own)."""
-    if isinstance(strategy, trees.TreeBagging):
+    if isinstance(strategy, TreeBagging):
         return strategy.train_config()
     if baselines.flower_strategy(plan.algorithm) is not None:
         return baselines.baseline_train_config(plan)
