@@ -137,6 +137,24 @@ def model_from_arrays(record: ArrayRecord) -> tuple[np.ndarray, np.ndarray]:
     return _vector(record, _PARAMS), _vector(record, _BUFFERS)
 
 
+def final_arrays(params: np.ndarray, buffers: np.ndarray) -> ArrayRecord:
+    """A Stage 1 result as an ArrayRecord: a network's float32 ``w*``, or fedxgb's trees.
+
+    Trees travel as their uint8 bytes (:func:`fedcare_core.algorithms.fedxgb.bundle.pack_trees`),
+    which a cast to float32 would destroy.
+    """
+    if params.dtype == np.uint8:
+        return ArrayRecord({_PARAMS: _array(params), _BUFFERS: _array(buffers.astype(np.float32))})
+    return model_arrays(params, buffers)
+
+
+def final_from_arrays(record: ArrayRecord) -> tuple[np.ndarray, np.ndarray]:
+    """Inverse of :func:`final_arrays`."""
+    if _PARAMS in record and record[_PARAMS].numpy().dtype == np.uint8:
+        return _vector(record, _PARAMS, np.uint8), _vector(record, _BUFFERS)
+    return model_from_arrays(record)
+
+
 def encode_query() -> RecordDict:
     """Content of the handshake message."""
     return RecordDict({CONFIG: ConfigRecord({PROTOCOL: PROTOCOL_VERSION})})

@@ -36,8 +36,8 @@ from fedcare.flower.messages import (
     PROTOCOL,
     PROTOCOL_VERSION,
     ProtocolError,
-    model_arrays,
-    model_from_arrays,
+    final_arrays,
+    final_from_arrays,
 )
 
 SITE = "site"
@@ -127,7 +127,7 @@ def encode_final_model(final: FinalModel) -> RecordDict:
             "run-name": final.run_name,
         }
     )
-    return RecordDict({ARRAYS: model_arrays(final.params, final.buffers), CONFIG: config})
+    return RecordDict({ARRAYS: final_arrays(final.params, final.buffers), CONFIG: config})
 
 
 def decode_final_model(content: RecordDict) -> FinalModel:
@@ -136,7 +136,7 @@ def decode_final_model(content: RecordDict) -> FinalModel:
         config = content.config_records[CONFIG]
         if config[PROTOCOL] != PROTOCOL_VERSION:
             raise ProtocolError(f"protocol version {config[PROTOCOL]!r}")
-        params, buffers = model_from_arrays(content.array_records[ARRAYS])
+        params, buffers = final_from_arrays(content.array_records[ARRAYS])
         return FinalModel(
             client_id=int(cast(int, config[CLIENT_ID])),
             seed=int(cast(int, config["seed"])),

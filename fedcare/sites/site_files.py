@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 import zipfile
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -217,3 +218,64 @@ def read_stage1_arrays(path: Path, sizes: dict[str, int]) -> dict[str, np.ndarra
             raise ConfigError(f"{where}: array {name!r} holds {bad:,} NaN or infinite value(s)")
         arrays[name] = array.astype(np.float32, copy=False)
     return arrays
+
+
+#: The largest trees archive a site reads (before a byte is decompressed).
+_MAX_TREES_BYTES = 256 * 1024 * 1024
+
+
+def read_stage1_trees(
+    path: Path, objectives: Sequence[str], kinds: Mapping[str, str]
+) -> dict[str, np.ndarray]:
+    """Fedxgb's broadcast trees, checked: uint8 bytes that unpack to ensembles of ``objectives``.
+
+    Parameters
+    ----------
+    path
+        ``stage1/stage1.npz``.
+    objectives
+        The objectives the broadcast names (every ensemble must be one of them).
+    kinds
+        Objective → kind (the schema's).
+
+    Raises
+    ------
+    ConfigError
+        Naming the file and the array: not an archive of plain arrays, another set or type of
+        arrays, too large, or bytes that are not the trees of the run's objectives.
+    """
+    from fedcare_core.algorithms.fedxgb.bundle import unpack_bytes
+
+    where = f"the Stage 1 trees {path}"
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = {info.filename: info.file_size for info in archive.infolist()}
+        if sorted(members) != [f"{n}.npy" for n in _STAGE1_ARRAY_NAMES]:
+            raise ConfigError(
+                f"{where}: must hold the arrays {' and '.join(_STAGE1_ARRAY_NAMES)}, got "
+                f"{', '.join(sorted(members)) or 'none'}"
+            )
+        if members["params.npy"] > _MAX_TREES_BYTES:
+            raise ConfigError(f"{where}: array 'params' is larger than {_MAX_TREES_BYTES:,} bytes")
+        with np.load(path, allow_pickle=False) as npz:
+            arrays = {name: np.asarray(npz[name]) for name in _STAGE1_ARRAY_NAMES}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        detail = " ".join(str(exc).split())[:160]
+        raise ConfigError(f"{where}: not an archive of plain NumPy arrays ({detail})") from None
+    params = arrays["params"]
+    if params.ndim != 1 or params.dtype != np.uint8 or arrays["buffers"].size != 0:
+        raise ConfigError(
+            f"{where}: array 'params' must be the trees' bytes (1-D uint8) and 'buffers' empty, "
+            f"got {params.dtype} of shape {params.shape} and {arrays['buffers'].size} buffer(s)"
+        )
+    try:
+        trees = unpack_bytes(params, kinds)
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
+        detail = " ".join(str(exc).split())[:160]
+        raise ConfigError(f"{where}: array 'params' is not a trees bundle ({detail})") from None
+    stray = sorted(set(trees.ensembles) - set(objectives))
+    if stray:
+        raise ConfigError(f"{where}: trees of objectives the broadcast does not name: {stray}")
+    return {"params": params, "buffers": arrays["buffers"].astype(np.float32)}

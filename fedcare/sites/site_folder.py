@@ -43,14 +43,16 @@ from fedcare.sites.site_files import (
     read_site_info,
     read_stage1_arrays,
     read_stage1_doc,
+    read_stage1_trees,
 )
+from fedcare_core.algorithms import get_algorithm
 from fedcare_core.config import ModelConfig
 from fedcare_core.data.client_store import FILE_MODE, FOLDER_MODE, load_client_data
 from fedcare_core.data.client_store import save_client_data as save_data
 from fedcare_core.data.clients import SPLITS, ClientData
 from fedcare_core.errors import ConfigError
 from fedcare_core.files.private import keep_out_of_git
-from fedcare_core.nn.param_vectors import get_buffers, param_layout
+from fedcare_core.nn.param_vectors import ParamLayout, get_buffers, param_layout
 from fedcare_core.sites.schema import FederationSchema, read_schema
 from fedcare_core.stage1.loop import Stage1Result, build_model
 
@@ -349,10 +351,16 @@ def _read_final_model(site: SiteFolder, doc_path: Path, model: ModelConfig) -> _
             f"{where}: field 'common_width' must be the schema's encoded width "
             f"{schema.common_width()}, got {doc.common_width}"
         )
-    built = build_model(doc.common_width, doc.objectives, model, 0)
-    layout = param_layout(built)
-    sizes = {"params": layout.total, "buffers": int(get_buffers(built).size)}
-    arrays = read_stage1_arrays(site.stage1_dir / STAGE1_ARRAYS, sizes)
+    path = site.stage1_dir / STAGE1_ARRAYS
+    if get_algorithm(schema.config.algorithm).rounds_model == "trees":
+        kinds = {o.name: o.kind for o in schema.objectives}
+        arrays = read_stage1_trees(path, doc.objectives, kinds)
+        layout = ParamLayout(total=0, backbone=slice(0, 0), heads={})
+    else:
+        built = build_model(doc.common_width, doc.objectives, model, 0)
+        layout = param_layout(built)
+        sizes = {"params": layout.total, "buffers": int(get_buffers(built).size)}
+        arrays = read_stage1_arrays(path, sizes)
     result = Stage1Result(
         params=arrays["params"],
         buffers=arrays["buffers"],

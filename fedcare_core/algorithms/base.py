@@ -170,6 +170,9 @@ class Algorithm(ABC):
     #: Flower's own strategy that runs its rounds (``"FedAvg"``, ``"FedProx"``), when they are
     #: not Algorithm 1's rounds (:attr:`runs_stage1`, FMGDA/FSMGDA on the union view).
     flower_strategy: ClassVar[str | None] = None
+    #: What its rounds' result holds as parameters: a network's weights (``"network"``), or
+    #: boosted trees as bytes (``"trees"``, :mod:`fedcare_core.algorithms.fedxgb.bundle`).
+    rounds_model: ClassVar[str] = "network"
     #: The method the paper proposes: the experiment tables pair every other method with it.
     proposed: ClassVar[bool] = False
     #: Whether a federation of real sites runs it (``fedcare federation run``: Stage 1 at the

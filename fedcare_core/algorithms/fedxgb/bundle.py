@@ -10,15 +10,15 @@ trace travels in ``rounds`` as every backend's does.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 
 from fedcare_core.algorithms.fedxgb.rounds import TreeRounds
 from fedcare_core.algorithms.fedxgb.trees import Ensemble
-from fedcare_core.stage1.types import Stage1Result
+from fedcare_core.stage1.types import RoundInfo, Stage1Result
 
-__all__ = ["pack_trees", "unpack_trees"]
+__all__ = ["pack_trees", "unpack_bytes", "unpack_trees"]
 
 
 def pack_trees(trees: TreeRounds) -> np.ndarray:
@@ -39,9 +39,22 @@ def unpack_trees(stage1: Stage1Result, kinds: Mapping[str, str]) -> TreeRounds:
     ValueError
         If the result's parameters are not a trees bundle (e.g. another algorithm's model).
     """
-    if stage1.params.dtype != np.uint8:
-        raise ValueError(f"not a trees bundle: parameters of dtype {stage1.params.dtype}")
-    doc = json.loads(stage1.params.tobytes().decode())
+    return unpack_bytes(stage1.params, kinds, stage1.rounds)
+
+
+def unpack_bytes(
+    params: np.ndarray, kinds: Mapping[str, str], rounds: Sequence[RoundInfo] = ()
+) -> TreeRounds:
+    """:func:`unpack_trees` of the bytes alone (``rounds``: the round record, if known).
+
+    Raises
+    ------
+    ValueError
+        If ``params`` are not a trees bundle; KeyError for an objective ``kinds`` lacks.
+    """
+    if params.dtype != np.uint8:
+        raise ValueError(f"not a trees bundle: parameters of dtype {params.dtype}")
+    doc = json.loads(params.tobytes().decode())
     ensembles = {
         s: Ensemble.from_json(kinds[s], json.dumps(model).encode())
         for s, model in doc["ensembles"].items()
@@ -51,7 +64,7 @@ def unpack_trees(stage1: Stage1Result, kinds: Mapping[str, str]) -> TreeRounds:
         for row in doc["validation"]
     ]
     chosen = {s: int(t) for s, t in doc["chosen"].items()}
-    return TreeRounds(ensembles, list(stage1.rounds), chosen, validation)
+    return TreeRounds(ensembles, list(rounds), chosen, validation)
 
 
 def _finite(value: float) -> float | None:

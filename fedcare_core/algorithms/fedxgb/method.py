@@ -40,6 +40,8 @@ class FedXgb(FederatedBaseline):
 
     name = "fedxgb"
     flower_strategy = "FedXgbBagging"
+    rounds_model = "trees"
+    site_federation = True
     personal_phase = "local"
     deploys = "personal"
     cost_at_ten_clients = 1.0
