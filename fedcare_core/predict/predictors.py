@@ -33,7 +33,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from fedcare_core.algorithms.pafnet.rounds import PafnetClientModel
+from fedcare_core.algorithms.pafnet.model import PafnetClientModel
 from fedcare_core.config import ModelConfig
 from fedcare_core.data.clients import SplitArrays
 from fedcare_core.evaluation.calibration import Calibrator

@@ -25,14 +25,13 @@ stood after the round of local training with its lowest validation loss (``pafne
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from functools import partial
 
 import numpy as np
 import torch
-from torch import nn
-from torch.func import functional_call
 
 from fedcare_core.algorithms.fedavg.rounds import LocalUpdate, objective_round_losses
+from fedcare_core.algorithms.pafnet.model import PafnetClientModel, own_features
+from fedcare_core.algorithms.pafnet.selection import KeptRound
 from fedcare_core.algorithms.union.common import (
     build_full_mlp,
     make_optimizer,
@@ -40,10 +39,7 @@ from fedcare_core.algorithms.union.common import (
     trained_parameters,
 )
 from fedcare_core.config import BaselineConfig, ModelConfig
-from fedcare_core.data.clients import ClientData, Federation, SplitArrays
-from fedcare_core.nn.cross_fit import FoldSelection, validation_folds
-from fedcare_core.nn.losses import predict
-from fedcare_core.nn.models import MultiObjectiveModel
+from fedcare_core.data.clients import ClientData, Federation
 from fedcare_core.nn.param_vectors import (
     ParamLayout,
     get_buffers,
@@ -54,7 +50,6 @@ from fedcare_core.nn.param_vectors import (
 )
 from fedcare_core.nn.seeding import derive_rng, seed_torch
 from fedcare_core.nn.training import (
-    KeepBest,
     ProgressFn,
     batch_schedule,
     client_losses,
@@ -67,86 +62,6 @@ from fedcare_core.stage1.loop import RoundInfo, Stage1Result
 
 #: Norms below this count as "no update" when computing cosine similarities.
 _MIN_NORM = 1e-12
-
-
-def _mask_values(scores: torch.Tensor) -> torch.Tensor:
-    """Mask multipliers ``2·sigmoid(s)`` in (0, 2); a score of 0 is the identity."""
-    return 2.0 * torch.sigmoid(scores)
-
-
-class PafnetClientModel(nn.Module):
-    """One client's PAFNet model: projection, masked shared network, client-owned masks.
-
-    Parameters
-    ----------
-    in_dim
-        Width of the client's own encoded features ``[x_c, x_u,k]``.
-    objectives
-        Every objective of the federation (the shared network has a head for each).
-    own_objectives
-        The client's objectives (their heads are masked and trained).
-    config
-        Shared network widths.
-    latent
-        Width L of the common latent space.
-    mask_init
-        Initial mask score.
-    """
-
-    def __init__(
-        self,
-        in_dim: int,
-        objectives: Sequence[str],
-        own_objectives: Sequence[str],
-        config: ModelConfig,
-        latent: int,
-        mask_init: float = 0.0,
-    ) -> None:
-        super().__init__()
-        self.own_objectives = tuple(own_objectives)
-        self.in_dim = in_dim
-        self.projection = nn.Sequential(nn.Linear(in_dim, latent), nn.LayerNorm(latent))
-        self.body = MultiObjectiveModel(latent, objectives, config)
-        masked = [
-            (n, p)
-            for n, p in self.body.named_parameters()
-            if p.ndim == 2 and (n.startswith("backbone.") or n.split(".")[1] in own_objectives)
-        ]
-        self.mask_names = tuple(n for n, _ in masked)
-        self.mask_scores = nn.ParameterList(
-            [nn.Parameter(torch.full_like(p.detach(), mask_init)) for _, p in masked]
-        )
-
-    def masked_weights(self) -> dict[str, torch.Tensor]:
-        """Shared-network parameter name → ``W ⊙ m_k`` for every masked weight."""
-        shared = dict(self.body.named_parameters())
-        return {
-            n: shared[n] * _mask_values(s)
-            for n, s in zip(self.mask_names, self.mask_scores, strict=True)
-        }
-
-    def forward_all(self, x: torch.Tensor, objectives: Sequence[str]) -> dict[str, torch.Tensor]:
-        """Raw scores of each of ``objectives`` for the client's own features ``x``."""
-        weights = self.masked_weights()
-        z = self.projection(x)
-        h = functional_call(self.body.backbone, _under(weights, "backbone."), (z,))
-        return {
-            s: functional_call(self.body.heads[s], _under(weights, f"heads.{s}."), (h,))
-            for s in objectives
-        }
-
-    def forward(self, x: torch.Tensor, objective: str) -> torch.Tensor:
-        """Raw score of ``objective``."""
-        return self.forward_all(x, (objective,))[objective]
-
-
-def _under(weights: Mapping[str, torch.Tensor], prefix: str) -> dict[str, torch.Tensor]:
-    return {n[len(prefix) :]: w for n, w in weights.items() if n.startswith(prefix)}
-
-
-def own_features(split: SplitArrays) -> np.ndarray:
-    """A client's own encoded features ``[x_c, x_u,k]`` (the projection's input)."""
-    return np.concatenate([split.x_common, split.x_private], axis=1)
 
 
 def peer_attention(
@@ -385,20 +300,17 @@ def run_pafnet(
     attention = np.eye(len(models))
     updates: list[LocalUpdate] = []
     # No patience: every round runs, and each client keeps its best-validation state.
-    best = [
-        KeepBest(m, None, has_validation=c.val.n > 0)
+    kept = [
+        KeptRound(m, c, kinds, seed, config)
         for m, c in zip(models, federation.clients, strict=True)
     ]
-    folds = [_folds(m, c, seed, config) for m, c in zip(models, federation.clients, strict=True)]
     for t in range(1, rounds + 1):
         updates = [
             pafnet_local_train(m, p, b, c, kinds, config, seed=seed, round_idx=t)
             for m, (p, b), c in zip(models, starts, federation.clients, strict=True)
         ]
-        for keep, fold, m, c in zip(best, folds, models, federation.clients, strict=True):
-            keep.update(t, validation_loss(m, c, kinds))
-            if fold is not None:
-                fold.update_by(c.val, partial(validation_loss, m, c, kinds))
+        for k in kept:
+            k.record(t)
         deltas = np.stack(
             [u.params.astype(np.float64) - p for u, (p, _) in zip(updates, starts, strict=True)]
         )
@@ -437,58 +349,8 @@ def run_pafnet(
         notes=[
             "pafnet: last round's attention on peers sharing an objective "
             f"{_same_objective_attention(attention, federation):.2f} (per client, mean); "
-            f"lowest validation loss after rounds {[keep.best_epoch for keep in best]}"
+            f"lowest validation loss after rounds {[k.keep.best_epoch for k in kept]}"
         ],
     )
-    outputs = [
-        {} if fold is None else fold.out_of_fold(c.val, partial(_predictions, m, c, kinds))
-        for fold, m, c in zip(folds, models, federation.clients, strict=True)
-    ]
-    if config.pafnet_deploy == "best-val":
-        for keep in best:
-            keep.restore()
+    outputs = [k.deploy() for k in kept]
     return result, [m.eval() for m in models], outputs
-
-
-def _folds(
-    model: PafnetClientModel, client: ClientData, seed: int, config: BaselineConfig
-) -> FoldSelection | None:
-    """The client's cross-fitting of its validation rows (None: none chose a round, or few)."""
-    if config.pafnet_deploy != "best-val":
-        return None
-    folds = validation_folds(client.val, seed, client.client_id)
-    return FoldSelection(model, folds) if folds else None
-
-
-def _predictions(
-    model: PafnetClientModel, client: ClientData, kinds: Mapping[str, str], rows: SplitArrays
-) -> dict[str, np.ndarray]:
-    """The model's predictions of ``rows`` for each of the client's objectives (float64)."""
-    with torch.no_grad():
-        scores = model.forward_all(torch.from_numpy(own_features(rows)), client.objectives)
-    return {s: predict(kinds[s], v).numpy().astype(np.float64) for s, v in scores.items()}
-
-
-def validation_loss(
-    model: PafnetClientModel,
-    client: ClientData,
-    kinds: Mapping[str, str],
-    split: SplitArrays | None = None,
-) -> float:
-    """Sum over the client's objectives of its mean loss on ``split`` (default: validation)."""
-    split = client.val if split is None else split
-    if split.n == 0:
-        return float("nan")
-    losses = client_losses(client, kinds)
-    y = torch.from_numpy(split.y)
-    model.eval()
-    with torch.no_grad():
-        scores = model.forward_all(torch.from_numpy(own_features(split)), client.objectives)
-        parts = masked_objective_losses(
-            client.objectives,
-            y,
-            losses,
-            lambda s, mask: scores[s][mask],
-            loss_groups(losses, split),
-        )
-    return float(sum(float(v) for v in parts.values()))

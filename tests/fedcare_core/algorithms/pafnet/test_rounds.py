@@ -4,11 +4,10 @@ import numpy as np
 import torch
 
 from fedcare_core.algorithms.fedavg.rounds import LocalUpdate
+from fedcare_core.algorithms.pafnet.model import PafnetClientModel, own_features
 from fedcare_core.algorithms.pafnet.rounds import (
-    PafnetClientModel,
     attentive_aggregate,
     build_client_models,
-    own_features,
     pafnet_local_train,
     peer_attention,
 )
@@ -100,7 +99,8 @@ def test_local_round_trains_projection_masks_and_shared_weights(federation):
 
 
 def test_each_client_deploys_its_lowest_validation_loss_round(federation):
-    from fedcare_core.algorithms.pafnet.rounds import run_pafnet, validation_loss
+    from fedcare_core.algorithms.pafnet.rounds import run_pafnet
+    from fedcare_core.algorithms.pafnet.selection import validation_loss
 
     kinds = {o.name: o.kind for o in federation.objectives}
     cfg = BaselineConfig(batch_size=32, max_local_steps=4, pafnet_latent=16, lr=1e-2)
