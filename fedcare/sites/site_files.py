@@ -188,24 +188,8 @@ def read_stage1_arrays(path: Path, sizes: dict[str, int]) -> dict[str, np.ndarra
         another shape, length or type, or a NaN or infinite value.
     """
     where = f"the Stage 1 model's arrays {path}"
-    try:
-        with zipfile.ZipFile(path) as archive:
-            members = {info.filename: info.file_size for info in archive.infolist()}
-        if sorted(members) != [f"{n}.npy" for n in _STAGE1_ARRAY_NAMES]:
-            raise ConfigError(
-                f"{where}: must hold the arrays {' and '.join(_STAGE1_ARRAY_NAMES)}, got "
-                f"{', '.join(sorted(members)) or 'none'}"
-            )
-        for name, size in sizes.items():
-            if members[f"{name}.npy"] > 8 * size + 4_096:  # before a byte is decompressed
-                raise ConfigError(f"{where}: array {name!r} is larger than the model's {size:,}")
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {name: np.asarray(npz[name]) for name in _STAGE1_ARRAY_NAMES}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        if isinstance(exc, ConfigError):
-            raise
-        detail = " ".join(str(exc).split())[:160]
-        raise ConfigError(f"{where}: not an archive of plain NumPy arrays ({detail})") from None
+    limits = {n: (8 * size + 4_096, f"the model's {size:,}") for n, size in sizes.items()}
+    arrays = _stage1_archive(path, where, limits)
     for name, size in sizes.items():
         array = arrays[name]
         if array.ndim != 1 or array.dtype.kind != "f" or array.size != size:
@@ -247,23 +231,9 @@ def read_stage1_trees(
     from fedcare_core.algorithms.fedxgb.bundle import unpack_bytes
 
     where = f"the Stage 1 trees {path}"
-    try:
-        with zipfile.ZipFile(path) as archive:
-            members = {info.filename: info.file_size for info in archive.infolist()}
-        if sorted(members) != [f"{n}.npy" for n in _STAGE1_ARRAY_NAMES]:
-            raise ConfigError(
-                f"{where}: must hold the arrays {' and '.join(_STAGE1_ARRAY_NAMES)}, got "
-                f"{', '.join(sorted(members)) or 'none'}"
-            )
-        if members["params.npy"] > _MAX_TREES_BYTES:
-            raise ConfigError(f"{where}: array 'params' is larger than {_MAX_TREES_BYTES:,} bytes")
-        with np.load(path, allow_pickle=False) as npz:
-            arrays = {name: np.asarray(npz[name]) for name in _STAGE1_ARRAY_NAMES}
-    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
-        if isinstance(exc, ConfigError):
-            raise
-        detail = " ".join(str(exc).split())[:160]
-        raise ConfigError(f"{where}: not an archive of plain NumPy arrays ({detail})") from None
+    arrays = _stage1_archive(
+        path, where, {"params": (_MAX_TREES_BYTES, f"{_MAX_TREES_BYTES:,} bytes")}
+    )
     params = arrays["params"]
     if params.ndim != 1 or params.dtype != np.uint8 or arrays["buffers"].size != 0:
         raise ConfigError(
@@ -279,3 +249,30 @@ def read_stage1_trees(
     if stray:
         raise ConfigError(f"{where}: trees of objectives the broadcast does not name: {stray}")
     return {"params": params, "buffers": arrays["buffers"].astype(np.float32)}
+
+
+def _stage1_archive(
+    path: Path, where: str, largest: Mapping[str, tuple[int, str]]
+) -> dict[str, np.ndarray]:
+    """The archive's ``params`` and ``buffers``, refused before decompressing if too large.
+
+    ``largest``: by array name, the most bytes its member may hold and how a refusal says it.
+    """
+    try:
+        with zipfile.ZipFile(path) as archive:
+            members = {info.filename: info.file_size for info in archive.infolist()}
+        if sorted(members) != [f"{n}.npy" for n in _STAGE1_ARRAY_NAMES]:
+            raise ConfigError(
+                f"{where}: must hold the arrays {' and '.join(_STAGE1_ARRAY_NAMES)}, got "
+                f"{', '.join(sorted(members)) or 'none'}"
+            )
+        for name, (limit, what) in largest.items():
+            if members[f"{name}.npy"] > limit:  # before a byte is decompressed
+                raise ConfigError(f"{where}: array {name!r} is larger than {what}")
+        with np.load(path, allow_pickle=False) as npz:
+            return {name: np.asarray(npz[name]) for name in _STAGE1_ARRAY_NAMES}
+    except (OSError, ValueError, EOFError, zipfile.BadZipFile) as exc:
+        if isinstance(exc, ConfigError):
+            raise
+        detail = " ".join(str(exc).split())[:160]
+        raise ConfigError(f"{where}: not an archive of plain NumPy arrays ({detail})") from None

@@ -76,23 +76,29 @@ def stop(proc: subprocess.Popen[bytes]) -> int:
         return proc.wait()
 
 
-@pytest.fixture(scope="module")
-def federation(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
-    """Three prepared sites, a running coordinator with their cards registered."""
-    root = tmp_path_factory.mktemp("multisite")
+def prepare_sites(root: Path, data_dir: Path, *init: str) -> tuple[Path, dict[str, Path]]:
+    """Three hospital files of the real file, a schema (``init``: more ``federation init``
+    options) and each site prepared in its own folder under ``root``."""
     zip_path = data_dir / "diabetes130" / "dataset_diabetes.zip"
     fedcare("data", "split-sites", "--dataset", "diabetes130", "--data", str(zip_path),
             "--sites", "3", "--seed", "0", "--out", str(root / "hospitals"))  # fmt: skip
     schema = root / "federation.json"
-    fedcare("federation", "init", "--dataset", "diabetes130", "--out", str(schema))
-    entries = json.loads((root / "hospitals" / "sites.json").read_text())
+    fedcare("federation", "init", "--dataset", "diabetes130", *init, "--out", str(schema))
     sites = {}
-    for entry in entries:
+    for entry in json.loads((root / "hospitals" / "sites.json").read_text()):
         folder = root / entry["name"]
         fedcare("site", "prepare", "--schema", str(schema),
                 "--data", str(root / "hospitals" / entry["data"]),
                 "--objectives", ",".join(entry["objectives"]), "--out", str(folder))  # fmt: skip
         sites[entry["name"]] = folder
+    return schema, sites
+
+
+@pytest.fixture(scope="module")
+def federation(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
+    """Three prepared sites, a running coordinator with their cards registered."""
+    root = tmp_path_factory.mktemp("multisite")
+    schema, sites = prepare_sites(root, data_dir)
     state, port = root / "state", free_port()
     fedcare("federation", "start", "--state-dir", str(state), "--port", str(port))
     try:

@@ -17,7 +17,13 @@ import numpy as np
 import pytest
 
 from fedcare.procs.ports import free_port
-from tests.e2e.test_multisite_federation import _federation_processes, fedcare, join, stop
+from tests.e2e.test_multisite_federation import (
+    _federation_processes,
+    fedcare,
+    join,
+    prepare_sites,
+    stop,
+)
 
 pytestmark = [pytest.mark.slow, pytest.mark.realdata]
 ROUNDS = "3"
@@ -25,19 +31,7 @@ ROUNDS = "3"
 
 def test_three_sites_boost_the_in_process_trees(data_dir: Path, tmp_path: Path) -> None:
     root = tmp_path
-    zip_path = data_dir / "diabetes130" / "dataset_diabetes.zip"
-    fedcare("data", "split-sites", "--dataset", "diabetes130", "--data", str(zip_path),
-            "--sites", "3", "--seed", "0", "--out", str(root / "hospitals"))  # fmt: skip
-    schema = root / "federation.json"
-    fedcare("federation", "init", "--dataset", "diabetes130", "--algorithm", "fedxgb",
-            "--out", str(schema))  # fmt: skip
-    sites = {}
-    for entry in json.loads((root / "hospitals" / "sites.json").read_text()):
-        folder = root / entry["name"]
-        fedcare("site", "prepare", "--schema", str(schema),
-                "--data", str(root / "hospitals" / entry["data"]),
-                "--objectives", ",".join(entry["objectives"]), "--out", str(folder))  # fmt: skip
-        sites[entry["name"]] = folder
+    schema, sites = prepare_sites(root, data_dir, "--algorithm", "fedxgb")
     state, port = root / "state", free_port()
     fedcare("federation", "start", "--state-dir", str(state), "--port", str(port))
     try:

@@ -17,6 +17,7 @@ from fedcare.sites.site_files import (
     read_site_info,
     read_stage1_arrays,
     read_stage1_doc,
+    read_stage1_trees,
 )
 from fedcare.sites.site_folder import (
     STAGE1_ARRAYS,
@@ -194,3 +195,44 @@ def test_an_archive_of_pickled_objects_or_not_an_archive_is_refused(site: SiteFo
     path.write_bytes(b"zz")
     with pytest.raises(ConfigError, match="not an archive of plain NumPy arrays"):
         read_stage1_arrays(path, sizes)
+
+
+def _trees_bytes() -> np.ndarray:
+    from fedcare_core.algorithms.fedxgb.bundle import pack_trees
+    from fedcare_core.algorithms.fedxgb.rounds import TreeRounds
+    from fedcare_core.algorithms.fedxgb.trees import Ensemble, TreeSettings, boost
+
+    rng = np.random.default_rng(0)
+    x = rng.normal(size=(200, 3)).astype(np.float32)
+    y = (x[:, 0] > 0).astype(np.float64)
+    booster = boost(x, y, None, TreeSettings("binary", 0.3, 2), 2)
+    ensemble = Ensemble.first("binary", [(booster, 200)])
+    return pack_trees(TreeRounds({"readmission": ensemble}, [], {"readmission": 1}, [{}]))
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda t: {"params": t.astype(np.float32), "buffers": np.zeros(0, np.float32)},
+         "must be the trees' bytes (1-D uint8)"),
+        (lambda t: {"params": t[: len(t) // 2], "buffers": np.zeros(0, np.float32)},
+         "is not a trees bundle"),
+        (lambda t: {"params": t, "buffers": np.ones(3, np.float32)}, "and 'buffers' empty"),
+        (lambda t: {"params": t}, "must hold the arrays buffers and params"),
+    ],
+)  # fmt: skip
+def test_broadcast_trees_are_checked_naming_the_array(
+    site: SiteFolder, edit: Any, message: str
+) -> None:
+    path = site.stage1_dir / STAGE1_ARRAYS
+    trees = _trees_bytes()
+    kinds = {"readmission": "binary", "los": "regression"}
+    _arrays(path, params=trees, buffers=np.zeros(0, np.float32))
+    kept = read_stage1_trees(path, ["readmission"], kinds)
+    np.testing.assert_array_equal(kept["params"], trees)
+    with pytest.raises(ConfigError, match="objectives the broadcast does not name"):
+        read_stage1_trees(path, ["los"], kinds)
+    _arrays(path, **edit(trees))
+    with pytest.raises(ConfigError) as exc:
+        read_stage1_trees(path, ["readmission"], kinds)
+    _one_line(exc, f"the Stage 1 trees {path}: ", message)
