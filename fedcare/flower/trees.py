@@ -22,7 +22,8 @@ Wire format (``train`` and ``evaluate`` messages, each with the node's client id
     ensemble (absent before its first round).
     ``"config"`` ConfigRecord: ``protocol``, ``algorithm`` (``fedxgb``), ``run-id``, ``seed``,
     ``objectives``, ``kinds``, ``baseline-config`` (JSON), ``server-round``, ``boost`` (UTF-8
-    JSON bytes: client id → objective → the trees' learning rate; train only).
+    JSON bytes: the node's own client id → objective → the trees' learning rate, empty when it
+    boosts nothing this round; train only).
 Reply to ``train``
     ``"arrays"``: ``<objective>`` → uint8 XGBoost JSON of the client's new trees.
     ``"metrics"``: ``client-id``, ``num-examples`` (training rows), and per objective boosted
@@ -35,7 +36,6 @@ Reply to ``evaluate``
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict
 from typing import cast
@@ -71,8 +71,6 @@ from fedcare_core.algorithms.fedxgb.rounds import (
 from fedcare_core.algorithms.fedxgb.trees import Ensemble, TreeSettings
 from fedcare_core.config import BaselineConfig
 from fedcare_core.data.clients import ClientData
-
-LOGGER = logging.getLogger(__name__)
 
 #: The algorithm whose rounds this module runs.
 ALGORITHM = "fedxgb"

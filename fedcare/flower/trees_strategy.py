@@ -130,18 +130,19 @@ class TreeBagging(FedXgbBagging):
         self.membership.discover(grid, wait_for_all=False)
         present = set(self.clients.values())
         boosting = {k: v for k, v in self.server.plan(server_round).items() if k in present}
-        extra: dict[str, ConfigRecordValues] = {
-            BOOST: encode_boosting(boosting),
-            SERVER_ROUND: server_round,
-        }
-        content = RecordDict(
-            {
-                ARRAYS: ensembles_arrays(self.server.present()),
-                CONFIG: ConfigRecord({**dict(config), **extra}),
-            }
-        )
         self._boosting = sorted(boosting)
-        return self._messages(content, MessageType.TRAIN, server_round)
+
+        def config_of(client: int) -> ConfigRecord:
+            # Each client learns only what it boosts, not what the others pursue.
+            own = {client: boosting[client]} if client in boosting else {}
+            extra: dict[str, ConfigRecordValues] = {
+                BOOST: encode_boosting(own),
+                SERVER_ROUND: server_round,
+            }
+            return ConfigRecord({**dict(config), **extra})
+
+        # ``arrays``: the ensembles aggregate_train returned last (none before round 1).
+        return self._messages(arrays, config_of, MessageType.TRAIN, server_round)
 
     def aggregate_train(
         self, server_round: int, replies: Iterable[Message]
@@ -162,14 +163,9 @@ class TreeBagging(FedXgbBagging):
     def configure_evaluate(
         self, server_round: int, arrays: ArrayRecord, config: ConfigRecord, grid: Grid
     ) -> Iterable[Message]:
-        """One ``evaluate`` message per client in the run: the round's ensembles."""
-        content = RecordDict(
-            {
-                ARRAYS: ensembles_arrays(self.server.present()),
-                CONFIG: ConfigRecord({**dict(self.train_config()), SERVER_ROUND: server_round}),
-            }
-        )
-        return self._messages(content, MessageType.EVALUATE, server_round)
+        """One ``evaluate`` message per client in the run: the round's ensembles (``arrays``)."""
+        evaluate = ConfigRecord({**dict(self.train_config()), SERVER_ROUND: server_round})
+        return self._messages(arrays, lambda _client: evaluate, MessageType.EVALUATE, server_round)
 
     def aggregate_evaluate(
         self, server_round: int, replies: Iterable[Message]
@@ -189,18 +185,28 @@ class TreeBagging(FedXgbBagging):
 
     # ---- messages and replies --------------------------------------------------------------
 
-    def _messages(self, content: RecordDict, kind: str, server_round: int) -> list[Message]:
+    def _messages(
+        self,
+        arrays: ArrayRecord,
+        config_of: Callable[[int], ConfigRecord],
+        kind: str,
+        server_round: int,
+    ) -> list[Message]:
+        """One message of ``kind`` per node in the run, telling it its client id."""
         ttl = self.plan.round_timeout_s + TTL_MARGIN_S
-        messages = [
-            Message(
-                with_assignment(content, self.clients[node]),
-                node,
-                kind,
-                group_id=str(server_round),
-                ttl=ttl,
+        messages = []
+        for node in self.membership.nodes_by_client():
+            client = self.clients[node]
+            content = RecordDict({ARRAYS: arrays, CONFIG: config_of(client)})
+            messages.append(
+                Message(
+                    with_assignment(content, client),
+                    node,
+                    kind,
+                    group_id=str(server_round),
+                    ttl=ttl,
+                )
             )
-            for node in self.membership.nodes_by_client()
-        ]
         self._asked[kind] = [m.metadata.dst_node_id for m in messages]
         return messages
 

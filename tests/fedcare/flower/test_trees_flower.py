@@ -7,11 +7,14 @@ Equivalence is checked on the whole results document (minus timings): byte-ident
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from flwr.serverapp.strategy import FedXgbBagging
 
 from fedcare.flower import trees
 from fedcare.flower.flower_options import FlowerConfig
+from fedcare.flower.site_messages import assigned_client_id
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.run.pipeline import run_experiment
 from tests.fedcare.flower.conftest import small_config
@@ -46,6 +49,11 @@ def test_flower_apps_give_the_in_process_results_document(
     # Round 1 carries no ensemble; later rounds carry each objective's.
     first = next(m for m in sent if m.metadata.message_type == "train")
     assert len(first.content.array_records["arrays"]) == 0
+    # A client is told what it boosts, never what the others pursue.
+    for m in sent:
+        if m.metadata.message_type == "train":
+            plan = json.loads(m.content.config_records["config"][trees.BOOST])
+            assert set(plan) <= {str(assigned_client_id(m.content))}
 
 
 def test_a_client_that_lost_its_margins_sends_the_same_trees(small_cohort, tmp_path, task_identity):
