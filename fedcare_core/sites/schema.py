@@ -192,7 +192,7 @@ def schema_for(config: ExperimentConfig) -> FederationSchema:
 
     if config.algorithm not in federation_algorithms():
         raise ConfigError(
-            f"a federation of sites runs {', '.join(federation_algorithms())}, "
+            f"a federation of sites runs {' or '.join(federation_algorithms())}, "
             f"not {config.algorithm!r}"
         )
     if config.data.benchmark_split is not None:
@@ -299,7 +299,7 @@ def _schema_from_dict(raw: Mapping[str, Any]) -> FederationSchema:
     if config.algorithm not in federation_algorithms():
         raise ConfigError(
             f"config.algorithm {config.algorithm!r}: a federation runs "
-            f"{', '.join(federation_algorithms())}"
+            f"{' or '.join(federation_algorithms())}"
         )
     dataset = str(raw["dataset"])
     if dataset != config.data.dataset:

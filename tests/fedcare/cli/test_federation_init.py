@@ -97,7 +97,7 @@ def test_rho_and_its_seed_change_the_partition(tmp_path: Path) -> None:
     [
         (["--rounds", "0"], "stage1.rounds must lie in [1, "),
         (["--rho", "1.5"], "data.rho"),
-        (["--algorithm", "fedavg"], "a federation of sites runs fedcare, not 'fedavg'"),
+        (["--algorithm", "fedavg"], "a federation of sites runs fedcare or fedxgb, not 'fedavg'"),
         (["--config", "missing.json"], "cannot read config missing.json"),
     ],
 )
@@ -120,7 +120,7 @@ def test_a_config_file_of_another_algorithm_is_refused(
     config_file = tmp_path / "c.json"
     config_file.write_text(json.dumps({"algorithm": "fedprox"}))
     assert _init(tmp_path / "f.json", "--config", str(config_file)) == 2
-    assert "runs fedcare, not 'fedprox'" in _error(capsys)
+    assert "runs fedcare or fedxgb, not 'fedprox'" in _error(capsys)
     assert not (tmp_path / "f.json").exists()
 
 
