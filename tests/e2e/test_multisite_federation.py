@@ -76,12 +76,21 @@ def stop(proc: subprocess.Popen[bytes]) -> int:
         return proc.wait()
 
 
-def prepare_sites(root: Path, data_dir: Path, *init: str) -> tuple[Path, dict[str, Path]]:
+def prepare_sites(
+    root: Path, data_dir: Path, *init: str, encounters: int | None = None
+) -> tuple[Path, dict[str, Path]]:
     """Three hospital files of the real file, a schema (``init``: more ``federation init``
-    options) and each site prepared in its own folder under ``root``."""
+    options) and each site prepared in its own folder under ``root``.
+
+    ``encounters``: keep each hospital file's first this many encounters (None: all).
+    """
     zip_path = data_dir / "diabetes130" / "dataset_diabetes.zip"
     fedcare("data", "split-sites", "--dataset", "diabetes130", "--data", str(zip_path),
             "--sites", "3", "--seed", "0", "--out", str(root / "hospitals"))  # fmt: skip
+    if encounters is not None:
+        for path in (root / "hospitals").glob("site-*.csv"):
+            lines = path.read_text().splitlines()
+            path.write_text("\n".join(lines[: encounters + 1]) + "\n")
     schema = root / "federation.json"
     fedcare("federation", "init", "--dataset", "diabetes130", *init, "--out", str(schema))
     sites = {}
