@@ -71,6 +71,7 @@ def _broadcast_final_model(strategy: FinishedStage1, grid: Grid) -> str | None:
     if not by_node:
         return "final model: no client left to send it to"
     rounds = [round_to_dict(r) for r in strategy.rounds]
+    state = strategy.state  # once: fedxgb's packs its trees on each access
     messages = []
     for node, client_id in by_node.items():
         final = FinalModel(
@@ -84,8 +85,8 @@ def _broadcast_final_model(strategy: FinishedStage1, grid: Grid) -> str | None:
             clients=len(plan.client_ids),
             converged=strategy.converged,
             run_name=plan.run_name,
-            params=strategy.state.params,
-            buffers=strategy.state.buffers,
+            params=state.params,
+            buffers=state.buffers,
         )
         ttl = plan.round_timeout_s + TTL_MARGIN_S
         messages.append(Message(encode_final_model(final), node, FINAL_MODEL_TYPE, ttl=ttl))

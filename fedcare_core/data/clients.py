@@ -330,7 +330,8 @@ def build_federation(
         check_labels(cohort, objs, labels["train"], f"client {k}", source)
         prepared.append((k, objs, frames, labels, extras))
     trains = [(objs, f["train"]) for _, objs, f, _, _ in prepared]
-    encoding = replace(encoding, pooled=pooled_statistics(encoding, config.scaling, trains))
+    pooled = pooled_statistics(partition, encoding.numeric, config.scaling, trains)
+    encoding = replace(encoding, pooled=pooled)
     # Every client encodes the common features to one layout (fit_encoder insists on declared
     # vocabularies for shared features).
     clients = [encoding.client(k, objs, f, lab, extras=ex) for k, objs, f, lab, ex in prepared]

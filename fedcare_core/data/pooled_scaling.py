@@ -27,7 +27,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -59,16 +58,6 @@ KNOTS = 201
 _EDGE = 1e-3
 #: Standard deviations below this are treated as constant columns (scaled by 1).
 _MIN_STD = 1e-8
-
-
-class ClientEncodingLike(Protocol):
-    """What :func:`pooled_statistics` reads of a client encoding: the partition, the numerics."""
-
-    @property
-    def partition(self) -> FeaturePartition: ...
-
-    @property
-    def numeric(self) -> frozenset[str]: ...
 
 
 @dataclass(frozen=True)
@@ -183,7 +172,8 @@ def pooled_scales(
 
 
 def pooled_statistics(
-    encoding: ClientEncodingLike,
+    partition: FeaturePartition,
+    numeric: frozenset[str],
     scaling: str,
     trains: Sequence[tuple[tuple[str, ...], pd.DataFrame]],
 ) -> dict[str, PooledScale]:
@@ -191,8 +181,8 @@ def pooled_statistics(
 
     Parameters
     ----------
-    encoding
-        The clients' feature partition and numeric features.
+    partition, numeric
+        The clients' feature partition and the numeric features.
     scaling
         ``data.scaling`` (``"client"``: none, each client keeps its own).
     trains
@@ -200,9 +190,8 @@ def pooled_statistics(
     """
     if scaling == "client":
         return {}
-    part = encoding.partition
     held = [
-        [c for c in (*part.common, *part.private_for(objs)) if c in encoding.numeric]
+        [c for c in (*partition.common, *partition.private_for(objs)) if c in numeric]
         for objs, _ in trains
     ]
     return pooled_scales([frame for _, frame in trains], held, scaling)
