@@ -240,10 +240,14 @@ def read_stage1_trees(
             f"{where}: array 'params' must be the trees' bytes (1-D uint8) and 'buffers' empty, "
             f"got {params.dtype} of shape {params.shape} and {arrays['buffers'].size} buffer(s)"
         )
+    from xgboost.core import XGBoostError
+
     try:
         trees = unpack_bytes(params, kinds)
-    except (ValueError, KeyError, TypeError, UnicodeDecodeError) as exc:
-        detail = " ".join(str(exc).split())[:160]
+        for ensemble in trees.ensembles.values():
+            ensemble.booster()  # XGBoost reads every tree: a malformed one is refused here
+    except (ValueError, KeyError, TypeError, UnicodeDecodeError, XGBoostError) as exc:
+        detail = " ".join(str(exc).split("Stack trace")[0].split())[:160]  # XGBoost's: no trace
         raise ConfigError(f"{where}: array 'params' is not a trees bundle ({detail})") from None
     stray = sorted(set(trees.ensembles) - set(objectives))
     if stray:

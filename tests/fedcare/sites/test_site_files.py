@@ -218,6 +218,9 @@ def _trees_bytes() -> np.ndarray:
         (lambda t: {"params": t[: len(t) // 2], "buffers": np.zeros(0, np.float32)},
          "is not a trees bundle"),
         (lambda t: {"params": t, "buffers": np.ones(3, np.float32)}, "and 'buffers' empty"),
+        (lambda t: {"params": np.frombuffer(  # valid JSON, but a tree XGBoost cannot read
+            t.tobytes().replace(b"split_indices", b"split_indicex", 1), np.uint8),
+            "buffers": np.zeros(0, np.float32)}, "is not a trees bundle"),
         (lambda t: {"params": t}, "must hold the arrays buffers and params"),
     ],
 )  # fmt: skip
