@@ -9,7 +9,7 @@ from typing import Any
 
 from fedcare.cli import tracked
 from fedcare.cli.options import bounded
-from fedcare.cli.output import ProgressBars
+from fedcare.cli.output import ProgressBars, privacy_line
 from fedcare_core.config import MAX_CLIENTS, MAX_ROUNDS, MAX_SEED
 from fedcare_core.config.fields import Range
 from fedcare_core.errors import ConfigError
@@ -62,6 +62,8 @@ def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
         f"Stage 1 {name}: {document['rounds_run']} round(s) over {', '.join(took_part) or '-'} "
         f"(of {len(document['sites'])} registered); final λ*: {lambdas or '-'}"
     )
+    if document.get("privacy"):
+        print(privacy_line(document["privacy"]))
     print(f"Stage 1 document written to {args.out}")
     if tracking is not None:
         from fedcare.tracking import store

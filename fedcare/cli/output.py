@@ -105,12 +105,24 @@ def results_table(results: dict[str, Any]) -> str:
     )
     privacy = results.get("privacy")
     if privacy:
-        head += (
-            f"\nclient-level DP: ε = {privacy['epsilon']:.3f} at δ = {privacy['delta']:g} after "
-            f"{privacy['rounds_accounted']} rounds (noise multiplier "
-            f"{privacy['noise_multiplier']:.4g}, clip {privacy['clip']:g}; {privacy['accountant']})"
-        )
+        head += "\n" + privacy_line(privacy)
     return head + "\n" + "\n".join(lines)
+
+
+def privacy_line(privacy: dict[str, Any]) -> str:
+    """One line on the ε a run spent (a result's ``privacy`` section), both accountants'."""
+    others = ", ".join(
+        f"{name} {value:.3f}"
+        for name, value in privacy.get("epsilon_by_accountant", {}).items()
+        if name.upper() not in privacy["accountant"].split()
+    )
+    return (
+        f"client-level DP: ε = {privacy['epsilon']:.3f} at δ = {privacy['delta']:g} after "
+        f"{privacy['rounds_accounted']} rounds (noise multiplier "
+        f"{privacy['noise_multiplier']:.4g}, clip {privacy['clip']:g}; {privacy['accountant']}"
+        + (f"; by {others}" if others else "")
+        + ")"
+    )
 
 
 def _aligned(rows: Sequence[tuple[str, ...]]) -> list[str]:

@@ -73,7 +73,8 @@ TAG_CLIENT_MODEL_ID = "fedcare.client_model_id"
 #: The rounds' privacy: ``none``, or the DP mechanism and its accountant.
 TAG_PRIVACY = "fedcare.privacy"
 #: The ``privacy`` fields of ``results.json`` logged as run metrics (``dp.delta`` …; ε is the
-#: per-round ``stage1/dp.epsilon``, whose last step the runs table shows).
+#: per-round ``stage1/dp.epsilon``, whose last step the runs table shows; ``dp.epsilon_pld`` and
+#: ``dp.epsilon_rdp`` give both accountants' final ε).
 _DP_SUMMARY = ("delta", "noise_multiplier", "clip")
 #: Prefix of the tags naming each objective's metric (``fedcare.metric.los = mae_days``).
 TAG_METRIC_PREFIX = "fedcare.metric."
@@ -283,6 +284,8 @@ def _final_metrics(doc: Mapping[str, Any]) -> list[Metric]:
     values += [(f"timing.{k}", v, 0) for k, v in doc.get("timing", {}).items()]
     privacy = doc.get("privacy") or {}
     values += [(f"dp.{k}", privacy.get(k), 0) for k in _DP_SUMMARY if k in privacy]
+    by_accountant = privacy.get("epsilon_by_accountant", {})
+    values += [(f"dp.epsilon_{name}", value, 0) for name, value in by_accountant.items()]
     return _metrics(values, now_ms())
 
 

@@ -33,9 +33,9 @@ from fedcare_core.config.limits import (
 )
 from fedcare_core.config.settings import check_section, setting
 from fedcare_core.errors import ConfigError
+from fedcare_core.privacy.accountants import ACCOUNTANTS, MAX_NOISE_MULTIPLIER
 from fedcare_core.privacy.mechanism import (
     MAX_CLIP,
-    MAX_NOISE_MULTIPLIER,
     MIN_CLIP,
     MIN_NOISE_MULTIPLIER,
     DpSettings,
@@ -171,6 +171,15 @@ class Stage1Config:
         flag="dp-clip",
         group=_DP,
     )
+    dp_accountant: str = setting(
+        "pld",
+        help="whose ε the run reports and its budget binds: pld (the exact privacy-loss "
+        "distribution of the Gaussian rounds) or rdp (Rényi DP, looser); results report both",
+        choices=ACCOUNTANTS,
+        noun="dp_accountant",
+        flag="dp-accountant",
+        group=_DP,
+    )
     dp_noise_seed: int | None = setting(
         None,
         help="seed the noise (a reproducible research run; anyone with the seed can remove the "
@@ -213,6 +222,7 @@ class Stage1Config:
             clip=self.dp_clip,
             rounds=self.rounds,
             noise_seed=self.dp_noise_seed,
+            accountant=self.dp_accountant,
         )
 
 

@@ -13,9 +13,10 @@ multi-objective:
   most C, so the round is one Gaussian mechanism with that noise multiplier. Everything after
   (the uniform mean over the clients that replied, the Gram matrix, λ*, the step, ‖d‖²) is
   post-processing.
-- **the accountant** is Google's ``dp-accounting`` RDP accountant (the library Flower 1.42's
-  ``RdpAccountant`` wraps), composing one Gaussian event per round with no sampling
-  amplification (every client takes part in every round), adjacency add-or-remove one client.
+- **the accountant** (:mod:`fedcare_core.privacy.accountants`) composes one Gaussian event per
+  round with no sampling amplification (every client takes part in every round), adjacency
+  add-or-remove one client: the exact privacy-loss distribution by default (``pld``), Rényi DP
+  (``rdp``) on request; a result reports the ε of both.
 
 What is protected is a *client's* (a hospital's) participation and all of its data together,
 against everyone who sees what the rounds release (the models broadcast each round, λ*, the
@@ -25,23 +26,25 @@ DP; secure aggregation removes that).
 
 from __future__ import annotations
 
-import functools
 import math
 import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import metadata
 
 import numpy as np
 
 from fedcare_core.errors import ConfigError
+from fedcare_core.privacy.accountants import (
+    ACCOUNTANTS,
+    accountant_name,
+    epsilon_spent,
+    noise_for_budget,
+)
 
 #: The mechanism, as ``results.json`` names it.
 _MECHANISM = "gaussian-client-level-joint-clip"
 #: The adjacency the guarantee is stated for.
 _NEIGHBOURING = "add-or-remove-one-client"
-#: Largest noise multiplier searched when calibrating to a budget, and accepted when given.
-MAX_NOISE_MULTIPLIER = 1e6
 #: Smallest noise multiplier accepted (the calibration's lower end): below it the accountant's
 #: ε overflows to infinity, a run that claims DP and guarantees nothing.
 MIN_NOISE_MULTIPLIER = 1e-3
@@ -49,11 +52,6 @@ MIN_NOISE_MULTIPLIER = 1e-3
 #: overflows the Gram matrix of the per-objective sums (NaN λ*).
 MIN_CLIP = 1e-6
 MAX_CLIP = 1e6
-
-
-def _accountant_name() -> str:
-    """The accountant, with the installed library's version (``dp-accounting 0.6.0 RDP``)."""
-    return f"dp-accounting {metadata.version('dp-accounting')} RDP"
 
 
 @dataclass(frozen=True)
@@ -72,6 +70,8 @@ class DpSettings:
         The ε the run must not exceed (None: no budget, ε is reported only).
     noise_seed
         Seeds the noise for a reproducible research run (None: fresh OS entropy per run).
+    accountant
+        Whose ε the run reports and its budget binds: ``pld`` (exact) or ``rdp``.
     """
 
     noise_multiplier: float
@@ -79,6 +79,7 @@ class DpSettings:
     delta: float
     budget: float | None = None
     noise_seed: int | None = None
+    accountant: str = "pld"
 
     @property
     def noise_std(self) -> float:
@@ -87,87 +88,11 @@ class DpSettings:
 
     def epsilon_after(self, releases: int) -> float:
         """ε spent after ``releases`` rounds (:func:`epsilon_spent`)."""
-        return epsilon_spent(self.noise_multiplier, releases, self.delta)
+        return epsilon_spent(self.noise_multiplier, releases, self.delta, self.accountant)
 
     def noise_source(self) -> int:
         """The secret the run's noise streams derive from: ``noise_seed``, else 128 random bits."""
         return self.noise_seed if self.noise_seed is not None else secrets.randbits(128)
-
-
-def _accountant():  # type: ignore[no-untyped-def]
-    from dp_accounting import NeighboringRelation
-    from dp_accounting.rdp import RdpAccountant
-
-    return RdpAccountant(neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE)
-
-
-def _rounds_event(noise_multiplier: float, releases: int):  # type: ignore[no-untyped-def]
-    from dp_accounting import GaussianDpEvent, SelfComposedDpEvent
-
-    return SelfComposedDpEvent(GaussianDpEvent(noise_multiplier), releases)
-
-
-@functools.lru_cache(maxsize=256)
-def epsilon_spent(noise_multiplier: float, releases: int, delta: float) -> float:
-    """ε after ``releases`` Gaussian rounds of multiplier ``noise_multiplier``, at ``delta``.
-
-    Parameters
-    ----------
-    noise_multiplier
-        z (> 0).
-    releases
-        Rounds composed so far (0: nothing released, ε = 0).
-    delta
-        δ in (0, 1).
-
-    Returns
-    -------
-    float
-        The RDP accountant's ε (non-decreasing in ``releases``).
-    """
-    if releases == 0:
-        return 0.0
-    accountant = _accountant()
-    accountant.compose(_rounds_event(noise_multiplier, releases))
-    return float(accountant.get_epsilon(delta))
-
-
-@functools.lru_cache(maxsize=64)
-def noise_for_budget(epsilon: float, delta: float, rounds: int) -> float:
-    """The smallest noise multiplier whose ``rounds`` rounds spend at most ``epsilon``.
-
-    Found by the accountant's own calibration (Brent's method on ε(z)), then checked: the
-    returned z never spends more than ``epsilon``.
-
-    Raises
-    ------
-    ConfigError
-        No multiplier up to :data:`MAX_NOISE_MULTIPLIER` meets the budget.
-    """
-    from dp_accounting import LowerEndpointAndGuess, calibrate_dp_mechanism
-    from dp_accounting.mechanism_calibration import NoBracketIntervalFoundError
-
-    try:
-        z = float(
-            calibrate_dp_mechanism(
-                _accountant,
-                lambda value: _rounds_event(value, rounds),
-                epsilon,
-                delta,
-                LowerEndpointAndGuess(1e-3, 1.0),
-                tol=1e-6,
-            )
-        )
-    except NoBracketIntervalFoundError:
-        z = math.inf
-    while z <= MAX_NOISE_MULTIPLIER and epsilon_spent(z, rounds, delta) > epsilon:
-        z *= 1 + 1e-6
-    if not z <= MAX_NOISE_MULTIPLIER:
-        raise ConfigError(
-            f"stage1.dp_epsilon {epsilon} cannot be met over {rounds} rounds at dp_delta "
-            f"{delta} by any noise multiplier up to {MAX_NOISE_MULTIPLIER:g}"
-        )
-    return z
 
 
 def resolve_dp(
@@ -178,6 +103,7 @@ def resolve_dp(
     clip: float,
     rounds: int,
     noise_seed: int | None = None,
+    accountant: str = "pld",
 ) -> DpSettings | None:
     """The run's DP settings, or None when DP is off; refuse a run its budget cannot cover.
 
@@ -195,7 +121,7 @@ def resolve_dp(
         C (``--dp-clip``).
     rounds
         T, the rounds planned.
-    noise_seed
+    noise_seed, accountant
         See :class:`DpSettings`.
 
     Raises
@@ -208,17 +134,17 @@ def resolve_dp(
         return None
     if noise_multiplier is None:
         assert epsilon is not None
-        noise_multiplier = noise_for_budget(epsilon, delta, rounds)
+        noise_multiplier = noise_for_budget(epsilon, delta, rounds, accountant)
     elif epsilon is not None:
-        spent = epsilon_spent(noise_multiplier, rounds, delta)
+        spent = epsilon_spent(noise_multiplier, rounds, delta, accountant)
         if spent > epsilon:
             raise ConfigError(
                 f"stage1.dp_noise_multiplier {noise_multiplier} over {rounds} rounds spends "
-                f"ε = {spent:.4g} at δ = {delta:g}, over the budget stage1.dp_epsilon "
-                f"{epsilon}; raise the noise multiplier (at least "
-                f"{noise_for_budget(epsilon, delta, rounds):.4g}) or run fewer rounds"
+                f"ε = {spent:.4g} at δ = {delta:g} ({accountant}), over the budget "
+                f"stage1.dp_epsilon {epsilon}; raise the noise multiplier (at least "
+                f"{noise_for_budget(epsilon, delta, rounds, accountant):.4g}) or run fewer rounds"
             )
-    return DpSettings(noise_multiplier, clip, delta, epsilon, noise_seed)
+    return DpSettings(noise_multiplier, clip, delta, epsilon, noise_seed, accountant)
 
 
 def clip_jointly(vectors: Sequence[np.ndarray], clip: float) -> tuple[list[np.ndarray], float]:
@@ -263,7 +189,11 @@ def privacy_record(settings: DpSettings, releases: int) -> dict[str, object]:
         "noise_multiplier": settings.noise_multiplier,
         "clip": settings.clip,
         "rounds_accounted": releases,
-        "accountant": _accountant_name(),
+        "accountant": accountant_name(settings.accountant),
+        "epsilon_by_accountant": {
+            name: epsilon_spent(settings.noise_multiplier, releases, settings.delta, name)
+            for name in ACCOUNTANTS
+        },
         "noise": "seeded (reproducible; not for released models)"
         if settings.noise_seed is not None
         else "os-entropy",

@@ -107,7 +107,8 @@ def prepare_sites(
 def federation(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict]:
     """Three prepared sites, a running coordinator with their cards registered."""
     root = tmp_path_factory.mktemp("multisite")
-    schema, sites = prepare_sites(root, data_dir)
+    # 12,000 encounters a hospital (about a third of each file): agreement, not quality, is tested.
+    schema, sites = prepare_sites(root, data_dir, encounters=12000)
     state, port = root / "state", free_port()
     fedcare("federation", "start", "--state-dir", str(state), "--port", str(port))
     try:

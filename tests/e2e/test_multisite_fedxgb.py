@@ -1,8 +1,8 @@
 """fedxgb in a real federation of sites (the README's commands) against ``fedcare run --sites``.
 
-Three hospital files from the real Diabetes 130 file (4,000 encounters each); a schema whose
+Three hospital files from the real Diabetes 130 file (2,500 encounters each); a schema whose
 algorithm is ``fedxgb`` (``fedcare federation init --algorithm fedxgb``); each site prepared
-in its own folder and joined as its own process; ``fedcare federation run`` boosts for 3
+in its own folder and joined as its own process; ``fedcare federation run`` boosts for 2
 rounds over Flower (TLS, node authentication) and broadcasts the chosen trees; each site
 stacks its own trees at home (``fedcare site personalise``). Trees are deterministic, so every
 site's metrics must equal the in-process run over the same files, schema and seed exactly.
@@ -26,13 +26,13 @@ from tests.e2e.test_multisite_federation import (
 )
 
 pytestmark = [pytest.mark.slow, pytest.mark.realdata]
-ROUNDS = "3"
+ROUNDS = "2"
 
 
 def test_three_sites_boost_the_in_process_trees(data_dir: Path, tmp_path: Path) -> None:
     root = tmp_path
-    # 4,000 encounters a hospital: the trees' equality, not their quality, is under test.
-    schema, sites = prepare_sites(root, data_dir, "--algorithm", "fedxgb", encounters=4000)
+    # 2,500 encounters a hospital: the trees' equality, not their quality, is under test.
+    schema, sites = prepare_sites(root, data_dir, "--algorithm", "fedxgb", encounters=2500)
     state, port = root / "state", free_port()
     fedcare("federation", "start", "--state-dir", str(state), "--port", str(port))
     try:

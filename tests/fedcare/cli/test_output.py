@@ -1,6 +1,6 @@
 """The results table ``fedcare run`` prints, with its clinical metrics."""
 
-from fedcare.cli.output import results_table
+from fedcare.cli.output import privacy_line, results_table
 
 
 def _doc(objectives):
@@ -55,3 +55,14 @@ def test_a_document_without_clinical_metrics_prints_as_before():
     doc = _doc({"los": {"metric": "mae_days", "pooled": 2.2, "mean_over_clients": None,
                         "clients": []}})  # fmt: skip
     assert "clinical" not in results_table(doc) and "bias" not in results_table(doc)
+
+
+def test_the_privacy_line_names_the_accountant_and_the_other_accountants_epsilon():
+    from fedcare_core.config import Stage1Config
+    from fedcare_core.privacy.mechanism import privacy_record
+
+    record = privacy_record(Stage1Config(rounds=10, dp_noise_multiplier=1.0).privacy(), 10)
+    line = privacy_line(record)
+    pld, rdp = record["epsilon_by_accountant"]["pld"], record["epsilon_by_accountant"]["rdp"]
+    assert f"ε = {pld:.3f}" in line and "PLD" in line and f"by rdp {rdp:.3f}" in line
+    assert pld < rdp

@@ -37,7 +37,7 @@ from fedcare_core.algorithms import federated_baselines
 from fedcare_core.algorithms.fedavg.rounds import LocalUpdate
 from fedcare_core.config import BaselineConfig, ExperimentConfig
 from fedcare_core.errors import ConfigError
-from fedcare_core.privacy.mechanism import epsilon_spent
+from fedcare_core.privacy.accountants import epsilon_spent
 from fedcare_core.run.pipeline import run_experiment
 from tests.fedcare.flower.conftest import LoopbackGrid, node_context, small_config
 from tests.fedcare_core.synthetic import PARTITION

@@ -32,6 +32,10 @@ def test_a_private_run_logs_epsilon_per_round_and_its_mechanism(logged, private_
     run = client.get_run(run_id)
     assert run.data.metrics["dp.noise_multiplier"] == 1.5
     assert run.data.metrics["dp.clip"] == 0.5
+    by = doc["privacy"]["epsilon_by_accountant"]
+    assert run.data.metrics["dp.epsilon_pld"] == pytest.approx(by["pld"])
+    assert run.data.metrics["dp.epsilon_rdp"] == pytest.approx(by["rdp"])
+    assert by["pld"] == pytest.approx(history[-1].value) and by["rdp"] > by["pld"]
     assert run.data.tags[log_run.TAG_PRIVACY].startswith("gaussian-client-level-joint-clip (dp-")
     # A run without DP says so, and logs no ε.
     plain = client.get_run(logged.run_id)

@@ -3,13 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import itertools
 import math
 
-import dp_accounting
 import numpy as np
 import pytest
-from dp_accounting.rdp import RdpAccountant
 
 import fedcare_core.resume.checkpoint as ckpt
 from fedcare_core.config import DataConfig, ExperimentConfig, ModelConfig, Stage1Config
@@ -17,10 +14,9 @@ from fedcare_core.data.clients import build_federation
 from fedcare_core.errors import ConfigError
 from fedcare_core.nn.param_vectors import get_buffers, get_params, param_layout
 from fedcare_core.nn.training import objective_kinds
+from fedcare_core.privacy.accountants import epsilon_spent, noise_for_budget
 from fedcare_core.privacy.mechanism import (
     clip_jointly,
-    epsilon_spent,
-    noise_for_budget,
     noise_stream,
     privacy_record,
     resolve_dp,
@@ -46,23 +42,6 @@ def fed():
 def _dp(rounds=4, **kw):
     fields = {"rounds": rounds, "batch_size": 32, "dp_noise_multiplier": 1.1, "dp_noise_seed": 7}
     return Stage1Config(**(fields | kw))
-
-
-def test_epsilon_is_the_installed_accountants_for_composed_gaussian_rounds():
-    accountant = RdpAccountant(
-        neighboring_relation=dp_accounting.NeighboringRelation.ADD_OR_REMOVE_ONE
-    )
-    accountant.compose(dp_accounting.GaussianDpEvent(1.3), 12)
-    assert epsilon_spent(1.3, 12, 1e-5) == pytest.approx(accountant.get_epsilon(1e-5), rel=1e-12)
-    spent = [epsilon_spent(1.3, t, 1e-5) for t in range(0, 13)]
-    assert spent[0] == 0.0 and all(b > a for a, b in itertools.pairwise(spent))
-
-
-@pytest.mark.parametrize(("epsilon", "rounds"), [(1.0, 20), (3.0, 20), (8.0, 100)])
-def test_the_derived_noise_multiplier_meets_the_budget_tightly(epsilon, rounds):
-    z = noise_for_budget(epsilon, 1e-5, rounds)
-    assert epsilon_spent(z, rounds, 1e-5) <= epsilon
-    assert epsilon_spent(z * 0.999, rounds, 1e-5) > epsilon  # not more noise than needed
 
 
 def test_dp_is_off_unless_a_budget_or_a_multiplier_is_given():
@@ -210,6 +189,9 @@ def test_a_private_run_reports_a_non_decreasing_epsilon_within_its_budget(fed):
     record = privacy_record(config.privacy(), len(eps))
     assert record["epsilon"] == eps[-1] and record["noise"] == "os-entropy"
     assert str(record["accountant"]).startswith("dp-accounting 0.6")
+    assert str(record["accountant"]).endswith("PLD")
+    by = record["epsilon_by_accountant"]
+    assert by["pld"] == record["epsilon"] < by["rdp"]
 
 
 def test_seeded_noise_is_reproducible_and_unseeded_noise_is_fresh(fed):

@@ -18,7 +18,8 @@ from fedcare_core.algorithms.fedavg.rounds import (
 from fedcare_core.algorithms.union.common import build_full_mlp
 from fedcare_core.config import BaselineConfig, ModelConfig, Stage1Config
 from fedcare_core.nn.param_vectors import ParamLayout, get_buffers, get_params, param_layout
-from fedcare_core.privacy.mechanism import DpSettings, epsilon_spent, noise_stream
+from fedcare_core.privacy.accountants import epsilon_spent
+from fedcare_core.privacy.mechanism import DpSettings, noise_stream
 from fedcare_core.privacy.stage1_rounds import VARIANCE_FLOOR, RoundNoise
 
 QUICK = BaselineConfig(batch_size=32, max_local_steps=3)

@@ -9,7 +9,7 @@ from fedcare_core.algorithms.fmgda.rounds import mgda_config, run_mgda
 from fedcare_core.config import ModelConfig, Stage1Config
 from fedcare_core.nn.param_vectors import get_buffers, get_params, set_buffers, set_params
 from fedcare_core.nn.training import client_losses
-from fedcare_core.privacy.mechanism import epsilon_spent
+from fedcare_core.privacy.accountants import epsilon_spent
 from fedcare_core.stage1.loop import build_model, client_update
 
 #: No dropout, so one local step's Δ is a deterministic gradient.
