@@ -132,7 +132,7 @@ def check_request(request: RunRequest) -> None:
     ------
     ConfigError
         An unknown backend, an algorithm it cannot run (PAFNet and the bounds run in process
-        only), or secure aggregation it cannot do.
+        only), secure aggregation it cannot do, or k of n it cannot honour.
     """
     get_backend(request.backend)
     refusal = backend_refusal(request.config.algorithm, request.backend) or secagg_refusal(
@@ -140,6 +140,17 @@ def check_request(request: RunRequest) -> None:
     )
     if refusal is not None:
         raise ConfigError(refusal)
+    k = request.backend_options.get("min_per_round")
+    if isinstance(k, int) and not isinstance(k, bool):  # a value of another type: refused later
+        from fedcare.flower.flower_options import check_quorum_for
+        from fedcare_core.algorithms import get_algorithm
+
+        algorithm = request.config.algorithm
+        family = "fedcare" if get_algorithm(algorithm).flower_strategy is None else algorithm
+        check_quorum_for(
+            k, request.config.data.clients, family, request.config.stage1.secagg,
+            "--min-clients-per-round",
+        )  # fmt: skip
 
 
 def backend_runner(

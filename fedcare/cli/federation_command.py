@@ -96,6 +96,15 @@ def _add_run(fed_sub: Any) -> None:
         help="seconds to wait for --min-sites sites to be online (600)",
     )  # fmt: skip
     run.add_argument(
+        "--min-sites-per-round", type=int, metavar="K",
+        help="k of n: once --round-deadline has passed, a round closes with the replies of at "
+        "least K sites (later replies are discarded and noted); default: every site",
+    )  # fmt: skip
+    run.add_argument(
+        "--round-deadline", type=float, metavar="S",
+        help="with --min-sites-per-round: seconds after which a round may close",
+    )  # fmt: skip
+    run.add_argument(
         "--secagg", action="store_true",
         help="sum each round with Flower's SecAgg+: the coordinator sees only per-objective sums",
     )  # fmt: skip

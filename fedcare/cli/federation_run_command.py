@@ -18,11 +18,20 @@ from fedcare_core.run.output_paths import check_output_file
 from fedcare_core.sites.safe_names import check_name
 from fedcare_core.sites.schema import read_schema
 
+#: The Flower options ``federation run`` takes, by the flags that set them.
+_FLAGS = {
+    "round_timeout_s": "--round-timeout",
+    "startup_timeout_s": "--startup-timeout",
+    "min_per_round": "--min-sites-per-round",
+    "round_deadline_s": "--round-deadline",
+}
+
 
 def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
     """Check everything, run Stage 1 over the sites, write (and log) the Stage 1 document."""
-    from fedcare.flower.flower_options import FlowerConfig
+    from fedcare.flower.flower_options import FlowerConfig, check_quorum_for
     from fedcare.sites.federation_run import run_federation, stage1_document
+    from fedcare_core.algorithms import get_algorithm
 
     check_output_file(args.out)
     if args.min_sites < 2:
@@ -35,8 +44,16 @@ def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
     schema = read_schema(args.schema)
     schema.run_config(seed=args.seed, clients=args.min_sites, rounds=args.rounds)  # checks T
     flower = FlowerConfig(
-        round_timeout_s=args.round_timeout, startup_timeout_s=args.startup_timeout
-    ).validate({"round_timeout_s": "--round-timeout", "startup_timeout_s": "--startup-timeout"})
+        round_timeout_s=args.round_timeout,
+        startup_timeout_s=args.startup_timeout,
+        min_per_round=args.min_sites_per_round,
+        round_deadline_s=args.round_deadline,
+    ).validate(_FLAGS)
+    algorithm = schema.config.algorithm
+    family = "fedcare" if get_algorithm(algorithm).flower_strategy is None else algorithm
+    check_quorum_for(
+        flower.min_per_round, args.min_sites, family, args.secagg, "--min-sites-per-round"
+    )
     coordinator.require_running()
     coordinator.sites()  # the state file checked before a store is made
     tracking = tracked.open_chosen_store(args.tracking_uri)

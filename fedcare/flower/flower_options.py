@@ -8,7 +8,7 @@ a deployment SuperNode runs ClientApp tasks. What the ServerApp reads is
 from __future__ import annotations
 
 import ipaddress
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -88,6 +88,11 @@ class FlowerConfig:
     node_auth
         Deployment: SuperNode authentication (Flower's node keys): the SuperLink admits only
         nodes whose per-run public key was registered with it. Needs TLS.
+    min_per_round, round_deadline_s
+        Partial participation, k of n with a deadline (Algorithm 1's rounds): a round closes
+        when every client replied, or once ``round_deadline_s`` has passed and at least
+        ``min_per_round`` have; a reply after that is discarded and noted. A round with fewer
+        than ``min_per_round`` replies at the round timeout stops Stage 1. None: off.
     bind_address
         Deployment: the IPv4 address of this machine the SuperLink listens on (and its
         certificate names); the local SuperNodes and ``flwr run`` dial it. Default loopback;
@@ -174,6 +179,23 @@ class FlowerConfig:
         flag="node-auth",
         group=_FLOWER,
     )
+    min_per_round: int | None = setting(
+        None,
+        help="Flower backends: partial participation, k of n: once --round-deadline has "
+        "passed a round closes with the replies of at least this many clients (fewer by the "
+        "round timeout stop Stage 1); none: every client, every round",
+        range=AT_LEAST_1,
+        flag="min-clients-per-round",
+        group=_FLOWER,
+    )
+    round_deadline_s: float | None = setting(
+        None,
+        help="Flower backends: seconds after which a round closes once --min-clients-per-round "
+        "clients replied (later replies are discarded and noted)",
+        range=SECONDS,
+        flag="round-deadline",
+        group=_FLOWER,
+    )
     bind_address: str = setting(
         LOOPBACK,
         help="flower-deployment: the IPv4 address of this machine the SuperLink listens on "
@@ -230,6 +252,7 @@ class FlowerConfig:
                 f"{name('client_exec')} must be one of {', '.join(_CLIENT_EXECS)}, "
                 f"got {self.client_exec!r}"
             )
+        self._check_quorum(name)
         ip = _check_bind_address(self.bind_address, name("bind_address"))
         if self.insecure and self.node_auth:
             raise ConfigError(
@@ -248,6 +271,45 @@ class FlowerConfig:
                     f"{name('bind_address')} {ip}: cannot listen there ({exc.strerror})"
                 ) from None
         return self
+
+    def _check_quorum(self, name: Callable[[str], str]) -> None:
+        """K of n comes with its deadline, within the round timeout."""
+        k, deadline = self.min_per_round, self.round_deadline_s
+        if (k is None) != (deadline is None):
+            given, missing = ("min_per_round", "round_deadline_s")[:: 1 if k is not None else -1]
+            raise ConfigError(f"{name(given)} needs {name(missing)} (k of n with a deadline)")
+        if deadline is not None and deadline > self.round_timeout_s:
+            raise ConfigError(
+                f"{name('round_deadline_s')} {deadline:g} s is beyond {name('round_timeout_s')} "
+                f"{self.round_timeout_s:g} s: a round would time out before its deadline"
+            )
+
+
+def check_quorum_for(
+    k: int | None, clients: int, algorithm: str, secagg: bool, k_name: str
+) -> None:
+    """Refuse k of n that a run cannot honour.
+
+    That is: k above its ``clients``, an algorithm other than Algorithm 1's rounds
+    (``algorithm`` is ``"fedcare"`` for FedCARE, FedCARE-B, FMGDA and FSMGDA), or SecAgg+
+    (whose own threshold decides a round). ``k_name`` names k (a flag).
+
+    Raises
+    ------
+    ConfigError
+        Naming the option and the reason.
+    """
+    if k is None:
+        return
+    if k > clients:
+        raise ConfigError(f"{k_name} {k}: more than the run's {clients} participants")
+    if algorithm != "fedcare":
+        raise ConfigError(
+            f"{k_name}: partial participation is for Algorithm 1's rounds (fedcare, "
+            f"fedcare-b, fmgda, fsmgda), not {algorithm}"
+        )
+    if secagg:
+        raise ConfigError(f"{k_name} with secagg: SecAgg+ decides a round by its threshold")
 
 
 def _check_bind_address(address: str, name: str = "bind_address") -> ipaddress.IPv4Address:

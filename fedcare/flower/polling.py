@@ -10,16 +10,42 @@ FedAvg/FedProx baselines) run Flower's own round loop on it.
 It also remembers which node each pushed message went to (:attr:`PollingGrid.destinations`):
 the SuperLink's own error replies (a node that missed its heartbeats, a reply that expired)
 come from the SuperLink, not from the node, and only the instruction's id names the node.
+
+Partial participation (:class:`RoundQuorum`, k of n with a deadline): a training round closes
+when every client replied, or once its deadline has passed and at least k have, or at the
+timeout. A reply that arrives after its round closed is pulled at a later wait, discarded and
+reported (``on_late``), so it never enters another round's aggregate.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
-from flwr.app import Message
+from flwr.app import Message, MessageType
 from flwr.serverapp import Grid
+
+
+@dataclass(frozen=True)
+class RoundQuorum:
+    """k of n with a deadline: a training round may close at ``deadline_s`` once ``k`` replied.
+
+    Parameters
+    ----------
+    k
+        Replies that let a round close at its deadline (before the deadline: all of them).
+    deadline_s
+        Seconds after a round's messages were sent at which it closes if ``k`` replied.
+    """
+
+    k: int
+    deadline_s: float
+
+
+#: Told of each late reply: its node and the round (message group) it answered.
+LateHook = Callable[[int, str], None]
 
 
 class PollingGrid(Grid):
@@ -40,12 +66,21 @@ class PollingGrid(Grid):
         Message id → destination node of every message pushed through this grid.
     """
 
-    def __init__(self, grid: Grid, interval: float) -> None:
+    def __init__(
+        self,
+        grid: Grid,
+        interval: float,
+        quorum: RoundQuorum | None = None,
+        on_late: LateHook | None = None,
+    ) -> None:
         if not interval > 0:
             raise ValueError(f"interval must be > 0, got {interval}")
         self.grid = grid
         self.interval = interval
+        self.quorum = quorum
+        self.on_late = on_late
         self.destinations: dict[str, int] = {}
+        self._closed: set[str] = set()  # ids of messages whose round closed without their reply
 
     def set_run(self, run: Any) -> None:
         """Delegated."""
@@ -92,13 +127,17 @@ class PollingGrid(Grid):
         """Push, then pull every ``interval`` s until all replied or ``timeout`` passed.
 
         Only replies to the messages pushed here are returned, each once. ``timeout=None``
-        waits until every message is answered.
+        waits until every message is answered. With a :class:`RoundQuorum`, training messages
+        also stop waiting once the deadline has passed and ``k`` of them were answered.
         """
         messages = list(messages)
         if not messages:
             return []
+        self._discard_late()
+        quorum = self.quorum if _all_training(messages) else None
         pending = {mid for mid in self.push_messages(messages) if mid}
-        deadline = None if timeout is None else time.time() + timeout
+        started = time.time()
+        deadline = None if timeout is None else started + timeout
         replies: list[Message] = []
         while pending:
             for reply in self.pull_messages(pending):
@@ -106,7 +145,27 @@ class PollingGrid(Grid):
                 if answered in pending:
                     pending.discard(answered)
                     replies.append(reply)
-            if not pending or (deadline is not None and time.time() >= deadline):
+            now = time.time()
+            if not pending or (deadline is not None and now >= deadline):
+                break
+            if quorum and now - started >= quorum.deadline_s and len(replies) >= quorum.k:
                 break
             time.sleep(self.interval)
+        self._closed |= pending
         return replies
+
+    def _discard_late(self) -> None:
+        """Pull the replies to closed rounds that arrived since, and report each one."""
+        if not self._closed:
+            return
+        for reply in self.pull_messages(set(self._closed)):
+            answered = reply.metadata.reply_to_message_id
+            if answered in self._closed:
+                self._closed.discard(answered)
+                # An error reply is the SuperLink's (the instruction expired): nothing came late.
+                if self.on_late is not None and not reply.has_error():
+                    self.on_late(self.node_of(reply), reply.metadata.group_id)
+
+
+def _all_training(messages: list[Message]) -> bool:
+    return all(m.metadata.message_type == MessageType.TRAIN for m in messages)

@@ -56,7 +56,7 @@ class RunPlan:
         K: how many clients the server waits for.
     result_dir
         Folder the server writes its per-round log and the final model to.
-    round_timeout_s, startup_timeout_s, pull_interval_s
+    round_timeout_s, startup_timeout_s, pull_interval_s, min_per_round, round_deadline_s
         See :class:`fedcare.flower.flower_options.FlowerConfig`.
     algorithm
         ``"fedcare"`` (Algorithm 1: FedCARE, FedCARE-B, FMGDA, FSMGDA) or a baseline run by
@@ -101,6 +101,8 @@ class RunPlan:
     round_timeout_s: float = 600.0
     startup_timeout_s: float = 180.0
     pull_interval_s: float = 0.2
+    min_per_round: int | None = None
+    round_deadline_s: float | None = None
     algorithm: str = "fedcare"
     baselines: BaselineConfig | None = None
     union_common_width: int | None = None

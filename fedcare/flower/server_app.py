@@ -16,6 +16,7 @@ run config key ``plan-path``; the simulation passes the path directly to
 
 from __future__ import annotations
 
+import logging
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -26,12 +27,14 @@ from flwr.serverapp import Grid, ServerApp
 
 from fedcare.flower import baselines, trees
 from fedcare.flower.final_model import finish_stage1
-from fedcare.flower.polling import PollingGrid
+from fedcare.flower.polling import LateHook, PollingGrid, RoundQuorum
 from fedcare.flower.results import append_round, write_error
 from fedcare.flower.run_plan import RunPlan
 from fedcare.flower.strategy import FedCareStrategy
 from fedcare.flower.trees_strategy import TreeBagging
 from fedcare_core.stage1.loop import RoundInfo
+
+LOGGER = logging.getLogger(__name__)
 
 #: Run-config key holding the plan's path (``[tool.flwr.app.config]`` of the generated app).
 PLAN_PATH_KEY = "plan-path"
@@ -80,7 +83,9 @@ def run_server(grid: Grid, plan: RunPlan, on_round: RoundHook | None = None) -> 
     """
     with errors_recorded(plan):
         strategy = make_strategy(plan, on_round=recorded_rounds(plan, on_round))
-        polling = PollingGrid(grid, plan.pull_interval_s)
+        polling = PollingGrid(
+            grid, plan.pull_interval_s, plan_quorum(plan), late_replies_noted(strategy, plan)
+        )
         strategy.start(
             polling,
             strategy.initial_arrays(),
@@ -93,6 +98,26 @@ def run_server(grid: Grid, plan: RunPlan, on_round: RoundHook | None = None) -> 
             sender = strategy
         finish_stage1(strategy, polling, broadcast_from=sender)
     return strategy
+
+
+def plan_quorum(plan: RunPlan) -> RoundQuorum | None:
+    """The plan's k of n with its deadline (None: every client, every round)."""
+    if plan.min_per_round is None or plan.round_deadline_s is None:
+        return None
+    return RoundQuorum(plan.min_per_round, plan.round_deadline_s)
+
+
+def late_replies_noted(strategy: _ServerStrategy, plan: RunPlan) -> LateHook:
+    """A hook noting each reply that came after its round closed (and was discarded)."""
+
+    def note(node: int, group: str) -> None:
+        client = getattr(strategy, "clients", {}).get(node)  # FedAvg/FedProx: node ids only
+        who = f"node {node}" if client is None else plan.client_name(client)
+        text = f"round {group}: a late reply from {who} was discarded (its round had closed)"
+        LOGGER.warning(text)
+        strategy.notes.append(text)
+
+    return note
 
 
 def _train_config(strategy: _ServerStrategy, plan: RunPlan) -> ConfigRecord | None:

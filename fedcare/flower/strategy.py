@@ -217,6 +217,8 @@ class FedCareStrategy(Strategy):
             return None, None
         updates = self._collect(server_round, replies)
         updates.sort(key=lambda u: u.client_id)
+        if not self._quorum_met(server_round, updates):
+            return None, None
         noise = None
         if self._dp is not None:
             noise = RoundNoise(self._dp, noise_stream(self._noise_secret, server_round))
@@ -259,6 +261,21 @@ class FedCareStrategy(Strategy):
     ) -> MetricRecord | None:
         """Nothing to aggregate (see :meth:`configure_evaluate`)."""
         return None
+
+    def _quorum_met(self, server_round: int, updates: list[ClientUpdate]) -> bool:
+        """Whether k of n (``plan.min_per_round``) replied; if not, Stage 1 stops here."""
+        k = self.plan.min_per_round
+        if k is None or len(updates) >= k:
+            return True
+        text = (
+            f"round {server_round}: {len(updates)} of the {k} clients needed replied within "
+            f"{self.plan.round_timeout_s:g} s; Stage 1 stopped (w* is round "
+            f"{server_round - 1}'s model)"
+        )
+        LOGGER.error(text)
+        self.notes.append(text)
+        self._stopped = True
+        return False
 
     # ---- checkpoints ----------------------------------------------------------------------
 
@@ -338,10 +355,13 @@ class FedCareStrategy(Strategy):
                 )
                 continue
             updates.append(update)
-        timeout = self.plan.round_timeout_s
-        for node in sorted(set(self._asked) - answered):
-            self.membership.lose(
-                server_round, node, f"no reply within {timeout:g} s", dropped=False
-            )
+        silent = sorted(set(self._asked) - answered)
+        closed = f"within {self.plan.round_timeout_s:g} s"
+        if self.plan.round_deadline_s is not None and len(answered) >= (
+            self.plan.min_per_round or 0
+        ):
+            closed = f"by the round's deadline ({self.plan.round_deadline_s:g} s)"
+        for node in silent:
+            self.membership.lose(server_round, node, f"no reply {closed}", dropped=False)
         self._asked = []
         return updates

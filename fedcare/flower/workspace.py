@@ -213,6 +213,8 @@ def prepare_workspace(
         round_timeout_s=flower.round_timeout_s,
         startup_timeout_s=flower.startup_timeout_s,
         pull_interval_s=flower.pull_interval_s,
+        min_per_round=flower.min_per_round,
+        round_deadline_s=flower.round_deadline_s,
         algorithm=algorithm,
         baselines=baselines,
         union_common_width=None if union is None else union.common_width,

@@ -135,6 +135,8 @@ def federation_plan(
         round_timeout_s=flower.round_timeout_s,
         startup_timeout_s=flower.startup_timeout_s,
         pull_interval_s=flower.pull_interval_s,
+        min_per_round=flower.min_per_round,
+        round_deadline_s=flower.round_deadline_s,
         sites=tuple(s.name for s in sites),
         schema_digest=schema.digest(),
         broadcast=True,
@@ -263,6 +265,11 @@ def stage1_document(run: FederationRun, schema: FederationSchema) -> dict[str, A
         "notes": list(stage1.notes),
         "w_star_sha256": digest,
         "secure_aggregation": plan.stage1.secagg,
+        "participation": {
+            "min_sites_per_round": plan.min_per_round,
+            "round_deadline_s": plan.round_deadline_s,
+            "round_timeout_s": plan.round_timeout_s,
+        },
         "timing": {"wait_for_sites_s": run.wait_s, "stage1_s": run.stage1_s},
         **privacy,
     }

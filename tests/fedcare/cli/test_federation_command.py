@@ -161,6 +161,16 @@ def test_a_state_folder_edited_by_hand_is_refused_before_anything_acts_on_it(
         (["--name", "../../escaped"], ("--name: run name '../../escaped'",)),
         (["--round-timeout", "1e300"], ("--round-timeout must lie in (0, 2,592,000]",)),
         (["--startup-timeout", "inf"], ("--startup-timeout must be a finite number",)),
+        (["--min-sites-per-round", "2"], ("--min-sites-per-round needs --round-deadline",)),
+        (["--min-sites-per-round", "3", "--round-deadline", "5"], ("3: more than the run's 2",)),
+        (
+            ["--min-sites-per-round", "2", "--round-deadline", "900"],
+            ("--round-deadline 900 s is beyond --round-timeout 600 s",),
+        ),
+        (
+            ["--min-sites-per-round", "2", "--round-deadline", "5", "--secagg"],
+            ("--min-sites-per-round with secagg",),
+        ),
     ],
 )
 def test_federation_run_refuses_options_before_it_waits_for_sites(
