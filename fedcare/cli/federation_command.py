@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import time
 from pathlib import Path
 from typing import Any
 
@@ -48,8 +49,18 @@ def add_parser(sub: Any) -> None:
     )
     _state_dir(unregister)
     unregister.add_argument("--name", required=True, help="the site's name")
-    status = fed_sub.add_parser("status", help="the coordinator and its registered sites")
+    status = fed_sub.add_parser(
+        "status", help="the coordinator, its registered sites and its latest run"
+    )
     _state_dir(status)
+    status.add_argument(
+        "--watch", action="store_true",
+        help="keep watching: print again at every change (a site online, a round ended) "
+        "until Ctrl-C",
+    )  # fmt: skip
+    status.add_argument(
+        "--interval", type=float, default=2.0, metavar="S", help="with --watch: seconds (2)"
+    )
     _add_run(fed_sub)
 
 
@@ -133,7 +144,8 @@ def cmd_federation(args: argparse.Namespace) -> int:
     if command in ("register", "unregister"):
         return _register(args, coordinator)
     if command == "status":
-        return _status(coordinator)
+        bounded("--interval", args.interval, Range(0.1, 3600.0))
+        return _status(coordinator, args.watch, args.interval)
     if command == "run":
         from fedcare.cli.federation_run_command import cmd_federation_run
 
@@ -199,20 +211,43 @@ def _card(args: argparse.Namespace) -> Any:
     return SiteCard(name, objectives, schema.digest(), key)
 
 
-def _status(coordinator: Any) -> int:
+def _status(coordinator: Any, watch: bool, interval: float) -> int:
+    """Print the coordinator, its sites and its latest run (``watch``: at each change)."""
+    shown: list[str] = []
+    while True:
+        lines = _status_lines(coordinator)
+        if lines != shown:
+            if watch:
+                print(time.strftime("-- %H:%M:%S"))
+            print("\n".join(lines), flush=True)
+            shown = lines
+        if not watch:
+            return 0
+        try:
+            time.sleep(interval)
+        except KeyboardInterrupt:
+            return 0
+
+
+def _status_lines(coordinator: Any) -> list[str]:
+    from fedcare.sites.run_status import latest_run
+
     record = coordinator.running()
+    sites = coordinator.sites()
+    online: set[int] = set()
     if record is None:
-        print(f"coordinator of {coordinator.root}: not running")
-        sites = coordinator.sites()
-        online: set[int] = set()
+        lines = [f"coordinator of {coordinator.root}: not running"]
     else:
-        print(f"coordinator of {coordinator.root}: running on {record['host']}:{record['port']}")
-        sites = coordinator.sites()
+        lines = [f"coordinator of {coordinator.root}: running on {record['host']}:{record['port']}"]
         online = coordinator.online_nodes()
     for site in sorted(sites.values(), key=lambda s: s.name):
         state = "online" if site.node_id in online else "offline"
-        print(f"  {site.name}: {state}; objectives {', '.join(site.objectives)}; "
-              f"schema {site.schema_digest[:12]}")  # fmt: skip
+        lines.append(
+            f"  {site.name}: {state}; objectives {', '.join(site.objectives)}; "
+            f"schema {site.schema_digest[:12]}"
+        )
     if not sites:
-        print("  no site registered")
-    return 0
+        lines.append("  no site registered")
+    run = latest_run(coordinator.runs_dir)
+    lines += ["no run yet"] if run is None else run.lines()
+    return lines

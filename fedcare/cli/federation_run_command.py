@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fedcare.cli import tracked
 from fedcare.cli.options import bounded
@@ -17,6 +17,9 @@ from fedcare_core.files.atomic import write_json_atomic
 from fedcare_core.run.output_paths import check_output_file
 from fedcare_core.sites.safe_names import check_name
 from fedcare_core.sites.schema import read_schema
+
+if TYPE_CHECKING:
+    from fedcare.tracking.stage1_run import LiveRounds
 
 #: The Flower options ``federation run`` takes, by the flags that set them.
 _FLAGS = {
@@ -30,7 +33,7 @@ _FLAGS = {
 def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
     """Check everything, run Stage 1 over the sites, write (and log) the Stage 1 document."""
     from fedcare.flower.flower_options import FlowerConfig, check_quorum_for
-    from fedcare.sites.federation_run import run_federation, stage1_document
+    from fedcare.sites.federation_run import run_federation, stage1_document, stage1_head
     from fedcare_core.algorithms import get_algorithm
 
     check_output_file(args.out)
@@ -60,12 +63,17 @@ def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
     name = args.name or time.strftime(f"fedcare-%Y%m%dT%H%M%S-seed{args.seed}")
     if not args.quiet:
         print(f"Waiting for {args.min_sites} site(s) …", file=sys.stderr)
+    live = _open_live_run(tracking, stage1_head(schema, seed=args.seed, run_name=name))
     bars = ProgressBars(enabled=not args.quiet)
     try:
         run = run_federation(
             coordinator, schema, min_sites=args.min_sites, rounds=args.rounds, seed=args.seed,
-            flower=flower, run_name=name, progress=bars, secagg=args.secagg,
+            flower=flower, run_name=name, progress=bars, secagg=args.secagg, on_round=live,
         )  # fmt: skip
+    except BaseException:
+        if live is not None:
+            _end_live_run(live.run_id)
+        raise
     finally:
         bars.close()
     document = stage1_document(run, schema)
@@ -82,11 +90,32 @@ def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
     if document.get("privacy"):
         print(privacy_line(document["privacy"]))
     print(f"Stage 1 document written to {args.out}")
-    if tracking is not None:
-        from fedcare.tracking import store
+    if live is not None:
         from fedcare.tracking.stage1_run import log_stage1_run
 
-        store.configure(tracking)
-        run_id = log_stage1_run(document, run.run_dir / "result")
+        run_id = log_stage1_run(document, run.run_dir / "result", live=live)
         print(f"MLflow run {run_id} in {tracking}", file=sys.stderr)
     return 0
+
+
+def _open_live_run(tracking: str | None, head: dict[str, Any]) -> LiveRounds | None:
+    """The Stage 1's MLflow run, opened before its first round (None: no tracking)."""
+    if tracking is None:
+        return None
+    from fedcare.tracking import store
+    from fedcare.tracking.stage1_run import LiveRounds, open_stage1_run
+
+    store.configure(tracking)
+    run_id = open_stage1_run(head)
+    print(f"MLflow run {run_id} in {tracking}: rounds logged as they end", file=sys.stderr)
+    return LiveRounds(run_id, lambda text: print(f"fedcare: {text}", file=sys.stderr))
+
+
+def _end_live_run(run_id: str) -> None:
+    """Mark the live run failed (Stage 1 did not finish), quietly if the store is gone."""
+    from fedcare.tracking import store
+
+    try:
+        store.finish_run(run_id, "FAILED")
+    except Exception:
+        pass

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from fedcare.flower.results import read_error, read_rounds, result_ready
 from fedcare.flower.workspace import FlowerRunError
@@ -55,8 +56,17 @@ class RunWatch:
     logs_dir: Path
 
 
-def watch_run(watch: RunWatch, total: int, progress: ProgressFn | None) -> None:
-    """Wait until the run's result (or error) is written; report each round to ``progress``."""
+def watch_run(
+    watch: RunWatch,
+    total: int,
+    progress: ProgressFn | None,
+    on_line: Callable[[dict[str, Any]], None] | None = None,
+) -> None:
+    """Wait until the run's result (or error) is written, reporting each round.
+
+    Each finished round goes to ``progress`` and its line of the round log (λ*, ‖d‖², losses,
+    participants, ε) to ``on_line``.
+    """
     sup = watch.supervisor
     reported = 0
     started = last_progress = time.monotonic()
@@ -68,6 +78,8 @@ def watch_run(watch: RunWatch, total: int, progress: ProgressFn | None) -> None:
             last_progress = time.monotonic()
             if progress is not None:
                 progress("stage1", int(line["round"]), total)
+            if on_line is not None:
+                on_line(line)
         if result_ready(watch.result_dir) or read_error(watch.result_dir) is not None:
             return
         if not watch.superlink_alive():

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -163,11 +164,14 @@ def run_federation(
     run_name: str,
     progress: ProgressFn | None = None,
     secagg: bool = False,
+    on_round: Callable[[dict[str, Any]], None] | None = None,
 ) -> FederationRun:
     """Stage 1 over the coordinator's registered sites (see the module's description).
 
     With ``secagg`` the rounds are summed by Flower's SecAgg+
     (:mod:`fedcare.flower.secagg_server`): the coordinator holds only per-objective sums.
+    ``on_round`` is told each round's line of the round log as soon as the round ends (the
+    live MLflow view).
 
     Raises
     ------
@@ -204,7 +208,7 @@ def run_federation(
             run_timeout_s=flower.run_timeout_s,
             logs_dir=run_dir / "logs",
         )
-        watch_run(watch, rounds, progress)
+        watch_run(watch, rounds, progress, on_round)
     finally:
         with signals_blocked():
             sup.stop_all(["flwr-run"])
@@ -225,6 +229,17 @@ def _tail(path: Path, lines: int = 15) -> str:
     if not path.exists():
         return ""
     return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+
+
+def stage1_head(schema: FederationSchema, *, seed: int, run_name: str) -> dict[str, Any]:
+    """What a Stage 1 document says before its first round (names its MLflow run)."""
+    return {
+        "run_name": run_name,
+        "dataset": schema.dataset,
+        "algorithm": schema.config.algorithm,
+        "schema_digest": schema.digest(),
+        "seed": seed,
+    }
 
 
 #: The ``format`` of a Stage 1 document.

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -32,12 +32,75 @@ def _params(document: Mapping[str, Any]) -> dict[str, str]:
     return out
 
 
+def stage1_tags(document: Mapping[str, Any]) -> dict[str, str]:
+    """A Stage 1 run's tags from what is known before its first round (or from its document)."""
+    out = {
+        store.TAG_DATASET: str(document["dataset"]),
+        "fedcare.algorithm": str(document["algorithm"]),
+        "fedcare.backend": "federation",
+        "fedcare.entry": "fedcare federation run",
+        "fedcare.schema_digest": str(document["schema_digest"]),
+        "fedcare.seed": str(document["seed"]),
+        "fedcare.run_name": str(document["run_name"]),
+    }
+    if "sites" in document:
+        out["fedcare.sites"] = str(len(document["sites"]))
+    return out
+
+
+def open_stage1_run(
+    head: Mapping[str, Any],
+    *,
+    parent_run_id: str | None = None,
+    tags: Mapping[str, str] | None = None,
+) -> str:
+    """Create the MLflow run of a Stage 1 about to start (status RUNNING); its id.
+
+    ``head`` holds the document's ``dataset``, ``algorithm``, ``schema_digest``, ``seed`` and
+    ``run_name`` (:func:`fedcare.sites.federation_run.stage1_head`); ``parent_run_id`` and
+    ``tags`` as :func:`log_stage1_run`'s.
+    """
+    return store.create_child_run(
+        store.experiment_for(str(head["dataset"])),
+        parent_run_id=parent_run_id,
+        run_name=naming.stage1_run_name(head),
+        tags={**stage1_tags(head), **(tags or {})},
+    )
+
+
+class LiveRounds:
+    """Logs each round of a running Stage 1 to its MLflow run as the round log grows.
+
+    Call it with each round's line (:func:`fedcare.flower.results.read_rounds`); a failure
+    of the tracking store is reported once (``warn``) and never stops Stage 1: the document
+    logged at the end (:func:`log_stage1_run`) carries every round the live view missed.
+    """
+
+    def __init__(self, run_id: str, warn: Callable[[str], None]) -> None:
+        self.run_id = run_id
+        self.logged = 0  # rounds logged so far, in order
+        self._warn: Callable[[str], None] | None = warn
+
+    def __call__(self, line: Mapping[str, Any]) -> None:
+        """Log one round's line (the next in order)."""
+        if self._warn is None:
+            return
+        try:
+            log_batch_chunked(store.client(), self.run_id, metrics=round_metrics([line]))
+        except Exception as exc:
+            self._warn(f"MLflow: live rounds stopped at round {self.logged + 1} ({exc})")
+            self._warn = None
+            return
+        self.logged += 1
+
+
 def log_stage1_run(
     document: Mapping[str, Any],
     result_dir: Path,
     *,
     parent_run_id: str | None = None,
     tags: Mapping[str, str] | None = None,
+    live: LiveRounds | None = None,
 ) -> str:
     """Log a Stage 1 document (``fedcare federation run``) and its ``w*``; the run's id.
 
@@ -51,33 +114,25 @@ def log_stage1_run(
         Nest the run under this run (the ``fedcare`` flow run's parent run); None: top level.
     tags
         Further tags, over the defaults (e.g. ``fedcare.entry`` and the Prefect flow run).
+    live
+        The run was opened before Stage 1 (:func:`open_stage1_run`) and these rounds were
+        logged as they ran: finish that run, logging only the rounds it lacks.
 
     Returns
     -------
     str
-        The new run's id.
+        The run's id.
     """
-    all_tags = {
-        store.TAG_DATASET: str(document["dataset"]),
-        "fedcare.algorithm": str(document["algorithm"]),
-        "fedcare.backend": "federation",
-        "fedcare.entry": "fedcare federation run",
-        "fedcare.schema_digest": str(document["schema_digest"]),
-        "fedcare.sites": str(len(document["sites"])),
-        "fedcare.seed": str(document["seed"]),
-        "fedcare.run_name": str(document["run_name"]),
-        **(tags or {}),
-    }
-    run_id = store.create_child_run(
-        store.experiment_for(str(document["dataset"])),
-        parent_run_id=parent_run_id,
-        run_name=naming.stage1_run_name(document),
-        tags=all_tags,
-    )
+    if live is None:
+        run_id = open_stage1_run(document, parent_run_id=parent_run_id, tags=tags)
+        missing, late_tags = list(document["rounds"]), None
+    else:  # the tags known only once the sites answered (how many took part)
+        run_id = live.run_id
+        missing, late_tags = list(document["rounds"])[live.logged :], stage1_tags(document)
     mc = store.client()
     try:
         log_batch_chunked(
-            mc, run_id, metrics=round_metrics(document["rounds"]), params=_params(document)
+            mc, run_id, metrics=round_metrics(missing), params=_params(document), tags=late_tags
         )
         with tempfile.TemporaryDirectory(prefix="fedcare-mlflow-") as tmp:
             root = Path(tmp)

@@ -72,3 +72,38 @@ def test_a_stage1_run_nests_under_a_parent_with_the_given_tags(tmp_path: Path) -
     assert {a.path for a in mc.list_artifacts(nested, "stage1")} == {"stage1/stage1.npz"}
     top = mc.get_run(alone).data.tags
     assert "mlflow.parentRunId" not in top and top["fedcare.entry"] == "fedcare federation run"
+
+
+def test_rounds_logged_live_show_while_running_and_are_not_logged_twice(tmp_path: Path) -> None:
+    from mlflow.tracking import MlflowClient
+
+    from fedcare.tracking import store
+    from fedcare.tracking.stage1_run import LiveRounds, log_stage1_run, open_stage1_run
+
+    uri = store.configure(store.default_tracking_uri(tmp_path))
+    document = _document()
+    head = {k: document[k] for k in ("run_name", "dataset", "algorithm", "schema_digest", "seed")}
+    live = LiveRounds(open_stage1_run(head), warn=lambda text: None)
+    live(document["rounds"][0])  # round 1 ended; round 2 runs
+    mc = MlflowClient(tracking_uri=uri)
+    running = mc.get_run(live.run_id)
+    assert running.info.status == "RUNNING"
+    assert [m.step for m in mc.get_metric_history(live.run_id, "lambda/readmission")] == [1]
+    assert "fedcare.sites" not in running.data.tags  # not known before the sites answered
+    result_dir = tmp_path / "result"
+    result_dir.mkdir()
+    assert log_stage1_run(document, result_dir, live=live) == live.run_id
+    done = mc.get_run(live.run_id)
+    assert done.info.status == "FINISHED" and done.data.tags["fedcare.sites"] == "2"
+    history = mc.get_metric_history(live.run_id, "lambda/readmission")
+    assert sorted((m.step, m.value) for m in history) == [(1, 0.8), (2, 0.9)]  # each once
+
+
+def test_a_tracking_outage_during_the_rounds_warns_once_and_stage1_goes_on() -> None:
+    from fedcare.tracking.stage1_run import LiveRounds
+
+    said: list[str] = []
+    live = LiveRounds("no-such-run", warn=said.append)
+    for line in _document()["rounds"]:
+        live(line)
+    assert live.logged == 0 and len(said) == 1 and "live rounds stopped at round 1" in said[0]
