@@ -28,6 +28,15 @@ def add_parser(sub: Any) -> None:
         help="the coordinator's CA certificate (its STATE/ca.crt)",
     )  # fmt: skip
     site_prepare.add_personalise_parser(site_sub)
+    pending = site_sub.add_parser(
+        "pending", help="the runs awaiting this site's approval (policy: require_approval)"
+    )
+    pending.add_argument("--site", type=Path, required=True, metavar="SITE_DIR")
+    approve = site_sub.add_parser(
+        "approve", help="approve a pending run's terms (the coordinator may then start it)"
+    )
+    approve.add_argument("--site", type=Path, required=True, metavar="SITE_DIR")
+    approve.add_argument("--run", required=True, metavar="NAME", help="the pending run's name")
     rotate = site_sub.add_parser(
         "rotate-key", help="make a new node key pair and site card (then re-register the card)"
     )
@@ -42,6 +51,8 @@ def cmd_site(args: argparse.Namespace) -> int:
         return _join(args)
     if args.site_command == "rotate-key":
         return _rotate(args)
+    if args.site_command in ("pending", "approve"):
+        return _approvals(args)
     if args.site_command == "personalise":
         return site_prepare.cmd_site_personalise(args)
     raise AssertionError(args.site_command)  # pragma: no cover - argparse rejects the rest
@@ -52,9 +63,11 @@ def _join(args: argparse.Namespace) -> int:
     from fedcare.flower.tls_checks import check_certificates, check_node_key
     from fedcare.sites.site_folder import SiteFolder
     from fedcare.sites.site_join import join_federation
+    from fedcare_core.sites.policy import POLICY_FILE, read_policy
 
     _check_superlink(args.superlink)
     site = SiteFolder.open(args.site)  # site.json and the card checked
+    read_policy(site.root / POLICY_FILE)  # a broken policy stops the join, named, before it runs
     # Flower reads these only once its node runs, and would retry a bad CA's handshake forever.
     check_certificates(args.root_certificates, "--root-certificates")
     check_node_key(site.private_key, f"--site {site.root}: the node key")
@@ -87,6 +100,29 @@ def _check_superlink(address: str) -> tuple[str, int]:
     if not 1 <= int(port) <= 65_535:
         raise ConfigError(f"--superlink {address!r}: the port must lie in [1, 65535]")
     return host, int(port)
+
+
+def _approvals(args: argparse.Namespace) -> int:
+    """``fedcare site pending`` / ``approve``: the runs awaiting this site's operator."""
+    from fedcare.sites.site_folder import SiteFolder
+    from fedcare.sites.site_rules import approve, pending_runs
+
+    site = SiteFolder.open(args.site)
+    if args.site_command == "approve":
+        terms = approve(site.root, args.run)
+        print(f"site {site.name}: approved run {terms.run_name} (terms {terms.digest()[:12]})")
+        return 0
+    runs = pending_runs(site.root)
+    for terms in runs:
+        dp = "no DP" if terms.noise_multiplier is None else (
+            f"DP z {terms.noise_multiplier:.4g}, δ {terms.delta:g}, ε {terms.epsilon('pld'):.4g}"
+        )  # fmt: skip
+        print(f"{terms.run_name}: {terms.algorithm}, {terms.rounds} rounds, objectives "
+              f"{', '.join(terms.objectives)}, secure aggregation "
+              f"{'on' if terms.secagg else 'off'}, {dp}")  # fmt: skip
+    if not runs:
+        print(f"site {site.name}: no run awaits approval")
+    return 0
 
 
 def _rotate(args: argparse.Namespace) -> int:

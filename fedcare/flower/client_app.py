@@ -13,6 +13,7 @@ SuperNode's node config key ``data-path``. The simulation builds its own app wit
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 from functools import partial
@@ -21,6 +22,7 @@ from pathlib import Path
 from flwr.app import Context, Message, RecordDict
 from flwr.clientapp import ClientApp
 
+from fedcare.flower.audit import audited
 from fedcare.flower.messages import (
     PROTOCOL,
     PROTOCOL_VERSION,
@@ -32,13 +34,17 @@ from fedcare.flower.messages import (
 from fedcare.flower.site_messages import (
     FINAL_MODEL_ACTION,
     SiteIdentity,
+    add_refusal,
     add_site_identity,
     assigned_client_id,
     decode_final_model,
     encode_stored,
+    run_terms,
 )
+from fedcare_core.config import Stage1Config
 from fedcare_core.data.client_store import load_client_data
 from fedcare_core.data.clients import ClientData
+from fedcare_core.sites.policy import Refusal, RunTerms
 
 #: Node-config key naming the client's data folder (``flower-supernode --node-config``).
 DATA_PATH_KEY = "data-path"
@@ -48,6 +54,8 @@ DATA_PATH_KEY = "data-path"
 SITE_NAME_KEY = "site-name"
 SCHEMA_DIGEST_KEY = "schema-digest"
 STAGE1_PATH_KEY = "stage1-path"
+#: Node-config key of a site's folder: its policy decides on each run (absent: no policy).
+SITE_PATH_KEY = "site-path"
 #: Flower's node-config key for a simulated node's index.
 _PARTITION_ID_KEY = "partition-id"
 
@@ -133,12 +141,66 @@ def assigned(client: ClientData, content: RecordDict) -> ClientData:
 
 
 def handle_query(locate: DataLocator, msg: Message, context: Context) -> Message:
-    """Handshake: say which client (and which site) this node serves; nothing about its data."""
+    """Handshake: say which client (and which site) this node serves; nothing about its data.
+
+    A site's node (its folder in the node config) decides on the run's terms by its policy
+    first, and says so in its reply when it refuses (:func:`_site_decision`).
+    """
     if msg.content.config_records["config"][PROTOCOL] != PROTOCOL_VERSION:
         raise ProtocolError("server speaks another FedCARE protocol version")
     client = cached_client(locate, context)
-    content = encode_identity(client.client_id)
-    return Message(add_site_identity(content, _node_site(context)), reply_to=msg)
+    content = add_site_identity(encode_identity(client.client_id), _node_site(context))
+    refusal = _site_decision(msg, context)
+    return Message(content if refusal is None else add_refusal(content, refusal), reply_to=msg)
+
+
+def _site_decision(msg: Message, context: Context) -> Refusal | None:
+    """The site's policy on the handshake's run terms; the decision kept in its audit log."""
+    from fedcare.flower.audit import AUDIT_PATH_KEY, append_line
+    from fedcare.sites.site_rules import decide
+
+    folder = context.node_config.get(SITE_PATH_KEY)
+    terms = run_terms(msg.content)
+    if not folder or terms is None:
+        return None
+    refusal = decide(Path(str(folder)), terms)
+    audit = context.node_config.get(AUDIT_PATH_KEY)
+    if audit:
+        line = {"time": time.time(), "run_id": context.run_id, "run_name": terms.run_name,
+                "terms_sha256": terms.digest(), "decision": "joined" if refusal is None else
+                "refused", "rule": None if refusal is None else refusal.rule}  # fmt: skip
+        append_line(Path(str(audit)), line)
+    return refusal
+
+
+def check_instruction_terms(
+    context: Context, stage1: Stage1Config, objectives: tuple[str, ...]
+) -> None:
+    """Refuse a training instruction whose terms the site's policy refuses.
+
+    Defence in depth: a coordinator cannot skip the handshake's check.
+
+    Raises
+    ------
+    ProtocolError
+        Naming the rule.
+    """
+    from fedcare.sites.site_rules import decide
+
+    folder = context.node_config.get(SITE_PATH_KEY)
+    if not folder:
+        return
+    dp = stage1.privacy()
+    terms = RunTerms(
+        run_name="", algorithm="fedcare", objectives=objectives, rounds=stage1.rounds,
+        secagg=stage1.secagg, noise_multiplier=None if dp is None else dp.noise_multiplier,
+        delta=None if dp is None else dp.delta,
+    )  # fmt: skip
+    refusal = decide(Path(str(folder)), terms)
+    if refusal is not None:
+        raise ProtocolError(
+            f"the site's policy refuses this run ({refusal.rule}): {refusal.reason}"
+        )
 
 
 def handle_final_model(msg: Message, context: Context) -> Message:
@@ -179,6 +241,7 @@ def _handle_train(locate: DataLocator, msg: Message, context: Context) -> Messag
         reply = baseline_train(cached_client(locate, context), key, msg.content)
         return Message(reply, reply_to=msg)
     instr = decode_train_instruction(msg.content)
+    check_instruction_terms(context, instr.stage1, instr.objectives)
     client = assigned(cached_client(locate, context), msg.content)
     if instr.union_layout is not None:
         client = union_view(client, _data_key(locate(context)), instr.union_layout)
@@ -217,10 +280,10 @@ def _handle_evaluate(locate: DataLocator, msg: Message, context: Context) -> Mes
 def build_client_app(locate: DataLocator) -> ClientApp:
     """A ClientApp whose data folder is found by ``locate(context)``."""
     client_app = ClientApp()
-    client_app.query()(partial(handle_query, locate))
-    client_app.query(FINAL_MODEL_ACTION)(handle_final_model)
-    client_app.train()(partial(_handle_train, locate))
-    client_app.evaluate()(partial(_handle_evaluate, locate))
+    client_app.query()(audited(partial(handle_query, locate)))
+    client_app.query(FINAL_MODEL_ACTION)(audited(handle_final_model))
+    client_app.train()(audited(partial(_handle_train, locate)))
+    client_app.evaluate()(audited(partial(_handle_evaluate, locate)))
     return client_app
 
 

@@ -6,9 +6,12 @@ which client each node serves the same way: a ``query`` handshake to every node 
 before (all K before round 1, new nodes before later rounds). In a plain run a node's client id
 is the one it claims; in a federation of sites (``RunPlan.sites``) it is the position of the
 site the node names, and a node naming no site, a site not in the run, or a site prepared for
-another schema is refused. A node the SuperLink no longer lists is dropped; if it reconnects it
-appears as a new node, answers the handshake and rejoins. Every loss is logged and noted with
-the round and the client.
+another schema is refused. In a federation of sites the handshake carries the run's terms, and
+a site whose policy refuses them stops the run before round 1 (:class:`SiteRefused`, naming the
+site and the rule), unless the refusal only awaits its operator's approval: then the site is
+asked again until it approves or the start-up timeout passes. A node the SuperLink no longer
+lists is dropped; if it reconnects it appears as a new node, answers the handshake and rejoins.
+Every loss is logged and noted with the round and the client.
 """
 
 from __future__ import annotations
@@ -18,15 +21,28 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
-from flwr.app import Message, MessageType
+from flwr.app import Message, MessageType, RecordDict
 from flwr.serverapp import Grid
 
 from fedcare.flower.messages import ProtocolError, decode_identity, encode_query
 from fedcare.flower.polling import PollingGrid
 from fedcare.flower.run_plan import RunPlan
-from fedcare.flower.site_messages import SiteIdentity, site_identity
+from fedcare.flower.site_messages import (
+    SiteIdentity,
+    add_run_terms,
+    refusal_of,
+    site_identity,
+)
+from fedcare.sites.site_rules import APPROVAL_RULE
+from fedcare_core.sites.policy import Refusal
 
 LOGGER = logging.getLogger(__name__)
+
+
+class SiteRefused(RuntimeError):
+    """A site's own policy refused the run (the message names the site and the rule)."""
+
+
 #: Extra lifetime of an instruction beyond the round timeout, so a late node cannot act on it.
 TTL_MARGIN_S = 30.0
 
@@ -75,6 +91,7 @@ class Membership:
         self.clients: dict[int, int] = {}
         self.losses: list[ClientLoss] = []
         self._seen: set[int] = set()  # every node id ever handshaken or dropped
+        self._awaiting: set[str] = set()  # sites whose operator has not approved the run yet
 
     def nodes_by_client(self) -> list[int]:
         """The nodes still in the run, in client-id order."""
@@ -100,7 +117,7 @@ class Membership:
             new = [n for n in grid.get_node_ids() if n not in self._seen]
             if new:
                 ttl = plan.startup_timeout_s + TTL_MARGIN_S
-                messages = [Message(encode_query(), n, MessageType.QUERY, ttl=ttl) for n in new]
+                messages = [Message(self._query(), n, MessageType.QUERY, ttl=ttl) for n in new]
                 remaining = max(deadline - time.time(), plan.pull_interval_s)
                 wait = remaining if wait_for_all else plan.round_timeout_s
                 self._register(grid, new, grid.send_and_receive(messages, timeout=wait))
@@ -148,6 +165,10 @@ class Membership:
             except ProtocolError as exc:
                 LOGGER.warning("node %d sent a malformed handshake: %s", node, exc)
                 continue
+            refusal = refusal_of(msg.content)
+            if refusal is not None:
+                self._refused(node, site, refusal)
+                continue
             client_id = claimed if not self.plan.sites else self._site_client(node, site)
             if client_id is None:
                 continue
@@ -159,6 +180,28 @@ class Membership:
         for node in [n for n in asked if n not in answered]:
             # not marked seen: a node that is slow to start is asked again next time
             LOGGER.warning("node %d did not answer the handshake in time", node)
+
+    def _query(self) -> RecordDict:
+        """The handshake: with the run's terms when the clients are named sites."""
+        content = encode_query()
+        return add_run_terms(content, self.plan.terms()) if self.plan.sites else content
+
+    def _refused(self, node: int, site: SiteIdentity | None, refusal: Refusal) -> None:
+        """A site's policy refused the run: wait for its operator's approval, or stop.
+
+        Raises
+        ------
+        SiteRefused
+            Naming the site and the rule (any rule but the pending approval).
+        """
+        name = site.name if site is not None else f"node {node}"
+        if refusal.rule != APPROVAL_RULE:
+            raise SiteRefused(f"site {name!r} refused the run by its policy's rule "
+                              f"{refusal.rule}: {refusal.reason}")  # fmt: skip
+        if name not in self._awaiting:
+            self._awaiting.add(name)
+            self._note_and_log(f"site {name!r} awaits its operator's approval: {refusal.reason}")
+        self._seen.discard(node)  # asked again at the next poll
 
     def _site_client(self, node: int, site: SiteIdentity | None) -> int | None:
         """The client id of the site a node names, or None (with a note) if it is refused.

@@ -46,6 +46,8 @@ class RoundQuorum:
 
 #: Told of each late reply: its node and the round (message group) it answered.
 LateHook = Callable[[int, str], None]
+#: Told of every reply received (its node, the reply, whether it came late).
+ReplyHook = Callable[[int, Message, bool], None]
 
 
 class PollingGrid(Grid):
@@ -72,6 +74,7 @@ class PollingGrid(Grid):
         interval: float,
         quorum: RoundQuorum | None = None,
         on_late: LateHook | None = None,
+        on_reply: ReplyHook | None = None,
     ) -> None:
         if not interval > 0:
             raise ValueError(f"interval must be > 0, got {interval}")
@@ -79,6 +82,7 @@ class PollingGrid(Grid):
         self.interval = interval
         self.quorum = quorum
         self.on_late = on_late
+        self.on_reply = on_reply
         self.destinations: dict[str, int] = {}
         self._closed: set[str] = set()  # ids of messages whose round closed without their reply
 
@@ -145,6 +149,8 @@ class PollingGrid(Grid):
                 if answered in pending:
                     pending.discard(answered)
                     replies.append(reply)
+                    if self.on_reply is not None:
+                        self.on_reply(self.node_of(reply), reply, False)
             now = time.time()
             if not pending or (deadline is not None and now >= deadline):
                 break
@@ -162,6 +168,8 @@ class PollingGrid(Grid):
             answered = reply.metadata.reply_to_message_id
             if answered in self._closed:
                 self._closed.discard(answered)
+                if self.on_reply is not None:
+                    self.on_reply(self.node_of(reply), reply, True)
                 # An error reply is the SuperLink's (the instruction expired): nothing came late.
                 if self.on_late is not None and not reply.has_error():
                     self.on_late(self.node_of(reply), reply.metadata.group_id)

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from fedcare_core.config import BaselineConfig, ModelConfig, Stage1Config
+from fedcare_core.sites.policy import RunTerms
 
 #: File names inside a run's result folder.
 PLAN_FILE = "plan.json"
@@ -135,6 +136,19 @@ class RunPlan:
         if not self.sites or self.sites[client_id] == f"client-{client_id}":
             return f"client {client_id}"
         return f"site {self.sites[client_id]!r}"
+
+    def terms(self) -> RunTerms:
+        """What a site is asked to take part in (its policy decides on these)."""
+        dp = self.stage1.privacy()
+        return RunTerms(
+            run_name=self.run_name,
+            algorithm=self.algorithm,
+            objectives=self.objective_names,
+            rounds=self.stage1.rounds,
+            secagg=self.stage1.secagg,
+            noise_multiplier=None if dp is None else dp.noise_multiplier,
+            delta=None if dp is None else dp.delta,
+        )
 
     @property
     def kinds(self) -> dict[str, str]:

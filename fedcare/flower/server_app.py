@@ -22,14 +22,17 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from flwr.app import ConfigRecord, Context
+from flwr.app import ConfigRecord, Context, Message
 from flwr.serverapp import Grid, ServerApp
 
 from fedcare.flower import baselines, trees
+from fedcare.flower.audit import RECEIVED_FILE, append_line, message_line
 from fedcare.flower.final_model import finish_stage1
-from fedcare.flower.polling import LateHook, PollingGrid, RoundQuorum
+from fedcare.flower.messages import ProtocolError
+from fedcare.flower.polling import LateHook, PollingGrid, ReplyHook, RoundQuorum
 from fedcare.flower.results import append_round, write_error
 from fedcare.flower.run_plan import RunPlan
+from fedcare.flower.site_messages import site_identity
 from fedcare.flower.strategy import FedCareStrategy
 from fedcare.flower.trees_strategy import TreeBagging
 from fedcare_core.stage1.loop import RoundInfo
@@ -84,7 +87,11 @@ def run_server(grid: Grid, plan: RunPlan, on_round: RoundHook | None = None) -> 
     with errors_recorded(plan):
         strategy = make_strategy(plan, on_round=recorded_rounds(plan, on_round))
         polling = PollingGrid(
-            grid, plan.pull_interval_s, plan_quorum(plan), late_replies_noted(strategy, plan)
+            grid,
+            plan.pull_interval_s,
+            plan_quorum(plan),
+            late_replies_noted(strategy, plan),
+            replies_recorded(strategy, plan) if plan.sites else None,
         )
         strategy.start(
             polling,
@@ -118,6 +125,27 @@ def late_replies_noted(strategy: _ServerStrategy, plan: RunPlan) -> LateHook:
         strategy.notes.append(text)
 
     return note
+
+
+def replies_recorded(strategy: _ServerStrategy, plan: RunPlan) -> ReplyHook:
+    """A hook appending each reply's audit line to the result folder's ``received.jsonl``."""
+    path = Path(plan.result_dir) / RECEIVED_FILE
+
+    def record(node: int, reply: Message, late: bool) -> None:
+        client = getattr(strategy, "clients", {}).get(node)
+        site = plan.sites[client] if client is not None else _named_site(reply)
+        append_line(path, message_line(reply, site=site, node=node, late=late))
+
+    return record
+
+
+def _named_site(reply: Message) -> str | None:
+    """The site a handshake reply names (before the strategy knows the node), else None."""
+    try:
+        identity = None if reply.has_error() else site_identity(reply.content)
+    except ProtocolError:
+        return None
+    return None if identity is None else identity.name
 
 
 def _train_config(strategy: _ServerStrategy, plan: RunPlan) -> ConfigRecord | None:

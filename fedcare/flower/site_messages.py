@@ -17,6 +17,13 @@ Its reply
     ``"metrics"`` MetricRecord: ``stored`` (1: the site kept ``w*`` in its folder; 0: the node
     has no folder to keep it in, e.g. a loopback run's memory handover).
 
+Handshake, server → client, of a federation of named sites
+    ``"terms"`` ConfigRecord: ``run-terms`` (str, JSON of
+    :class:`~fedcare_core.sites.policy.RunTerms`: the run's name, algorithm, objectives,
+    rounds, secure aggregation, DP's z and δ), what the site's policy decides on.
+Handshake reply of a site that refuses the run
+    ``"refusal"`` ConfigRecord: ``rule`` (str, the policy's key) and ``reason`` (str).
+
 Nothing here is patient-level: names, digests, counts and model weights only.
 """
 
@@ -39,6 +46,7 @@ from fedcare.flower.messages import (
     final_arrays,
     final_from_arrays,
 )
+from fedcare_core.sites.policy import Refusal, RunTerms
 
 SITE = "site"
 _SITE_NAME = "site-name"
@@ -74,6 +82,41 @@ class FinalModel:
     run_name: str
     params: np.ndarray
     buffers: np.ndarray
+
+
+_TERMS = "terms"
+_RUN_TERMS = "run-terms"
+_REFUSAL = "refusal"
+
+
+def add_run_terms(content: RecordDict, terms: RunTerms) -> RecordDict:
+    """``content`` (a handshake) carrying the run's terms."""
+    content[_TERMS] = ConfigRecord({_RUN_TERMS: terms.to_json()})
+    return content
+
+
+def run_terms(content: RecordDict) -> RunTerms | None:
+    """The terms a handshake carries (None: a handshake without any)."""
+    if _TERMS not in content.config_records:
+        return None
+    try:
+        return RunTerms.from_json(str(content.config_records[_TERMS][_RUN_TERMS]))
+    except (KeyError, ValueError, TypeError) as exc:
+        raise ProtocolError(f"malformed run terms: {exc}") from None
+
+
+def add_refusal(content: RecordDict, refusal: Refusal) -> RecordDict:
+    """``content`` (a handshake reply) saying the site refuses the run, and why."""
+    content[_REFUSAL] = ConfigRecord({"rule": refusal.rule, "reason": refusal.reason})
+    return content
+
+
+def refusal_of(content: RecordDict) -> Refusal | None:
+    """The refusal a handshake reply carries (None: the site takes part)."""
+    if _REFUSAL not in content.config_records:
+        return None
+    record = content.config_records[_REFUSAL]
+    return Refusal(str(record.get("rule", "?")), str(record.get("reason", "")))
 
 
 def add_site_identity(content: RecordDict, identity: SiteIdentity | None) -> RecordDict:

@@ -24,10 +24,12 @@ from pathlib import Path
 
 import tomli_w
 
+from fedcare.flower.audit import AUDIT_FILE, AUDIT_PATH_KEY
 from fedcare.flower.client_app import (
     DATA_PATH_KEY,
     SCHEMA_DIGEST_KEY,
     SITE_NAME_KEY,
+    SITE_PATH_KEY,
     STAGE1_PATH_KEY,
 )
 from fedcare.flower.tls import TlsFiles
@@ -71,6 +73,9 @@ class SiteNode:
         Where the node keeps the broadcast ``w*`` (None: it keeps nothing).
     client_id
         Informational node-config entry.
+    site_path
+        The site's folder: its policy decides on each run and its audit log records every
+        message the node sends (None: a cohort's client, no policy, no log).
     """
 
     name: str
@@ -83,6 +88,7 @@ class SiteNode:
     schema_digest: str = ""
     stage1_path: Path | None = None
     client_id: int | None = None
+    site_path: Path | None = None
 
     def node_config(self) -> str:
         """The node config as TOML (paths need no shell quoting)."""
@@ -93,6 +99,9 @@ class SiteNode:
         }
         if self.stage1_path is not None:
             doc[STAGE1_PATH_KEY] = str(self.stage1_path)
+        if self.site_path is not None:
+            doc[SITE_PATH_KEY] = str(self.site_path)
+            doc[AUDIT_PATH_KEY] = str(self.site_path / AUDIT_FILE)
         if self.client_id is not None:
             doc[_CLIENT_ID_KEY] = self.client_id
         return tomli_w.dumps(doc)

@@ -21,6 +21,7 @@ from typing import Any
 
 from fedcare.flower.deployment import write_app
 from fedcare.flower.flower_options import FlowerConfig
+from fedcare.flower.membership import SiteRefused
 from fedcare.flower.results import (
     read_dp_releases,
     read_error,
@@ -40,6 +41,8 @@ from fedcare_core.privacy.mechanism import privacy_record
 from fedcare_core.sites.schema import FederationSchema
 from fedcare_core.stage1.loop import Stage1Result
 
+#: How a site's refusal ends the ServerApp's traceback (the class, then the sentence).
+_REFUSED = f"{SiteRefused.__module__}.{SiteRefused.__qualname__}: "
 #: How often the coordinator asks the SuperLink which sites are online while waiting.
 _SITE_POLL_S = 2.0
 
@@ -214,6 +217,8 @@ def run_federation(
             sup.stop_all(["flwr-run"])
     if not result_ready(result_dir):
         error = (read_error(result_dir) or "").strip().splitlines()
+        if error and error[-1].startswith(_REFUSED):  # a site's policy: its own sentence
+            raise CoordinatorError(error[-1].removeprefix(_REFUSED))
         raise CoordinatorError(
             "Stage 1 over the sites produced no result"
             + (f":\n{error[-1]}" if error else f"; logs in {run_dir / 'logs'}")

@@ -120,6 +120,7 @@ def _join(
             node_port=free_port(),
             schema_digest=str(info["schema_digest"]),
             stage1_path=site.stage1_dir,
+            site_path=site.root,
         )
         (tmp / "logs").mkdir(mode=0o700)
         sup = ProcessSupervisor(tmp / "logs", _env(tmp), flower.shutdown_grace_s)

@@ -104,3 +104,37 @@ def test_rotate_key_keeps_the_key_when_the_card_cannot_be_read(
     refused(capsys, tmp_path, ["site", "rotate-key", "--site", str(site)], "(no site-card.json)")
     assert main(["site", "rotate-key", "--site", str(tmp_path / "nowhere")]) == 2
     assert "not a site folder (no site.json)" in capsys.readouterr().err
+
+
+def test_a_broken_policy_stops_the_join_naming_the_file_and_key(
+    site: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (site / "policy.yaml").write_text("max_epsilon: lots\n")
+    ca = tmp_path / "coordinator" / "ca.pem"
+    refused(capsys, tmp_path, join(site, ca), f"site policy {site / 'policy.yaml'}: max_epsilon")
+
+
+def test_pending_runs_are_listed_and_approved_by_name(
+    site: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fedcare.sites.site_rules import decide
+    from fedcare_core.sites.policy import RunTerms
+
+    (site / "policy.yaml").write_text("require_approval: true\nmax_rounds: 200\n")
+    terms = RunTerms("nightly-7", "fedcare", ("readmission",), 100, True, 6.0, 1e-5)
+    assert decide(site, terms).rule == "require_approval"
+    assert main(["site", "pending", "--site", str(site)]) == 0
+    out = capsys.readouterr().out
+    assert "nightly-7: fedcare, 100 rounds, objectives readmission" in out
+    assert "secure aggregation on, DP z 6, δ 1e-05, ε" in out
+    refused(capsys, tmp_path, ["site", "approve", "--site", str(site), "--run", "other"],
+            "--run 'other': no such pending run (pending: nightly-7)")  # fmt: skip
+    assert main(["site", "approve", "--site", str(site), "--run", "nightly-7"]) == 0
+    assert "approved run nightly-7" in capsys.readouterr().out
+    assert decide(site, terms) is None
+    renamed = RunTerms("nightly-8", *list(terms.__dict__.values())[1:])
+    assert decide(site, renamed) is None  # the same terms under another name
+    longer = RunTerms("nightly-9", "fedcare", ("readmission",), 150, True, 6.0, 1e-5)
+    assert decide(site, longer).rule == "require_approval"  # new terms: a new approval
+    assert main(["site", "pending", "--site", str(site)]) == 0
+    assert "nightly-9" in capsys.readouterr().out
