@@ -6,9 +6,12 @@ import argparse
 import re
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from fedcare.cli import site_prepare
+from fedcare.cli import site_prepare, tracked
+
+if TYPE_CHECKING:
+    from fedcare.sites.site_join import Following
 
 
 def add_parser(sub: Any) -> None:
@@ -26,6 +29,18 @@ def add_parser(sub: Any) -> None:
     join.add_argument(
         "--root-certificates", type=Path, required=True, metavar="CA.crt",
         help="the coordinator's CA certificate (its STATE/ca.crt)",
+    )  # fmt: skip
+    join.add_argument(
+        "--personalise", action="store_true",
+        help="follow the federation: on each new w*, run Stage 2 here and register the model "
+        "in --tracking-uri as the challenger, promoted to champion unless worse on this site's "
+        "validation rows by more than --promotion-margin",
+    )  # fmt: skip
+    join.add_argument("--tracking-uri", metavar="URI", help="with --personalise: the site's store")
+    join.add_argument(
+        "--promotion-margin", type=float, default=0.0, metavar="M",
+        help="with --personalise: the validation score a challenger may lose and still be "
+        "promoted (0: not worse)",
     )  # fmt: skip
     site_prepare.add_personalise_parser(site_sub)
     pending = site_sub.add_parser(
@@ -75,8 +90,26 @@ def _join(args: argparse.Namespace) -> int:
     def say(line: str) -> None:
         print(f"fedcare: {line}", file=sys.stderr, flush=True)
 
-    join_federation(site, args.superlink, args.root_certificates, say=say)
+    join_federation(site, args.superlink, args.root_certificates, say=say, follow=_following(args))
     return 0
+
+
+def _following(args: argparse.Namespace) -> Following | None:
+    """``--personalise`` with its store and margin, checked (None: the site does not follow)."""
+    from fedcare.cli.options import bounded
+    from fedcare.sites.site_join import Following
+    from fedcare_core.config.fields import Range
+    from fedcare_core.errors import ConfigError
+
+    if not args.personalise:
+        if args.tracking_uri:
+            raise ConfigError("--tracking-uri is for --personalise (the site's re-trained models)")
+        return None
+    if not args.tracking_uri:
+        raise ConfigError("--personalise needs --tracking-uri: the store its models go to")
+    bounded("--promotion-margin", args.promotion_margin, Range(0.0, 1e6))
+    tracked.open_store(args.tracking_uri)  # reachable now, not at the first w*
+    return Following(args.tracking_uri, args.promotion_margin)
 
 
 #: What a host in ``--superlink`` may hold: a DNS name or an IPv4 address (or ``[IPv6]``).

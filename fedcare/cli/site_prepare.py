@@ -15,6 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from fedcare.cli import tracked
+from fedcare.cli.options import bounded
+from fedcare_core.config.fields import Range
 from fedcare_core.errors import ConfigError
 from fedcare_core.nn.preferences import split_objectives
 from fedcare_core.run.output_paths import check_output_dir, check_output_file
@@ -86,6 +88,12 @@ def add_personalise_parser(site_sub: Any) -> None:
         help="the site's own MLflow store (e.g. sqlite:///mlflow.db): log the run and register "
         "the site's model as fedcare-<dataset>-fedcare-<objectives>-<site name> (default: not "
         "tracked)",
+    )  # fmt: skip
+    personalise.add_argument(
+        "--promotion-margin", type=float, metavar="M",
+        help="re-training: the new version is the 'challenger' and becomes the 'champion' "
+        "unless its validation score is worse than the champion's by more than M (default: "
+        "only a better version is promoted); needs --tracking-uri",
     )  # fmt: skip
     personalise.add_argument("--quiet", action="store_true", help="no progress bars")
 
@@ -168,6 +176,13 @@ def cmd_site_personalise(args: argparse.Namespace) -> int:
     from fedcare.sites.personalise import FEDERATION_BACKEND, prepare_personalisation
 
     check_output_file(args.out)
+    margin = args.promotion_margin
+    if margin is not None:
+        if not args.tracking_uri:
+            raise ConfigError(
+                "--promotion-margin needs --tracking-uri (the registry it promotes in)"
+            )
+        bounded("--promotion-margin", margin, Range(0.0, 1e6))
     site = prepare_personalisation(args.site)
     if args.tracking_uri:  # the site's files checked first: a refusal creates no store
         tracked.check_site_model_name(site.dataset, site.algorithm, site.name)
@@ -175,7 +190,9 @@ def cmd_site_personalise(args: argparse.Namespace) -> int:
     if args.tracking_uri:
         store = tracked.open_store(args.tracking_uri)
         sinks.append(
-            tracked.MlflowSink(store, FEDERATION_BACKEND, _PERSONALISE_ENTRY, site_name=site.name)
+            tracked.MlflowSink(
+                store, FEDERATION_BACKEND, _PERSONALISE_ENTRY, site_name=site.name, margin=margin
+            )
         )
     bars = ProgressBars(enabled=not args.quiet)
     try:

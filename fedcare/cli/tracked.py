@@ -84,10 +84,14 @@ class MlflowSink:
     backend: str
     entry: str = "fedcare run"
     site_name: str | None = None
+    margin: float | None = None
 
     def write(self, result: ExperimentResult, document: dict[str, Any]) -> None:
         """Log ``result`` as :func:`track` does."""
-        track(self.uri, result, self.backend, entry=self.entry, site_name=self.site_name)
+        track(
+            self.uri, result, self.backend, entry=self.entry, site_name=self.site_name,
+            margin=self.margin,
+        )  # fmt: skip
 
 
 def track(
@@ -97,6 +101,7 @@ def track(
     *,
     entry: str = "fedcare run",
     site_name: str | None = None,
+    margin: float | None = None,
 ) -> None:
     """Log and register ``result`` in the store :func:`open_store` opened; say where.
 
@@ -111,6 +116,9 @@ def track(
     site_name
         The run is this site's own Stage 2 (``fedcare site personalise``): tagged
         ``fedcare.site``, its model registered under the site's name.
+    margin
+        The site's promotion margin (``--promotion-margin``): its new version is the
+        challenger and the champion unless worse by more than this.
     """
     from fedcare.tracking import store
     from fedcare.tracking.links import run_url
@@ -121,13 +129,16 @@ def track(
     tags = {"fedcare.backend": backend, "fedcare.entry": entry}
     if site_name is not None:
         tags["fedcare.site"] = site_name
-    tracked = track_result(result, tags=tags, site_name=site_name)
+    tracked = track_result(result, tags=tags, site_name=site_name, margin=margin)
     experiment_id = store.client().get_run(tracked.run_id).info.experiment_id
     page = run_url(uri, experiment_id, tracked.run_id)  # a server's UI, in model-training mode
     print(f"MLflow run {tracked.run_id} in {uri}" + (f" ({page})" if page else ""), file=sys.stderr)
     for name, version, promoted in tracked.registrations.versions():
         flag = " (champion)" if promoted else ""
         print(f"registered {name} version {version}{flag}", file=sys.stderr)
+    if margin is not None:
+        for client in tracked.registrations.clients:
+            print(f"{client.model_name} version {client.version} (challenger): {client.reason}")
 
 
 def check_site_model_name(dataset: str, algorithm: str, site: str) -> None:

@@ -20,8 +20,10 @@ import contextlib
 import fcntl
 import os
 import shutil
+import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 from fedcare.flower.flower_options import FlowerConfig
@@ -42,6 +44,8 @@ _WATCH_S = 0.5
 #: config and its logs (no patient data); deleted when the join ends, and at the next join's
 #: start if a killed one left it.
 JOIN_DIR = ".join"
+#: Where a following site's re-training results go, in its folder.
+_RESULTS_DIR = "results"
 #: Held while a join runs: one ``site join`` per site folder.
 _JOIN_LOCK = ".join.lock"
 
@@ -58,8 +62,12 @@ def join_federation(
     flower: FlowerConfig | None = None,
     say: Callable[[str], None] = print,
     stop_when: Callable[[], bool] = lambda: False,
+    follow: Following | None = None,
 ) -> None:
     """Run the site's node until interrupted (KeyboardInterrupt) or ``stop_when()``.
+
+    With ``follow`` the site re-trains itself: each new ``w*`` starts ``fedcare site
+    personalise`` with the site's store and promotion margin (:class:`Following`).
 
     Raises
     ------
@@ -73,7 +81,7 @@ def join_federation(
         tmp = site.root / JOIN_DIR
         shutil.rmtree(tmp, ignore_errors=True)  # what a killed `site join` left behind
         tmp.mkdir(mode=0o700)
-        _join(site, tmp, superlink, root_certificates, flower, say, stop_when)
+        _join(site, tmp, superlink, root_certificates, flower, say, stop_when, follow)
 
 
 @contextlib.contextmanager
@@ -106,6 +114,7 @@ def _join(
     flower: FlowerConfig,
     say: Callable[[str], None],
     stop_when: Callable[[], bool],
+    follow: Following | None = None,
 ) -> None:
     """The site's node with its working folder ``tmp``, until stopped; ``tmp`` removed after."""
     info = site.info()
@@ -125,7 +134,7 @@ def _join(
         (tmp / "logs").mkdir(mode=0o700)
         sup = ProcessSupervisor(tmp / "logs", _env(tmp), flower.shutdown_grace_s)
         try:
-            _serve(node, sup, tmp, flower, say, stop_when, site)
+            _serve(node, sup, tmp, flower, say, stop_when, site, follow)
         finally:
             with signals_blocked():
                 sup.stop_all(["supernode", "superexec"])
@@ -141,8 +150,10 @@ def _serve(
     say: Callable[[str], None],
     stop_when: Callable[[], bool],
     site: SiteFolder,
+    follow: Following | None = None,
 ) -> None:
     config = write_private(tmp / "node.toml", node.node_config())
+    retrain = _Retraining(site, sup, say, follow) if follow is not None else None
     warm = flower.client_exec == "warm"
     received = _received_at(site)
     starts = 0
@@ -161,6 +172,10 @@ def _serve(
             if now_received != received:
                 received = now_received
                 say(f"site {node.name}: received the Stage 1 model (w*) in {site.stage1_dir}")
+                if retrain is not None:
+                    retrain.start()
+            if retrain is not None:
+                retrain.check()
             time.sleep(_WATCH_S)
         sup.stop([f"superexec-{starts}"])
         tail = sup.log_tail(name, 20)
@@ -172,6 +187,71 @@ def _serve(
             )
         say(f"site {node.name}: the node ended; starting it again in {_RESTART_DELAY_S:g} s")
         time.sleep(_RESTART_DELAY_S)
+
+
+@dataclass(frozen=True)
+class Following:
+    """A site that re-trains itself when a new ``w*`` arrives (``site join --personalise``).
+
+    Parameters
+    ----------
+    tracking_uri
+        The site's own MLflow store: the new model is registered there as the challenger.
+    margin
+        It becomes the champion unless its validation score is worse than the champion's by
+        more than this.
+    """
+
+    tracking_uri: str
+    margin: float = 0.0
+
+
+class _Retraining:
+    """``fedcare site personalise`` as a child of the join, one at a time, reported when done."""
+
+    def __init__(
+        self, site: SiteFolder, sup: ProcessSupervisor, say: Callable[[str], None], how: Following
+    ) -> None:
+        self.site, self.sup, self.say, self.how = site, sup, say, how
+        self.count = 0
+        self.queued = False
+        self.reported = 0  # the runs whose outcome was said
+
+    def start(self) -> None:
+        """Start Stage 2 on the new ``w*`` (after the running one, if one runs)."""
+        if self.count > self.reported:  # one runs: the newest w* after it
+            self.queued = True
+            return
+        self.count += 1
+        out = self.site.root / _RESULTS_DIR / f"personalise-{self.count}-{int(time.time())}.json"
+        out.parent.mkdir(exist_ok=True, mode=0o700)
+        self.say(f"site {self.site.name}: Stage 2 on the new w* (results: {out})")
+        self.sup.start(self._name, [
+            sys.executable, "-m", "fedcare.cli", "site", "personalise", "--site",
+            str(self.site.root), "--out", str(out), "--tracking-uri", self.how.tracking_uri,
+            "--promotion-margin", f"{self.how.margin!r}", "--quiet",
+        ])  # fmt: skip
+
+    def check(self) -> None:
+        """Report a finished Stage 2 (its registration lines, or why it failed)."""
+        proc = self.sup.procs.get(self._name)
+        if proc is None or proc.poll() is None or self.reported == self.count:
+            return
+        self.reported = self.count
+        tail = self.sup.log_tail(self._name, 40).splitlines()
+        if proc.returncode == 0:
+            for line in tail:
+                if "(challenger)" in line or line.startswith("registered "):
+                    self.say(f"site {self.site.name}: {line}")
+        else:
+            self.say(f"site {self.site.name}: Stage 2 failed ({proc.returncode}): {tail[-1:]}")
+        if self.queued:
+            self.queued = False
+            self.start()
+
+    @property
+    def _name(self) -> str:
+        return f"personalise-{self.count}"
 
 
 def _received_at(site: SiteFolder) -> float | None:

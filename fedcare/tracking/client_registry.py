@@ -35,7 +35,12 @@ from fedcare.tracking.model_names import (
     client_model_name,
     site_model_name,
 )
-from fedcare.tracking.registry import Score, register_version, validation_report
+from fedcare.tracking.registry import (
+    TAG_PROMOTION,
+    Score,
+    register_version,
+    validation_report,
+)
 from fedcare_core.evaluation.clients import EvaluationReport
 from fedcare_core.run.results import ExperimentResult
 
@@ -64,6 +69,8 @@ class ClientRegistration:
     version: int
     promoted: bool
     score: Score
+    #: Why it took ``champion`` or not (the scores compared and the rule).
+    reason: str = ""
 
 
 def _client_values(report: EvaluationReport, client: int) -> dict[tuple[str, str], float | None]:
@@ -125,6 +132,7 @@ def register_client_models(
     report: EvaluationReport | None = None,
     *,
     site_name: str | None = None,
+    margin: float | None = None,
 ) -> list[ClientRegistration]:
     """Register each client's deployed model of a logged run; move ``champion`` if better.
 
@@ -141,6 +149,10 @@ def register_client_models(
         The run is this named site's own (one client): its model is registered as
         :func:`~fedcare.tracking.model_names.site_model_name` and its versions tagged
         ``fedcare.site``.
+    margin
+        A site re-training its model: each new version is the ``challenger`` and becomes the
+        ``champion`` unless its validation score is worse by more than this
+        (:func:`~fedcare.tracking.registry.register_version`).
 
     Returns
     -------
@@ -193,8 +205,10 @@ def register_client_models(
             other_score="keep",
             model_tags=card.tags,
             model_description=card.description,
+            margin=margin,
         )
-        out.append(ClientRegistration(k, card.name, version, promoted, score))
+        reason = store.client().get_model_version(card.name, str(version)).tags.get(TAG_PROMOTION)
+        out.append(ClientRegistration(k, card.name, version, promoted, score, reason or ""))
     return out
 
 

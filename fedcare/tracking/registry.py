@@ -37,6 +37,10 @@ _TAG_SCORE_NAME = "fedcare.score_name"
 _TAG_HIGHER_IS_BETTER = "fedcare.higher_is_better"
 #: Whether the version took the alias when it was registered.
 TAG_PROMOTED = "fedcare.promoted"
+#: Why the version took the alias or not (the scores compared and the rule).
+TAG_PROMOTION = "fedcare.promotion"
+#: The alias a site's re-trained version takes whether or not it is promoted.
+CHALLENGER_ALIAS = "challenger"
 #: Why a version was not compared with the champion (judged on another score).
 TAG_NOT_COMPARED = "fedcare.not_compared"
 _ABSENT = {ErrorCode.Name(RESOURCE_DOES_NOT_EXIST), ErrorCode.Name(INVALID_PARAMETER_VALUE)}
@@ -136,6 +140,12 @@ class Score:
         """Whether this score is strictly better than ``other``."""
         return self.value > other if self.higher_is_better else self.value < other
 
+    def within(self, other: float, margin: float) -> bool:
+        """Whether this score is not worse than ``other`` by more than ``margin``."""
+        if self.higher_is_better:
+            return self.value >= other - margin
+        return self.value <= other + margin
+
 
 def register_version(
     model_name: str,
@@ -149,6 +159,7 @@ def register_version(
     other_score: str = "raise",
     model_tags: Mapping[str, str] | None = None,
     model_description: str | None = None,
+    margin: float | None = None,
 ) -> tuple[int, bool]:
     """Register a logged model as a new version of ``model_name``; move ``alias`` if it is better.
 
@@ -174,11 +185,16 @@ def register_version(
     model_tags, model_description
         The registered model's tags and description (what it predicts, for whom): set when it
         is created, and updated where they differ.
+    margin
+        Re-training at a site: the new version takes :data:`CHALLENGER_ALIAS` and ``alias``
+        moves to it unless it is worse than the champion's score by more than ``margin``.
+        None: ``alias`` moves only to a strictly better version.
 
     Returns
     -------
     tuple[int, bool]
-        The new version number, and whether it now holds ``alias``.
+        The new version number, and whether it now holds ``alias``. Why is in its
+        :data:`TAG_PROMOTION` tag.
     """
     if not math.isfinite(score.value):
         raise ValueError(f"score must be finite, got {score.value}")
@@ -201,16 +217,40 @@ def register_version(
         description=description,
         model_id=model_id,
     )
-    promote = current is None
-    if current is not None and mismatch is None:
-        best = _stored_score(current)
-        promote = best is not None and score.beats(best)
+    promote, why = _decide(current, None if mismatch else score, alias, margin)
+    if margin is not None:
+        mc.set_registered_model_alias(model_name, CHALLENGER_ALIAS, version.version)
     if promote:
         mc.set_registered_model_alias(model_name, alias, version.version)
     mc.set_model_version_tag(model_name, version.version, TAG_PROMOTED, str(promote).lower())
+    mc.set_model_version_tag(model_name, version.version, TAG_PROMOTION, why)
     if mismatch is not None:
         mc.set_model_version_tag(model_name, version.version, TAG_NOT_COMPARED, mismatch)
     return int(version.version), promote
+
+
+def _decide(
+    current: ModelVersion | None, score: Score | None, alias: str, margin: float | None
+) -> tuple[bool, str]:
+    """Whether a new version of ``score`` takes ``alias`` from ``current``, and why.
+
+    ``score`` None: the champion was judged otherwise and is not compared.
+    """
+    if current is None:
+        return True, f"no {alias} yet: the first version takes it"
+    best = _stored_score(current)
+    if score is None or best is None:
+        return False, f"{alias} version {current.version} kept: it cannot be compared"
+    said = (
+        f"validation {score.name} {score.value:.4f} against the {alias}'s {best:.4f} "
+        f"(version {current.version})"
+    )
+    if margin is None:
+        promote = score.beats(best)
+        return promote, f"{said}: {'better' if promote else 'not better'}"
+    promote = score.within(best, margin)
+    verdict = f"within {margin:g}: promoted" if promote else f"worse by more than {margin:g}: kept"
+    return promote, f"{said}, {verdict}"
 
 
 def _ensure_registered_model(

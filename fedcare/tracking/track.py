@@ -88,6 +88,7 @@ class Registrations:
                 "promoted": c.promoted,
                 "validation_score": c.score.value,
                 "score_name": c.score.name,
+                "promotion": c.reason,
             }
             for c in self.clients
         ]
@@ -95,7 +96,11 @@ class Registrations:
 
 
 def register_run(
-    result: ExperimentResult, run_id: str, *, site_name: str | None = None
+    result: ExperimentResult,
+    run_id: str,
+    *,
+    site_name: str | None = None,
+    margin: float | None = None,
 ) -> Registrations:
     """Register a logged run's backbone (FedCARE and FedCARE-B) and every client's model.
 
@@ -110,6 +115,9 @@ def register_run(
         model is registered, under the site's name
         (:func:`~fedcare.tracking.model_names.site_model_name`); the backbone is the
         coordinator's to register (it stays logged with the run).
+    margin
+        A site re-training: its new version is the challenger, and the champion unless worse
+        by more than this on the site's validation rows (None: only a better one).
 
     Returns
     -------
@@ -131,7 +139,7 @@ def register_run(
             run_id, card.name, score, model_tags=card.tags, model_description=card.description
         )
         backbone = BackboneRegistration(card.name, version, promoted, score)
-    clients = register_client_models(result, run_id, report, site_name=site_name)
+    clients = register_client_models(result, run_id, report, site_name=site_name, margin=margin)
     return Registrations(backbone, clients)
 
 
@@ -152,6 +160,7 @@ def track_result(
     tags: Mapping[str, str] | None = None,
     register: bool = True,
     site_name: str | None = None,
+    margin: float | None = None,
 ) -> TrackedRun:
     """Log a run with its models (:func:`~fedcare.tracking.log_run.log_experiment`), then register.
 
@@ -165,8 +174,8 @@ def track_result(
         As for :func:`~fedcare.tracking.log_run.log_experiment`.
     register
         Register the backbone and the clients' models (:func:`register_run`).
-    site_name
-        The run is this named site's own (:func:`register_run`).
+    site_name, margin
+        As for :func:`register_run`.
 
     Returns
     -------
@@ -181,6 +190,8 @@ def track_result(
         tags=tags,
     )
     registrations = (
-        register_run(result, run_id, site_name=site_name) if register else Registrations()
+        register_run(result, run_id, site_name=site_name, margin=margin)
+        if register
+        else Registrations()
     )
     return TrackedRun(run_id, registrations)

@@ -138,3 +138,21 @@ def test_pending_runs_are_listed_and_approved_by_name(
     assert decide(site, longer).rule == "require_approval"  # new terms: a new approval
     assert main(["site", "pending", "--site", str(site)]) == 0
     assert "nightly-9" in capsys.readouterr().out
+
+
+def test_following_the_federation_needs_the_sites_store_and_a_sane_margin(
+    site: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ca = tmp_path / "coordinator" / "ca.pem"
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    refused(
+        capsys, tmp_path, [*join(site, ca), "--personalise"], "--personalise needs --tracking-uri"
+    )
+    refused(
+        capsys,
+        tmp_path,
+        [*join(site, ca), "--tracking-uri", uri],
+        "--tracking-uri is for --personalise",
+    )
+    bad = [*join(site, ca), "--personalise", "--tracking-uri", uri, "--promotion-margin", "-1"]
+    refused(capsys, tmp_path, bad, "--promotion-margin must lie in [0, 1,000,000]")

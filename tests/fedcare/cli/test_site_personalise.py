@@ -247,3 +247,19 @@ def test_personalise_logs_to_a_store_made_before_it(
         "fedcare-diabetes130-fedcare-early_discharge+los-hospital-c"
     ]
     assert "Creating initial MLflow database tables" not in capsys.readouterr().err
+
+
+def test_a_re_trained_model_is_the_challenger_and_promoted_within_the_margin(
+    federation: SimpleNamespace, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    site = federation.folders["hospital-b"]
+    uri = f"sqlite:///{tmp_path / 'mlflow.db'}"
+    args = ("--quiet", "--tracking-uri", uri, "--promotion-margin", "0")
+    assert personalise(site, tmp_path / "r1.json", *args) == 0
+    assert "version 1 (challenger): no champion yet" in capsys.readouterr().out
+    assert personalise(site, tmp_path / "r2.json", *args) == 0  # the same w*: the same score
+    out = capsys.readouterr().out
+    assert "version 2 (challenger): validation" in out and "within 0: promoted" in out
+    assert personalise(site, tmp_path / "r3.json", "--promotion-margin", "0.01") == 2
+    assert "--promotion-margin needs --tracking-uri" in capsys.readouterr().err
+    assert not (tmp_path / "r3.json").exists()

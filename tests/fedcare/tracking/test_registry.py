@@ -91,3 +91,26 @@ def test_validation_score_is_a_mean_auroc(logged):
     assert mae > 0
     with pytest.raises(ValueError, match="no objective"):
         registry.validation_score(logged.result, metric="brier")
+
+
+def test_a_sites_challenger_is_promoted_unless_worse_by_more_than_its_margin(logged):
+    from fedcare.tracking.log_run import TAG_BACKBONE_MODEL_ID
+
+    name = "fedcare-synthetic-site-model"
+    model_id = store.client().get_run(logged.run_id).data.tags[TAG_BACKBONE_MODEL_ID]
+    mc = store.client()
+
+    def register(value, higher=True):
+        score = registry.Score(value, "validation_auroc" if higher else "mae", higher)
+        return registry.register_version(name, model_id, logged.run_id, score, margin=0.01)
+
+    assert register(0.70) == (1, True)
+    assert register(0.695) == (2, True)  # 0.005 worse: within the margin, promoted
+    assert register(0.68) == (3, False)  # 0.015 worse than version 2's 0.695: kept
+    assert _champion_version(name) == 2
+    assert int(mc.get_model_version_by_alias(name, registry.CHALLENGER_ALIAS).version) == 3
+    why = mc.get_model_version(name, "3").tags[registry.TAG_PROMOTION]
+    assert "0.6800 against the champion's 0.6950 (version 2)" in why
+    assert "worse by more than 0.01: kept" in why
+    assert "within 0.01: promoted" in mc.get_model_version(name, "2").tags[registry.TAG_PROMOTION]
+    assert "first version" in mc.get_model_version(name, "1").tags[registry.TAG_PROMOTION]
