@@ -14,7 +14,10 @@ Config keys (all scalars, as the legacy ``Config`` requires)
     ``objectives``/``kinds`` (str, JSON lists), ``common-width`` (int), ``model-config`` and
     ``stage1-config`` (str, JSON of the core's dataclasses; never the DP noise seed, which
     keys the server's noise), ``clip`` (float, the range ``c``
-    of this try) and ``levels`` (int, ``T``).
+    of this try), ``levels`` (int, ``T``), ``noise-sites`` (int: under DP, the number of sites
+    each adding a share ``z·C/√m`` of the noise before sealing, so that the server only ever
+    holds noised sums; 0 without DP) and ``noise-seed`` (int, -1: each site draws its share
+    from OS entropy; a seeded research run's seed otherwise).
 
 Why every client's weight is 1
     SecAgg+ sums ``num_examples·x_k`` and divides by ``Σ num_examples``: with weight 1 (and
@@ -39,7 +42,7 @@ from fedcare_core.stage1.secure_sums import (
 )
 
 #: Bumped when the keys above change; the client checks it.
-SECAGG_PROTOCOL = 2
+SECAGG_PROTOCOL = 3
 #: The reply's metric naming the client (who took part is not hidden; what it sent is).
 CLIENT_ID = "client-id"
 #: SecAgg+'s weight of every client (see the module docstring).
@@ -64,6 +67,11 @@ class SecureInstruction:
     stage1: Stage1Config
     clip: float
     levels: int
+    #: Distributed DP: the sites sharing the noise (0: no DP, or the server adds it).
+    noise_sites: int = 0
+    #: A seeded research run's noise seed (the sites' shares are then reproducible and
+    #: removable by whoever knows it; never for a released model). None: OS entropy.
+    noise_seed: int | None = None
 
 
 def encode_instruction(ins: SecureInstruction) -> dict[str, bool | bytes | float | int | str]:
@@ -81,6 +89,8 @@ def encode_instruction(ins: SecureInstruction) -> dict[str, bool | bytes | float
         "stage1-config": json.dumps(asdict(replace(ins.stage1, dp_noise_seed=None))),
         "clip": float(ins.clip),
         "levels": int(ins.levels),
+        "noise-sites": int(ins.noise_sites),
+        "noise-seed": -1 if ins.noise_seed is None else int(ins.noise_seed),
     }
 
 
@@ -112,6 +122,8 @@ def decode_instruction(config: dict[str, bool | bytes | float | int | str]) -> S
             stage1=Stage1Config(**json.loads(str(config["stage1-config"]))),
             clip=float(config["clip"]),
             levels=int(config["levels"]),
+            noise_sites=int(config["noise-sites"]),
+            noise_seed=None if int(config["noise-seed"]) < 0 else int(config["noise-seed"]),
         )
     except KeyError as exc:
         raise SecAggProtocolError(f"secure round instruction lacks {exc}") from None

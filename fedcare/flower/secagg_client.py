@@ -23,8 +23,10 @@ from flwr.client import Client, NumPyClient
 from flwr.client.mod import secaggplus_mod
 from flwr.clientapp import ClientApp
 
+from fedcare.flower.audit import audited
 from fedcare.flower.client_app import (
     cached_client,
+    check_instruction_terms,
     handle_final_model,
     handle_query,
     node_config_data_path,
@@ -37,7 +39,14 @@ from fedcare.flower.secagg import (
 )
 from fedcare.flower.site_messages import FINAL_MODEL_ACTION
 from fedcare_core.data.clients import ClientData
-from fedcare_core.stage1.secure_sums import SumLayout, pack_update, seal
+from fedcare_core.stage1.secure_sums import (
+    SumLayout,
+    add_site_noise,
+    pack_update,
+    seal,
+    site_noise_rng,
+    site_noise_std,
+)
 
 DataLocator = Callable[[Context], Path]
 
@@ -90,9 +99,13 @@ def _secure_fit(
         seed=ins.seed,
         round_idx=ins.server_round,
     )
-    private = ins.stage1.privacy() is not None
+    dp = ins.stage1.privacy()
+    private = dp is not None
     layout = SumLayout(ins.objectives, params.size, buffers.size)
     vector = pack_update(update, buffers, layout, private=private)
+    if dp is not None and ins.noise_sites > 0:  # the site's share: the server never sees less
+        rng = site_noise_rng(ins.noise_seed, ins.server_round, client.client_id)
+        vector = add_site_noise(vector, layout, site_noise_std(dp, ins.noise_sites), rng)
     sealed = seal(vector, ins.clip, ins.levels, private=private)
     return [sealed], UNIT_WEIGHT, {CLIENT_ID: int(client.client_id)}
 
@@ -105,7 +118,9 @@ class _SecureClient(NumPyClient):
         self._context = context
 
     def fit(self, parameters: list[np.ndarray], config: dict) -> tuple[list[np.ndarray], int, dict]:
-        """See :func:`_secure_fit`."""
+        """See :func:`_secure_fit` (after the site's policy accepted the round's terms)."""
+        ins = decode_instruction(config)
+        check_instruction_terms(self._context, ins.stage1, ins.objectives)
         return _secure_fit(cached_client(self._locate, self._context), parameters, config)
 
 
@@ -121,8 +136,8 @@ def build_secagg_client_app(locate: DataLocator) -> ClientApp:
 
     legacy = ClientApp(client_fn=client_fn, mods=[secaggplus_mod])
     client_app = ClientApp()
-    client_app.query()(partial(handle_query, locate))
-    client_app.query(FINAL_MODEL_ACTION)(handle_final_model)
+    client_app.query()(audited(partial(handle_query, locate)))
+    client_app.query(FINAL_MODEL_ACTION)(audited(handle_final_model))
     client_app.train()(legacy)
     return client_app
 

@@ -103,7 +103,9 @@ class SecureStage1Strategy(Strategy):
         self.run_settings = SecAggSettings.for_clients(len(plan.client_ids))
         #: The current round's settings (its threshold is a majority of the clients asked).
         self.settings = self.run_settings
-        self.clip = initial_clip(plan.stage1)
+        #: Distributed DP: every site of the plan adds a share of the noise.
+        self.noise_sites = len(plan.client_ids)
+        self.clip = initial_clip(plan.stage1, sites=self.noise_sites)
         dp = plan.stage1.privacy()
         self._dp = dp
         self._noise_secret = dp.noise_source() if dp is not None else 0
@@ -200,6 +202,8 @@ class SecureStage1Strategy(Strategy):
                 stage1=self.plan.stage1,
                 clip=self.clip,
                 levels=self.settings.levels,
+                noise_sites=0 if self._dp is None else self.noise_sites,
+                noise_seed=None if self._dp is None else self._dp.noise_seed,
             )
             fits.append((proxies[node], FitIns(arrays, dict(encode_instruction(ins)))))
         self.asked = len(fits)
@@ -250,7 +254,8 @@ class SecureStage1Strategy(Strategy):
             return None, {}
         noise = None
         if self._dp is not None:
-            noise = RoundNoise(self._dp, noise_stream(self._noise_secret, server_round))
+            rng = noise_stream(self._noise_secret, server_round)
+            noise = RoundNoise(self._dp, rng, sites=self.noise_sites)
         self.state, info = secure_server_step(
             self.state,
             sums,

@@ -262,7 +262,12 @@ def stage1_document(run: FederationRun, schema: FederationSchema) -> dict[str, A
     names = plan.sites
     digest = hashlib.sha256(stage1.params.tobytes() + stage1.buffers.tobytes()).hexdigest()
     dp = plan.stage1.privacy()
-    privacy = {} if dp is None else {"privacy": privacy_record(dp, run.dp_releases)}
+    sites = len(plan.client_ids) if plan.stage1.secagg else None  # SecAgg: the sites' noise
+    contributors = [len(r.participants) for r in stage1.rounds if r.epsilon is not None]
+    privacy = {}
+    if dp is not None:
+        record = privacy_record(dp, run.dp_releases, noise_sites=sites, contributors=contributors)
+        privacy = {"privacy": record}
     return {
         "format": STAGE1_FORMAT,
         "run_name": plan.run_name,

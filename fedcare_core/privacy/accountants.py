@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Sequence
 from importlib import metadata
 
 from fedcare_core.errors import ConfigError
@@ -103,6 +104,25 @@ def epsilon_spent(
     if accountant == "rdp":
         return _rdp_epsilon(noise_multiplier, releases, delta)
     raise ConfigError(f"stage1.dp_accountant {accountant!r} is not one of {', '.join(ACCOUNTANTS)}")
+
+
+def epsilon_of_rounds(multipliers: Sequence[float], delta: float, accountant: str = "pld") -> float:
+    """ε of Gaussian rounds of differing multipliers (each round's ``z_t``), at ``delta``.
+
+    PLD: the rounds compose into one Gaussian of multiplier ``(Σ_t z_t^-2)^-1/2``, exactly.
+    RDP: one Gaussian event per round.
+    """
+    if not multipliers:
+        return 0.0
+    if accountant == "pld":
+        return _pld_epsilon(1.0 / math.sqrt(sum(z**-2 for z in multipliers)), 1, delta)
+    from dp_accounting import GaussianDpEvent, NeighboringRelation
+    from dp_accounting.rdp import RdpAccountant
+
+    rdp = RdpAccountant(neighboring_relation=NeighboringRelation.ADD_OR_REMOVE_ONE)
+    for z in multipliers:
+        rdp.compose(GaussianDpEvent(z))
+    return float(rdp.get_epsilon(delta))
 
 
 def _smallest_noise(epsilon: float, delta: float, rounds: int, accountant: str) -> float:

@@ -21,7 +21,8 @@ multi-objective:
 What is protected is a *client's* (a hospital's) participation and all of its data together,
 against everyone who sees what the rounds release (the models broadcast each round, λ*, the
 final model, the metrics): the server itself sees each clipped update (trusted-server central
-DP; secure aggregation removes that).
+DP). Under secure aggregation the sites add the noise themselves
+(:mod:`fedcare_core.stage1.secure_sums`), so the server only holds noised sums.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from fedcare_core.errors import ConfigError
 from fedcare_core.privacy.accountants import (
     ACCOUNTANTS,
     accountant_name,
+    epsilon_of_rounds,
     epsilon_spent,
     noise_for_budget,
 )
@@ -178,9 +180,31 @@ def add_noise(total: np.ndarray, std: float, rng: np.random.Generator) -> np.nda
     return np.asarray(total, dtype=np.float64) + rng.normal(0.0, std, size=np.shape(total))
 
 
-def privacy_record(settings: DpSettings, releases: int) -> dict[str, object]:
-    """The ``privacy`` section of a result document after ``releases`` rounds."""
-    return {
+def privacy_record(
+    settings: DpSettings,
+    releases: int,
+    *,
+    noise_sites: int | None = None,
+    contributors: Sequence[int] = (),
+) -> dict[str, object]:
+    """The ``privacy`` section of a result document after ``releases`` rounds.
+
+    With ``noise_sites`` (secure aggregation: each of that many sites added a share of the
+    noise, the server the absent sites' shares) it also says what the server itself could
+    learn: each round's sum held ``c_t`` of the ``m`` shares, a Gaussian of multiplier
+    ``z·√(c_t/m)`` against the server (``contributors``: ``c_t`` per round), composed into
+    ``epsilon_against_server`` (equal to ``epsilon`` when every site contributed every round).
+    """
+    distributed: dict[str, object] = {"noise_added_by": "server"}
+    if noise_sites is not None:
+        z = settings.noise_multiplier
+        seen = [z * math.sqrt(min(c, noise_sites) / noise_sites) for c in contributors if c > 0]
+        distributed = {
+            "noise_added_by": f"sites (a share each of {noise_sites}; the server adds absent "
+            "sites' shares)",
+            "epsilon_against_server": epsilon_of_rounds(seen, settings.delta, settings.accountant),
+        }
+    return distributed | {
         "mechanism": _MECHANISM,
         "neighbouring": _NEIGHBOURING,
         "epsilon": settings.epsilon_after(releases),

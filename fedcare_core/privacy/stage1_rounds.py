@@ -36,10 +36,15 @@ class RoundNoise:
         z, C, δ and the budget.
     rng
         :func:`fedcare_core.privacy.mechanism.noise_stream` of the run's secret and this round.
+    sites
+        Distributed noise (secure aggregation): this many sites each added a share
+        (:func:`fedcare_core.stage1.secure_sums.add_site_noise`); the server adds only the
+        absent sites' shares. None: the server adds all of it.
     """
 
     settings: DpSettings
     rng: np.random.Generator
+    sites: int | None = None
 
 
 def clip_client_vectors(

@@ -228,8 +228,11 @@ def _privacy_section(config: ExperimentConfig, stage1: Stage1Result) -> dict[str
     settings = config.stage1.privacy()
     if settings is None:
         return {}
-    releases = sum(r.epsilon is not None for r in stage1.rounds)
-    return {"privacy": privacy_record(settings, releases)}
+    released = [r for r in stage1.rounds if r.epsilon is not None]
+    sites = config.data.clients if config.stage1.secagg else None  # SecAgg: the sites' noise
+    contributors = [len(r.participants) for r in released]
+    record = privacy_record(settings, len(released), noise_sites=sites, contributors=contributors)
+    return {"privacy": record}
 
 
 def assemble_result(

@@ -52,7 +52,7 @@ import numpy as np
 
 from fedcare_core.config import Stage1Config
 from fedcare_core.nn.param_vectors import ParamLayout, squared_norm
-from fedcare_core.privacy.mechanism import add_noise
+from fedcare_core.privacy.mechanism import DpSettings, add_noise
 from fedcare_core.privacy.stage1_rounds import RoundNoise, noisy_statistics
 from fedcare_core.stage1.loop import apply_direction, check_finite_updates, descent_direction
 from fedcare_core.stage1.types import ClientUpdate, RoundInfo, ServerState
@@ -74,6 +74,9 @@ GROWTH = 16.0
 MAX_ATTEMPTS = 4
 #: The narrowest range (a round of all-zero updates must not shrink it to nothing).
 MIN_CLIP = 2.0**-8
+#: Distributed DP: a round's range covers a site's clipped values plus this many standard
+#: deviations of its noise share (a value beyond: a retried round, about 1e-23 per value).
+NOISE_SDS = 10.0
 #: The trailer: sentinel, clip flag, largest value.
 _TRAILER = 3
 
@@ -153,6 +156,36 @@ def pack_update(
     out[j : j + layout.buffers] = b * change
     out[j + layout.buffers] = b
     return out
+
+
+def site_noise_std(dp: DpSettings, sites: int) -> float:
+    """A site's share of the noise, ``z·C/√m``: ``m`` shares make the central ``z·C``."""
+    return dp.noise_std / math.sqrt(sites)
+
+
+def add_site_noise(
+    vector: np.ndarray, layout: SumLayout, std: float, rng: np.random.Generator
+) -> np.ndarray:
+    """A site's vector with its noise share on every Δ block and on the statistics' change.
+
+    Every objective's block is noised, pursued or not (the server's sum of each block then
+    holds every site's share); the weights, losses and the trailer are not.
+    """
+    out = np.array(vector, dtype=np.float64, copy=True)
+    p = layout.params
+    for s in layout.objectives:
+        i = layout.objective_start(s)
+        out[i : i + p] += rng.normal(0.0, std, size=p)
+    j = layout.buffer_start
+    out[j : j + layout.buffers] += rng.normal(0.0, std, size=layout.buffers)
+    return out
+
+
+def site_noise_rng(seed: int | None, round_idx: int, client_id: int) -> np.random.Generator:
+    """A site's noise generator: OS entropy, or (a seeded research run) keyed by the seed."""
+    if seed is None:
+        return np.random.default_rng()
+    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(round_idx, client_id)))
 
 
 def grid_step(clip: float, levels: int) -> float:
@@ -277,8 +310,16 @@ def _means_from_sums(sums: _RoundSums) -> tuple[dict[str, np.ndarray], dict[str,
 def _noisy_means_from_sums(
     sums: _RoundSums, objectives: Sequence[str], noise: RoundNoise
 ) -> tuple[dict[str, np.ndarray], np.ndarray | None]:
-    """``privacy.stage1_rounds.noisy_means`` on sums: noise drawn in the same order."""
+    """``privacy.stage1_rounds.noisy_means`` on sums: noise drawn in the same order.
+
+    Under distributed noise (``noise.sites``) the sites added it; the server adds only the
+    shares of the sites that did not contribute, so that the released mean always carries the
+    central ``z·C`` (nothing when every site contributed).
+    """
     std = noise.settings.noise_std
+    if noise.sites is not None:
+        missing = max(noise.sites - sums.contributors, 0)
+        std = noise.settings.noise_std * math.sqrt(missing / noise.sites)
     means: dict[str, np.ndarray] = {}
     for s in objectives:
         count = round(sums.weights[s])
@@ -363,11 +404,16 @@ def choose_levels(num_clients: int, modulus: int = MODULUS) -> int:
     return levels
 
 
-def initial_clip(config: Stage1Config) -> float:
-    """Round 1's range ``c``: from the public DP clip C, else :data:`INITIAL_CLIP`."""
+def initial_clip(config: Stage1Config, sites: int | None = None) -> float:
+    """Round 1's range ``c``: from the public DP clip C, else :data:`INITIAL_CLIP`.
+
+    With the noise added by ``sites`` sites (distributed DP) the range also covers
+    :data:`NOISE_SDS` standard deviations of a site's share (all public numbers).
+    """
     dp = config.privacy()
     if dp is not None:
-        return _power_of_two_at_least(max(dp.clip, 1.0))
+        share = 0.0 if sites is None else NOISE_SDS * site_noise_std(dp, sites)
+        return _power_of_two_at_least(max(dp.clip + share, 1.0))
     return INITIAL_CLIP
 
 

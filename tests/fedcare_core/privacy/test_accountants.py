@@ -75,3 +75,26 @@ def test_the_config_names_its_accountant_and_refuses_an_unknown_one():
         Stage1Config(
             rounds=20, dp_epsilon=3.0, dp_noise_multiplier=z, dp_accountant="rdp"
         ).validate()
+
+
+@pytest.mark.parametrize("accountant", ACCOUNTANTS)
+def test_rounds_of_differing_noise_compose_as_identical_rounds_when_equal(accountant):
+    from fedcare_core.privacy.accountants import epsilon_of_rounds
+
+    same = epsilon_of_rounds([2.0] * 30, 1e-5, accountant)
+    assert same == pytest.approx(epsilon_spent(2.0, 30, 1e-5, accountant), rel=1e-9)
+    weaker = epsilon_of_rounds([2.0] * 29 + [1.0], 1e-5, accountant)
+    assert weaker > same and epsilon_of_rounds([], 1e-5, accountant) == 0.0
+
+
+def test_the_sites_noise_is_accounted_against_the_server_too():
+    from fedcare_core.privacy.mechanism import privacy_record
+
+    settings = Stage1Config(rounds=10, dp_noise_multiplier=3.0).privacy()
+    central = privacy_record(settings, 10)
+    assert central["noise_added_by"] == "server" and "epsilon_against_server" not in central
+    every = privacy_record(settings, 10, noise_sites=3, contributors=[3] * 10)
+    assert every["epsilon_against_server"] == pytest.approx(every["epsilon"], rel=1e-9)
+    assert str(every["noise_added_by"]).startswith("sites")
+    dropped = privacy_record(settings, 10, noise_sites=3, contributors=[3] * 9 + [2])
+    assert dropped["epsilon_against_server"] > dropped["epsilon"] == every["epsilon"]

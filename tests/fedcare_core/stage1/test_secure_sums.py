@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 
@@ -152,3 +154,53 @@ def test_secagg_is_refused_for_algorithms_without_secure_rounds():
         validate_config(ExperimentConfig(algorithm=name, stage1=Stage1Config(secagg=True)))
     with pytest.raises(ConfigError, match="no securely aggregated rounds"):
         validate_config(ExperimentConfig(algorithm="fedavg", stage1=Stage1Config(secagg=True)))
+
+
+def test_the_sites_noise_shares_sum_to_the_central_noise_and_the_server_tops_up_absent_sites():
+    from fedcare_core.privacy.mechanism import DpSettings
+    from fedcare_core.privacy.stage1_rounds import RoundNoise
+    from fedcare_core.stage1.secure_sums import (
+        _noisy_means_from_sums,
+        add_site_noise,
+        site_noise_rng,
+        site_noise_std,
+    )
+
+    dp = DpSettings(noise_multiplier=2.0, clip=0.5, delta=1e-5)
+    layout = SumLayout(("a", "b"), 4000, 1000)
+    shares = [
+        add_site_noise(
+            np.zeros(layout.size), layout, site_noise_std(dp, 4), site_noise_rng(7, 1, k)
+        )
+        for k in range(4)
+    ]
+    total = np.sum(shares, axis=0)
+    noised = np.concatenate([total[: layout.params], total[layout.buffer_start : -4]])
+    assert np.std(noised) == pytest.approx(dp.noise_std, rel=0.03)  # four shares: z·C
+    untouched = [layout.objective_start("a") + layout.params, layout.size - 1]
+    assert all(total[i] == 0.0 for i in untouched)  # weights and the trailer carry no noise
+    # Seeded shares are reproducible; unseeded ones come from OS entropy.
+    again = add_site_noise(np.zeros(layout.size), layout, 1.0, site_noise_rng(7, 1, 0))
+    np.testing.assert_array_equal(again * site_noise_std(dp, 4), shares[0])
+    small = SumLayout(("a",), 2, 3)
+    fresh = [
+        add_site_noise(np.zeros(small.size), small, 1.0, site_noise_rng(None, 1, 0))
+        for _ in range(2)
+    ]
+    assert not np.array_equal(*fresh)
+
+    def server_noise(contributors):
+        sums = unpack_sums(
+            np.zeros(layout.size) + np.r_[np.zeros(layout.size - 3), [contributors * 0.5, 0, 0]],
+            layout,
+            1.0,
+            2**20,
+            contributors,
+        )
+        sums = replace(sums, weights={"a": float(contributors), "b": float(contributors)})
+        rng = np.random.default_rng(0)
+        means, _ = _noisy_means_from_sums(sums, ("a", "b"), RoundNoise(dp, rng, sites=4))
+        return float(np.std(means["a"] * contributors))
+
+    assert server_noise(4) == 0.0  # every site added its share: the server adds none
+    assert server_noise(3) == pytest.approx(dp.noise_std / 2, rel=0.1)  # one share topped up
