@@ -25,7 +25,12 @@ from fedcare.tracking.log_run import TAG_FLOW_RUN_ID
 from fedcare_core.sites.schema import read_schema
 from flows.flow_parameters import FlowParameters
 from flows.parent_run import ParentRun
-from tasks.federation import FederationStage1, log_stage1_task, stage1_federation_task
+from tasks.federation import (
+    FederationStage1,
+    LiveTarget,
+    log_stage1_task,
+    stage1_federation_task,
+)
 
 
 def run_name(seed: int, flow_run_id: str | None) -> str:
@@ -113,7 +118,9 @@ def run_federation_pipeline(
             run.step = f"stage 1 seed {seed}"
             state = stage1_federation_task(
                 state_dir, schema_path, min_sites=min_sites, rounds=rounds, seed=seed,
-                run_name=run_name(seed, run.flow_run_id), secagg=params.secagg, return_state=True,
+                run_name=run_name(seed, run.flow_run_id), secagg=params.secagg,
+                live=LiveTarget(run.uri, run.parent, {TAG_FLOW_RUN_ID: run.flow_run_id}),
+                return_state=True,
             )  # fmt: skip
             # A failed task's state raises its error (a CoordinatorError, ...) here.
             stage1 = cast(FederationStage1, state.result())

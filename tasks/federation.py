@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect import task
 from prefect.states import Failed, State
@@ -25,8 +25,42 @@ from fedcare_core.sites.schema import read_schema
 from tasks.common import IO_RETRIES, IO_RETRY_DELAY_S, NO_CACHE, retry_on_io_error, run_logger
 from tasks.training import progress_logger
 
+if TYPE_CHECKING:
+    from fedcare.tracking.stage1_run import LiveRounds
+
 #: ``fedcare.entry`` tag of the Stage 1 runs the flow logs.
 _FLOW_ENTRY = "fedcare flow (backend federation)"
+
+
+@dataclass(frozen=True)
+class LiveTarget:
+    """Where a seed's rounds go as they end: the store and the flow's parent run."""
+
+    tracking_uri: str
+    parent_run_id: str
+    tags: Mapping[str, str]
+
+    def open(self, head: Mapping[str, Any]) -> LiveRounds:
+        """The seed's round logger (its Stage 1 run opened, RUNNING, at the first round)."""
+        from fedcare.tracking import store
+        from fedcare.tracking.stage1_run import LiveRounds, open_stage1_run
+
+        store.configure(self.tracking_uri)
+        tags = {"fedcare.entry": _FLOW_ENTRY, **self.tags}
+        return LiveRounds(
+            lambda: open_stage1_run(head, parent_run_id=self.parent_run_id, tags=tags),
+            run_logger().warning,
+        )
+
+
+def live_run_failed(run_id: str) -> None:
+    """Mark a live Stage 1 run failed (quietly, if the store is gone too)."""
+    from fedcare.tracking import store
+
+    try:
+        store.finish_run(run_id, "FAILED")
+    except Exception:
+        pass
 
 
 @dataclass(frozen=True)
@@ -35,6 +69,10 @@ class FederationStage1:
 
     document: dict[str, Any]
     result_dir: Path
+    #: The MLflow run the rounds were logged to as they ended (None: not tracked live).
+    live_run_id: str | None = None
+    #: How many rounds that run received live.
+    live_rounds: int = 0
 
 
 @task(
@@ -52,6 +90,7 @@ def stage1_federation_task(
     seed: int,
     run_name: str,
     secagg: bool = False,
+    live: LiveTarget | None = None,
 ) -> FederationStage1 | State:
     """Stage 1 over the sites registered with the coordinator of ``state_dir``.
 
@@ -71,6 +110,9 @@ def stage1_federation_task(
         The run's name (its folder under ``STATE/runs/``, the MLflow run's name).
     secagg
         Sum each round with Flower's SecAgg+ (the coordinator sees only per-objective sums).
+    live
+        Log each round to MLflow as it ends, in a run nested under the flow's parent run
+        (:func:`log_stage1_task` finishes it). None: logged at the end only.
 
     Returns
     -------
@@ -80,17 +122,25 @@ def stage1_federation_task(
     """
     from fedcare.flower.flower_options import FlowerConfig
     from fedcare.sites.coordinator import Coordinator
-    from fedcare.sites.federation_run import run_federation, stage1_document
+    from fedcare.sites.federation_run import run_federation, stage1_document, stage1_head
 
     logger = run_logger()
     schema = read_schema(schema_path)
     logger.info("seed %d: waiting for %d site(s) of %s", seed, min_sites, state_dir)
+    rounds_live = (
+        None if live is None else live.open(stage1_head(schema, seed=seed, run_name=run_name))
+    )
     try:
         run = run_federation(
             Coordinator(state_dir), schema, min_sites=min_sites, rounds=rounds, seed=seed,
             flower=FlowerConfig(), run_name=run_name, progress=progress_logger(), secagg=secagg,
+            on_round=rounds_live,
         )  # fmt: skip
-    except FedcareError as exc:
+    except BaseException as exc:
+        if rounds_live is not None and rounds_live.run_id is not None:
+            live_run_failed(rounds_live.run_id)
+        if not isinstance(exc, FedcareError):
+            raise
         logger.error("%s: %s", type(exc).__name__, exc)
         return Failed(message=f"{type(exc).__name__}: {exc}", data=exc)
     document = stage1_document(run, schema)
@@ -98,7 +148,11 @@ def stage1_federation_task(
         logger.warning("stage 1: %s", note)
     sites = ", ".join(s["name"] for s in document["sites"])
     logger.info("seed %d: %d round(s) over %s", seed, document["rounds_run"], sites)
-    return FederationStage1(document, run.run_dir / "result")
+    if rounds_live is None:
+        return FederationStage1(document, run.run_dir / "result")
+    return FederationStage1(
+        document, run.run_dir / "result", rounds_live.run_id, rounds_live.logged
+    )
 
 
 @task(
@@ -139,14 +193,19 @@ def log_stage1_task(
         The new run's id.
     """
     from fedcare.tracking import store
-    from fedcare.tracking.stage1_run import log_stage1_run
+    from fedcare.tracking.stage1_run import LiveRounds, log_stage1_run
 
     store.configure(tracking_uri)
+    live = None
+    if stage1.live_run_id is not None:  # the rounds went live: finish that run
+        live = LiveRounds(lambda: str(stage1.live_run_id), run_logger().warning)
+        live.run_id, live.logged = stage1.live_run_id, stage1.live_rounds
     run_id = log_stage1_run(
         stage1.document,
         stage1.result_dir,
         parent_run_id=parent_run_id,
         tags={"fedcare.entry": _FLOW_ENTRY, **tags},
+        live=live,
     )
     run_logger().info("seed %d: MLflow run %s", seed, run_id)
     return run_id

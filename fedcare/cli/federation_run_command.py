@@ -71,7 +71,7 @@ def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
             flower=flower, run_name=name, progress=bars, secagg=args.secagg, on_round=live,
         )  # fmt: skip
     except BaseException:
-        if live is not None:
+        if live is not None and live.run_id is not None:
             _end_live_run(live.run_id)
         raise
     finally:
@@ -99,16 +99,20 @@ def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
 
 
 def _open_live_run(tracking: str | None, head: dict[str, Any]) -> LiveRounds | None:
-    """The Stage 1's MLflow run, opened before its first round (None: no tracking)."""
+    """The Stage 1's live MLflow view, its run opened at the first round (None: no tracking)."""
     if tracking is None:
         return None
     from fedcare.tracking import store
     from fedcare.tracking.stage1_run import LiveRounds, open_stage1_run
 
     store.configure(tracking)
-    run_id = open_stage1_run(head)
-    print(f"MLflow run {run_id} in {tracking}: rounds logged as they end", file=sys.stderr)
-    return LiveRounds(run_id, lambda text: print(f"fedcare: {text}", file=sys.stderr))
+
+    def open_run() -> str:
+        run_id = open_stage1_run(head)
+        print(f"MLflow run {run_id} in {tracking}: rounds logged as they end", file=sys.stderr)
+        return run_id
+
+    return LiveRounds(open_run, lambda text: print(f"fedcare: {text}", file=sys.stderr))
 
 
 def _end_live_run(run_id: str) -> None:

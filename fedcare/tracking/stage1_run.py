@@ -71,14 +71,17 @@ def open_stage1_run(
 class LiveRounds:
     """Logs each round of a running Stage 1 to its MLflow run as the round log grows.
 
-    Call it with each round's line (:func:`fedcare.flower.results.read_rounds`); a failure
-    of the tracking store is reported once (``warn``) and never stops Stage 1: the document
-    logged at the end (:func:`log_stage1_run`) carries every round the live view missed.
+    Call it with each round's line (:func:`fedcare.flower.results.read_rounds`). The run is
+    opened (``open_run``, e.g. :func:`open_stage1_run`) at the first round, so a Stage 1 whose
+    sites never came online leaves no run behind. A failure of the tracking store is reported
+    once (``warn``) and never stops Stage 1: the document logged at the end
+    (:func:`log_stage1_run`) carries every round the live view missed.
     """
 
-    def __init__(self, run_id: str, warn: Callable[[str], None]) -> None:
-        self.run_id = run_id
+    def __init__(self, open_run: Callable[[], str], warn: Callable[[str], None]) -> None:
+        self.run_id: str | None = None
         self.logged = 0  # rounds logged so far, in order
+        self._open = open_run
         self._warn: Callable[[str], None] | None = warn
 
     def __call__(self, line: Mapping[str, Any]) -> None:
@@ -86,6 +89,8 @@ class LiveRounds:
         if self._warn is None:
             return
         try:
+            if self.run_id is None:
+                self.run_id = self._open()
             log_batch_chunked(store.client(), self.run_id, metrics=round_metrics([line]))
         except Exception as exc:
             self._warn(f"MLflow: live rounds stopped at round {self.logged + 1} ({exc})")
@@ -115,15 +120,15 @@ def log_stage1_run(
     tags
         Further tags, over the defaults (e.g. ``fedcare.entry`` and the Prefect flow run).
     live
-        The run was opened before Stage 1 (:func:`open_stage1_run`) and these rounds were
-        logged as they ran: finish that run, logging only the rounds it lacks.
+        The rounds were logged as they ran (:class:`LiveRounds`): finish that run, logging only
+        the rounds it lacks (a live view that opened no run: as without one).
 
     Returns
     -------
     str
         The run's id.
     """
-    if live is None:
+    if live is None or live.run_id is None:
         run_id = open_stage1_run(document, parent_run_id=parent_run_id, tags=tags)
         missing, late_tags = list(document["rounds"]), None
     else:  # the tags known only once the sites answered (how many took part)

@@ -83,8 +83,10 @@ def test_rounds_logged_live_show_while_running_and_are_not_logged_twice(tmp_path
     uri = store.configure(store.default_tracking_uri(tmp_path))
     document = _document()
     head = {k: document[k] for k in ("run_name", "dataset", "algorithm", "schema_digest", "seed")}
-    live = LiveRounds(open_stage1_run(head), warn=lambda text: None)
+    live = LiveRounds(lambda: open_stage1_run(head), warn=lambda text: None)
+    assert live.run_id is None  # nothing opened while the sites are awaited
     live(document["rounds"][0])  # round 1 ended; round 2 runs
+    assert live.run_id is not None
     mc = MlflowClient(tracking_uri=uri)
     running = mc.get_run(live.run_id)
     assert running.info.status == "RUNNING"
@@ -103,7 +105,7 @@ def test_a_tracking_outage_during_the_rounds_warns_once_and_stage1_goes_on() -> 
     from fedcare.tracking.stage1_run import LiveRounds
 
     said: list[str] = []
-    live = LiveRounds("no-such-run", warn=said.append)
+    live = LiveRounds(lambda: "no-such-run", warn=said.append)
     for line in _document()["rounds"]:
         live(line)
     assert live.logged == 0 and len(said) == 1 and "live rounds stopped at round 1" in said[0]
