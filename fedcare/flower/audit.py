@@ -77,7 +77,10 @@ def append_line(path: Path, line: Mapping[str, Any]) -> None:
 
 
 def read_lines(path: Path) -> list[dict[str, Any]]:
-    """The complete lines of an audit log (a torn last line is skipped)."""
+    """The complete lines of a JSON-lines log (an audit log, a round log).
+
+    A torn last line, from a writer that died mid-line, is skipped.
+    """
     if not path.exists():
         return []
     out = []

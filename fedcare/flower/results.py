@@ -21,6 +21,7 @@ from typing import Any
 
 import numpy as np
 
+from fedcare.flower.audit import read_lines
 from fedcare.flower.run_plan import (
     ERROR_FILE,
     RESULT_ARRAYS_FILE,
@@ -76,16 +77,7 @@ def append_round(result_dir: str | Path, info: RoundInfo, wall_s: float) -> None
 
 def read_rounds(result_dir: str | Path) -> list[dict[str, Any]]:
     """Complete lines of the round log so far (a partly written last line is skipped)."""
-    path = Path(result_dir) / ROUNDS_FILE
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text().splitlines():
-        try:
-            out.append(json.loads(line))
-        except json.JSONDecodeError:
-            break
-    return out
+    return read_lines(Path(result_dir) / ROUNDS_FILE)
 
 
 def write_stage1_result(

@@ -125,6 +125,27 @@ def epsilon_of_rounds(multipliers: Sequence[float], delta: float, accountant: st
     return float(rdp.get_epsilon(delta))
 
 
+def _pld_noise(epsilon: float, delta: float, rounds: int) -> float | None:
+    """PLD's z from dp-accounting's own Gaussian calibration (one Gaussian of z/√T), checked.
+
+    None where the library cannot calibrate (then :func:`_smallest_noise` bisects).
+    """
+    from dp_accounting.pld.common import DifferentialPrivacyParameters
+    from dp_accounting.pld.privacy_loss_mechanism import GaussianPrivacyLoss
+
+    try:
+        guarantee = DifferentialPrivacyParameters(epsilon, delta)
+        std = GaussianPrivacyLoss.from_privacy_guarantee(guarantee).standard_deviation
+    except (ValueError, ArithmeticError):
+        return None
+    z = float(std) * math.sqrt(rounds)
+    if not 0 < z <= MAX_NOISE_MULTIPLIER:
+        return None
+    while epsilon_spent(z, rounds, delta, "pld") > epsilon:  # the library's tolerance, upward
+        z *= 1 + 1e-9
+    return z
+
+
 def _smallest_noise(epsilon: float, delta: float, rounds: int, accountant: str) -> float:
     """Bisection on z: ε(z) is decreasing, so the smallest z with ε(z) ≤ ``epsilon``."""
     if epsilon_spent(MAX_NOISE_MULTIPLIER, rounds, delta, accountant) > epsilon:
@@ -167,7 +188,9 @@ def noise_for_budget(epsilon: float, delta: float, rounds: int, accountant: str 
     ConfigError
         No multiplier up to :data:`MAX_NOISE_MULTIPLIER` meets the budget.
     """
-    z = _smallest_noise(epsilon, delta, rounds, accountant)
+    z = _pld_noise(epsilon, delta, rounds) if accountant == "pld" else None
+    if z is None:
+        z = _smallest_noise(epsilon, delta, rounds, accountant)
     if not z <= MAX_NOISE_MULTIPLIER:
         raise ConfigError(
             f"stage1.dp_epsilon {epsilon} cannot be met over {rounds} rounds at dp_delta "
