@@ -58,7 +58,16 @@ def pending_runs(site_root: Path) -> list[RunTerms]:
     if not folder.is_dir():
         return []
     paths = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime)
-    return [RunTerms.from_json(p.read_text()) for p in paths]
+    out = []
+    for path in paths:
+        try:
+            out.append(RunTerms.from_json(path.read_text()))
+        except (OSError, ValueError, KeyError, TypeError):
+            raise ConfigError(
+                f"pending run {path}: not a run's terms (delete it; the coordinator's next "
+                "attempt writes it again)"
+            ) from None
+    return out
 
 
 def approve(site_root: Path, run_name: str) -> RunTerms:

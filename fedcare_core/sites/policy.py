@@ -189,6 +189,6 @@ def _value(path: Path, key: str, value: Any) -> Any:
         if value not in ACCOUNTANTS:
             raise ConfigError(f"{where} must be one of {', '.join(ACCOUNTANTS)}, got {value!r}")
         return value
-    if not isinstance(value, list) or not all(isinstance(o, str) and o for o in value):
-        raise ConfigError(f"{where} must be a list of objective names, got {value!r}")
+    if not isinstance(value, list) or not value or not all(isinstance(o, str) and o for o in value):
+        raise ConfigError(f"{where} must be a non-empty list of objective names, got {value!r}")
     return tuple(value)

@@ -138,6 +138,10 @@ def test_pending_runs_are_listed_and_approved_by_name(
     assert decide(site, longer).rule == "require_approval"  # new terms: a new approval
     assert main(["site", "pending", "--site", str(site)]) == 0
     assert "nightly-9" in capsys.readouterr().out
+    (torn,) = (site / "approvals" / "pending").glob("*.json")
+    torn.write_text('{"run_name": "nightly-9", "algo')
+    refused(capsys, tmp_path, ["site", "pending", "--site", str(site)],
+            f"pending run {torn}: not a run's terms")  # fmt: skip
 
 
 def test_following_the_federation_needs_the_sites_store_and_a_sane_margin(
