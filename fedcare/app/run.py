@@ -140,16 +140,17 @@ def check_request(request: RunRequest) -> None:
     )
     if refusal is not None:
         raise ConfigError(refusal)
-    k = request.backend_options.get("min_per_round")
-    if isinstance(k, int) and not isinstance(k, bool):  # a value of another type: refused later
+    options = request.backend_options
+    quorum = (options.get("min_per_round"), options.get("round_deadline_s"))
+    if quorum != (None, None):  # a value of the wrong type is refused with the options
         from fedcare.flower.flower_options import check_quorum_for
         from fedcare_core.algorithms import get_algorithm
 
-        algorithm = request.config.algorithm
-        family = "fedcare" if get_algorithm(algorithm).flower_strategy is None else algorithm
+        k = quorum[0] if isinstance(quorum[0], int) and not isinstance(quorum[0], bool) else None
+        own = get_algorithm(request.config.algorithm).flower_strategy
         check_quorum_for(
-            k, request.config.data.clients, family, request.config.stage1.secagg,
-            "--min-clients-per-round",
+            (k, quorum[1]), request.config.data.clients, own, request.config.stage1.secagg,
+            ("--min-clients-per-round", "--round-deadline"),
         )  # fmt: skip
 
 

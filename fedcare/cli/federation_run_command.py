@@ -52,11 +52,11 @@ def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
         min_per_round=args.min_sites_per_round,
         round_deadline_s=args.round_deadline,
     ).validate(_FLAGS)
-    algorithm = schema.config.algorithm
-    family = "fedcare" if get_algorithm(algorithm).flower_strategy is None else algorithm
     check_quorum_for(
-        flower.min_per_round, args.min_sites, family, args.secagg, "--min-sites-per-round"
-    )
+        (flower.min_per_round, flower.round_deadline_s), args.min_sites,
+        get_algorithm(schema.config.algorithm).flower_strategy, args.secagg,
+        ("--min-sites-per-round", "--round-deadline"),
+    )  # fmt: skip
     coordinator.require_running()
     coordinator.sites()  # the state file checked before a store is made
     tracking = tracked.open_chosen_store(args.tracking_uri)

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from fedcare.cli import site_prepare, tracked
+from fedcare.cli import site_prepare
 
 if TYPE_CHECKING:
     from fedcare.sites.site_join import Following
@@ -108,6 +108,8 @@ def _following(args: argparse.Namespace) -> Following | None:
     if not args.tracking_uri:
         raise ConfigError("--personalise needs --tracking-uri: the store its models go to")
     bounded("--promotion-margin", args.promotion_margin, Range(0.0, 1e6))
+    from fedcare.cli import tracked
+
     tracked.open_store(args.tracking_uri)  # reachable now, not at the first w*
     return Following(args.tracking_uri, args.promotion_margin)
 

@@ -15,8 +15,6 @@ from pathlib import Path
 from typing import Any
 
 from fedcare.cli import tracked
-from fedcare.cli.options import bounded
-from fedcare_core.config.fields import Range
 from fedcare_core.errors import ConfigError
 from fedcare_core.nn.preferences import split_objectives
 from fedcare_core.run.output_paths import check_output_dir, check_output_file
@@ -176,6 +174,9 @@ def cmd_site_personalise(args: argparse.Namespace) -> int:
     from fedcare.sites.personalise import FEDERATION_BACKEND, prepare_personalisation
 
     check_output_file(args.out)
+    from fedcare.cli.options import bounded
+    from fedcare_core.config.fields import Range
+
     margin = args.promotion_margin
     if margin is not None:
         if not args.tracking_uri:

@@ -90,9 +90,10 @@ class FlowerConfig:
         nodes whose per-run public key was registered with it. Needs TLS.
     min_per_round, round_deadline_s
         Partial participation, k of n with a deadline (Algorithm 1's rounds): a round closes
-        when every client replied, or once ``round_deadline_s`` has passed and at least
-        ``min_per_round`` have; a reply after that is discarded and noted. A round with fewer
-        than ``min_per_round`` replies at the round timeout stops Stage 1. None: off.
+        when every client replied, or once ``round_deadline_s`` has passed and at least k have
+        (``min_per_round``, else a majority); a reply after that is discarded and noted. A
+        round with fewer than ``min_per_round`` replies at the round timeout stops Stage 1.
+        None: every client is waited for, up to the round timeout.
     bind_address
         Deployment: the IPv4 address of this machine the SuperLink listens on (and its
         certificate names); the local SuperNodes and ``flwr run`` dial it. Default loopback;
@@ -181,9 +182,9 @@ class FlowerConfig:
     )
     min_per_round: int | None = setting(
         None,
-        help="Flower backends: partial participation, k of n: once --round-deadline has "
-        "passed a round closes with the replies of at least this many clients (fewer by the "
-        "round timeout stop Stage 1); none: every client, every round",
+        help="Flower backends: partial participation, k of n: a round needs the replies of "
+        "at least this many clients (fewer by the round timeout stop Stage 1), and once "
+        "--round-deadline has passed it closes with them; none: no minimum",
         range=AT_LEAST_1,
         flag="min-clients-per-round",
         group=_FLOWER,
@@ -191,7 +192,7 @@ class FlowerConfig:
     round_deadline_s: float | None = setting(
         None,
         help="Flower backends: seconds after which a round closes once --min-clients-per-round "
-        "clients replied (later replies are discarded and noted)",
+        "clients (default: a majority) replied; later replies are discarded and noted",
         range=SECONDS,
         flag="round-deadline",
         group=_FLOWER,
@@ -273,11 +274,8 @@ class FlowerConfig:
         return self
 
     def _check_quorum(self, name: Callable[[str], str]) -> None:
-        """K of n comes with its deadline, within the round timeout."""
-        k, deadline = self.min_per_round, self.round_deadline_s
-        if (k is None) != (deadline is None):
-            given, missing = ("min_per_round", "round_deadline_s")[:: 1 if k is not None else -1]
-            raise ConfigError(f"{name(given)} needs {name(missing)} (k of n with a deadline)")
+        """A round's deadline lies within its timeout."""
+        deadline = self.round_deadline_s
         if deadline is not None and deadline > self.round_timeout_s:
             raise ConfigError(
                 f"{name('round_deadline_s')} {deadline:g} s is beyond {name('round_timeout_s')} "
@@ -286,30 +284,51 @@ class FlowerConfig:
 
 
 def check_quorum_for(
-    k: int | None, clients: int, algorithm: str, secagg: bool, k_name: str
+    quorum: tuple[int | None, float | None],
+    clients: int,
+    own_strategy: str | None,
+    secagg: bool,
+    names: tuple[str, str],
 ) -> None:
-    """Refuse k of n that a run cannot honour.
+    """Refuse partial participation that a run cannot honour.
 
-    That is: k above its ``clients``, an algorithm other than Algorithm 1's rounds
-    (``algorithm`` is ``"fedcare"`` for FedCARE, FedCARE-B, FMGDA and FSMGDA), or SecAgg+
-    (whose own threshold decides a round). ``k_name`` names k (a flag).
+    Parameters
+    ----------
+    quorum
+        k (``min_per_round``) and the deadline (``round_deadline_s``); (None, None): off.
+    clients
+        The run's clients (sites): k may not exceed them.
+    own_strategy
+        The Flower strategy an algorithm runs its rounds with (FedAvg, FedXgbBagging; None:
+        Algorithm 1's rounds, the only ones partial participation is for).
+    secagg
+        SecAgg+ decides a round by its own threshold: refused with it.
+    names
+        How messages name k and the deadline (the flags).
 
     Raises
     ------
     ConfigError
         Naming the option and the reason.
     """
-    if k is None:
+    k, deadline = quorum
+    if k is None and deadline is None:
         return
-    if k > clients:
-        raise ConfigError(f"{k_name} {k}: more than the run's {clients} participants")
-    if algorithm != "fedcare":
+    name = names[0] if k is not None else names[1]
+    if k is not None and k > clients:
+        raise ConfigError(f"{names[0]} {k}: more than the run's {clients} participants")
+    if own_strategy is not None:
         raise ConfigError(
-            f"{k_name}: partial participation is for Algorithm 1's rounds (fedcare, "
-            f"fedcare-b, fmgda, fsmgda), not {algorithm}"
+            f"{name}: partial participation is for Algorithm 1's rounds (fedcare, fedcare-b, "
+            f"fmgda, fsmgda), not rounds run by Flower's {own_strategy}"
         )
     if secagg:
-        raise ConfigError(f"{k_name} with secagg: SecAgg+ decides a round by its threshold")
+        raise ConfigError(f"{name} with secagg: SecAgg+ decides a round by its own threshold")
+
+
+def majority(clients: int) -> int:
+    """A strict majority of ``clients``: k when only a deadline is given."""
+    return clients // 2 + 1
 
 
 def _check_bind_address(address: str, name: str = "bind_address") -> ipaddress.IPv4Address:

@@ -28,6 +28,7 @@ from flwr.serverapp import Grid, ServerApp
 from fedcare.flower import baselines, trees
 from fedcare.flower.audit import RECEIVED_FILE, append_line, message_line
 from fedcare.flower.final_model import finish_stage1
+from fedcare.flower.flower_options import majority
 from fedcare.flower.messages import ProtocolError
 from fedcare.flower.polling import LateHook, PollingGrid, ReplyHook, RoundQuorum
 from fedcare.flower.results import append_round, write_error
@@ -108,10 +109,14 @@ def run_server(grid: Grid, plan: RunPlan, on_round: RoundHook | None = None) -> 
 
 
 def plan_quorum(plan: RunPlan) -> RoundQuorum | None:
-    """The plan's k of n with its deadline (None: every client, every round)."""
-    if plan.min_per_round is None or plan.round_deadline_s is None:
+    """The plan's k of n with its deadline (None: every client waited for until the timeout).
+
+    k is ``min_per_round``, else a majority of the run's clients.
+    """
+    if plan.round_deadline_s is None:
         return None
-    return RoundQuorum(plan.min_per_round, plan.round_deadline_s)
+    k = plan.min_per_round or majority(len(plan.client_ids))
+    return RoundQuorum(k, plan.round_deadline_s)
 
 
 def late_replies_noted(strategy: _ServerStrategy, plan: RunPlan) -> LateHook:

@@ -183,7 +183,7 @@ def test_a_flower_option_is_a_flag_and_a_flow_parameter_with_one_meaning(dest: s
     ref = FLOWER[dest]
     assert _cli_options()[dest].option_strings == [f"--{ref.spec.flag}"]
     assert _cli_options()[dest].default is None and _flow_parameters()[dest].default is None
-    value: Any = True if ref.base is bool else 42.0 if ref.base is float else "127.0.0.1"
+    value: Any = {bool: True, float: 42.0, int: 2}.get(ref.base, "127.0.0.1")
     argv = ["run", "--backend", "flower-deployment", f"--{ref.spec.flag}"]
     argv += [] if ref.base is bool else [str(value)]
     from fedcare.cli.main import flower_overrides
@@ -209,7 +209,9 @@ def test_a_flower_option_has_one_range_for_both_entries(dest: str) -> None:
     with pytest.raises(ConfigError) as from_cli:
         build_stage1_runner(args)
     with pytest.raises(ConfigError) as from_flow:
-        FlowParameters.of(backend="flower-sim", **{dest: -1.0}).validate()
+        FlowParameters.of(
+            backend="flower-sim", **{dest: -1 if ref.base is int else -1.0}
+        ).validate()
     assert str(from_cli.value).startswith(f"--{ref.spec.flag} ")
     assert str(from_flow.value).startswith(f"{dest} ")
     for err in (from_cli, from_flow):

@@ -161,7 +161,7 @@ def test_a_state_folder_edited_by_hand_is_refused_before_anything_acts_on_it(
         (["--name", "../../escaped"], ("--name: run name '../../escaped'",)),
         (["--round-timeout", "1e300"], ("--round-timeout must lie in (0, 2,592,000]",)),
         (["--startup-timeout", "inf"], ("--startup-timeout must be a finite number",)),
-        (["--min-sites-per-round", "2"], ("--min-sites-per-round needs --round-deadline",)),
+        (["--round-deadline", "5", "--secagg"], ("--round-deadline with secagg",)),
         (["--min-sites-per-round", "3", "--round-deadline", "5"], ("3: more than the run's 2",)),
         (
             ["--min-sites-per-round", "2", "--round-deadline", "900"],

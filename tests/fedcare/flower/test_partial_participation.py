@@ -132,21 +132,27 @@ def test_the_quorum_is_for_training_rounds_only(task_identity):
 
 
 def test_k_of_n_is_refused_where_it_cannot_be_honoured():
-    with pytest.raises(ConfigError, match="--min-sites-per-round needs --round-deadline"):
-        FlowerConfig(min_per_round=2).validate(
-            {"min_per_round": "--min-sites-per-round", "round_deadline_s": "--round-deadline"}
-        )
-    with pytest.raises(ConfigError, match="round_deadline_s needs min_per_round"):
-        FlowerConfig(round_deadline_s=2.0).validate()
+    FlowerConfig(min_per_round=2).validate()  # a minimum alone: no deadline, fewer stop
+    FlowerConfig(round_deadline_s=2.0).validate()  # a deadline alone: k is a majority
     with pytest.raises(ConfigError, match="beyond round_timeout_s"):
         FlowerConfig(min_per_round=2, round_deadline_s=700.0).validate()
     with pytest.raises(ConfigError, match="min_per_round"):
         FlowerConfig(min_per_round=0, round_deadline_s=7.0).validate()
+    names = ("--k", "--deadline")
     for args, message in (
-        ((4, 3, "fedcare", False), "4: more than the run's 3"),
-        ((2, 3, "fedavg", False), "not fedavg"),
-        ((2, 3, "fedcare", True), "SecAgg"),
+        (((4, None), 3, None, False), "--k 4: more than the run's 3"),
+        (((2, 5.0), 3, "FedAvg", False), "--k: partial .* not rounds run by Flower's FedAvg"),
+        (((None, 5.0), 3, "FedXgbBagging", False), "--deadline: partial"),
+        (((2, 5.0), 3, None, True), "--k with secagg"),
+        (((None, 5.0), 3, None, True), "--deadline with secagg"),
     ):
         with pytest.raises(ConfigError, match=message):
-            check_quorum_for(*args, "--k")
-    check_quorum_for(3, 3, "fedcare", False, "--k")
+            check_quorum_for(*args, names)
+    check_quorum_for((3, 5.0), 3, None, False, names)
+    check_quorum_for((None, None), 3, "FedAvg", True, names)
+
+
+def test_a_deadline_alone_closes_rounds_with_a_majority(small_federation, tmp_path, task_identity):
+    lb = _slow(small_federation, tmp_path, round_deadline_s=0.05)
+    strategy = run_server(lb.grid, lb.plan)
+    assert [r.participants for r in strategy.rounds] == [(0, 2), (0, 2), (0, 2)]
