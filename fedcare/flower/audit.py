@@ -54,17 +54,17 @@ def content_digest(content: RecordDict) -> tuple[int, str]:
 
 
 def message_line(msg: Message, **extra: Any) -> dict[str, Any]:
-    """One audit line for ``msg``: its round (group), kind, size and digest."""
-    size, digest = content_digest(msg.content)
+    """One audit line for ``msg``: its round (group), kind, size and digest.
+
+    An error reply (the SuperLink's for a node gone, a ClientApp's failure) has no content:
+    its line holds the error's code instead of a digest.
+    """
     meta = msg.metadata
-    return {
-        "time": time.time(),
-        "round": meta.group_id,
-        "kind": meta.message_type,
-        "bytes": size,
-        "sha256": digest,
-        **extra,
-    }
+    line = {"time": time.time(), "round": meta.group_id, "kind": meta.message_type}
+    if msg.has_error():
+        return line | {"error": int(msg.error.code), **extra}
+    size, digest = content_digest(msg.content)
+    return line | {"bytes": size, "sha256": digest, **extra}
 
 
 def append_line(path: Path, line: Mapping[str, Any]) -> None:

@@ -189,7 +189,11 @@ def _audits_match(received_path: Path, sites: dict[str, Path], slow: str) -> Non
             for x in lines
             if x.get("run_id") == joined["run_id"] and "sha256" in x
         ]
-        got = [(x["round"], x["kind"], x["sha256"]) for x in received if x["site"] == name]
+        got = [
+            (x["round"], x["kind"], x["sha256"])
+            for x in received
+            if x["site"] == name and "sha256" in x
+        ]
         assert got and all(m in sent for m in got), name
         unrecorded = [m for m in sent if m not in got]
         if name != slow:

@@ -106,8 +106,22 @@ def test_the_sites_audit_logs_match_the_coordinators_record(
     for name in NAMES:
         sent = read_lines(tmp_path / "sites" / name / AUDIT_FILE)
         messages = [(x["round"], x["kind"], x["sha256"]) for x in sent if "sha256" in x]
-        got = [(x["round"], x["kind"], x["sha256"]) for x in received if x["site"] == name]
+        got = [
+            (x["round"], x["kind"], x["sha256"])
+            for x in received
+            if x["site"] == name and "sha256" in x
+        ]
         assert messages == got and len([m for m in messages if m[1] == "train"]) == 3
         joined = [x for x in sent if x.get("decision") == "joined"]
         assert len(joined) == 1 and joined[0]["run_name"] == "r1"
         assert all("bytes" in x and x["bytes"] > 0 for x in sent if "sha256" in x)
+
+
+def test_an_error_reply_is_recorded_by_its_code_not_a_digest(task_identity):
+    from flwr.app import Error, Message, MessageType, RecordDict
+
+    from fedcare.flower.audit import message_line
+
+    asked = Message(RecordDict(), 1001, MessageType.TRAIN, group_id="2")
+    line = message_line(Message(Error(5, "Node Unavailable"), reply_to=asked), site="north")
+    assert line["error"] == 5 and line["round"] == "2" and "sha256" not in line
