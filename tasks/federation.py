@@ -53,16 +53,6 @@ class LiveTarget:
         )
 
 
-def live_run_failed(run_id: str) -> None:
-    """Mark a live Stage 1 run failed (quietly, if the store is gone too)."""
-    from fedcare.tracking import store
-
-    try:
-        store.finish_run(run_id, "FAILED")
-    except Exception:
-        pass
-
-
 @dataclass(frozen=True)
 class FederationStage1:
     """One seed's Stage 1 over the sites: its document and the ServerApp's result folder."""
@@ -137,8 +127,8 @@ def stage1_federation_task(
             on_round=rounds_live,
         )  # fmt: skip
     except BaseException as exc:
-        if rounds_live is not None and rounds_live.run_id is not None:
-            live_run_failed(rounds_live.run_id)
+        if rounds_live is not None:
+            rounds_live.fail()
         if not isinstance(exc, FedcareError):
             raise
         logger.error("%s: %s", type(exc).__name__, exc)
@@ -198,8 +188,7 @@ def log_stage1_task(
     store.configure(tracking_uri)
     live = None
     if stage1.live_run_id is not None:  # the rounds went live: finish that run
-        live = LiveRounds(lambda: str(stage1.live_run_id), run_logger().warning)
-        live.run_id, live.logged = stage1.live_run_id, stage1.live_rounds
+        live = LiveRounds.resumed(stage1.live_run_id, stage1.live_rounds, run_logger().warning)
     run_id = log_stage1_run(
         stage1.document,
         stage1.result_dir,

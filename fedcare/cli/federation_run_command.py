@@ -71,8 +71,8 @@ def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
             flower=flower, run_name=name, progress=bars, secagg=args.secagg, on_round=live,
         )  # fmt: skip
     except BaseException:
-        if live is not None and live.run_id is not None:
-            _end_live_run(live.run_id)
+        if live is not None:
+            live.fail()
         raise
     finally:
         bars.close()
@@ -113,13 +113,3 @@ def _open_live_run(tracking: str | None, head: dict[str, Any]) -> LiveRounds | N
         return run_id
 
     return LiveRounds(open_run, lambda text: print(f"fedcare: {text}", file=sys.stderr))
-
-
-def _end_live_run(run_id: str) -> None:
-    """Mark the live run failed (Stage 1 did not finish), quietly if the store is gone."""
-    from fedcare.tracking import store
-
-    try:
-        store.finish_run(run_id, "FAILED")
-    except Exception:
-        pass

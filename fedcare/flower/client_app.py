@@ -44,7 +44,7 @@ from fedcare.flower.site_messages import (
 from fedcare_core.config import Stage1Config
 from fedcare_core.data.client_store import load_client_data
 from fedcare_core.data.clients import ClientData
-from fedcare_core.sites.policy import Refusal, RunTerms
+from fedcare_core.sites.policy import Refusal, terms_of
 
 #: Node-config key naming the client's data folder (``flower-supernode --node-config``).
 DATA_PATH_KEY = "data-path"
@@ -190,12 +190,7 @@ def check_instruction_terms(
     folder = context.node_config.get(SITE_PATH_KEY)
     if not folder:
         return
-    dp = stage1.privacy()
-    terms = RunTerms(
-        run_name="", algorithm="fedcare", objectives=objectives, rounds=stage1.rounds,
-        secagg=stage1.secagg, noise_multiplier=None if dp is None else dp.noise_multiplier,
-        delta=None if dp is None else dp.delta,
-    )  # fmt: skip
+    terms = terms_of(stage1, run_name="", algorithm="fedcare", objectives=objectives)
     refusal = decide(Path(str(folder)), terms)
     if refusal is not None:
         raise ProtocolError(

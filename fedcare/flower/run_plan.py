@@ -12,8 +12,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from fedcare.flower.flower_options import majority
+from fedcare.flower.polling import RoundQuorum
 from fedcare_core.config import BaselineConfig, ModelConfig, Stage1Config
-from fedcare_core.sites.policy import RunTerms
+from fedcare_core.sites.policy import RunTerms, terms_of
 
 #: File names inside a run's result folder.
 PLAN_FILE = "plan.json"
@@ -139,16 +141,22 @@ class RunPlan:
 
     def terms(self) -> RunTerms:
         """What a site is asked to take part in (its policy decides on these)."""
-        dp = self.stage1.privacy()
-        return RunTerms(
+        return terms_of(
+            self.stage1,
             run_name=self.run_name,
             algorithm=self.algorithm,
             objectives=self.objective_names,
-            rounds=self.stage1.rounds,
-            secagg=self.stage1.secagg,
-            noise_multiplier=None if dp is None else dp.noise_multiplier,
-            delta=None if dp is None else dp.delta,
         )
+
+    def round_quorum(self) -> RoundQuorum | None:
+        """K of n with the round's deadline (None: every client waited for until the timeout).
+
+        k is ``min_per_round``, else a majority of the run's clients.
+        """
+        if self.round_deadline_s is None:
+            return None
+        k = self.min_per_round or majority(len(self.client_ids))
+        return RoundQuorum(k, self.round_deadline_s)
 
     @property
     def kinds(self) -> dict[str, str]:

@@ -28,9 +28,8 @@ from flwr.serverapp import Grid, ServerApp
 from fedcare.flower import baselines, trees
 from fedcare.flower.audit import RECEIVED_FILE, append_line, message_line
 from fedcare.flower.final_model import finish_stage1
-from fedcare.flower.flower_options import majority
 from fedcare.flower.messages import ProtocolError
-from fedcare.flower.polling import LateHook, PollingGrid, ReplyHook, RoundQuorum
+from fedcare.flower.polling import LateHook, PollingGrid, ReplyHook
 from fedcare.flower.results import append_round, write_error
 from fedcare.flower.run_plan import RunPlan
 from fedcare.flower.site_messages import site_identity
@@ -90,7 +89,7 @@ def run_server(grid: Grid, plan: RunPlan, on_round: RoundHook | None = None) -> 
         polling = PollingGrid(
             grid,
             plan.pull_interval_s,
-            plan_quorum(plan),
+            plan.round_quorum(),
             late_replies_noted(strategy, plan),
             replies_recorded(strategy, plan) if plan.sites else None,
         )
@@ -106,17 +105,6 @@ def run_server(grid: Grid, plan: RunPlan, on_round: RoundHook | None = None) -> 
             sender = strategy
         finish_stage1(strategy, polling, broadcast_from=sender)
     return strategy
-
-
-def plan_quorum(plan: RunPlan) -> RoundQuorum | None:
-    """The plan's k of n with its deadline (None: every client waited for until the timeout).
-
-    k is ``min_per_round``, else a majority of the run's clients.
-    """
-    if plan.round_deadline_s is None:
-        return None
-    k = plan.min_per_round or majority(len(plan.client_ids))
-    return RoundQuorum(k, plan.round_deadline_s)
 
 
 def late_replies_noted(strategy: _ServerStrategy, plan: RunPlan) -> LateHook:

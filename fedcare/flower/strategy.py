@@ -55,7 +55,6 @@ from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
 from fedcare.flower.baselines import encode_union_layout, plan_union_layout
-from fedcare.flower.flower_options import majority
 from fedcare.flower.flwr_internals import node_unavailable_error_code
 from fedcare.flower.membership import TTL_MARGIN_S, ClientLoss, Membership, node_of
 from fedcare.flower.messages import (
@@ -358,9 +357,9 @@ class FedCareStrategy(Strategy):
             updates.append(update)
         silent = sorted(set(self._asked) - answered)
         closed = f"within {self.plan.round_timeout_s:g} s"
-        k = self.plan.min_per_round or majority(len(self.plan.client_ids))
-        if self.plan.round_deadline_s is not None and len(answered) >= k:
-            closed = f"by the round's deadline ({self.plan.round_deadline_s:g} s)"
+        quorum = self.plan.round_quorum()
+        if quorum is not None and len(answered) >= quorum.k:
+            closed = f"by the round's deadline ({quorum.deadline_s:g} s)"
         for node in silent:
             self.membership.lose(server_round, node, f"no reply {closed}", dropped=False)
         self._asked = []

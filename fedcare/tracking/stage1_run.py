@@ -98,6 +98,28 @@ class LiveRounds:
             return
         self.logged += 1
 
+    @classmethod
+    def resumed(cls, run_id: str, logged: int, warn: Callable[[str], None]) -> LiveRounds:
+        """The live view of run ``run_id``, which already holds ``logged`` rounds.
+
+        A flow's Stage 1 task hands its run to the tracking task this way.
+        """
+        live = cls(lambda: run_id, warn)
+        live.run_id, live.logged = run_id, logged
+        return live
+
+    def fail(self) -> None:
+        """Mark the run failed, if one was opened.
+
+        Quietly if the store is gone too: Stage 1's own error is the one to report.
+        """
+        if self.run_id is None:
+            return
+        try:
+            store.finish_run(self.run_id, "FAILED")
+        except Exception:  # the store may be gone as well
+            pass
+
 
 def log_stage1_run(
     document: Mapping[str, Any],

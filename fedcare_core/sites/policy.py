@@ -26,6 +26,7 @@ from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 from typing import Any
 
+from fedcare_core.config import Stage1Config
 from fedcare_core.errors import ConfigError
 from fedcare_core.privacy.accountants import ACCOUNTANTS, epsilon_spent
 
@@ -105,6 +106,26 @@ class RunTerms:
         if self.noise_multiplier is None or self.delta is None:
             return math.inf
         return epsilon_spent(self.noise_multiplier, self.rounds, self.delta, accountant)
+
+
+def terms_of(
+    stage1: Stage1Config, *, run_name: str, algorithm: str, objectives: tuple[str, ...]
+) -> RunTerms:
+    """The terms of a run of these Stage 1 settings.
+
+    The coordinator's plan and a site reading a training instruction both call it: the same
+    settings give the same terms and digest.
+    """
+    dp = stage1.privacy()
+    return RunTerms(
+        run_name=run_name,
+        algorithm=algorithm,
+        objectives=objectives,
+        rounds=stage1.rounds,
+        secagg=stage1.secagg,
+        noise_multiplier=None if dp is None else dp.noise_multiplier,
+        delta=None if dp is None else dp.delta,
+    )
 
 
 @dataclass(frozen=True)
