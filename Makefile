@@ -79,16 +79,18 @@ typecheck: $(STAMP)
 	$(BIN)/mypy
 
 # The unit and slow suites run on TEST_WORKERS pytest-xdist processes (2: CI's cores);
-# TEST_WORKERS=0 runs them in this process.
+# TEST_WORKERS=0 runs them in this process. A module whose tests share an expensive
+# module-scoped fixture marks itself xdist_group: its tests run on one worker, the fixture once.
 TEST_WORKERS ?= 2
 unit: $(STAMP)
-	FEDCARE_DATA_DIR="$(DATA_DIR)" $(BIN)/python -m pytest -m "not slow" -q -n $(TEST_WORKERS)
+	FEDCARE_DATA_DIR="$(DATA_DIR)" $(BIN)/python -m pytest -m "not slow" -q -n $(TEST_WORKERS) \
+		--dist loadgroup
 
 test: lint typecheck unit
 
 slow: $(STAMP)
 	FEDCARE_DATA_DIR="$(DATA_DIR)" $(BIN)/python -m pytest -m "slow and not journey" -q \
-		-n $(TEST_WORKERS) --durations=15
+		-n $(TEST_WORKERS) --dist loadgroup --durations=15
 
 # Every bash block of README.md, in order, on a fresh clone (FEDCARE_QUICK=1; tests/e2e/test_readme.py).
 journey: $(STAMP)

@@ -34,7 +34,7 @@ from fedcare.procs.children import TOKEN_ENV
 from fedcare.procs.marked import marked_processes
 from fedcare.procs.ports import free_port
 
-pytestmark = [pytest.mark.slow, pytest.mark.realdata]
+pytestmark = [pytest.mark.slow, pytest.mark.realdata, pytest.mark.xdist_group("multisite")]
 ROUNDS = "3"
 JOIN_STOP_S = 60.0
 

@@ -33,7 +33,7 @@ from fedcare.procs.ports import free_port
 from tests.e2e.test_multisite_federation import fedcare, prepare_sites, stop
 
 pytestmark = [pytest.mark.slow, pytest.mark.realdata]
-DEADLINE_S = "8"
+DEADLINE_S = "15"
 
 
 def _join(folder: Path, port: int, ca: Path, log: Path) -> subprocess.Popen[bytes]:

@@ -29,7 +29,7 @@ from tests.conftest import REPO_ROOT
 from tests.faults.run_processes import MARK_ENV, command_line, processes_left
 from tests.fedcare.flower.test_deployment import LAMBDA_TOL
 
-pytestmark = [pytest.mark.realdata, pytest.mark.slow]
+pytestmark = [pytest.mark.realdata, pytest.mark.slow, pytest.mark.xdist_group("resume")]
 
 ROUNDS = 12
 KILL_AT = 3

@@ -4,9 +4,12 @@
   ends Failed with one line, no MLflow run made; a failure inside a seed's Stage 1 ends it
   Failed with one line too, its parent run ``FAILED``.
 * Slow: two sites prepared from the real Diabetes 130 file, a coordinator on loopback, each
-  site's node in a thread; the flow refuses ``min_sites`` beyond the registered sites, then runs
-  2 rounds: λ* equal an in-process Stage 1 on the same sites, the run is nested under the flow's
-  parent run, every site received ``w*``, and no Flower process of the test is left.
+  site's node in a thread following the federation (``site join --personalise``, its own
+  MLflow store); the flow refuses ``min_sites`` beyond the registered sites, then runs 2 rounds:
+  λ* equal an in-process Stage 1 on the same sites, the run is nested under the flow's parent
+  run, every site received ``w*``. The flow runs again, as the re-training schedule runs it:
+  every site re-trained itself both times and holds a new champion, or its new version's
+  ``fedcare.promotion`` tag says why not. No Flower process of the test is left.
 """
 
 from __future__ import annotations
@@ -149,14 +152,24 @@ class SiteFederation:
     clients: dict[str, Any]
     coordinator: Any
     errors: list[BaseException] = field(default_factory=list)
+    said: list[str] = field(default_factory=list)
+
+
+def site_store(folder: Path) -> str:
+    """The MLflow store a following site registers its re-trained models in."""
+    return f"sqlite:///{folder / 'mlflow.db'}"
 
 
 def _join(folder: Path, address: str, ca_cert: Path, stop: threading.Event, fed: Any) -> None:
     from fedcare.sites.site_folder import SiteFolder
-    from fedcare.sites.site_join import join_federation
+    from fedcare.sites.site_join import Following, join_federation
 
+    follow = Following(site_store(folder), margin=0.005)
     try:
-        join_federation(SiteFolder(folder), address, ca_cert, stop_when=stop.is_set)
+        join_federation(
+            SiteFolder(folder), address, ca_cert, stop_when=stop.is_set, follow=follow,
+            say=lambda line: fed.said.append(line),
+        )  # fmt: skip
     except BaseException as exc:  # reported by the fixture's teardown
         fed.errors.append(exc)
 
@@ -170,6 +183,8 @@ def site_federation(
     Every process started from here on carries a fresh :data:`MARK_ENV`; teardown stops the
     nodes and the coordinator, then checks that none of them is left.
     """
+    from mlflow.tracking import MlflowClient
+
     from fedcare.procs.ports import free_port
     from fedcare.sites.coordinator import Coordinator
     from fedcare.sites.site_folder import SiteFolder, create_site_folder
@@ -203,6 +218,9 @@ def site_federation(
         for folder in folders.values():
             coordinator.register(SiteFolder(folder).card())
         for folder in folders.values():
+            # Set up before the node starts, as `site join --personalise` does (one process
+            # creates a store's tables; the site's Stage 2 runs then only use them).
+            MlflowClient(site_store(folder)).search_experiments(max_results=1)
             args = (folder, f"127.0.0.1:{port}", coordinator.ca_cert, stop, fed)
             threads.append(threading.Thread(target=_join, args=args, daemon=True))
             threads[-1].start()
@@ -311,3 +329,50 @@ def test_the_flow_runs_stage1_over_real_sites(
     # Every site received w*; the coordinator held no patient data.
     assert _received_w_star(fed.folders) == dict.fromkeys(SITES, True)
     print(f"flow runs (refused + 2 rounds over 2 sites): {flow_s:.1f} s")
+
+    # The re-training schedule runs the same flow again: every following site re-trains.
+    _wait_for_versions(fed, 1)
+    again = fedcare_pipeline(min_sites=2, return_state=True, **common)
+    assert again.is_completed(), again.message
+    _wait_for_versions(fed, 2)
+    _every_site_holds_a_new_champion_or_a_reason(fed)
+
+
+def _wait_for_versions(fed: SiteFederation, count: int, timeout_s: float = 300.0) -> None:
+    """Until every site's store holds ``count`` versions of its model and its join said so."""
+    from mlflow.tracking import MlflowClient
+
+    deadline = time.monotonic() + timeout_s
+    for name, folder in fed.folders.items():
+        client = MlflowClient(site_store(folder), registry_uri=site_store(folder))
+        while True:
+            models = client.search_registered_models()
+            versions = client.search_model_versions(f"name='{models[0].name}'") if models else []
+            said = [line for line in fed.said if f"site {name}:" in line and "(challenger)" in line]
+            if len(versions) >= count and len(said) >= count:
+                break
+            assert time.monotonic() < deadline, (name, "\n".join(fed.said))
+            time.sleep(1)
+
+
+def _every_site_holds_a_new_champion_or_a_reason(fed: SiteFederation) -> None:
+    """Each site's newest version is its champion, or its ``fedcare.promotion`` tag says why not."""
+    from mlflow.tracking import MlflowClient
+
+    from fedcare.tracking.registry import TAG_PROMOTED, TAG_PROMOTION
+
+    for name, folder in fed.folders.items():
+        client = MlflowClient(site_store(folder), registry_uri=site_store(folder))
+        (model,) = client.search_registered_models()
+        versions = sorted(
+            client.search_model_versions(f"name='{model.name}'"), key=lambda v: int(v.version)
+        )
+        assert len(versions) == 2, (name, versions)
+        first, newest = versions
+        assert "no champion yet" in first.tags[TAG_PROMOTION], first.tags
+        champion = client.get_model_version_by_alias(model.name, "champion")
+        why = newest.tags[TAG_PROMOTION]
+        if newest.tags[TAG_PROMOTED] == "true":
+            assert champion.version == newest.version and "promoted" in why, (name, why)
+        else:
+            assert champion.version == first.version and "kept" in why, (name, why)
