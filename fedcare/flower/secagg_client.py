@@ -128,7 +128,9 @@ def build_secagg_client_app(locate: DataLocator) -> ClientApp:
     """A ClientApp whose data folder is found by ``locate(context)``.
 
     ``train`` messages (SecAgg+'s stages) go through ``secaggplus_mod`` to the legacy client;
-    ``query`` (the handshake) and ``query.final_model`` to the plain client's handlers.
+    ``query`` (the handshake) and ``query.final_model`` to the plain client's handlers. Every
+    reply is recorded in the site's audit log as it leaves: a stage's reply after the mod
+    masked it, so the log and the coordinator's record digest the same message.
     """
 
     def client_fn(context: Context) -> Client:
@@ -138,7 +140,7 @@ def build_secagg_client_app(locate: DataLocator) -> ClientApp:
     client_app = ClientApp()
     client_app.query()(audited(partial(handle_query, locate)))
     client_app.query(FINAL_MODEL_ACTION)(audited(handle_final_model))
-    client_app.train()(legacy)
+    client_app.train()(audited(legacy))  # each SecAgg+ stage's reply, as it leaves (masked)
     return client_app
 
 

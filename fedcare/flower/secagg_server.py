@@ -40,7 +40,12 @@ from fedcare.flower.polling import PollingGrid
 from fedcare.flower.run_plan import RunPlan
 from fedcare.flower.secagg import MAX_ATTEMPTS, MODULUS
 from fedcare.flower.secagg_strategy import RoundHook, SecureRoundError, SecureStage1Strategy
-from fedcare.flower.server_app import errors_recorded, plan_server_app, recorded_rounds
+from fedcare.flower.server_app import (
+    errors_recorded,
+    plan_server_app,
+    recorded_rounds,
+    replies_recorded,
+)
 from fedcare_core.stage1.secure_sums import GROWTH
 
 
@@ -125,7 +130,8 @@ def run_secure_server(
             client_manager=SimpleClientManager(),
         )
         workflow = DefaultWorkflow(fit_workflow=SecureRoundWorkflow(strategy, plan.round_timeout_s))
-        polling = PollingGrid(grid, plan.pull_interval_s)
+        on_reply = replies_recorded(strategy, plan) if plan.sites else None
+        polling = PollingGrid(grid, plan.pull_interval_s, on_reply=on_reply)
         workflow(polling, legacy)
         finish_stage1(strategy, polling, broadcast_from=strategy if plan.broadcast else None)
     return strategy

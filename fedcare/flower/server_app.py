@@ -120,8 +120,12 @@ def late_replies_noted(strategy: _ServerStrategy, plan: RunPlan) -> LateHook:
     return note
 
 
-def replies_recorded(strategy: _ServerStrategy, plan: RunPlan) -> ReplyHook:
-    """A hook appending each reply's audit line to the result folder's ``received.jsonl``."""
+def replies_recorded(strategy: object, plan: RunPlan) -> ReplyHook:
+    """A hook appending each reply's audit line to the result folder's ``received.jsonl``.
+
+    A reply's site is the plan's name of the client its node plays (``strategy.clients``,
+    node id → client id, where the strategy keeps it), else the site a handshake names.
+    """
     path = Path(plan.result_dir) / RECEIVED_FILE
 
     def record(node: int, reply: Message, late: bool) -> None:

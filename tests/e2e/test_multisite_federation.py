@@ -12,7 +12,9 @@ within 1e-5 (1e-4 under SecAgg+, whose grid rounds each sum; its ``w*`` within 1
 plain one) and each site's metrics within 1e-4. (Stage 2 from the secure ``w*``, one float32
 step away, can differ by ~1e-3 in a metric: Stage 2's training is not smooth in ``w*``.)
 
-A site whose key the coordinator never registered is refused; a site that drops out mid-run is
+Each site's audit log holds what the coordinator recorded receiving from it, digest for digest,
+for the secure run (every SecAgg+ stage) as for the plain one. A site whose key the
+coordinator never registered is refused; a site that drops out mid-run is
 handled as a killed SuperNode is (skipped, dropped, noted; the run finishes with the others).
 """
 
@@ -30,6 +32,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from fedcare.flower.audit import AUDIT_FILE, RECEIVED_FILE, read_lines
 from fedcare.procs.children import TOKEN_ENV
 from fedcare.procs.marked import marked_processes
 from fedcare.procs.ports import free_port
@@ -142,6 +145,8 @@ def test_three_sites_match_the_in_process_federation(federation: dict) -> None:
     assert doc["rounds_run"] == secure_doc["rounds_run"] == int(ROUNDS)
     assert [s["name"] for s in doc["sites"]] == sorted(federation["sites"])
     assert secure_doc["secure_aggregation"] is True and doc["secure_aggregation"] is False
+    for run in ("secure", "plain"):  # every SecAgg+ stage's reply too, as it left each site
+        audits_match(state / "runs" / run, federation["sites"])
     with (
         np.load(state / "runs" / "plain" / "result" / "stage1.npz") as plain_w,
         np.load(state / "runs" / "secure" / "result" / "stage1.npz") as secure_w,
@@ -232,6 +237,35 @@ def test_a_site_that_drops_out_mid_run_is_noted_and_the_others_finish(federation
     assert leaving not in doc["rounds"][-1]["participant_sites"]
     assert any(f"site {leaving!r}" in note for note in doc["notes"]), doc["notes"]
     assert not _federation_processes(root)
+
+
+def audits_match(run: Path, sites: dict[str, Path], slow: str | None = None) -> None:
+    """Each site's audit log against the coordinator's record of the run, digest for digest.
+
+    ``run``: the run's folder in the coordinator's state. What the coordinator recorded is
+    exactly what each site sent; a ``slow`` site may also have sent a reply after its round
+    closed that the coordinator never pulled (the run had ended).
+    """
+    received = read_lines(run / "result" / RECEIVED_FILE)
+    for name, folder in sites.items():
+        lines = read_lines(folder / AUDIT_FILE)
+        (joined,) = [x for x in lines if x.get("run_name") == run.name]
+        assert joined["decision"] == "joined"
+        sent = [
+            (x["round"], x["kind"], x["sha256"])
+            for x in lines
+            if x.get("run_id") == joined["run_id"] and "sha256" in x
+        ]
+        got = [
+            (x["round"], x["kind"], x["sha256"])
+            for x in received
+            if x["site"] == name and "sha256" in x
+        ]
+        assert got and all(m in sent for m in got), name
+        unrecorded = [m for m in sent if m not in got]
+        if name != slow:
+            assert not unrecorded, (name, unrecorded)
+        assert all(kind == "train" for _, kind, _ in unrecorded), unrecorded
 
 
 def _federation_processes(root: Path) -> list[str]:
