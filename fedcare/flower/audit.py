@@ -13,13 +13,14 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 from flwr.app import Context, Message, RecordDict
+
+from fedcare_core.files.json_lines import append_line
 
 #: Node-config key of the site's audit log (absent: the node keeps none).
 AUDIT_PATH_KEY = "audit-path"
@@ -65,31 +66,6 @@ def message_line(msg: Message, **extra: Any) -> dict[str, Any]:
         return line | {"error": int(msg.error.code), **extra}
     size, digest = content_digest(msg.content)
     return line | {"bytes": size, "sha256": digest, **extra}
-
-
-def append_line(path: Path, line: Mapping[str, Any]) -> None:
-    """Append one JSON line to ``path`` (created owner-only; O_APPEND: never rewritten)."""
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-    try:
-        os.write(fd, (json.dumps(line) + "\n").encode())
-    finally:
-        os.close(fd)
-
-
-def read_lines(path: Path) -> list[dict[str, Any]]:
-    """The complete lines of a JSON-lines log (an audit log, a round log).
-
-    A torn last line, from a writer that died mid-line, is skipped.
-    """
-    if not path.exists():
-        return []
-    out = []
-    for text in path.read_text().splitlines():
-        try:
-            out.append(json.loads(text))
-        except json.JSONDecodeError:
-            continue
-    return out
 
 
 def audited(handler: Handler) -> Handler:

@@ -156,8 +156,9 @@ def handle_query(locate: DataLocator, msg: Message, context: Context) -> Message
 
 def _site_decision(msg: Message, context: Context) -> Refusal | None:
     """The site's policy on the handshake's run terms; the decision kept in its audit log."""
-    from fedcare.flower.audit import AUDIT_PATH_KEY, append_line
+    from fedcare.flower.audit import AUDIT_PATH_KEY
     from fedcare.sites.site_rules import decide
+    from fedcare_core.files.json_lines import append_line
 
     folder = context.node_config.get(SITE_PATH_KEY)
     terms = run_terms(msg.content)

@@ -21,7 +21,6 @@ from typing import Any
 
 import numpy as np
 
-from fedcare.flower.audit import read_lines
 from fedcare.flower.run_plan import (
     ERROR_FILE,
     RESULT_ARRAYS_FILE,
@@ -30,6 +29,7 @@ from fedcare.flower.run_plan import (
     RunPlan,
 )
 from fedcare_core.files.atomic import write_atomic
+from fedcare_core.files.json_lines import append_line, read_lines
 from fedcare_core.nn.param_vectors import param_layout
 from fedcare_core.stage1.loop import RoundInfo, ServerState, Stage1Result, build_model
 
@@ -70,9 +70,7 @@ def round_from_dict(raw: dict[str, Any]) -> RoundInfo:
 def append_round(result_dir: str | Path, info: RoundInfo, wall_s: float) -> None:
     """Append one finished round (with its wall time and finish timestamp) to the log."""
     line = round_to_dict(info) | {"wall_s": wall_s, "finished_at": time.time()}
-    with open(Path(result_dir) / ROUNDS_FILE, "a") as fh:
-        fh.write(json.dumps(line) + "\n")
-        fh.flush()
+    append_line(Path(result_dir) / ROUNDS_FILE, line)
 
 
 def read_rounds(result_dir: str | Path) -> list[dict[str, Any]]:

@@ -26,7 +26,7 @@ from flwr.app import ConfigRecord, Context, Message
 from flwr.serverapp import Grid, ServerApp
 
 from fedcare.flower import baselines, trees
-from fedcare.flower.audit import RECEIVED_FILE, append_line, message_line
+from fedcare.flower.audit import RECEIVED_FILE, message_line
 from fedcare.flower.final_model import finish_stage1
 from fedcare.flower.messages import ProtocolError
 from fedcare.flower.polling import LateHook, PollingGrid, ReplyHook
@@ -35,6 +35,7 @@ from fedcare.flower.run_plan import RunPlan
 from fedcare.flower.site_messages import site_identity
 from fedcare.flower.strategy import FedCareStrategy
 from fedcare.flower.trees_strategy import TreeBagging
+from fedcare_core.files.json_lines import append_line
 from fedcare_core.stage1.loop import RoundInfo
 
 LOGGER = logging.getLogger(__name__)

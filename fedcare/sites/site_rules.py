@@ -17,8 +17,8 @@ import time
 from dataclasses import asdict
 from pathlib import Path
 
-from fedcare.flower.audit import append_line
 from fedcare_core.errors import ConfigError
+from fedcare_core.files.json_lines import append_line
 from fedcare_core.sites.policy import POLICY_FILE, Refusal, RunTerms, check_terms, read_policy
 
 _APPROVALS = "approvals"

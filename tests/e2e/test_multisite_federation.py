@@ -32,10 +32,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedcare.flower.audit import AUDIT_FILE, RECEIVED_FILE, read_lines
+from fedcare.flower.audit import AUDIT_FILE, RECEIVED_FILE
 from fedcare.procs.children import TOKEN_ENV
 from fedcare.procs.marked import marked_processes
 from fedcare.procs.ports import free_port
+from fedcare_core.files.json_lines import read_lines
 
 pytestmark = [pytest.mark.slow, pytest.mark.realdata, pytest.mark.xdist_group("multisite")]
 ROUNDS = "3"

@@ -28,8 +28,8 @@ from pathlib import Path
 
 import pytest
 
-from fedcare.flower.audit import read_lines
 from fedcare.procs.ports import free_port
+from fedcare_core.files.json_lines import read_lines
 from tests.e2e.test_multisite_federation import audits_match, fedcare, prepare_sites, stop
 
 pytestmark = [pytest.mark.slow, pytest.mark.realdata]
