@@ -114,7 +114,7 @@ def privacy_line(privacy: dict[str, Any]) -> str:
     others = ", ".join(
         f"{name} {value:.3f}"
         for name, value in privacy.get("epsilon_by_accountant", {}).items()
-        if name.upper() not in privacy["accountant"].split()
+        if name != privacy.get("dp_accountant")
     )
     return (
         f"client-level DP: ε = {privacy['epsilon']:.3f} at δ = {privacy['delta']:g} after "

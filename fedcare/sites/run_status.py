@@ -65,8 +65,20 @@ class RunStatus:
         return out
 
 
-def latest_run(runs_dir: Path) -> RunStatus | None:
-    """The most recently started run in ``runs_dir`` (None: no run yet, or an unreadable one)."""
+@dataclass(frozen=True)
+class UnreadableRun:
+    """The latest run, whose plan cannot be read: said, not taken for "no run yet"."""
+
+    name: str
+    why: str
+
+    def lines(self) -> list[str]:
+        """The status as printed."""
+        return [f"run {self.name}: its {_PLAN_FILE} cannot be read ({self.why})"]
+
+
+def latest_run(runs_dir: Path) -> RunStatus | UnreadableRun | None:
+    """The most recently started run in ``runs_dir`` (None: no run yet)."""
     if not runs_dir.is_dir():
         return None
     folders = [p for p in runs_dir.iterdir() if (p / _PLAN_FILE).is_file()]
@@ -76,8 +88,12 @@ def latest_run(runs_dir: Path) -> RunStatus | None:
     try:
         plan = json.loads((folder / _PLAN_FILE).read_text())
         planned, sites = int(plan["stage1"]["rounds"]), tuple(str(s) for s in plan["sites"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
+    except OSError as exc:
+        return UnreadableRun(folder.name, exc.strerror or type(exc).__name__)
+    except ValueError as exc:
+        return UnreadableRun(folder.name, f"not JSON: {str(exc).splitlines()[0]}")
+    except (KeyError, TypeError) as exc:
+        return UnreadableRun(folder.name, f"no stage1.rounds or sites: {exc!r}")
     result = folder / "result"
     state = "in progress"
     if result_ready(result):

@@ -214,6 +214,7 @@ def privacy_record(
         "clip": settings.clip,
         "rounds_accounted": releases,
         "accountant": accountant_name(settings.accountant),
+        "dp_accountant": settings.accountant,
         "epsilon_by_accountant": {
             name: epsilon_spent(settings.noise_multiplier, releases, settings.delta, name)
             for name in ACCOUNTANTS

@@ -65,4 +65,8 @@ def test_the_privacy_line_names_the_accountant_and_the_other_accountants_epsilon
     line = privacy_line(record)
     pld, rdp = record["epsilon_by_accountant"]["pld"], record["epsilon_by_accountant"]["rdp"]
     assert f"ε = {pld:.3f}" in line and "PLD" in line and f"by rdp {rdp:.3f}" in line
-    assert pld < rdp
+    assert pld < rdp and record["dp_accountant"] == "pld"
+    rdp_record = privacy_record(
+        Stage1Config(rounds=10, dp_noise_multiplier=1.0, dp_accountant="rdp").privacy(), 10
+    )
+    assert f"by pld {pld:.3f}" in privacy_line(rdp_record) and "RDP" in privacy_line(rdp_record)

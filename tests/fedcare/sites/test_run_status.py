@@ -9,6 +9,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from fedcare.flower.results import append_round
 from fedcare.sites.run_status import latest_run
 from fedcare_core.stage1.loop import RoundInfo
@@ -48,6 +50,22 @@ def test_the_latest_run_shows_its_round_stragglers_and_epsilon(tmp_path: Path) -
     assert "ε spent: 1.1" in text
     (now / "result" / "error.txt").write_text("Traceback …")
     assert latest_run(runs).state == "failed"
+
+
+@pytest.mark.parametrize(
+    ("plan", "said"),
+    [("{not json", "not JSON"), ('{"sites": []}', "no stage1.rounds or sites")],
+)
+def test_a_latest_run_whose_plan_cannot_be_read_is_said_not_hidden(
+    tmp_path: Path, plan: str, said: str
+) -> None:
+    runs = tmp_path / "runs"
+    folder = _run(runs, "broken")
+    (folder / "plan.json").write_text(plan)
+    status = latest_run(runs)
+    assert status is not None
+    (line,) = status.lines()
+    assert line.startswith("run broken: its plan.json cannot be read (") and said in line
 
 
 def test_status_watch_prints_again_when_a_round_ends(tmp_path: Path) -> None:
