@@ -32,6 +32,7 @@ from fedcare_core.experiments.variants import (
     preference_variant,
 )
 from fedcare_core.nn.preferences import parse_preferences
+from fedcare_core.privacy.accountants import ACCOUNTANTS
 
 _LABELS = {"auroc": "AUROC", "mae_days": "MAE (days)"}
 
@@ -182,8 +183,15 @@ def _privacy(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
     """Per K: each metric by ε and method, then FedCARE − each method paired by seed."""
     out: list[str] = []
     spec = _metric_spec(runs)
+    if "noise_multiplier" in runs.columns:
+        spec.append(("noise_multiplier", "z", 2))
     if "epsilon" in runs.columns:
         spec.append(("epsilon", "ε spent", 3))
+    spec += [  # the same noise under each accountant: the run's ε is its accountant's
+        (f"epsilon.{name}", f"ε by {name.upper()}", 3)
+        for name in ACCOUNTANTS
+        if f"epsilon.{name}" in runs.columns
+    ]
     for k in sorted(set(runs["clients"])):
         at_k = summary[summary["clients"] == k]
         out.append(f"## K = {k}\n\n")

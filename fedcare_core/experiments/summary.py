@@ -91,8 +91,11 @@ def _run_row(cell: Cell, document: dict[str, Any]) -> dict[str, Any]:
     row["avg_auroc"] = sum(aurocs) / len(aurocs) if aurocs else math.nan
     row["avg_auroc.val"] = sum(val_aurocs) / len(val_aurocs) if val_aurocs else math.nan
     privacy = document.get("privacy")
-    if privacy:  # a run under DP: the ε its rounds spent
+    if privacy:  # a run under DP: its noise, the ε its rounds spent, each accountant's ε
+        row["noise_multiplier"] = _number(privacy.get("noise_multiplier"))
         row["epsilon"] = _number(privacy.get("epsilon"))
+        for accountant, epsilon in (privacy.get("epsilon_by_accountant") or {}).items():
+            row[f"epsilon.{accountant}"] = _number(epsilon)
     for size in _SIZES:
         row[size] = sum(int(c.get(size, 0)) for c in document.get("clients", []))
     row["rounds_run"] = document.get("stage1", {}).get("rounds_run", 0)

@@ -357,3 +357,24 @@ def test_a_preference_variant_sets_the_preset_and_its_preferences():
     assert config.stage1 == preset.stage1 and config.stage2 == preset.stage2
     with pytest.raises(ConfigError, match="a preference of the preset"):
         variant_overrides("fair-sex")
+
+
+def test_the_privacy_report_shows_the_noise_and_each_accountants_epsilon_for_it(tmp_path):
+    cells = []
+    for seed, (z, pld, rdp) in enumerate(((37.3, 1.0, 1.09), (37.3, 1.0, 1.09))):
+        for algorithm in ("fedcare", "fedavg"):
+            cell = Cell(algorithm, seed, 10, None, "dp-eps1")
+            doc = _doc(0.7 + seed / 100, 0.6, 2.0) | {
+                "privacy": {
+                    "noise_multiplier": z, "epsilon": pld, "dp_accountant": "pld",
+                    "epsilon_by_accountant": {"pld": pld, "rdp": rdp},
+                },
+            }  # fmt: skip
+            (tmp_path / f"{cell.key}.json").write_text(json.dumps(doc))
+            cells.append(cell)
+    files, _, _ = experiment_tables("privacy", cells, tmp_path, dataset="toy")
+    md = files["privacy.md"]
+    head = next(line for line in md.splitlines() if line.startswith("| variant |"))
+    assert head.endswith("| z | ε spent | ε by PLD | ε by RDP | runs |"), head
+    row = next(line for line in md.splitlines() if line.startswith("| dp-eps1 | fedcare |"))
+    assert "| 37.30 ± 0.00 | 1.000 ± 0.000 | 1.000 ± 0.000 | 1.090 ± 0.000 | 2 |" in row, row
