@@ -52,6 +52,18 @@ def add_parser(sub: Any) -> None:
     )
     approve.add_argument("--site", type=Path, required=True, metavar="SITE_DIR")
     approve.add_argument("--run", required=True, metavar="NAME", help="the pending run's name")
+    audit = site_sub.add_parser(
+        "audit",
+        help="what left this site, run by run (its audit log); with --run and --received, "
+        "check the coordinator's record of a run against it, message by message",
+    )
+    audit.add_argument("--site", type=Path, required=True, metavar="SITE_DIR")
+    audit.add_argument("--run", metavar="NAME", help="the run to check (with --received)")
+    audit.add_argument(
+        "--received", type=Path, metavar="received.jsonl",
+        help="the coordinator's record of the run's replies (its STATE/runs/NAME/result/"
+        "received.jsonl: digests only, no data)",
+    )  # fmt: skip
     rotate = site_sub.add_parser(
         "rotate-key", help="make a new node key pair and site card (then re-register the card)"
     )
@@ -70,6 +82,8 @@ def cmd_site(args: argparse.Namespace) -> int:
         return _approvals(args)
     if args.site_command == "personalise":
         return site_prepare.cmd_site_personalise(args)
+    if args.site_command == "audit":
+        return _audit(args)
     raise AssertionError(args.site_command)  # pragma: no cover - argparse rejects the rest
 
 
@@ -158,6 +172,43 @@ def _approvals(args: argparse.Namespace) -> int:
     if not runs:
         print(f"site {site.name}: no run awaits approval")
     return 0
+
+
+def _audit(args: argparse.Namespace) -> int:
+    """``fedcare site audit``: the site's runs, or the coordinator's record of one checked.
+
+    Exit 0 when every message the coordinator recorded is one the site sent, 1 when not.
+    """
+    from fedcare.flower.audit import AUDIT_FILE
+    from fedcare.sites.audit_check import check_received, runs_sent
+    from fedcare.sites.site_folder import SiteFolder
+    from fedcare_core.errors import ConfigError
+
+    site = SiteFolder.open(args.site)
+    log = site.root / AUDIT_FILE
+    if (args.run is None) != (args.received is None):
+        raise ConfigError("--run and --received go together: the run to check and its record")
+    if args.run is None:
+        for run in runs_sent(log):
+            rule = f" by its rule {run.rule}" if run.rule else ""
+            print(f"{run.run_name} (Flower run {run.run_id}): {run.decision}{rule}; "
+                  f"{run.messages} message(s) sent, {run.bytes:,} bytes")  # fmt: skip
+        if not log.exists():
+            print(f"site {site.name}: no audit log yet ({log}): it has taken part in no run")
+        return 0
+    check = check_received(log, site.name, args.run, args.received)
+    head = f"run {check.run.run_name} (Flower run {check.run.run_id}), site {site.name}"
+    print(f"{head}: the coordinator recorded {check.recorded} message(s) from this site, "
+          f"{check.recorded - len(check.never_sent)} of them as this site sent them"
+          + (f"; {check.errors} error repl(ies) by code" if check.errors else ""))  # fmt: skip
+    for round_, kind, digest in check.never_sent:
+        print(f"  NOT SENT by this site: round {round_} {kind} sha256 {digest}")
+    for round_, kind, digest in check.unrecorded:
+        print(f"  sent, not in the record (a late reply never pulled?): round {round_} {kind} "
+              f"sha256 {digest[:16]}…")  # fmt: skip
+    if check.recorded == 0:
+        print(f"  the record holds no message from {site.name}: is it this run's record?")
+    return 0 if check.agrees else 1
 
 
 def _rotate(args: argparse.Namespace) -> int:

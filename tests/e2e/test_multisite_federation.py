@@ -148,6 +148,11 @@ def test_three_sites_match_the_in_process_federation(federation: dict) -> None:
     assert secure_doc["secure_aggregation"] is True and doc["secure_aggregation"] is False
     for run in ("secure", "plain"):  # every SecAgg+ stage's reply too, as it left each site
         audits_match(state / "runs" / run, federation["sites"])
+    name, folder = sorted(federation["sites"].items())[0]  # the site's own check agrees
+    record = state / "runs" / "secure" / "result" / "received.jsonl"
+    said = fedcare("site", "audit", "--site", str(folder), "--run", "secure", "--received",
+                   str(record)).stdout  # fmt: skip
+    assert f"site {name}: the coordinator recorded" in said and "NOT SENT" not in said
     with (
         np.load(state / "runs" / "plain" / "result" / "stage1.npz") as plain_w,
         np.load(state / "runs" / "secure" / "result" / "stage1.npz") as secure_w,

@@ -160,3 +160,38 @@ def test_following_the_federation_needs_the_sites_store_and_a_sane_margin(
     )
     bad = [*join(site, ca), "--personalise", "--tracking-uri", uri, "--promotion-margin", "-1"]
     refused(capsys, tmp_path, bad, "--promotion-margin must lie in [0, 1,000,000]")
+
+
+def test_site_audit_lists_what_left_and_checks_a_coordinators_record(
+    site: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from fedcare_core.files.json_lines import append_line
+
+    audit = ["site", "audit", "--site", str(site)]
+    assert main(audit) == 0
+    assert "no audit log yet" in capsys.readouterr().out
+    log = site / "audit.jsonl"
+    append_line(log, {"run_id": 9, "run_name": "plain", "decision": "refused",
+                      "rule": "require_secagg"})  # fmt: skip
+    append_line(log, {"run_id": 11, "run_name": "weekly", "decision": "joined", "rule": None})
+    for round_, digest in (("1", "a" * 64), ("2", "b" * 64)):
+        append_line(log, {"run_id": 11, "round": round_, "kind": "train", "bytes": 1000,
+                          "sha256": digest})  # fmt: skip
+    assert main(audit) == 0
+    out = capsys.readouterr().out
+    assert "plain (Flower run 9): refused by its rule require_secagg; 0 message(s)" in out
+    assert "weekly (Flower run 11): joined; 2 message(s) sent, 2,000 bytes" in out
+    record = tmp_path / "received.jsonl"
+    append_line(record, {"site": "north", "round": "1", "kind": "train", "sha256": "a" * 64})
+    append_line(record, {"site": "south", "round": "1", "kind": "train", "sha256": "c" * 64})
+    check = [*audit, "--run", "weekly", "--received", str(record)]
+    assert main(check) == 0  # round 2's reply came late and was never pulled: noted only
+    out = capsys.readouterr().out
+    assert "the coordinator recorded 1 message(s) from this site, 1 of them as" in out
+    assert "sent, not in the record (a late reply never pulled?): round 2 train" in out
+    append_line(record, {"site": "north", "round": "3", "kind": "train", "sha256": "d" * 64})
+    assert main(check) == 1
+    assert f"NOT SENT by this site: round 3 train sha256 {'d' * 64}" in capsys.readouterr().out
+    refused(capsys, tmp_path, [*audit, "--run", "weekly"], "--run and --received go together")
+    refused(capsys, tmp_path, [*audit, "--run", "weekly", "--received", str(tmp_path / "no")],
+            "--received", "cannot be read")  # fmt: skip

@@ -126,3 +126,36 @@ def test_an_error_reply_is_recorded_by_its_code_not_a_digest(task_identity):
     asked = Message(RecordDict(), 1001, MessageType.TRAIN, group_id="2")
     line = message_line(Message(Error(5, "Node Unavailable"), reply_to=asked), site="north")
     assert line["error"] == 5 and line["round"] == "2" and "sha256" not in line
+
+
+def test_a_site_checks_the_coordinators_record_and_finds_an_altered_message(
+    small_federation, tmp_path, task_identity
+):
+    import json
+
+    from fedcare.sites.audit_check import check_received, runs_sent
+    from fedcare_core.errors import ConfigError
+
+    plan, grid = _with_policies(small_federation, tmp_path, {})
+    run_server(grid, plan)
+    record = Path(plan.result_dir) / RECEIVED_FILE
+    name = NAMES[0]
+    log = tmp_path / "sites" / name / AUDIT_FILE
+    (run,) = runs_sent(log)
+    assert run.run_name == "r1" and run.decision == "joined" and run.messages >= 4
+    check = check_received(log, name, "r1", record)
+    assert check.agrees and check.recorded == run.messages and check.unrecorded == ()
+    # The coordinator's record says the site sent round 2's update with other content.
+    lines = [json.loads(x) for x in record.read_text().splitlines()]
+    (altered,) = [x for x in lines if x["site"] == name and x["round"] == "2"
+                  and x["kind"] == "train"]  # fmt: skip
+    altered["sha256"] = "0" * 64
+    record.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    check = check_received(log, name, "r1", record)
+    assert not check.agrees and check.never_sent == (("2", "train", "0" * 64),)
+    assert [m[:2] for m in check.unrecorded] == [("2", "train")]  # what it did send
+    with pytest.raises(ConfigError, match="holds no run of that name \\(runs: r1\\)"):
+        check_received(log, name, "r2", record)
+    record.write_text(record.read_text() + '{"site": "x"}\n')
+    with pytest.raises(ConfigError, match=f"--received {record}, line {len(lines) + 1}: not a"):
+        check_received(log, name, "r1", record)
