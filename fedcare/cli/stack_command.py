@@ -57,6 +57,27 @@ def add_parser(sub: Any) -> None:
     )
     stack.add_argument("--cron", help="schedule: when to re-train, e.g. '0 2 * * 0'")
     stack.add_argument("--timezone", help="schedule: the cron's IANA time zone (UTC)")
+    over = stack.add_mutually_exclusive_group()
+    over.add_argument(
+        "--federation-state-dir", type=Path, metavar="STATE",
+        help="schedule: re-train over the sites registered with this coordinator "
+        "(backend federation; needs --federation-schema)",
+    )  # fmt: skip
+    over.add_argument(
+        "--retrain-data-folder", action="store_true",
+        help="schedule: re-train over the data folder again (prefect.yaml's parameters)",
+    )  # fmt: skip
+    stack.add_argument(
+        "--federation-schema", type=Path, metavar="federation.json",
+        help="schedule: the federation's schema (with --federation-state-dir)",
+    )  # fmt: skip
+    stack.add_argument(
+        "--min-sites", type=int, metavar="N",
+        help="schedule: sites that must be online (default: every site registered)",
+    )  # fmt: skip
+    stack.add_argument(
+        "--rounds", type=int, metavar="T", help="schedule: Stage 1's rounds over the sites"
+    )
 
 
 def cmd_stack(args: argparse.Namespace) -> int:
@@ -113,7 +134,12 @@ def cmd_stack(args: argparse.Namespace) -> int:
 
 
 def _schedule(args: argparse.Namespace, config: Any) -> int:
-    """``fedcare stack schedule [--pause|--resume] [--cron EXPR] [--timezone TZ]``."""
+    """``fedcare stack schedule``: show or change the re-training schedule.
+
+    ``[--pause|--resume] [--cron EXPR] [--timezone TZ]``, and what it re-trains over
+    (``--federation-state-dir STATE --federation-schema F [--min-sites N] [--rounds T]``, or
+    ``--retrain-data-folder``).
+    """
     from dataclasses import replace
 
     from fedcare.procs.services import wait_http
@@ -130,6 +156,19 @@ def _schedule(args: argparse.Namespace, config: Any) -> int:
     wanted = schedule.checked(args.cron, args.timezone, current)
     if args.pause or args.resume:
         wanted = replace(wanted, active=args.resume)
+    if args.federation_state_dir is not None:
+        if args.federation_schema is None:
+            raise ConfigError("--federation-state-dir needs --federation-schema (federation.json)")
+        over = schedule.over_sites(
+            args.federation_state_dir, args.federation_schema, args.min_sites, args.rounds
+        )
+        wanted = replace(wanted, federation=over)
+    elif args.federation_schema or args.min_sites is not None or args.rounds is not None:
+        raise ConfigError(
+            "--federation-schema, --min-sites and --rounds go with --federation-state-dir"
+        )
+    if args.retrain_data_folder:
+        wanted = replace(wanted, federation=None)
     if wanted != current:
         schedule.apply(config, wanted)
     print(wanted.describe())

@@ -8,12 +8,19 @@ schedule's state is read from the server before the deployments are applied and 
 database is new starts with the schedule the user last chose. ``fedcare stack schedule``
 (``--pause``, ``--resume``, ``--cron``, ``--timezone``) changes it on the running server and in
 that file.
+
+By default the schedule re-trains on the data folder (``prefect.yaml``'s parameters). Given a
+coordinator's state folder and the federation's schema, it re-trains over real sites instead
+(``backend=federation``: Stage 1 over the sites registered with that coordinator; each site
+following the federation re-trains its own model when the new ``w*`` arrives); that choice
+is kept across ``fedcare stack up`` like the time and the pause.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from fedcare.stack.settings import StackConfig
@@ -33,11 +40,85 @@ class RetrainSchedule:
     cron: str
     timezone: str
     active: bool
+    #: The flow parameters of a re-training over real sites (None: over the data folder).
+    federation: dict[str, Any] | None = None
 
     def describe(self) -> str:
         """One line for the user."""
         state = "active" if self.active else "paused"
-        return f"{_SLUG} of {DEPLOYMENT}: {state}, cron {self.cron!r} ({self.timezone})"
+        over = "the data folder"
+        if self.federation is not None:
+            over = (
+                f"the sites of the coordinator {self.federation['federation_state_dir']} "
+                f"(at least {self.federation['min_sites']})"
+            )
+        return (
+            f"{_SLUG} of {DEPLOYMENT}: {state}, cron {self.cron!r} ({self.timezone}); "
+            f"re-trains over {over}"
+        )
+
+
+def over_sites(
+    state_dir: Path, schema_path: Path, min_sites: int | None, rounds: int | None
+) -> dict[str, Any]:
+    """The flow parameters of a re-training over the sites of a coordinator, checked now.
+
+    Parameters
+    ----------
+    state_dir
+        The coordinator's state folder (``fedcare federation start --state-dir``).
+    schema_path
+        The federation's ``federation.json``.
+    min_sites
+        How many registered sites must be online (None: all registered for the schema).
+    rounds
+        Stage 1's rounds (None: the deployment's).
+
+    Raises
+    ------
+    ConfigError
+        Naming the option: no coordinator's state there, an unreadable schema, too few sites
+        registered for it, or rounds its configuration refuses.
+    """
+    from fedcare.sites.coordinator import Coordinator
+    from fedcare.sites.federation_run import run_sites
+    from fedcare_core.sites.schema import read_schema
+
+    state_dir, schema_path = state_dir.resolve(), schema_path.resolve()
+    coordinator = Coordinator(state_dir)
+    if not coordinator.ca_cert.is_file():
+        raise ConfigError(
+            f"--federation-state-dir {state_dir}: not a coordinator's state folder "
+            "(no ca.crt; `fedcare federation start --state-dir` makes one)"
+        )
+    try:
+        schema = read_schema(schema_path)
+    except ConfigError as exc:
+        why = str(exc).removeprefix("federation schema ")  # "PATH: why"
+        raise ConfigError(f"--federation-schema {why}") from None
+    registered = len(run_sites(coordinator, schema, 0))
+    if registered < 2:
+        raise ConfigError(
+            f"--federation-state-dir {state_dir}: {registered} site(s) are registered for this "
+            "schema; a federation needs 2 (`fedcare federation register`)"
+        )
+    wanted = registered if min_sites is None else min_sites
+    if not 2 <= wanted <= registered:
+        raise ConfigError(
+            f"--min-sites {wanted}: {registered} site(s) are registered with {state_dir} for "
+            f"this schema; give 2 to {registered}"
+        )
+    try:
+        schema.run_config(seed=0, clients=wanted, rounds=rounds)
+    except ConfigError as exc:
+        where = "--federation-schema's configuration" if rounds is None else f"--rounds {rounds}"
+        raise ConfigError(f"{where}: {exc}") from None
+    parameters: dict[str, Any] = {
+        "backend": "federation", "data_dir": None, "dataset": schema.dataset,
+        "federation_state_dir": str(state_dir), "federation_schema": str(schema_path),
+        "min_sites": wanted, "seeds": [0],
+    }  # fmt: skip
+    return parameters | ({} if rounds is None else {"rounds": rounds})
 
 
 def checked(cron: str | None, timezone: str | None, base: RetrainSchedule) -> RetrainSchedule:
@@ -77,7 +158,11 @@ def saved(config: StackConfig) -> RetrainSchedule | None:
     """The schedule last chosen on this stack, or None (none recorded, or unreadable)."""
     try:
         doc: dict[str, Any] = json.loads((config.state_dir / SCHEDULE_FILE).read_text())
-        return RetrainSchedule(str(doc["cron"]), str(doc["timezone"]), bool(doc["active"]))
+        federation = doc.get("federation")
+        return RetrainSchedule(
+            str(doc["cron"]), str(doc["timezone"]), bool(doc["active"]),
+            dict(federation) if isinstance(federation, dict) else None,
+        )  # fmt: skip
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -110,13 +195,17 @@ def apply(config: StackConfig, schedule: RetrainSchedule) -> RetrainSchedule:
             f"{DEPLOYMENT} has no {_SLUG} schedule on {config.prefect_url}; "
             "bring the stack up first (fedcare stack up)"
         )
-    deployment_id, schedule_id, _ = found
+    deployment_id, schedule_id, current = found
+    parameters = schedule.federation
+    if parameters is None and current.federation is not None:  # back to the data folder
+        parameters = {"data_dir": _retrain_data_dir(config), "verify_checksum": False}
     with SyncPrefectClient(config.prefect_api_url) as client:
         client.update_deployment_schedule(
             deployment_id,
             schedule_id,
             active=schedule.active,
             schedule=CronSchedule(cron=schedule.cron, timezone=schedule.timezone),
+            parameters=parameters,
         )
     save(config, schedule)
     return schedule
@@ -142,5 +231,15 @@ def _find(config: StackConfig) -> tuple[Any, Any, RetrainSchedule] | None:
             zone = getattr(entry.schedule, "timezone", None) or "UTC"
             if cron is None:
                 return None
-            return deployment.id, entry.id, RetrainSchedule(str(cron), str(zone), entry.active)
+            parameters = dict(entry.parameters or {})
+            federation = parameters if parameters.get("backend") == "federation" else None
+            found = RetrainSchedule(str(cron), str(zone), entry.active, federation)
+            return deployment.id, entry.id, found
     return None
+
+
+def _retrain_data_dir(config: StackConfig) -> str:
+    """The data folder the schedule re-trains on (prefect.yaml's, as ``stack up`` renders it)."""
+    from fedcare.stack.settings import RETRAIN_DATA_ENV
+
+    return config.service_env("")[RETRAIN_DATA_ENV]

@@ -204,3 +204,34 @@ def _check_the_schedule_survives_a_redeploy(config: StackConfig) -> None:
     assert schedule.on_server(config) == paused == schedule.saved(config)
     assert main(["stack", "schedule", "--resume", *ports]) == 0
     assert schedule.on_server(config) == schedule.RetrainSchedule("30 3 * * 1", "UTC", True)
+    _check_re_training_over_sites_is_kept(config, ports)
+
+
+def _check_re_training_over_sites_is_kept(config: StackConfig, ports: list[str]) -> None:
+    """The schedule re-trains over a coordinator's sites, across a re-deploy, and back again."""
+    import json
+
+    from fedcare.cli.main import main
+    from fedcare.stack import schedule
+    from fedcare_core.sites.schema import read_schema
+    from tests.fedcare.cli.test_site_prepare import init_schema
+
+    root = config.state_dir.parent / "coordinator"
+    root.mkdir()
+    federation = init_schema(root / "federation.json")
+    digest = read_schema(federation).digest()
+    (root / "ca.crt").write_text("a CA\n")
+    sites = {n: {"objectives": ["los"], "schema_digest": digest, "node_id": i}
+             for i, n in ((1, "north"), (2, "south"), (3, "east"))}  # fmt: skip
+    (root / "sites.json").write_text(json.dumps(sites))
+    argv = ["--federation-state-dir", str(root), "--federation-schema", str(federation)]
+    assert main(["stack", "schedule", *argv, "--min-sites", "2", *ports]) == 0
+    chosen = schedule.on_server(config)
+    assert chosen is not None and chosen.federation is not None
+    assert chosen.federation["backend"] == "federation" and chosen.federation["min_sites"] == 2
+    assert chosen.federation["federation_state_dir"] == str(root.resolve())
+    stack.up(config, say=print)  # prefect.yaml's schedule re-trains over the data folder
+    assert schedule.on_server(config) == chosen == schedule.saved(config)
+    assert main(["stack", "schedule", "--retrain-data-folder", *ports]) == 0
+    back = schedule.on_server(config)
+    assert back is not None and back.federation is None and back.active
