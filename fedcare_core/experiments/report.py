@@ -166,8 +166,10 @@ def _clinical_spec(frame: pd.DataFrame) -> list[tuple[str, str, int]]:
     ]
 
 
-def _clinical(summary: pd.DataFrame, runs: pd.DataFrame, heading: str) -> list[str]:
-    """A table of the pooled clinical metrics, if the runs have any."""
+def _clinical(
+    summary: pd.DataFrame, runs: pd.DataFrame, heading: str, keys: Sequence[str] = ("algorithm",)
+) -> list[str]:
+    """A table of the pooled clinical metrics (rows named by ``keys``), if the runs have any."""
     spec = _clinical_spec(runs)
     if not spec:
         return []
@@ -176,7 +178,7 @@ def _clinical(summary: pd.DataFrame, runs: pd.DataFrame, heading: str) -> list[s
         "own threshold (its target sensitivity on its validation rows). A useful risk model "
         "has a Brier score below its base-rate reference and a calibration slope near 1.\n\n"
     )
-    return [heading, note, markdown_table(summary, ["algorithm"], spec)]
+    return [heading, note, markdown_table(summary, list(keys), spec)]
 
 
 def _privacy(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
@@ -196,6 +198,9 @@ def _privacy(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
         at_k = summary[summary["clients"] == k]
         out.append(f"## K = {k}\n\n")
         out.append(markdown_table(at_k, ["variant", "algorithm"], spec))
+        at_k_runs = runs[runs["clients"] == k]
+        heading = f"\n### K = {k}: clinical metrics\n\n"
+        out += _clinical(at_k, at_k_runs, heading, ("variant", "algorithm"))
         for variant in dict.fromkeys(runs["variant"]):
             group = runs[(runs["clients"] == k) & (runs["variant"] == variant)]
             if proposed_algorithm() in set(group["algorithm"]) and group["algorithm"].nunique() > 1:

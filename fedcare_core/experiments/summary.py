@@ -165,12 +165,16 @@ def aggregate(frame: pd.DataFrame, by: Sequence[str] = SETTING) -> pd.DataFrame:
 
 
 def mean_std(mean: float, std: float, digits: int) -> str:
-    """``0.781 ± 0.012`` (``n/a`` when undefined; no ± for a single run)."""
+    """``0.781 ± 0.012`` (``n/a`` when undefined; no ± for a single run).
+
+    A value too large for fixed digits (a diverged model's bias) is written ``2.85e+33``.
+    """
     if not math.isfinite(mean):
         return "n/a"
+    form = f".{digits}f" if max(abs(mean), abs(std) if math.isfinite(std) else 0) < 1e6 else ".3g"
     if not math.isfinite(std):
-        return f"{mean:.{digits}f}"
-    return f"{mean:.{digits}f} ± {std:.{digits}f}"
+        return f"{mean:{form}}"
+    return f"{mean:{form}} ± {std:{form}}"
 
 
 def _summary_cell(row: Any, metric: str, digits: int) -> str:

@@ -88,6 +88,7 @@ def test_comparison_report_has_both_tables(grid):
 def test_mean_std_formatting():
     assert mean_std(0.5, float("nan"), 3) == "0.500"
     assert mean_std(float("nan"), 0.1, 3) == "n/a"
+    assert mean_std(2.85e33, 8.04e33, 3) == "2.85e+33 ± 8.04e+33"  # a diverged model's bias
     assert mean_std(1.23456, 0.01, 2) == "1.23 ± 0.01"
 
 
