@@ -52,6 +52,16 @@ def no_network() -> Iterator[None]:
         yield
 
 
+@pytest.fixture(autouse=True)
+def _logged_store_in_use(request: pytest.FixtureRequest) -> None:
+    """A test on :func:`logged`'s runs talks to its store, whatever an earlier test in this
+    worker pointed MLflow at (xdist hands tests to workers in no fixed order)."""
+    if "logged" in request.fixturenames:
+        from fedcare.tracking import store
+
+        store.configure(request.getfixturevalue("logged").uri)
+
+
 @pytest.fixture(scope="package")
 def logged(tmp_path_factory: pytest.TempPathFactory, no_network: None) -> SimpleNamespace:
     """Run the baby experiment, log it under a flow-level parent run, and describe the store."""

@@ -34,6 +34,7 @@ def _seed_doc(doc: dict[str, Any], seed: int, algorithm: str = "fedcare") -> dic
 def flow(logged: Any) -> tuple[str, list[dict[str, Any]]]:
     """A parent with three fedcare seeds and one fedavg seed, logged from documents."""
     docs = [_seed_doc(logged.doc, s) for s in SEEDS] + [_seed_doc(logged.doc, 0, "fedavg")]
+    store.configure(logged.uri)  # the package's store, whatever a test before pointed MLflow at
     parent = store.start_parent_run("synthetic", run_name="summary-flow")
     for doc in docs:
         log_run.log_experiment(doc, parent_run_id=parent, models=False)
