@@ -33,7 +33,7 @@ def _client_model(uri: str, client: int) -> str:
     """``models:/<name>@champion`` of a client's model (its name says what it predicts)."""
     from mlflow.tracking import MlflowClient
 
-    found = MlflowClient(uri).search_registered_models()
+    found = MlflowClient(uri, registry_uri=uri).search_registered_models()
     (name,) = [m.name for m in found if m.tags.get("fedcare.client") == str(client)]
     assert name.startswith("fedcare-diabetes130-fedcare-") and name.endswith(f"-client{client}")
     return f"models:/{name}@champion"

@@ -182,7 +182,8 @@ def _retrained(sites: dict[str, Path], root: Path) -> None:
     from mlflow.tracking import MlflowClient
 
     for name, folder in sites.items():
-        client = MlflowClient(f"sqlite:///{folder / 'mlflow.db'}")
+        store = f"sqlite:///{folder / 'mlflow.db'}"
+        client = MlflowClient(store, registry_uri=store)  # not a registry a test before set
         deadline = time.monotonic() + 300
         while not client.search_registered_models():
             assert time.monotonic() < deadline, (root / f"join-{name}.log").read_text()

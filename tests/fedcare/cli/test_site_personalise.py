@@ -149,7 +149,7 @@ def test_personalise_tracks_the_site_in_its_own_store(
     # Named by what it predicts (hospital-b: readmission and los, sorted) and whom it serves.
     name = "fedcare-diabetes130-fedcare-los+readmission-hospital-b"
     assert f"registered {name} version 1 (champion)" in err
-    mc = MlflowClient(uri)
+    mc = MlflowClient(uri, registry_uri=uri)  # not a registry an earlier test pointed at
     models = mc.search_registered_models()
     assert [m.name for m in models] == [name]  # no backbone: w* is the coordinator's
     assert models[0].tags["fedcare.site"] == "hospital-b"
