@@ -68,7 +68,11 @@ class AuditCheck:
 
 def runs_sent(audit_path: Path) -> list[RunSent]:
     """Every run in the site's audit log, oldest first, with what the site sent in it."""
-    lines = read_lines(audit_path)
+    return _runs(read_lines(audit_path))
+
+
+def _runs(lines: list[dict[str, Any]]) -> list[RunSent]:
+    """:func:`runs_sent` of an audit log's lines."""
     sent: Counter[str] = Counter()
     size: Counter[str] = Counter()
     for line in lines:
@@ -92,15 +96,16 @@ def check_received(audit_path: Path, site: str, run_name: str, received: Path) -
         The record cannot be read (named file and line), or the site's log holds no run of
         that name (the runs it does hold named).
     """
-    runs = [r for r in runs_sent(audit_path) if r.run_name == run_name]
+    lines = read_lines(audit_path)
+    every = _runs(lines)
+    runs = [r for r in every if r.run_name == run_name]
     if not runs:
-        names = sorted({r.run_name for r in runs_sent(audit_path)})
+        names = sorted({r.run_name for r in every})
         raise ConfigError(
             f"--run {run_name}: {audit_path} holds no run of that name "
             f"(runs: {', '.join(names) or 'none'})"
         )
     run = runs[-1]  # a name used again: its latest run
-    lines = read_lines(audit_path)
     sent = Counter(_key(x) for x in lines if str(x.get("run_id")) == run.run_id and "sha256" in x)
     mine = [x for x in _record(received) if x["site"] == site]
     got = Counter(_key(x) for x in mine if "sha256" in x)

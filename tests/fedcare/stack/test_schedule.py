@@ -123,7 +123,7 @@ def test_a_re_training_over_sites_that_could_not_run_is_named(coordinator_state,
         schedule.over_sites(state, schema, min_sites, rounds)
 
 
-def test_federation_options_alone_or_half_given_are_refused_before_the_server(tmp_path, capsys):
+def test_federation_options_without_the_stack_say_to_bring_it_up_first(tmp_path, capsys):
     from fedcare.procs.ports import free_port
 
     base = ["stack", "schedule", "--state-dir", str(tmp_path / "s"),
