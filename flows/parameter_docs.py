@@ -51,9 +51,11 @@ FEDCARE_PARAMETERS: Mapping[str, str] = {
         "one Stage 1 over the sites per seed)."
     ),
     "preset": (
-        'Starting configuration: "paper" (FedCARE as the paper describes it) or "recommended" '
-        "(chosen on validation scores; docs/RESULTS.md); null: the configuration's (paper); the "
-        "other parameters win over it."
+        'Starting configuration: "paper" (FedCARE as the paper describes it), "recommended" '
+        '(chosen on validation scores on the paper\'s partition) or "recommended-admission" '
+        "(chosen on the admission-time partition; sets features admission and scaling "
+        "federated); docs/RESULTS.md; null: the configuration's (paper); the other parameters "
+        "win over it."
     ),
     "backend": (
         'Where the Stage 1 rounds run: "local", "flower-sim" or "flower-deployment" on the '

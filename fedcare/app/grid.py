@@ -198,6 +198,7 @@ def experiment_grid(request: GridRequest, experiment: str) -> list[Cell]:
         algorithms=value("algorithms"),
         variants=value("variants"),
         settings=value("settings"),
+        features=value("features"),
         **given,
     )
 

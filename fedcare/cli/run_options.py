@@ -13,14 +13,20 @@ from typing import Any
 from fedcare.cli.options import add_tracking_uri_option
 from fedcare.cli.setting_flags import add_setting_flags
 
+#: ``--preset``'s choices: the names of ``fedcare_core.config.presets.PRESETS`` (spelled here so
+#: that building the parser imports no numerical library; a test keeps them equal).
+PRESET_NAMES = ("paper", "recommended", "recommended-admission")
+
 
 def add_preset_option(parser: Any) -> None:
     """``--preset``: the starting configuration the other flags override."""
     parser.add_argument(
         "--preset",
-        choices=("paper", "recommended"),
-        help="starting configuration: paper (default: FedCARE as the paper describes it) or "
-        "recommended (chosen on validation scores; docs/RESULTS.md); other flags win over it",
+        choices=PRESET_NAMES,
+        help="starting configuration: paper (default: FedCARE as the paper describes it), "
+        "recommended (chosen on validation scores on the paper's partition) or "
+        "recommended-admission (chosen on the admission-time partition; sets --features "
+        "admission and --scaling federated); docs/RESULTS.md; other flags win over it",
     )
 
 

@@ -2,7 +2,9 @@
 
 ``recommended`` is the candidate the ``selection`` experiment chose on validation scores only
 (:mod:`fedcare_core.experiments.selection`; the run and its tables are in
-``docs/results/diabetes130/selection/``). A preset sets configuration fields; a config file
+``docs/results/diabetes130/selection/``); ``recommended-admission`` is its choice on the
+admission-time partition (``docs/results/diabetes130/selection_admission/``), with that
+partition's feature set. A preset sets configuration fields; a config file
 comes first and command-line flags win over it.
 """
 
@@ -12,7 +14,11 @@ from typing import Any
 
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config
 from fedcare_core.errors import ConfigError
-from fedcare_core.experiments.variants import CANDIDATES, RECOMMENDED_CANDIDATE
+from fedcare_core.experiments.variants import (
+    CANDIDATES,
+    RECOMMENDED_ADMISSION_CANDIDATE,
+    RECOMMENDED_CANDIDATE,
+)
 
 __all__ = ["PRESETS", "RECOMMENDED_CANDIDATE", "baby_config", "with_preset"]
 
@@ -20,6 +26,8 @@ __all__ = ["PRESETS", "RECOMMENDED_CANDIDATE", "baby_config", "with_preset"]
 PRESETS: dict[str, dict[str, dict[str, Any]]] = {
     "paper": {},
     "recommended": CANDIDATES[RECOMMENDED_CANDIDATE],
+    "recommended-admission": CANDIDATES[RECOMMENDED_ADMISSION_CANDIDATE]
+    | {"data": CANDIDATES[RECOMMENDED_ADMISSION_CANDIDATE]["data"] | {"features": "admission"}},
 }
 
 

@@ -22,6 +22,7 @@ from fedcare_core.experiments.variants import (
     RECOMMENDED_CANDIDATE,
     preference_variant,
     privacy_variant,
+    recommended_candidate,
     variant_overrides,
 )
 
@@ -243,10 +244,12 @@ def _recommended_grid(
     settings: Sequence[str] = RECOMMENDED_SETTINGS,
     counts: Sequence[int] = RECOMMENDED_COUNTS,
     baselines: Sequence[str] = RECOMMENDED_BASELINES,
+    candidate: str = RECOMMENDED_CANDIDATE,
 ) -> list[Cell]:
     """The recommended preset against each method, paired by seed, in each setting and K.
 
-    Every seed of a setting runs FedCARE with :data:`RECOMMENDED_CANDIDATE` and each method of
+    Every seed of a setting runs FedCARE with ``candidate`` (the preset of the grid's feature
+    set: :func:`~fedcare_core.experiments.variants.recommended_candidate`) and each method of
     ``baselines`` (``fedcare`` there is the paper's FedCARE); ``centralised`` is the
     federation-information bound and ``all-labels`` the whole-dataset reference
     (:data:`ALL_LABELS`).
@@ -256,7 +259,7 @@ def _recommended_grid(
     for setting in settings:
         for k in counts:
             for s in _seeds(seeds):
-                cells.append(Cell("fedcare", s, k, None, RECOMMENDED_CANDIDATE, setting))
+                cells.append(Cell("fedcare", s, k, None, candidate, setting))
                 for a in baselines:
                     if a == ALL_LABELS:
                         cells.append(Cell("centralised", s, k, None, ALL_LABELS, setting))
@@ -329,6 +332,7 @@ def experiment_cells(
     variants: Sequence[str] | None = None,
     budgets: Sequence[float | None] = PRIVACY_BUDGETS,
     settings: Sequence[str] | None = None,
+    features: str | None = None,
 ) -> list[Cell]:
     """The grid of one experiment.
 
@@ -355,6 +359,9 @@ def experiment_cells(
         The federation settings (:data:`SETTINGS`) of the recommended experiment (None:
         :data:`RECOMMENDED_SETTINGS`), of the selection (None: :data:`SELECTION_SETTINGS`) and
         of the preferences (None: ``iid``).
+    features
+        The grid's feature set: the recommended experiment runs the preset chosen for it
+        (None: the paper's partition).
 
     Returns
     -------
@@ -369,6 +376,7 @@ def experiment_cells(
             settings or RECOMMENDED_SETTINGS,
             counts or RECOMMENDED_COUNTS,
             algorithms or RECOMMENDED_BASELINES,
+            recommended_candidate(features),
         )
     if experiment == "preferences":
         k = RECOMMENDED_COUNTS[0] if clients is None else clients

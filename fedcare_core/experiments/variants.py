@@ -16,9 +16,11 @@ __all__ = [
     "ALL_LABELS",
     "CANDIDATES",
     "PREFERENCES",
+    "RECOMMENDED_ADMISSION_CANDIDATE",
     "RECOMMENDED_CANDIDATE",
     "preference_variant",
     "privacy_variant",
+    "recommended_candidate",
     "variant_overrides",
 ]
 
@@ -53,9 +55,13 @@ CANDIDATES |= {
     "s1-adam-backbone+s2-frozen-warm+wide": _PRESET
     | {"model": {"hidden": 256, "representation": 128}},
 }
-#: The selection experiment's choice (docs/results/diabetes130/selection/selection.md), which
-#: is ``--preset recommended``.
+#: The selection experiment's choice on the paper's partition
+#: (docs/results/diabetes130/selection/selection.md), which is ``--preset recommended``.
 RECOMMENDED_CANDIDATE = "s1-adam-backbone+s2-frozen-warm"
+#: Its choice on the admission-time partition, among the preset and the candidates built on it
+#: (docs/results/diabetes130/selection_admission/selection.md; issue 32), which is
+#: ``--preset recommended-admission``.
+RECOMMENDED_ADMISSION_CANDIDATE = "s1-adam-backbone+s2-frozen-warm+scale-federated"
 #: The true all-labels centralised reference: every client holds every objective (its labels
 #: and private features), and Centralised pools them all: the whole dataset in one place.
 ALL_LABELS = "all-labels"
@@ -71,6 +77,11 @@ PREFERENCES: dict[str, str] = {
 def privacy_variant(budget: float | None) -> str:
     """The variant name of a DP budget: ``dp-eps3`` (``paper`` for None: no DP)."""
     return "paper" if budget is None else f"dp-eps{budget:g}"
+
+
+def recommended_candidate(features: str | None) -> str:
+    """The candidate the selection chose for a feature set (None: the paper's partition)."""
+    return RECOMMENDED_ADMISSION_CANDIDATE if features == "admission" else RECOMMENDED_CANDIDATE
 
 
 def preference_variant(preference: str) -> str:

@@ -29,7 +29,7 @@ from fedcare_core.data.label_checks import check_labels
 from fedcare_core.data.partition import FeaturePartition
 from fedcare_core.errors import ConfigError, DataError
 from fedcare_core.nn.preferences import Preference
-from fedcare_core.sites.schema import FederationSchema
+from fedcare_core.sites.schema import FederationSchema, check_site_scaling
 
 
 @dataclass(frozen=True)
@@ -108,12 +108,7 @@ def prepare_site(
     """
     if cohort.dataset != schema.dataset:
         raise ConfigError(f"the schema is for {schema.dataset}, the data is {cohort.dataset}")
-    if schema.config.data.scaling != "client":
-        raise ConfigError(
-            f"scaling {schema.config.data.scaling!r} pools the clients' statistics before "
-            "training; sites' own files are prepared apart, so a federation of sites scales "
-            "each site by its own (scaling 'client')"
-        )
+    check_site_scaling(schema.config)  # a schema file may set it by hand
     objs = schema.check_objectives(list(objectives))
     preferences = dict(preferences or {})
     check_preferences(preferences, schema.objectives, cohort.sensitive, f"site {name!r}")

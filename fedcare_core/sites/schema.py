@@ -180,6 +180,22 @@ class FederationSchema:
         return out
 
 
+def check_site_scaling(config: ExperimentConfig) -> None:
+    """Refuse a scaling that pools the clients' statistics: sites are prepared apart.
+
+    Raises
+    ------
+    ConfigError
+        Naming ``data.scaling`` (``--scaling``) when it is not ``client``.
+    """
+    if config.data.scaling != "client":
+        raise ConfigError(
+            f"data.scaling (--scaling) {config.data.scaling!r} pools the clients' statistics "
+            "before training; sites' own files are prepared apart, so a federation of sites "
+            "scales each site by its own (scaling 'client')"
+        )
+
+
 def schema_for(config: ExperimentConfig) -> FederationSchema:
     """The schema of ``config.data.dataset`` under ``config`` (ρ drawn with ``config.seed``).
 
@@ -200,6 +216,7 @@ def schema_for(config: ExperimentConfig) -> FederationSchema:
             "data.benchmark_split: in a federation each site splits its own patients; a "
             "schema cannot fix a published split"
         )
+    check_site_scaling(config)
     config, text = _named_dataset(config)
     definition = dataset_definition(config.data.dataset, config.data.features)
     partition = definition.partition

@@ -99,6 +99,8 @@ def test_rho_and_its_seed_change_the_partition(tmp_path: Path) -> None:
         (["--rho", "1.5"], "data.rho"),
         (["--algorithm", "fedavg"], "a federation of sites runs fedcare or fedxgb, not 'fedavg'"),
         (["--config", "missing.json"], "cannot read config missing.json"),
+        (["--scaling", "federated"], "data.scaling (--scaling) 'federated' pools"),
+        (["--preset", "recommended-admission"], "data.scaling (--scaling) 'federated' pools"),
     ],
 )
 def test_a_bad_option_is_refused_and_nothing_written(

@@ -20,6 +20,26 @@ def test_paper_is_the_default_configuration_and_recommended_a_selection_candidat
             assert getattr(getattr(recommended, section), key) == value
 
 
+def test_the_admission_preset_is_the_admission_selection_choice_with_its_feature_set():
+    from fedcare.cli.run_options import PRESET_NAMES
+    from fedcare_core.experiments.variants import (
+        RECOMMENDED_ADMISSION_CANDIDATE,
+        recommended_candidate,
+    )
+
+    assert PRESET_NAMES == tuple(PRESETS)  # the parser's choices, spelled without numpy
+    admission = with_preset(ExperimentConfig(), "recommended-admission")
+    assert (admission.data.features, admission.data.scaling) == ("admission", "federated")
+    recommended = with_preset(ExperimentConfig(), "recommended")
+    assert (admission.stage1, admission.stage2) == (recommended.stage1, recommended.stage2)
+    assert recommended_candidate("admission") == RECOMMENDED_ADMISSION_CANDIDATE
+    assert recommended_candidate("paper") == recommended_candidate(None) == RECOMMENDED_CANDIDATE
+    from fedcare_core.experiments.cells import experiment_cells
+
+    preset = {c.variant for c in experiment_cells("recommended", 1, features="admission")}
+    assert RECOMMENDED_ADMISSION_CANDIDATE in preset and RECOMMENDED_CANDIDATE not in preset
+
+
 def test_a_preset_keeps_what_it_does_not_set_and_unknown_ones_are_refused():
     base = ExperimentConfig().with_overrides(stage1={"rounds": 7}, seed=3)
     out = with_preset(base, "recommended")

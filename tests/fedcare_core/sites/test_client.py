@@ -145,7 +145,10 @@ def test_a_site_states_its_preferences_in_its_objectives(hospital, schema):
 
 
 @pytest.mark.parametrize("scaling", ["federated", "federated-quantile"])
-def test_a_site_refuses_a_scaling_pooled_across_clients(hospital, scaling):
-    pooled = schema_for(ExperimentConfig().with_overrides(data={"scaling": scaling}))
-    with pytest.raises(ConfigError, match=f"scaling '{scaling}'.*each site by its own"):
-        prepare_site(hospital, pooled, ["los"], name="north", seed=0)
+def test_a_scaling_pooled_across_clients_is_refused_by_the_schema_and_by_a_site(hospital, scaling):
+    pooled = ExperimentConfig().with_overrides(data={"scaling": scaling})
+    with pytest.raises(ConfigError, match=rf"data.scaling \(--scaling\) '{scaling}'.*its own"):
+        schema_for(pooled)
+    by_hand = replace(schema_for(ExperimentConfig()), config=pooled)  # a schema file edited
+    with pytest.raises(ConfigError, match=f"'{scaling}'.*each site by its own"):
+        prepare_site(hospital, by_hand, ["los"], name="north", seed=0)
