@@ -80,13 +80,61 @@ def add_parser(sub: Any) -> None:
     )
 
 
+#: The options that only one action takes: action → (attribute, option) pairs.
+_ACTION_OPTIONS: dict[str, tuple[tuple[str, str], ...]] = {
+    "run": (("deployment", "DEPLOYMENT"), ("param", "--param")),
+    "env": (("unset", "--unset"),),
+    "schedule": (
+        ("pause", "--pause"),
+        ("resume", "--resume"),
+        ("cron", "--cron"),
+        ("timezone", "--timezone"),
+        ("federation_state_dir", "--federation-state-dir"),
+        ("retrain_data_folder", "--retrain-data-folder"),
+        ("federation_schema", "--federation-schema"),
+        ("min_sites", "--min-sites"),
+        ("rounds", "--rounds"),
+    ),
+}
+
+
+def check_action_options(args: argparse.Namespace) -> None:
+    """Refuse an option given with an action that does not take it, naming both.
+
+    Raises
+    ------
+    ConfigError
+        For the first action whose options were given with another action.
+    """
+    from fedcare_core.errors import ConfigError
+
+    for action, options in _ACTION_OPTIONS.items():
+        given = [name for attr, name in options if getattr(args, attr) not in (None, False, [])]
+        if given and args.action != action:
+            raise ConfigError(
+                f"{', '.join(given)}: only fedcare stack {action} takes "
+                f"{'it' if len(given) == 1 else 'them'}, not {args.action}"
+            )
+    if args.action == "schedule":
+        if args.federation_state_dir is not None and args.federation_schema is None:
+            raise ConfigError("--federation-state-dir needs --federation-schema (federation.json)")
+        if args.federation_state_dir is None and (
+            args.federation_schema or args.min_sites is not None or args.rounds is not None
+        ):
+            raise ConfigError(
+                "--federation-schema, --min-sites and --rounds go with --federation-state-dir"
+            )
+
+
 def cmd_stack(args: argparse.Namespace) -> int:
-    """``fedcare stack up|down|status|env|run``."""
+    """``fedcare stack up|down|status|env|run|schedule``."""
     import shlex
     from dataclasses import replace
 
     from fedcare.stack import stack
     from fedcare.stack.settings import StackConfig
+
+    check_action_options(args)
 
     config = StackConfig(state=args.state_dir, mlflow_dir=args.mlflow_dir, data_dir=args.data_dir)
     if args.prefect_port is not None:
@@ -156,17 +204,11 @@ def _schedule(args: argparse.Namespace, config: Any) -> int:
     wanted = schedule.checked(args.cron, args.timezone, current)
     if args.pause or args.resume:
         wanted = replace(wanted, active=args.resume)
-    if args.federation_state_dir is not None:
-        if args.federation_schema is None:
-            raise ConfigError("--federation-state-dir needs --federation-schema (federation.json)")
+    if args.federation_state_dir is not None:  # with its schema: check_action_options
         over = schedule.over_sites(
             args.federation_state_dir, args.federation_schema, args.min_sites, args.rounds
         )
         wanted = replace(wanted, federation=over)
-    elif args.federation_schema or args.min_sites is not None or args.rounds is not None:
-        raise ConfigError(
-            "--federation-schema, --min-sites and --rounds go with --federation-state-dir"
-        )
     if args.retrain_data_folder:
         wanted = replace(wanted, federation=None)
     if wanted != current:

@@ -129,4 +129,7 @@ def test_federation_options_without_the_stack_say_to_bring_it_up_first(tmp_path,
     base = ["stack", "schedule", "--state-dir", str(tmp_path / "s"),
             "--prefect-port", str(free_port())]  # fmt: skip
     assert main([*base, "--federation-state-dir", str(tmp_path)]) == 2
-    assert "fedcare stack up" in capsys.readouterr().err  # no stack: said first
+    assert "needs --federation-schema" in capsys.readouterr().err  # the options first
+    argv = [*base, "--federation-state-dir", str(tmp_path), "--federation-schema", "f.json"]
+    assert main(argv) == 2
+    assert "fedcare stack up" in capsys.readouterr().err  # then the stack
