@@ -136,6 +136,16 @@ def check_options(request: GridRequest, spell: Callable[[GridOption], str]) -> N
             "its own workers"
         )
     _check_sites_options(request, spell)
+    unused = [
+        f"{spell(o)} (used by {', '.join(o.experiments or ())})"
+        for o in GRID_OPTIONS
+        if _given(request, o) and not o.used_by(experiments)
+    ]
+    if unused:
+        raise ConfigError(
+            f"{'; '.join(unused)}: the {request.name} experiment does not use "
+            f"{'it' if len(unused) == 1 else 'them'}"
+        )
 
 
 def _given(request: GridRequest, option: GridOption) -> bool:

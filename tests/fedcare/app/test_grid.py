@@ -122,3 +122,25 @@ def test_an_option_shapes_only_the_grids_that_use_it(tmp_path: Path) -> None:
         check_grid_request(GridRequest("nope"))
     with pytest.raises(ConfigError, match="unknown grid option"):
         check_grid_request(GridRequest("comparison", {"bogus": 1}))
+
+
+@pytest.mark.parametrize(
+    ("name", "options", "words"),
+    [
+        ("comparison", {"ratios": [0.1]}, "--ratios (used by disparity): the comparison"),
+        ("recommended", {"variants": ["paper"]}, "--variants (used by ablation, selection, "),
+        ("clients", {"settings": ["iid"], "budgets": [1.0]}, "--budgets (used by privacy); "),
+        (PROGRAMME_NAME, {"algorithms": ["fedavg"], "counts": [3]}, None),  # its sweeps use them
+    ],
+)
+def test_an_option_no_requested_grid_uses_is_refused_not_ignored(
+    tmp_path: Path, name: str, options: dict[str, Any], words: str | None
+) -> None:
+    request = GridRequest(name, {**options, "seeds": 1, "out": str(tmp_path / "out")})
+    if words is None:
+        check_grid_request(request, cli_spelling)
+        return
+    with pytest.raises(ConfigError) as error:
+        check_grid_request(request, cli_spelling)
+    assert words in str(error.value) and "does not use" in str(error.value)
+    assert not (tmp_path / "out").exists()
