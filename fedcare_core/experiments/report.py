@@ -167,6 +167,10 @@ def _clinical_spec(frame: pd.DataFrame) -> list[tuple[str, str, int]]:
     ]
 
 
+#: The heading of an experiment's clinical metrics table (beside its AUROC and MAE tables).
+_CLINICAL_HEADING = "\n## Clinical metrics (pooled)\n\n"
+
+
 def _clinical(
     summary: pd.DataFrame, runs: pd.DataFrame, heading: str, keys: Sequence[str] = ("algorithm",)
 ) -> list[str]:
@@ -410,14 +414,16 @@ def experiment_tables(
             markdown_table(summary, ["algorithm"], _metric_spec(runs)),
             "\n## Mean over clients\n\n",
             markdown_table(summary, ["algorithm"], _metric_spec(runs, ".client_mean")),
-            *_clinical(summary, runs, "\n## Clinical metrics (pooled)\n\n"),
+            *_clinical(summary, runs, _CLINICAL_HEADING),
         ]
         if proposed_algorithm() in set(runs["algorithm"]) and runs["algorithm"].nunique() > 1:
             body += ["\n## FedCARE minus each method, paired by seed\n\n", _paired(runs)]
     elif experiment == "clients":
         body += _grids(summary, runs, "algorithm", "clients", "K")
+        body += _clinical(summary, runs, _CLINICAL_HEADING, ("clients", "algorithm"))
     elif experiment == "disparity":
         body += _grids(summary, runs, "rho", "algorithm", "ρ")
+        body += _clinical(summary, runs, _CLINICAL_HEADING, ("rho", "algorithm"))
     elif experiment == "privacy":
         body += _privacy(summary, runs)
     elif experiment == "selection":
@@ -428,6 +434,7 @@ def experiment_tables(
         body += _preferences(runs)
     else:
         body += [markdown_table(summary, ["variant", "algorithm"], _metric_spec(runs))]
+        body += _clinical(summary, runs, _CLINICAL_HEADING, ("variant", "algorithm"))
     files = {
         f"{experiment}_runs.csv": runs.to_csv(index=False),
         f"{experiment}_summary.csv": summary.to_csv(index=False),

@@ -280,6 +280,31 @@ def test_comparison_reports_clinical_metrics_and_the_corrected_test(tmp_path):
     assert f"p_c {expected.p:.3f}" in md
 
 
+@pytest.mark.parametrize(
+    ("experiment", "cell", "row"),
+    [
+        ("disparity", lambda a, s: Cell(a, s, 3, 0.2), "| 0.2 | fedcare | "),
+        ("clients", lambda a, s: Cell(a, s, 5), "| 5 | fedcare | "),
+        (
+            "ablation",
+            lambda a, s: Cell(a, s, 3, None, "solver-slsqp"),
+            "| solver-slsqp | fedcare | ",
+        ),
+    ],
+)
+def test_the_sweeps_report_clinical_metrics_beside_their_aurocs(tmp_path, experiment, cell, row):
+    cells = []
+    for algorithm in ("fedcare", "fedcare-b"):
+        for seed in range(3):
+            c = cell(algorithm, seed)
+            (tmp_path / f"{c.key}.json").write_text(json.dumps(_clinical_doc(seed, algorithm)))
+            cells.append(c)
+    md = experiment_tables(experiment, cells, tmp_path, dataset="toy")[0][f"{experiment}.md"]
+    clinical = md[md.index("## Clinical metrics (pooled)") :]
+    assert "early_discharge Brier" in clinical and "early_discharge base-rate Brier" in clinical
+    assert row in clinical  # one row per setting and method
+
+
 def test_selection_tables_hide_the_clinical_test_metrics(tmp_path):
     from fedcare_core.experiments.report import _is_test_column
 
