@@ -7,6 +7,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+#: ``fedcare stack``'s actions.
+ACTIONS = ("up", "down", "status", "env", "run", "schedule")
+
 
 def add_parser(sub: Any) -> None:
     """``fedcare stack``'s options."""
@@ -15,7 +18,7 @@ def add_parser(sub: Any) -> None:
     )
     stack.add_argument(
         "action",
-        choices=["up", "down", "status", "env", "run", "schedule"],
+        choices=ACTIONS,
         help="up: start and deploy; down: stop everything; status: report; env: print the "
         "shell exports (PREFECT_API_URL, MLFLOW_TRACKING_URI, ...) that talk to the stack; "
         "run: run a deployment and wait for it (prefect deployment run --watch, with a state "
@@ -78,24 +81,22 @@ def add_parser(sub: Any) -> None:
     stack.add_argument(
         "--rounds", type=int, metavar="T", help="schedule: Stage 1's rounds over the sites"
     )
+    stack.set_defaults(action_options=_action_options(stack._actions))
 
 
-#: The options that only one action takes: action → (attribute, option) pairs.
-_ACTION_OPTIONS: dict[str, tuple[tuple[str, str], ...]] = {
-    "run": (("deployment", "DEPLOYMENT"), ("param", "--param")),
-    "env": (("unset", "--unset"),),
-    "schedule": (
-        ("pause", "--pause"),
-        ("resume", "--resume"),
-        ("cron", "--cron"),
-        ("timezone", "--timezone"),
-        ("federation_state_dir", "--federation-state-dir"),
-        ("retrain_data_folder", "--retrain-data-folder"),
-        ("federation_schema", "--federation-schema"),
-        ("min_sites", "--min-sites"),
-        ("rounds", "--rounds"),
-    ),
-}
+def _action_options(arguments: list[argparse.Action]) -> dict[str, list[tuple[str, str]]]:
+    """Action → the (attribute, spelling) of each option only it takes.
+
+    An option belongs to one action when its help starts with that action's name and a colon
+    (``"schedule: when to re-train"``): the help that documents it is the one declaration.
+    """
+    only: dict[str, list[tuple[str, str]]] = {}
+    for argument in arguments:
+        action = (argument.help or "").partition(":")[0]
+        if action in ACTIONS and argument.dest != "action":
+            spelling = argument.option_strings[-1] if argument.option_strings else None
+            only.setdefault(action, []).append((argument.dest, spelling or argument.dest.upper()))
+    return only
 
 
 def check_action_options(args: argparse.Namespace) -> None:
@@ -108,7 +109,7 @@ def check_action_options(args: argparse.Namespace) -> None:
     """
     from fedcare_core.errors import ConfigError
 
-    for action, options in _ACTION_OPTIONS.items():
+    for action, options in args.action_options.items():
         given = [name for attr, name in options if getattr(args, attr) not in (None, False, [])]
         if given and args.action != action:
             raise ConfigError(

@@ -28,7 +28,7 @@ from fedcare_core.experiments.summary import (
 from fedcare_core.experiments.variants import (
     ALL_LABELS,
     PREFERENCES,
-    RECOMMENDED_ADMISSION_CANDIDATE,
+    RECOMMENDED_BY_FEATURES,
     RECOMMENDED_CANDIDATE,
     preference_variant,
 )
@@ -220,7 +220,7 @@ _RECOMMENDED = "recommended"
 
 def _method(variant: str, algorithm: str) -> str:
     proposed = algorithm == proposed_algorithm()
-    if variant in (RECOMMENDED_CANDIDATE, RECOMMENDED_ADMISSION_CANDIDATE) and proposed:
+    if variant in RECOMMENDED_BY_FEATURES.values() and proposed:
         return _RECOMMENDED
     if variant == ALL_LABELS:
         return f"{algorithm} ({ALL_LABELS})"

@@ -17,6 +17,7 @@ __all__ = [
     "CANDIDATES",
     "PREFERENCES",
     "RECOMMENDED_ADMISSION_CANDIDATE",
+    "RECOMMENDED_BY_FEATURES",
     "RECOMMENDED_CANDIDATE",
     "preference_variant",
     "privacy_variant",
@@ -62,6 +63,12 @@ RECOMMENDED_CANDIDATE = "s1-adam-backbone+s2-frozen-warm"
 #: (docs/results/diabetes130/selection_admission/selection.md; issue 32), which is
 #: ``--preset recommended-admission``.
 RECOMMENDED_ADMISSION_CANDIDATE = "s1-adam-backbone+s2-frozen-warm+scale-federated"
+#: Each feature set's chosen candidate: the ``recommended`` experiment runs it, and its tables
+#: name it "recommended".
+RECOMMENDED_BY_FEATURES = {
+    "paper": RECOMMENDED_CANDIDATE,
+    "admission": RECOMMENDED_ADMISSION_CANDIDATE,
+}
 #: The true all-labels centralised reference: every client holds every objective (its labels
 #: and private features), and Centralised pools them all: the whole dataset in one place.
 ALL_LABELS = "all-labels"
@@ -81,7 +88,7 @@ def privacy_variant(budget: float | None) -> str:
 
 def recommended_candidate(features: str | None) -> str:
     """The candidate the selection chose for a feature set (None: the paper's partition)."""
-    return RECOMMENDED_ADMISSION_CANDIDATE if features == "admission" else RECOMMENDED_CANDIDATE
+    return RECOMMENDED_BY_FEATURES.get(features or "paper", RECOMMENDED_CANDIDATE)
 
 
 def preference_variant(preference: str) -> str:
