@@ -56,8 +56,10 @@ CANDIDATES |= {
     "s1-adam-backbone+s2-frozen-warm+wide": _PRESET
     | {"model": {"hidden": 256, "representation": 128}},
 }
-#: The selection experiment's choice on the paper's partition
-#: (docs/results/diabetes130/selection/selection.md), which is ``--preset recommended``.
+#: The selection experiment's choice on the paper's partition among issue 18's candidates
+#: (docs/results/diabetes130/selection_uncalibrated/selection.md; calibrated, the same choice
+#: among them), which is ``--preset recommended``: the variant a multi-site federation can run
+#: (the pooled-scaling candidate ranked ahead by less than the seed spread; docs/RESULTS.md).
 RECOMMENDED_CANDIDATE = "s1-adam-backbone+s2-frozen-warm"
 #: Its choice on the admission-time partition, among the preset and the candidates built on it
 #: (docs/results/diabetes130/selection_admission/selection.md; issue 32), which is
