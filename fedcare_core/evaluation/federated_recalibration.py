@@ -22,7 +22,14 @@ across the federation, from a few numbers per site and never a row:
    the mean; a site whose rate truly differs keeps most of its own. A site with fewer than
    ``min_per_class`` rows of a class sends nothing and receives the mean.
 
-With fewer than two sites able to send, each site falls back to its own closed test
+**Small sites.** Where fewer than two sites hold ``min_per_class`` rows of each class (small
+hospitals: 300 patients a site leave about four validation readmissions each), every site
+with at least one row of each class sends instead. Each profile is a stratum of the same
+stratified likelihood, valid however few its rows, and the meta-analysis weighs each noisy
+intercept by its standard error; a site alone has nothing to fit (its own closed test tests
+nothing below ``min_per_class``), so pooling is the only recalibration these sites can get.
+
+With fewer than two sites able to send even so, each site falls back to its own closed test
 (:func:`~fedcare_core.evaluation.recalibration.fit_calibrator`): this is what a site of a
 multi-site federation does in its own Stage 2 run, where no round follows.
 
@@ -197,8 +204,8 @@ def shrunk_intercept(b: float, se: float, mean: float, tau2: float) -> float:
 
 def _local(sites: Sequence[SiteValidation | None], rule: CalibrationRule) -> list[Calibrator]:
     why = (
-        f"calibrated alone (fewer than two of the run's clients hold {rule.min_per_class} "
-        "validation rows of each class): its own closed test"
+        "calibrated alone (fewer than two of the run's clients hold validation rows of each "
+        "class): its own closed test"
     )
     out = []
     for site in sites:
@@ -208,6 +215,17 @@ def _local(sites: Sequence[SiteValidation | None], rule: CalibrationRule) -> lis
         own = fit_calibrator(site.y, site.scores, pos_weight=site.pos_weight, rule=rule)
         out.append(replace(own, reason=f"{why}; {own.reason}"))
     return out
+
+
+def _senders(
+    sites: Sequence[SiteValidation | None], min_per_class: int
+) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+    """The sites holding ``min_per_class`` validation rows of each class, by index."""
+    return {
+        i: site.clean()
+        for i, site in enumerate(sites)
+        if site is not None and min(site.counts()) >= min_per_class
+    }
 
 
 def _site_calibrator(
@@ -247,19 +265,19 @@ def federated_calibrators(
     """
     if rule.method != "auto":
         raise ValueError("federated_calibrators needs CalibrationRule(method='auto')")
-    senders = {
-        i: site.clean()
-        for i, site in enumerate(sites)
-        if site is not None and min(site.counts()) >= rule.min_per_class
-    }
+    senders = _senders(sites, rule.min_per_class)
+    small = len(senders) < 2
+    if small:  # small sites: every site with a row of each class sends (module doc)
+        senders = _senders(sites, 1)
     if len(senders) < 2:
         return _local(sites, rule)
     slope = shared_slope([slope_profile(y, z) for y, z in senders.values()], rule.alpha)
     own = {i: intercept_estimate(y, z, slope.applied) for i, (y, z) in senders.items()}
     mean, tau2 = random_effects(list(own.values()))
     test = "used" if slope.used else "not used"
+    few = f" (none with {rule.min_per_class} of each class: all sites with one)" if small else ""
     shared = (
-        f"federated recalibration over {len(senders)} sites' validation rows: shared slope "
+        f"federated recalibration over {len(senders)} sites' validation rows{few}: shared slope "
         f"{slope.slope:.3g} (against 1: p = {slope.p_value:.3g}, {test}), intercepts "
         f"meta-analysed (mean {mean:+.3g}, between-site variance {tau2:.3g})"
     )

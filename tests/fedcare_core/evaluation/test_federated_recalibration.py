@@ -106,6 +106,27 @@ def test_many_small_sites_pool_calibrated_where_own_updates_do_not():
     assert pooled_slope(federated) == pytest.approx(1.0, abs=0.1)
 
 
+def test_small_sites_without_ten_events_each_still_pool_their_recalibration():
+    """Small hospitals: ~4 events a site, none with 10; an overfit model is still recalibrated."""
+    rng = np.random.default_rng(8)
+
+    def site(n):
+        return _site(rng, n, slope=0.4, weight=8.0)[0]
+
+    pairs = [(site(40), site(4000)) for _ in range(30)]
+    val = [v for v, _ in pairs]
+    assert max(min(v.counts()) for v in val) < DEFAULT_RULE.min_per_class
+    federated = federated_calibrators(val, DEFAULT_RULE)
+    assert all("all sites with one" in c.reason for c in federated)
+    assert federated[0].update == "logistic" and federated[0].a < 0.8
+    own = [fit_calibrator(v.y, v.scores, pos_weight=v.pos_weight) for v in val]
+    assert all(c.update == "reweighting" for c in own)  # alone, nothing to fit
+
+    y = np.concatenate([t.y for _, t in pairs])
+    p = np.concatenate([c.apply(t.scores) for c, (_, t) in zip(federated, pairs, strict=True)])
+    assert calibration_slope_intercept(y, p).slope == pytest.approx(1.0, abs=0.2)
+
+
 def test_sites_without_the_objective_or_rows_are_handled():
     rng = np.random.default_rng(5)
     full = [_site(rng, 400, weight=4.0)[0] for _ in range(3)]
