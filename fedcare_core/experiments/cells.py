@@ -297,17 +297,20 @@ def preferences_grid(
     variants: Sequence[str] = tuple(PREFERENCES),
     clients: int = RECOMMENDED_COUNTS[0],
     settings: Sequence[str] = ("iid",),
+    features: str | None = None,
 ) -> list[Cell]:
-    """The recommended preset with each clinical preference (:data:`PREFERENCES`) and without.
+    """The feature set's preset with each clinical preference (:data:`PREFERENCES`) and without.
 
-    Every seed runs the plain preset and the preset with each preference in ``variants``, so
-    each preference's effect is paired by seed (same clients, splits and objectives).
+    Every seed runs the plain preset (the candidate the selection chose for ``features``:
+    :func:`~fedcare_core.experiments.variants.recommended_candidate`) and the preset with each
+    preference in ``variants``, so each preference's effect is paired by seed (same clients,
+    splits and objectives).
     """
     unknown = sorted(set(variants) - set(PREFERENCES))
     if unknown:
         raise ConfigError(f"unknown preference(s) {unknown}; choose from {sorted(PREFERENCES)}")
     _check_settings(settings)
-    named = [RECOMMENDED_CANDIDATE, *(preference_variant(v) for v in variants)]
+    named = [recommended_candidate(features), *(preference_variant(v, features) for v in variants)]
     return [
         Cell("fedcare", s, clients, None, v, setting)
         for setting in settings
@@ -360,8 +363,8 @@ def experiment_cells(
         :data:`RECOMMENDED_SETTINGS`), of the selection (None: :data:`SELECTION_SETTINGS`) and
         of the preferences (None: ``iid``).
     features
-        The grid's feature set: the recommended experiment runs the preset chosen for it
-        (None: the paper's partition).
+        The grid's feature set: the recommended and the preferences experiments run the preset
+        chosen for it (None: the paper's partition).
 
     Returns
     -------
@@ -381,7 +384,7 @@ def experiment_cells(
     if experiment == "preferences":
         k = RECOMMENDED_COUNTS[0] if clients is None else clients
         chosen = tuple(PREFERENCES) if variants is None else variants
-        return preferences_grid(seeds, chosen, k, settings or ("iid",))
+        return preferences_grid(seeds, chosen, k, settings or ("iid",), features)
     if experiment == "selection":
         k = _SELECTION_CLIENTS if clients is None else clients
         candidates = tuple(CANDIDATES) if variants is None else variants

@@ -29,8 +29,7 @@ from fedcare_core.experiments.variants import (
     ALL_LABELS,
     PREFERENCES,
     RECOMMENDED_BY_FEATURES,
-    RECOMMENDED_CANDIDATE,
-    preference_variant,
+    preference_names,
 )
 from fedcare_core.nn.preferences import parse_preferences
 from fedcare_core.privacy.accountants import ACCOUNTANTS
@@ -265,7 +264,7 @@ def _recommended(runs: pd.DataFrame) -> list[str]:
 def _preferences(runs: pd.DataFrame) -> list[str]:
     """Per setting and K: the plain preset and each preference, then each minus plain by seed."""
     plain = "plain"
-    names = {RECOMMENDED_CANDIDATE: plain} | {preference_variant(p): p for p in PREFERENCES}
+    names = dict.fromkeys(RECOMMENDED_BY_FEATURES.values(), plain) | preference_names()
     named = runs.assign(algorithm=[names.get(v, v) for v in runs["variant"]], variant="")
     named.attrs = runs.attrs
     binary = [name for name, metric in _objectives(runs) if metric == "auroc"]

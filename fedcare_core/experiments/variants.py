@@ -19,6 +19,7 @@ __all__ = [
     "RECOMMENDED_ADMISSION_CANDIDATE",
     "RECOMMENDED_BY_FEATURES",
     "RECOMMENDED_CANDIDATE",
+    "preference_names",
     "preference_variant",
     "privacy_variant",
     "recommended_candidate",
@@ -93,9 +94,18 @@ def recommended_candidate(features: str | None) -> str:
     return RECOMMENDED_BY_FEATURES.get(features or "paper", RECOMMENDED_CANDIDATE)
 
 
-def preference_variant(preference: str) -> str:
-    """The variant of the recommended preset with ``preference`` (:data:`PREFERENCES`)."""
-    return f"{RECOMMENDED_CANDIDATE}+{preference}"
+def preference_variant(preference: str, features: str | None = None) -> str:
+    """The variant of a feature set's chosen preset with ``preference`` (:data:`PREFERENCES`)."""
+    return f"{recommended_candidate(features)}+{preference}"
+
+
+def preference_names() -> dict[str, str]:
+    """Every preference variant (of each feature set's preset) → its preference's name."""
+    return {
+        f"{candidate}+{name}": name
+        for candidate in dict.fromkeys(RECOMMENDED_BY_FEATURES.values())
+        for name in PREFERENCES
+    }
 
 
 def variant_overrides(variant: str) -> dict[str, Any]:
@@ -115,9 +125,9 @@ def variant_overrides(variant: str) -> dict[str, Any]:
     for named in (ABLATIONS, CANDIDATES):
         if variant in named:
             return {name: dict(values) for name, values in named[variant].items()}
-    for name, preferences in PREFERENCES.items():
-        if variant == preference_variant(name):
-            return variant_overrides(RECOMMENDED_CANDIDATE) | {"preferences": preferences}
+    if variant in preference_names():
+        candidate, _, name = variant.rpartition("+")
+        return variant_overrides(candidate) | {"preferences": PREFERENCES[name]}
     if variant == ALL_LABELS:  # the dataset's objective count is filled in by Cell.config
         return {"data": {}}
     if variant.startswith("dp-eps"):
@@ -130,5 +140,5 @@ def variant_overrides(variant: str) -> dict[str, Any]:
     raise ConfigError(
         f"unknown variant {variant!r}; choose an ablation ({sorted(ABLATIONS)}), a candidate "
         f"({sorted(CANDIDATES)}), a preference of the preset "
-        f"({[preference_variant(p) for p in PREFERENCES]}), {ALL_LABELS} or dp-eps<ε>"
+        f"({sorted(preference_names())}), {ALL_LABELS} or dp-eps<ε>"
     )

@@ -333,25 +333,27 @@ def _preference_doc(seed: int, preference: str) -> dict:
     return doc
 
 
-def test_the_preferences_report_pairs_each_preference_with_the_plain_preset(tmp_path):
+@pytest.mark.parametrize("features", [None, "admission"])
+def test_the_preferences_report_pairs_each_preference_with_the_plain_preset(tmp_path, features):
     from fedcare_core.experiments.cells import experiment_cells
     from fedcare_core.experiments.variants import (
         PREFERENCES,
-        RECOMMENDED_CANDIDATE,
         preference_variant,
+        recommended_candidate,
     )
 
-    cells = experiment_cells("preferences", 3, variants=("sensitivity", "fair-race"))
+    chosen = ("sensitivity", "fair-race")
+    cells = experiment_cells("preferences", 3, variants=chosen, features=features)
+    preset = recommended_candidate(features)  # the feature set's own preset
     assert {c.variant for c in cells} == {
-        RECOMMENDED_CANDIDATE,
-        preference_variant("sensitivity"),
-        preference_variant("fair-race"),
+        preset,
+        preference_variant("sensitivity", features),
+        preference_variant("fair-race", features),
     }
+    assert all(c.variant.startswith(preset) for c in cells)
     assert {c.clients for c in cells} == {30} and len(cells) == 9
     assert len(experiment_cells("preferences", 3)) == 3 * (1 + len(PREFERENCES))
-    names = {RECOMMENDED_CANDIDATE: "plain"} | {
-        preference_variant(p): p for p in ("sensitivity", "fair-race")
-    }
+    names = {preset: "plain"} | {preference_variant(p, features): p for p in chosen}
     for cell in cells:
         doc = _preference_doc(cell.seed, names[cell.variant])
         (tmp_path / f"{cell.key}.json").write_text(json.dumps(doc))
@@ -373,6 +375,7 @@ def test_the_preferences_report_pairs_each_preference_with_the_plain_preset(tmp_
 
 def test_a_preference_variant_sets_the_preset_and_its_preferences():
     from fedcare_core.experiments.variants import (
+        RECOMMENDED_ADMISSION_CANDIDATE,
         RECOMMENDED_CANDIDATE,
         preference_variant,
         variant_overrides,
@@ -385,6 +388,12 @@ def test_a_preference_variant_sets_the_preset_and_its_preferences():
     assert config.stage1 == preset.stage1 and config.stage2 == preset.stage2
     with pytest.raises(ConfigError, match="a preference of the preset"):
         variant_overrides("fair-sex")
+    # on the admission-time partition the preference builds on that partition's preset
+    admission = Cell("fedcare", 0, 3, None, preference_variant("sensitivity", "admission"))
+    chosen = Cell("fedcare", 0, 3, None, RECOMMENDED_ADMISSION_CANDIDATE).config(base)
+    config = admission.config(base)
+    assert config.preferences == "*:sensitivity" and config.data.scaling == "federated"
+    assert config.stage1 == chosen.stage1 and config.data == chosen.data
 
 
 def test_the_privacy_report_shows_the_noise_and_each_accountants_epsilon_for_it(tmp_path):
