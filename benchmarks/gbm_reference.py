@@ -61,6 +61,7 @@ from fedcare_core.algorithms.union.features import union_federation
 from fedcare_core.config import FEATURE_SETS, ExperimentConfig
 from fedcare_core.data.clients import ClientData, Federation
 from fedcare_core.data.loading import LoadedDataset, load_dataset
+from fedcare_core.evaluation.clinical import clinical_summary
 from fedcare_core.evaluation.metrics import compute_metric
 from fedcare_core.experiments.cells import SETTINGS, Cell, grid_base
 from fedcare_core.experiments.summary import mean_std
@@ -266,13 +267,25 @@ def pooled_metrics(union: Federation, preds: Predictions) -> dict[str, float]:
             ys, ps = preds.y.get((split, obj.name)), preds.p.get((split, obj.name))
             value = math.nan
             if ys and ps:
-                metric = compute_metric(obj.kind, np.concatenate(ys), np.concatenate(ps))
+                y, p = np.concatenate(ys), np.concatenate(ps)
+                metric = compute_metric(obj.kind, y, p)
                 value = math.nan if metric.value is None else metric.value
+                if split == "test" and obj.kind == "binary":
+                    row |= _clinical_columns(obj.name, y, p)
             row[f"{obj.name}{suffix}"] = value
             if obj.kind == "binary" and math.isfinite(value):
                 aurocs.append(value)
         row[f"avg_auroc{suffix}"] = sum(aurocs) / len(aurocs) if aurocs else math.nan
     return row
+
+
+#: The clinical metrics of a binary objective's pooled test risks in the tables (issue 31).
+CLINICAL = ("auprc", "brier", "brier_reference", "calibration_slope", "ece")
+
+
+def _clinical_columns(name: str, y: np.ndarray, p: np.ndarray) -> dict[str, float]:
+    summary = clinical_summary("binary", y, p)
+    return {f"{name}.{k}": math.nan if summary[k] is None else summary[k] for k in CLINICAL}
 
 
 def cell_federation(
@@ -326,7 +339,11 @@ def _progress(row: dict[str, Any], union: Federation) -> str:
 
 def _metric_names(frame: pd.DataFrame) -> list[str]:
     fixed = {"setting", "clients", "seed", "method", "models", "fallbacks", "mean_iterations"}
-    return [c for c in frame.columns if c not in fixed | {"seconds"} and not c.endswith(".val")]
+    return [c for c in frame.columns if c not in fixed | {"seconds"} and "." not in c]
+
+
+def _clinical_names(frame: pd.DataFrame) -> list[str]:
+    return [c for c in frame.columns if "." in c and not c.endswith(".val")]
 
 
 def _table(frame: pd.DataFrame, metrics: Sequence[str], suffix: str) -> list[str]:
@@ -379,6 +396,14 @@ def write_markdown(
         "## Pooled test metrics",
         "",
         *_table(frame, metrics, ""),
+        "",
+        "## Clinical metrics of the pooled test risks",
+        "",
+        "Binary objectives: AUPRC, Brier score and the base rate's (`brier_reference`), "
+        "calibration slope, expected calibration error. A boosted model fitted on log loss "
+        "is not reweighted and is not recalibrated.",
+        "",
+        *_table(frame, _clinical_names(frame), ""),
         "",
         "## Pooled validation metrics (used for early stopping)",
         "",
