@@ -10,6 +10,7 @@ the message (no ``--out`` file, no further grid cell).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -53,6 +54,8 @@ class Cli:
             "PYTHONPATH": path,
             "FLWR_TELEMETRY_ENABLED": "0",
             "DO_NOT_TRACK": "1",
+            # A run that hangs after the signal is aborted and shows where (see signal()).
+            "PYTHONFAULTHANDLER": "1",
         }
         with self.stderr_path.open("wb") as err:
             self.proc = subprocess.Popen(
@@ -80,9 +83,12 @@ class Cli:
         try:
             self.proc.wait(timeout=STOP_S)
         except subprocess.TimeoutExpired:
+            self.proc.send_signal(signal.SIGABRT)  # faulthandler: every thread's stack
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=5)
             self.proc.kill()
             self.proc.wait()
-            pytest.fail(f"still running {STOP_S} s after the signal: {self.stderr()[-2000:]}")
+            pytest.fail(f"still running {STOP_S} s after the signal: {self.stderr()[-6000:]}")
         return time.monotonic() - t0
 
     def stderr(self) -> str:
