@@ -102,9 +102,7 @@ def preference_variant(preference: str, features: str | None = None) -> str:
 def preference_names() -> dict[str, str]:
     """Every preference variant (of each feature set's preset) → its preference's name."""
     return {
-        f"{candidate}+{name}": name
-        for candidate in dict.fromkeys(RECOMMENDED_BY_FEATURES.values())
-        for name in PREFERENCES
+        preference_variant(name, f): name for f in RECOMMENDED_BY_FEATURES for name in PREFERENCES
     }
 
 
@@ -125,9 +123,12 @@ def variant_overrides(variant: str) -> dict[str, Any]:
     for named in (ABLATIONS, CANDIDATES):
         if variant in named:
             return {name: dict(values) for name, values in named[variant].items()}
-    if variant in preference_names():
-        candidate, _, name = variant.rpartition("+")
-        return variant_overrides(candidate) | {"preferences": PREFERENCES[name]}
+    for features in RECOMMENDED_BY_FEATURES:
+        for name, preferences in PREFERENCES.items():
+            if variant == preference_variant(name, features):
+                return variant_overrides(recommended_candidate(features)) | {
+                    "preferences": preferences
+                }
     if variant == ALL_LABELS:  # the dataset's objective count is filled in by Cell.config
         return {"data": {}}
     if variant.startswith("dp-eps"):
