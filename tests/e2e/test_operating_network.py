@@ -189,6 +189,9 @@ def _retrained(sites: dict[str, Path], root: Path) -> None:
             assert time.monotonic() < deadline, (root / f"join-{name}.log").read_text()
             time.sleep(1)
         (model,) = client.search_registered_models()
+        while "champion" not in client.get_registered_model(model.name).aliases:
+            assert time.monotonic() < deadline, (root / f"join-{name}.log").read_text()
+            time.sleep(1)  # the version is registered a moment before its alias is set
         champion = client.get_model_version_by_alias(model.name, "champion")
         assert "no champion yet" in champion.tags["fedcare.promotion"]
         log = root / f"join-{name}.log"
