@@ -24,7 +24,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from types import FrameType
 
 #: The signals that end a run cleanly.
@@ -79,6 +79,37 @@ def check() -> None:
     signum = received()
     if signum is not None:
         raise Interrupted(signum)
+
+
+def checked_progress(
+    progress: Callable[[str, int, int], None] | None,
+) -> Callable[[str, int, int], None]:
+    """``progress`` preceded, in the main thread, by :func:`check`.
+
+    A signal's exception is raised wherever the main thread happens to be, and some code
+    swallows it there (C code that calls back into Python for an attribute lookup and clears
+    any error it raised): the run would go on, and every later signal is ignored as a
+    teardown's. Every round and every client's phase reports progress, so with this a signal
+    whose exception was lost still ends the run at the next report.
+
+    Parameters
+    ----------
+    progress
+        ``progress(phase, done, total)``, or None.
+
+    Returns
+    -------
+    Callable
+        The checking reporter (it calls ``progress`` too, where one was given).
+    """
+
+    def report(phase: str, done: int, total: int) -> None:
+        if threading.current_thread() is threading.main_thread():
+            check()
+        if progress is not None:
+            progress(phase, done, total)
+
+    return report
 
 
 def _interrupted_by(signum: int) -> Interrupted:

@@ -43,6 +43,7 @@ from fedcare_core.predict.predictors import (
     predictor_scorer,
 )
 from fedcare_core.run.executors import Executor, InProcess
+from fedcare_core.run.interrupts import checked_progress
 from fedcare_core.run.results import DataProvenance, ExperimentResult, PhaseTimer, assemble_result
 from fedcare_core.stage1.loop import Stage1Result
 
@@ -178,6 +179,7 @@ def run_algorithm(
     algorithm = _checked_algorithm(config, backend)
     configure_torch(config)
     executor = executor or InProcess()
+    progress = checked_progress(progress)  # a signal whose exception was lost ends the run
     timer = PhaseTimer(timing)
     with timer.phase("partition"):
         view, layout = algorithm.view(federation)

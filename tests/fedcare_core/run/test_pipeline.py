@@ -205,3 +205,27 @@ def test_dp_runs_calibrate_each_client_alone_so_epsilon_covers_every_release():
         result = run_experiment(make_cohort(2000), PARTITION, config)
         reasons = [c.reason for p in result.predictors for c in p.calibration.values()]
         assert reasons and any("federated recalibration" in r for r in reasons) == federated
+
+
+def test_a_signal_whose_exception_was_swallowed_still_ends_the_run_at_the_next_round():
+    import os
+    import signal
+    import time
+
+    from fedcare_core.run.interrupts import Interrupted, signals_raise
+
+    reported: list[tuple[str, int]] = []
+
+    def progress(phase: str, done: int, total: int) -> None:
+        reported.append((phase, done))
+        if done == 1:
+            try:  # the signal lands in code that swallows what the handler raised
+                os.kill(os.getpid(), signal.SIGTERM)
+                time.sleep(5)
+            except Interrupted:
+                pass
+
+    with pytest.raises(Interrupted) as caught, signals_raise():
+        run_experiment(make_cohort(300), PARTITION, _config(), progress=progress)
+    assert caught.value.signum == signal.SIGTERM
+    assert reported == [("stage1", 1)]  # round 2 never reported: the run ended before it
