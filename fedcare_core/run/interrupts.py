@@ -88,8 +88,9 @@ def checked_progress(
 
     A signal's exception is raised wherever the main thread happens to be, and code there may
     swallow it (a library's bare ``except``, or C code that clears any error of its call back
-    into Python): the run would go on, and every later signal is ignored as a teardown's. Every round and every client's phase reports progress, so with this a signal
-    whose exception was lost still ends the run at the next report.
+    into Python): the run would go on, and every later signal is ignored as a teardown's.
+    Every round and every client's phase reports progress, so with this a signal whose
+    exception was lost still ends the run at the next report.
 
     Parameters
     ----------
