@@ -99,11 +99,18 @@ def preference_variant(preference: str, features: str | None = None) -> str:
     return f"{recommended_candidate(features)}+{preference}"
 
 
+def _preference_variants() -> dict[str, tuple[str, str]]:
+    """Every preference variant (of each feature set's preset) → (its features, its preference)."""
+    return {
+        preference_variant(name, f): (f, name)
+        for f in RECOMMENDED_BY_FEATURES
+        for name in PREFERENCES
+    }
+
+
 def preference_names() -> dict[str, str]:
     """Every preference variant (of each feature set's preset) → its preference's name."""
-    return {
-        preference_variant(name, f): name for f in RECOMMENDED_BY_FEATURES for name in PREFERENCES
-    }
+    return {variant: name for variant, (_, name) in _preference_variants().items()}
 
 
 def variant_overrides(variant: str) -> dict[str, Any]:
@@ -123,12 +130,10 @@ def variant_overrides(variant: str) -> dict[str, Any]:
     for named in (ABLATIONS, CANDIDATES):
         if variant in named:
             return {name: dict(values) for name, values in named[variant].items()}
-    for features in RECOMMENDED_BY_FEATURES:
-        for name, preferences in PREFERENCES.items():
-            if variant == preference_variant(name, features):
-                return variant_overrides(recommended_candidate(features)) | {
-                    "preferences": preferences
-                }
+    if variant in (preferred := _preference_variants()):
+        features, name = preferred[variant]
+        preset = variant_overrides(recommended_candidate(features))
+        return preset | {"preferences": PREFERENCES[name]}
     if variant == ALL_LABELS:  # the dataset's objective count is filled in by Cell.config
         return {"data": {}}
     if variant.startswith("dp-eps"):
