@@ -79,23 +79,41 @@ def _p_value(p: float) -> str:
     return "p n/a" if math.isnan(p) else f"p {p:.3f}"
 
 
-def _paired(runs: pd.DataFrame, reference: str | None = None, label: str = "FedCARE") -> str:
+def _paired(
+    runs: pd.DataFrame, reference: str | None = None, label: str = "FedCARE", *, note: bool = True
+) -> str:
     """Reference − method per seed: mean ± std, and the seeds where the reference is ahead.
 
     The reference is the proposed method (:func:`~fedcare_core.algorithms.proposed_algorithm`)
-    unless named.
+    unless named; ``note=False`` leaves out the note on what the brackets say.
     """
     reference = proposed_algorithm() if reference is None else reference
     pairs = _objectives(runs)
     metrics = [name for name, _ in pairs] + ["avg_auroc"]
     lower_better = {name for name, metric in pairs if metric != "auroc"}
     diff = paired_differences(runs, reference, metrics)
-    note = (
+    table = _paired_table(diff, metrics, lower_better)
+    return table + "\n" + _paired_note(label) if note else table
+
+
+def _paired_note(label: str) -> str:
+    return (
         f"\nΔ = {label} − method on the same seed (same clients, splits and objectives); in "
         f"brackets, the seeds on which {label} is ahead (higher AUROC, lower MAE) out of those "
         f"where both have a value, {_TESTS_NOTE}"
     )
-    return _paired_table(diff, metrics, lower_better) + "\n" + note
+
+
+def _paired_by(runs: pd.DataFrame, column: str, name: str) -> list[str]:
+    """Per value of a swept setting (K, ρ): FedCARE − each method, paired by seed."""
+    if proposed_algorithm() not in set(runs["algorithm"]) or runs["algorithm"].nunique() < 2:
+        return []
+    out: list[str] = []
+    for value in sorted(set(runs[column])):
+        group = runs[runs[column] == value]
+        heading = f"\n## {name} = {value}: FedCARE minus each method, paired by seed\n\n"
+        out += [heading, _paired(group, note=False)]
+    return [*out, _paired_note("FedCARE")]
 
 
 #: What the paired tables' p and p_c are, and the caution their many cells need.
@@ -420,9 +438,11 @@ def experiment_tables(
     elif experiment == "clients":
         body += _grids(summary, runs, "algorithm", "clients", "K")
         body += _clinical(summary, runs, _CLINICAL_HEADING, ("clients", "algorithm"))
+        body += _paired_by(runs, "clients", "K")
     elif experiment == "disparity":
         body += _grids(summary, runs, "rho", "algorithm", "ρ")
         body += _clinical(summary, runs, _CLINICAL_HEADING, ("rho", "algorithm"))
+        body += _paired_by(runs, "rho", "ρ")
     elif experiment == "privacy":
         body += _privacy(summary, runs)
     elif experiment == "selection":

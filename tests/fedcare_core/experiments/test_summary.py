@@ -305,6 +305,33 @@ def test_the_sweeps_report_clinical_metrics_beside_their_aurocs(tmp_path, experi
     assert row in clinical  # one row per setting and method
 
 
+@pytest.mark.parametrize(
+    ("experiment", "cell", "headings"),
+    [
+        ("clients", lambda a, s, v: Cell(a, s, v), ("## K = 3:", "## K = 5:")),
+        ("disparity", lambda a, s, v: Cell(a, s, 10, v / 10), ("## ρ = 0.3:", "## ρ = 0.5:")),
+    ],
+)
+def test_the_sweeps_pair_fedcare_with_each_method_within_each_swept_value(
+    tmp_path, experiment, cell, headings
+):
+    # FedCARE is ahead of FedAvg on early discharge on all 3 seeds at the first value and
+    # behind on all 3 at the second: pooling the values would hide both.
+    cells = []
+    for value, sign in ((3, 1), (5, -1)):
+        for seed in range(3):
+            for algorithm, early in (("fedcare", 0.70 + sign * 0.05), ("fedavg", 0.70)):
+                c = cell(algorithm, seed, value)
+                doc = _doc(early + seed / 100, 0.6, 2.0)
+                (tmp_path / f"{c.key}.json").write_text(json.dumps(doc))
+                cells.append(c)
+    md = experiment_tables(experiment, cells, tmp_path, dataset="toy")[0][f"{experiment}.md"]
+    first, second = (md.index(f"{h} FedCARE minus each method, paired by seed") for h in headings)
+    ahead, behind = md[first:second], md[second:]
+    assert "| fedavg | 0.0500 ± 0.0000 (3/3, p 0.250;" in ahead
+    assert "| fedavg | -0.0500 ± 0.0000 (0/3, p 0.250;" in behind
+
+
 def test_selection_tables_hide_the_clinical_test_metrics(tmp_path):
     from fedcare_core.experiments.report import _is_test_column
 
