@@ -226,9 +226,10 @@ def _privacy(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
         for variant in dict.fromkeys(runs["variant"]):
             group = runs[(runs["clients"] == k) & (runs["variant"] == variant)]
             if proposed_algorithm() in set(group["algorithm"]) and group["algorithm"].nunique() > 1:
-                out += [f"\n### K = {k}, {variant}: FedCARE minus each method\n\n", _paired(group)]
+                heading = f"\n### K = {k}, {variant}: FedCARE minus each method\n\n"
+                out += [heading, _paired(group, note=False)]
         out.append("\n")
-    return out
+    return [*out, _paired_note("FedCARE")]
 
 
 #: The ``recommended`` experiment's name of each (variant, algorithm) it runs.

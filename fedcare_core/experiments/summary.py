@@ -158,6 +158,7 @@ def aggregate(frame: pd.DataFrame, by: Sequence[str] = SETTING) -> pd.DataFrame:
     grouped = keyed.groupby(list(by), sort=False, dropna=False)
     out = grouped[metrics].agg(["mean", "std", "count"])
     out.columns = [f"{pair[0]}.{pair[1]}" for pair in out.columns]
+    out = out.copy()  # one block: agg's column-by-column frame would warn on every insert
     out["n"] = grouped.size()
     out = out.reset_index()
     out["rho"] = out["rho"].where(out["rho"] >= 0)
