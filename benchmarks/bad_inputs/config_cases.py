@@ -69,19 +69,26 @@ def config_case(
     )
 
 
-def config_cases(src: Sources) -> list[Case]:
-    """Wrong types, ranges, keys and shapes in a ``--config`` file."""
-    r = "stage1.rounds|rounds"
-    lr = "stage1.local_lr|local_lr"
+_ROUNDS = "stage1.rounds|rounds"
+_LOCAL_LR = "stage1.local_lr|local_lr"
 
-    def s1(value: Any, key: str = "rounds") -> str:
-        doc: dict[str, Any] = {"stage1": {"rounds": 2}}
-        doc["stage1"][key] = value
-        return _json(doc)
 
-    def sec(section: str, key: str, value: Any) -> str:
-        return _json({"stage1": {"rounds": 2}, section: {key: value}})
+def _stage1(value: Any, key: str = "rounds") -> str:
+    """A config setting ``stage1.key`` to ``value`` (and stage1.rounds to 2 unless overridden)."""
+    doc: dict[str, Any] = {"stage1": {"rounds": 2}}
+    doc["stage1"][key] = value
+    return _json(doc)
 
+
+def _section(section: str, key: str, value: Any) -> str:
+    """A config setting ``section.key`` to ``value`` (besides stage1.rounds = 2)."""
+    return _json({"stage1": {"rounds": 2}, section: {key: value}})
+
+
+def _stage1_value_cases(src: Sources) -> list[Case]:
+    """Ill-typed or out-of-range values in the ``stage1`` section (rounds, rates, solver)."""
+    r, lr = _ROUNDS, _LOCAL_LR
+    s1 = _stage1
     c = config_case
     return [
         c(src, "c-rounds-string", s1("5"), (r,)),
@@ -108,6 +115,14 @@ def config_cases(src: Sources) -> list[Case]:
         c(src, "c-local-lr-bool", s1(False, "local_lr"), (lr,)),
         c(src, "c-batch-size-float", s1(32.5, "batch_size"), ("stage1.batch_size|batch_size",)),
         c(src, "c-solver-unknown", s1("magic", "solver"), ("stage1.solver|solver",)),
+    ]
+
+
+def _other_section_value_cases(src: Sources) -> list[Case]:
+    """Bad values in the data, model, stage2 and baselines sections and the top-level keys."""
+    sec = _section
+    c = config_case
+    return [
         c(src, "c-clients-float", sec("data", "clients", 3.0), ("data.clients|clients",)),
         c(src, "c-clients-string", sec("data", "clients", "3"), ("data.clients|clients",)),
         c(src, "c-rho-above-one", sec("data", "rho", 1.5), ("data.rho|rho",)),
@@ -165,6 +180,14 @@ def config_cases(src: Sources) -> list[Case]:
             _json({"stage1": {"rounds": 2}, "algorithm": "sgd"}),
             ("algorithm",),
         ),
+    ]
+
+
+def _key_and_shape_cases(src: Sources) -> list[Case]:
+    """Unknown keys, sections of the wrong shape, and files that are not a JSON object."""
+    s1 = _stage1
+    c = config_case
+    return [
         c(src, "c-unknown-top-key", _json({"stage1": {"rounds": 2}, "epochs": 3}), ("epochs",)),
         c(src, "c-unknown-nested-key", s1(3, "roundz"), ("roundz|stage1.roundz",)),
         c(src, "c-unknown-section", _json({"stage1": {"rounds": 2}, "stage3": {}}), ("stage3",)),
@@ -196,16 +219,33 @@ def config_cases(src: Sources) -> list[Case]:
             ("run", "--config", "{in}", *run_argv(src)[1:]),
             names=("--config|config",),
         ),
+    ]
+
+
+def _accepted_config_cases(src: Sources) -> list[Case]:
+    """Unusual but valid config files that must run."""
+    c = config_case
+    return [
         c(
             src,
             "c-ok-int-for-float",
-            s1(1, "local_lr"),
+            _stage1(1, "local_lr"),
             (),
             expect="accepted",
             note="README: an integer is accepted for a float",
         ),
-        c(src, "c-ok-rho", sec("data", "rho", 0.5), (), expect="accepted"),
+        c(src, "c-ok-rho", _section("data", "rho", 0.5), (), expect="accepted"),
     ]
+
+
+def config_cases(src: Sources) -> list[Case]:
+    """Wrong types, ranges, keys and shapes in a ``--config`` file."""
+    return (
+        _stage1_value_cases(src)
+        + _other_section_value_cases(src)
+        + _key_and_shape_cases(src)
+        + _accepted_config_cases(src)
+    )
 
 
 def _flag(

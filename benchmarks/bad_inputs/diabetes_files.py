@@ -191,12 +191,10 @@ def _accepted(
     )
 
 
-def diabetes_file_cases(src: Sources) -> list[Case]:
-    """Structure, encoding, archive and path cases, refused and accepted."""
-    hdr = list(src.diabetes_header)
-    i = hdr.index
-    blank = b""
-    refused = [
+def _column_cases(src: Sources) -> list[Case]:
+    """Header problems: a required column missing, renamed or duplicated."""
+    i = list(src.diabetes_header).index
+    return [
         _refused(
             "d-missing-column-num-medications",
             _columns_builder(_drop(i("num_medications"))),
@@ -219,6 +217,13 @@ def diabetes_file_cases(src: Sources) -> list[Case]:
             (CSV, "race|gender"),
             note="two columns called race, none called gender",
         ),
+    ]
+
+
+def _layout_and_encoding_cases() -> list[Case]:
+    """Files with no rows, cut or ragged rows, another delimiter or undecodable bytes."""
+    blank = b""
+    return [
         _refused("d-empty-file", _raw(lambda d: blank), (CSV,)),
         _refused("d-whitespace-only", _raw(lambda d: b"\r\n\r\n  \r\n"), (CSV,)),
         _refused("d-header-only", _raw(lambda d: d.split(b"\r\n")[0] + b"\r\n"), (CSV,)),
@@ -236,6 +241,13 @@ def diabetes_file_cases(src: Sources) -> list[Case]:
         _refused("d-utf16-file", _raw(lambda d: d.decode().encode("utf-16")), (CSV,)),
         _refused("d-nul-bytes", _raw(_nul_bytes), (CSV,)),
         _refused("d-binary-garbage", _raw(lambda d: bytes(range(256)) * 64), (CSV,)),
+    ]
+
+
+def _archive_and_path_cases() -> list[Case]:
+    """Broken zip archives and data paths that are missing, unreadable or not a file."""
+    blank = b""
+    return [
         _refused(
             "d-zip-two-csvs",
             _zip_of({"a/diabetic_data.csv": None, "b/diabetic_data.csv": None}),
@@ -286,8 +298,12 @@ def diabetes_file_cases(src: Sources) -> list[Case]:
             note="an empty --data-dir must not fall back to a download",
         ),
     ]
-    eol_lf = _raw(lambda d: d.replace(b"\r\n", b"\n"))
-    accepted = [
+
+
+def _accepted_cases(src: Sources, eol_lf: Builder) -> list[Case]:
+    """Unusual but valid files, archives, folders and links that must load."""
+    i = list(src.diabetes_header).index
+    return [
         _accepted("d-ok-crlf", _raw(lambda d: d), note="the file as published (CRLF)"),
         _accepted("d-ok-lf", eol_lf, note="LF line endings"),
         _accepted("d-ok-bom", _raw(lambda d: b"\xef\xbb\xbf" + d), note="UTF-8 byte-order mark"),
@@ -324,7 +340,11 @@ def diabetes_file_cases(src: Sources) -> list[Case]:
             note="the real archive, checksum on",
         ),
     ]
-    checksum = [
+
+
+def _checksum_cases(eol_lf: Builder) -> list[Case]:
+    """Byte-changed copies that the checksum (``--verify``) must refuse."""
+    return [
         Case(
             "d-checksum-one-cell",
             "diabetes-checksum",
@@ -351,6 +371,14 @@ def diabetes_file_cases(src: Sources) -> list[Case]:
             names=(CSV, "sha-256|checksum|sha256|num_medications"),
         ),
     ]
+
+
+def diabetes_file_cases(src: Sources) -> list[Case]:
+    """Structure, encoding, archive and path cases, refused and accepted."""
+    eol_lf = _raw(lambda d: d.replace(b"\r\n", b"\n"))
+    refused = _column_cases(src) + _layout_and_encoding_cases() + _archive_and_path_cases()
+    accepted = _accepted_cases(src, eol_lf)
+    checksum = _checksum_cases(eol_lf)
     return refused + accepted + checksum
 
 

@@ -157,8 +157,8 @@ def _case(
     )
 
 
-def value_cases(src: Sources, k: Keys) -> list[Case]:
-    """Impossible times, broken keys, unknown codes and non-numeric measurements."""
+def _impossible_time_cases(k: Keys) -> list[Case]:
+    """Times in the wrong order, and ages no patient has."""
     y = k.intime_year
     e, c = edit_table, _case
     return [
@@ -207,6 +207,13 @@ def value_cases(src: Sources, k: Keys) -> list[Case]:
             rows=(J,),
             note="ICU stay 3 years after its admission",
         ),
+    ]
+
+
+def _key_cases(k: Keys) -> list[Case]:
+    """Duplicated identifiers and keys that point to no row, or to another patient's."""
+    e, c = edit_table, _case
+    return [
         c(
             "m-duplicate-icustay-id",
             e("ICUSTAYS", set_col("ICUSTAY_ID", k.icustay, J2)),
@@ -257,6 +264,13 @@ def value_cases(src: Sources, k: Keys) -> list[Case]:
             k,
             note="a stay's patient is not in PATIENTS",
         ),
+    ]
+
+
+def _unparsable_time_cases(k: Keys) -> list[Case]:
+    """Dates and times that cannot be read."""
+    e, c = edit_table, _case
+    return [
         c(
             "m-admittime-unparsable",
             e("ADMISSIONS", set_col("ADMITTIME", "notadate", k.adm_row)),
@@ -285,6 +299,13 @@ def value_cases(src: Sources, k: Keys) -> list[Case]:
             k,
             rows=(k.lab_row,),
         ),
+    ]
+
+
+def _unknown_code_cases(k: Keys) -> list[Case]:
+    """Coded fields (gender, expire flag, admission type, insurance, care unit) out of range."""
+    e, c = edit_table, _case
+    return [
         c(
             "m-gender-unknown",
             e("PATIENTS", set_col("GENDER", "X", k.pat_row)),
@@ -337,6 +358,13 @@ def value_cases(src: Sources, k: Keys) -> list[Case]:
             rows=(J,),
             extra_secrets=("XICU",),
         ),
+    ]
+
+
+def _measurement_cases(k: Keys) -> list[Case]:
+    """Non-numeric, infinite or absurd measurements and identifiers."""
+    e, c = edit_table, _case
+    return [
         c(
             "m-lab-valuenum-text",
             e("LABEVENTS", set_col("VALUENUM", "abc", k.lab_row)),
@@ -403,3 +431,14 @@ def value_cases(src: Sources, k: Keys) -> list[Case]:
             rows=(J,),
         ),
     ]
+
+
+def value_cases(src: Sources, k: Keys) -> list[Case]:
+    """Impossible times, broken keys, unknown codes and non-numeric measurements."""
+    return (
+        _impossible_time_cases(k)
+        + _key_cases(k)
+        + _unparsable_time_cases(k)
+        + _unknown_code_cases(k)
+        + _measurement_cases(k)
+    )

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+from functools import partial
 from pathlib import Path
 
 from case_model import OUT_FILE, Builder, Case, Sources, write_diabetes
@@ -289,51 +290,58 @@ def flower_cases(src: Sources) -> list[Case]:
     ]
 
 
-def experiment_cases(src: Sources) -> list[Case]:
-    """``fedcare experiment`` grid options."""
-    out = "{work}/out/exp"
+#: Where ``fedcare experiment`` cases write.
+_EXP_OUT = "{work}/out/exp"
 
-    def ex(name: str, **flags: str | None) -> tuple[str, ...]:
-        base: dict[str, str | None] = {
-            "dataset": "diabetes130",
-            "data_dir": str(src.diabetes_zip),
-            "seeds": "1",
-            "rounds": "1",
-            "max_patients": "1000",
-            "stage2_epochs": "1",
-            "workers": "1",
-            "out": out,
-        }
-        if name != "disparity" and name != "ablation":
-            base["algorithms"] = "fedavg"
-        if name != "clients":
-            base["clients"] = "3"
-        base.update(flags)
-        argv = ["experiment", name]
-        for key, value in base.items():
-            if value is not None:
-                argv += [f"--{key.replace('_', '-')}", value]
-        return (*argv, "--quiet")
 
-    def e(
-        cid: str,
-        name: str,
-        names: tuple[str, ...],
-        build: Builder | None = None,
-        **flags: str | None,
-    ) -> Case:
-        return Case(
-            cid,
-            "experiment",
-            "refused",
-            ex(name, **flags),
-            build or (lambda i, s: None),
-            names=names,
-            timeout=120,
-        )
+def _experiment_argv(src: Sources, name: str, **flags: str | None) -> tuple[str, ...]:
+    """``fedcare experiment name`` on the published archive; ``flags`` override (``None``: drop)."""
+    base: dict[str, str | None] = {
+        "dataset": "diabetes130",
+        "data_dir": str(src.diabetes_zip),
+        "seeds": "1",
+        "rounds": "1",
+        "max_patients": "1000",
+        "stage2_epochs": "1",
+        "workers": "1",
+        "out": _EXP_OUT,
+    }
+    if name != "disparity" and name != "ablation":
+        base["algorithms"] = "fedavg"
+    if name != "clients":
+        base["clients"] = "3"
+    base.update(flags)
+    argv = ["experiment", name]
+    for key, value in base.items():
+        if value is not None:
+            argv += [f"--{key.replace('_', '-')}", value]
+    return (*argv, "--quiet")
 
+
+def _experiment_case(
+    src: Sources,
+    cid: str,
+    name: str,
+    names: tuple[str, ...],
+    build: Builder | None = None,
+    **flags: str | None,
+) -> Case:
+    """A refused ``fedcare experiment name`` case with the given flags."""
+    return Case(
+        cid,
+        "experiment",
+        "refused",
+        _experiment_argv(src, name, **flags),
+        build or (lambda i, s: None),
+        names=names,
+        timeout=120,
+    )
+
+
+def _grid_option_cases(src: Sources) -> list[Case]:
+    """Bad values of the grid options: algorithms, counts, ratios, seeds, workers, variants."""
     al, co, ra = "--algorithms|algorithms", "--counts|counts", "--ratios|ratios"
-    bad = set_cells(BAD_DATA)
+    e = partial(_experiment_case, src)
     return [
         e("e-algorithm-unknown", "comparison", (al,), algorithms="magic"),
         e("e-algorithms-empty", "comparison", (al,), algorithms=""),
@@ -354,6 +362,13 @@ def experiment_cases(src: Sources) -> list[Case]:
         e("e-seeds-negative", "comparison", ("--seeds|seeds",), seeds="-1"),
         e("e-workers-zero", "comparison", ("--workers|workers",), workers="0"),
         e("e-variants-unknown", "ablation", ("--variants|variants",), variants="magic"),
+    ]
+
+
+def _run_setting_cases(src: Sources) -> list[Case]:
+    """Bad run settings shared with ``fedcare run``: Dask address, output, sizes, data path."""
+    e = partial(_experiment_case, src)
+    return [
         e(
             "e-dask-address-malformed",
             "comparison",
@@ -361,17 +376,24 @@ def experiment_cases(src: Sources) -> list[Case]:
             dask_address="not-an-address",
             workers=None,
         ),
-        e("e-out-is-file", "comparison", ("--out|out",), _file("out/exp"), out=out),
+        e("e-out-is-file", "comparison", ("--out|out",), _file("out/exp"), out=_EXP_OUT),
         e("e-rounds-zero", "comparison", ("--rounds|rounds",), rounds="0"),
         e("e-max-patients-zero", "comparison", ("--max-patients|max_patients",), max_patients="0"),
         e("e-stage2-epochs-zero", "comparison", ("--stage2-epochs|epochs",), stage2_epochs="0"),
         e("e-clients-zero", "comparison", ("--clients|clients",), clients="0"),
         e("e-data-missing", "comparison", ("nowhere",), data_dir="{in}/nowhere"),
+    ]
+
+
+def _experiment_run_cases(src: Sources) -> list[Case]:
+    """Bad data, an unknown experiment, an unreachable Dask scheduler, and a tiny valid run."""
+    bad = set_cells(BAD_DATA)
+    return [
         Case(
             "e-bad-data",
             "experiment",
             "refused",
-            (*ex("comparison", data_dir="{in}/" + CSV), "--no-verify"),
+            (*_experiment_argv(src, "comparison", data_dir="{in}/" + CSV), "--no-verify"),
             bad,
             names=(CSV, "num_medications"),
             timeout=120,
@@ -387,7 +409,7 @@ def experiment_cases(src: Sources) -> list[Case]:
             "e-dask-address-unreachable",
             "experiment",
             "refused",
-            ex("comparison", dask_address="tcp://127.0.0.1:9", workers=None),
+            _experiment_argv(src, "comparison", dask_address="tcp://127.0.0.1:9", workers=None),
             names=("--dask-address|dask|127.0.0.1",),
             timeout=120,
             note="nothing listens there",
@@ -396,8 +418,13 @@ def experiment_cases(src: Sources) -> list[Case]:
             "e-ok-comparison-tiny",
             "experiment-valid",
             "accepted",
-            ex("comparison"),
-            outputs=(out + "/comparison/comparison_runs.csv",),
+            _experiment_argv(src, "comparison"),
+            outputs=(_EXP_OUT + "/comparison/comparison_runs.csv",),
             timeout=300,
         ),
     ]
+
+
+def experiment_cases(src: Sources) -> list[Case]:
+    """``fedcare experiment`` grid options."""
+    return _grid_option_cases(src) + _run_setting_cases(src) + _experiment_run_cases(src)
