@@ -116,6 +116,19 @@ def _paired_by(runs: pd.DataFrame, column: str, name: str) -> list[str]:
     return [*out, _paired_note("FedCARE")]
 
 
+def _variants_paired(runs: pd.DataFrame, reference: str = "paper") -> list[str]:
+    """Per method: the ``reference`` variant (the SPEC's default) − each other, paired by seed."""
+    if reference not in set(runs["variant"]) or runs["variant"].nunique() < 2:
+        return []
+    out: list[str] = []
+    for algorithm in dict.fromkeys(runs["algorithm"]):
+        of_method = runs[runs["algorithm"] == algorithm]
+        as_methods = of_method.assign(algorithm=of_method["variant"], variant=reference)
+        heading = f"\n## {algorithm}: the `{reference}` variant minus each other, paired by seed"
+        out += [heading + "\n\n", _paired(as_methods, reference, note=False)]
+    return [*out, _paired_note(f"the `{reference}` variant")]
+
+
 #: What the paired tables' p and p_c are, and the caution their many cells need.
 _TESTS_NOTE = (
     "and p, the two-sided Wilcoxon signed-rank test of a zero "
@@ -455,6 +468,7 @@ def experiment_tables(
     else:
         body += [markdown_table(summary, ["variant", "algorithm"], _metric_spec(runs))]
         body += _clinical(summary, runs, _CLINICAL_HEADING, ("variant", "algorithm"))
+        body += _variants_paired(runs)
     files = {
         f"{experiment}_runs.csv": runs.to_csv(index=False),
         f"{experiment}_summary.csv": summary.to_csv(index=False),

@@ -332,6 +332,28 @@ def test_the_sweeps_pair_fedcare_with_each_method_within_each_swept_value(
     assert "| fedavg | -0.0500 ± 0.0000 (0/3, p 0.250;" in behind
 
 
+def test_the_ablation_pairs_the_papers_variant_with_each_other_within_each_method(tmp_path):
+    # FedCARE's l2 variant trails the paper's by 0.02 early-discharge AUROC on every seed;
+    # FedCARE-B's is level: the pairs must not mix the methods.
+    cells = []
+    for seed in range(3):
+        for algorithm, variant, early in (
+            ("fedcare", "paper", 0.72),
+            ("fedcare", "normalise-l2", 0.70),
+            ("fedcare-b", "paper", 0.65),
+            ("fedcare-b", "normalise-l2", 0.65),
+        ):
+            c = Cell(algorithm, seed, 10, None, variant)
+            doc = _doc(early + seed / 100, 0.6, 2.0)
+            (tmp_path / f"{c.key}.json").write_text(json.dumps(doc))
+            cells.append(c)
+    md = experiment_tables("ablation", cells, tmp_path, dataset="toy")[0]["ablation.md"]
+    fedcare = md.index("## fedcare: the `paper` variant minus each other, paired by seed")
+    fedcare_b = md.index("## fedcare-b: the `paper` variant minus each other, paired by seed")
+    assert "| normalise-l2 | 0.0200 ± 0.0000 (3/3, p 0.250;" in md[fedcare:fedcare_b]
+    assert "| normalise-l2 | 0.0000 ± 0.0000 (0/3, p n/a;" in md[fedcare_b:]
+
+
 def test_selection_tables_hide_the_clinical_test_metrics(tmp_path):
     from fedcare_core.experiments.report import _is_test_column
 
