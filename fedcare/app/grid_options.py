@@ -32,7 +32,13 @@ from fedcare_core.experiments.cells import (
     SELECTION_SETTINGS,
     SETTINGS,
 )
-from fedcare_core.experiments.variants import ABLATIONS, ALL_LABELS, CANDIDATES, PREFERENCES
+from fedcare_core.experiments.variants import (
+    ABLATIONS,
+    ALL_LABELS,
+    CANDIDATES,
+    FAIRNESS_STRENGTHS,
+    PREFERENCES,
+)
 
 #: The fewest clients of a federation (``data.clients``' lower bound).
 MIN_CLIENTS = int(RANGES["data"]["clients"].low or 2)
@@ -178,7 +184,10 @@ def _known(names: Sequence[str], what: str) -> Callable[[Any], str | None]:
 
 
 def _check_variants(values: Any, experiments: Sequence[str]) -> str | None:
-    by_experiment = {"selection": tuple(CANDIDATES), "preferences": tuple(PREFERENCES)}
+    by_experiment = {
+        "selection": tuple(CANDIDATES),
+        "preferences": (*PREFERENCES, *FAIRNESS_STRENGTHS),
+    }
     known = by_experiment.get(",".join(experiments), tuple(ABLATIONS))
     return _each(_known(known, "variant"))(values, experiments)
 
@@ -342,7 +351,8 @@ GRID_OPTIONS: tuple[GridOption, ...] = (
         None,
         f"the ablations to run (default all: {_join(tuple(ABLATIONS))}); selection: the "
         f"candidates (default all: {_join(tuple(CANDIDATES))}); preferences: the clinical "
-        f"preferences beside the plain preset (default all: {_join(tuple(PREFERENCES))})",
+        f"preferences beside the plain preset (default all: {_join(tuple(PREFERENCES))}; "
+        f"also {_join(tuple(FAIRNESS_STRENGTHS))}: the fairness ones at γ 0.25 and 4)",
         experiments=("ablation", "selection", "preferences"),
         item=str,
         check=_check_variants,

@@ -18,6 +18,7 @@ from fedcare_core.experiments.variants import (
     ABLATIONS,
     ALL_LABELS,
     CANDIDATES,
+    FAIRNESS_STRENGTHS,
     PREFERENCES,
     RECOMMENDED_CANDIDATE,
     preference_variant,
@@ -306,9 +307,10 @@ def preferences_grid(
     preference in ``variants``, so each preference's effect is paired by seed (same clients,
     splits and objectives).
     """
-    unknown = sorted(set(variants) - set(PREFERENCES))
+    known = [*PREFERENCES, *FAIRNESS_STRENGTHS]
+    unknown = sorted(set(variants) - set(known))
     if unknown:
-        raise ConfigError(f"unknown preference(s) {unknown}; choose from {sorted(PREFERENCES)}")
+        raise ConfigError(f"unknown preference(s) {unknown}; choose from {known}")
     _check_settings(settings)
     named = [recommended_candidate(features), *(preference_variant(v, features) for v in variants)]
     return [

@@ -15,6 +15,7 @@ __all__ = [
     "ABLATIONS",
     "ALL_LABELS",
     "CANDIDATES",
+    "FAIRNESS_STRENGTHS",
     "PREFERENCES",
     "RECOMMENDED_ADMISSION_CANDIDATE",
     "RECOMMENDED_BY_FEATURES",
@@ -82,6 +83,14 @@ PREFERENCES: dict[str, str] = {
     "fair-race": "*:fair(race)",
     "fair-race-sensitivity": "*:fair(race,sensitivity)",
 }
+#: The fairness preferences at a weaker and a stronger weight γ than the default 1: name →
+#: (the preference, γ). ``--variants`` adds them to the preferences experiment, which then
+#: shows the gap and the AUROC at γ ∈ {0.25, 1, 4}; its default runs :data:`PREFERENCES`.
+FAIRNESS_STRENGTHS: dict[str, tuple[str, float]] = {
+    f"{name}-gamma{gamma:g}": (name, gamma)
+    for name in ("fair-race", "fair-race-sensitivity")
+    for gamma in (0.25, 4.0)
+}
 
 
 def privacy_variant(budget: float | None) -> str:
@@ -104,8 +113,16 @@ def _preference_variants() -> dict[str, tuple[str, str]]:
     return {
         preference_variant(name, f): (f, name)
         for f in RECOMMENDED_BY_FEATURES
-        for name in PREFERENCES
+        for name in [*PREFERENCES, *FAIRNESS_STRENGTHS]
     }
+
+
+def _preference_settings(name: str) -> dict[str, Any]:
+    """A preference's top-level settings: its text, and γ for a :data:`FAIRNESS_STRENGTHS` one."""
+    if name in FAIRNESS_STRENGTHS:
+        base, gamma = FAIRNESS_STRENGTHS[name]
+        return {"preferences": PREFERENCES[base], "fairness_weight": gamma}
+    return {"preferences": PREFERENCES[name]}
 
 
 def preference_names() -> dict[str, str]:
@@ -133,7 +150,7 @@ def variant_overrides(variant: str) -> dict[str, Any]:
     if variant in (preferred := _preference_variants()):
         features, name = preferred[variant]
         preset = variant_overrides(recommended_candidate(features))
-        return preset | {"preferences": PREFERENCES[name]}
+        return preset | _preference_settings(name)
     if variant == ALL_LABELS:  # the dataset's objective count is filled in by Cell.config
         return {"data": {}}
     if variant.startswith("dp-eps"):

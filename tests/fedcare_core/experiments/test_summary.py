@@ -11,7 +11,7 @@ import pytest
 
 from fedcare_core.config import DataConfig, ExperimentConfig
 from fedcare_core.errors import ConfigError
-from fedcare_core.experiments.cells import Cell
+from fedcare_core.experiments.cells import Cell, experiment_cells
 from fedcare_core.experiments.report import experiment_tables
 from fedcare_core.experiments.summary import (
     aggregate,
@@ -443,6 +443,22 @@ def test_a_preference_variant_sets_the_preset_and_its_preferences():
     config = admission.config(base)
     assert config.preferences == "*:sensitivity" and config.data.scaling == "federated"
     assert config.stage1 == chosen.stage1 and config.data == chosen.data
+
+    # the γ sweep's variants: the same preference at another fairness weight, default 1 elsewhere
+    stronger = Cell("fedcare", 0, 3, None, preference_variant("fair-race-sensitivity-gamma4"))
+    config = stronger.config(base)
+    assert config.preferences == "*:fair(race,sensitivity)" and config.fairness_weight == 4.0
+    assert (
+        Cell("fedcare", 0, 3, None, preference_variant("fair-race")).config(base).fairness_weight
+        == 1.0
+    )
+    cells = experiment_cells("preferences", 2, variants=["fair-race-gamma0.25"])
+    assert [c.variant for c in cells[:2]] == [
+        RECOMMENDED_CANDIDATE,
+        preference_variant("fair-race-gamma0.25"),
+    ]
+    with pytest.raises(ConfigError, match="unknown preference"):
+        experiment_cells("preferences", 2, variants=["fair-race-gamma2"])
 
 
 def test_the_privacy_report_shows_the_noise_and_each_accountants_epsilon_for_it(tmp_path):
