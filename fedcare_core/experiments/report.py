@@ -242,7 +242,8 @@ def _privacy(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
                 heading = f"\n### K = {k}, {variant}: FedCARE minus each method\n\n"
                 out += [heading, _paired(group, note=False)]
         out.append("\n")
-    return [*out, _paired_note("FedCARE")]
+    paired = any(part.startswith("\n### K = ") and "minus" in part for part in out)
+    return [*out, _paired_note("FedCARE")] if paired else out
 
 
 #: The ``recommended`` experiment's name of each (variant, algorithm) it runs.
