@@ -37,6 +37,7 @@ from fedcare_core.experiments.variants import (
     ALL_LABELS,
     CANDIDATES,
     FAIRNESS_STRENGTHS,
+    PREFERENCE_CHOICES,
     PREFERENCES,
 )
 
@@ -186,7 +187,7 @@ def _known(names: Sequence[str], what: str) -> Callable[[Any], str | None]:
 def _check_variants(values: Any, experiments: Sequence[str]) -> str | None:
     by_experiment = {
         "selection": tuple(CANDIDATES),
-        "preferences": (*PREFERENCES, *FAIRNESS_STRENGTHS),
+        "preferences": PREFERENCE_CHOICES,
     }
     known = by_experiment.get(",".join(experiments), tuple(ABLATIONS))
     return _each(_known(known, "variant"))(values, experiments)

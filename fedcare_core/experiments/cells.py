@@ -18,7 +18,7 @@ from fedcare_core.experiments.variants import (
     ABLATIONS,
     ALL_LABELS,
     CANDIDATES,
-    FAIRNESS_STRENGTHS,
+    PREFERENCE_CHOICES,
     PREFERENCES,
     RECOMMENDED_CANDIDATE,
     preference_variant,
@@ -307,10 +307,11 @@ def preferences_grid(
     preference in ``variants``, so each preference's effect is paired by seed (same clients,
     splits and objectives).
     """
-    known = [*PREFERENCES, *FAIRNESS_STRENGTHS]
-    unknown = sorted(set(variants) - set(known))
+    unknown = sorted(set(variants) - set(PREFERENCE_CHOICES))
     if unknown:
-        raise ConfigError(f"unknown preference(s) {unknown}; choose from {known}")
+        raise ConfigError(
+            f"unknown preference(s) {unknown}; choose from {list(PREFERENCE_CHOICES)}"
+        )
     _check_settings(settings)
     named = [recommended_candidate(features), *(preference_variant(v, features) for v in variants)]
     return [

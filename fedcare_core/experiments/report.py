@@ -96,6 +96,11 @@ def _paired(
     return table + "\n" + _paired_note(label) if note else table
 
 
+def _pairs_fedcare(runs: pd.DataFrame) -> bool:
+    """Whether the runs hold FedCARE and another method to pair it with."""
+    return proposed_algorithm() in set(runs["algorithm"]) and runs["algorithm"].nunique() > 1
+
+
 def _paired_note(label: str) -> str:
     return (
         f"\nΔ = {label} − method on the same seed (same clients, splits and objectives); in "
@@ -106,7 +111,7 @@ def _paired_note(label: str) -> str:
 
 def _paired_by(runs: pd.DataFrame, column: str, name: str) -> list[str]:
     """Per value of a swept setting (K, ρ): FedCARE − each method, paired by seed."""
-    if proposed_algorithm() not in set(runs["algorithm"]) or runs["algorithm"].nunique() < 2:
+    if not _pairs_fedcare(runs):
         return []
     out: list[str] = []
     for value in sorted(set(runs[column])):
@@ -229,6 +234,7 @@ def _privacy(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
         for name in ACCOUNTANTS
         if f"epsilon.{name}" in runs.columns
     ]
+    paired = False
     for k in sorted(set(runs["clients"])):
         at_k = summary[summary["clients"] == k]
         out.append(f"## K = {k}\n\n")
@@ -238,11 +244,11 @@ def _privacy(summary: pd.DataFrame, runs: pd.DataFrame) -> list[str]:
         out += _clinical(at_k, at_k_runs, heading, ("variant", "algorithm"))
         for variant in dict.fromkeys(runs["variant"]):
             group = runs[(runs["clients"] == k) & (runs["variant"] == variant)]
-            if proposed_algorithm() in set(group["algorithm"]) and group["algorithm"].nunique() > 1:
+            if _pairs_fedcare(group):
                 heading = f"\n### K = {k}, {variant}: FedCARE minus each method\n\n"
                 out += [heading, _paired(group, note=False)]
+                paired = True
         out.append("\n")
-    paired = any(part.startswith("\n### K = ") and "minus" in part for part in out)
     return [*out, _paired_note("FedCARE")] if paired else out
 
 
@@ -448,7 +454,7 @@ def experiment_tables(
             markdown_table(summary, ["algorithm"], _metric_spec(runs, ".client_mean")),
             *_clinical(summary, runs, _CLINICAL_HEADING),
         ]
-        if proposed_algorithm() in set(runs["algorithm"]) and runs["algorithm"].nunique() > 1:
+        if _pairs_fedcare(runs):
             body += ["\n## FedCARE minus each method, paired by seed\n\n", _paired(runs)]
     elif experiment == "clients":
         body += _grids(summary, runs, "algorithm", "clients", "K")

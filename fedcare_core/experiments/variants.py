@@ -17,6 +17,7 @@ __all__ = [
     "CANDIDATES",
     "FAIRNESS_STRENGTHS",
     "PREFERENCES",
+    "PREFERENCE_CHOICES",
     "RECOMMENDED_ADMISSION_CANDIDATE",
     "RECOMMENDED_BY_FEATURES",
     "RECOMMENDED_CANDIDATE",
@@ -91,6 +92,8 @@ FAIRNESS_STRENGTHS: dict[str, tuple[str, float]] = {
     for name in ("fair-race", "fair-race-sensitivity")
     for gamma in (0.25, 4.0)
 }
+#: Every preference the preferences experiment can run (``--variants``).
+PREFERENCE_CHOICES = (*PREFERENCES, *FAIRNESS_STRENGTHS)
 
 
 def privacy_variant(budget: float | None) -> str:
@@ -113,7 +116,7 @@ def _preference_variants() -> dict[str, tuple[str, str]]:
     return {
         preference_variant(name, f): (f, name)
         for f in RECOMMENDED_BY_FEATURES
-        for name in [*PREFERENCES, *FAIRNESS_STRENGTHS]
+        for name in PREFERENCE_CHOICES
     }
 
 
