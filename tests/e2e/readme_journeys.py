@@ -1,7 +1,8 @@
-"""The README's command blocks as one shell session, the way a user types them.
+"""The README's command blocks, and those of the docs pages it lists, as one shell session.
 
-Every fenced ``bash`` block of README.md is a journey step, run in order in one ``bash``
-process (so ``. .venv/bin/activate`` and ``eval "$(fedcare stack env)"`` carry over), exactly
+Every fenced ``bash`` block of README.md, then of each ``docs/*.md`` page the README links to
+(in the order of their first link, :func:`journey_pages`), is a journey step, run in order in
+one ``bash`` process (so ``. .venv/bin/activate`` and ``eval "$(fedcare stack env)"`` carry over), exactly
 as written. A block may be preceded by one HTML comment that tells the test what a reader on
 one machine cannot do literally (the README shows each such block's caveat in its text too):
 
@@ -22,10 +23,12 @@ from __future__ import annotations
 
 import re
 import shlex
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+from pathlib import Path
 
 _FENCE = re.compile(r"^```(\w*)\s*$")
 _MARK = re.compile(r"^<!--\s*readme-test:\s*(.*?)\s*-->\s*$")
+_DOCS_LINK = re.compile(r"\]\((docs/[A-Za-z0-9_-]+\.md)[)#]")
 
 
 @dataclass(frozen=True)
@@ -34,13 +37,14 @@ class Block:
 
     line: int
     text: str
+    page: str = "README.md"
     background: tuple[str, ...] = ()
     skip: tuple[tuple[str, str], ...] = ()
     loopback: tuple[tuple[str, str], ...] = field(default=())
 
 
-def readme_blocks(readme: str) -> list[Block]:
-    """Every ``bash`` block of the README, in order, with its directives."""
+def readme_blocks(readme: str, page: str = "README.md") -> list[Block]:
+    """Every ``bash`` block of a page (the README by default), in order, with its directives."""
     lines = readme.splitlines()
     blocks: list[Block] = []
     i = 0
@@ -52,7 +56,7 @@ def readme_blocks(readme: str) -> list[Block]:
         end = next(j for j in range(i + 1, len(lines)) if lines[j].startswith("```"))
         if fence.group(1) == "bash":
             mark = _previous_mark(lines, i)
-            blocks.append(_block(i + 1, "\n".join(lines[i + 1 : end]), mark))
+            blocks.append(_block(i + 1, "\n".join(lines[i + 1 : end]), mark, page))
         i = end + 1
     return blocks
 
@@ -65,7 +69,7 @@ def _previous_mark(lines: list[str], fence: int) -> str:
     return match.group(1) if match else ""
 
 
-def _block(line: int, text: str, mark: str) -> Block:
+def _block(line: int, text: str, mark: str, page: str) -> Block:
     background: list[str] = []
     skip: list[tuple[str, str]] = []
     loopback: list[tuple[str, str]] = []
@@ -81,8 +85,27 @@ def _block(line: int, text: str, mark: str) -> Block:
                 host, _, local = pair.strip().partition("=")
                 loopback.append((host, local))
         else:
-            raise ValueError(f"README line {line}: unknown readme-test directive {key!r}")
-    return Block(line, text, tuple(background), tuple(skip), tuple(loopback))
+            raise ValueError(f"{page} line {line}: unknown readme-test directive {key!r}")
+    return Block(line, text, page, tuple(background), tuple(skip), tuple(loopback))
+
+
+def journey_pages(root: Path) -> list[Path]:
+    """README.md, then every ``docs/*.md`` page it links to, in the order of their first link."""
+    readme = root / "README.md"
+    seen: list[str] = []
+    for match in _DOCS_LINK.finditer(readme.read_text()):
+        if match.group(1) not in seen:
+            seen.append(match.group(1))
+    return [readme, *(root / name for name in seen)]
+
+
+def journey_blocks(root: Path) -> list[Block]:
+    """Every ``bash`` block of the journey's pages, in journey order, each naming its page."""
+    blocks: list[Block] = []
+    for page in journey_pages(root):
+        name = str(page.relative_to(root))
+        blocks += [replace(b, page=name) for b in readme_blocks(page.read_text(), name)]
+    return blocks
 
 
 def session_script(blocks: list[Block], log: str) -> str:
@@ -93,7 +116,8 @@ def session_script(blocks: list[Block], log: str) -> str:
     """
     out = ["set -euo pipefail", f"JOURNEY_LOG={shlex.quote(log)}"]
     for n, block in enumerate(blocks):
-        out.append(f'echo "::: README block {n} (line {block.line}) at ${{SECONDS}} s" >&2')
+        where = f"{block.page} line {block.line}"
+        out.append(f'echo "::: journey block {n} ({where}) at ${{SECONDS}} s" >&2')
         wrapped = sorted(
             {p.split()[0] for p in block.background} | {p.split()[0] for p, _ in block.skip}
         )
