@@ -2,9 +2,10 @@
 
 Every fenced ``bash`` block of README.md, then of each ``docs/*.md`` page the README links to
 (in the order of their first link, :func:`journey_pages`), is a journey step, run in order in
-one ``bash`` process (so ``. .venv/bin/activate`` and ``eval "$(fedcare stack env)"`` carry over), exactly
-as written. A block may be preceded by one HTML comment that tells the test what a reader on
-one machine cannot do literally (the README shows each such block's caveat in its text too):
+one ``bash`` process (so ``. .venv/bin/activate`` and ``eval "$(fedcare stack env)"`` carry
+over), exactly as written. A block may be preceded by one HTML comment that tells the test
+what a reader on one machine cannot do literally (the page shows each such block's caveat in
+its text too):
 
 ``<!-- readme-test: background=PREFIX; skip=PREFIX (why); loopback=HOST=127.0.0.1,… -->``
 

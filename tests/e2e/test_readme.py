@@ -35,6 +35,8 @@ UNSET = (
     "FEDCARE_DATA_DIR", "MLFLOW_TRACKING_URI", "MLFLOW_REGISTRY_URI", "PREFECT_API_URL",
     "PREFECT_HOME", "VIRTUAL_ENV", "FEDCARE_RETRAIN_DATA_DIR",
 )  # fmt: skip
+
+
 def test_every_bash_block_is_in_the_journey_with_known_directives():
     pages = journey_pages(REPO_ROOT)
     assert [p.name for p in pages[:2]] == ["README.md", "RUNNING.md"]
