@@ -15,12 +15,17 @@ from pathlib import Path
 from typing import Any
 
 from fedcare.cli import federation_init
+from fedcare.cli.option_checks import declare_needs, port
 from fedcare.cli.options import add_tracking_uri_option, bounded
 from fedcare_core.config.fields import Range
 from fedcare_core.errors import ConfigError
 
 #: The ports a coordinator may listen on.
 PORTS = Range(1, 65_535)
+#: What a coordinator's state folder holds once ``federation start`` made it (any of them).
+_STATE_ENTRIES = ("ca.crt", "tls", "flwr-home", "superlink.db", "superlink.json", "sites.json")
+#: Validity of a CA made by ``federation start`` (``--validity-days``).
+_VALIDITY_DAYS = 365
 
 
 def add_parser(sub: Any) -> None:
@@ -58,9 +63,8 @@ def add_parser(sub: Any) -> None:
         help="keep watching: print again at every change (a site online, a round ended) "
         "until Ctrl-C",
     )  # fmt: skip
-    status.add_argument(
-        "--interval", type=float, default=2.0, metavar="S", help="with --watch: seconds (2)"
-    )
+    status.add_argument("--interval", type=float, metavar="S", help="with --watch: seconds (2)")
+    declare_needs(status, "--interval", "--watch", why="it is the time between two looks")
     _add_run(fed_sub)
 
 
@@ -76,7 +80,7 @@ def _add_start(fed_sub: Any) -> None:
         "start", help="start the coordinator's SuperLink (TLS, node authentication)"
     )
     _state_dir(start)
-    start.add_argument("--port", type=int, required=True, help="the port sites connect to")
+    start.add_argument("--port", type=port, required=True, help="the port sites connect to")
     start.add_argument(
         "--host", default="127.0.0.1",
         help="the address it listens on and its certificate names (default 127.0.0.1)",
@@ -84,16 +88,17 @@ def _add_start(fed_sub: Any) -> None:
     start.add_argument("--ca-cert", type=Path, help="use this CA certificate (PEM) …")
     start.add_argument("--server-cert", type=Path, help="… this server certificate …")
     start.add_argument("--server-key", type=Path, help="… and its key, instead of making them")
-    start.add_argument(
-        "--validity-days", type=int, default=365, help="validity of a CA made here (365)"
-    )
+    start.add_argument("--validity-days", type=int, help="validity of a CA made here (365)")
 
 
 def _add_run(fed_sub: Any) -> None:
     run = fed_sub.add_parser("run", help="run Stage 1 over the registered sites")
     _state_dir(run)
     run.add_argument("--schema", type=Path, required=True, help="the federation schema")
-    run.add_argument("--min-sites", type=int, required=True, help="wait for N sites")
+    run.add_argument(
+        "--min-sites", type=int, required=True, metavar="N",
+        help="wait for N sites; a round with fewer replies stops the run, unaggregated",
+    )  # fmt: skip
     run.add_argument("--rounds", type=int, required=True, help="Stage 1 rounds T")
     run.add_argument("--seed", type=int, required=True, help="the run's seed")
     run.add_argument("--out", type=Path, required=True, help="write the Stage 1 document here")
@@ -108,12 +113,13 @@ def _add_run(fed_sub: Any) -> None:
     )  # fmt: skip
     run.add_argument(
         "--min-sites-per-round", type=int, metavar="K",
-        help="k of n: once --round-deadline has passed, a round closes with the replies of at "
-        "least K sites (later replies are discarded and noted); default: every site",
+        help="k of n: a round needs the replies of K sites (2 ≤ K ≤ N; default N) and, once "
+        "--round-deadline has passed, closes with them (later replies are discarded and noted)",
     )  # fmt: skip
     run.add_argument(
         "--round-deadline", type=float, metavar="S",
-        help="with --min-sites-per-round: seconds after which a round may close",
+        help="seconds after which a round closes once K sites replied (--min-sites-per-round, "
+        "else N)",
     )  # fmt: skip
     run.add_argument(
         "--secagg", action="store_true",
@@ -132,6 +138,8 @@ def cmd_federation(args: argparse.Namespace) -> int:
 
     if args.state_dir.exists() and not args.state_dir.is_dir():
         raise ConfigError(f"--state-dir {args.state_dir}: a file, not a folder")
+    if command != "start":
+        _check_state_folder(args.state_dir)
     coordinator = Coordinator(args.state_dir)
     if command == "start":
         return _start(args, coordinator)
@@ -144,13 +152,34 @@ def cmd_federation(args: argparse.Namespace) -> int:
     if command in ("register", "unregister"):
         return _register(args, coordinator)
     if command == "status":
-        bounded("--interval", args.interval, Range(0.1, 3600.0))
-        return _status(coordinator, args.watch, args.interval)
+        interval = 2.0 if args.interval is None else args.interval
+        return _status(coordinator, args.watch, bounded("--interval", interval, Range(0.1, 3600.0)))
     if command == "run":
         from fedcare.cli.federation_run_command import cmd_federation_run
 
         return cmd_federation_run(args, coordinator)
     raise AssertionError(command)  # pragma: no cover - argparse rejects the rest
+
+
+def _check_state_folder(state_dir: Path) -> None:
+    """Refuse a ``--state-dir`` that is not a coordinator's (a mistyped one watched for ever).
+
+    Raises
+    ------
+    ConfigError
+        Naming ``--state-dir``: no such folder, or one ``federation start`` did not make.
+    """
+    if not state_dir.exists():
+        raise ConfigError(
+            f"--state-dir {state_dir}: no such folder (fedcare federation start makes a "
+            "coordinator's state folder)"
+        )
+    if not any((state_dir / entry).exists() for entry in _STATE_ENTRIES):
+        raise ConfigError(
+            f"--state-dir {state_dir}: not a coordinator's state folder (no "
+            f"{', '.join(_STATE_ENTRIES[:2])} or superlink.json: fedcare federation start makes "
+            "one)"
+        )
 
 
 def _start(args: argparse.Namespace, coordinator: Any) -> int:
@@ -162,14 +191,20 @@ def _start(args: argparse.Namespace, coordinator: Any) -> int:
     except ValueError:
         raise ConfigError(f"--host {args.host!r}: give an IP address") from None
     bounded("--port", args.port, PORTS)
-    bounded("--validity-days", args.validity_days, Range(1, MAX_VALIDITY_DAYS))
+    days = _VALIDITY_DAYS if args.validity_days is None else args.validity_days
+    bounded("--validity-days", days, Range(1, MAX_VALIDITY_DAYS))
     given_files = (args.ca_cert, args.server_cert, args.server_key)
     given = None
     if any(f is not None for f in given_files):
         if not all(f is not None for f in given_files):
             raise ConfigError("--ca-cert, --server-cert and --server-key go together (PEM files)")
+        if args.validity_days is not None:
+            raise ConfigError(
+                "--validity-days has no effect with --ca-cert: it is the validity of a CA made "
+                "here, and the given certificates keep their own dates"
+            )
         given = TlsFiles(*given_files)  # each checked (PEM, dates, key, issuer) before use
-    coordinator.start(args.host, args.port, given=given, validity_days=args.validity_days)
+    coordinator.start(args.host, args.port, given=given, validity_days=days)
     print(f"coordinator listening on {args.host}:{args.port} (TLS, node authentication)")
     print(f"give the sites {coordinator.ca_cert} (their --root-certificates)")
     return 0

@@ -7,12 +7,14 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from fedcare.app.path_roles import store_file
 from fedcare.cli import tracked
 from fedcare.cli.options import bounded
 from fedcare.cli.output import ProgressBars, privacy_line
 from fedcare_core.config import MAX_CLIENTS, MAX_ROUNDS, MAX_SEED
 from fedcare_core.config.fields import Range
 from fedcare_core.errors import ConfigError
+from fedcare_core.files.apart import check_outputs_apart
 from fedcare_core.files.atomic import write_json_atomic
 from fedcare_core.run.output_paths import check_output_file
 from fedcare_core.sites.safe_names import check_name
@@ -36,10 +38,24 @@ def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
     from fedcare.sites.federation_run import run_federation, stage1_document, stage1_head
     from fedcare_core.algorithms import get_algorithm
 
+    check_outputs_apart(
+        {"--out": args.out},
+        {
+            "--schema": args.schema,
+            "--state-dir": args.state_dir,
+            "--tracking-uri": store_file(args.tracking_uri),
+        },
+        read_folders=("--state-dir",),
+    )
     check_output_file(args.out)
     if args.min_sites < 2:
         raise ConfigError(f"--min-sites {args.min_sites}: a federation needs at least 2 sites")
     bounded("--min-sites", args.min_sites, Range(2, MAX_CLIENTS))
+    if args.min_sites_per_round is not None and args.min_sites_per_round < 2:
+        raise ConfigError(
+            f"--min-sites-per-round {args.min_sites_per_round}: a round needs at least 2 sites "
+            "(one site's 'aggregate' is its own update)"
+        )
     bounded("--rounds", args.rounds, Range(1, MAX_ROUNDS))
     bounded("--seed", args.seed, Range(0, MAX_SEED))
     if args.name is not None:

@@ -77,7 +77,9 @@ from fedcare.flower.messages import (
     model_arrays,
     model_from_arrays,
 )
+from fedcare.flower.round_floor import require_floor
 from fedcare.flower.run_plan import RunPlan
+from fedcare.flower.site_errors import error_text
 from fedcare_core.algorithms.fedavg import rounds as core_fedavg
 from fedcare_core.algorithms.fedavg.rounds import LocalUpdate
 from fedcare_core.algorithms.union.common import build_full_mlp
@@ -379,15 +381,20 @@ class UnionFedAvg(FedAvg):
     def aggregate_train(
         self, server_round: int, replies: Iterable[Message]
     ) -> tuple[ArrayRecord | None, MetricRecord | None]:
-        """The core's FedAvg server step on the replies, in client-id order."""
+        """The core's FedAvg server step on the replies, in client-id order.
+
+        Raises
+        ------
+        TooFewSites
+            Under differential privacy, if one client replied (the plan's floor).
+        """
         replies = list(replies)
         valid = [m for m in replies if not m.has_error()]
         errors = [m for m in replies if m.has_error()]
         LOGGER.info("round %d: %d results and %d failures", server_round, len(valid), len(errors))
         for msg in errors:
-            self._note(
-                f"round {server_round}: node {msg.metadata.src_node_id} failed: {msg.error.reason}"
-            )
+            node = msg.metadata.src_node_id
+            self._note(f"round {server_round}: node {node} failed: {error_text(msg.error)}")
         answered = {m.metadata.src_node_id for m in replies}
         for node in sorted(self._asked - answered):
             self._note(f"round {server_round}: node {node} did not reply in time")
@@ -396,6 +403,8 @@ class UnionFedAvg(FedAvg):
             (decode_local_update(m.content, self.objectives, private=private) for m in valid),
             key=lambda u: u.client_id,
         )
+        present = [u.client_id for u in updates]
+        require_floor(self.plan, server_round, present, lambda _client: "no update")
         if not updates:
             self._note(f"round {server_round}: no update; the global model is unchanged")
             return None, None

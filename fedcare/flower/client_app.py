@@ -13,6 +13,7 @@ SuperNode's node config key ``data-path``. The simulation builds its own app wit
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
@@ -31,6 +32,7 @@ from fedcare.flower.messages import (
     encode_client_update,
     encode_identity,
 )
+from fedcare.flower.site_errors import guarded
 from fedcare.flower.site_messages import (
     FINAL_MODEL_ACTION,
     SiteIdentity,
@@ -45,6 +47,8 @@ from fedcare_core.config import Stage1Config
 from fedcare_core.data.client_store import load_client_data
 from fedcare_core.data.clients import ClientData
 from fedcare_core.sites.policy import Refusal, terms_of
+
+LOGGER = logging.getLogger(__name__)
 
 #: Node-config key naming the client's data folder (``flower-supernode --node-config``).
 DATA_PATH_KEY = "data-path"
@@ -155,21 +159,30 @@ def handle_query(locate: DataLocator, msg: Message, context: Context) -> Message
 
 
 def _site_decision(msg: Message, context: Context) -> Refusal | None:
-    """The site's policy on the handshake's run terms; the decision kept in its audit log."""
+    """The site's policy on the handshake's run terms; the decision kept in its audit log.
+
+    A policy file that cannot be read refuses the run: the coordinator is told the rule and a
+    short reason; why (the file and the key) goes to the site's log and audit log only.
+    """
     from fedcare.flower.audit import AUDIT_PATH_KEY
-    from fedcare.sites.site_rules import decide
+    from fedcare.sites.site_rules import site_decision
     from fedcare_core.files.json_lines import append_line
 
     folder = context.node_config.get(SITE_PATH_KEY)
     terms = run_terms(msg.content)
     if not folder or terms is None:
         return None
-    refusal = decide(Path(str(folder)), terms)
+    decision = site_decision(Path(str(folder)), terms)
+    refusal = decision.refusal
+    if decision.detail is not None:
+        LOGGER.error("run %r refused: %s", terms.run_name, decision.detail)
     audit = context.node_config.get(AUDIT_PATH_KEY)
     if audit:
         line = {"time": time.time(), "run_id": context.run_id, "run_name": terms.run_name,
                 "terms_sha256": terms.digest(), "decision": "joined" if refusal is None else
                 "refused", "rule": None if refusal is None else refusal.rule}  # fmt: skip
+        if decision.detail is not None:
+            line["detail"] = decision.detail  # the site's own log: the file and the key
         append_line(Path(str(audit)), line)
     return refusal
 
@@ -184,15 +197,19 @@ def check_instruction_terms(
     Raises
     ------
     ProtocolError
-        Naming the rule.
+        Naming the rule and its short reason (an unreadable policy's file and key are
+        logged here, not sent).
     """
-    from fedcare.sites.site_rules import decide
+    from fedcare.sites.site_rules import site_decision
 
     folder = context.node_config.get(SITE_PATH_KEY)
     if not folder:
         return
     terms = terms_of(stage1, run_name="", algorithm="fedcare", objectives=objectives)
-    refusal = decide(Path(str(folder)), terms)
+    decision = site_decision(Path(str(folder)), terms)
+    refusal = decision.refusal
+    if decision.detail is not None:
+        LOGGER.error("training instruction refused: %s", decision.detail)
     if refusal is not None:
         raise ProtocolError(
             f"the site's policy refuses this run ({refusal.rule}): {refusal.reason}"
@@ -274,12 +291,16 @@ def _handle_evaluate(locate: DataLocator, msg: Message, context: Context) -> Mes
 
 
 def build_client_app(locate: DataLocator) -> ClientApp:
-    """A ClientApp whose data folder is found by ``locate(context)``."""
+    """A ClientApp whose data folder is found by ``locate(context)``.
+
+    Every handler is :func:`~fedcare.flower.site_errors.guarded`: a failure reaches the server
+    as its type and text without any local path.
+    """
     client_app = ClientApp()
-    client_app.query()(audited(partial(handle_query, locate)))
-    client_app.query(FINAL_MODEL_ACTION)(audited(handle_final_model))
-    client_app.train()(audited(partial(_handle_train, locate)))
-    client_app.evaluate()(audited(partial(_handle_evaluate, locate)))
+    client_app.query()(audited(guarded(partial(handle_query, locate))))
+    client_app.query(FINAL_MODEL_ACTION)(audited(guarded(handle_final_model)))
+    client_app.train()(audited(guarded(partial(_handle_train, locate))))
+    client_app.evaluate()(audited(guarded(partial(_handle_evaluate, locate))))
     return client_app
 
 

@@ -19,6 +19,7 @@ from fedcare.flower.membership import TTL_MARGIN_S
 from fedcare.flower.polling import PollingGrid
 from fedcare.flower.results import round_to_dict, write_stage1_result
 from fedcare.flower.run_plan import RunPlan
+from fedcare.flower.site_errors import error_text
 from fedcare.flower.site_messages import (
     FINAL_MODEL_ACTION,
     FinalModel,
@@ -98,7 +99,7 @@ def _broadcast_final_model(strategy: FinishedStage1, grid: Grid) -> str | None:
         answered.add(node)
         name = plan.client_name(by_node[node]) if node in by_node else f"node {node}"
         if reply.has_error():
-            failed.append(f"{name} ({reply.error.reason})")
+            failed.append(f"{name} ({error_text(reply.error)})")
         elif decode_stored(reply.content):
             kept.append(name)
     failed += [f"{plan.client_name(c)} (no reply)" for n, c in by_node.items() if n not in answered]

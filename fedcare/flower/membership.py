@@ -27,6 +27,7 @@ from flwr.serverapp import Grid
 from fedcare.flower.messages import ProtocolError, decode_identity, encode_query
 from fedcare.flower.polling import PollingGrid
 from fedcare.flower.run_plan import RunPlan
+from fedcare.flower.site_errors import error_text
 from fedcare.flower.site_messages import (
     SiteIdentity,
     add_run_terms,
@@ -97,6 +98,17 @@ class Membership:
         """The nodes still in the run, in client-id order."""
         return sorted(self.clients, key=self.clients.__getitem__)
 
+    def absence(self, client_id: int) -> str:
+        """Why client ``client_id`` is not among a round's contributors, in a few words."""
+        in_run = client_id in self.clients.values()
+        name = self.plan.sites[client_id] if self.plan.sites else None
+        if not in_run and name in self._awaiting:
+            return "awaits its operator's approval"
+        for loss in reversed(self.losses):
+            if loss.client_id == client_id:
+                return f"round {loss.round}: {loss.reason}"
+        return "no reply" if in_run else "did not join"
+
     def drop_offline(self, server_round: int, online: Iterable[int]) -> None:
         """Drop the clients whose node the SuperLink no longer lists."""
         listed = set(online)
@@ -157,7 +169,7 @@ class Membership:
             answered.add(node)
             self._seen.add(node)
             if msg.has_error():
-                LOGGER.warning("handshake with node %d failed: %s", node, msg.error.reason)
+                LOGGER.warning("handshake with node %d failed: %s", node, error_text(msg.error))
                 continue
             try:
                 claimed = decode_identity(msg.content)

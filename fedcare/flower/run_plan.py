@@ -86,6 +86,10 @@ class RunPlan:
     holders
         Objective → the ids of the clients pursuing it (fedxgb's server plans each round's
         boosting by them; no row). Empty: not needed.
+    min_sites
+        A federation of sites' ``--min-sites``: no round aggregates fewer replies than this
+        (or than ``min_per_round``, which may lower it), and fewer end the run with an error
+        (:mod:`fedcare.flower.round_floor`). None: a cohort's run (no such minimum).
     checkpoint_path, checkpoint_fingerprint
         FedCARE / FedCARE-B in a run folder (``fedcare run --run-dir``): the server writes a
         Stage 1 checkpoint (:mod:`fedcare_core.resume.checkpoint`) to this file after every round
@@ -116,6 +120,7 @@ class RunPlan:
     broadcast: bool = False
     run_name: str = ""
     holders: tuple[tuple[str, tuple[int, ...]], ...] = ()
+    min_sites: int | None = None
     checkpoint_path: str | None = None
     checkpoint_fingerprint: str | None = None
 
@@ -151,12 +156,29 @@ class RunPlan:
     def round_quorum(self) -> RoundQuorum | None:
         """K of n with the round's deadline (None: every client waited for until the timeout).
 
-        k is ``min_per_round``, else a majority of the run's clients.
+        k is ``min_per_round``, else a federation's ``min_sites`` (no round may aggregate
+        fewer: :meth:`round_floor`), else a majority of the run's clients.
         """
         if self.round_deadline_s is None:
             return None
-        k = self.min_per_round or majority(len(self.client_ids))
+        k = self.min_per_round or self.min_sites or majority(len(self.client_ids))
         return RoundQuorum(k, self.round_deadline_s)
+
+    def round_floor(self) -> int | None:
+        """The fewest replies a round may aggregate; fewer end the run (None: no floor).
+
+        A federation of sites: ``min_per_round``, else ``min_sites``, and never one site. Under
+        secure aggregation or differential privacy, whatever the run: at least 2 (the sum of
+        one client's update is that update).
+        """
+        floor = None
+        if self.min_sites is not None:
+            floor = max(self.min_per_round or self.min_sites, 2)
+        stage1 = self.stage1
+        private = stage1.dp_epsilon is not None or stage1.dp_noise_multiplier is not None
+        if stage1.secagg or private:
+            floor = max(floor or 0, 2)
+        return floor
 
     @property
     def kinds(self) -> dict[str, str]:

@@ -37,6 +37,7 @@ from fedcare.flower.secagg import (
     SecAggProtocolError,
     decode_instruction,
 )
+from fedcare.flower.site_errors import guarded
 from fedcare.flower.site_messages import FINAL_MODEL_ACTION
 from fedcare_core.data.clients import ClientData
 from fedcare_core.stage1.secure_sums import (
@@ -138,9 +139,10 @@ def build_secagg_client_app(locate: DataLocator) -> ClientApp:
 
     legacy = ClientApp(client_fn=client_fn, mods=[secaggplus_mod])
     client_app = ClientApp()
-    client_app.query()(audited(partial(handle_query, locate)))
-    client_app.query(FINAL_MODEL_ACTION)(audited(handle_final_model))
-    client_app.train()(audited(legacy))  # each SecAgg+ stage's reply, as it leaves (masked)
+    client_app.query()(audited(guarded(partial(handle_query, locate))))
+    client_app.query(FINAL_MODEL_ACTION)(audited(guarded(handle_final_model)))
+    # each SecAgg+ stage's reply, as it leaves (masked); a failure without local paths
+    client_app.train()(audited(guarded(legacy)))
     return client_app
 
 

@@ -30,6 +30,7 @@ from flwr.serverapp import Grid
 
 from fedcare.flower.membership import Membership
 from fedcare.flower.plan_checkpoint import restore_snapshot, save_snapshot
+from fedcare.flower.round_floor import require_floor
 from fedcare.flower.run_plan import RunPlan
 from fedcare.flower.secagg import (
     CLIENT_ID,
@@ -140,6 +141,8 @@ class SecureStage1Strategy(Strategy):
 
         Raises
         ------
+        TooFewSites
+            If fewer clients than the plan's floor (at least 2) joined or are left to ask.
         SecureRoundError
             If fewer clients than a majority of the K the plan waits for are in the run.
         """
@@ -149,11 +152,16 @@ class SecureStage1Strategy(Strategy):
         self.round = server_round
         self._round_start = time.time()
         membership = self.membership
-        if not self._waited:
+        first = not self._waited
+        if first:
             self._waited = True
             membership.discover(grid, wait_for_all=True)
         membership.drop_offline(server_round, grid.get_node_ids())
         membership.discover(grid, wait_for_all=False)
+        require_floor(
+            self.plan, None if first else server_round, membership.clients.values(),
+            membership.absence, verb="are left to ask",
+        )  # fmt: skip
         needed = majority(self.plan.num_clients)
         if len(membership.clients) < needed:
             raise SecureRoundError(
@@ -229,6 +237,9 @@ class SecureStage1Strategy(Strategy):
         ------
         SecureRoundError
             If the results do not all carry one aggregate, or its check value fails.
+        TooFewSites
+            If fewer clients were summed than the plan's floor (at least 2): the sum of one
+            client's vector is that vector.
         """
         if not results:
             raise SecureRoundError(f"round {server_round}: secure aggregation returned no sum")
@@ -239,6 +250,7 @@ class SecureStage1Strategy(Strategy):
         self.last_aggregate = mean
         n = len(results)
         participants = sorted(self._participant(server_round, p, r) for p, r in results)
+        require_floor(self.plan, server_round, participants, self.membership.absence)
         try:
             sums = unpack_sums(mean * n, self.sum_layout, self.clip, self.settings.levels, n)
         except SecureSumError as exc:

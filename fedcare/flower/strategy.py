@@ -66,7 +66,9 @@ from fedcare.flower.messages import (
     round_metrics,
 )
 from fedcare.flower.plan_checkpoint import restore_snapshot, save_snapshot
+from fedcare.flower.round_floor import require_floor
 from fedcare.flower.run_plan import RunPlan
+from fedcare.flower.site_errors import error_text
 from fedcare.flower.site_messages import with_assignment
 from fedcare_core.nn.param_vectors import get_buffers, get_params, param_layout
 from fedcare_core.privacy.mechanism import noise_stream
@@ -212,11 +214,19 @@ class FedCareStrategy(Strategy):
         Replies are ordered by client id before aggregation, so the floating-point sums are
         the in-process runner's, whichever order the replies arrived in. A round that sent
         nothing (after convergence, or a round restored from the checkpoint) aggregates nothing.
+
+        Raises
+        ------
+        TooFewSites
+            If fewer clients replied than the plan's floor (:meth:`RunPlan.round_floor`):
+            nothing of the round is aggregated and Stage 1 ends.
         """
         if self._skips(server_round):
             return None, None
         updates = self._collect(server_round, replies)
         updates.sort(key=lambda u: u.client_id)
+        present = [u.client_id for u in updates]
+        require_floor(self.plan, server_round, present, self.membership.absence)
         if not self._quorum_met(server_round, updates):
             return None, None
         noise = None
@@ -312,13 +322,24 @@ class FedCareStrategy(Strategy):
     # ---- membership -----------------------------------------------------------------------
 
     def _admit(self, server_round: int, arrays: ArrayRecord, grid: Grid) -> bool:
-        """Handshakes and departures before a round; False when no client is left."""
-        if not self._started:
+        """Handshakes and departures before a round; False when no client is left.
+
+        Raises
+        ------
+        TooFewSites
+            If fewer clients than the plan's floor joined (or are left to ask).
+        """
+        first = not self._started
+        if first:
             self._started = True
             self.state.params, self.state.buffers = model_from_arrays(arrays)
             self.membership.discover(grid, wait_for_all=True)
         self.membership.drop_offline(server_round, grid.get_node_ids())
         self.membership.discover(grid, wait_for_all=False)
+        require_floor(
+            self.plan, None if first else server_round, self.clients.values(),
+            self.membership.absence, verb="are left to ask",
+        )  # fmt: skip
         if not self.clients:
             self.notes.append(f"round {server_round}: no client left; Stage 1 stopped")
             LOGGER.error("round %d: no client left; Stage 1 stopped", server_round)
@@ -338,7 +359,7 @@ class FedCareStrategy(Strategy):
             if msg.has_error():
                 dropped = msg.error.code == self._node_unavailable
                 self.membership.lose(
-                    server_round, node, f"error {msg.error.code}: {msg.error.reason}", dropped
+                    server_round, node, f"error {msg.error.code}: {error_text(msg.error)}", dropped
                 )
                 continue
             try:

@@ -35,7 +35,9 @@ from flwr.serverapp.strategy import FedXgbBagging
 
 from fedcare.flower.membership import TTL_MARGIN_S, Membership, node_of
 from fedcare.flower.messages import ARRAYS, CLIENT_ID, CONFIG, METRICS, SERVER_ROUND, ProtocolError
+from fedcare.flower.round_floor import require_floor
 from fedcare.flower.run_plan import RunPlan
+from fedcare.flower.site_errors import error_text
 from fedcare.flower.site_messages import with_assignment
 from fedcare.flower.trees import (
     BOOST,
@@ -123,11 +125,16 @@ class TreeBagging(FedXgbBagging):
         """One ``train`` message per client in the run: the ensembles and who boosts what."""
         self._grid = grid
         self._round_start = time.time()
-        if not self._started:
+        first = not self._started
+        if first:
             self._started = True
             self.membership.discover(grid, wait_for_all=True)
         self.membership.drop_offline(server_round, grid.get_node_ids())
         self.membership.discover(grid, wait_for_all=False)
+        require_floor(
+            self.plan, None if first else server_round, self.clients.values(),
+            self.membership.absence, verb="are left to ask",
+        )  # fmt: skip
         present = set(self.clients.values())
         boosting = {k: v for k, v in self.server.plan(server_round).items() if k in present}
         self._boosting = sorted(boosting)
@@ -147,7 +154,13 @@ class TreeBagging(FedXgbBagging):
     def aggregate_train(
         self, server_round: int, replies: Iterable[Message]
     ) -> tuple[ArrayRecord | None, MetricRecord | None]:
-        """The core's aggregation of the replies' trees (client-id order)."""
+        """The core's aggregation of the replies' trees (client-id order).
+
+        Raises
+        ------
+        TooFewSites
+            If fewer clients replied than the plan's floor: nothing is aggregated.
+        """
         by_client: dict[int, dict[str, ClientTrees]] = {}
         for k, content in self._collect(server_round, replies, "train"):
             arrays = content.array_records.get(ARRAYS, ArrayRecord())
@@ -156,6 +169,7 @@ class TreeBagging(FedXgbBagging):
                 s: ClientTrees(k, booster_of(arrays, s), rows, loss)
                 for s, (rows, loss) in pairs.items()
             }
+        require_floor(self.plan, server_round, by_client, self.membership.absence)
         info = self.server.aggregate(server_round, by_client, self._boosting)
         metrics = MetricRecord({LOSS + s: float(v) for s, v in info.losses.items()})
         return ensembles_arrays(self.server.present()), metrics
@@ -170,11 +184,18 @@ class TreeBagging(FedXgbBagging):
     def aggregate_evaluate(
         self, server_round: int, replies: Iterable[Message]
     ) -> MetricRecord | None:
-        """The holders' validation losses: the core records them and offers the round."""
+        """The holders' validation losses: the core records them and offers the round.
+
+        Raises
+        ------
+        TooFewSites
+            If fewer clients replied than the plan's floor: the round is not offered.
+        """
         scores = {
             k: reply_pairs(content.metric_records[METRICS], self.server.kinds)
             for k, content in self._collect(server_round, replies, "evaluate")
         }
+        require_floor(self.plan, server_round, scores, self.membership.absence)
         checked = self.server.record_validation(server_round, scores)
         if self._on_round is not None:
             self._on_round(self.server.rounds[-1], time.time() - self._round_start)
@@ -221,7 +242,7 @@ class TreeBagging(FedXgbBagging):
             answered.add(node)
             client = self.clients.get(node)
             if msg.has_error():
-                reason = f"{kind}: error {msg.error.code}: {msg.error.reason}"
+                reason = f"{kind}: error {msg.error.code}: {error_text(msg.error)}"
                 self.membership.lose(server_round, node, reason, dropped=False)
                 continue
             try:

@@ -29,6 +29,7 @@ from fedcare.flower.results import (
     result_ready,
     round_to_dict,
 )
+from fedcare.flower.round_floor import TooFewSites
 from fedcare.flower.run_plan import RunPlan
 from fedcare.flower.run_watch import RunWatch, watch_run
 from fedcare.flower.secagg import secure_plan
@@ -41,8 +42,9 @@ from fedcare_core.privacy.mechanism import privacy_record
 from fedcare_core.sites.schema import FederationSchema
 from fedcare_core.stage1.loop import Stage1Result
 
-#: How a site's refusal ends the ServerApp's traceback (the class, then the sentence).
-_REFUSED = f"{SiteRefused.__module__}.{SiteRefused.__qualname__}: "
+#: How the ServerApp's traceback ends when the sites stopped the run: a site's refusal, or
+#: fewer sites than the minimum in a round (the class, then its one-line sentence).
+_STOPPED_BY_SITES = tuple(f"{e.__module__}.{e.__qualname__}: " for e in (SiteRefused, TooFewSites))
 #: How often the coordinator asks the SuperLink which sites are online while waiting.
 _SITE_POLL_S = 2.0
 
@@ -136,6 +138,7 @@ def federation_plan(
         seed=seed,
         num_clients=min_sites,
         result_dir=str(result_dir),
+        min_sites=min_sites,
         round_timeout_s=flower.round_timeout_s,
         startup_timeout_s=flower.startup_timeout_s,
         pull_interval_s=flower.pull_interval_s,
@@ -182,7 +185,9 @@ def run_federation(
         If the coordinator is not running, too few sites are registered or online.
     FlowerRunError
         If the run failed (the SuperLink died, no round finished in time, the ServerApp
-        failed: the message says where to look).
+        failed: the message says where to look). A site's refusal, and a round (or the
+        start-up) with fewer sites than ``min_sites``, end it with a
+        :class:`~fedcare.sites.coordinator.CoordinatorError` of one line naming the sites.
     """
     coordinator.require_running()
     sites = run_sites(coordinator, schema, min_sites)
@@ -217,8 +222,9 @@ def run_federation(
             sup.stop_all(["flwr-run"])
     if not result_ready(result_dir):
         error = (read_error(result_dir) or "").strip().splitlines()
-        if error and error[-1].startswith(_REFUSED):  # a site's policy: its own sentence
-            raise CoordinatorError(error[-1].removeprefix(_REFUSED))
+        for prefix in _STOPPED_BY_SITES if error else ():  # the sites: the error's own sentence
+            if error[-1].startswith(prefix):
+                raise CoordinatorError(error[-1].removeprefix(prefix))
         raise CoordinatorError(
             "Stage 1 over the sites produced no result"
             + (f":\n{error[-1]}" if error else f"; logs in {run_dir / 'logs'}")

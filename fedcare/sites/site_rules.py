@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from fedcare_core.errors import ConfigError
@@ -26,6 +26,9 @@ _PENDING = "pending"
 _APPROVED = "approved.jsonl"
 #: The rule a run awaiting its approval is refused by (the coordinator asks again).
 APPROVAL_RULE = "require_approval"
+#: The rule a site refuses every run by while its policy file cannot be read: the coordinator
+#: learns only that; the file and the key at fault stay at the site (:class:`Decision`).
+UNREADABLE_POLICY_RULE = "policy_unreadable"
 
 
 def decide(site_root: Path, terms: RunTerms) -> Refusal | None:
@@ -50,6 +53,36 @@ def decide(site_root: Path, terms: RunTerms) -> Refusal | None:
         f"its operator has not approved run {terms.run_name!r} yet "
         f"(`fedcare site approve --site SITE_DIR --run {terms.run_name}`)",
     )
+
+
+@dataclass(frozen=True)
+class Decision:
+    """A site's decision on a run, and what only the site may know of it.
+
+    Parameters
+    ----------
+    refusal
+        None: the site takes part; else the rule it refuses by and a short reason (what the
+        coordinator is told).
+    detail
+        Why, in full, for the site's own log (its policy file's path and key): never sent.
+    """
+
+    refusal: Refusal | None
+    detail: str | None = None
+
+
+def site_decision(site_root: Path, terms: RunTerms) -> Decision:
+    """:func:`decide`, an unreadable policy a refusal (:data:`UNREADABLE_POLICY_RULE`).
+
+    The refusal's reason names no file; the :class:`ConfigError`'s text (file and key) is the
+    decision's ``detail``, kept at the site.
+    """
+    try:
+        return Decision(decide(site_root, terms))
+    except ConfigError as exc:
+        reason = "its policy file cannot be read; its operator sees why in the site's audit log"
+        return Decision(Refusal(UNREADABLE_POLICY_RULE, reason), detail=str(exc))
 
 
 def pending_runs(site_root: Path) -> list[RunTerms]:

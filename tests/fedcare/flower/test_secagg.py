@@ -200,12 +200,16 @@ def test_a_round_below_the_threshold_fails_clearly(small_federation, tmp_path, t
 def test_too_few_clients_online_fail_before_any_secagg_stage(
     small_federation, tmp_path, task_identity
 ):
-    # One of three clients ever answers the handshake: a majority (2) cannot be reached.
+    # One of three clients ever answers the handshake: secure aggregation never sums one
+    # client (the run's floor), nor fewer than a majority (2).
+    from fedcare.flower.round_floor import TooFewSites
+
     _, _, ws, plan, grid = _secure_setup(small_federation, tmp_path)
     grid.apps = {1000: grid.apps[1000]}
-    with pytest.raises(SecureRoundError, match=r"round 1: 1 client\(s\) in the run; secure "):
+    with pytest.raises(TooFewSites, match=r"start-up: 1 of the 2 clients needed joined"):
         run_secure_server(grid, node_context(0, {}), plan)
-    assert "needs at least 2 of the 3" in (ws.result_dir / "error.txt").read_text()
+    assert "missing: client 1 (did not join)" in (ws.result_dir / "error.txt").read_text()
+    assert not any(m.metadata.message_type == "train" for m in grid.sent)
 
 
 def test_the_threshold_is_a_majority_of_the_clients_actually_asked(small_federation, tmp_path):
