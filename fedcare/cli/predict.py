@@ -160,8 +160,10 @@ def _read_mlmodel(uri: str, folder: Path) -> dict[str, Any]:
     """The model's ``MLmodel`` file (YAML), or a one-line error naming ``--model``."""
     import yaml
 
+    from fedcare_core.files.safe_yaml import read_yaml_file
+
     try:
-        document = yaml.safe_load((folder / _MLMODEL_FILE).read_text(encoding="utf-8"))
+        document = read_yaml_file(folder / _MLMODEL_FILE)
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         detail = " ".join(str(exc).split())
         raise ConfigError(f"--model {uri}: not an MLflow model ({detail})") from None

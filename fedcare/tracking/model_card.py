@@ -22,7 +22,6 @@ from typing import Any
 
 import numpy as np
 import torch
-import yaml
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 
@@ -31,6 +30,7 @@ from fedcare_core import __version__
 from fedcare_core.data.registry import get_dataset
 from fedcare_core.evaluation.clinical_rows import shown
 from fedcare_core.evaluation.conformal import ConformalInterval
+from fedcare_core.files.safe_yaml import load_yaml
 from fedcare_core.nn.preferences import Preference
 from fedcare_core.predict.package import interval_columns
 from fedcare_core.run.results import ExperimentResult
@@ -86,7 +86,7 @@ def _objective_facts(definition: str | None, dataset: str) -> dict[str, Mapping[
         if not builtin.is_file():
             return {}
         definition = builtin.read_text(encoding="utf-8")
-    doc = yaml.safe_load(definition) or {}
+    doc = load_yaml(definition) or {}
     return {str(o.get("name")): o for o in doc.get("objectives", []) if isinstance(o, Mapping)}
 
 

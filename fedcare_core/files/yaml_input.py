@@ -18,40 +18,17 @@ from typing import Any
 import yaml
 
 from fedcare_core.errors import DefinitionError
+from fedcare_core.files.safe_yaml import (
+    BOUNDS,
+    RepeatedKeyError,
+    YamlLimitError,
+    compose_yaml_documents,
+    load_yaml_documents,
+    yaml_size_problem,
+)
 
-#: A definition file is small: far above any real one, far below memory.
-_MAX_YAML_BYTES = 4 * 2**20
 #: How many characters of a refused value a message shows.
 _SHOWN = 60
-
-
-class _UniqueKeyLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, refusing a key written twice in one mapping."""
-
-
-class _RepeatedKeyError(yaml.constructor.ConstructorError):
-    """A key written twice in one mapping (``problem_mark``: where it is written again)."""
-
-
-def _construct_mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        if key_node.tag == "tag:yaml.org,2002:merge":
-            continue  # ``<<: *anchor``: merged by construct_mapping (written keys override it)
-        key = loader.construct_object(key_node)
-        try:
-            repeated = key in seen
-        except TypeError:  # an unhashable key: construct_mapping refuses it, with its line
-            continue
-        if repeated:
-            raise _RepeatedKeyError(
-                None, None, f"key {key!r} is written twice", key_node.start_mark
-            )
-        seen.add(key)
-    return dict(loader.construct_mapping(node))
-
-
-_UniqueKeyLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
 
 
 @cache
@@ -74,11 +51,9 @@ def read_yaml_text(path: str | Path, what: str) -> str:
     try:
         if p.is_dir():
             raise DefinitionError(f"{what} must be a file, this is a folder", file=shown)
-        size = p.stat().st_size
-        if size > _MAX_YAML_BYTES:
-            raise DefinitionError(
-                f"{what} is {size:,} bytes; at most {_MAX_YAML_BYTES:,} are read", file=shown
-            )
+        problem = yaml_size_problem(p.stat().st_size)
+        if problem is not None:
+            raise DefinitionError(f"a {what} is read whole: this one is {problem}", file=shown)
         return p.read_bytes().decode("utf-8-sig")
     except FileNotFoundError:
         raise DefinitionError(f"no such {what}", file=shown) from None
@@ -91,16 +66,20 @@ def read_yaml_text(path: str | Path, what: str) -> str:
 
 
 def parse_yaml(text: str, file: str, what: str) -> Any:
-    """The YAML document in ``text`` (safe types only; a repeated key refused).
+    """The YAML document in ``text`` (safe types only; a repeated key refused; bounded).
 
     Raises
     ------
     DefinitionError
-        Naming the file and the line.
+        Naming the file and the line; a document over the bounds of
+        :mod:`fedcare_core.files.safe_yaml` (size, nesting, values once aliases are expanded)
+        naming the limit, before anything walks it.
     """
     try:
-        documents = list(yaml.load_all(text, Loader=_UniqueKeyLoader))
-    except _RepeatedKeyError as exc:
+        documents = load_yaml_documents(text)
+    except YamlLimitError as exc:
+        raise DefinitionError(_limit_message(exc, what), file=file) from None
+    except RepeatedKeyError as exc:
         assert exc.problem_mark is not None
         raise DefinitionError(
             f"not valid YAML at line {exc.problem_mark.line + 1}: {exc.problem}",
@@ -119,6 +98,12 @@ def parse_yaml(text: str, file: str, what: str) -> Any:
             f"a {what} holds one YAML document, this holds {len(documents)}", file=file
         )
     return documents[0]
+
+
+def _limit_message(exc: YamlLimitError, what: str) -> str:
+    """A bound of :mod:`~fedcare_core.files.safe_yaml` exceeded, in words (the limits named)."""
+    where = "" if exc.line is None else f" at line {exc.line}"
+    return f"this {what} is refused{where}: {exc.problem} ({BOUNDS})"
 
 
 def _key_written_at(text: str, index: int) -> str | None:
@@ -148,7 +133,7 @@ def _key_written_at(text: str, index: int) -> str | None:
         return None
 
     try:
-        for document in yaml.compose_all(text, Loader=yaml.SafeLoader):
+        for document in compose_yaml_documents(text):
             found = None if document is None else walk(document, [])
             if found is not None:
                 return found

@@ -172,10 +172,14 @@ def read_policy(path: Path) -> SitePolicy | None:
     """
     import yaml
 
+    from fedcare_core.files.safe_yaml import YamlLimitError, read_yaml_file
+
     if not path.exists():
         return None
     try:
-        raw = yaml.safe_load(path.read_text()) or {}
+        raw = read_yaml_file(path) or {}
+    except YamlLimitError as exc:
+        raise ConfigError(f"site policy {path}: refused, {exc}") from None
     except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
         raise ConfigError(f"site policy {path}: not readable YAML ({type(exc).__name__})") from None
     if not isinstance(raw, dict):

@@ -28,6 +28,7 @@ from fedcare_core.data.loading import DatasetDefinition, dataset_definition
 from fedcare_core.data.partition import FeaturePartition, with_disparity
 from fedcare_core.errors import ConfigError
 from fedcare_core.files.json_input import JsonObject
+from fedcare_core.files.safe_yaml import MAX_YAML_BYTES
 from fedcare_core.nn.preferences import Preference, site_objectives
 
 #: The ``format`` field of every schema file; readers refuse other values.
@@ -35,8 +36,8 @@ _SCHEMA_FORMAT = "fedcare-federation/1"
 #: The settings a run over a federation's sites takes (:meth:`FederationSchema.run_config`);
 #: the schema decides every other.
 RUN_SETTINGS = ("seed", "rounds", "secagg")
-#: The longest dataset definition a schema carries (a definition file is read up to 4 MiB).
-_MAX_DEFINITION_CHARS = 4 * 2**20
+#: The longest dataset definition a schema carries (a YAML text is read up to this many bytes).
+_MAX_DEFINITION_CHARS = MAX_YAML_BYTES
 
 
 @dataclass(frozen=True)
