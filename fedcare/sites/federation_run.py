@@ -222,9 +222,9 @@ def run_federation(
             sup.stop_all(["flwr-run"])
     if not result_ready(result_dir):
         error = (read_error(result_dir) or "").strip().splitlines()
-        for prefix in _STOPPED_BY_SITES if error else ():  # the sites: the error's own sentence
-            if error[-1].startswith(prefix):
-                raise CoordinatorError(error[-1].removeprefix(prefix))
+        stopped = stopped_by_sites(error[-1] if error else "")
+        if stopped is not None:
+            raise CoordinatorError(stopped)
         raise CoordinatorError(
             "Stage 1 over the sites produced no result"
             + (f":\n{error[-1]}" if error else f"; logs in {run_dir / 'logs'}")
@@ -234,6 +234,19 @@ def run_federation(
     return FederationRun(
         plan, stage1, sites, run_dir, wait_s, stage1_s, read_dp_releases(result_dir)
     )
+
+
+def stopped_by_sites(last_line: str) -> str | None:
+    """The sentence of a run the sites stopped, from its traceback's last line (else None).
+
+    A site's policy refused the run (:class:`~fedcare.flower.membership.SiteRefused`), or a
+    round, or the start-up, had fewer sites than the minimum
+    (:class:`~fedcare.flower.round_floor.TooFewSites`): one line naming the sites.
+    """
+    for prefix in _STOPPED_BY_SITES:
+        if last_line.startswith(prefix):
+            return last_line.removeprefix(prefix)
+    return None
 
 
 def _tail(path: Path, lines: int = 15) -> str:

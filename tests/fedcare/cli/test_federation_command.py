@@ -163,6 +163,7 @@ def test_a_state_folder_edited_by_hand_is_refused_before_anything_acts_on_it(
         (["--startup-timeout", "inf"], ("--startup-timeout must be a finite number",)),
         (["--round-deadline", "5", "--secagg"], ("--round-deadline with secagg",)),
         (["--min-sites-per-round", "3", "--round-deadline", "5"], ("3: more than the run's 2",)),
+        (["--min-sites-per-round", "1"], ("--min-sites-per-round 1: a round needs at least 2",)),
         (
             ["--min-sites-per-round", "2", "--round-deadline", "900"],
             ("--round-deadline 900 s is beyond --round-timeout 600 s",),

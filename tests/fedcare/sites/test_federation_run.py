@@ -91,3 +91,14 @@ def test_a_secure_federation_plan_runs_the_secagg_apps_and_says_so(tmp_path):
     rounds = [RoundInfo(1, {"los": 1.0}, 0.5, {"los": 0.2}, (0, 1))]
     run = _run(plans[True].stage1, rounds, 0)
     assert stage1_document(run, SCHEMA)["secure_aggregation"] is True
+
+
+def test_a_run_the_sites_stopped_ends_with_its_own_sentence():
+    from fedcare.sites.federation_run import stopped_by_sites
+
+    short = "round 2: 1 of the 2 sites needed replied (site 'a'); missing: site 'b' (…)"
+    assert stopped_by_sites(f"fedcare.flower.round_floor.TooFewSites: {short}") == short
+    refused = "site 'b' refused the run by its policy's rule policy_unreadable: …"
+    assert stopped_by_sites(f"fedcare.flower.membership.SiteRefused: {refused}") == refused
+    assert stopped_by_sites("RuntimeError: something else") is None
+    assert stopped_by_sites("") is None
