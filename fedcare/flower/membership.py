@@ -11,7 +11,9 @@ a site whose policy refuses them stops the run before round 1 (:class:`SiteRefus
 site and the rule), unless the refusal only awaits its operator's approval: then the site is
 asked again until it approves or the start-up timeout passes. A node the SuperLink no longer
 lists is dropped; if it reconnects it appears as a new node, answers the handshake and rejoins.
-Every loss is logged and noted with the round and the client.
+Every loss is logged and noted with the round and the client (:meth:`Membership.absence` says
+why a client is missing when a round falls below the run's minimum). A node's error reply is
+read with :func:`~fedcare.flower.site_errors.error_text`: no path of the site's is logged.
 """
 
 from __future__ import annotations

@@ -26,7 +26,10 @@ Flower's ``NODE_UNAVAILABLE`` error code, read from Flower through
 dropped from the run; if its SuperNode reconnects it appears as a new node, answers the
 handshake, and rejoins. Objectives with no replying client keep their heads
 (``RoundInfo.missing_objectives``). Every loss is logged and kept in :attr:`notes` with the
-round and the client.
+round and the client. No round aggregates fewer replies than the plan's floor
+(:meth:`RunPlan.round_floor`: a federation's ``--min-sites``; under DP or SecAgg+ at least 2):
+below it, or with fewer clients left to ask, :mod:`fedcare.flower.round_floor`'s
+``TooFewSites`` ends Stage 1 without aggregating the round and without a result.
 
 Checkpoints: when the plan names a checkpoint file (``fedcare run --run-dir``), the strategy
 writes a :class:`~fedcare_core.stage1.loop.Stage1Snapshot` there after every round, with the core's

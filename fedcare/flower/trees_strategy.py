@@ -7,8 +7,10 @@ learns which client each node serves by the ``query`` handshake
 (:class:`~fedcare.flower.membership.Membership`: a site's node names its site), tells each
 node its client id in every message, and notes every client that fails, leaves or stays
 silent; a round then goes on with the clients that answered (a missing holder boosts nothing
-that round). In a federation of sites (``plan.broadcast``) the trees of the chosen rounds go
-to every site at the end, as ``w*`` does for FedCARE.
+that round) unless they are fewer than the plan's floor (a federation's ``--min-sites``:
+:mod:`fedcare.flower.round_floor`), which ends the run without aggregating the round. In a
+federation of sites (``plan.broadcast``) the trees of the chosen rounds go to every site at the
+end, as ``w*`` does for FedCARE.
 """
 
 from __future__ import annotations

@@ -8,6 +8,10 @@ with a plan naming the sites in client-id order (sorted by name, as
 ``w*`` to every site still in the run before it writes the result (Algorithm 1, line 30).
 
 The model's heads are the objectives the registered sites pursue, in the schema's order.
+No round aggregates fewer than ``min_sites`` sites (the plan's floor; ``--min-sites-per-round``
+may lower it, never to one site): a site refused by its policy, awaiting approval, failing,
+silent past the round timeout or offline ends the run with one line naming the sites
+(:func:`stopped_by_sites`) and no Stage 1 result.
 """
 
 from __future__ import annotations
