@@ -224,7 +224,7 @@ def schema_for(config: ExperimentConfig) -> FederationSchema:
     if config.data.rho is not None:
         partition = with_disparity(partition, config.data.rho, config.seed)
     used = set(partition.all_features)
-    return FederationSchema(
+    schema = FederationSchema(
         dataset=config.data.dataset,
         objectives=definition.objectives,
         partition=partition,
@@ -234,6 +234,27 @@ def schema_for(config: ExperimentConfig) -> FederationSchema:
         config=config,
         definition=text,
     )
+    _check_reads_back(schema)
+    return schema
+
+
+def _check_reads_back(schema: FederationSchema) -> None:
+    """Read ``schema`` as every site will (:func:`read_schema`): it must read back the same.
+
+    A definition the coordinator accepts must never give a schema the sites refuse (an
+    optional key's default filled one way when the definition is read and another when the
+    schema is); this refuses it here, before anything is written.
+
+    Raises
+    ------
+    ConfigError
+        What a site would refuse, naming the schema about to be written.
+    """
+    where = f"federation schema of {schema.dataset} (not written)"
+    raw = json.loads(json.dumps(schema.to_dict()))
+    read = _schema_from_json(JsonObject(raw, where), where)
+    if read.digest() != schema.digest():
+        raise ConfigError(f"{where}: a site would read it back as another schema")
 
 
 def _named_dataset(config: ExperimentConfig) -> tuple[ExperimentConfig, str | None]:
@@ -267,15 +288,19 @@ def read_schema(path: str | Path) -> FederationSchema:
         configuration.
     """
     p = Path(path)
-    doc = JsonObject.read(p, "federation schema")
+    return _schema_from_json(JsonObject.read(p, "federation schema"), f"federation schema {p}")
+
+
+def _schema_from_json(doc: JsonObject, where: str) -> FederationSchema:
+    """The schema a JSON document holds, checked (:func:`read_schema`); ``where`` names it."""
     _check_schema_shape(doc)
     try:
         return _schema_from_dict(doc.raw)
     except ConfigError as exc:
-        raise ConfigError(f"federation schema {p}: {exc}") from None
+        raise ConfigError(f"{where}: {exc}") from None
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
         what = f"{type(exc).__name__}: {exc}"
-        raise ConfigError(f"federation schema {p}: malformed ({what})") from None
+        raise ConfigError(f"{where}: malformed ({what})") from None
 
 
 def _check_schema_shape(doc: JsonObject) -> None:
@@ -290,8 +315,9 @@ def _check_schema_shape(doc: JsonObject) -> None:
         doc.text("definition", _MAX_DEFINITION_CHARS)
     doc.obj("config")
     for objective in doc.objects("objectives"):
-        for key in ("name", "kind", "label"):
+        for key in ("name", "kind"):
             objective.text(key)
+        objective.text("label", empty=True)  # a definition's objective may have no description
     features = doc.obj("features")
     for key in ("common", "private_only", "numeric", "categorical"):
         features.strings(key)
