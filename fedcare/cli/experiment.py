@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from fedcare.app.grid_options import GRID_OPTIONS, PROGRAMME_NAME, GridOption
+from fedcare.cli.option_checks import declare_needs
 from fedcare_core.errors import ConfigError
 from fedcare_core.experiments.cells import EXPERIMENTS
 
@@ -96,6 +97,7 @@ def add_parser(sub: Any) -> None:
             _add_option(exp, option)
     exp.add_argument("--mlflow", action="store_true", help="log each experiment to MLflow")
     exp.add_argument("--quiet", action="store_true", help="no per-run lines")
+    declare_needs(exp, "--tracking-uri", "--mlflow", why="it is the store --mlflow logs to")
 
 
 def _grid_request(args: argparse.Namespace) -> Any:

@@ -138,7 +138,7 @@ def cmd_federation(args: argparse.Namespace) -> int:
 
     if args.state_dir.exists() and not args.state_dir.is_dir():
         raise ConfigError(f"--state-dir {args.state_dir}: a file, not a folder")
-    if command != "start":
+    if command in ("stop", "status"):  # the others check theirs after their own options
         _check_state_folder(args.state_dir)
     coordinator = Coordinator(args.state_dir)
     if command == "start":
@@ -212,10 +212,15 @@ def _start(args: argparse.Namespace, coordinator: Any) -> int:
 
 def _register(args: argparse.Namespace, coordinator: Any) -> int:
     if args.federation_command == "unregister":
+        from fedcare_core.sites.safe_names import check_name
+
+        check_name(args.name, "--name", "site name")
+        _check_state_folder(args.state_dir)
         coordinator.unregister(args.name)
         print(f"site {args.name!r} unregistered: its key no longer admits it")
         return 0
     card = _card(args)
+    _check_state_folder(args.state_dir)
     site = coordinator.register(card)
     objectives = ", ".join(site.objectives)
     print(f"site {site.name!r} registered (node {site.node_id}; objectives {objectives})")

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from fedcare.cli import tracked
 from fedcare.cli.commands import BACKENDS, build_parser, command_of
+from fedcare.cli.option_checks import check_parsed
 from fedcare_core.errors import ConfigError, FedcareError
 from fedcare_core.run.interrupts import as_interrupted, exit_now, signals_raise
 from fedcare_core.run.output_paths import check_output_dir, check_output_file
@@ -167,7 +168,8 @@ def cmd_run(args: argparse.Namespace) -> int:
         check_output_dir(RESULTS_DIR, "the results folder")
     if args.sites is not None or args.schema is not None:
         return _run_sites(args)
-    tracking = tracked.open_chosen_store(args.tracking_uri)
+    # Checked now, creating nothing: the store is made once the run has passed every check.
+    tracking = tracked.check_chosen_store(args.tracking_uri)
     kept = _open_resumed(args) if args.resume is not None else None
     if kept is not None:
         if kept.complete:
@@ -177,6 +179,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         _check_flower_flags(args)
         backend = _command_line_backend(args)
         config, verify = build_config(args), not args.no_verify
+        config.check_preference_weights()  # the run's own preferences: β and γ need theirs
         request = RunRequest(config, args.data_dir, verify, backend.name, backend.options)
     kept_anywhere = kept is not None or args.run_dir is not None
     out = _results_file(args, request.config, kept_anywhere)
@@ -229,8 +232,8 @@ def _run_sites(args: argparse.Namespace) -> int:
     prepared = prepare_sites_run(args, quiet=args.quiet)  # refuses what the schema decides
     runner = build_stage1_runner(args, backend)  # the schema's fedcare runs on every backend
     prepared = replace(prepared, backend=backend.name, runner=runner)
-    # A sites run checks every site's file first: a refusal there makes no store.
-    tracking = tracked.open_chosen_store(args.tracking_uri)
+    # Checked, creating nothing: the store is made when the finished run is logged.
+    tracking = tracked.check_chosen_store(args.tracking_uri)
     out = _results_file(args, prepared.config, kept=False)
     with _console(args) as bars:
         result = execute_run(
@@ -249,8 +252,10 @@ def _results_file(args: argparse.Namespace, config: ExperimentConfig, kept: bool
     return None if kept else Path(default_results_file(config))
 
 
-def _sinks(out: Path | None, tracking: str | None, backend: str) -> list[ResultSink]:
-    """The command's sinks: the results file (if any), then MLflow (if a store is open)."""
+def _sinks(
+    out: Path | None, tracking: tracked.ChosenStore | None, backend: str
+) -> list[ResultSink]:
+    """The command's sinks: the results file (if any), then MLflow (if a store was chosen)."""
     from fedcare.app.run import JsonFile
 
     sinks: list[ResultSink] = []
@@ -347,9 +352,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     the status. A command of :data:`QUICK_EXIT_COMMANDS` ends the program the same way once done.
     """
     words = sys.argv[1:] if argv is None else argv
-    args = build_parser(command_of(words)).parse_args(argv)
+    parser = build_parser(command_of(words))
+    args = parser.parse_args(argv)
     try:
         with signals_raise():
+            check_parsed(parser, args)  # every option, before any process, file or lock
             status = _dispatch(args)
     except FedcareError as exc:
         print(f"fedcare: error: {exc}", file=sys.stderr)

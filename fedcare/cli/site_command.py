@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fedcare.cli import site_prepare
+from fedcare.cli.option_checks import declare_needs
 
 if TYPE_CHECKING:
     from fedcare.sites.site_join import Following
@@ -38,9 +39,14 @@ def add_parser(sub: Any) -> None:
     )  # fmt: skip
     join.add_argument("--tracking-uri", metavar="URI", help="with --personalise: the site's store")
     join.add_argument(
-        "--promotion-margin", type=float, default=0.0, metavar="M",
+        "--promotion-margin", type=float, metavar="M",
         help="with --personalise: the validation score a challenger may lose and still be "
-        "promoted (0: not worse)",
+        "promoted (default 0: not worse)",
+    )  # fmt: skip
+    declare_needs(join, "--tracking-uri", "--personalise", why="the store of the models it makes")
+    declare_needs(
+        join, "--promotion-margin", "--personalise", why="it decides the promotion of the models "
+        "--personalise registers",
     )  # fmt: skip
     site_prepare.add_personalise_parser(site_sub)
     pending = site_sub.add_parser(
@@ -115,17 +121,16 @@ def _following(args: argparse.Namespace) -> Following | None:
     from fedcare_core.config.fields import Range
     from fedcare_core.errors import ConfigError
 
-    if not args.personalise:
-        if args.tracking_uri:
-            raise ConfigError("--tracking-uri is for --personalise (the site's re-trained models)")
+    if not args.personalise:  # --tracking-uri and --promotion-margin need it: check_parsed
         return None
     if not args.tracking_uri:
         raise ConfigError("--personalise needs --tracking-uri: the store its models go to")
-    bounded("--promotion-margin", args.promotion_margin, Range(0.0, 1e6))
+    margin = 0.0 if args.promotion_margin is None else args.promotion_margin
+    bounded("--promotion-margin", margin, Range(0.0, 1e6))
     from fedcare.cli import tracked
 
     tracked.open_store(args.tracking_uri)  # reachable now, not at the first w*
-    return Following(args.tracking_uri, args.promotion_margin)
+    return Following(args.tracking_uri, margin)
 
 
 #: What a host in ``--superlink`` may hold: a DNS name or an IPv4 address (or ``[IPv6]``).

@@ -184,12 +184,14 @@ def cmd_site_personalise(args: argparse.Namespace) -> int:
                 "--promotion-margin needs --tracking-uri (the registry it promotes in)"
             )
         bounded("--promotion-margin", margin, Range(0.0, 1e6))
+    store = tracked.ChosenStore(args.tracking_uri) if args.tracking_uri else None
+    if store is not None:  # reached or probed now, creating nothing
+        tracked.check_store(store.uri, store.what)
     site = prepare_personalisation(args.site)
-    if args.tracking_uri:  # the site's files checked first: a refusal creates no store
+    if store is not None:
         tracked.check_site_model_name(site.dataset, site.algorithm, site.name)
     sinks: list[ResultSink] = [JsonFile(Path(args.out))]
-    if args.tracking_uri:
-        store = tracked.open_store(args.tracking_uri)
+    if store is not None:  # opened (made, if new) once Stage 2 has run
         sinks.append(
             tracked.MlflowSink(
                 store, FEDERATION_BACKEND, _PERSONALISE_ENTRY, site_name=site.name, margin=margin

@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from fedcare.cli.option_checks import port
+
 #: ``fedcare stack``'s actions.
 ACTIONS = ("up", "down", "status", "env", "run", "schedule")
 
@@ -38,8 +40,8 @@ def add_parser(sub: Any) -> None:
     )
     stack.add_argument("--state-dir", type=Path, help="pid files, logs, Prefect home (.stack)")
     stack.add_argument("--mlflow-dir", type=Path, help="MLflow store folder (mlflow)")
-    stack.add_argument("--prefect-port", type=int, help="Prefect API/UI port (4200)")
-    stack.add_argument("--mlflow-port", type=int, help="MLflow server/UI port (5000)")
+    stack.add_argument("--prefect-port", type=port, help="Prefect API/UI port (4200)")
+    stack.add_argument("--mlflow-port", type=port, help="MLflow server/UI port (5000)")
     stack.add_argument(
         "--host",
         metavar="IP",
@@ -47,8 +49,10 @@ def add_parser(sub: Any) -> None:
         "neither authenticates its clients, so another address opens them to that network",
     )
     stack.add_argument(
-        "--data-dir", type=Path, help="data folder for flow runs (default: $FEDCARE_DATA_DIR)"
-    )
+        "--data-dir", type=Path,
+        help="data folder for flow runs (default: $FEDCARE_DATA_DIR); up, and schedule "
+        "--retrain-data-folder",
+    )  # fmt: skip
     when = stack.add_mutually_exclusive_group()
     when.add_argument("--pause", action="store_true", help="schedule: pause re-training")
     when.add_argument("--resume", action="store_true", help="schedule: resume re-training")
@@ -116,6 +120,13 @@ def check_action_options(args: argparse.Namespace) -> None:
                 f"{', '.join(given)}: only fedcare stack {action} takes "
                 f"{'it' if len(given) == 1 else 'them'}, not {args.action}"
             )
+    if args.data_dir is not None and not (
+        args.action == "up" or (args.action == "schedule" and args.retrain_data_folder)
+    ):
+        raise ConfigError(
+            f"--data-dir has no effect with fedcare stack {args.action}: it is the flow runs' "
+            "data folder, given to stack up (or to schedule --retrain-data-folder)"
+        )
     if args.action == "schedule":
         if args.federation_state_dir is not None and args.federation_schema is None:
             raise ConfigError("--federation-state-dir needs --federation-schema (federation.json)")

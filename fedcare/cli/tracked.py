@@ -1,8 +1,11 @@
 """``fedcare run --tracking-uri``: log an in-process run to MLflow exactly as the flow does.
 
-The store is opened (and reached) before any work, so a wrong URI fails in a second, not after
-training; the run is then logged and registered by :func:`fedcare.tracking.track.track_result`,
-the entry the Prefect flow's tasks use: the same runs, λ* traces, models and registry versions.
+The store is checked before any work, creating nothing (:func:`check_chosen_store`: a server
+answers, a SQLite file is one or could be made), so a wrong URI fails in a second, not after
+training, and a run refused by a later check leaves no store behind; it is opened (a new one
+made) only when the finished run is logged (:class:`MlflowSink`). The run is logged and
+registered by :func:`fedcare.tracking.track.track_result`, the entry the Prefect flow's tasks
+use: the same runs, λ* traces, models and registry versions.
 """
 
 from __future__ import annotations
@@ -11,9 +14,11 @@ import logging
 import os
 import sys
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fedcare_core.errors import ConfigError
+from fedcare_core.run.output_paths import check_output_dir, check_output_file
 
 #: Seconds to wait for a tracking server to answer before any work.
 _REACH_TIMEOUT_S = 5.0
@@ -54,6 +59,92 @@ def open_store(uri: str, what: str = "--tracking-uri") -> str:
     return in_use
 
 
+@dataclass(frozen=True)
+class ChosenStore:
+    """A store chosen and checked, not yet opened: its URI and where it was given."""
+
+    uri: str
+    what: str = "--tracking-uri"
+
+
+def check_chosen_store(uri: str | None) -> ChosenStore | None:
+    """The store to log to (as :func:`open_chosen_store` chooses it), checked, nothing created.
+
+    Raises
+    ------
+    ConfigError
+        If the chosen store could not be opened (see :func:`check_store`).
+    """
+    env = os.environ.get("MLFLOW_TRACKING_URI")
+    chosen = ChosenStore(uri) if uri else ChosenStore(env, "MLFLOW_TRACKING_URI") if env else None
+    if chosen is not None:
+        check_store(chosen.uri, chosen.what)
+    return chosen
+
+
+def check_store(uri: str, what: str = "--tracking-uri") -> None:
+    """Check that the store at ``uri`` can be opened, without creating or changing anything.
+
+    A server must answer now; a SQLite database must be one (an empty file is a new store), or
+    its folder one where it can be made; a local folder store likewise. Any other kind of store
+    (a database server) can only be checked by opening it (:func:`open_store`).
+
+    Raises
+    ------
+    ConfigError
+        One line naming ``what`` and the store.
+    """
+    from fedcare.tracking.local_artifacts import sqlite_path
+
+    if uri.startswith(("http://", "https://")):
+        try:
+            _reach(uri)
+        except Exception as exc:  # any failure to reach the server is the URI's
+            detail = " ".join(str(exc).split())[:300]
+            raise ConfigError(f"{what} {uri}: cannot open the MLflow store ({detail})") from None
+        return
+    db = sqlite_path(uri)
+    if db is not None:
+        _check_sqlite_store(db, f"{what} {uri}")
+        return
+    if uri.startswith("sqlite:"):  # in memory: nothing to check
+        return
+    folder = _local_folder(uri)
+    if folder is not None:
+        check_output_dir(folder, f"{what} {uri}:")
+        return
+    open_store(uri, what)
+
+
+def _local_folder(uri: str) -> Path | None:
+    """The folder of a local file store (``file:///x/mlruns`` or a bare path); None: another."""
+    from urllib.parse import unquote, urlparse
+
+    parsed = urlparse(uri)
+    if parsed.scheme == "file":
+        return Path(unquote(parsed.path))
+    return Path(uri) if parsed.scheme == "" else None
+
+
+def _check_sqlite_store(db: Path, where: str) -> None:
+    """A SQLite store's file: an MLflow database (or an empty one), or one that can be made."""
+    import contextlib
+    import sqlite3
+
+    if not db.exists():
+        check_output_file(db, f"{where}:")  # the folder it will be made in (or made then)
+        return
+    if not db.is_file() or not os.access(db, os.R_OK | os.W_OK):
+        raise ConfigError(f"{where}: {db} is not a readable and writable file")
+    try:
+        with contextlib.closing(sqlite3.connect(f"{db.as_uri()}?mode=ro", uri=True)) as con:
+            tables = {row[0] for row in con.execute("SELECT name FROM sqlite_master")}
+    except sqlite3.Error as exc:
+        raise ConfigError(f"{where}: {db} is not an SQLite database ({exc})") from None
+    if tables and "experiments" not in tables:
+        raise ConfigError(f"{where}: {db} holds another program's tables, not an MLflow store")
+
+
 def open_chosen_store(uri: str | None) -> str | None:
     """The store to log to: ``--tracking-uri``, else ``$MLFLOW_TRACKING_URI``, else ``None``.
 
@@ -80,16 +171,17 @@ def _reach(uri: str) -> None:
 class MlflowSink:
     """Sink (:class:`fedcare.app.run.ResultSink`): log and register a run in a store."""
 
-    uri: str
+    store: ChosenStore
     backend: str
     entry: str = "fedcare run"
     site_name: str | None = None
     margin: float | None = None
 
     def write(self, result: ExperimentResult, document: dict[str, Any]) -> None:
-        """Log ``result`` as :func:`track` does."""
+        """Open the store (made now if new: every check of the run passed) and log ``result``."""
+        uri = open_store(self.store.uri, self.store.what)
         track(
-            self.uri, result, self.backend, entry=self.entry, site_name=self.site_name,
+            uri, result, self.backend, entry=self.entry, site_name=self.site_name,
             margin=self.margin,
         )  # fmt: skip
 

@@ -16,6 +16,7 @@ from fedcare_core.errors import ConfigError
 LOOPBACK = "127.0.0.1"
 _DEFAULT_PREFECT_PORT = 4200
 _DEFAULT_MLFLOW_PORT = 5000
+_MAX_PORT = 65_535
 #: The process work pool of ``prefect.yaml``'s deployments.
 WORK_POOL = "fedcare-process"
 #: State folder, relative to the project.
@@ -78,6 +79,17 @@ class StackConfig:
     host: str = LOOPBACK
 
     def __post_init__(self) -> None:
+        for flag, value in (
+            ("--prefect-port", self.prefect_port),
+            ("--mlflow-port", self.mlflow_port),
+        ):
+            if not 1 <= value <= _MAX_PORT:
+                raise ConfigError(f"{flag} must lie in [1, {_MAX_PORT:,}], got {value}")
+        if self.prefect_port == self.mlflow_port:
+            raise ConfigError(
+                f"--prefect-port and --mlflow-port are both {self.prefect_port}: the Prefect and "
+                "MLflow servers cannot listen on one port; give each its own"
+            )
         try:
             ip = ipaddress.IPv4Address(self.host)
         except ValueError:

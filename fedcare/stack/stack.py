@@ -131,17 +131,35 @@ def _running(config: StackConfig, name: str) -> int | None:
     return pid if alive(pid) else None
 
 
+def _check_ports_free(config: StackConfig) -> None:
+    """Refuse a server's port that another program holds (a running service keeps its own).
+
+    Raises
+    ------
+    StackError
+        Naming the service, the port and the option that moves it.
+    """
+    for name in _SERVICES:
+        if _running(config, name) is None:
+            _check_port_free(config, name)
+
+
+def _check_port_free(config: StackConfig, name: str) -> None:
+    port = _port(config, name)
+    if port is not None and port_open(port, config.host):
+        flag = "--prefect-port" if name == "prefect-server" else "--mlflow-port"
+        raise StackError(
+            f"{flag} {port} on {config.host} is taken by another program (not the stack's "
+            f"{name}); stop it or choose another port"
+        )
+
+
 def _start(config: StackConfig, name: str, token: str, say: _Say) -> int:
     pid = _running(config, name)
     if pid is not None:
         say(f"{name}: already running (pid {pid})")
         return pid
-    port = _port(config, name)
-    if port is not None and port_open(port, config.host):
-        raise StackError(
-            f"{name}: port {port} on {config.host} is taken by another program; stop it or choose "
-            "another port (fedcare stack up --prefect-port/--mlflow-port)"
-        )
+    _check_port_free(config, name)
     pid = start_detached(
         _argv(config, name),
         env=config.service_env(token),
@@ -231,6 +249,7 @@ def up(config: StackConfig, say: _Say = print) -> list[_ServiceStatus]:
     StackError
         If a port is taken, or a service does not start or answer in time (with its log).
     """
+    _check_ports_free(config)  # before any folder, token, pid file or process
     # The state folder holds the token, pid files, logs and Prefect's database: owner-only.
     for path in (config.state_dir, config.prefect_home, config.logs_dir, config.pids_dir):
         _private_dir(path)

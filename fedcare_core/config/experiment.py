@@ -34,6 +34,11 @@ from fedcare_core.nn.preferences import Preference, parse_preferences
 
 _RUN = "run"
 _PREFERENCES = "clinical preferences"
+#: Each preference weight, the preference kind that reads it and how a site writes one.
+_WEIGHTS = (
+    ("sensitivity_weight", "sensitivity", "sensitivity"),
+    ("fairness_weight", "fair", "fair(race)"),
+)
 
 
 @dataclass(frozen=True)
@@ -163,6 +168,28 @@ class ExperimentConfig:
             )
         except ValueError as exc:
             raise ConfigError(f"preferences: {exc}") from None
+
+    def check_preference_weights(self) -> None:
+        """Refuse β or γ set away from its default while no preference of its kind uses it.
+
+        Asked by a run whose preferences are its own ``preferences`` (``fedcare run``); a
+        federation's schema keeps β and γ for the preferences its sites state.
+
+        Raises
+        ------
+        ConfigError
+            ``fairness_weight (--fairness-weight) has no effect without a fair(...) preference
+            in preferences (--preferences)``.
+        """
+        kinds = {preference.kind for preference in self.objective_preferences().values()}
+        defaults = {ref.name: ref.default for ref in declared(ExperimentConfig, "")}
+        for name, kind, example in _WEIGHTS:
+            if getattr(self, name) != defaults[name] and kind not in kinds:
+                flag = name.replace("_", "-")
+                raise ConfigError(
+                    f"{name} (--{flag}) has no effect without a {example} preference in "
+                    f"preferences (--preferences), e.g. --preferences 'readmission:{example}'"
+                )
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (JSON-serialisable).

@@ -61,6 +61,13 @@ class Setting:
     or_file
         Besides its choices, a file of this kind is accepted (``"FILE.yaml"``: a dataset
         definition); the choices are then checked with the configuration, not by the flag.
+    needs
+        Fields of the same section of which one must be set (not None, false or empty) for
+        this one to have an effect: a value other than its default with none of them set is
+        refused, not silently ignored (``dp_delta`` without ``dp_epsilon`` or
+        ``dp_noise_multiplier``: no privacy, so no δ).
+    needs_why
+        Why, for the refusal.
     """
 
     help: str
@@ -74,6 +81,8 @@ class Setting:
     also_sets: tuple[str, ...] = ()
     in_schema: bool = True
     or_file: str = ""
+    needs: tuple[str, ...] = ()
+    needs_why: str = ""
 
 
 def setting(
@@ -194,6 +203,37 @@ def check_section(obj: object, prefix: str, *, skip_choices: tuple[str, ...] = (
     cls = type(obj)
     check_fields(obj, prefix, ranges_of(cls))
     check_choices(obj, prefix, skip_choices=skip_choices)
+    check_effects(obj, prefix)
+
+
+def check_effects(obj: object, prefix: str) -> None:
+    """Refuse a field set away from its default while the fields it ``needs`` are all unset.
+
+    Parameters
+    ----------
+    obj, prefix
+        As for :func:`check_section`.
+
+    Raises
+    ------
+    ConfigError
+        ``stage1.dp_delta (--dp-delta) has no effect without stage1.dp_epsilon (--dp-epsilon)
+        or stage1.dp_noise_multiplier (--dp-noise-multiplier): ...``.
+    """
+    refs = {ref.name: ref for ref in declared(type(obj), prefix)}
+    for ref in refs.values():
+        if not ref.spec.needs or getattr(obj, ref.name) == ref.default:
+            continue
+        if any(getattr(obj, name) not in (None, False, "", ()) for name in ref.spec.needs):
+            continue
+        others = " or ".join(_named(refs[name]) for name in ref.spec.needs)
+        why = f": {ref.spec.needs_why}" if ref.spec.needs_why else ""
+        raise ConfigError(f"{_named(ref)} has no effect without {others}{why}")
+
+
+def _named(ref: SettingRef) -> str:
+    """A setting as a refusal names it: its path, and its flag if it has one."""
+    return ref.path if ref.spec.flag is None else f"{ref.path} (--{ref.spec.flag})"
 
 
 def check_choices(obj: object, prefix: str, *, skip_choices: tuple[str, ...] = ()) -> None:

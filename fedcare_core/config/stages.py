@@ -45,6 +45,9 @@ from fedcare_core.privacy.mechanism import (
 _MODEL = "model"
 _STAGE1 = "stage 1 (federated rounds)"
 _DP = "client-level differential privacy of the rounds (docs/PRIVACY.md)"
+#: The DP settings that turn it on: the others (δ, C, the accountant, the noise seed) need one.
+_DP_ON = ("dp_epsilon", "dp_noise_multiplier")
+_DP_OFF = "differential privacy is off, so the rounds add no noise and report no (ε, δ)"
 _STAGE2 = "stage 2 (personalisation)"
 
 
@@ -153,8 +156,9 @@ class Stage1Config:
         group=_DP,
     )
     dp_delta: float = setting(
-        1e-5, help="δ of the reported (ε, δ)", range=OPEN_UNIT, flag="dp-delta", group=_DP
-    )
+        1e-5, help="δ of the reported (ε, δ)", range=OPEN_UNIT, flag="dp-delta", group=_DP,
+        needs=_DP_ON, needs_why=_DP_OFF,
+    )  # fmt: skip
     dp_noise_multiplier: float | None = setting(
         None,
         help="noise multiplier z: Gaussian noise of standard deviation z·C on every "
@@ -170,6 +174,8 @@ class Stage1Config:
         range=Range(MIN_CLIP, MAX_CLIP),
         flag="dp-clip",
         group=_DP,
+        needs=_DP_ON,
+        needs_why=_DP_OFF,
     )
     dp_accountant: str = setting(
         "pld",
@@ -179,6 +185,8 @@ class Stage1Config:
         noun="dp_accountant",
         flag="dp-accountant",
         group=_DP,
+        needs=_DP_ON,
+        needs_why=_DP_OFF,
     )
     dp_noise_seed: int | None = setting(
         None,
@@ -187,6 +195,8 @@ class Stage1Config:
         range=SEEDS,
         flag="dp-noise-seed",
         group=_DP,
+        needs=_DP_ON,
+        needs_why=_DP_OFF,
     )
     secagg: bool = setting(
         False,

@@ -156,8 +156,10 @@ def test_following_the_federation_needs_the_sites_store_and_a_sane_margin(
         capsys,
         tmp_path,
         [*join(site, ca), "--tracking-uri", uri],
-        "--tracking-uri is for --personalise",
+        "--tracking-uri has no effect without --personalise",
     )
+    margin = [*join(site, ca), "--promotion-margin", "0.1"]
+    refused(capsys, tmp_path, margin, "--promotion-margin has no effect without --personalise")
     bad = [*join(site, ca), "--personalise", "--tracking-uri", uri, "--promotion-margin", "-1"]
     refused(capsys, tmp_path, bad, "--promotion-margin must lie in [0, 1,000,000]")
 
