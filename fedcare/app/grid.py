@@ -268,6 +268,7 @@ def check_grid_request(
     ConfigError
         Naming the option (or the grid cell and the configuration parameter) at fault.
     """
+    from fedcare.app.path_roles import check_grid_paths
     from fedcare_core.experiments.cells import check_grid
     from fedcare_core.experiments.engine import DataSpec
     from fedcare_core.resume.documents import cell_store
@@ -286,6 +287,7 @@ def check_grid_request(
     given = request.value("out")
     default = request.value("dataset") if digest is None else f"{base.data.dataset}-sites"
     out = Path(given) if given is not None else DEFAULT_OUT / default
+    check_grid_paths(request.value, lambda name: spell(OPTIONS_BY_NAME[name]), out)
     check_output_dir(out, what=spell(out_option))
     cells_dir = cell_store(out, base)
     if digest is None:

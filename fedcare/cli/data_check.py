@@ -72,9 +72,11 @@ def add_parsers(data_sub: Any) -> None:
 
 def cmd_check(args: argparse.Namespace) -> int:
     """Check the definition (with a site's own declarations) and its data; print the profile."""
+    from fedcare.app.path_roles import DEFINITION_FOLDER, data_folder, dataset_inputs
     from fedcare.sites.site_input import definition_file
     from fedcare_core.config import DataConfig
     from fedcare_core.errors import ConfigError
+    from fedcare_core.files.apart import check_outputs_apart
 
     DataConfig(
         dataset=args.dataset,
@@ -82,6 +84,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         unseen_categories=args.unseen_categories,
         **_label_options(args),
     ).validate()
+    data_option, data = data_folder(args.data_dir)
+    check_outputs_apart(
+        {"--json": args.json},
+        {**dataset_inputs(args.dataset), data_option: data, "--private": args.private,
+         "--map": args.map},
+        read_folders=(data_option, DEFINITION_FOLDER),
+    )  # fmt: skip
     if args.json is not None and args.json.exists() and args.json.is_dir():
         raise ConfigError(f"--json {args.json}: a folder; give a file to write")
     with definition_file(_site_text(args)) as site:

@@ -14,8 +14,10 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from fedcare.app.path_roles import definition_file
 from fedcare.cli.run_options import add_preset_option
 from fedcare.cli.setting_flags import add_setting_flags, build_config
+from fedcare_core.files.apart import check_outputs_apart
 from fedcare_core.run.output_paths import check_output_file
 
 if TYPE_CHECKING:
@@ -54,6 +56,10 @@ def cmd_federation_init(args: argparse.Namespace) -> int:
     from fedcare_core.files.atomic import write_json_atomic
     from fedcare_core.sites.schema import schema_for
 
+    check_outputs_apart(
+        {"--out": args.out},
+        {"--config": args.config, "--dataset": definition_file(getattr(args, "dataset", None))},
+    )
     check_output_file(args.out)
     schema = schema_for(build_config(args))
     write_json_atomic(args.out, schema.to_dict())

@@ -158,10 +158,12 @@ def cmd_run(args: argparse.Namespace) -> int:
     request, checked before any data is read, run with the command's sinks (the results file,
     the run folder, MLflow) and reported. ``--sites`` runs a federation of sites' files.
     """
+    from fedcare.app.path_roles import check_run_paths
     from fedcare.app.run import RunRequest, run
     from fedcare.cli.output import RESULTS_DIR
     from fedcare.cli.setting_flags import build_config
 
+    check_run_paths(args)  # no output replaces an input (the data, a config, the store …)
     if args.out is not None:  # before any work: not after hours of training
         check_output_file(args.out)
     elif args.resume is None and args.run_dir is None:  # the default results/<setting>.json

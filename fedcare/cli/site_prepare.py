@@ -14,8 +14,10 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from fedcare.app.path_roles import store_file
 from fedcare.cli import tracked
 from fedcare_core.errors import ConfigError
+from fedcare_core.files.apart import check_outputs_apart
 from fedcare_core.nn.preferences import split_objectives
 from fedcare_core.run.output_paths import check_output_dir, check_output_file
 
@@ -126,6 +128,13 @@ def cmd_site_prepare(args: argparse.Namespace) -> int:
     where = "--name" if given else f"--out {args.out} (the default --name)"
     name = check_site_name(args.name if given else args.out.resolve().name, where)
     if not 0 <= args.seed <= MAX_SEED:
+    check_outputs_apart(
+        {"--out": args.out},
+        {"--schema": args.schema, "--data": args.data, "--private": args.private,
+         "--map": args.map},
+        new_folders=("--out",),
+        read_folders=("--data",),
+    )  # fmt: skip
         raise ConfigError(f"--seed must lie in [0, {MAX_SEED:,}], got {args.seed:,}")
     loaded = load_site(
         schema,
@@ -197,6 +206,11 @@ def cmd_site_personalise(args: argparse.Namespace) -> int:
                 store, FEDERATION_BACKEND, _PERSONALISE_ENTRY, site_name=site.name, margin=margin
             )
         )
+    check_outputs_apart(
+        {"--out": args.out},
+        {"--site": args.site, "--tracking-uri": store_file(args.tracking_uri)},
+        read_folders=("--site",),
+    )
     bars = ProgressBars(enabled=not args.quiet)
     try:
         result = execute_run(site.prepared, progress=bars, sinks=sinks)

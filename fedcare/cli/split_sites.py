@@ -17,6 +17,7 @@ from fedcare_core.config import MAX_CLIENTS, MAX_SEED
 from fedcare_core.config.fields import Range
 from fedcare_core.data.registry import REGISTRY
 from fedcare_core.errors import ConfigError
+from fedcare_core.files.apart import check_outputs_apart
 
 
 def _splittable() -> tuple[str, ...]:
@@ -85,6 +86,9 @@ def cmd_split_sites(args: argparse.Namespace) -> int:
     names = tuple(o.name for o in DIABETES130_OBJECTIVES)
     objectives = draw_site_objectives(
         args.dataset, names, args.sites, args.objectives_per_site, args.seed
+    )
+    check_outputs_apart(
+        {"--out": args.out}, {"--data": args.data}, new_folders=("--out",), read_folders=("--data",)
     )
     check_out_dir(args.out)
     data, name = read_source(find_diabetes130(args.data))
