@@ -120,6 +120,13 @@ def cmd_site_prepare(args: argparse.Namespace) -> int:
     from fedcare_core.config import MAX_SEED
     from fedcare_core.sites.schema import read_schema
 
+    check_outputs_apart(
+        {"--out": args.out},
+        {"--schema": args.schema, "--data": args.data, "--private": args.private,
+         "--map": args.map},
+        new_folders=("--out",),
+        read_folders=("--data",),
+    )  # fmt: skip
     check_new_folder(args.out)
     check_output_dir(args.out)
     schema = read_schema(args.schema)
@@ -128,13 +135,6 @@ def cmd_site_prepare(args: argparse.Namespace) -> int:
     where = "--name" if given else f"--out {args.out} (the default --name)"
     name = check_site_name(args.name if given else args.out.resolve().name, where)
     if not 0 <= args.seed <= MAX_SEED:
-    check_outputs_apart(
-        {"--out": args.out},
-        {"--schema": args.schema, "--data": args.data, "--private": args.private,
-         "--map": args.map},
-        new_folders=("--out",),
-        read_folders=("--data",),
-    )  # fmt: skip
         raise ConfigError(f"--seed must lie in [0, {MAX_SEED:,}], got {args.seed:,}")
     loaded = load_site(
         schema,
@@ -182,6 +182,11 @@ def cmd_site_personalise(args: argparse.Namespace) -> int:
     from fedcare.cli.output import ProgressBars, results_table
     from fedcare.sites.personalise import FEDERATION_BACKEND, prepare_personalisation
 
+    check_outputs_apart(
+        {"--out": args.out},
+        {"--site": args.site, "--tracking-uri": store_file(args.tracking_uri)},
+        read_folders=("--site",),
+    )
     check_output_file(args.out)
     from fedcare.cli.options import bounded
     from fedcare_core.config.fields import Range
@@ -206,11 +211,6 @@ def cmd_site_personalise(args: argparse.Namespace) -> int:
                 store, FEDERATION_BACKEND, _PERSONALISE_ENTRY, site_name=site.name, margin=margin
             )
         )
-    check_outputs_apart(
-        {"--out": args.out},
-        {"--site": args.site, "--tracking-uri": store_file(args.tracking_uri)},
-        read_folders=("--site",),
-    )
     bars = ProgressBars(enabled=not args.quiet)
     try:
         result = execute_run(site.prepared, progress=bars, sinks=sinks)
