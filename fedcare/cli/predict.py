@@ -22,9 +22,11 @@ from typing import TYPE_CHECKING, Any
 from fedcare.cli.options import add_tracking_uri_option
 from fedcare_core.config import UNSEEN_CATEGORY_POLICIES
 from fedcare_core.errors import ConfigError, DataError
+from fedcare_core.files.apart import check_outputs_apart
 from fedcare_core.run.output_paths import check_output_file
 
 if TYPE_CHECKING:
+    from fedcare_core.data.row_format import RowFormat
     from fedcare_core.predict.package import ModelPackage
 
 #: The MLflow model's description file.
@@ -94,31 +96,39 @@ def _check_model_store(uri: str, db: Path) -> None:
         )
 
 
-def _load_model(uri: str, tracking_uri: str | None) -> ModelPackage:
+def _load_model(uri: str, tracking_uri: str | None, folder: Path | None) -> ModelPackage:
     """The client package of the MLflow model at ``uri``; a missing or foreign model is one line.
 
     MLflow's pyfunc of a client model (:mod:`fedcare.tracking.pyfunc_model`) wraps one artifact,
     the client's package, and its ``predict`` is :meth:`ModelPackage.score`; ``fedcare predict``
     reads that package from the model's folder and scores with it directly, so it predicts what
     ``mlflow.pyfunc.load_model(uri).predict`` and ``mlflow models serve`` predict (the tests
-    compare them) without importing MLflow where it need not. The folder of a registered
-    version in a local SQLite store is found read-only
-    (:func:`~fedcare.tracking.model_folder.registered_model_folder`); any other URI is fetched
-    by ``mlflow.artifacts.download_artifacts``. The model's pinned requirements are compared
-    with this environment by :func:`requirement_mismatches` (a warning on stderr), as MLflow
-    warns when it loads a model.
+    compare them) without importing MLflow where it need not. ``folder``: the model's folder on
+    this machine (:func:`_local_model_folder`); None: ``mlflow.artifacts.download_artifacts``
+    fetches it. The model's pinned requirements are compared with this environment by
+    :func:`requirement_mismatches` (a warning on stderr), as MLflow warns when it loads a model.
     """
     import tempfile
 
+    if folder is not None:
+        return _package_in(uri, folder)
+    with tempfile.TemporaryDirectory(prefix="fedcare-model-") as fetched:  # removed once read
+        return _package_in(uri, _download(uri, tracking_uri, Path(fetched)))
+
+
+def _local_model_folder(uri: str, tracking_uri: str | None) -> Path | None:
+    """The model's folder on this machine, found read-only, or None (MLflow fetches it).
+
+    A registered version in a local SQLite store
+    (:func:`~fedcare.tracking.model_folder.registered_model_folder`), or a model folder given
+    as ``--model``.
+    """
     from fedcare.tracking.model_folder import registered_model_folder, registry_uri
 
     folder = registered_model_folder(uri, registry_uri(tracking_uri))
     if folder is None and Path(uri).is_dir():  # a model folder on this machine: read in place
         folder = Path(uri)
-    if folder is not None:
-        return _package_in(uri, folder)
-    with tempfile.TemporaryDirectory(prefix="fedcare-model-") as fetched:  # removed once read
-        return _package_in(uri, _download(uri, tracking_uri, Path(fetched)))
+    return folder
 
 
 def _package_in(uri: str, folder: Path) -> ModelPackage:
@@ -214,22 +224,56 @@ def requirement_mismatches(folder: Path, python_version: str | None) -> list[str
     return found
 
 
-def _read_rows(path: Path) -> Any:
-    """The CSV's rows as pandas reads them by default (``?``, empty cells: missing)."""
+def _read_rows(path: Path, fmt: RowFormat, columns: list[str], policy: str) -> tuple[Any, str]:
+    """The rows to score, named as declared, and the file's name for messages.
+
+    A dataset's rows are read and checked as a run reads and checks its source
+    (:attr:`RowFormat.read_file`: the run's reader, identifier rules and column checks);
+    any other cohort's rows as pandas reads a CSV by default (``?``, empty cells: missing),
+    gzipped or not.
+    """
     import pandas as pd
 
     name = str(path)
+    if fmt.read_file is not None:
+        return fmt.read_file(path, columns, policy)
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise DataError(f"cannot read the file ({exc.strerror})", file=name) from None
     if not data.strip():
         raise DataError("the file is empty", file=name)
+    gzipped = path.name.lower().endswith(".gz")
     try:
-        return pd.read_csv(io.BytesIO(data), low_memory=False)
-    except (ValueError, pd.errors.ParserError, UnicodeDecodeError) as exc:
+        rows = pd.read_csv(
+            io.BytesIO(data), low_memory=False, compression="gzip" if gzipped else None
+        )
+    except (ValueError, OSError, EOFError, pd.errors.ParserError, UnicodeDecodeError) as exc:
         detail = " ".join(str(exc).split())
         raise DataError(f"cannot parse the CSV ({detail})", file=name) from None
+    return fmt.as_declared(rows), name
+
+
+def _output_bytes(out: Path, table: Any) -> bytes:
+    """``table`` as CSV; gzipped (without a time stamp) when ``out`` ends in ``.gz``."""
+    import gzip
+
+    data: bytes = table.to_csv(index=False).encode()
+    return gzip.compress(data, mtime=0) if out.name.lower().endswith(".gz") else data
+
+
+def _check_paths(args: argparse.Namespace, model_folder: Path | None) -> None:
+    """``--out`` apart from every input (the rows, the model, the store), and writable."""
+    from fedcare.tracking.local_artifacts import sqlite_path
+    from fedcare.tracking.model_folder import registry_uri
+
+    store = sqlite_path(registry_uri(args.tracking_uri))
+    check_outputs_apart(
+        {"--out": args.out},
+        {"--data": args.data, "--model": model_folder, "--tracking-uri": store},
+        read_folders=("--model",),
+    )
+    check_output_file(args.out)
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
@@ -240,29 +284,28 @@ def cmd_predict(args: argparse.Namespace) -> int:
     from fedcare_core.files.atomic import write_atomic
     from fedcare_core.files.private import keep_out_of_git
 
-    check_output_file(args.out)
+    tracking_uri = args.tracking_uri
+    folder = _local_model_folder(args.model, tracking_uri)
+    _check_paths(args, folder)
     if not args.data.is_file():
         raise DataError("not a file (missing, or a folder)", file=str(args.data))
-    tracking_uri = args.tracking_uri
     db = sqlite_path(tracking_uri) if tracking_uri else None
     if db is not None:  # reading a model must not create (or migrate) a store
         _check_model_store(tracking_uri, db)
-    package = _load_model(args.model, tracking_uri)
+    package = _load_model(args.model, tracking_uri, folder)
     fmt = package.row_format()
-    rows = fmt.as_declared(_read_rows(args.data))
+    policy = args.unseen_categories or package.unseen_categories
+    rows, source = _read_rows(args.data, fmt, package.input_columns, policy)
     inputs = [c for c in package.input_columns if c in rows.columns]
-    try:
-        predictions = package.score(rows.loc[:, inputs], unseen_categories=args.unseen_categories)
-    except DataError as exc:
-        raise DataError(
-            exc.message, file=str(args.data), column=exc.column, rows=exc.rows
-        ) from None
+    predictions = package.score(
+        rows.loc[:, inputs], source=source, unseen_categories=args.unseen_categories
+    )
     kept = fmt.as_exported(rows.loc[:, [c for c in rows.columns if c in fmt.identifiers]])
     out = pd.concat([kept, predictions], axis=1)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     if kept.columns.size:  # scores keyed by patient: never where git would pick them up
         keep_out_of_git(args.out, "the scores (keyed by patient identifiers)", folder=False)
-    write_atomic(args.out, out.to_csv(index=False).encode())
+    write_atomic(args.out, _output_bytes(args.out, out))
     columns = ", ".join(str(c) for c in predictions.columns)
     print(f"scored {len(out)} rows ({columns}) → {args.out}", file=sys.stderr)
     return 0

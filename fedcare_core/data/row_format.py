@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import pandas as pd
 
@@ -11,6 +12,8 @@ import pandas as pd
 FeatureReader = Callable[
     [pd.DataFrame, Sequence[str], Collection[str], str | None, str], pd.DataFrame
 ]
+#: ``(file, columns, unseen_categories) -> (rows, the file's name for messages)``.
+FileReader = Callable[[Path, Sequence[str], str], tuple[pd.DataFrame, str]]
 
 
 @dataclass(frozen=True)
@@ -35,6 +38,10 @@ class RowFormat:
         Synthetic rows (never a patient's) to show a model's input; None: none.
     rename
         A column of the rows as exported → the column it holds (a site's column map).
+    read_file
+        Reads rows to score from a file as a run reads the dataset's source, with a run's
+        checks of the identifiers and the columns asked for (None: no such reader; the file
+        is read as pandas reads a CSV by default).
     """
 
     dataset: str
@@ -45,6 +52,7 @@ class RowFormat:
     features: FeatureReader
     example: Callable[[], pd.DataFrame] | None
     rename: Mapping[str, str] = field(default_factory=dict)
+    read_file: FileReader | None = None
 
     def as_declared(self, rows: pd.DataFrame) -> pd.DataFrame:
         """``rows`` with their columns named as the dataset declares them."""

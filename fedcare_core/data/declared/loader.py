@@ -18,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from fedcare_core.data.cohort import Cohort
+from fedcare_core.data.declared.checks import condition_columns
 from fedcare_core.data.declared.extractors import extract_table
 from fedcare_core.data.declared.labels import evaluate, label_notes, objective_label
 from fedcare_core.data.declared.model import DatasetDeclaration
@@ -74,13 +75,11 @@ def load_declared(
         Naming the file, the column and the rows at fault.
     """
     table, read = read_table(declaration, root, verify_checksum=verify_checksum, options=options)
-    patient = _identifiers(declaration, table)
+    patient = check_identifiers(declaration, table.frame, table.rows)
+    assert patient is not None  # a source's table holds every identifier (read_raw_table)
     notes: list[str] = []
     values = _typed_columns(declaration, table, unseen_categories, notes)
-    for rule in declaration.rules:
-        broken = evaluate(rule.when, values) == 1.0
-        if broken.any():
-            raise table.rows.error(rule.message, rule.column, broken)
+    check_rules(declaration, values, table.rows)
     keep = np.ones(len(table.frame), dtype=bool)
     if declaration.include is not None:
         keep = evaluate(declaration.include, values) == 1.0
@@ -200,15 +199,104 @@ def _strata(values: pd.Series) -> pd.Series:
     return values.fillna("UNKNOWN").astype("str").reset_index(drop=True)
 
 
-def _identifiers(declaration: DatasetDeclaration, table: RawTable) -> np.ndarray:
-    """The patient key per row (text); refuse a missing one, or a repeated encounter."""
-    rows: TableRows = table.rows
-    texts = {c: text_of(table.frame[c]) for c in declaration.identifiers}
+def check_rows(
+    declaration: DatasetDeclaration,
+    table: RawTable,
+    columns: Sequence[str],
+    unseen_categories: str,
+) -> None:
+    """A run's checks of its rows, over rows holding the identifiers and ``columns`` only.
+
+    What :func:`load_declared` refuses in a source file, refused in rows to score (``fedcare
+    predict``'s): a missing identifier, one not of the declared form, a repeated encounter;
+    each column's values as declared, a gap where its definition allows none; and every rule
+    (``refuse``) over these columns only (a rule over a label cannot be told without it).
+
+    Parameters
+    ----------
+    declaration
+        The checked definition.
+    table
+        The rows as :func:`~.reading.read_raw_table` reads them.
+    columns
+        The declared columns to check (a model's inputs).
+    unseen_categories
+        ``"refuse"`` or ``"other"``: a category outside its declared vocabulary.
+
+    Raises
+    ------
+    DataError
+        Naming the file, the column and the rows at fault.
+    """
+    check_identifiers(declaration, table.frame, table.rows)
+    notes: list[str] = []
+    values = {
+        name: column_values(
+            table.frame[name],
+            declaration.columns[name],
+            table.rows,
+            unseen_categories,
+            notes,
+            missing_message=declaration.gap_message(name),
+        )
+        for name in columns
+    }
+    check_rules(declaration, values, table.rows)
+
+
+def check_rules(
+    declaration: DatasetDeclaration, values: Mapping[str, pd.Series], rows: TableRows
+) -> None:
+    """Refuse rows no real record can be (the definition's ``refuse`` rules).
+
+    A rule reading a column absent from ``values`` (a label, in rows to score) is not
+    applied.
+
+    Raises
+    ------
+    DataError
+        The first broken rule's message, naming its column and rows.
+    """
+    for rule in declaration.rules:
+        if not set(condition_columns(rule.when)) <= set(values):
+            continue
+        broken = evaluate(rule.when, values) == 1.0
+        if broken.any():
+            raise rows.error(rule.message, rule.column, broken)
+
+
+def check_identifiers(
+    declaration: DatasetDeclaration, frame: pd.DataFrame, rows: TableRows
+) -> np.ndarray | None:
+    """The patient key per row (text); refuse a missing identifier, or a repeated encounter.
+
+    Parameters
+    ----------
+    declaration
+        The checked definition.
+    frame
+        The rows; the identifier columns it holds are checked (a run's table holds them all;
+        rows to score may hold none).
+    rows
+        Where each row came from (messages).
+
+    Returns
+    -------
+    ndarray or None
+        The patient key of each row (None: ``frame`` lacks the patient column).
+
+    Raises
+    ------
+    DataError
+        Naming the identifier column and the rows: a missing value, a value not of the
+        declared form, an encounter on several rows.
+    """
+    texts = {c: text_of(frame[c]) for c in declaration.identifiers if c in frame.columns}
     for column, text in texts.items():
         if text.isna().any():
             raise rows.error(declaration.gap_message(column), column, text.isna().to_numpy())
     _check_identifier_form(declaration, texts, rows)
-    if declaration.encounter is not None:
+    if declaration.encounter is not None and declaration.encounter in texts:
         encounter = texts[declaration.encounter]
         repeated = encounter.duplicated(keep=False).to_numpy()
         if repeated.any():
@@ -219,7 +307,8 @@ def _identifiers(declaration: DatasetDeclaration, table: RawTable) -> np.ndarray
                 declaration.encounter,
                 repeated,
             )
-    return texts[declaration.patient].to_numpy(dtype=object)
+    patient = texts.get(declaration.patient)
+    return None if patient is None else patient.to_numpy(dtype=object)
 
 
 def _check_identifier_form(

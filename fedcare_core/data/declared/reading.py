@@ -213,19 +213,36 @@ def _is_file(path: Path) -> bool:
 
 
 def read_raw_table(
-    declaration: DatasetDeclaration, files: Sequence[SourceFile], *, verify_checksum: bool
+    declaration: DatasetDeclaration,
+    files: Sequence[SourceFile],
+    *,
+    verify_checksum: bool,
+    columns: Sequence[str] | None = None,
 ) -> RawTable:
     """Read and join the source files, checking each has every declared column.
+
+    Parameters
+    ----------
+    declaration
+        The checked definition.
+    files
+        The files (:func:`locate_files`).
+    verify_checksum
+        Refuse a file that does not match a declared SHA-256.
+    columns
+        The declared columns to read besides the identifiers (rows to score hold no labels);
+        None: every declared column.
 
     Raises
     ------
     ChecksumError
         A declared SHA-256 that the one file does not match (with ``verify_checksum``).
     DataError
-        An unreadable, empty or malformed file, or one lacking a declared column.
+        An unreadable, empty or malformed file, one lacking a column read, or one naming a
+        column twice in its header.
     """
     source = declaration.source
-    declared = [*declaration.identifiers, *declaration.columns]
+    declared = [*declaration.identifiers, *(declaration.columns if columns is None else columns)]
     needed = [source.file_name(c) for c in declared]
     frames: list[pd.DataFrame] = []
     digest = hashlib.sha256()

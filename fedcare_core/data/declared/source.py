@@ -9,7 +9,6 @@ loader's checks), and its patients' keys.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
@@ -20,9 +19,15 @@ import pandas as pd
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.declared.checks import condition_columns
 from fedcare_core.data.declared.labels import label_columns
-from fedcare_core.data.declared.loader import load_declared, read_table
+from fedcare_core.data.declared.loader import (
+    check_identifiers,
+    check_rows,
+    check_rules,
+    load_declared,
+    read_table,
+)
 from fedcare_core.data.declared.model import Column, DatasetDeclaration, Value
-from fedcare_core.data.declared.reading import TableRows
+from fedcare_core.data.declared.reading import SourceFile, TableRows, read_raw_table
 from fedcare_core.data.declared.values import column_values, text_of
 from fedcare_core.data.definition import DatasetDefinition
 from fedcare_core.data.partition import FeaturePartition, at_prediction_time
@@ -181,6 +186,7 @@ class DeclaredSource:
             self.features_from_rows,
             None if example is None else example.copy,
             d.source.rename,
+            self.rows_from_file,
         )
 
     def features_from_rows(
@@ -199,31 +205,80 @@ class DeclaredSource:
             A missing column, or a value the definition refuses (column and rows named).
         """
         check_row_columns(frame, columns, source)
+        d = self.declaration
         rows = frame.loc[:, list(columns)].reset_index(drop=True)
         n = len(rows)
         where = TableRows(
             (source or "the input rows",),
             np.zeros(n, dtype=np.int64),
             np.arange(1, n + 1),
-            {v: k for k, v in self.declaration.source.rename.items() if k != v},
+            {v: k for k, v in d.source.rename.items() if k != v},
         )
+        # The identifiers a run refuses (missing, of another form, an encounter twice), where
+        # the rows hold them; the model never reads them.
+        held = [c for c in d.identifiers if c in frame.columns]
+        identifiers = frame.loc[:, held].reset_index(drop=True)
+        check_identifiers(d, identifiers.apply(self._source_marks_missing), where)
         notes: list[str] = []
-        whole = set(self._whole_number_features())
-        out = {}
-        for c in columns:
-            column = self.declaration.columns[c]
-            # A row to score may miss a value (imputed as in training), but a whole number
-            # typed as such.
-            scored = column if c in whole else dataclasses.replace(column, gaps=True)
-            out[c] = column_values(
-                self._as_read(rows[c], column),
-                scored,
+        out = {
+            c: column_values(
+                self._as_read(rows[c], d.columns[c]),
+                d.columns[c],  # a gap where the definition allows none is refused, as in a run
                 where,
                 unseen_categories,
                 notes,
-                missing_message=f"{c} is missing (a whole number is needed)",
+                missing_message=d.gap_message(c),
             )
+            for c in columns
+        }
+        check_rules(d, out, where)
         return pd.DataFrame(out, index=rows.index)
+
+    def rows_from_file(
+        self, path: Path, columns: Sequence[str], unseen_categories: str
+    ) -> tuple[pd.DataFrame, str]:
+        """Rows to score read from a file as a run reads its source, and checked as a run does.
+
+        The file (CSV, compressed or not, or Parquet; a ``.zip`` holding the source's file) is
+        read by the run's reader (:func:`~.reading.read_raw_table`): the source's missing marks
+        missing, a repeated or missing header name refused; its identifiers and ``columns``
+        are then checked by the run's checks (:func:`~.loader.check_rows`).
+
+        Parameters
+        ----------
+        path
+            The file.
+        columns
+            The declared columns a model reads (the identifiers are read too).
+        unseen_categories
+            ``"refuse"`` or ``"other"``.
+
+        Returns
+        -------
+        rows, name
+            The identifiers and ``columns`` as text, named as declared; the file's name for
+            messages.
+
+        Raises
+        ------
+        DataError
+            Naming the file, and the column and rows where known.
+        """
+        d = self.declaration
+        member = Path(d.source.files[0]).name if d.source.files else path.name
+        name = member if path.suffix.lower() == ".zip" else path.name
+        table = read_raw_table(
+            d, (SourceFile(path, name),), verify_checksum=False, columns=list(columns)
+        )
+        check_rows(d, table, columns, unseen_categories)
+        return table.frame, table.rows.files[0]
+
+    def _source_marks_missing(self, values: pd.Series) -> pd.Series:
+        """Text cells holding one of the source's missing marks, as missing."""
+        marks = set(self.declaration.source.missing_values)
+        if values.dtype == object or pd.api.types.is_string_dtype(values.dtype):
+            return values.map(lambda v: None if isinstance(v, str) and v.strip() in marks else v)
+        return values
 
     def _whole_number_features(self) -> tuple[str, ...]:
         """Features that hold whole numbers and are never missing (typed ``long``)."""
@@ -240,9 +295,7 @@ class DeclaredSource:
         missing (``None``, ``NA``, ``NULL`` …) reads a missing value as that word: rows read with
         pandas' defaults lose it.
         """
-        marks = set(self.declaration.source.missing_values)
-        if values.dtype == object or pd.api.types.is_string_dtype(values.dtype):
-            values = values.map(lambda v: None if isinstance(v, str) and v.strip() in marks else v)
+        values = self._source_marks_missing(values)
         words = [v for v in column.vocabulary or () if v in _PANDAS_MISSING_WORDS]
         if not column.gaps and len(words) == 1 and column.type == "categorical":
             values = values.astype(object).where(values.notna(), words[0])

@@ -40,10 +40,16 @@ def tracked(data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> SimpleN
     assert main([*args, "--quiet", "--tracking-uri", uri, "--out", str(root / "r.json")]) == 0
     with zipfile.ZipFile(data_dir / "diabetes130" / "dataset_diabetes.zip") as zf:
         data = zf.read("dataset_diabetes/diabetic_data.csv")
-    rows = pd.read_csv(io.BytesIO(data), nrows=300).drop(columns=["time_in_hospital", "readmitted"])
+    labels = ["time_in_hospital", "readmitted"]
+    # The export as a hospital writes it (text kept: 'None' is a value of max_glu_serum), and
+    # the DataFrame pandas reads from it by default (as the README's Python example does).
+    text = pd.read_csv(io.BytesIO(data), nrows=300, dtype=str, keep_default_na=False)
+    text = text.drop(columns=labels)
     csv = root / "rows.csv"
-    rows.to_csv(csv, index=False)
-    return SimpleNamespace(root=root, uri=uri, rows=rows, csv=csv, models=_client_models(uri))
+    text.to_csv(csv, index=False)
+    rows = pd.read_csv(csv)
+    models = _client_models(uri)
+    return SimpleNamespace(root=root, uri=uri, rows=rows, text=text, csv=csv, models=models)
 
 
 def _client_models(uri: str) -> dict[int, str]:
@@ -134,14 +140,13 @@ def test_every_client_has_a_champion_with_its_metrics(tracked):
 
 def test_bad_rows_name_the_file_and_column(tracked, tmp_path, capsys):
     bad = tmp_path / "bad.csv"
-    tracked.rows.drop(columns=["age"]).to_csv(bad, index=False)
+    tracked.text.drop(columns=["age"]).to_csv(bad, index=False)
     assert _predict(tracked, "--data", str(bad), "--out", str(tmp_path / "o.csv")) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("fedcare: error: file ") and str(bad) in err and "'age'" in err
     assert len(err.splitlines()) == 1 and not (tmp_path / "o.csv").exists()
 
-    rows = tracked.rows.copy()
-    rows["gender"] = rows["gender"].astype(object)
+    rows = tracked.text.copy()
     rows.loc[11, "gender"] = "Unknown/Other/Robot"
     rows.to_csv(bad, index=False)
     assert _predict(tracked, "--data", str(bad), "--out", str(tmp_path / "o.csv")) == 2
@@ -206,3 +211,117 @@ def test_a_store_without_models_is_refused_and_left_as_it_was(tmp_path, capsys, 
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1 and "Traceback" not in err
     assert db.read_bytes() == content and sorted(p.name for p in tmp_path.iterdir()) == ["x.db"]
+
+
+def _header_twice(rows: pd.DataFrame, path: Path) -> None:
+    """``rows`` with a second ``age`` column (pandas would read the first, renaming the other)."""
+    text = rows.to_csv(index=False).splitlines()
+    lines = [text[0] + ",age"] + [line + ",[0-10)" for line in text[1:]]
+    path.write_text("\n".join(lines) + "\n")
+
+
+def _cell(column: str, rows: list[int], value: str):
+    def change(frame: pd.DataFrame) -> None:
+        frame.loc[rows, column] = value
+
+    return change
+
+
+def _copy_encounter(frame: pd.DataFrame) -> None:
+    frame.loc[3, "encounter_id"] = frame.loc[2, "encounter_id"]
+
+
+@pytest.mark.parametrize(
+    ("change", "column", "words", "rows"),
+    [
+        # A value the definition says may not be missing (no gaps): refused, not imputed.
+        (_cell("max_glu_serum", [4, 9], ""), "max_glu_serum", "max_glu_serum is missing", (5, 10)),
+        (_cell("gender", [7], "?"), "gender", "gender is missing", (8,)),
+        (_cell("num_medications", [2], ""), "num_medications", "num_medications is missing", (3,)),
+        # Identifiers: empty, not of their form, an encounter twice (as a run refuses them).
+        (_cell("encounter_id", [6], ""), "encounter_id", "encounter_id is missing", (7,)),
+        (_cell("patient_nbr", [1, 2], "?"), "patient_nbr", "patient_nbr is missing", (2, 3)),
+        (_cell("patient_nbr", [5], "P-12"), "patient_nbr", "patient_nbr", (6,)),
+        (_copy_encounter, "encounter_id", "encounter_id repeats", (3, 4)),
+    ],
+)
+def test_rows_a_run_refuses_are_refused_naming_column_and_rows(
+    tracked, tmp_path, capsys, change, column, words, rows
+):
+    frame = tracked.text.copy()
+    change(frame)
+    bad = tmp_path / "bad.csv"
+    frame.to_csv(bad, index=False)
+    out = tmp_path / "scores.csv"
+    assert _predict(tracked, "--data", str(bad), "--out", str(out)) == 2
+    err = capsys.readouterr().err.strip()
+    shown = ", ".join(str(r) for r in rows)
+    assert err.startswith(f"fedcare: error: file {bad}; column '{column}'; row"), err
+    assert f"{shown}: " in err and words in err and len(err.splitlines()) == 1
+    assert not out.exists() and "Traceback" not in err
+    for value in frame.loc[list(range(12)), ["encounter_id", "patient_nbr"]].to_numpy().ravel():
+        assert not value or str(value) not in err.replace(str(bad), "")
+
+
+def test_a_header_a_run_refuses_is_refused(tracked, tmp_path, capsys):
+    """A column named twice (pandas would score the first), an identifier column absent."""
+    bad = tmp_path / "bad.csv"
+    _header_twice(tracked.text, bad)
+    assert _predict(tracked, "--data", str(bad), "--out", str(tmp_path / "o.csv")) == 2
+    err = capsys.readouterr().err.strip()
+    assert "'age' appears twice in the header" in err and str(bad) in err
+    tracked.text.drop(columns=["encounter_id"]).to_csv(bad, index=False)
+    assert _predict(tracked, "--data", str(bad), "--out", str(tmp_path / "o.csv")) == 2
+    err = capsys.readouterr().err.strip()
+    assert "missing column(s): 'encounter_id'" in err and len(err.splitlines()) == 1
+    assert not (tmp_path / "o.csv").exists()
+
+
+def test_a_gzipped_export_scores_as_the_plain_one(tracked, tmp_path):
+    """``--data X.csv.gz`` as ``site prepare`` reads it; ``--out Y.csv.gz`` written gzipped."""
+    import gzip
+
+    packed = tmp_path / "rows.csv.gz"
+    packed.write_bytes(gzip.compress(tracked.csv.read_bytes()))
+    plain, zipped = tmp_path / "plain.csv", tmp_path / "scores.csv.gz"
+    assert _predict(tracked, "--data", str(tracked.csv), "--out", str(plain)) == 0
+    assert _predict(tracked, "--data", str(packed), "--out", str(zipped)) == 0
+    assert gzip.decompress(zipped.read_bytes()) == plain.read_bytes()
+
+
+@pytest.mark.parametrize("spelling", ["same", "dotted", "absolute", "symlink", "hardlink"])
+def test_an_output_never_replaces_the_rows(tracked, tmp_path, monkeypatch, capsys, spelling):
+    monkeypatch.chdir(tmp_path)
+    rows = tmp_path / "rows.csv"
+    rows.write_bytes(tracked.csv.read_bytes())
+    out = {"same": "rows.csv", "dotted": "./rows.csv", "absolute": str(rows)}.get(spelling)
+    if spelling == "symlink":
+        (tmp_path / "link.csv").symlink_to(rows)
+        out = "link.csv"
+    if spelling == "hardlink":
+        os.link(rows, tmp_path / "hard.csv")
+        out = "hard.csv"
+    assert out is not None
+    assert _predict(tracked, "--data", "rows.csv", "--out", out) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith(f"fedcare: error: --out {Path(out)} is --data rows.csv"), err
+    assert rows.read_bytes() == tracked.csv.read_bytes()
+    # Beside it, under another name: scored.
+    assert _predict(tracked, "--data", "rows.csv", "--out", "rows-scored.csv") == 0
+    assert rows.read_bytes() == tracked.csv.read_bytes()
+
+
+def test_an_output_never_replaces_the_store_or_the_model(tracked, tmp_path, capsys):
+    db = tracked.root / "mlflow.db"
+    before = db.read_bytes()
+    assert _predict(tracked, "--data", str(tracked.csv), "--out", str(db)) == 2
+    assert "--tracking-uri" in capsys.readouterr().err and db.read_bytes() == before
+    mlflow.set_tracking_uri(tracked.uri)
+    folder = mlflow.artifacts.download_artifacts(
+        f"models:/{tracked.models[0]}@champion", dst_path=str(tmp_path / "model")
+    )
+    mlmodel = Path(folder) / "MLmodel"
+    argv = ["predict", "--model", folder, "--data", str(tracked.csv), "--out", str(mlmodel)]
+    assert main(argv) == 2
+    assert f"is a file of --model {folder}" in capsys.readouterr().err
+    assert b"python_function" in mlmodel.read_bytes()

@@ -146,6 +146,7 @@ def test_missing_values_are_imputed_as_in_training(diabetes, raw_rows):
     package = client_package(diabetes, 0)
     assert "race" in package.input_columns
     row = raw_rows.iloc[[0, 0, 0, 0]].reset_index(drop=True)
+    row["encounter_id"] = [11, 12, 13, 14]  # one encounter per row, as a run requires
     row["race"] = pd.Series([np.nan, "?", "", "Caucasian"], dtype=object)
     got = package.score(row).to_numpy()
     assert (got[1] == got[0]).all() and (got[2] == got[0]).all()

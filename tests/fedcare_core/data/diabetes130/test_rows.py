@@ -42,13 +42,14 @@ def test_the_example_rows_are_valid_and_made_up():
 
 
 def test_only_the_named_columns_are_needed_and_checked():
-    rows = example_rows().loc[:, ["age", "gender"]]
-    rows.loc[1, "gender"] = "?"
-    out = _features(rows, ["gender", "age"])
-    assert list(out.columns) == ["gender", "age"]
-    assert out["gender"].isna().tolist() == [False, True]
-    with pytest.raises(DataError, match="'race'"):
-        _features(rows, ["race", "age"])
+    rows = example_rows().loc[:, ["age", "race", "gender"]]
+    rows["race"] = rows["race"].astype(object)
+    rows.loc[1, "race"] = "?"  # race may have gaps: missing, encoded as in training
+    out = _features(rows, ["race", "age"])
+    assert list(out.columns) == ["race", "age"]
+    assert out["race"].isna().tolist() == [False, True]
+    with pytest.raises(DataError, match="'weight'"):
+        _features(rows, ["weight", "age"])
 
 
 @pytest.mark.parametrize(
@@ -59,6 +60,7 @@ def test_only_the_named_columns_are_needed_and_checked():
         ("num_medications", True, "true/false"),
         ("admission_type_id", 1.5, "non-integer"),
         ("admission_type_id", np.nan, "is missing"),
+        ("gender", "?", "gender is missing; only race"),  # no gaps allowed: refused, as a run
         ("age", "70-80", "ten brackets"),
         ("diag_3", "250.8.1", "ICD-9-CM"),
         ("A1Cresult", ">9", "known categories"),
