@@ -25,6 +25,7 @@ from fedcare.tracking.experiment_plots import experiment_figures
 from fedcare.tracking.log_run import log_batch_chunked, now_ms
 from fedcare_core.experiments.cells import Cell
 from fedcare_core.experiments.report import experiment_tables
+from fedcare_core.files.atomic import write_atomic
 
 #: Tag naming the experiment of a parent run (``comparison``, ``clients``, ...).
 _TAG_EXPERIMENT = "fedcare.experiment"
@@ -76,9 +77,7 @@ def write_outputs(
     files: list[Path] = []
     for name, text in texts.items():
         path = out / name
-        tmp = path.with_name(f".{name}.tmp")
-        tmp.write_text(text)
-        tmp.replace(path)
+        write_atomic(path, text.encode())  # beside it, fsynced, renamed: never half a table
         files.append(path)
     files += experiment_figures(experiment, summary, out, dataset=dataset)
     return ExperimentOutputs(experiment, files, runs, summary)

@@ -335,6 +335,8 @@ def _write_new(path: Path, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())  # on disk before the folder is renamed into place
 
 
 def write_sites(

@@ -175,9 +175,13 @@ class FederationSchema:
         return hashlib.sha256(text.encode()).hexdigest()
 
     def write(self, path: str | Path) -> Path:
-        """Write the schema as indented JSON to ``path``."""
+        """Write the schema as indented JSON to ``path``, atomically (beside it, then renamed)."""
+        from fedcare_core.files.atomic import write_atomic
+
         out = Path(path)
-        out.write_text(json.dumps(self.to_dict(), indent=1, ensure_ascii=False) + "\n")
+        write_atomic(
+            out, (json.dumps(self.to_dict(), indent=1, ensure_ascii=False) + "\n").encode()
+        )
         return out
 
 
