@@ -192,7 +192,8 @@ def check_instruction_terms(
 ) -> None:
     """Refuse a training instruction whose terms the site's policy refuses.
 
-    Defence in depth: a coordinator cannot skip the handshake's check.
+    Defence in depth: a coordinator cannot skip the handshake's check. A refusal is kept in
+    the site's audit log (the rule and, for an unreadable policy, why: the file and the key).
 
     Raises
     ------
@@ -200,7 +201,9 @@ def check_instruction_terms(
         Naming the rule and its short reason (an unreadable policy's file and key are
         logged here, not sent).
     """
+    from fedcare.flower.audit import AUDIT_PATH_KEY
     from fedcare.sites.site_rules import site_decision
+    from fedcare_core.files.json_lines import append_line
 
     folder = context.node_config.get(SITE_PATH_KEY)
     if not folder:
@@ -210,6 +213,11 @@ def check_instruction_terms(
     refusal = decision.refusal
     if decision.detail is not None:
         LOGGER.error("training instruction refused: %s", decision.detail)
+    audit = context.node_config.get(AUDIT_PATH_KEY)
+    if refusal is not None and audit:
+        line = {"time": time.time(), "run_id": context.run_id, "kind": "train",
+                "refused_by": refusal.rule, "detail": decision.detail}  # fmt: skip
+        append_line(Path(str(audit)), line)
     if refusal is not None:
         raise ProtocolError(
             f"the site's policy refuses this run ({refusal.rule}): {refusal.reason}"

@@ -98,6 +98,8 @@ def test_a_policy_broken_while_joined_stops_the_round_naming_the_site_not_its_fi
     error = (Path(plan.result_dir) / ERROR_FILE).read_text().strip().splitlines()[-1]
     assert error.endswith(text)  # what `federation run` prints
     assert str(west / "policy.yaml") in caplog.text  # the site's own log says which file
+    (kept,) = [x for x in read_lines(west / AUDIT_FILE) if "refused_by" in x]
+    assert kept["refused_by"] == UNREADABLE_POLICY_RULE and "policy.yaml" in kept["detail"]
 
 
 def test_a_policy_file_that_cannot_be_read_refuses_the_run_without_naming_the_file(
