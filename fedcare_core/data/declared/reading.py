@@ -21,6 +21,7 @@ import pandas as pd
 from fedcare_core.data.declared.model import DatasetDeclaration, Source
 from fedcare_core.data.source_files import find_source, read_source
 from fedcare_core.errors import ChecksumError, DataError
+from fedcare_core.files.csv_header import refuse_shifted_header
 
 __all__ = [
     "ColumnOrigin",
@@ -299,6 +300,10 @@ def _parse(
     is_parquet = source.format == "parquet" or (
         source.format is None and base.lower().endswith(_PARQUET)
     )
+    if not is_parquet:  # a header shifted against its rows: the header's fault, not each row's
+        refuse_shifted_header(
+            data, file=name, name=base, delimiter=source.delimiter, expected=needed
+        )
     try:
         frame = _read_parquet(data) if is_parquet else _read_csv(data, name, base, source)
     except DataError:

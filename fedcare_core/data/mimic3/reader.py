@@ -19,6 +19,7 @@ import pandas as pd
 
 from fedcare_core.data.mimic3.schema import TableSpec
 from fedcare_core.errors import DataError
+from fedcare_core.files.csv_header import file_text_start, header_shift_problem
 
 __all__ = [
     "check_field_counts",
@@ -107,6 +108,12 @@ def read_header(path: Path, spec: TableSpec) -> dict[str, str]:
         raise DataError(f"the {spec.name} file is empty", file=str(path)) from None
     except (OSError, UnicodeDecodeError, EOFError, pd.errors.ParserError) as exc:
         raise DataError(f"cannot read the {spec.name} file as CSV: {exc}", file=str(path)) from exc
+    start = file_text_start(path)  # a header shifted against its rows: named as such
+    problem = None
+    if start is not None:
+        problem = header_shift_problem(start[0], whole=start[1], expected=spec.columns)
+    if problem is not None:
+        raise DataError(f"the {spec.name} table: {problem}", file=str(path))
     by_upper: dict[str, str] = {}
     for c in cols:
         by_upper.setdefault(str(c).strip().upper(), str(c))
