@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -62,16 +63,42 @@ def _fmt(value: float | None, metric: str) -> str:
     return f"{value:.4f}" if metric == "auroc" else f"{value:.3f} d"
 
 
+def plural(count: int, word: str) -> str:
+    """``"1 client"``, ``"3 clients"``: a count and its noun, in the plural unless one.
+
+    Parameters
+    ----------
+    count
+        How many.
+    word
+        The noun in the singular (a regular English plural: ``word + "s"``).
+    """
+    return f"{count} {word}" if count == 1 else f"{count} {word}s"
+
+
+def spread(rep: dict[str, Any]) -> str:
+    """`` ± <std>`` of an objective's mean over clients, or ``""`` when it says nothing.
+
+    The standard deviation over clients is shown only when at least two clients have a value
+    (over one client it is 0 by definition); a spread below the printed precision reads
+    ``± <0.001`` rather than ``± 0.000``.
+    """
+    std = rep.get("std_over_clients")
+    scored = [c for c in rep.get("clients", []) if c.get("value") is not None]
+    if std is None or len(scored) < 2 or not math.isfinite(std):
+        return ""
+    return " ± <0.001" if round(std, 3) == 0 else f" ± {std:.3f}"
+
+
 def results_table(results: dict[str, Any]) -> str:
     """A plain-text table of per-objective results."""
     rows = [("objective", "metric", "pooled", "mean over clients", "clients", "note")]
     for name, rep in results["objectives"].items():
         metric = rep["metric"]
         mean = rep["mean_over_clients"]
-        std = rep.get("std_over_clients")
         mean_s = _fmt(mean, metric)
-        if mean is not None and std is not None:
-            mean_s += f" ± {std:.3f}"
+        if mean is not None:
+            mean_s += spread(rep)
         rows.append(
             (
                 name,
@@ -100,8 +127,9 @@ def results_table(results: dict[str, Any]) -> str:
         lines += ["", "clinical preferences (pooled test):", *preferences]
     timing = results.get("timing", {})
     head = (
-        f"{results['algorithm']} on {results['dataset']}: {len(results['clients'])} clients, "
-        f"{len(results['rounds'])} rounds, {timing.get('total_s', float('nan')):.1f} s"
+        f"{results['algorithm']} on {results['dataset']}: "
+        f"{plural(len(results['clients']), 'client')}, {plural(len(results['rounds']), 'round')}, "
+        f"{timing.get('total_s', float('nan')):.1f} s"
     )
     privacy = results.get("privacy")
     if privacy:
@@ -118,7 +146,7 @@ def privacy_line(privacy: dict[str, Any]) -> str:
     )
     return (
         f"client-level DP: ε = {privacy['epsilon']:.3f} at δ = {privacy['delta']:g} after "
-        f"{privacy['rounds_accounted']} rounds (noise multiplier "
+        f"{plural(int(privacy['rounds_accounted']), 'round')} (noise multiplier "
         f"{privacy['noise_multiplier']:.4g}, clip {privacy['clip']:g}; {privacy['accountant']}"
         + (f"; by {others}" if others else "")
         + ")"

@@ -70,3 +70,31 @@ def test_the_privacy_line_names_the_accountant_and_the_other_accountants_epsilon
         Stage1Config(rounds=10, dp_noise_multiplier=1.0, dp_accountant="rdp").privacy(), 10
     )
     assert f"by pld {pld:.3f}" in privacy_line(rdp_record) and "RDP" in privacy_line(rdp_record)
+
+
+def _auroc(values, std):
+    return {
+        "metric": "auroc",
+        "pooled": 0.6,
+        "mean_over_clients": 0.6,
+        "std_over_clients": std,
+        "clients": [{"client": k, "value": v} for k, v in enumerate(values)],
+    }
+
+
+def test_one_client_prints_no_spread_and_a_singular_count():
+    doc = _doc({"readmission": _auroc([0.6], 0.0)}) | {"clients": [{}], "rounds": [{}]}
+    table = results_table(doc)
+    assert table.splitlines()[0].startswith("fedavg on diabetes130: 1 client, 1 round, ")
+    assert "±" not in table and "1 clients" not in table and "1 rounds" not in table
+
+
+def test_the_spread_shows_over_two_clients_and_never_as_zero():
+    assert "0.6000 ± 0.012" in results_table(_doc({"readmission": _auroc([0.59, 0.61], 0.0123)}))
+    same = results_table(_doc({"readmission": _auroc([0.6, 0.6], 0.0)}))
+    assert "± <0.001" in same and "± 0.000" not in same
+    undefined = _auroc([0.6, None], 0.0)  # one client scored: no spread to show
+    assert "±" not in results_table(_doc({"readmission": undefined}))
+    assert results_table(_doc({"readmission": _auroc([0.6, 0.7], 0.05)})).startswith(
+        "fedavg on diabetes130: 2 clients, 1 round, "
+    )

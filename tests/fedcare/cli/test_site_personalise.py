@@ -114,7 +114,7 @@ def test_personalise_gives_each_site_what_the_in_process_run_gives_it(
         for got, want in zip(doc["rounds"], run["rounds"], strict=True):
             assert got["lambda"] == pytest.approx(want["lambda"], abs=1e-12)
         assert [c["client"] for c in doc["clients"]] == [client_id]
-        assert "fedcare on diabetes130: 1 clients, 2 rounds" in captured.out
+        assert "fedcare on diabetes130: 1 client, 2 rounds" in captured.out
         assert ("Stage 2 (personalisation)" in captured.err) == bars and mode(out) == 0o600
         assert leaked_ids([out]) == [] and not IDS.search(captured.out.encode())
 
