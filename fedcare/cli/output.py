@@ -21,8 +21,16 @@ from fedcare_core.evaluation.preference_rows import preference_lines
 if TYPE_CHECKING:
     from fedcare_core.config import ExperimentConfig
 
-_STAGE_LABELS = {"stage1": "Stage 1 (federated rounds)", "stage2": "Stage 2 (personalisation)"}
-_STAGE_UNITS = {"stage1": "round", "stage2": "client"}
+#: Each phase's progress bar label (:attr:`~fedcare_core.algorithms.base.Algorithm.personal_phase`
+#: names the per-client ones); a phase not listed is labelled by its name.
+_STAGE_LABELS = {
+    "stage1": "Stage 1 (federated rounds)",
+    "stage2": "Stage 2 (personalisation)",
+    "local": "Local models (each client alone)",
+    "own-trees": "fedxgb: each client's own trees",
+}
+#: What one step of a phase is (every phase but the rounds goes client by client).
+_STAGE_UNITS = {"stage1": "round"}
 
 
 class ProgressBars:
@@ -41,7 +49,7 @@ class ProgressBars:
             bar = tqdm(
                 total=total,
                 desc=_STAGE_LABELS.get(stage, stage),
-                unit=_STAGE_UNITS.get(stage, "step"),
+                unit=_STAGE_UNITS.get(stage, "client"),
                 file=sys.stderr,
                 leave=True,
                 dynamic_ncols=True,

@@ -163,7 +163,8 @@ class Algorithm(ABC):
     runs_stage1: ClassVar[bool] = False
     #: Why the algorithm runs in process only (when :attr:`flower` is False).
     in_process_reason: ClassVar[str] = ""
-    #: The per-client phase's progress name (``"stage2"``, ``"local"``), or None.
+    #: The per-client phase's name (``"stage2"``, ``"local"``, ``"own-trees"``), or None: what
+    #: its progress reports and its per-client task runs (``<phase>-client<k>``) are called.
     personal_phase: ClassVar[str | None] = None
     #: ``"global"``: every client deploys one model; ``"personal"``: each its own.
     deploys: ClassVar[str] = "global"

@@ -42,7 +42,7 @@ class FedXgb(FederatedBaseline):
     flower_strategy = "FedXgbBagging"
     rounds_model = "trees"
     site_federation = True
-    personal_phase = "local"
+    personal_phase = "own-trees"  # each client boosts its own trees (progress, task names)
     deploys = "personal"
     cost_at_ten_clients = 1.0
 

@@ -98,3 +98,19 @@ def test_the_spread_shows_over_two_clients_and_never_as_zero():
     assert results_table(_doc({"readmission": _auroc([0.6, 0.7], 0.05)})).startswith(
         "fedavg on diabetes130: 2 clients, 1 round, "
     )
+
+
+def test_every_phase_bar_says_what_the_phase_does():
+    from fedcare.cli.output import ProgressBars
+    from fedcare_core.algorithms import ALGORITHM_NAMES, get_algorithm
+
+    phases = {get_algorithm(n).personal_phase for n in ALGORITHM_NAMES} - {None}
+    assert "own-trees" in phases and "local" in phases
+    bars = ProgressBars()
+    for phase in sorted(phases | {"stage1"}):
+        bars(phase, 0, 3)
+    labels = {phase: bar.desc for phase, bar in bars.bars.items()}
+    bars.close()
+    assert labels["own-trees"] == "fedxgb: each client's own trees"
+    assert all(label != phase and label.strip() for phase, label in labels.items())
+    assert bars.bars["local"].unit == "client" and bars.bars["stage1"].unit == "round"
