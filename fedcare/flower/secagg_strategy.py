@@ -256,11 +256,17 @@ class SecureStage1Strategy(Strategy):
         except SecureSumError as exc:
             raise SecureRoundError(f"round {server_round}: {exc}") from None
         if sums.clipped:
-            self.notes.append(
-                f"round {server_round}: {sums.clipped} client(s) had values outside "
-                f"±{self.clip:g}; the round ran again with ±{self.clip * GROWTH:g}"
+            # Routine, not a problem: the range is a guess before any round has been summed
+            # (secure_sums' INITIAL_CLIP) and adapts; nothing is lost, so no note or warning.
+            LOGGER.debug(
+                "round %d: secure aggregation's fixed-point range ±%g was too narrow for %d "
+                "client(s)' values, so the round is summed again at ±%g (the range adapts to "
+                "the updates; no update is lost)",
+                server_round,
+                self.clip,
+                sums.clipped,
+                self.clip * GROWTH,
             )
-            LOGGER.warning(self.notes[-1])
             self.clip *= GROWTH
             self.outcome = "retry"
             return None, {}
