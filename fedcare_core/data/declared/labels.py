@@ -23,6 +23,7 @@ from fedcare_core.data.declared.model import (
     Value,
 )
 from fedcare_core.data.declared.reading import TableRows
+from fedcare_core.errors import DataError
 
 __all__ = [
     "describe_condition",
@@ -30,6 +31,7 @@ __all__ = [
     "label_columns",
     "label_notes",
     "objective_label",
+    "refuse_empty_cohort",
 ]
 
 _SECONDS = {"days": 86_400.0, "hours": 3_600.0}
@@ -166,6 +168,26 @@ def describe_condition(condition: Condition | Value) -> str:
         return f"{condition.column} not in {list(condition.value)!r}"  # type: ignore[call-overload]
     value = list(condition.value) if condition.op == "in" else condition.value  # type: ignore[call-overload]
     return f"{condition.column} {_SYMBOLS[condition.op]} {value!r}"
+
+
+def refuse_empty_cohort(declaration: DatasetDeclaration, keep: np.ndarray, rows: TableRows) -> None:
+    """Refuse a cohort rule that keeps no row: the rule, its definition and the counts named.
+
+    Raises
+    ------
+    DataError
+        Naming the files read, the definition file and its ``cohort.include`` in words, with
+        the rows before and after (nothing would be left to train on).
+    """
+    if keep.any() or declaration.include is None:
+        return
+    raise DataError(
+        f"the cohort rule of {declaration.path} (cohort.include: "
+        f"{describe_condition(declaration.include)}) keeps none of the {len(keep):,} rows "
+        f"({len(keep):,} before it, 0 after; a row where its column is missing is left out "
+        "too): check the rule against this file's values",
+        file=", ".join(rows.files),
+    )
 
 
 def label_notes(

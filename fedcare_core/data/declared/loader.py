@@ -20,7 +20,12 @@ import pandas as pd
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.declared.checks import condition_columns
 from fedcare_core.data.declared.extractors import extract_table
-from fedcare_core.data.declared.labels import evaluate, label_notes, objective_label
+from fedcare_core.data.declared.labels import (
+    evaluate,
+    label_notes,
+    objective_label,
+    refuse_empty_cohort,
+)
 from fedcare_core.data.declared.model import DatasetDeclaration
 from fedcare_core.data.declared.reading import (
     RawTable,
@@ -84,6 +89,7 @@ def load_declared(
     if declaration.include is not None:
         keep = evaluate(declaration.include, values) == 1.0
         notes.append(f"cohort rule: {int((~keep).sum()):,} of {len(keep):,} rows left out")
+        refuse_empty_cohort(declaration, keep, table.rows)
     labels = pd.DataFrame(
         {
             o.objective.name: objective_label(o, values, table.rows, variants)[keep]

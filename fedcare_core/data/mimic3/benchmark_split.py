@@ -42,6 +42,37 @@ class BenchmarkSplit:
         out[np.isin(subjects, list(self.test))] = "test"
         return out
 
+    def unmatched_note(self, cohort: np.ndarray, tables: np.ndarray) -> str | None:
+        """The listed subjects without a stay in the cohort, counted (None: there are none).
+
+        Parameters
+        ----------
+        cohort
+            The subject of each stay of the cohort.
+        tables
+            The subject of each stay of the tables (before the cohort's rules).
+
+        Returns
+        -------
+        str or None
+            How many listed subjects (train, test) have no stay in the cohort: absent from
+            the tables, or there but left out by the cohort's rules; counts only.
+        """
+        kept = {int(s) for s in np.unique(cohort)}
+        present = {int(s) for s in np.unique(tables)}
+        listed = self.train | self.test
+        missing = listed - kept
+        if not missing:
+            return None
+        absent = len(missing - present)
+        in_test = len(missing & self.test)
+        note = (
+            f"benchmark split: listed subjects without a stay in this cohort: {len(missing):,} "
+            f"of {len(listed):,} ({len(missing) - in_test:,} train, {in_test:,} test); "
+            f"{absent:,} not in the tables, {len(missing) - absent:,} left out by its rules"
+        )
+        return note + ("; the benchmark's test set is reproduced only in part" if in_test else "")
+
 
 def _subjects(path: Path) -> frozenset[int]:
     if not path.is_file():

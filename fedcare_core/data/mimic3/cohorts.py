@@ -33,6 +33,7 @@ __all__ = [
     "CohortRules",
     "drop_transfers_and_shared_admissions",
     "long_enough",
+    "refuse_if_none_left",
 ]
 
 
@@ -127,3 +128,35 @@ def long_enough(stays: pd.DataFrame, min_stay: pd.Timedelta) -> np.ndarray:
     """Which stays last at least ``min_stay`` by ``ICUSTAYS.LOS`` (days; missing: too short)."""
     hours = stays["LOS"].to_numpy(dtype=np.float64) * 24.0
     return np.nan_to_num(hours, nan=-1.0) >= min_stay / pd.Timedelta(hours=1)
+
+
+def refuse_if_none_left(
+    stays: pd.DataFrame, rules: CohortRules, notes: list[str], before: int, path: Path
+) -> None:
+    """Refuse a cohort whose rules have left no stay, naming each rule and what it excluded.
+
+    Parameters
+    ----------
+    stays
+        The stays the rules kept.
+    rules
+        The cohort's rules.
+    notes
+        The rules' notes so far (``<cohort>: excluded N stays …``).
+    before
+        How many stays there were before the rules.
+    path
+        The ICUSTAYS file, for the message.
+
+    Raises
+    ------
+    DataError
+        If ``stays`` is empty.
+    """
+    if len(stays) == 0:
+        excluded = "; ".join(n.removeprefix(f"{rules.name}: excluded ") for n in notes)
+        raise DataError(
+            f"the {rules.name} cohort's rules keep none of the {before} ICU stays (--cohort "
+            f"{rules.name}): excluded {excluded}",
+            file=str(path),
+        )

@@ -23,6 +23,7 @@ from fedcare_core.data.mimic3.cohorts import (
     CohortRules,
     drop_transfers_and_shared_admissions,
     long_enough,
+    refuse_if_none_left,
 )
 from fedcare_core.data.mimic3.consistency import (
     check_admission_times,
@@ -111,6 +112,7 @@ def extract_mimic3(
     sources = _locate_tables(find_tables_folder(Path(data_dir)))
     stats = TimeStats({}, {})
     icu, adm, pat, notes = _read_checked_tables(sources, chunksize, stats)
+    table_subjects = icu["SUBJECT_ID"].to_numpy()  # every subject of the tables, for the split
     icu, rule_notes = _cohort_stays(icu, rules, sources.icustays)
     notes.extend(rule_notes)
     stays, age, stay_notes = join_stays(icu, adm, pat, min_age=min_age, root=sources.root)
@@ -121,8 +123,8 @@ def extract_mimic3(
         stay_notes.append(note)
     part = None
     if benchmark_split is not None:
-        chosen, part, note = chosen.in_listfiles(benchmark_split)
-        stay_notes.append(note)
+        chosen, part, split_notes = chosen.in_listfiles(benchmark_split, table_subjects)
+        stay_notes.extend(split_notes)
     stays = chosen.stays
     frame = pd.concat(
         [
@@ -356,8 +358,10 @@ def _cohort_stays(
 ) -> tuple[pd.DataFrame, list[str]]:
     """The stays ``rules`` keep before the join: the benchmark's rules, the shortest stay."""
     notes: list[str] = []
+    before = len(icu)
     if rules.benchmark_stays:
         icu, notes = drop_transfers_and_shared_admissions(icu, path)
+        refuse_if_none_left(icu, rules, notes, before, path)
     if rules.min_stay > pd.Timedelta(0):
         keep = long_enough(icu, rules.min_stay)
         hours = rules.min_stay / pd.Timedelta(hours=1)
@@ -366,6 +370,7 @@ def _cohort_stays(
             "(ICUSTAYS.LOS)"
         )
         icu = icu.loc[keep]
+        refuse_if_none_left(icu, rules, notes, before, path)
     return icu, notes
 
 
@@ -404,15 +409,21 @@ class _Chosen:
         )
         return self.keep(has), note
 
-    def in_listfiles(self, task_dir: str | Path) -> tuple[_Chosen, np.ndarray, str]:
-        """Only the stays of subjects the benchmark lists; each one's part; a note.
+    def in_listfiles(
+        self, task_dir: str | Path, table_subjects: np.ndarray
+    ) -> tuple[_Chosen, np.ndarray, list[str]]:
+        """Only the stays of subjects the benchmark lists; each one's part; notes.
+
+        The notes count the stays kept and left out, and the listed subjects with no stay in
+        the cohort (absent from the tables, ``table_subjects``, or left out by its rules).
 
         Raises
         ------
         DataError
             From the listfiles, or if the cohort has no stay of a train or of a test subject.
         """
-        part = read_benchmark_split(task_dir).part_of(self.stays["SUBJECT_ID"].to_numpy())
+        split = read_benchmark_split(task_dir)
+        part = split.part_of(self.stays["SUBJECT_ID"].to_numpy())
         listed = part != ""
         for name in ("train", "test"):
             if not (part == name).any():
@@ -425,7 +436,9 @@ class _Chosen:
             f"{int((part == 'test').sum())} test stays; excluded {int((~listed).sum())} stays "
             "of subjects in neither listfile"
         )
-        return self.keep(listed), part[listed], note
+        unlisted = split.unmatched_note(self.stays["SUBJECT_ID"].to_numpy(), table_subjects)
+        notes = [note] if unlisted is None else [note, unlisted]
+        return self.keep(listed), part[listed], notes
 
 
 def _event_features(

@@ -105,7 +105,10 @@ def join_stays(
     stays = stays.loc[keep].reset_index(drop=True)
     age = age[keep]
     if len(stays) == 0:
-        raise DataError(f"no ICU stay in {root} meets the cohort criteria (adults, with admission)")
+        raise DataError(
+            f"no ICU stay in {root} meets the cohort criteria (adults, with admission): of "
+            f"{len(keep)} stays, {'; '.join(n.removeprefix('excluded ') for n in notes)}"
+        )
     notes.append(
         f"cohort: {len(stays)} ICU stays of {stays['SUBJECT_ID'].nunique()} patients "
         f"({stays['HADM_ID'].nunique()} admissions), age >= {min_age:g}"

@@ -156,3 +156,50 @@ def test_a_bad_listfile_is_refused_naming_file_and_rows(
     with pytest.raises(DataError, match=message) as caught:
         load_mimic3(tmp_path / "mimic", cohort="benchmark-ihm", benchmark_split=task)
     assert "listfile.csv" in str(caught.value) and "1_episode" not in str(caught.value)
+
+
+def test_listed_subjects_without_a_stay_are_counted_in_a_note(tmp_path: Path) -> None:
+    write_tables(tmp_path / "mimic", _tables())
+    listed = [
+        "1_episode1_timeseries.csv",
+        "2_episode1_timeseries.csv",
+        "99_episode1_timeseries.csv",
+    ]
+    test = ["5_episode1_timeseries.csv", "77_episode1_timeseries.csv"]
+    task = _listfiles(tmp_path / "ihm", listed, test)
+    cohort = load_mimic3(tmp_path / "mimic", cohort="benchmark-ihm", benchmark_split=task)
+    # subject 2 is in the tables but a transfer; 99 and 77 are in no table
+    assert (
+        "benchmark split: listed subjects without a stay in this cohort: 3 of 5 (2 train, 1 test); "
+        "2 not in the tables, 1 left out by its rules; the benchmark's test set is reproduced "
+        "only in part"
+    ) in cohort.notes
+
+
+def test_every_listed_subject_with_a_stay_adds_no_note(tmp_path: Path) -> None:
+    write_tables(tmp_path / "mimic", _tables())
+    task = _listfiles(
+        tmp_path / "ihm", ["1_episode1_timeseries.csv"], ["5_episode1_timeseries.csv"]
+    )
+    cohort = load_mimic3(tmp_path / "mimic", cohort="benchmark-ihm", benchmark_split=task)
+    assert not any("without a stay" in note for note in cohort.notes)
+
+
+def test_cohort_rules_that_keep_no_stay_are_named_with_their_counts(tmp_path: Path) -> None:
+    tables = _tables()
+    tables["ICUSTAYS"]["LOS"] = 1.0  # every stay shorter than the benchmark's 48 h
+    write_tables(tmp_path, tables)
+    with pytest.raises(DataError) as caught:
+        load_mimic3(tmp_path, cohort="benchmark-ihm")
+    message = str(caught.value)
+    assert "ICUSTAYS" in message and "\n" not in message
+    assert "the benchmark-ihm cohort's rules keep none of the 11 ICU stays" in message
+    assert "excluded 3 stays with a ward or care-unit transfer" in message
+    assert "6 stays shorter than 48 h (ICUSTAYS.LOS)" in message
+
+
+def test_an_age_limit_that_keeps_no_stay_names_it(tmp_path: Path) -> None:
+    write_tables(tmp_path, _tables())
+    with pytest.raises(DataError) as caught:
+        load_mimic3(tmp_path, min_age=150)
+    assert "of 11 stays, 11 stays of patients younger than 150 at ICU admission" in str(caught.value)
