@@ -41,6 +41,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from fedcare.flower.client_app import build_client_app, simulation_locator
+from fedcare.flower.console import flower_console
 from fedcare.flower.flower_options import FlowerConfig
 from fedcare.flower.run_plan import CheckpointTarget
 from fedcare.flower.secagg import secure_plan
@@ -290,7 +291,8 @@ class SimulationStage1Runner:
             self._start_ray(ray_dir)
             # Flower's Ray transport sets a process-wide "once" DeprecationWarning filter when
             # imported, and Ray raises its own: keep both inside the run, restore the caller's.
-            with warnings.catch_warnings():
+            # Flower's per-round INFO lines stay off the console (FLWR_LOG_LEVEL brings them).
+            with warnings.catch_warnings(), flower_console():
                 warnings.simplefilter("ignore", DeprecationWarning)
                 secure = secure_plan(ws.plan)  # SecAgg+: Flower's legacy-path apps
                 server = build_secure_server_app if secure else build_server_app

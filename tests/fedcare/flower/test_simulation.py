@@ -1,7 +1,10 @@
 """flower-sim against the in-process runner (Ray: tens of seconds, hence slow)."""
 
+import logging
+
 import numpy as np
 import pytest
+from flwr.common.logger import console_handler
 
 from fedcare.flower.flower_options import FlowerConfig
 from fedcare.flower.simulation import SimulationStage1Runner
@@ -19,13 +22,24 @@ PARAM_TOL = 1e-4
 DP_TOL = 1e-9
 
 
-def test_simulation_matches_local_and_leaves_no_ray_process(small_federation, tmp_path):
+def test_simulation_matches_local_and_leaves_no_ray_process(
+    small_federation, tmp_path, monkeypatch
+):
     cfg, fed = small_federation
     local = run_stage1(fed, cfg.model, cfg.stage1, cfg.seed)
-    seen = []
+    seen, consoles = [], []
+    monkeypatch.delenv("FLWR_LOG_LEVEL", raising=False)
+
+    def progress(*args):
+        seen.append(args)
+        consoles.append((console_handler.level, console_handler.colored))  # during the rounds
+
     runner = SimulationStage1Runner(FlowerConfig(workdir_parent=str(tmp_path), sim_num_cpus=2))
-    sim = runner(fed, cfg.model, cfg.stage1, cfg.seed, lambda *a: seen.append(a))
+    sim = runner(fed, cfg.model, cfg.stage1, cfg.seed, progress)
     assert seen == [("stage1", t, cfg.stage1.rounds) for t in (1, 2, 3)]
+    # Flower's per-round INFO lines off the console, no colour codes where stderr is no terminal.
+    colour = console_handler.stream.isatty()
+    assert consoles == [(logging.WARNING, colour)] * 3
     assert len(sim.rounds) == len(local.rounds)
     for a, b in zip(local.rounds, sim.rounds, strict=True):
         assert a.lambdas.keys() == b.lambdas.keys()
