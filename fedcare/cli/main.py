@@ -161,7 +161,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     from fedcare.app.path_roles import check_run_paths
     from fedcare.app.run import RunRequest, run
     from fedcare.cli.output import RESULTS_DIR
-    from fedcare.cli.setting_flags import build_config
+    from fedcare.cli.setting_flags import build_config, refuse_unread_settings
 
     check_run_paths(args)  # no output replaces an input (the data, a config, the store …)
     if args.out is not None:  # before any work: not after hours of training
@@ -182,6 +182,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         backend = _command_line_backend(args)
         config, verify = build_config(args), not args.no_verify
         config.check_preference_weights()  # the run's own preferences: β and γ need theirs
+        refuse_unread_settings(args, config)
         request = RunRequest(config, args.data_dir, verify, backend.name, backend.options)
     kept_anywhere = kept is not None or args.run_dir is not None
     out = _results_file(args, request.config, kept_anywhere)

@@ -163,3 +163,38 @@ def build_config(args: argparse.Namespace) -> ExperimentConfig:
     sections = setting_values(args)
     top = sections.pop("", {})
     return validate_config(base.with_overrides(**top, **sections))
+
+
+def refuse_unread_settings(args: argparse.Namespace, config: ExperimentConfig) -> None:
+    """Refuse Stage 2 settings given (flags or ``--set stage2.*``) to an algorithm without one.
+
+    Only FedCARE personalises each client from w*: with any other algorithm a Stage 2 setting
+    would be silently ignored. A preset's or a ``--config`` file's values are not refused (the
+    user did not give them for this run).
+
+    Raises
+    ------
+    ConfigError
+        Naming the settings given and the algorithm.
+    """
+    from fedcare_core.algorithms import ALGORITHM_NAMES, get_algorithm
+
+    if get_algorithm(config.algorithm).personal_phase == "stage2":
+        return
+    given = [
+        f"--{ref.spec.flag}"
+        for name, ref in flagged_settings().items()
+        if ref.section == "stage2" and getattr(args, name, None) is not None
+    ]
+    given += [
+        f"--set {item.partition('=')[0].strip()}"
+        for item in getattr(args, "set_values", None) or ()
+        if item.strip().startswith("stage2.")
+    ]
+    if given:
+        with_stage2 = [n for n in ALGORITHM_NAMES if get_algorithm(n).personal_phase == "stage2"]
+        raise ConfigError(
+            f"{', '.join(given)}: algorithm {config.algorithm!r} has no Stage 2, so "
+            f"{'it has' if len(given) == 1 else 'they have'} no effect (Stage 2 is "
+            f"{', '.join(with_stage2)}'s)"
+        )
