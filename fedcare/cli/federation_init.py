@@ -37,7 +37,7 @@ def add_init_parser(fed_sub: Any) -> None:
     init.add_argument(
         "--config", type=Path, help="JSON file with an ExperimentConfig (as `fedcare run`)"
     )
-    add_preset_option(init)
+    add_preset_option(init, federation=True)
     # What each run or site decides (clients, splits, subsampling, secure aggregation) is not
     # the schema's: those settings are not offered here.
     add_setting_flags(init, schema_only=True, required=("dataset",))
@@ -54,6 +54,7 @@ def cmd_federation_init(args: argparse.Namespace) -> int:
     """
     # Imported here: ``fedcare federation --help`` must not load torch or pandas.
     from fedcare_core.files.atomic import write_json_atomic
+    from fedcare_core.sites.federation_rules import check_preset_fits
     from fedcare_core.sites.schema import schema_for
 
     check_outputs_apart(
@@ -61,11 +62,23 @@ def cmd_federation_init(args: argparse.Namespace) -> int:
         {"--config": args.config, "--dataset": definition_file(getattr(args, "dataset", None))},
     )
     check_output_file(args.out)
-    schema = schema_for(build_config(args))
+    config = build_config(args)
+    if args.preset is not None:  # a preset setting what a federation refuses: named, with the fix
+        check_preset_fits(args.preset, config, _given_flags(args))
+    schema = schema_for(config)
     write_json_atomic(args.out, schema.to_dict())
     print(describe(schema))
     print(f"schema written to {args.out}: give it to every site (`fedcare site prepare --schema`)")
     return 0
+
+
+def _given_flags(args: argparse.Namespace) -> set[str]:
+    """The setting flags given on the command line (``--scaling``), by their option names."""
+    return {
+        "--" + name.replace("_", "-")
+        for name, value in vars(args).items()
+        if value is not None and name not in ("out", "config", "preset", "func", "command")
+    }
 
 
 def describe(schema: FederationSchema) -> str:

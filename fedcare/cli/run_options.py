@@ -18,16 +18,38 @@ from fedcare.cli.setting_flags import add_setting_flags
 PRESET_NAMES = ("paper", "recommended", "recommended-admission")
 
 
-def add_preset_option(parser: Any) -> None:
-    """``--preset``: the starting configuration the other flags override."""
-    parser.add_argument(
-        "--preset",
-        choices=PRESET_NAMES,
-        help="starting configuration: paper (default: FedCARE as the paper describes it), "
-        "recommended (chosen on validation scores on the paper's partition) or "
-        "recommended-admission (chosen on the admission-time partition; sets --features "
-        "admission and --scaling federated); docs/RESULTS.md; other flags win over it",
-    )
+#: What ``fedcare federation init`` needs beside each preset (a flag to add, "": nothing): a
+#: federation of sites cannot take pooled scaling (fedcare_core.sites.federation_rules; a test
+#: keeps this equal to the presets' conflicts).
+FEDERATION_PRESET_FIXES = {
+    "paper": "",
+    "recommended": "",
+    "recommended-admission": "--scaling client",
+}
+
+
+def add_preset_option(parser: Any, *, federation: bool = False) -> None:
+    """``--preset``: the starting configuration the other flags override.
+
+    ``federation``: the help of ``fedcare federation init``, which offers the presets a
+    federation of sites takes as they are, and each other one with the flag it needs.
+    """
+    if federation:
+        plain = [p for p, fix in FEDERATION_PRESET_FIXES.items() if not fix]
+        needing = [f"{p} with {fix}" for p, fix in FEDERATION_PRESET_FIXES.items() if fix]
+        text = (
+            f"starting configuration: {' or '.join(plain)} (paper: the default)"
+            + (f"; {', '.join(needing)} (a federation takes it only so)" if needing else "")
+            + "; docs/RESULTS.md; other flags win over it"
+        )
+    else:
+        text = (
+            "starting configuration: paper (default: FedCARE as the paper describes it), "
+            "recommended (chosen on validation scores on the paper's partition) or "
+            "recommended-admission (chosen on the admission-time partition; sets --features "
+            "admission and --scaling federated); docs/RESULTS.md; other flags win over it"
+        )
+    parser.add_argument("--preset", choices=PRESET_NAMES, help=text)
 
 
 def add_parser(sub: Any, backends: tuple[str, ...]) -> None:

@@ -30,6 +30,7 @@ from fedcare_core.errors import ConfigError
 from fedcare_core.files.json_input import JsonObject
 from fedcare_core.files.safe_yaml import MAX_YAML_BYTES
 from fedcare_core.nn.preferences import Preference, site_objectives
+from fedcare_core.sites.federation_rules import check_federation_config, federation_conflicts
 
 #: The ``format`` field of every schema file; readers refuse other values.
 _SCHEMA_FORMAT = "fedcare-federation/1"
@@ -193,12 +194,9 @@ def check_site_scaling(config: ExperimentConfig) -> None:
     ConfigError
         Naming ``data.scaling`` (``--scaling``) when it is not ``client``.
     """
-    if config.data.scaling != "client":
-        raise ConfigError(
-            f"data.scaling (--scaling) {config.data.scaling!r} pools the clients' statistics "
-            "before training; sites' own files are prepared apart, so a federation of sites "
-            "scales each site by its own (scaling 'client')"
-        )
+    scaling = [c for c in federation_conflicts(config) if c.setting == "data.scaling"]
+    if scaling:
+        raise ConfigError(scaling[0].message)
 
 
 def schema_for(config: ExperimentConfig) -> FederationSchema:
@@ -207,21 +205,10 @@ def schema_for(config: ExperimentConfig) -> FederationSchema:
     Raises
     ------
     ConfigError
-        If the configuration's algorithm is not one a federation of sites runs.
+        If the configuration holds what a federation of sites cannot take (an algorithm it
+        does not run, a published split, pooled scaling: :mod:`.federation_rules`).
     """
-    from fedcare_core.algorithms import federation_algorithms  # torch: imported when used
-
-    if config.algorithm not in federation_algorithms():
-        raise ConfigError(
-            f"a federation of sites runs {' or '.join(federation_algorithms())}, "
-            f"not {config.algorithm!r}"
-        )
-    if config.data.benchmark_split is not None:
-        raise ConfigError(
-            "data.benchmark_split: in a federation each site splits its own patients; a "
-            "schema cannot fix a published split"
-        )
-    check_site_scaling(config)
+    check_federation_config(config)  # what a federation of sites cannot take
     config, text = _named_dataset(config)
     definition = dataset_definition(config.data.dataset, config.data.features)
     partition = definition.partition

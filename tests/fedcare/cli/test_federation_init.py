@@ -100,7 +100,10 @@ def test_rho_and_its_seed_change_the_partition(tmp_path: Path) -> None:
         (["--algorithm", "fedavg"], "a federation of sites runs fedcare or fedxgb, not 'fedavg'"),
         (["--config", "missing.json"], "cannot read config missing.json"),
         (["--scaling", "federated"], "data.scaling (--scaling) 'federated' pools"),
-        (["--preset", "recommended-admission"], "data.scaling (--scaling) 'federated' pools"),
+        (
+            ["--preset", "recommended-admission"],
+            "--preset recommended-admission sets data.scaling (--scaling) 'federated', which",
+        ),
     ],
 )
 def test_a_bad_option_is_refused_and_nothing_written(
