@@ -2,7 +2,8 @@
 
 Each case starts a coordinator (``{in}/ST``), registers two prepared sites (``north``,
 ``south``), starts a ``fedcare site join`` for each (its own session, ``{in}/join-<site>.log``)
-and waits until both are online; then ``fedcare federation run --min-sites 2`` must end with
+and waits until both are online, then writes ``south``'s policy (a site's policy is read at
+every decision); then ``fedcare federation run --min-sites 2`` must end with
 status 2 and one line naming the site and why, before its timeouts, and write no Stage 1
 document, when ``south``'s policy file cannot be read or awaits its operator's approval; and
 nothing of the site's folder (its ``policy.yaml``, its audit log) may be named. A valid case
@@ -104,8 +105,9 @@ def _round(cid: str, expect: str, policy: Builder, names: tuple[str, ...], note:
     argv = ("federation", "run", "--state-dir", "{in}/ST", "--schema", "{in}/fed.json",
             "--min-sites", "2", "--rounds", "2", "--seed", "0", "--out", OUT, "--quiet",
             "--name", "r1", "--startup-timeout", "30", "--round-timeout", "60")  # fmt: skip
-    build = steps(copy("sites/north", "sites/south", "fed.json"), policy, start_coordinator,
-                  _join_sites)  # fmt: skip
+    # the policy written once the sites are joined (a broken one stops `site join` at its start)
+    build = steps(copy("sites/north", "sites/south", "fed.json"), start_coordinator, _join_sites,
+                  policy)  # fmt: skip
     return Case(
         cid, "federation-rounds" + ("-valid" if expect == "accepted" else ""), expect, argv,
         build, names=names, secrets=("policy.yaml", "audit.jsonl"), teardown=_stop_all,
