@@ -96,8 +96,17 @@ def client_score(values: dict[tuple[str, str], float | None]) -> Score | None:
     return None
 
 
+#: Decimals of a metric in a model version's tags and description (the registry is read by
+#: people; the run's MLflow metrics keep every digit, and ``fedcare.score``, which the next
+#: re-training compares with, keeps the full value).
+METRIC_DECIMALS = 4
+
+
 def _text(value: float | None) -> str:
-    return "undefined" if value is None or not math.isfinite(value) else repr(float(value))
+    """A metric as a version's tag or description shows it: 4 decimals, or ``undefined``."""
+    if value is None or not math.isfinite(value):
+        return "undefined"
+    return f"{float(value):.{METRIC_DECIMALS}f}"
 
 
 def _description(
@@ -225,7 +234,7 @@ def privacy_tags(result: ExperimentResult) -> dict[str, str]:
         return {"fedcare.privacy": "none"}
     return {
         "fedcare.privacy": f"client-level DP ({record['mechanism']})",
-        "fedcare.dp.epsilon": repr(float(record["epsilon"])),
-        "fedcare.dp.delta": repr(float(record["delta"])),
+        "fedcare.dp.epsilon": f"{float(record['epsilon']):.{METRIC_DECIMALS}g}",
+        "fedcare.dp.delta": f"{float(record['delta']):.{METRIC_DECIMALS}g}",
         "fedcare.dp.noise": str(record["noise"]),
     }

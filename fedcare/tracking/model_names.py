@@ -14,7 +14,11 @@ Names
     (:mod:`fedcare.tracking.client_registry`).
 
 Registered-model tags
-    ``fedcare.dataset``, ``fedcare.algorithm``, ``fedcare.objectives`` (sorted, comma-separated),
+    ``belongs_to`` first (``client 0 · early_discharge``, ``site st-mary · readmission``,
+    ``backbone · early_discharge+los+readmission``): the MLflow registry's list cuts long names
+    before their last part and shows only a model's first three tags, so the tag that tells the
+    models of one federation apart comes first (and sorts before ``fedcare.*``); then
+    ``fedcare.objectives`` (sorted, comma-separated), ``fedcare.algorithm``, ``fedcare.dataset``,
     ``fedcare.outputs`` (the output columns, in output order), ``fedcare.model`` (``client``,
     ``site`` or ``backbone``), ``fedcare.input`` (``raw rows`` or ``encoded common features``)
     and ``fedcare.client`` or ``fedcare.site``. The description (Markdown) says the same in
@@ -47,6 +51,10 @@ TAG_MODEL = "fedcare.model"
 TAG_INPUT = "fedcare.input"
 TAG_CLIENT = "fedcare.client"
 TAG_SITE = "fedcare.site"
+#: Whose model it is and what it predicts, in a few words: the registry list's first tag.
+TAG_BELONGS_TO = "belongs_to"
+#: Between whose model it is and its objectives in :data:`TAG_BELONGS_TO`.
+_BELONGS_SEPARATOR = " · "
 
 
 def _rows(dataset: str) -> tuple[str, str]:
@@ -165,12 +173,17 @@ def _table(outputs: list[tuple[str, str, str]]) -> list[str]:
 
 
 def _common_tags(
-    result: ExperimentResult, objectives: Sequence[str], outputs: list[tuple[str, str, str]]
+    whose: str,
+    result: ExperimentResult,
+    objectives: Sequence[str],
+    outputs: list[tuple[str, str, str]],
 ) -> dict[str, str]:
+    """The tags every registered model has, in the order the registry list shows them."""
     return {
-        TAG_DATASET: result.federation.dataset,
-        TAG_ALGORITHM: result.config.algorithm,
+        TAG_BELONGS_TO: f"{whose}{_BELONGS_SEPARATOR}{_objectives_label(objectives)}",
         TAG_OBJECTIVES: ",".join(sorted(objectives)),
+        TAG_ALGORITHM: result.config.algorithm,
+        TAG_DATASET: result.federation.dataset,
         TAG_OUTPUTS: ",".join(c for c, _, _ in outputs),
     }
 
@@ -225,7 +238,8 @@ def client_card(
         f"Use: `fedcare predict --model models:/{name}@champion --data rows.csv --out scores.csv`"
         f', or `mlflow.pyfunc.load_model("models:/{name}@champion").predict(rows)`.',
     ]
-    tags = _common_tags(result, objectives, outputs) | who | {TAG_INPUT: "raw rows"}
+    whose = f"client {client.client_id}" if site_name is None else f"site {site_name}"
+    tags = _common_tags(whose, result, objectives, outputs) | who | {TAG_INPUT: "raw rows"}
     return _ModelCard(name, tags, "\n".join(lines) + "\n")
 
 
@@ -250,7 +264,7 @@ def backbone_card(result: ExperimentResult) -> _ModelCard:
         "",
         _CHAMPION,
     ]
-    tags = _common_tags(result, objectives, outputs) | {
+    tags = _common_tags("backbone", result, objectives, outputs) | {
         TAG_MODEL: "backbone",
         TAG_INPUT: "encoded common features",
     }

@@ -184,7 +184,8 @@ def register_version(
         version registered under an older naming.
     model_tags, model_description
         The registered model's tags and description (what it predicts, for whom): set when it
-        is created, and updated where they differ.
+        is created, in the order given (the registry list shows the first three), and updated
+        where they differ.
     margin
         Re-training at a site: the new version takes :data:`CHALLENGER_ALIAS` and ``alias``
         moves to it unless it is worse than the champion's score by more than ``margin``.
@@ -267,8 +268,15 @@ def _ensure_registered_model(
     current = mc.get_registered_model(model_name)
     if description is not None and current.description != description:
         mc.update_registered_model(model_name, description=description)
+    held = [key for key in current.tags if key in tags]
+    if tags and held[:1] != list(tags)[:1]:
+        # The registry list shows a model's first three tags in the order they were set: a
+        # model made before its first tag existed gets its tags set again, in order (once).
+        for key in held:
+            mc.delete_registered_model_tag(model_name, key)
+        held = []
     for key, value in tags.items():
-        if current.tags.get(key) != value:
+        if key not in held or current.tags.get(key) != value:
             mc.set_registered_model_tag(model_name, key, value)
 
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import pytest
 
@@ -31,6 +32,7 @@ def test_each_client_gets_its_model_with_its_metrics(logged):
     fed = logged.result.federation
     assert [r.client for r in regs] == [c.client_id for c in fed.clients]
     mc = store.client()
+    run_metrics = mc.get_run(logged.run_id).data.metrics
     for reg, client in zip(regs, fed.clients, strict=True):
         # Named by what it predicts (objectives sorted, joined by '+') and whom it serves.
         objectives = "+".join(sorted(client.objectives))
@@ -45,7 +47,10 @@ def test_each_client_gets_its_model_with_its_metrics(logged):
             if fed.objective(s).kind == "regression"
             for end in ("low", "high")
         ]
+        label = "+".join(sorted(client.objectives))
+        assert list(model.tags)[:3] == ["belongs_to", "fedcare.objectives", "fedcare.algorithm"]
         assert model.tags == {
+            "belongs_to": f"client {client.client_id} · {label}",
             "fedcare.dataset": "synthetic",
             "fedcare.algorithm": "fedcare",
             "fedcare.objectives": ",".join(sorted(client.objectives)),
@@ -67,8 +72,16 @@ def test_each_client_gets_its_model_with_its_metrics(logged):
             assert f"fedcare.val.{s}.{metric}" in version.tags
             test = logged.doc["objectives"][s]["clients"]
             value = next(c["value"] for c in test if c["client"] == client.client_id)
-            assert version.tags[f"fedcare.test.{s}.{metric}"] == repr(float(value))
+            # Four decimals for people; the run's metric keeps every digit.
+            assert version.tags[f"fedcare.test.{s}.{metric}"] == f"{value:.4f}"
+            key = f"test_by_client/{s}.{metric}.client{client.client_id}"
+            assert run_metrics[key] == pytest.approx(value, rel=1e-12)
             assert f"| {s} |" in version.description
+        shown = [
+            v for k, v in version.tags.items() if k.startswith(("fedcare.val.", "fedcare.test."))
+        ]
+        numbers = re.findall(r"\d+\.\d+", " ".join(shown) + version.description)
+        assert numbers and all(len(n.split(".")[1]) <= 4 for n in numbers)
         assert registry.champion(reg.model_name) is not None
 
 

@@ -46,8 +46,8 @@ def test_a_private_run_logs_epsilon_per_round_and_its_mechanism(logged, private_
 def test_a_registered_models_tags_carry_its_privacy(logged, private_result):
     tags = client_registry.privacy_tags(private_result)
     assert tags["fedcare.privacy"].startswith("client-level DP")
-    assert float(tags["fedcare.dp.epsilon"]) == pytest.approx(
-        private_result.to_dict()["privacy"]["epsilon"]
-    )
+    epsilon = private_result.to_dict()["privacy"]["epsilon"]
+    assert tags["fedcare.dp.epsilon"] == f"{epsilon:.4g}"  # for people: 4 significant digits
+    assert float(tags["fedcare.dp.epsilon"]) == pytest.approx(epsilon, rel=1e-3)
     assert tags["fedcare.dp.noise"] == "os-entropy"
     assert client_registry.privacy_tags(logged.result) == {"fedcare.privacy": "none"}

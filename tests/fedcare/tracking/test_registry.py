@@ -114,3 +114,14 @@ def test_a_sites_challenger_is_promoted_unless_worse_by_more_than_its_margin(log
     assert "worse by more than 0.01: kept" in why
     assert "within 0.01: promoted" in mc.get_model_version(name, "2").tags[registry.TAG_PROMOTION]
     assert "first version" in mc.get_model_version(name, "1").tags[registry.TAG_PROMOTION]
+
+
+def test_a_model_registered_before_its_first_tag_gets_its_tags_again_in_order(logged):
+    name = "fedcare-synthetic-test-tag-order"
+    store.client().create_registered_model(name, tags={"fedcare.dataset": "synthetic"})
+    wanted = {"belongs_to": "client 0 · readmission", "fedcare.dataset": "synthetic"}
+    registry.register_backbone(logged.run_id, name, 0.7, model_tags=wanted)
+    # The registry list shows a model's first tags in the order they were set.
+    assert list(store.client().get_registered_model(name).tags.items()) == list(wanted.items())
+    registry.register_backbone(logged.run_id, name, 0.8, model_tags=wanted)  # in order: kept
+    assert list(store.client().get_registered_model(name).tags.items()) == list(wanted.items())
