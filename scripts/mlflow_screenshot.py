@@ -55,6 +55,13 @@ CHROMEDRIVER = "/usr/bin/chromedriver"
 CHART_SEARCH = "input[placeholder='Search metric charts']"
 RUN_EXPANDER = "button[data-component-id*='runnamecellrenderer']"
 ASSISTANT_CLOSE = "button[aria-label='Close']"
+#: The pop-ups' close buttons: the assistant panel's, and a modal's (the registry's "new Model
+#: Registry UI" promotion, shown to a fresh browser over the registered models).
+POPUP_CLOSE = f"{ASSISTANT_CLOSE}, .ant-modal-close, [role='dialog'] button[aria-label='Close']"
+#: The MLflow 3.17 UI's own record that a pop-up was dismissed (its ``useLocalStorage`` keys,
+#: ``<key>_v<version>``, read from the UI bundle): set before any page script runs, so a fresh
+#: browser profile opens the registry without the promotion modal.
+DISMISSED_POPUPS = {"_mlflow_model_registry_promo_modal_dismissed_v1": "true"}
 #: Runs shown: the algorithm × seed runs (nested under the flow runs), full-size only.
 RUN_FILTER = "tags.`fedcare.stage` = 'experiment' and params.`data.clients` = '{clients}'"
 #: ``--page compare``: the runs of one setting (its seeds).
@@ -157,6 +164,36 @@ def _show_artifact(driver: Any, wait: Any, nodes: tuple[str, ...], height: int) 
         time.sleep(2)
 
 
+def _dismissed_popups_script() -> str:
+    """JavaScript that records every pop-up of :data:`DISMISSED_POPUPS` as dismissed."""
+    import json
+
+    sets = "".join(
+        f"localStorage.setItem({json.dumps(k)}, {json.dumps(v)});"
+        for k, v in DISMISSED_POPUPS.items()
+    )
+    return f"try {{ {sets} }} catch (e) {{}}"
+
+
+def _close_popups(driver: Any, most: int = 5) -> int:
+    """Close the pop-ups shown (:data:`POPUP_CLOSE`), one at a time; how many were clicked.
+
+    Each click re-finds the buttons still shown: closing one removes it from the page, so a
+    list found before the first click would skip the next.
+    """
+    from selenium.webdriver.common.by import By
+
+    clicked = 0
+    for _ in range(most):
+        shown = [b for b in driver.find_elements(By.CSS_SELECTOR, POPUP_CLOSE) if b.is_displayed()]
+        if not shown:
+            break
+        driver.execute_script("arguments[0].click()", shown[0])
+        clicked += 1
+        time.sleep(1.5)
+    return clicked
+
+
 def _js_click_all(driver: Any, selector: str) -> int:
     """Click every element matching ``selector`` once (re-found after each click)."""
     from selenium.webdriver.common.by import By
@@ -197,11 +234,15 @@ def screenshot(page: Page, out: Path, *, width: int, height: int) -> None:
         options.add_argument(flag)
     driver = webdriver.Chrome(options=options, service=Service(executable_path=CHROMEDRIVER))
     try:
+        # Before the UI's scripts run: the pop-ups a fresh profile would show are dismissed.
+        driver.execute_cdp_cmd(
+            "Page.addScriptToEvaluateOnNewDocument", {"source": _dismissed_popups_script()}
+        )
         driver.get(page.url)
         wait = WebDriverWait(driver, 120)
         wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, page.wait_css)))
         time.sleep(3)
-        _js_click_all(driver, ASSISTANT_CLOSE)  # the assistant panel and the registry's pop-up
+        _close_popups(driver)  # the assistant panel, and any modal still shown
         if page.artifact:
             _show_artifact(driver, wait, page.artifact, height)
             time.sleep(2)
