@@ -4,10 +4,17 @@ The model is an MLflow pyfunc over the client's package; ``fedcare predict`` sco
 package as the pyfunc's ``predict`` does (:func:`_load_model`), so it gives the predictions of
 ``mlflow.pyfunc.load_model`` and ``mlflow models serve``, and a registered version in a local
 SQLite store is found without MLflow's client (:mod:`fedcare.tracking.model_folder`), which
-keeps the command quick (``docs/BENCHMARKS.md``). The output CSV holds
-the input's identifier columns (``encounter_id``, ``patient_nbr``; MIMIC-III's ``SUBJECT_ID``,
-``HADM_ID``, ``ICUSTAY_ID``) for joining, then one column per objective; identifiers are
-written only there, owner-only (0600), never printed or logged, and never passed to the model.
+keeps the command quick (``docs/BENCHMARKS.md``). The rows are read and checked as a run reads
+and checks the dataset's source, by the same functions (:attr:`RowFormat.read_file`): a CSV,
+gzipped or otherwise compressed (``.gz``, ``.bz2``, ``.xz``, ``.zst``), or Parquet; a header
+naming a column twice or lacking an identifier column, an empty or repeated identifier, and a
+gap where the definition allows none are refused naming the column and rows, never imputed.
+The output CSV (gzipped when ``--out`` ends in ``.gz``) holds the input's identifier columns
+(``encounter_id``, ``patient_nbr``; MIMIC-III's ``SUBJECT_ID``, ``HADM_ID``, ``ICUSTAY_ID``)
+for joining, then one column per objective; identifiers are written only there, owner-only
+(0600), never printed or logged, and never passed to the model. ``--out`` never replaces an
+input: the rows, the model's files, the store
+(:func:`~fedcare_core.files.apart.check_outputs_apart`).
 """
 
 from __future__ import annotations
