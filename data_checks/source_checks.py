@@ -67,9 +67,11 @@ def raw_source(dataset: str, data_dir: str | Path | None) -> Path:
     ConfigError
         If the dataset is unknown.
     """
-    from fedcare_core.data.paths import resolve_data_dir
+    from fedcare_core.data.paths import checked_data_dir
 
-    return get_dataset(dataset).load_source().locate(resolve_data_dir(data_dir))
+    spec = get_dataset(dataset)
+    looks_elsewhere = bool(spec.definition_text)  # beside a definition file
+    return spec.load_source().locate(checked_data_dir(data_dir, looks_elsewhere=looks_elsewhere))
 
 
 def _checks(dataset: str) -> RawChecks | None:

@@ -70,6 +70,34 @@ class DataError(FedcareError):
         return f"{where}: {self.message}" if where else self.message
 
 
+class MissingColumnsError(DataError):
+    """A file whose header lacks columns it must hold.
+
+    Parameters
+    ----------
+    message
+        What is wrong, naming the columns.
+    file
+        The file at fault.
+    missing
+        The columns it must hold and does not, as the file would name them.
+    unexpected
+        The columns it holds that nothing asked for (perhaps the missing ones, renamed).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        file: str,
+        missing: Sequence[str],
+        unexpected: Sequence[str] = (),
+    ) -> None:
+        self.missing = tuple(missing)
+        self.unexpected = tuple(unexpected)
+        super().__init__(message, file=file, column=missing[0] if len(missing) == 1 else None)
+
+
 class ChecksumError(DataError):
     """A file's SHA-256 does not match the expected value."""
 

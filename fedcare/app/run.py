@@ -373,9 +373,11 @@ def run(
     DataError, DataCheckError
         Data that fails its checks (or is not the data a resumed run recorded).
     """
+    from data_checks.source_checks import raw_source
     from fedcare_core.resume.run_folder import RunBackend, RunData, RunFolder
 
     check_request(request)
+    raw_source(request.config.data.dataset, request.data_dir)  # no data: said before any work
     runner = backend_runner(request.backend, request.backend_options, option_names)
     if messages.options is not None:
         messages.options(request.backend_options)

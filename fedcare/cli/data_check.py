@@ -113,10 +113,12 @@ def _site_text(args: argparse.Namespace) -> str | None:
 
 def _check(args: argparse.Namespace, dataset: str) -> int:
     from data_checks.source_checks import checked_dataset
+    from fedcare.sites.export_columns import column_map_hint
     from fedcare_core.config import DataConfig
     from fedcare_core.data.loading import dataset_definition
     from fedcare_core.data.profile import profile_cohort
     from fedcare_core.data.registry import get_dataset
+    from fedcare_core.errors import MissingColumnsError
     from fedcare_core.files.atomic import write_json_atomic
 
     data = DataConfig(
@@ -125,7 +127,13 @@ def _check(args: argparse.Namespace, dataset: str) -> int:
         unseen_categories=args.unseen_categories,
         **_label_options(args),
     )
-    loaded = checked_dataset(data, args.data_dir, verify_checksum=not args.no_verify)
+    try:
+        loaded = checked_dataset(data, args.data_dir, verify_checksum=not args.no_verify)
+    except MissingColumnsError as exc:  # the columns, and how to map the file's own names
+        built_in = not get_dataset(args.dataset).definition_text
+        raise column_map_hint(
+            exc, dataset=args.dataset, built_in=built_in, column_map=args.map
+        ) from None
     definition = dataset_definition(dataset, args.features)
     times = _times(get_dataset(dataset).load_source())
     profile = profile_cohort(loaded.cohort, definition, loaded.source, times)

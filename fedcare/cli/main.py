@@ -341,7 +341,19 @@ def _cmd_fetch(args: argparse.Namespace) -> int:
         if bar is not None:
             bar.close()
     print(path)
+    if not args.quiet:
+        print(f"fedcare: {_fetched_note(args.cache_dir, Path(path))}", file=sys.stderr)
     return 0
+
+
+def _fetched_note(cache_dir: Path | None, path: Path) -> str:
+    """Where a run finds what ``fedcare data fetch`` just downloaded."""
+    from fedcare_core.data.fetch import default_cache_dir
+
+    default = default_cache_dir().expanduser().resolve()
+    if cache_dir is None or Path(cache_dir).expanduser().resolve() == default:
+        return "a run given neither --data-dir nor FEDCARE_DATA_DIR reads it from there"
+    return f"not the default cache ({default}): give a run --data-dir {path.parent}"
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from fedcare.app.path_roles import store_file
 from fedcare.cli import tracked
@@ -20,6 +20,9 @@ from fedcare_core.errors import ConfigError
 from fedcare_core.files.apart import check_outputs_apart
 from fedcare_core.nn.preferences import split_objectives
 from fedcare_core.run.output_paths import check_output_dir, check_output_file
+
+if TYPE_CHECKING:
+    from fedcare.sites.site_input import ReadSite
 
 #: ``fedcare.entry`` of a site's tracked run.
 _PERSONALISE_ENTRY = "fedcare site personalise"
@@ -61,7 +64,12 @@ def add_prepare_parser(site_sub: Any) -> None:
         help="how this export's column names and category codes map onto the federation's "
         "definition (docs/DATASETS.md)",
     )  # fmt: skip
-    prepare.add_argument("--name", help="the site's name (default: SITE_DIR's folder name)")
+    prepare.add_argument(
+        "--name", metavar="NAME",
+        help="the site's name, on its card and in the coordinator's state and documents "
+        "(default: SITE_DIR's folder name, said in the output; e.g. --out site2-folder "
+        "without --name names the site site2-folder)",
+    )  # fmt: skip
     prepare.add_argument(
         "--seed", type=int, default=0,
         help="seed of the site's train/validation/test split by patient (default 0)",
@@ -116,7 +124,7 @@ def cmd_site_prepare(args: argparse.Namespace) -> int:
     """
     # Imported here, not at the top: ``fedcare site --help`` must not load torch or pandas.
     from fedcare.sites.site_folder import CARD_FILE, check_new_folder, create_site_folder
-    from fedcare.sites.site_input import check_site_name, load_site
+    from fedcare.sites.site_input import check_site_name, read_site, split_site
     from fedcare_core.config import MAX_SEED
     from fedcare_core.sites.schema import read_schema
 
@@ -136,16 +144,16 @@ def cmd_site_prepare(args: argparse.Namespace) -> int:
     name = check_site_name(args.name if given else args.out.resolve().name, where)
     if not 0 <= args.seed <= MAX_SEED:
         raise ConfigError(f"--seed must lie in [0, {MAX_SEED:,}], got {args.seed:,}")
-    loaded = load_site(
+    read = read_site(
         schema,
         args.data,
         objectives,
         name=name,
-        seed=args.seed,
         private=args.private,
         column_map=args.map,
         preferences=preferences,
     )
+    loaded = split_site(schema, read, args.seed)
     folder = create_site_folder(
         args.out,
         loaded.client,
@@ -157,13 +165,29 @@ def cmd_site_prepare(args: argparse.Namespace) -> int:
     rows = folder.info()["rows"]
     card, key = folder.root / CARD_FILE, folder.private_key
     print(f"site {name}: objectives {', '.join(loaded.client.objectives)}")
+    if not given:
+        print(
+            f"  site name: {name}, the --out folder's name (on the card the coordinator "
+            "registers; to choose another, prepare again with --name NAME)"
+        )
     print(f"  rows: train {rows['train']:,}, validation {rows['val']:,}, test {rows['test']:,}")
+    _print_columns(read, built_in=schema.definition is None)
     print(f"  site folder: {folder.root}")
     print(
         f"send {card} to the coordinator (public: name, objectives, schema digest, public key); "
         f"keep {key} secret: it never leaves the site"
     )
     return 0
+
+
+def _print_columns(read: ReadSite, *, built_in: bool) -> None:
+    """The site's own columns taken, and the export's columns left out (names, at the site)."""
+    from fedcare.sites.export_columns import private_columns_lines
+
+    pools = read.private.pools if read.private is not None else {}
+    ignored = () if built_in else read.ignored_columns  # a built-in dataset takes no --private
+    for line in private_columns_lines(pools, ignored):
+        print(line)
 
 
 def cmd_site_personalise(args: argparse.Namespace) -> int:

@@ -101,6 +101,7 @@ def _read_all(
                 private=entry.private,
                 column_map=entry.column_map,
                 preferences=entry.preferences,
+                map_option=f'site {entry.name}\'s "map":',
             )
         )
     check_disjoint_sites(sites, f"--sites {sites_path}")

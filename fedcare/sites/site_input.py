@@ -22,12 +22,13 @@ from typing import Any
 
 import numpy as np
 
+from fedcare.sites.export_columns import column_map_hint
 from fedcare_core.config import DataConfig
 from fedcare_core.data.clients import ClientData
 from fedcare_core.data.loading import LoadedDataset
 from fedcare_core.data.patient_keys import patient_keys
 from fedcare_core.data.registry import get_dataset
-from fedcare_core.errors import ConfigError
+from fedcare_core.errors import ConfigError, MissingColumnsError
 from fedcare_core.files.json_input import read_json
 from fedcare_core.nn.preferences import Preference
 from fedcare_core.run.results import DataProvenance
@@ -68,7 +69,8 @@ class ReadSite:
     """A site's file read and checked, before its split (which depends on the run's seed).
 
     ``patients`` holds the file's distinct patient keys, in memory only (see
-    :class:`_LoadedSite`).
+    :class:`_LoadedSite`). ``ignored_columns`` are the file's columns its definition does not
+    declare: names only, for what ``site prepare`` prints at the site.
     """
 
     name: str
@@ -79,6 +81,7 @@ class ReadSite:
     provenance: DataProvenance
     patients: np.ndarray
     preferences: Mapping[str, Preference] = field(default_factory=dict)
+    ignored_columns: tuple[str, ...] = ()
 
     @property
     def source(self) -> str:
@@ -206,8 +209,12 @@ def read_site(
     private: Path | None = None,
     column_map: Path | None = None,
     preferences: Mapping[str, Preference] | None = None,
+    map_option: str = "--map",
 ) -> ReadSite:
     """A site's file through the dataset's loader and checks (by the site's own definition).
+
+    ``map_option`` is how the user gives this site a column map, for the message of a file
+    that lacks columns of the definition (:func:`~.export_columns.column_map_hint`).
 
     Raises
     ------
@@ -216,7 +223,16 @@ def read_site(
     """
     text = site_definition_text(schema.definition, schema.dataset, objectives, private, column_map)
     with definition_file(text) as dataset:
-        loaded, site_private = _load(schema, data, dataset)
+        try:
+            loaded, site_private = _load(schema, data, dataset)
+        except MissingColumnsError as exc:
+            raise column_map_hint(
+                exc,
+                dataset=schema.dataset,
+                built_in=schema.definition is None,
+                column_map=column_map,
+                map_option=map_option,
+            ) from None
     provenance = DataProvenance(
         loaded.cohort.source_sha256,
         tuple(n for n in loaded.cohort.notes if not n.startswith("checksum not enforced")),
@@ -231,7 +247,18 @@ def read_site(
         provenance,
         patients,
         dict(preferences or {}),
+        _ignored_columns(loaded.cohort.notes),
     )
+
+
+def _ignored_columns(notes: Sequence[str]) -> tuple[str, ...]:
+    """The file's undeclared columns, as the loader's note lists them."""
+    from fedcare_core.data.declared.loader import IGNORED_COLUMNS_NOTE
+
+    for note in notes:
+        if note.startswith(IGNORED_COLUMNS_NOTE):
+            return tuple(note.removeprefix(IGNORED_COLUMNS_NOTE).split(", "))
+    return ()
 
 
 def split_site(schema: FederationSchema, site: ReadSite, seed: int) -> _LoadedSite:
@@ -278,7 +305,9 @@ def site_definition_text(
     if definition is None:
         if private is not None or column_map is not None:
             raise ConfigError(
-                f"--private and --map extend a dataset defined by a file; {dataset} is built in"
+                f"--private and --map extend a dataset defined by a file; {dataset} is built "
+                "in (a federation over a definition file: fedcare federation init --dataset "
+                'FILE.yaml; docs/FEDERATION.md, "A site\'s own columns, step by step")'
             )
         return None
     from fedcare_core.data.declared.site import site_definition

@@ -48,10 +48,11 @@ def load_dataset(
     DataError
         From the dataset's source: no data, or data its checks refuse.
     """
-    from fedcare_core.data.paths import resolve_data_dir
+    from fedcare_core.data.paths import checked_data_dir
 
-    source = get_dataset(config.dataset).load_source()
-    path = source.locate(resolve_data_dir(data_dir))
+    spec = get_dataset(config.dataset)
+    source = spec.load_source()
+    path = source.locate(checked_data_dir(data_dir, looks_elsewhere=bool(spec.definition_text)))
     cohort, read = source.load(config, path, verify_checksum=verify_checksum)
     return LoadedDataset(cohort, source.definition(config.features).partition, read)
 

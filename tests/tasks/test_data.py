@@ -35,7 +35,7 @@ def test_raw_source_follows_the_loader(tmp_path: Path, monkeypatch: pytest.Monke
     assert raw_source("diabetes130", None) == tmp_path
     monkeypatch.delenv("FEDCARE_DATA_DIR")
     monkeypatch.setenv("FEDCARE_CACHE_DIR", str(tmp_path / "empty-cache"))
-    with pytest.raises(DataError, match="no data directory"):
+    with pytest.raises(DataError, match="no data folder given for diabetes130"):
         raw_source("diabetes130", None)
     with pytest.raises(DataError, match="credentialed"):
         raw_source("mimic3", None)

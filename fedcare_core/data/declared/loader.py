@@ -35,7 +35,17 @@ from fedcare_core.data.declared.reading import (
 )
 from fedcare_core.data.declared.values import column_values, text_of
 
-__all__ = ["load_declared", "read_table"]
+__all__ = [
+    "IGNORED_COLUMNS_NOTE",
+    "check_identifiers",
+    "check_rows",
+    "check_rules",
+    "load_declared",
+    "read_table",
+]
+
+#: How a cohort's notes begin the list of the file's columns the definition does not declare.
+IGNORED_COLUMNS_NOTE = "ignored unexpected column(s): "
 
 
 def load_declared(
@@ -109,7 +119,7 @@ def load_declared(
     ]
     notes += table.notes
     if table.ignored:
-        notes.append(f"ignored unexpected column(s): {', '.join(table.ignored)}")
+        notes.append(IGNORED_COLUMNS_NOTE + ", ".join(table.ignored))
     strata = declaration.strata
     return (
         Cohort(

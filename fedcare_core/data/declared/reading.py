@@ -20,7 +20,7 @@ import pandas as pd
 
 from fedcare_core.data.declared.model import DatasetDeclaration, Source
 from fedcare_core.data.source_files import find_source, read_source
-from fedcare_core.errors import ChecksumError, DataError
+from fedcare_core.errors import ChecksumError, DataError, MissingColumnsError
 from fedcare_core.files.csv_header import refuse_shifted_header
 
 __all__ = [
@@ -184,7 +184,16 @@ def locate_files(declaration: DatasetDeclaration, root: Path | None) -> tuple[So
         found = find_source(root, Path(names[0]).name)  # an archive must hold it
         return (SourceFile(found, Path(names[0]).name),)
     folders = [*(() if root is None else (root,)), declaration.path.parent]
-    return tuple(_find(declaration, name, folders) for name in names)
+    try:
+        return tuple(_find(declaration, name, folders) for name in names)
+    except DataError as exc:
+        if root is not None:
+            raise
+        raise DataError(  # a newcomer's first run: say how to name the data folder
+            f"{exc.message.rstrip('.')}; no data folder was given, so it was looked for beside "
+            "the definition: pass --data-dir DIR (a flow: data_dir) or set FEDCARE_DATA_DIR=DIR",
+            file=exc.file,
+        ) from None
 
 
 def _find(declaration: DatasetDeclaration, name: str, folders: Sequence[Path]) -> SourceFile:
@@ -391,4 +400,4 @@ def _check_columns(frame: pd.DataFrame, needed: Sequence[str], name: str, base: 
             f"; unexpected column(s): {', '.join(repr(c) for c in extra)} (renamed or misspelt?)"
         )
     message += f". Expected the {len(needed)} columns of {base}."
-    raise DataError(message, file=name, column=missing[0] if len(missing) == 1 else None)
+    raise MissingColumnsError(message, file=name, missing=missing, unexpected=extra)

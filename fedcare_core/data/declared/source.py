@@ -61,8 +61,21 @@ class DeclaredSource:
         self.declaration = declaration
 
     def locate(self, root: Path | None) -> Path:
-        """``root`` (the data folder or file), else the definition's folder."""
-        return root if root is not None else self.declaration.path.parent
+        """``root`` (the data folder or file), else the definition's folder.
+
+        Raises
+        ------
+        DataError
+            No ``root``, and a source file not beside the definition: the message says how to
+            name the data folder (:func:`~.reading.locate_files`).
+        """
+        if root is not None:
+            return root
+        if self.declaration.source.extractor is None:
+            from fedcare_core.data.declared.reading import locate_files
+
+            locate_files(self.declaration, None)  # found there, or say how to name the folder
+        return self.declaration.path.parent
 
     def load(self, data: Any, path: Path, *, verify_checksum: bool) -> tuple[Cohort, str]:
         """The cohort read from ``path`` under ``data`` (a ``DataConfig``), and the files.

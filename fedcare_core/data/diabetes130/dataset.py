@@ -30,18 +30,27 @@ class _Diabetes130Source(DeclaredSource):
         super().__init__(diabetes130_declaration())
 
     def locate(self, root: Path | None) -> Path:
-        """``root``, else the download cache (``fedcare data fetch diabetes130``)."""
+        """``root``, else the download cache (``fedcare data fetch diabetes130``).
+
+        Raises
+        ------
+        DataError
+            No ``root`` and no file in the cache (never downloaded, or a download that did not
+            finish): one line naming ``--data-dir``, ``FEDCARE_DATA_DIR`` and ``fedcare data
+            fetch``.
+        """
+        from fedcare_core.data.diabetes130.source import find_diabetes130
         from fedcare_core.data.fetch import default_cache_dir
+        from fedcare_core.data.paths import no_data_message
         from fedcare_core.errors import DataError
 
         if root is not None:
             return root
         cached = default_cache_dir() / "diabetes130"
-        if not cached.is_dir():
-            raise DataError(
-                "no data directory given: pass --data-dir (a flow: data_dir), set "
-                "FEDCARE_DATA_DIR, or run 'fedcare data fetch diabetes130'"
-            )
+        try:
+            find_diabetes130(cached)  # the verified CSV, or an archive holding it
+        except DataError:
+            raise DataError(no_data_message("diabetes130", fetch_into=cached)) from None
         return cached
 
     def row_format(self) -> RowFormat:

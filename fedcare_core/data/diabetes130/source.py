@@ -16,7 +16,8 @@ __all__ = ["MISSING_HINT", "find_csv_member", "find_diabetes130", "read_source"]
 
 #: What a "not found" message adds: where the published file is.
 MISSING_HINT = (
-    f"Download it from {DIABETES130_URL} or with fedcare_core.data.fetch.fetch_diabetes130()."
+    f"Download it from {DIABETES130_URL} or with 'fedcare data fetch diabetes130' (a run "
+    "without --data-dir then reads it)."
 )
 
 

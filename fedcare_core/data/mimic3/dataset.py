@@ -33,9 +33,11 @@ class _Mimic3Source(DeclaredSource):
         from fedcare_core.errors import DataError
 
         if root is None:
+            from fedcare_core.data.paths import no_data_message
+
             raise DataError(
-                "MIMIC-III is credentialed data: pass --data-dir (a flow: data_dir) pointing at "
-                "the raw CSV tables"
+                f"{no_data_message('mimic3')}, naming the folder of its raw CSV tables "
+                "(MIMIC-III is credentialed data: there is no download)"
             )
         from fedcare_core.data.mimic3.extract import find_tables_folder
 

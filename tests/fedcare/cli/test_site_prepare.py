@@ -152,6 +152,8 @@ def test_prepare_writes_an_owner_only_site_folder_and_a_public_card(
     assert sum(rows.values()) == 240 and min(rows.values()) > 0
     assert captured.out.splitlines() == [
         "site st-mary: objectives readmission, los",
+        "  site name: st-mary, the --out folder's name (on the card the coordinator registers; "
+        "to choose another, prepare again with --name NAME)",
         f"  rows: train {rows['train']:,}, validation {rows['val']:,}, test {rows['test']:,}",
         f"  site folder: {out}",
         f"send {out / 'site-card.json'} to the coordinator (public: name, objectives, schema "
@@ -296,3 +298,85 @@ def test_a_real_site_file(data_dir: Path, tmp_path: Path, schema_file: Path) -> 
     assert sum(rows.values()) == 20_000 and rows["train"] > 10_000
     text = b"".join(p.read_bytes() for p in out.rglob("*.json"))
     assert b"encounter_id" not in text and b"patient_nbr" not in text
+
+
+# ---------------------------------------------------------------------------------------------
+# A site's own columns and names (issue 52, stumble 8): what it is told, at the site only
+# ---------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def hospitals(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example hospitals' exports, declarations and schema (``fed.json``), 1,200 encounters."""
+    from tests.fedcare.sites.hospital_sites import write_hospital_sites
+
+    folder = tmp_path_factory.mktemp("hospitals")
+    write_hospital_sites(folder, rows=1200)
+    return folder
+
+
+def test_prepare_names_the_private_columns_it_took_and_those_it_left_out(
+    tmp_path: Path, hospitals: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    schema, data = hospitals / "fed.json", hospitals / "site2.csv"
+    own = ["--name", "south", "--private", str(hospitals / "site2-private.yaml")]
+    assert prepare(schema, data, tmp_path / "a", "readmission,los", *own) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert (
+        "  private columns taken (this site's own; named only here, never sent): "
+        "readmission: LACTATE_MAX, CLIN_FRAILTY_SCALE; los: CLIN_FRAILTY_SCALE"
+    ) in lines
+    assert not any("site name:" in line or "left out" in line for line in lines)  # --name given
+    assert "LACTATE_MAX" not in (tmp_path / "a" / "site-card.json").read_text()
+    assert prepare(schema, data, tmp_path / "b", "readmission") == 0  # no --private: left out
+    lines = capsys.readouterr().out.splitlines()
+    assert (
+        "  columns of the export left out (not in the definition; --private FILE.yaml declares "
+        "a site's own columns): LACTATE_MAX, CLIN_FRAILTY_SCALE"
+    ) in lines
+    assert "  site name: b, the --out folder's name" in " ".join(lines)
+    assert not any("private columns taken" in line for line in lines)
+
+
+@pytest.mark.parametrize(
+    ("mapping", "expected"),
+    [
+        (None, "if your export names them its own way, map them with --map FILE.yaml holding "
+         "'version: 1' and 'rename: {YOUR_COLUMN: MRN, …}'"),
+        ("version: 1\nrename: {AGE: AGE_YRS}\n", "does not map it: add under its 'rename:' "
+         "'YOUR_COLUMN: MRN'"),
+    ],
+)  # fmt: skip
+def test_an_unmapped_export_is_refused_pointing_at_the_column_map(
+    tmp_path: Path,
+    hospitals: Path,
+    capsys: pytest.CaptureFixture[str],
+    mapping: str | None,
+    expected: str,
+) -> None:
+    extra = [] if mapping is None else ["--map", str(tmp_path / "map.yaml")]
+    if mapping is not None:
+        (tmp_path / "map.yaml").write_text(mapping)
+    out = tmp_path / "east"
+    assert prepare(hospitals / "fed.json", hospitals / "site3.csv", out, "los", *extra) == 2
+    err = one_error(capsys)
+    missing = "'MRN', 'AGE_YRS'" if mapping is None else "'MRN'"
+    assert f"missing column(s): {missing};" in err and expected in err
+    assert "A site's own columns and names" in err  # where the map's format is documented
+    if mapping is not None:
+        assert f"--map {tmp_path / 'map.yaml'} does not map it" in err
+    assert not out.exists()
+
+
+def test_a_built_in_export_with_its_own_names_is_told_to_keep_the_published_ones(
+    tmp_path: Path, schema_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    lines = synthetic_site(tmp_path / "good.csv").read_text().splitlines()
+    lines[0] = lines[0].replace("race", "ethnicity")
+    data = write_csv(tmp_path / "export.csv", lines)
+    assert prepare(schema_file, data, tmp_path / "site", "readmission") == 2
+    err = one_error(capsys)
+    assert "missing column(s): 'race'; unexpected column(s): 'ethnicity'" in err
+    assert "diabetes130 is built in: its export keeps the published column names" in err
+    assert "federation init --dataset FILE.yaml" in err
+    assert not (tmp_path / "site").exists()

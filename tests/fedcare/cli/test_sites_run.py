@@ -146,3 +146,16 @@ def test_two_sites_holding_the_same_patients_are_refused_naming_both(tmp_path, c
     assert f"--sites {sites}: sites 'north' ({tmp_path / 'north.csv'}) and 'south'" in err
     assert "120 patient(s) are at more than one site" in err and not IDS.search(err.encode())
     assert not out.exists() and not (tmp_path / "mlflow.db").exists()
+
+
+def test_a_site_without_its_column_map_is_told_to_add_one_to_its_entry(tmp_path, capsys):
+    from tests.fedcare.sites.hospital_sites import write_hospital_sites
+
+    sites, schema = write_hospital_sites(tmp_path, rows=600)
+    entries = json.loads(sites.read_text())
+    for entry in entries:
+        entry.pop("map", None)  # east's export keeps its own names, unmapped
+    sites.write_text(json.dumps(entries))
+    err = _run(capsys, "--sites", str(sites), "--schema", str(schema))
+    assert "missing column(s): 'MRN', 'AGE_YRS'" in err
+    assert "map them with site east's \"map\": FILE.yaml holding 'version: 1'" in err

@@ -185,8 +185,12 @@ def test_patient_keys(simple: DeclaredSource, tmp_path: Path) -> None:
 
 
 def test_locate(simple: DeclaredSource, tmp_path: Path) -> None:
+    # No folder given and no file beside the definition: the message says how to name one.
+    with pytest.raises(DataError, match=r"no rows\.csv.*--data-dir DIR.*FEDCARE_DATA_DIR=DIR"):
+        simple.locate(None)
+    write(tmp_path / "rows.csv", SMALL_ROWS)
     assert simple.locate(None) == simple.declaration.path.parent
-    assert simple.locate(tmp_path / "x") == tmp_path / "x"
+    assert simple.locate(tmp_path / "x") == tmp_path / "x"  # a folder given is the caller's
 
 
 def test_get_dataset_reads_a_definition_file(tmp_path: Path) -> None:
