@@ -224,6 +224,6 @@ def _schedule(args: argparse.Namespace, config: Any) -> int:
     if args.retrain_data_folder:
         wanted = replace(wanted, federation=None)
     if wanted != current:
-        schedule.apply(config, wanted)
+        wanted = schedule.apply(config, wanted)  # with the data folder it re-trains over
     print(wanted.describe())
     return 0

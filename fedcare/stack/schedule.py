@@ -9,6 +9,12 @@ database is new starts with the schedule the user last chose. ``fedcare stack sc
 (``--pause``, ``--resume``, ``--cron``, ``--timezone``) changes it on the running server and in
 that file.
 
+What the schedule does is also said in words at the end of the deployment's description (the
+Prefect UI shows it; a schedule of Prefect 3.7.7 has none): every change (``--cron``,
+``--timezone``, ``--pause``/``--resume``, sites or the data folder), and every ``fedcare stack
+up`` that restores the user's choice, rewrites that sentence from the schedule in force
+(:func:`sentence`), and the command prints the data folder or the coordinator it re-trains over.
+
 By default the schedule re-trains on the data folder (``prefect.yaml``'s parameters). Given a
 coordinator's state folder and the federation's schema, it re-trains over real sites instead
 (``backend=federation``: Stage 1 over the sites registered with that coordinator; each site
@@ -31,6 +37,11 @@ DEPLOYMENT = "fedcare/full-experiment"
 _SLUG = "weekly-retrain"
 #: The state folder's record of the user's choice.
 SCHEDULE_FILE = "schedule.json"
+#: Where the deployment's description says what the schedule does (``prefect.yaml`` ends the
+#: description with this sentence; :func:`apply` rewrites it from there on).
+SENTENCE_START = f"Re-training (schedule {_SLUG}"
+_WEEKDAYS = ("Sundays", "Mondays", "Tuesdays", "Wednesdays", "Thursdays", "Fridays", "Saturdays")
+_DAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
 
 
 @dataclass(frozen=True)
@@ -42,20 +53,81 @@ class RetrainSchedule:
     active: bool
     #: The flow parameters of a re-training over real sites (None: over the data folder).
     federation: dict[str, Any] | None = None
+    #: The data folder it re-trains over, as the server's schedule names it (None: not known,
+    #: or over sites).
+    data_dir: str | None = None
+
+    def over(self) -> str:
+        """What it re-trains over, in words: the data folder (named) or the coordinator's sites."""
+        if self.federation is not None:
+            return (
+                f"the sites of the coordinator {self.federation['federation_state_dir']} "
+                f"(at least {self.federation['min_sites']})"
+            )
+        return "the data folder" + (f" {self.data_dir}" if self.data_dir else "")
 
     def describe(self) -> str:
         """One line for the user."""
         state = "active" if self.active else "paused"
-        over = "the data folder"
-        if self.federation is not None:
-            over = (
-                f"the sites of the coordinator {self.federation['federation_state_dir']} "
-                f"(at least {self.federation['min_sites']})"
-            )
         return (
             f"{_SLUG} of {DEPLOYMENT}: {state}, cron {self.cron!r} ({self.timezone}); "
-            f"re-trains over {over}"
+            f"re-trains over {self.over()}"
         )
+
+
+def cron_words(cron: str) -> str | None:
+    """A daily or weekly cron in words (``Sundays at 02:00``, ``every day at 06:30``), else None.
+
+    Parameters
+    ----------
+    cron
+        A five-field cron expression.
+    """
+    fields = cron.split()
+    if len(fields) != 5 or fields[2:4] != ["*", "*"]:
+        return None
+    minute, hour, _, _, day = fields
+    if not (minute.isdigit() and hour.isdigit() and int(minute) < 60 and int(hour) < 24):
+        return None
+    at = f"at {int(hour):02d}:{int(minute):02d}"
+    if day == "*":
+        return f"every day {at}"
+    if day.isdigit() and int(day) <= 7:
+        return f"{_WEEKDAYS[int(day) % 7]} {at}"
+    if day.lower() in _DAY_NAMES:
+        return f"{_WEEKDAYS[_DAY_NAMES.index(day.lower())]} {at}"
+    return None
+
+
+def sentence(schedule: RetrainSchedule) -> str:
+    """What the schedule does, as the last sentence of the deployment's description.
+
+    E.g. ``Re-training (schedule weekly-retrain): Sundays at 02:00 (UTC; cron '0 2 * * 0'),
+    reads data_dir=/data/new-exports, checksum not verified.``
+    """
+    words = cron_words(schedule.cron)
+    when = (
+        f"cron {schedule.cron!r} ({schedule.timezone})"
+        if words is None
+        else f"{words} ({schedule.timezone}; cron {schedule.cron!r})"
+    )
+    if schedule.federation is not None:
+        fed = schedule.federation
+        what = (
+            f"Stage 1 over the sites registered with the coordinator "
+            f"{fed['federation_state_dir']} (at least {fed['min_sites']}; schema "
+            f"{fed['federation_schema']})"
+        )
+    else:
+        what = f"reads data_dir={schedule.data_dir or 'the data folder'}, checksum not verified"
+    state = "" if schedule.active else ", paused"
+    return f"{SENTENCE_START}{state}): {when}, {what}."
+
+
+def described(description: str | None, schedule: RetrainSchedule) -> str:
+    """``description`` with its schedule sentence (from :data:`SENTENCE_START` on) replaced."""
+    head = (description or "").partition(SENTENCE_START)[0].rstrip()
+    return f"{head} {sentence(schedule)}".lstrip()
 
 
 def over_sites(
@@ -159,9 +231,11 @@ def saved(config: StackConfig) -> RetrainSchedule | None:
     try:
         doc: dict[str, Any] = json.loads((config.state_dir / SCHEDULE_FILE).read_text())
         federation = doc.get("federation")
+        data_dir = doc.get("data_dir")
         return RetrainSchedule(
             str(doc["cron"]), str(doc["timezone"]), bool(doc["active"]),
             dict(federation) if isinstance(federation, dict) else None,
+            str(data_dir) if data_dir else None,
         )  # fmt: skip
     except (OSError, ValueError, KeyError, TypeError):
         return None
@@ -175,11 +249,16 @@ def save(config: StackConfig, schedule: RetrainSchedule) -> None:
 def on_server(config: StackConfig) -> RetrainSchedule | None:
     """The schedule as the running Prefect server holds it, or None if not deployed yet."""
     found = _find(config)
-    return None if found is None else found[2]
+    return None if found is None else found.schedule
 
 
 def apply(config: StackConfig, schedule: RetrainSchedule) -> RetrainSchedule:
-    """Set the server's schedule (and record it); the schedule now in force.
+    """Set the server's schedule and the deployment's description (and record it).
+
+    Returns
+    -------
+    RetrainSchedule
+        The schedule now in force, with the data folder it re-trains over.
 
     Raises
     ------
@@ -187,6 +266,7 @@ def apply(config: StackConfig, schedule: RetrainSchedule) -> RetrainSchedule:
         If the deployment or its schedule is not on the server (the stack is not up).
     """
     from prefect.client.orchestration import SyncPrefectClient
+    from prefect.client.schemas.actions import DeploymentUpdate
     from prefect.client.schemas.schedules import CronSchedule
 
     found = _find(config)
@@ -195,20 +275,27 @@ def apply(config: StackConfig, schedule: RetrainSchedule) -> RetrainSchedule:
             f"{DEPLOYMENT} has no {_SLUG} schedule on {config.prefect_url}; "
             "bring the stack up first (fedcare stack up)"
         )
-    deployment_id, schedule_id, current = found
+    current = found.schedule
+    # Always sent: Prefect 3.7.7 empties a schedule's parameters when an update omits them, and
+    # the schedule would then re-train on the deployment's default data folder.
     parameters = schedule.federation
-    if parameters is None and current.federation is not None:  # back to the data folder
-        parameters = {"data_dir": _retrain_data_dir(config), "verify_checksum": False}
+    data_dir = None
+    if parameters is None:
+        data_dir = current.data_dir or _retrain_data_dir(config)  # else back from the sites
+        parameters = {"data_dir": data_dir, "verify_checksum": False}
+    in_force = replace(schedule, data_dir=data_dir)
     with SyncPrefectClient(config.prefect_api_url) as client:
         client.update_deployment_schedule(
-            deployment_id,
-            schedule_id,
+            found.deployment_id,
+            found.schedule_id,
             active=schedule.active,
             schedule=CronSchedule(cron=schedule.cron, timezone=schedule.timezone),
             parameters=parameters,
         )
-    save(config, schedule)
-    return schedule
+        text = described(found.description, in_force)
+        client.update_deployment(found.deployment_id, DeploymentUpdate(description=text))
+    save(config, in_force)
+    return in_force
 
 
 def keep_across_deploy(config: StackConfig) -> RetrainSchedule | None:
@@ -216,7 +303,17 @@ def keep_across_deploy(config: StackConfig) -> RetrainSchedule | None:
     return on_server(config) or saved(config)
 
 
-def _find(config: StackConfig) -> tuple[Any, Any, RetrainSchedule] | None:
+@dataclass(frozen=True)
+class _Deployed:
+    """The schedule on the server: its deployment, its id, what it does, the description."""
+
+    deployment_id: Any
+    schedule_id: Any
+    schedule: RetrainSchedule
+    description: str | None
+
+
+def _find(config: StackConfig) -> _Deployed | None:
     from prefect.client.orchestration import SyncPrefectClient
     from prefect.exceptions import ObjectNotFound
 
@@ -233,8 +330,11 @@ def _find(config: StackConfig) -> tuple[Any, Any, RetrainSchedule] | None:
                 return None
             parameters = dict(entry.parameters or {})
             federation = parameters if parameters.get("backend") == "federation" else None
-            found = RetrainSchedule(str(cron), str(zone), entry.active, federation)
-            return deployment.id, entry.id, found
+            data_dir = None if federation is not None else parameters.get("data_dir")
+            found = RetrainSchedule(
+                str(cron), str(zone), entry.active, federation, str(data_dir) if data_dir else None
+            )
+            return _Deployed(deployment.id, entry.id, found, deployment.description)
     return None
 
 

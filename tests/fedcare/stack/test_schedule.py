@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 
@@ -133,3 +134,114 @@ def test_federation_options_without_the_stack_say_to_bring_it_up_first(tmp_path,
     argv = [*base, "--federation-state-dir", str(tmp_path), "--federation-schema", "f.json"]
     assert main(argv) == 2
     assert "fedcare stack up" in capsys.readouterr().err  # then the stack
+
+
+@pytest.mark.parametrize(
+    ("cron", "words"),
+    [("0 2 * * 0", "Sundays at 02:00"), ("30 6 * * *", "every day at 06:30"),
+     ("5 23 * * 7", "Sundays at 23:05"), ("0 4 * * mon", "Mondays at 04:00"),
+     ("0 2 1 * *", None), ("*/15 * * * *", None), ("0 2 * * 1-5", None)],
+)  # fmt: skip
+def test_a_daily_or_weekly_cron_is_said_in_words(cron, words):
+    assert schedule.cron_words(cron) == words
+
+
+def test_the_description_sentence_follows_every_change_of_the_schedule():
+    yaml = "FedCARE on Diabetes 130-US: checks. " + schedule.sentence(
+        schedule.RetrainSchedule("0 2 * * 0", "UTC", True, data_dir="/data/new")
+    )
+    assert yaml.endswith(
+        "Re-training (schedule weekly-retrain): Sundays at 02:00 (UTC; cron '0 2 * * 0'), "
+        "reads data_dir=/data/new, checksum not verified."
+    )
+    later = schedule.RetrainSchedule("30 6 * * 1", "Europe/London", False, data_dir="/data/new")
+    text = schedule.described(yaml, later)
+    assert text.startswith("FedCARE on Diabetes 130-US: checks. Re-training (schedule")
+    assert text.count("Re-training") == 1 and "Sundays" not in text and "02:00" not in text
+    assert "weekly-retrain, paused): Mondays at 06:30 (Europe/London; cron '30 6 * * 1')" in text
+    odd = schedule.described(text, replace(later, cron="0 2 1 * *", active=True))
+    assert "weekly-retrain): cron '0 2 1 * *' (Europe/London), reads" in odd
+    assert schedule.described(None, BASE).startswith("Re-training (schedule weekly-retrain)")
+
+
+def test_the_user_is_told_the_data_folder_or_the_coordinator(coordinator_state):
+    folder = schedule.RetrainSchedule("0 2 * * 0", "UTC", True, data_dir="/data/new-exports")
+    assert folder.describe().endswith("re-trains over the data folder /data/new-exports")
+    state, schema = coordinator_state
+    sites = replace(folder, federation=schedule.over_sites(state, schema, None, 20), data_dir=None)
+    said = schedule.sentence(sites)
+    assert f"Stage 1 over the sites registered with the coordinator {state.resolve()}" in said
+    assert f"(at least 2; schema {schema.resolve()})" in said and "data_dir" not in said
+
+
+def test_the_data_folder_round_trips_through_the_saved_file(tmp_path):
+    config = StackConfig(state=tmp_path / "stack")
+    config.state_dir.mkdir()
+    chosen = replace(BASE, data_dir="/data/new-exports")
+    schedule.save(config, chosen)
+    assert schedule.saved(config) == chosen
+
+
+def _deploy_full_experiment(api_url: str, description: str, folder: str) -> None:
+    """``fedcare/full-experiment`` and its weekly-retrain schedule, as ``prefect deploy`` has it."""
+    from prefect.client.orchestration import SyncPrefectClient
+    from prefect.client.schemas.actions import DeploymentScheduleCreate
+    from prefect.client.schemas.schedules import CronSchedule
+
+    weekly = DeploymentScheduleCreate(
+        schedule=CronSchedule(cron="0 2 * * 0", timezone="UTC"),
+        active=True,
+        slug="weekly-retrain",
+        parameters={"data_dir": folder, "verify_checksum": False},
+    )
+    with SyncPrefectClient(api_url) as client:
+        flow_id = client.create_flow_from_name("fedcare")
+        client.create_deployment(
+            flow_id, "full-experiment", description=description, schedules=[weekly],
+            entrypoint="flows.fedcare_flow:fedcare_pipeline",
+        )  # fmt: skip
+
+
+def _description(api_url: str) -> str:
+    from prefect.client.orchestration import SyncPrefectClient
+
+    with SyncPrefectClient(api_url) as client:
+        return client.read_deployment_by_name(schedule.DEPLOYMENT).description or ""
+
+
+@pytest.mark.slow
+def test_changing_the_schedule_rewrites_the_deployment_description(tmp_path, capsys, monkeypatch):
+    from urllib.parse import urlsplit
+
+    from prefect.settings import PREFECT_API_URL
+    from prefect.testing.utilities import prefect_test_harness
+
+    from fedcare.stack.settings import RETRAIN_DATA_ENV
+    from tests.flows.test_deployment import _rendered_deployment
+
+    folder = str(tmp_path / "new-exports")
+    monkeypatch.setenv(RETRAIN_DATA_ENV, folder)  # as `fedcare stack up` renders prefect.yaml
+    rendered = _rendered_deployment("full-experiment", "flows.fedcare_flow:fedcare_pipeline")
+    (tmp_path / "s").mkdir()
+    with prefect_test_harness(server_startup_timeout=180):
+        api = str(PREFECT_API_URL.value())
+        _deploy_full_experiment(api, rendered["description"], folder)
+        argv = ["stack", "schedule", "--state-dir", str(tmp_path / "s"),
+                "--prefect-port", str(urlsplit(api).port)]  # fmt: skip
+        assert main([*argv, "--pause", "--cron", "30 6 * * 1", "--timezone", "Europe/London"]) == 0
+        said = capsys.readouterr().out
+        over = f"re-trains over the data folder {folder}"
+        assert f"paused, cron '30 6 * * 1' (Europe/London); {over}" in said
+        text = _description(api)
+        assert text.startswith("FedCARE on Diabetes 130-US") and text.count("Re-training") == 1
+        assert "Sundays" not in text and "02:00" not in text
+        assert (
+            "Re-training (schedule weekly-retrain, paused): Mondays at 06:30 (Europe/London; "
+            f"cron '30 6 * * 1'), reads data_dir={folder}, checksum not verified."
+        ) in text
+        assert main([*argv, "--resume"]) == 0
+        assert "active, cron '30 6 * * 1' (Europe/London)" in capsys.readouterr().out
+        assert "(schedule weekly-retrain): Mondays at 06:30" in _description(api)
+        assert main(argv) == 0  # shown, unchanged: the schedule still names the folder
+        assert capsys.readouterr().out.strip().endswith(over)
+        assert schedule.saved(StackConfig(state=tmp_path / "s")).data_dir == folder
