@@ -146,10 +146,13 @@ def state_cases() -> list[Case]:
         _state("fed-unregister-escape", "unregister", ("--name",), lambda i, s: None,
                "--name", "../../x"),
         _state("fed-unregister-empty", "unregister", ("--name",), lambda i, s: None, "--name", ""),
-        Case("fed-ok-status-empty", "federation-state-valid", "accepted",
-             ("federation", "status", "--state-dir", STATE), write("ST/.keep", "")),
-        Case("fed-ok-stop-none", "federation-state-valid", "accepted",
-             ("federation", "stop", "--state-dir", STATE), write("ST/.keep", "")),
+        # A folder no coordinator made (issue 52, 6: a mistyped one was watched for ever).
+        _state("fed-status-empty", "status", ("--state-dir",), write("ST/.keep", "")),
+        _state("fed-stop-none", "stop", ("--state-dir",), write("ST/.keep", "")),
+        Case("fed-ok-status-stopped", "federation-state-valid", "accepted",
+             ("federation", "status", "--state-dir", STATE), write("ST/sites.json", "{}")),
+        Case("fed-ok-stop-stopped", "federation-state-valid", "accepted",
+             ("federation", "stop", "--state-dir", STATE), write("ST/sites.json", "{}")),
     ]  # fmt: skip
 
 

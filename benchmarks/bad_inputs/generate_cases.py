@@ -30,6 +30,7 @@ from federation_cases import federation_cases
 from mimic_extra import mimic_cases
 from multisite_data_cases import multisite_data_cases
 from ops_cases import experiment_cases, flower_cases, output_cases, resume_cases
+from option_cases import option_cases
 from output_path_cases import output_path_cases
 from round_cases import round_cases
 from site_cases import site_cases
@@ -50,6 +51,7 @@ def all_cases(src: Sources) -> list[Case]:
         + federation_cases(src)
         + site_cases(src)
         + multisite_data_cases(src)
+        + option_cases(src)
         + output_path_cases(src)
         + round_cases(src)
     )

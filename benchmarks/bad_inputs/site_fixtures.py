@@ -198,6 +198,6 @@ def start_coordinator(inp: Path, src: Sources) -> None:
 
 
 def stop_coordinator(inp: Path) -> None:
-    """Stop the coordinator of ``{in}/ST`` (a case's teardown)."""
-    if (inp / "ST").is_dir():
+    """Stop the coordinator of ``{in}/ST`` (a case's teardown); none started: nothing to do."""
+    if (inp / "ST" / "superlink.json").is_file():  # stop refuses a folder no coordinator made
         run_fedcare(["federation", "stop", "--state-dir", str(inp / "ST")], inp)
