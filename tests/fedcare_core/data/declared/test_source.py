@@ -223,3 +223,75 @@ def test_get_dataset_refuses_a_missing_file(tmp_path: Path) -> None:
     with pytest.raises(DefinitionError) as ei:
         get_dataset(str(tmp_path / "none.yaml"))
     assert ei.value.file == str(tmp_path / "none.yaml")
+
+
+@pytest.mark.parametrize(
+    ("column", "value", "words"),
+    [
+        ("MRN", None, "MRN is missing"),  # an identifier given is never empty
+        ("CSN", "NULL", "CSN is missing"),  # a declared missing mark is missing
+        ("SEX", None, "SEX is missing"),  # no gaps declared: refused, not imputed
+        ("AGE_YRS", "", "AGE_YRS is missing"),
+    ],
+)
+def test_rows_to_score_are_refused_where_a_run_refuses_them(
+    example: DeclaredSource, column: str, value: object, words: str
+) -> None:
+    rows = example_extract(8, seed=4)
+    rows[column] = rows[column].astype(object)
+    rows.loc[[2, 5], column] = value
+    fmt = example.row_format()
+    with pytest.raises(DataError) as ei:
+        fmt.features(rows, fmt.columns, (), "scoring.csv", "refuse")
+    assert (ei.value.file, ei.value.column, ei.value.rows) == ("scoring.csv", column, (3, 6))
+    assert words in ei.value.message
+
+
+def test_rows_to_score_repeat_no_encounter_and_may_hold_no_identifier(
+    example: DeclaredSource,
+) -> None:
+    rows = example_extract(6, seed=4)
+    fmt = example.row_format()
+    twice = rows.copy()
+    twice.loc[4, "CSN"] = twice.loc[1, "CSN"]
+    with pytest.raises(DataError, match="CSN repeats") as ei:
+        fmt.features(twice, fmt.columns, (), None, "refuse")
+    assert (ei.value.column, ei.value.rows) == ("CSN", (2, 5))
+    # The served model is given the features alone: nothing to check of the identifiers.
+    alone = fmt.features(rows.drop(columns=["MRN", "CSN"]), fmt.columns, (), None, "refuse")
+    pd.testing.assert_frame_equal(alone, fmt.features(rows, fmt.columns, (), None, "refuse"))
+    # A gap the definition allows is still read as missing (the model encodes it).
+    rows["BMI"] = rows["BMI"].astype(object)
+    rows.loc[0, "BMI"] = None
+    assert fmt.features(rows, ["BMI"], ["BMI"], None, "refuse")["BMI"].isna().tolist()[0]
+
+
+def test_rows_from_a_file_are_read_and_checked_as_a_run_reads_them(
+    example: DeclaredSource, tmp_path: Path
+) -> None:
+    import gzip
+
+    rows = example_extract(6, seed=4)
+    fmt = example.row_format()
+    assert fmt.read_file is not None
+    plain = tmp_path / "rows.csv"
+    rows.to_csv(plain, index=False)
+    packed = tmp_path / "rows.csv.gz"
+    packed.write_bytes(gzip.compress(plain.read_bytes()))
+    read, name = fmt.read_file(packed, ["SEX", "AGE_YRS"], "refuse")
+    identifiers = list(example.declaration.identifiers)
+    assert name == str(packed) and list(read.columns) == [*identifiers, "SEX", "AGE_YRS"]
+    assert read["AGE_YRS"].tolist() == rows["AGE_YRS"].astype(str).tolist()  # text, as a run
+    header = plain.read_text().splitlines()
+    twice = [header[0].replace("PAYOR_CLASS", "SEX"), *header[1:]]
+    (tmp_path / "twice.csv").write_text("\n".join(twice) + "\n")
+    with pytest.raises(DataError, match="'SEX' appears twice in the header"):
+        fmt.read_file(tmp_path / "twice.csv", ["SEX"], "refuse")
+    rows.drop(columns=["CSN"]).to_csv(plain, index=False)
+    with pytest.raises(DataError, match=r"missing column.*'CSN'"):
+        fmt.read_file(plain, ["SEX"], "refuse")
+    rows.loc[3, "SEX"] = ""
+    rows.to_csv(plain, index=False)
+    with pytest.raises(DataError, match="SEX is missing") as ei:
+        fmt.read_file(plain, ["SEX"], "refuse")
+    assert (ei.value.file, ei.value.column, ei.value.rows) == (str(plain), "SEX", (4,))
