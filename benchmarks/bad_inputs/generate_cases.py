@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from case_model import DEFAULT_DATA_ROOT, Case, Sources, fill
 from config_cases import config_cases, flag_cases
+from definition_cases import definition_cases
 from diabetes_cases import diabetes_content_cases
 from diabetes_files import diabetes_file_cases
 from federation_cases import federation_cases
@@ -51,6 +52,7 @@ def all_cases(src: Sources) -> list[Case]:
         + federation_cases(src)
         + site_cases(src)
         + multisite_data_cases(src)
+        + definition_cases(src)
         + option_cases(src)
         + output_path_cases(src)
         + round_cases(src)
