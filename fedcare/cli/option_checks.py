@@ -9,8 +9,8 @@ applies to every command, from what the parser declares:
 - a **path** option (``type=Path``, or ``--data-dir``) cannot lie under a file: the first
   existing folder above it must be a folder, so ``--state-dir somefile/STATE`` is one line
   naming the option, not a ``NotADirectoryError`` once the command has started;
-- a **folder** option (``--state-dir``, ``--run-dir``, ``--cache-dir`` …) that exists is a
-  folder;
+- a **folder** option (``--state-dir``, ``--mlflow-dir``, ``--cache-dir`` …) that exists is
+  a folder;
 - an option that only matters with another (:func:`declare_needs`): ``site join
   --promotion-margin`` without ``--personalise`` is refused, not silently ignored.
 
@@ -25,20 +25,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from fedcare.cli.options import bounded
-from fedcare_core.config.fields import Range
 from fedcare_core.errors import ConfigError
 
-#: The TCP ports a server may listen on (and a client dial).
-PORTS = Range(1, 65_535)
+#: The TCP ports a server may listen on (and a client dial): [1, 65535].
+PORTS = (1, 65_535)
 #: Where a parser keeps its :class:`Needs` rules (``parser.set_defaults``).
 _NEEDS = "option_needs"
 #: Options that name a path without ``type=Path`` (kept as strings for the services they feed).
 _PATH_DESTS = frozenset({"data_dir"})
 #: Options that name a folder: one that exists must be a folder.
-_FOLDER_DESTS = frozenset(
-    {"state_dir", "mlflow_dir", "run_dir", "cache_dir", "federation_state_dir"}
-)
+_FOLDER_DESTS = frozenset({"state_dir", "mlflow_dir", "cache_dir", "federation_state_dir"})
 
 
 def port(text: str) -> int:
@@ -160,12 +156,16 @@ def _check_needs(
 
 def _check_ports(actions: dict[str, argparse.Action], args: argparse.Namespace) -> None:
     """Refuse a port outside [1, 65535], or one port given to two options of the command."""
+    # Imported here: the configuration's package loads numpy, and ``fedcare --help`` must not.
+    from fedcare.cli.options import bounded
+    from fedcare_core.config.fields import Range
+
     seen: dict[int, str] = {}
     for action in actions.values():
         value = getattr(args, action.dest, None)
         if action.type is not port or value is None:
             continue
-        bounded(_spelling(action), value, PORTS)
+        bounded(_spelling(action), value, Range(*PORTS))
         if value in seen:
             raise ConfigError(
                 f"{seen[value]} and {_spelling(action)} are both {value}: two servers cannot "

@@ -101,7 +101,6 @@ def test_a_path_under_a_file_is_refused_naming_its_option(
     "argv",
     [
         ["stack", "status", "--state-dir", "somefile"],
-        ["run", "--run-dir", "somefile"],
         ["data", "fetch", "diabetes130", "--cache-dir", "somefile"],
     ],
 )
