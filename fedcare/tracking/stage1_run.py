@@ -7,6 +7,14 @@ document's own name is the tag ``fedcare.run_name``), with the same per-round me
 ``stage1/participants``), the Stage 1 settings as parameters, the document and the λ* plot as
 artifacts, and ``w*`` (weights only) under ``stage1/``. Nothing in it is patient-level: the
 coordinator never had any.
+
+It has no test metrics (each site scores its own model on its own rows, in its own store), so
+beside simulated runs it must not look like a run that failed: it is tagged
+``fedcare.kind = stage1-federation`` and ``fedcare.setting = <algorithm>-K<sites>-T<rounds>-
+stage1-over-sites``, has the parameter ``data.clients`` (its sites), the metrics
+``stage1.rounds_run``, ``stage1.converged`` and ``stage1.sites`` (the runs table's columns of a
+simulated run's Stage 1), and a description (the run's note) that says what it is, its final
+λ*, and why its test columns are empty.
 """
 
 from __future__ import annotations
@@ -17,10 +25,16 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from mlflow.entities import Metric
+from mlflow.utils.mlflow_tags import MLFLOW_RUN_NOTE
+
 from fedcare.tracking import naming, plots, store
-from fedcare.tracking.log_run import json_safe, log_batch_chunked, round_metrics
+from fedcare.tracking.log_run import json_safe, log_batch_chunked, now_ms, round_metrics
 
 _STAGE1_FILE = "stage1.json"
+#: What a run is (a tag): a coordinator's Stage 1 over real sites has this value.
+TAG_KIND = "fedcare.kind"
+STAGE1_KIND = "stage1-federation"
 
 
 def _params(document: Mapping[str, Any]) -> dict[str, str]:
@@ -29,12 +43,51 @@ def _params(document: Mapping[str, Any]) -> dict[str, str]:
         for key, value in values.items():
             out[f"{section}.{key}"] = str(value)
     out["sites"] = ",".join(s["name"] for s in document["sites"])
+    out["data.clients"] = str(len(document["sites"]))  # K: the runs table's column
     return out
+
+
+def _summary_metrics(document: Mapping[str, Any]) -> list[Metric]:
+    """Rounds run, whether λ* converged, and the sites: one value each (step 0)."""
+    now = now_ms()
+    values = {
+        "stage1.rounds_run": float(document["rounds_run"]),
+        "stage1.converged": float(bool(document["converged"])),
+        "stage1.sites": float(len(document["sites"])),
+    }
+    return [Metric(key, value, now, 0) for key, value in values.items()]
+
+
+def stage1_description(document: Mapping[str, Any]) -> str:
+    """The run's description (Markdown): what it is, how it ended, why no test metric.
+
+    Parameters
+    ----------
+    document
+        :func:`fedcare.sites.federation_run.stage1_document`'s output.
+    """
+    sites = [str(s["name"]) for s in document["sites"]]
+    planned = document["config"].get("stage1", {}).get("rounds", "?")
+    rounds = list(document["rounds"])
+    final = ", ".join(f"{s} {v:.3f}" for s, v in rounds[-1]["lambda"].items()) if rounds else ""
+    ended = "converged" if document["converged"] else "not converged"
+    return (
+        f"**Stage 1 of {document['algorithm']} over {len(sites)} real sites** "
+        f"({', '.join(sites)}): {document['rounds_run']} of {planned} rounds run, {ended}"
+        + (f"; final λ*: {final}" if final else "")
+        + ".\n\n"
+        "No test metrics here, by design: the coordinator holds no patient row. Each site "
+        "personalises and scores its own model on its own rows (`fedcare site join` / "
+        "`fedcare site personalise`, in the site's own MLflow store), so this run's test "
+        "columns stay empty. Charts: λ* per round (`lambda/…`), ‖d‖², losses and participants "
+        "(`stage1/…`); `w*` is the artifact `stage1/stage1.npz`.\n"
+    )
 
 
 def stage1_tags(document: Mapping[str, Any]) -> dict[str, str]:
     """A Stage 1 run's tags from what is known before its first round (or from its document)."""
     out = {
+        TAG_KIND: STAGE1_KIND,
         store.TAG_DATASET: str(document["dataset"]),
         "fedcare.algorithm": str(document["algorithm"]),
         "fedcare.backend": "federation",
@@ -44,7 +97,11 @@ def stage1_tags(document: Mapping[str, Any]) -> dict[str, str]:
         "fedcare.run_name": str(document["run_name"]),
     }
     if "sites" in document:
-        out["fedcare.sites"] = str(len(document["sites"]))
+        sites = len(document["sites"])
+        rounds = document.get("config", {}).get("stage1", {}).get("rounds", "?")
+        out["fedcare.sites"] = str(sites)
+        out["fedcare.setting"] = f"{document['algorithm']}-K{sites}-T{rounds}-stage1-over-sites"
+        out[MLFLOW_RUN_NOTE] = stage1_description(document)
     return out
 
 
@@ -158,9 +215,8 @@ def log_stage1_run(
         missing, late_tags = list(document["rounds"])[live.logged :], stage1_tags(document)
     mc = store.client()
     try:
-        log_batch_chunked(
-            mc, run_id, metrics=round_metrics(missing), params=_params(document), tags=late_tags
-        )
+        metrics = round_metrics(missing) + _summary_metrics(document)
+        log_batch_chunked(mc, run_id, metrics=metrics, params=_params(document), tags=late_tags)
         with tempfile.TemporaryDirectory(prefix="fedcare-mlflow-") as tmp:
             root = Path(tmp)
             path = root / _STAGE1_FILE

@@ -97,6 +97,9 @@ def test_rounds_logged_live_show_while_running_and_are_not_logged_twice(tmp_path
     assert log_stage1_run(document, result_dir, live=live) == live.run_id
     done = mc.get_run(live.run_id)
     assert done.info.status == "FINISHED" and done.data.tags["fedcare.sites"] == "2"
+    assert running.data.tags["fedcare.kind"] == "stage1-federation"  # from the start
+    assert done.data.tags["fedcare.setting"] == "fedcare-K2-T2-stage1-over-sites"
+    assert "by design" in done.data.tags["mlflow.note.content"]  # said once the sites answered
     history = mc.get_metric_history(live.run_id, "lambda/readmission")
     assert sorted((m.step, m.value) for m in history) == [(1, 0.8), (2, 0.9)]  # each once
 
@@ -109,3 +112,31 @@ def test_a_tracking_outage_during_the_rounds_warns_once_and_stage1_goes_on() -> 
     for line in _document()["rounds"]:
         live(line)
     assert live.logged == 0 and len(said) == 1 and "live rounds stopped at round 1" in said[0]
+
+
+def test_a_stage1_run_says_what_it_is_beside_simulated_runs(tmp_path: Path) -> None:
+    """No test metric (the sites score at home), so it says why, and fills the columns it can."""
+    from mlflow.tracking import MlflowClient
+
+    from fedcare.tracking import store, views
+    from fedcare.tracking.stage1_run import log_stage1_run
+
+    uri = store.configure(store.default_tracking_uri(tmp_path))
+    (tmp_path / "result").mkdir()
+    run = MlflowClient(tracking_uri=uri).get_run(log_stage1_run(_document(), tmp_path / "result"))
+    tags, params, metrics = run.data.tags, run.data.params, run.data.metrics
+    assert tags["fedcare.kind"] == "stage1-federation"
+    assert tags["fedcare.setting"] == "fedcare-K2-T2-stage1-over-sites"
+    note = tags["mlflow.note.content"]  # the run's description in the UI
+    assert note.startswith("**Stage 1 of fedcare over 2 real sites** (a, b): 2 of 2 rounds run")
+    assert "final λ*: readmission 0.900, los 0.100" in note and "No test metrics here" in note
+    assert metrics["stage1.rounds_run"] == 2 and metrics["stage1.sites"] == 2
+    assert metrics["stage1.converged"] == 0 and metrics["lambda/readmission"] == 0.9
+    # The saved view's first columns (setting, K, T) are filled; only the test columns are not.
+    shown = {"tags.`fedcare.setting`": tags, "params.`data.clients`": params,
+             "params.`stage1.rounds`": params}  # fmt: skip
+    columns = views.runs_columns({"readmission": {"metric": "auroc"}})
+    for column in columns[:3]:
+        key = column.split("`")[1]
+        assert shown[column].get(key), column
+    assert not any(c.split("`")[1] in metrics for c in columns[3:])
