@@ -174,11 +174,13 @@ RESULTS_DIR = Path("results")
 
 
 def default_results_file(config: ExperimentConfig) -> Path:
-    """``results/<dataset>-<setting>-seed<seed>.json`` of a run (git ignores ``results/``).
+    """``results/<dataset>-<algorithm>-K<k>-T<t>[-<variant>]-seed<seed>.json`` of a run.
 
-    The setting is the MLflow run's (:func:`fedcare.tracking.naming.config_setting_name`:
-    ``<algorithm>-K<clients>-T<rounds>[-<variant>]``), so runs that differ in anything but the
-    output options (``--rho 0.5``, a DP budget, ``--max-patients``) keep a file each.
+    Git ignores ``results/``. The variant is the MLflow run's setting's
+    (:func:`fedcare.tracking.naming.config_setting_name`: ``rho0.5``, ``n2000``, a DP budget),
+    with each other departure from the defaults spelt out instead of the run name's opaque
+    ``cfg<hash>`` (``stage2.epochs=1``; :func:`fedcare.tracking.naming.readable_variant`), so
+    runs that differ in anything but the output options keep a file each, named readably.
 
     Parameters
     ----------
@@ -190,8 +192,10 @@ def default_results_file(config: ExperimentConfig) -> Path:
     pathlib.Path
         Relative to the working folder.
     """
-    from fedcare.tracking.naming import config_setting_name
+    from fedcare.tracking.naming import readable_variant
     from fedcare_core.data.registry import dataset_label
 
-    name = config_setting_name(config)
+    variant = readable_variant(config.to_dict(), config.data.dataset)
+    parts = [config.algorithm, f"K{config.data.clients}", f"T{config.stage1.rounds}"]
+    name = "-".join(parts + ([variant] if variant else []))
     return RESULTS_DIR / f"{dataset_label(config.data.dataset)}-{name}-seed{config.seed}.json"

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
@@ -101,6 +102,11 @@ _VARIANT_TOKENS: dict[str, Callable[[Any], str]] = {
 }
 #: Hex digits of the hash of the other departures.
 _HASH_DIGITS = 4
+#: A text value :func:`readable_variant` spells in a file name (else it goes in the hash).
+_SPELT_WORD = 24
+_PLAIN_WORD = re.compile(rf"[A-Za-z0-9._+-]{{1,{_SPELT_WORD}}}")
+#: The longest run of spelt departures in a file name (beyond it: ``cfg<hash>`` alone).
+_READABLE_MAX = 120
 
 
 def _flat(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -153,6 +159,75 @@ def variant(config: Mapping[str, Any], dataset: str) -> str:
     tokens = [fmt(diffs.pop(key)) for key, fmt in _VARIANT_TOKENS.items() if key in diffs]
     if diffs:
         blob = json.dumps(diffs, sort_keys=True, default=str).encode()
+        tokens.append("cfg" + hashlib.sha256(blob).hexdigest()[:_HASH_DIGITS])
+    return "-".join(tokens)
+
+
+def _spelt(key: str, value: Any) -> str | None:
+    """``stage2.epochs=2``: a departure as a file name can carry it, else None.
+
+    A number, a boolean, null, a list of numbers or a plain word (letters, digits, ``._+-``,
+    at most :data:`_SPELT_WORD` characters) is spelt exactly (floats by ``repr``: no two values
+    share a spelling); anything else, or a word that reads as another value (``"null"``,
+    ``"2"``), is left to the ``cfg<hash>`` token.
+    """
+    if value is None or isinstance(value, bool):
+        text = json.dumps(value)
+    elif isinstance(value, int | float):
+        text = repr(value)
+    elif (
+        isinstance(value, list)
+        and value
+        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+    ):
+        text = "x".join(repr(v) for v in value)
+    elif isinstance(value, str) and _PLAIN_WORD.fullmatch(value) and not _reads_as_json(value):
+        text = value
+    else:
+        return None
+    return f"{key}={text}"
+
+
+def _reads_as_json(word: str) -> bool:
+    """Whether a word would read back as a number, a boolean or null."""
+    try:
+        json.loads(word)
+    except ValueError:
+        return False
+    return True
+
+
+def readable_variant(config: Mapping[str, Any], dataset: str) -> str:
+    """:func:`variant` with every other departure spelt out where it can be (file names).
+
+    The named tokens come first, as in :func:`variant`; then each other departure as
+    ``<key>=<value>`` (``stage2.epochs=2``, ``stage1.local_lr=0.01``; :func:`_spelt`), in key
+    order; a departure that cannot be spelt (a long or unusual text, a nested value) is folded
+    into one ``cfg<hash>`` token as before, and so are all of them when spelling them would
+    make the name longer than :data:`_READABLE_MAX` characters. Two configurations that differ
+    in more than the seed therefore never share a name.
+
+    Parameters
+    ----------
+    config
+        The run's configuration (``ExperimentConfig.to_dict()``).
+    dataset
+        Its dataset (selects the defaults).
+
+    Returns
+    -------
+    str
+        E.g. ``"n2000-stage2.epochs=1"`` or ``""`` for the defaults.
+    """
+    diffs = _config_differences(config, dataset)
+    tokens = [fmt(diffs.pop(key)) for key, fmt in _VARIANT_TOKENS.items() if key in diffs]
+    spelt = {key: _spelt(key, value) for key, value in diffs.items()}
+    if len("-".join(t for t in spelt.values() if t)) > _READABLE_MAX:
+        spelt = dict.fromkeys(spelt)  # too long to read: all in the hash
+    tokens += [t for t in spelt.values() if t is not None]
+    rest = {key: diffs[key] for key, token in spelt.items() if token is None}
+    if rest:
+        blob = json.dumps(rest, sort_keys=True, default=str).encode()
         tokens.append("cfg" + hashlib.sha256(blob).hexdigest()[:_HASH_DIGITS])
     return "-".join(tokens)
 

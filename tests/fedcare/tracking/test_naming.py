@@ -113,3 +113,63 @@ def test_metric_keys_carry_the_objective_and_its_metric_in_a_ui_section():
         "test_over_seeds/los.mae_days.pooled.mean"
     )
     assert naming.seeds_key("fedavg") == "test_over_seeds/fedavg/seeds"
+
+
+def test_a_file_name_spells_out_what_the_run_name_hashes():
+    from fedcare.cli.output import default_results_file
+
+    quick = ExperimentConfig(
+        data=DataConfig(clients=3, max_patients=2000), stage1=Stage1Config(rounds=3),
+        stage2=Stage2Config(epochs=1),
+    )  # fmt: skip
+    assert naming.config_setting_name(quick).startswith("fedcare-K3-T3-n2000-cfg")
+    assert str(default_results_file(quick)) == (
+        "results/diabetes130-fedcare-K3-T3-n2000-stage2.epochs=1-seed0.json"
+    )
+    assert str(default_results_file(ExperimentConfig(seed=2))) == (
+        "results/diabetes130-fedcare-K10-T100-seed2.json"
+    )
+
+
+@pytest.mark.parametrize(
+    ("stage1", "spelt"),
+    [({"local_lr": 0.0123456789}, "stage1.local_lr=0.0123456789"),
+     ({"secagg": True}, "stage1.secagg=true"),
+     ({"batch_size": 64, "local_steps": 2}, "stage1.batch_size=64-stage1.local_steps=2")],
+)  # fmt: skip
+def test_each_other_departure_is_spelt_exactly(stage1, spelt):
+    config = ExperimentConfig(stage1=Stage1Config(**stage1))
+    assert naming.readable_variant(config.to_dict(), "diabetes130") == spelt
+
+
+def test_configurations_that_differ_never_share_a_file_name():
+    from dataclasses import replace
+
+    base = ExperimentConfig()
+    variants = (
+        [
+            replace(base, stage1=replace(base.stage1, local_lr=v))
+            for v in (0.001, 0.0010000001, 0.01)
+        ]
+        + [
+            replace(base, model=replace(base.model, head_hidden=h))
+            for h in ((32, 16), (64,), (3, 216))
+        ]
+        + [replace(base, stage2=replace(base.stage2, epochs=e)) for e in (1, 2)]
+    )
+    names = [naming.readable_variant(c.to_dict(), "diabetes130") for c in variants]
+    assert len(set(names)) == len(names) and not any("cfg" in n for n in names)
+    assert "model.head_hidden=32x16" in names
+
+
+def test_what_cannot_be_spelt_is_still_hashed_and_the_name_stays_short():
+    readable = naming.readable_variant  # a text that reads as a number, a long or odd text
+    for odd in ("2", "null", "x" * 40, "a/b c"):
+        config = {"data": {"early_discharge": "los"}, "bootstrap": 200, "preferences": odd}
+        assert re.fullmatch(r"cfg[0-9a-f]{4}", readable(config, "diabetes130"))
+    many = ExperimentConfig(
+        stage1=Stage1Config(local_lr=0.0011, global_lr=0.011, batch_size=17, local_steps=3),
+        stage2=Stage2Config(lr=0.0021, batch_size=33, patience=7, weight_decay=0.00011,
+                            backbone_lr_scale=0.55, prox=0.123, epochs=9),
+    )  # fmt: skip
+    assert re.fullmatch(r"cfg[0-9a-f]{4}", readable(many.to_dict(), "diabetes130"))
