@@ -51,6 +51,16 @@ BOMBS: dict[str, Callable[[], str]] = {
 }
 
 
+def _cohort_bomb(levels: int = 9) -> dict[str, str]:
+    """A cohort rule of ``all`` nested through aliases: 9**levels conditions a schema walks."""
+    items = ["      - &c0 {column: AGE_YRS, ge: 0}"]
+    for i in range(1, levels + 1):
+        items.append(f"      - &c{i} {{all: [{', '.join([f'*c{i - 1}'] * 9)}]}}")
+    rule = "cohort:\n  include:\n    all:\n" + "\n".join(items) + "\n"
+    written = "  include: {column: DISCH_DISPO, ne: AMA}   # self-discharges leave the cohort\n"
+    return {f"cohort:\n{written}": rule}
+
+
 def _bomb(name: str) -> Builder:
     def build(inp: Path, _src: Sources) -> None:
         (inp / name).write_text(BOMBS[name]())
@@ -157,6 +167,11 @@ def yaml_cases() -> list[Case]:
                "--name", "site-a")  # fmt: skip
     return [
         *cases,
+        Case("def-yaml-laughs-cohort", "definition-yaml", "refused", check("definition.yaml"),
+             _hospital(replace=_cohort_bomb()), names=("definition.yaml", "aliases"),
+             timeout=_BOMB_TIMEOUT,
+             note="a complete definition whose cohort rule nests all() through aliases: the "
+             "schema check walks every one of its 9**9 conditions"),
         Case("def-yaml-laughs-init", "definition-yaml", "refused", init, _bomb("laughs.yaml"),
              names=("laughs.yaml", "aliases"), timeout=_BOMB_TIMEOUT),
         Case("def-yaml-laughs-map", "definition-yaml", "refused",

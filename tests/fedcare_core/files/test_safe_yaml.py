@@ -142,10 +142,18 @@ def test_one_document_is_expected_and_an_empty_text_is_none() -> None:
 
 
 def test_a_definition_file_over_a_bound_names_the_file_and_the_limit(tmp_path: Path) -> None:
+    """A complete definition whose cohort rule nests ``all`` through aliases: 9**9 conditions
+    the schema check would walk (the hang of issue 52), refused while composing."""
     from fedcare_core.data.declared import read_definition
+    from tests.fedcare_core.data.declared.helpers import EXAMPLE_DEFINITION
 
-    path = tmp_path / "laughs.yaml"
-    path.write_text("version: 1\n" + billion_laughs())
+    items = ["      - &c0 {column: AGE_YRS, ge: 0}"]
+    items += [f"      - &c{i} {{all: [{', '.join([f'*c{i - 1}'] * 9)}]}}" for i in range(1, 10)]
+    rule = "cohort:\n  include:\n    all:\n" + "\n".join(items) + "\n"
+    text = EXAMPLE_DEFINITION.read_text()
+    written = text[text.index("cohort:") : text.index("columns:")]
+    path = tmp_path / "definition.yaml"
+    path.write_text(text.replace(written, rule))
     with pytest.raises(DefinitionError) as ei:
         read_definition(path)
     assert ei.value.file == str(path)
