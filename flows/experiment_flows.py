@@ -29,7 +29,6 @@ from pathlib import Path
 from typing import Any
 
 from prefect import Flow, flow, get_run_logger
-from prefect.artifacts import create_markdown_artifact
 from prefect.futures import as_completed
 from prefect.runtime import flow_run as runtime_flow_run
 from prefect.states import State
@@ -56,6 +55,7 @@ from fedcare_core.experiments.cells import EXPERIMENTS, Cell
 from fedcare_core.experiments.engine import CellOutcome, DataSpec, GridRun, OnDone
 from flows.flow_parameters import expected_failure
 from flows.parameter_docs import google_args_section
+from tasks.artifacts import keep_markdown_artifact
 from tasks.data import load_dataset_task, validate_raw_task
 from tasks.experiments import log_experiment_task, run_job_task
 
@@ -145,10 +145,10 @@ class _FlowExperimentSink:
     def record(self, outputs: ExperimentOutputs, params: Mapping[str, str]) -> dict[str, Any]:
         """Publish and log the experiment; its MLflow run id and tracking URI."""
         report = next(p for p in outputs.files if p.suffix == ".md")
-        create_markdown_artifact(
-            key=f"experiment-{outputs.experiment}",
-            markdown=report.read_text(),
-            description=f"{outputs.experiment} on {self.dataset}",
+        keep_markdown_artifact(  # one per flow run, whatever retries the task or the POST
+            f"experiment-{outputs.experiment}",
+            report.read_text(),
+            f"{outputs.experiment} on {self.dataset}",
         )
         tags = {"prefect.flow_run_id": str(runtime_flow_run.id), "fedcare.version": __version__}
         run_name = f"{outputs.experiment}-{runtime_flow_run.name}"

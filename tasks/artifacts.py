@@ -3,16 +3,24 @@
 The validation artifact gives the checks' summary, the failed expectations and where the HTML
 report is; the results artifact one row per algorithm × seed with its test metrics, registry
 version and a link to its MLflow run (:mod:`fedcare.tracking.links`).
+
+A flow run holds one artifact per key (:func:`keep_markdown_artifact`). Prefect's artifact
+creation is not idempotent: its client sends the POST again after a 503 (the stack's busy
+SQLite database) or a read timeout, and a retried task creates again, each time a second,
+identical artifact. So each key's artifact is updated when the flow run has one, created
+otherwise, and any other of that key in the flow run is deleted.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, cast
+from uuid import UUID
 
 from prefect import task
 from prefect.artifacts import create_markdown_artifact
+from prefect.runtime import flow_run as runtime_flow_run
 
 from data_checks.validate import CheckReport
 from fedcare.tracking.links import run_url
@@ -27,6 +35,64 @@ from tasks.common import NO_CACHE
 _MAX_FAILURES_SHOWN = 50
 #: How a metric is headed in the results table (its unit); others are shown by name.
 _METRIC_LABELS: Mapping[str, str] = {"auroc": "AUROC", "mae_days": "MAE (days)"}
+
+
+def _flow_run_artifacts(client: Any, key: str, flow_run_id: str) -> list[Any]:
+    """The artifacts of ``key`` in the flow run, newest first."""
+    from prefect.client.schemas.filters import (
+        ArtifactFilter,
+        ArtifactFilterFlowRunId,
+        ArtifactFilterKey,
+    )
+    from prefect.client.schemas.sorting import ArtifactSort
+
+    found = client.read_artifacts(
+        artifact_filter=ArtifactFilter(
+            key=ArtifactFilterKey(any_=[key]),
+            flow_run_id=ArtifactFilterFlowRunId(any_=[UUID(flow_run_id)]),
+        ),
+        sort=ArtifactSort.CREATED_DESC,
+    )
+    return list({a.id: a for a in found}.values())  # one entry per artifact
+
+
+def _create(key: str, markdown: str, description: str) -> UUID:
+    """A new Markdown artifact of the current run (from synchronous code: its id)."""
+    return cast(UUID, create_markdown_artifact(key=key, markdown=markdown, description=description))
+
+
+def keep_markdown_artifact(key: str, markdown: str, description: str) -> UUID:
+    """The flow run's one Markdown artifact ``key``, with this text (see the module docstring).
+
+    Parameters
+    ----------
+    key
+        Artifact key (lower-case letters, digits and dashes).
+    markdown, description
+        Its text and description.
+
+    Returns
+    -------
+    uuid.UUID
+        The artifact kept. Outside a flow run (no flow run id) one is simply created.
+    """
+    from prefect import get_client
+    from prefect.client.schemas.actions import ArtifactUpdate
+
+    flow_run_id = runtime_flow_run.id
+    if not flow_run_id:
+        return _create(key, markdown, description)
+    with get_client(sync_client=True) as client:
+        existing = _flow_run_artifacts(client, key, flow_run_id)
+        if existing:
+            kept: UUID = existing[0].id
+            client.update_artifact(kept, ArtifactUpdate(data=markdown, description=description))
+        else:
+            kept = _create(key, markdown, description)
+        for extra in _flow_run_artifacts(client, key, flow_run_id):
+            if extra.id != kept:
+                client.delete_artifact(extra.id)
+    return kept
 
 
 def _cell(text: str) -> str:
@@ -89,10 +155,8 @@ def validation_artifact_task(
     key
         Artifact key (lower-case letters, digits and dashes), e.g. ``validation-raw``.
     """
-    create_markdown_artifact(
-        key=key,
-        markdown=validation_markdown(report, stage, mlflow_location),
-        description=f"FedCARE data checks: {stage}",
+    keep_markdown_artifact(
+        key, validation_markdown(report, stage, mlflow_location), f"FedCARE data checks: {stage}"
     )
 
 
@@ -226,8 +290,8 @@ def results_artifact_task(
     dataset, runs, tracking_uri, experiment_id, parent_run_id
         See :func:`results_markdown`.
     """
-    create_markdown_artifact(
-        key=key,
-        markdown=results_markdown(dataset, runs, tracking_uri, experiment_id, parent_run_id),
-        description=f"FedCARE results on {dataset}: {len(runs)} algorithm × seed run(s)",
+    keep_markdown_artifact(
+        key,
+        results_markdown(dataset, runs, tracking_uri, experiment_id, parent_run_id),
+        f"FedCARE results on {dataset}: {len(runs)} algorithm × seed run(s)",
     )

@@ -4,13 +4,15 @@
   algorithm × seed with K, T, rounds run, the test metrics with their units, the registry
   version, and links to each MLflow run and the parent run that are routes of the served UI;
 * the validation artifact's link opens the report (a UI route; the download returns the HTML);
-* the Stage 2 task runs are named ``stage2-client0`` … ``stage2-client<K-1>``.
+* the Stage 2 task runs are named ``stage2-client0`` … ``stage2-client<K-1>``;
+* one artifact per key and flow run, whatever created it again (a retried POST or task).
 """
 
 from __future__ import annotations
 
 import re
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit
 
 import pytest
@@ -25,15 +27,56 @@ SMALL = {"clients": K, "rounds": 3, "max_patients": 3000, "stage2_epochs": 2}
 LINK = re.compile(r"\]\((http://[^)\s]+)\)")
 
 
-def _artifacts(flow_run_id: object) -> dict[str, str]:
+def _listed(flow_run_id: object) -> list[Any]:
+    """The flow run's artifacts, as Prefect's API lists them."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId
 
     with get_client(sync_client=True) as client:
-        found = client.read_artifacts(
-            flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+        return list(
+            client.read_artifacts(
+                flow_run_filter=FlowRunFilter(id=FlowRunFilterId(any_=[flow_run_id]))
+            )
         )
-    return {str(a.key): str(a.data) for a in found if a.key}
+
+
+def _artifacts(flow_run_id: object) -> dict[str, str]:
+    """Key → data of the flow run's artifacts; fails if a key is listed twice."""
+    keys = [str(a.key) for a in _listed(flow_run_id) if a.key]
+    assert len(keys) == len(set(keys)), keys  # one artifact per key and flow run
+    return {str(a.key): str(a.data) for a in _listed(flow_run_id) if a.key}
+
+
+def test_a_flow_run_keeps_one_artifact_per_key_whatever_creates_it_again(
+    prefect_harness: None,
+) -> None:
+    """A retried POST (Prefect's client after a 503 or a timeout) or a retried task creates
+    an identical artifact again: the flow run still lists one, with the latest text."""
+    from prefect import flow, task
+    from prefect.artifacts import create_markdown_artifact
+
+    from tasks.artifacts import results_artifact_task
+
+    run = {"algorithm": "fedavg", "seed": 0, "clients": 3, "rounds": 2, "rounds_run": 2,
+           "mlflow_run_id": "r1", "metrics": {"los": "mae_days"}, "pooled": {"los": 2.5},
+           "mean_over_clients": {"los": 2.4}}  # fmt: skip
+
+    @task
+    def posted_twice() -> None:  # what a retried POST leaves: two identical artifacts
+        for _ in range(2):
+            create_markdown_artifact(key="fedcare-results", markdown="# FedCARE results: x")
+
+    @flow
+    def flow_run() -> None:
+        posted_twice()
+        results_artifact_task("fedcare-results", "diabetes130", [run], "sqlite:///m.db", "1", "p")
+        results_artifact_task("fedcare-results", "diabetes130", [run], "sqlite:///m.db", "1", "p")
+
+    state = flow_run(return_state=True)
+    assert state.is_completed(), state.message
+    listed = [a for a in _listed(state.state_details.flow_run_id) if a.key == "fedcare-results"]
+    assert len(listed) == 1 and listed[0].type == "markdown"
+    assert "| fedavg | 0 | 3 | 2 | 2 | 2.5000 / 2.4000 |" in str(listed[0].data)
 
 
 @pytest.mark.slow
