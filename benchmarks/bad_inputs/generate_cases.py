@@ -30,6 +30,7 @@ from diabetes_files import diabetes_file_cases
 from federation_cases import federation_cases
 from mimic_extra import mimic_cases
 from multisite_data_cases import multisite_data_cases
+from newcomer_cases import newcomer_cases
 from ops_cases import experiment_cases, flower_cases, output_cases, resume_cases
 from option_cases import option_cases
 from output_path_cases import output_path_cases
@@ -56,6 +57,7 @@ def all_cases(src: Sources) -> list[Case]:
         + option_cases(src)
         + output_path_cases(src)
         + round_cases(src)
+        + newcomer_cases(src)
     )
     seen: set[str] = set()
     for case in cases:
