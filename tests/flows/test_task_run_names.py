@@ -48,7 +48,9 @@ def _task_run_names(flow_run_id: Any, prefix: str, expected: int) -> list[str]:
             time.sleep(0.5)
 
 
-@pytest.mark.parametrize(("algorithm", "phase"), [("fedcare", "stage2"), ("local", "local")])
+@pytest.mark.parametrize(
+    ("algorithm", "phase"), [("fedcare", "stage2"), ("local", "local"), ("fedxgb", "own-trees")]
+)
 @pytest.mark.parametrize("parallel", [False, True])
 def test_per_client_task_runs_carry_phase_and_client_id(
     prefect_harness: None, algorithm: str, phase: str, parallel: bool
