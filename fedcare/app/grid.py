@@ -181,6 +181,22 @@ def _check_sites_options(request: GridRequest, spell: Callable[[GridOption], str
         )
 
 
+def _data_dir(given: str | None, base: ExperimentConfig) -> str | None:
+    """The data folder given, else ``$FEDCARE_DATA_DIR`` (refused naming it if it names nothing).
+
+    Resolved here, not in each worker, so that every run of the grid reads the same folder.
+    """
+    from fedcare_core.data.paths import checked_data_dir
+    from fedcare_core.data.registry import get_dataset
+
+    if given:
+        return given
+    env = os.environ.get("FEDCARE_DATA_DIR") or None
+    if env is not None:
+        checked_data_dir(None, looks_elsewhere=bool(get_dataset(base.data.dataset).definition_text))
+    return env
+
+
 def _base(request: GridRequest) -> ExperimentConfig:
     from fedcare_core.experiments.cells import grid_base
 
@@ -291,8 +307,9 @@ def check_grid_request(
     check_output_dir(out, what=spell(out_option))
     cells_dir = cell_store(out, base)
     if digest is None:
-        data_dir = request.value("data_dir") or os.environ.get("FEDCARE_DATA_DIR")
-        spec = DataSpec(data_dir, request.value("verify_checksum"))
+        spec = DataSpec(
+            _data_dir(request.value("data_dir"), base), request.value("verify_checksum")
+        )
     else:
         cells_dir = cells_dir.with_name(f"{cells_dir.name}-sites-{digest}")
         spec = DataSpec(None, sites=request.value("sites"), schema=request.value("schema"))

@@ -80,6 +80,16 @@ def test_a_variable_naming_nothing_is_named(
     assert os.listdir(".") == []
 
 
+def test_a_grid_names_the_variable_naming_nothing_before_any_cell(
+    fresh_shell: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("FEDCARE_DATA_DIR", "no-such-folder")
+    argv = ["experiment", "comparison", "--seeds", "1", "--rounds", "2", "--out", "grid"]
+    assert main(argv) == 2
+    assert "FEDCARE_DATA_DIR=no-such-folder: no such file or folder" in one_error(capsys)
+    assert os.listdir(".") == []
+
+
 def test_a_definition_without_its_file_beside_it_says_how_to_name_the_folder(
     fresh_shell: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
