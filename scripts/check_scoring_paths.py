@@ -49,13 +49,16 @@ def _rows(data_dir: Path, n: int) -> pd.DataFrame:
     with zipfile.ZipFile(archive) as zf:
         name = next(m for m in zf.namelist() if m.endswith("diabetic_data.csv"))
         data = zf.read(name)
-    rows = pd.read_csv(io.BytesIO(data), nrows=n)
-    return rows.drop(columns=["time_in_hospital", "readmitted"])
+    text = pd.read_csv(io.BytesIO(data), nrows=n, dtype=str, keep_default_na=False)
+    # Written as exported (text kept: 'None' is a value of max_glu_serum, refused empty as a
+    # run refuses it), then read back with pandas' defaults, as a user's DataFrame is.
+    csv = io.StringIO(text.drop(columns=["time_in_hospital", "readmitted"]).to_csv(index=False))
+    return pd.read_csv(csv)
 
 
 def _cli(model: str, uri: str, rows: pd.DataFrame, folder: Path) -> pd.DataFrame:
     csv, out = folder / "rows.csv", folder / "pred.csv"
-    rows.to_csv(csv, index=False)
+    rows.to_csv(csv, index=False, na_rep="None")  # the export's text back: only 'None' read as NaN
     argv = [str(BIN / "fedcare"), "predict", "--model", model, "--data", str(csv)]
     subprocess.run([*argv, "--out", str(out), "--tracking-uri", uri], check=True)
     return pd.read_csv(out)

@@ -39,10 +39,14 @@ def _client_model(uri: str, client: int) -> str:
     return f"models:/{name}@champion"
 
 
-def _rows(data_dir: Path) -> pd.DataFrame:
+def _export(data_dir: Path, csv: Path) -> pd.DataFrame:
+    """The first 300 rows unlabelled, written to ``csv`` as exported (text kept: 'None' is a
+    value of max_glu_serum, which a run refuses empty), read back with pandas' defaults."""
     with zipfile.ZipFile(data_dir / "diabetes130" / "dataset_diabetes.zip") as zf:
         data = zf.read("dataset_diabetes/diabetic_data.csv")
-    return pd.read_csv(io.BytesIO(data), nrows=300).drop(columns=["time_in_hospital", "readmitted"])
+    text = pd.read_csv(io.BytesIO(data), nrows=300, dtype=str, keep_default_na=False)
+    text.drop(columns=["time_in_hospital", "readmitted"]).to_csv(csv, index=False)
+    return pd.read_csv(csv)
 
 
 def _post(url: str, rows: pd.DataFrame) -> httpx.Response:
@@ -56,10 +60,9 @@ def test_served_model_answers_raw_rows_like_predict_and_pyfunc(data_dir, tmp_pat
     assert (
         main([*run, "--max-patients", "1500", "--stage2-epochs", "2", "--tracking-uri", uri]) == 0
     )
-    rows = _rows(data_dir)
     model = _client_model(uri, 0)
     csv, out = tmp_path / "rows.csv", tmp_path / "pred.csv"
-    rows.to_csv(csv, index=False)
+    rows = _export(data_dir, csv)
     predict = ["predict", "--model", model, "--data", str(csv), "--out", str(out)]
     assert main([*predict, "--tracking-uri", uri]) == 0
     cli = pd.read_csv(out)
