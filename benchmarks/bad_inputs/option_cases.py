@@ -105,7 +105,7 @@ def federation_cases() -> list[Case]:
 
 def site_cases() -> list[Case]:
     """``fedcare site join``: the options of --personalise given without it."""
-    join = ("site", "join", "--site", "{in}/sites/north", "--superlink", "127.0.0.1:{port}",
+    join = ("site", "join", "--site", "{in}/north", "--superlink", "127.0.0.1:{port}",
             "--root-certificates", "{in}/tls/ca.pem")  # fmt: skip
     build = copy("sites/north", "tls")
     return [
