@@ -143,6 +143,8 @@ class RawTable:
         matches).
     test_rows
         Rows a published split holds out for testing (an extractor's; None: no such split).
+    header
+        The columns read, named as declared, in the first file's order (empty: not told).
     """
 
     frame: pd.DataFrame
@@ -151,6 +153,7 @@ class RawTable:
     ignored: tuple[str, ...]
     notes: tuple[str, ...] = ()
     test_rows: np.ndarray | None = None
+    header: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -260,6 +263,7 @@ def read_raw_table(
     shown: list[str] = []
     complete: list[bool] = []
     notes: list[str] = []
+    header: list[str] = []
     for found in files:
         data, display = read_source(found.path, found.name)
         shown.append(display)
@@ -271,6 +275,7 @@ def read_raw_table(
         base = found.name if archived else found.path.name  # its compression, its format
         frame = _parse(data, display, base, declaration.source, needed)
         ignored.update(dict.fromkeys(c for c in frame.columns if c not in needed))
+        header = header or [declared[needed.index(c)] for c in frame.columns if c in needed]
         frames.append(frame.loc[:, needed].set_axis(declared, axis=1))
     sizes = [len(f) for f in frames]
     table = pd.concat(frames, ignore_index=True) if len(frames) > 1 else frames[0]
@@ -282,7 +287,12 @@ def read_raw_table(
         tuple(complete),
     )
     return RawTable(
-        table.reset_index(drop=True), rows, digest.hexdigest(), tuple(ignored), tuple(notes)
+        table.reset_index(drop=True),
+        rows,
+        digest.hexdigest(),
+        tuple(ignored),
+        tuple(notes),
+        header=tuple(header),
     )
 
 

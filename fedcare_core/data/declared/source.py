@@ -269,8 +269,8 @@ class DeclaredSource:
         Returns
         -------
         rows, name
-            The identifiers and ``columns`` as text, named as declared; the file's name for
-            messages.
+            The identifiers and ``columns`` as text, named as declared, in the file's order;
+            the file's name for messages.
 
         Raises
         ------
@@ -284,7 +284,7 @@ class DeclaredSource:
             d, (SourceFile(path, name),), verify_checksum=False, columns=list(columns)
         )
         check_rows(d, table, columns, unseen_categories)
-        return table.frame, table.rows.files[0]
+        return table.frame.loc[:, list(table.header)], table.rows.files[0]  # the file's order
 
     def _source_marks_missing(self, values: pd.Series) -> pd.Series:
         """Text cells holding one of the source's missing marks, as missing."""
