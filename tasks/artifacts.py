@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from typing import Any, cast
 from uuid import UUID
 
@@ -78,6 +79,7 @@ def keep_markdown_artifact(key: str, markdown: str, description: str) -> UUID:
     """
     from prefect import get_client
     from prefect.client.schemas.actions import ArtifactUpdate
+    from prefect.exceptions import ObjectNotFound
 
     flow_run_id = runtime_flow_run.id
     if not flow_run_id:
@@ -91,7 +93,8 @@ def keep_markdown_artifact(key: str, markdown: str, description: str) -> UUID:
             kept = _create(key, markdown, description)
         for extra in _flow_run_artifacts(client, key, flow_run_id):
             if extra.id != kept:
-                client.delete_artifact(extra.id)
+                with suppress(ObjectNotFound):  # gone already (a retried DELETE)
+                    client.delete_artifact(extra.id)
     return kept
 
 
