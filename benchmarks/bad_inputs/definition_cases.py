@@ -270,7 +270,7 @@ def header_cases(src: Sources) -> list[Case]:
 
     def hospital(cid: str, change: Callable[[list[str]], None], *names: str) -> Case:
         return Case(cid, "definition-header", "refused", check, _hospital(lines=change),
-                    names=("encounters.csv", "header", *names), secrets=secrets)  # fmt: skip
+                    names=("encounters.csv", "shifted", *names), secrets=secrets)  # fmt: skip
 
     return [
         hospital("def-header-missing-name", _header(lambda h: h.remove("PAYOR_CLASS")),
@@ -282,11 +282,11 @@ def header_cases(src: Sources) -> list[Case]:
         Case("def-header-diabetes-missing-name", "definition-header", "refused",
              ("data", "check", "--dataset", "diabetes130", "--data-dir",
               "{in}/diabetic_data.csv", "--no-verify"),
-             _diabetes_without("race"), names=("diabetic_data.csv", "header", "race"),
+             _diabetes_without("race"), names=("diabetic_data.csv", "shifted", "race"),
              secrets=src.diabetes_ids(1, 2)),
         Case("def-header-mimic-extra-name", "definition-header", "refused",
              ("data", "check", "--dataset", "mimic3", "--data-dir", "{in}"),
-             _mimic_extra_name, names=("ADMISSIONS.csv", "header")),
+             _mimic_extra_name, names=("ADMISSIONS.csv", "shifted")),
     ]  # fmt: skip
 
 
