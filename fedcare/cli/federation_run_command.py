@@ -11,6 +11,7 @@ from fedcare.app.path_roles import store_file
 from fedcare.cli import tracked
 from fedcare.cli.options import bounded
 from fedcare.cli.output import ProgressBars, privacy_line
+from fedcare.sites.coordinator_state import READ_ENTRIES
 from fedcare_core.config import MAX_CLIENTS, MAX_ROUNDS, MAX_SEED
 from fedcare_core.config.fields import Range
 from fedcare_core.errors import ConfigError
@@ -45,7 +46,7 @@ def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
             "--state-dir": args.state_dir,
             "--tracking-uri": store_file(args.tracking_uri),
         },
-        read_folders=("--state-dir",),
+        read_folders={"--state-dir": READ_ENTRIES},
     )
     check_output_file(args.out)
     if args.min_sites < 2:

@@ -205,11 +205,12 @@ def cmd_site_personalise(args: argparse.Namespace) -> int:
     from fedcare.app.run import JsonFile, ResultSink, execute_run
     from fedcare.cli.output import ProgressBars, results_table
     from fedcare.sites.personalise import FEDERATION_BACKEND, prepare_personalisation
+    from fedcare.sites.site_folder import READ_ENTRIES
 
     check_outputs_apart(
         {"--out": args.out},
         {"--site": args.site, "--tracking-uri": store_file(args.tracking_uri)},
-        read_folders=("--site",),
+        read_folders={"--site": READ_ENTRIES},
     )
     check_output_file(args.out)
     from fedcare.cli.options import bounded

@@ -23,6 +23,11 @@ from fedcare_core.files.json_input import JsonObject
 SITES_FILE = "sites.json"
 #: The running SuperLink's record.
 PROCESS_FILE = "superlink.json"
+#: What the coordinator's commands read in its state folder (an output elsewhere in it
+#: replaces nothing).
+READ_ENTRIES = (
+    SITES_FILE, PROCESS_FILE, "ca.crt", "tls", "keys", "runs", "flwr-home", "superlink.db",
+)  # fmt: skip
 #: Flower's node ids are unsigned 64-bit integers.
 _NODE_IDS = Range(0, 2**64 - 1)
 #: Process ids a record may name (never 0, never init's 1: ``stop`` signals the pid's group).

@@ -66,6 +66,11 @@ _KEYS_DIR = "keys"
 _STAGE1_DIR = "stage1"
 STAGE1_ARRAYS = "stage1.npz"
 STAGE1_DOC = "stage1.json"
+#: What a site's commands read in its folder (an output elsewhere in it replaces nothing).
+READ_ENTRIES = (
+    _SITE_FILE, _SCHEMA_FILE, CARD_FILE, DEFINITION_FILE, DATA_DIR, _KEYS_DIR, _STAGE1_DIR,
+    "policy.yaml", "audit.jsonl", "approvals", ".join",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,11 @@ absolute path, a symbolic link, a hard link: two existing paths are compared by 
 inode, :func:`os.path.samefile`'s test; others by their resolved paths), an output folder the
 command fills (a new or empty one: a site folder, a run folder, a split's folder) that holds an
 input or another output, and an output file that already exists inside a folder read whole (a
-data folder of raw tables, a model folder, a run or site folder): writing it would replace a
-file the command reads. An output beside an input, under another name, is fine.
+data folder of raw tables, a model folder), or under an entry the command reads of a folder it
+reads in part (a site folder's ``site.json``, ``data/`` or ``stage1/``; a coordinator's
+``sites.json`` or ``keys/``): writing it would replace a file the command reads. An output
+beside an input, under another name, is fine, and so is a result the command wrote there
+before (``site personalise --out SITE/result.json`` run again).
 """
 
 from __future__ import annotations
@@ -96,7 +99,7 @@ def check_outputs_apart(
     inputs: Mapping[str, PathLike],
     *,
     new_folders: Collection[str] = (),
-    read_folders: Collection[str] = (),
+    read_folders: Collection[str] | Mapping[str, Collection[str]] = (),
 ) -> None:
     """Refuse an output that would replace, or be written over, one of the command's inputs.
 
@@ -111,8 +114,10 @@ def check_outputs_apart(
         Output options naming a folder the command fills as its own (new or empty): no input
         and no other output may lie in it.
     read_folders
-        Input options naming a folder whose files the command reads (raw tables, a model, a
-        run or site folder): an output file that already exists in it is refused.
+        Input options naming a folder whose files the command reads (raw tables, a model):
+        an output file that already exists in it is refused. As a mapping, each option →
+        the entries of its folder the command reads (file or subfolder names, e.g.
+        ``("site.json", "data")``): only an existing output under one of them is refused.
 
     Raises
     ------
@@ -141,9 +146,23 @@ def check_outputs_apart(
     for in_option, folder in read:
         if in_option not in read_folders:
             continue
+        entries = read_folders.get(in_option) if isinstance(read_folders, Mapping) else None
         for out_option, out in written:
-            if out_option not in new_folders and out.is_file() and lies_within(out, folder):
+            if out_option in new_folders or not out.is_file() or not lies_within(out, folder):
+                continue
+            if _under_read_entry(out, folder, entries):
                 raise ConfigError(
                     f"{out_option} {out} is a file of {in_option} {folder}, which this command "
                     f"reads: the output would replace it; write {out_option} elsewhere"
                 )
+
+
+def _under_read_entry(path: Path, folder: Path, entries: Collection[str] | None) -> bool:
+    """Whether ``path`` (within ``folder``) lies under an entry read (None: the whole folder)."""
+    if entries is None:
+        return True
+    try:
+        relative = _resolved(path).relative_to(_resolved(folder))
+    except ValueError:  # within it through a link: judged as read
+        return True
+    return not relative.parts or relative.parts[0] in entries

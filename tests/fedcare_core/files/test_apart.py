@@ -98,3 +98,19 @@ def test_same_place_and_lies_within(folder: Path) -> None:
     assert lies_within(Path("linked-folder/a/b.csv"), folder / "sub")
     assert lies_within(folder / "sub", Path("sub"))
     assert not lies_within(Path("rows.csv"), Path("sub"))
+
+
+def test_a_folder_read_in_part_refuses_only_outputs_under_what_it_reads(tmp_path: Path) -> None:
+    site = tmp_path / "north"
+    (site / "data").mkdir(parents=True)
+    (site / "site.json").write_text("{}")
+    (site / "data" / "train.npz").write_bytes(b"x")
+    result = site / "result.json"
+    result.write_text("{}")  # an earlier run's result: written again, it replaces nothing read
+    reads = {"--site": ("site.json", "data")}
+    check_outputs_apart({"--out": result}, {"--site": site}, read_folders=reads)
+    for read in (site / "site.json", site / "data" / "train.npz"):
+        with pytest.raises(ConfigError, match="is a file of --site"):
+            check_outputs_apart({"--out": read}, {"--site": site}, read_folders=reads)
+    with pytest.raises(ConfigError, match="is a file of --site"):  # read whole: refused
+        check_outputs_apart({"--out": result}, {"--site": site}, read_folders=("--site",))
