@@ -32,6 +32,7 @@ from fedcare.flower.messages import (
     encode_client_update,
     encode_identity,
 )
+from fedcare.flower.node_paths import DATA_PATH_KEY, SITE_PATH_KEY, STAGE1_PATH_KEY
 from fedcare.flower.site_errors import guarded
 from fedcare.flower.site_messages import (
     FINAL_MODEL_ACTION,
@@ -50,16 +51,10 @@ from fedcare_core.sites.policy import Refusal, terms_of
 
 LOGGER = logging.getLogger(__name__)
 
-#: Node-config key naming the client's data folder (``flower-supernode --node-config``).
-DATA_PATH_KEY = "data-path"
 #: Node-config keys of a node serving a named site (``fedcare site join``, and the loopback
-#: deployment's nodes): its name, its schema's digest, and (a site folder only) where the
-#: broadcast ``w*`` is kept.
+#: deployment's nodes): its name and its schema's digest.
 SITE_NAME_KEY = "site-name"
 SCHEMA_DIGEST_KEY = "schema-digest"
-STAGE1_PATH_KEY = "stage1-path"
-#: Node-config key of a site's folder: its policy decides on each run (absent: no policy).
-SITE_PATH_KEY = "site-path"
 #: Flower's node-config key for a simulated node's index.
 _PARTITION_ID_KEY = "partition-id"
 

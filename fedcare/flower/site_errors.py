@@ -21,6 +21,7 @@ from pathlib import Path
 from flwr.app import Context, Error, Message
 
 from fedcare.flower.audit import AUDIT_PATH_KEY, Handler
+from fedcare.flower.node_paths import DATA_PATH_KEY, SITE_PATH_KEY, STAGE1_PATH_KEY
 
 LOGGER = logging.getLogger(__name__)
 
@@ -67,8 +68,6 @@ def public_reason(exc: BaseException, local: Iterable[str] = ()) -> str:
 
 def local_paths(context: Context) -> list[str]:
     """The node config's paths (what the node was told of its own files)."""
-    from fedcare.flower.client_app import DATA_PATH_KEY, SITE_PATH_KEY, STAGE1_PATH_KEY
-
     config = context.node_config
     keys = (DATA_PATH_KEY, SITE_PATH_KEY, STAGE1_PATH_KEY, AUDIT_PATH_KEY)
     return [str(config[key]) for key in keys if key in config]

@@ -25,13 +25,8 @@ from pathlib import Path
 import tomli_w
 
 from fedcare.flower.audit import AUDIT_FILE, AUDIT_PATH_KEY
-from fedcare.flower.client_app import (
-    DATA_PATH_KEY,
-    SCHEMA_DIGEST_KEY,
-    SITE_NAME_KEY,
-    SITE_PATH_KEY,
-    STAGE1_PATH_KEY,
-)
+from fedcare.flower.client_app import SCHEMA_DIGEST_KEY, SITE_NAME_KEY
+from fedcare.flower.node_paths import DATA_PATH_KEY, SITE_PATH_KEY, STAGE1_PATH_KEY
 from fedcare.flower.tls import TlsFiles
 from fedcare.procs.children import executable
 from fedcare.procs.ports import LOOPBACK

@@ -24,9 +24,10 @@ from fedcare.flower.baselines import (
     flower_strategy,
     make_strategy,
 )
-from fedcare.flower.client_app import DATA_PATH_KEY, build_client_app, node_config_data_path
+from fedcare.flower.client_app import build_client_app, node_config_data_path
 from fedcare.flower.flower_options import FlowerConfig
 from fedcare.flower.messages import ProtocolError
+from fedcare.flower.node_paths import DATA_PATH_KEY
 from fedcare.flower.server_app import run_server
 from fedcare.flower.workspace import (
     collect_result,
