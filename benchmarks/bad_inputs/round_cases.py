@@ -30,7 +30,7 @@ from site_fixtures import SUPERLINK_VOLATILE, copy, start_coordinator, steps, st
 SITES = ("north", "south")
 #: Files the live coordinator and sites keep writing during the command.
 VOLATILE = (
-    *SUPERLINK_VOLATILE, "in/ST/runs/*", "in/*/audit.jsonl", "in/*/.join*", "in/*/approvals/*",
+    *SUPERLINK_VOLATILE, "in/ST/runs/*", "in/*/audit.jsonl", "in/*/.join*", "in/*/approvals*",
     "in/*/stage1/*", "in/join-*.log", "in/joins.json",
 )  # fmt: skip
 OUT = "{work}/out/stage1.json"
