@@ -150,9 +150,9 @@ def test_a_refused_or_broken_site_stops_the_run_within_its_timeouts(
         finally:
             for proc in joins.values():
                 stop(proc)
+        assert not _federation_processes(tmp_path)  # but the coordinator's SuperLink
+        said = _coordinator_text(state, *outputs)
     finally:
         fedcare("federation", "stop", "--state-dir", str(state), check=False)
-    said = _coordinator_text(state, *outputs)
     assert not any(str(sites[name]) in said for name in names)
     assert "policy.yaml" not in said
-    assert not _federation_processes(tmp_path)
