@@ -71,6 +71,7 @@ def test_a_latest_run_whose_plan_cannot_be_read_is_said_not_hidden(
 def test_status_watch_prints_again_when_a_round_ends(tmp_path: Path) -> None:
     state = tmp_path / "STATE"
     folder = _run(state / "runs", "live", rounds=3)
+    (state / "tls").mkdir()  # what `federation start` makes: a coordinator's folder to watch
     watch = subprocess.Popen(
         [sys.executable, "-m", "fedcare.cli", "federation", "status", "--state-dir", str(state),
          "--watch", "--interval", "0.2"],
