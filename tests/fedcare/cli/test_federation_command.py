@@ -15,32 +15,12 @@ from typing import Any
 
 import pytest
 
-from fedcare.cli.main import main
 from fedcare.flower.tls import make_node_keys, make_tls
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.sites.schema import schema_for
+from tests.fedcare.cli.refusals import refused
 
 SCHEMA = schema_for(ExperimentConfig())
-
-
-def snapshot(root: Path) -> dict[str, tuple[int, int]]:
-    """Every path under ``root`` with its size and modification time."""
-    return {
-        str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
-        for p in sorted(root.rglob("*"))
-    }
-
-
-def refused(capsys: pytest.CaptureFixture[str], root: Path, argv: list[str], *parts: str) -> str:
-    """Run ``fedcare argv``: exit 2, one line holding every part, nothing under ``root`` changed."""
-    before = snapshot(root)
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("fedcare: error: ") and err.count("\n") == 1, err
-    for part in parts:
-        assert part in err, err
-    assert snapshot(root) == before
-    return err
 
 
 @pytest.fixture

@@ -15,25 +15,7 @@ import pytest
 
 from fedcare.cli.main import main
 from fedcare.cli.option_checks import check_parsed, declare_needs, port
-
-
-def snapshot(root: Path) -> dict[str, tuple[int, int]]:
-    """Every path under ``root`` with its size and modification time."""
-    return {
-        str(p.relative_to(root)): (p.stat().st_size, p.stat().st_mtime_ns)
-        for p in sorted(root.rglob("*"))
-    }
-
-
-def refused(capsys: pytest.CaptureFixture[str], root: Path, argv: list[str], *parts: str) -> None:
-    """``fedcare argv`` exits 2 with one line holding every part; nothing under ``root`` changed."""
-    before = snapshot(root)
-    assert main(argv) == 2
-    err = capsys.readouterr().err
-    assert err.startswith("fedcare: error: ") and err.count("\n") == 1, err
-    for part in parts:
-        assert part in err, err
-    assert snapshot(root) == before
+from tests.fedcare.cli.refusals import refused
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ import pytest
 
 from fedcare.cli.main import main
 from fedcare.flower.tls import make_tls
-from tests.fedcare.cli.test_federation_command import refused
+from tests.fedcare.cli.refusals import refused
 from tests.fedcare.cli.test_site_prepare import init_schema, prepare, synthetic_site
 
 
