@@ -35,6 +35,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 
 import fedcare.tracking  # noqa: F401  (MLflow telemetry off before mlflow is imported)
 from data_checks.validate import CheckReport
+from fedcare.app.path_roles import check_flow_paths
 from fedcare.app.programme import ProgrammeRequest, run_programme
 from fedcare.app.run import JsonFile, ResultSink
 from fedcare.tracking.naming import config_setting_name
@@ -179,6 +180,14 @@ def fedcare_pipeline(
         check_output_dirs(
             reports_dir=reports_dir, out_dir=out_dir, stage1_cache_dir=stage1_cache_dir
         )
+        check_flow_paths(
+            {"out_dir": out_dir, "reports_dir": reports_dir, "stage1_cache_dir": stage1_cache_dir},
+            {
+                "data_dir": data_dir, "dataset": dataset, "config_file": config_file,
+                "federation_schema": federation_schema,
+                "federation_state_dir": federation_state_dir, "tracking_uri": tracking_uri,
+            },
+        )  # fmt: skip
         if params.backend == FEDERATION:
             return run_federation_pipeline(params, tracking_uri=tracking_uri, out_dir=out_dir)
         return _run_pipeline(

@@ -22,6 +22,7 @@ from fedcare_core.files.apart import PathLike, check_outputs_apart
 
 __all__ = [
     "DEFINITION_FOLDER",
+    "check_flow_paths",
     "check_grid_paths",
     "check_run_paths",
     "data_folder",
@@ -165,3 +166,41 @@ def check_grid_paths(value: Callable[[str], Any], spell: Callable[[str], str], o
         inputs,
         read_folders=[data_option, DEFINITION_FOLDER, *(o for o in inputs if "(site " in o)],
     )
+
+
+def check_flow_paths(outputs: dict[str, PathLike], inputs: dict[str, PathLike]) -> None:
+    """The ``fedcare`` flow's output folders apart from everything it reads.
+
+    Parameters
+    ----------
+    outputs
+        Each output folder's parameter (``out_dir``, ``reports_dir``, ``stage1_cache_dir``) →
+        its path (None: not given).
+    inputs
+        ``data_dir`` (None: the worker's ``$FEDCARE_DATA_DIR``), ``dataset``, ``config_file``,
+        ``federation_schema``, ``federation_state_dir`` and ``tracking_uri``, as given.
+
+    Raises
+    ------
+    ConfigError
+        One line naming the output's parameter and the input's.
+    """
+    data_option, data = data_folder(inputs.get("data_dir"))
+    data_option = "data_dir" if data_option == "--data-dir" else data_option
+    tracking_uri = inputs.get("tracking_uri")
+    read: dict[str, PathLike] = {
+        **{
+            ("dataset" if option == "--dataset" else option): path
+            for option, path in dataset_inputs(_text(inputs.get("dataset"))).items()
+        },
+        data_option: data,
+        "config_file": inputs.get("config_file"),
+        "federation_schema": inputs.get("federation_schema"),
+        "federation_state_dir": inputs.get("federation_state_dir"),
+        "tracking_uri": store_file(tracking_uri if isinstance(tracking_uri, str) else None),
+    }
+    check_outputs_apart(outputs, read, read_folders=[data_option, DEFINITION_FOLDER])
+
+
+def _text(value: PathLike) -> str | None:
+    return None if value is None else str(value)

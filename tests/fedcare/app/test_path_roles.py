@@ -12,8 +12,15 @@ from pathlib import Path
 
 import pytest
 
-from fedcare.app.path_roles import data_folder, dataset_inputs, sites_inputs, store_file
+from fedcare.app.path_roles import (
+    check_flow_paths,
+    data_folder,
+    dataset_inputs,
+    sites_inputs,
+    store_file,
+)
 from fedcare.cli.main import main
+from fedcare_core.errors import ConfigError
 
 #: A valid dataset definition (the worked example's).
 _DEFINITION = Path(__file__).resolve().parents[3] / "examples" / "hospital" / "definition.yaml"
@@ -146,3 +153,22 @@ def test_a_sites_lists_files_are_inputs(work: Path, capsys: pytest.CaptureFixtur
     assert main(argv) == 2
     err = capsys.readouterr().err
     assert "--out c.json is --sites sites.json (site south's column map) c.json" in err
+
+
+def test_the_flows_output_folders_never_replace_what_it_reads(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "diabetic_data.csv").write_text("x\n")
+    config = tmp_path / "config.json"
+    config.write_text("{}")
+    reads = {"data_dir": str(data), "dataset": "diabetes130", "config_file": str(config)}
+    check_flow_paths({"out_dir": str(tmp_path / "out"), "reports_dir": None}, reads)
+    with pytest.raises(ConfigError, match=r"out_dir .* is data_dir"):
+        check_flow_paths({"out_dir": str(data)}, reads)
+    with pytest.raises(ConfigError, match=r"reports_dir .* is config_file"):
+        check_flow_paths({"reports_dir": str(config)}, reads)
+    monkeypatch.setenv("FEDCARE_DATA_DIR", str(data))  # the worker's folder, data_dir unset
+    with pytest.raises(ConfigError, match=r"stage1_cache_dir .* is \$FEDCARE_DATA_DIR"):
+        check_flow_paths({"stage1_cache_dir": str(data)}, {**reads, "data_dir": None})
