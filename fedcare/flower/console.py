@@ -42,6 +42,10 @@ def requested_level(environ: dict[str, str] | None = None) -> int:
     return level if isinstance(level, int) else QUIET_LEVEL
 
 
+#: The logger Flower writes to (its console handler hangs there).
+_FLOWER_LOGGER = "flwr"
+
+
 def _is_terminal(stream: Any) -> bool:
     """Whether ``stream`` is an interactive terminal (a file, a pipe or a closed stream: no)."""
     try:
@@ -56,9 +60,11 @@ def flower_console() -> Iterator[None]:
 
     Flower's console handlers are set so within the block, and put back as they were after it.
     """
-    from flwr.common.logger import LOGGER_NAME, ConsoleHandler
-
-    handlers = [h for h in logging.getLogger(LOGGER_NAME).handlers if isinstance(h, ConsoleHandler)]
+    # Flower's console handler (flwr.common.logger, not public API) is found by its ``colored``
+    # switch on the ``flwr`` logger; none found: nothing to set.
+    handlers: list[Any] = [
+        h for h in logging.getLogger(_FLOWER_LOGGER).handlers if hasattr(h, "colored")
+    ]
     saved = [(h, h.level, h.colored) for h in handlers]
     level = requested_level()
     for handler in handlers:

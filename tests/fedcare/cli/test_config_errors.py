@@ -59,7 +59,7 @@ RUN_CASES = [
     (["--config", "{cfg}"], {"stage1": [1]}, ("stage1", "JSON array")),
     (["--config", "{cfg}"], {"stage9": {}}, ("stage9",)),
     (["--config", "{tmp}/absent.json"], None, ("cannot read config",)),
-    (["--out", "{tmp}"], None, ("--out", "is a folder")),
+    (["--out", "{tmp}"], None, ("--out", "--data-dir", "would replace the input")),
     (["--out", "{tmp}/file/r.json"], None, ("--out", "not a folder")),
     (["--run-dir", "{tmp}/file/rd"], None, ("--run-dir", "not a folder")),
     (["--run-dir", "{tmp}/file"], None, ("run folder", "not empty")),

@@ -134,7 +134,7 @@ def test_an_unwritable_out_is_refused_before_any_work(
 ) -> None:
     (tmp_path / "a-file").write_text("x")
     assert _init(tmp_path / "a-file" / "f.json", "--rounds", "0") == 2
-    assert "a-file is not a folder" in _error(capsys)  # refused before the bad --rounds
+    assert "a-file is a file, not a folder" in _error(capsys)  # refused before the bad --rounds
     assert _init(tmp_path) == 2
     assert "is a folder; give a file path" in _error(capsys)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["a-file"]
