@@ -10,7 +10,7 @@ features only (numbers as float64, categories as strings), the patient key as an
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -153,6 +153,19 @@ def _typed_columns(
     """
     sources = [c for c in declaration.columns if declaration.columns[c].known_at is None]
     order = [*reversed(sources), *(c.name for c in declaration.features)]
+    fields = len(declaration.identifiers) + len(declaration.columns)
+    return _checked_columns(declaration, table, order, unseen_categories, notes, fields)
+
+
+def _checked_columns(
+    declaration: DatasetDeclaration,
+    table: RawTable,
+    names: Iterable[str],
+    unseen_categories: str,
+    notes: list[str],
+    fields: int = 0,
+) -> dict[str, pd.Series]:
+    """The named columns checked and typed, in that order (a run's and a model's one path)."""
     return {
         name: column_values(
             table.frame[name],
@@ -161,9 +174,9 @@ def _typed_columns(
             unseen_categories,
             notes,
             missing_message=declaration.gap_message(name),
-            fields=len(declaration.identifiers) + len(declaration.columns),
+            fields=fields,
         )
-        for name in order
+        for name in names
     }
 
 
@@ -246,17 +259,7 @@ def check_rows(
     """
     check_identifiers(declaration, table.frame, table.rows)
     notes: list[str] = []
-    values = {
-        name: column_values(
-            table.frame[name],
-            declaration.columns[name],
-            table.rows,
-            unseen_categories,
-            notes,
-            missing_message=declaration.gap_message(name),
-        )
-        for name in columns
-    }
+    values = _checked_columns(declaration, table, columns, unseen_categories, notes)
     check_rules(declaration, values, table.rows)
 
 
