@@ -198,12 +198,15 @@ def _check_the_schedule_survives_a_redeploy(config: StackConfig) -> None:
 
     ports = ["--state-dir", str(config.state_dir), "--prefect-port", str(config.prefect_port)]
     assert main(["stack", "schedule", "--pause", "--cron", "30 3 * * 1", *ports]) == 0
-    paused = schedule.RetrainSchedule("30 3 * * 1", "UTC", active=False)
+    # The schedule keeps re-training over the folder the stack was brought up with.
+    over = str(config.data_dir)
+    paused = schedule.RetrainSchedule("30 3 * * 1", "UTC", active=False, data_dir=over)
     assert schedule.on_server(config) == paused
     stack.up(config, say=print)  # re-deploys prefect.yaml, which says active at 02:00 Sunday
     assert schedule.on_server(config) == paused == schedule.saved(config)
     assert main(["stack", "schedule", "--resume", *ports]) == 0
-    assert schedule.on_server(config) == schedule.RetrainSchedule("30 3 * * 1", "UTC", True)
+    resumed = schedule.RetrainSchedule("30 3 * * 1", "UTC", True, data_dir=over)
+    assert schedule.on_server(config) == resumed
     _check_re_training_over_sites_is_kept(config, ports)
 
 
