@@ -386,7 +386,7 @@ class UnionFedAvg(FedAvg):
         Raises
         ------
         TooFewSites
-            Under differential privacy, if one client replied (the plan's floor).
+            If no client replied, or one under differential privacy (the plan's floor).
         """
         replies = list(replies)
         valid = [m for m in replies if not m.has_error()]
@@ -405,9 +405,6 @@ class UnionFedAvg(FedAvg):
         )
         present = [u.client_id for u in updates]
         require_floor(self.plan, server_round, present, lambda _client: "no update")
-        if not updates:
-            self._note(f"round {server_round}: no update; the global model is unchanged")
-            return None, None
         noise = None
         if self.privacy is not None:
             noise = RoundNoise(self.privacy, noise_stream(self._noise_secret, server_round))

@@ -110,7 +110,7 @@ class FlowerConfig:
     )
     startup_timeout_s: float = setting(
         180.0,
-        help="Flower backends: seconds to wait for all clients to connect",
+        help="Flower backends: seconds to wait for all clients to join (flower-sim: at least 600)",
         range=SECONDS,
         flag="startup-timeout",
         group=_FLOWER,

@@ -1,15 +1,16 @@
 """No round aggregates fewer replies than the run's minimum (:meth:`RunPlan.round_floor`).
 
-A federation of sites (``fedcare federation run --min-sites N``, the Prefect flow's
-``backend=federation``) needs N sites in every round (``--min-sites-per-round K`` lowers that
-to K), and never aggregates one site's reply alone; under secure aggregation or differential
-privacy no run does (the sum of one update is that update). Every Stage 1 server strategy
-checks the floor where it aggregates replies (FedCARE's, its SecAgg+ one, fedxgb's trees and,
-under DP, FedAvg/FedProx's), and before it sends a round to fewer clients than the floor.
-Below it the strategy raises :class:`TooFewSites`: nothing of that round is aggregated, the
-ServerApp writes no result, and the run ends with one line naming how many took part, the
-minimum, and each client missing with why (a refusal, an approval awaited, an error reply, no
-reply within the round timeout, a node gone).
+No run goes on without a client: one that no client joined, or a round that none answered,
+stops (its result would be the untrained model). A federation of sites (``fedcare federation
+run --min-sites N``, the Prefect flow's ``backend=federation``) needs N sites in every round
+(``--min-sites-per-round K`` lowers that to K), and never aggregates one site's reply alone;
+under secure aggregation or differential privacy no run does (the sum of one update is that
+update). Every Stage 1 server strategy checks the floor where it aggregates replies (FedCARE's,
+its SecAgg+ one, fedxgb's trees, FedAvg/FedProx's), and before it sends a round to fewer
+clients than the floor. Below it the strategy raises :class:`TooFewSites`: nothing of that
+round is aggregated, the ServerApp writes no result, and the run ends with one line naming
+how many took part, the minimum, and each client missing with why (a refusal, an approval
+awaited, an error reply, no reply within the round timeout, a node gone).
 """
 
 from __future__ import annotations
@@ -52,7 +53,7 @@ def require_floor(
     """
     floor = plan.round_floor()
     present = set(present)
-    if floor is None or len(present) >= floor:
+    if len(present) >= floor:
         return
     kind = "sites" if plan.min_sites is not None else "clients"
     missing = [c for c in plan.client_ids if c not in present]

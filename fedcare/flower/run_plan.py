@@ -164,20 +164,21 @@ class RunPlan:
         k = self.min_per_round or self.min_sites or majority(len(self.client_ids))
         return RoundQuorum(k, self.round_deadline_s)
 
-    def round_floor(self) -> int | None:
-        """The fewest replies a round may aggregate; fewer end the run (None: no floor).
+    def round_floor(self) -> int:
+        """The fewest replies a round may aggregate; fewer end the run.
 
-        A federation of sites: ``min_per_round``, else ``min_sites``, and never one site. Under
-        secure aggregation or differential privacy, whatever the run: at least 2 (the sum of
-        one client's update is that update).
+        Any run: 1 (a run that no client joined, or a round no client answered, would give
+        the untrained model as its result). A federation of sites: ``min_per_round``, else
+        ``min_sites``, and never one site. Under secure aggregation or differential privacy,
+        whatever the run: at least 2 (the sum of one client's update is that update).
         """
-        floor = None
+        floor = 1
         if self.min_sites is not None:
             floor = max(self.min_per_round or self.min_sites, 2)
         stage1 = self.stage1
         private = stage1.dp_epsilon is not None or stage1.dp_noise_multiplier is not None
         if stage1.secagg or private:
-            floor = max(floor or 0, 2)
+            floor = max(floor, 2)
         return floor
 
     @property

@@ -114,7 +114,8 @@ def late_replies_noted(strategy: _ServerStrategy, plan: RunPlan) -> LateHook:
     def note(node: int, group: str) -> None:
         client = getattr(strategy, "clients", {}).get(node)  # FedAvg/FedProx: node ids only
         who = f"node {node}" if client is None else plan.client_name(client)
-        text = f"round {group}: a late reply from {who} was discarded (its round had closed)"
+        when = f"round {group}" if group else "the start-up handshake"
+        text = f"{when}: a late reply from {who} was discarded (its round had closed)"
         LOGGER.warning(text)
         strategy.notes.append(text)
 

@@ -38,6 +38,7 @@ import time
 import uuid
 import warnings
 from collections.abc import Iterator, Mapping
+from dataclasses import replace
 from typing import Any
 
 from fedcare.flower.client_app import build_client_app, simulation_locator
@@ -111,6 +112,10 @@ def _no_records_after_a_signal(record: logging.LogRecord) -> bool:
     return received() is None
 
 
+#: The least start-up wait of a simulation, whatever ``--startup-timeout`` says (seconds).
+SIMULATION_STARTUP_S = 600.0
+
+
 class SimulationStage1Runner:
     """A :data:`fedcare_core.run.pipeline.Stage1Runner` on Flower's Simulation Engine.
 
@@ -132,7 +137,11 @@ class SimulationStage1Runner:
     federated_baselines = algorithms.federated_baselines()
 
     def __init__(self, flower: FlowerConfig | None = None) -> None:
-        self.flower = (flower or FlowerConfig()).validate()
+        flower = (flower or FlowerConfig()).validate()
+        # Its clients are actors Ray starts on this machine: none can be absent, only slow to
+        # start (over 3 minutes on a loaded 2-core machine), so the start-up wait is longer.
+        startup = max(flower.startup_timeout_s, SIMULATION_STARTUP_S)
+        self.flower = replace(flower, startup_timeout_s=startup)
         self.timing: RoundTimer | None = None
         self.token = ""
 

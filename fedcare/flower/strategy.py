@@ -122,7 +122,7 @@ class FedCareStrategy(Strategy):
         self._grid: Grid | None = None  # the grid of the round being waited on
         self._asked: list[int] = []  # nodes sent the round's instruction
         self._started = False
-        self._stopped = False  # converged or no client left: later rounds send nothing
+        self._stopped = False  # converged or k of n missed: later rounds send nothing
         self._round_start = 0.0
         self._on_round = on_round
         # FMGDA/FSMGDA: Algorithm 1 on the baselines' union vectors (each client embeds its own)
@@ -343,10 +343,6 @@ class FedCareStrategy(Strategy):
             self.plan, None if first else server_round, self.clients.values(),
             self.membership.absence, verb="are left to ask",
         )  # fmt: skip
-        if not self.clients:
-            self.notes.append(f"round {server_round}: no client left; Stage 1 stopped")
-            LOGGER.error("round %d: no client left; Stage 1 stopped", server_round)
-            self._stopped = True
         return not self._stopped
 
     # ---- replies --------------------------------------------------------------------------

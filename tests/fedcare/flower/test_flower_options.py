@@ -89,3 +89,13 @@ def test_from_options_refuses_unknown_keys_and_checks_values() -> None:
         FlowerConfig.from_options({"round_timeout": 30})
     with pytest.raises(ConfigError, match="round_timeout_s must be a finite number"):
         FlowerConfig.from_options({"round_timeout_s": float("nan")})
+
+
+def test_a_simulation_waits_at_least_its_floor_for_ray_to_start_its_clients():
+    from fedcare.flower.simulation import SIMULATION_STARTUP_S, SimulationStage1Runner
+
+    assert SimulationStage1Runner().flower.startup_timeout_s == SIMULATION_STARTUP_S
+    short = SimulationStage1Runner(FlowerConfig(startup_timeout_s=30.0))
+    assert short.flower.startup_timeout_s == SIMULATION_STARTUP_S
+    longer = SimulationStage1Runner(FlowerConfig(startup_timeout_s=SIMULATION_STARTUP_S + 60))
+    assert longer.flower.startup_timeout_s == SIMULATION_STARTUP_S + 60

@@ -222,7 +222,7 @@ def test_fedxgbs_rounds_never_aggregate_fewer_sites_than_the_minimum(tmp_path):
 
 def test_the_floor_of_each_kind_of_run(tmp_path):
     plan = replace(_trees_plan(tmp_path), algorithm="fedcare", min_sites=None)
-    assert plan.round_floor() is None  # a cohort's run: as before
+    assert plan.round_floor() == 1  # a cohort's run: no round of nobody
     assert replace(plan, stage1=Stage1Config(secagg=True)).round_floor() == 2
     assert replace(plan, stage1=Stage1Config(dp_epsilon=3.0)).round_floor() == 2
     assert replace(plan, stage1=Stage1Config(dp_noise_multiplier=1.0)).round_floor() == 2
@@ -232,3 +232,29 @@ def test_the_floor_of_each_kind_of_run(tmp_path):
     assert replace(federation, min_per_round=1).round_floor() == 2  # never one site
     quorum = replace(federation, round_deadline_s=5.0).round_quorum()
     assert quorum is not None and quorum.k == 3  # a deadline alone closes with the minimum
+
+
+def test_a_cohort_run_that_no_client_joined_stops_before_round_1(
+    small_federation, tmp_path, task_identity
+):
+    lb = _loopback(small_federation, tmp_path, fail=lambda node, msg: "silent")
+    lb = lb.with_plan(startup_timeout_s=0.3, round_timeout_s=0.2)
+    with pytest.raises(TooFewSites, match=r"^start-up: 0 of the 1 clients needed joined") as stop:
+        run_server(lb.grid, lb.plan)
+    assert "client 0 (did not join), client 1 (did not join), client 2" in str(stop.value)
+    assert read_rounds(lb.plan.result_dir) == []
+    assert not (Path(lb.plan.result_dir) / RESULT_FILE).exists()
+
+
+def test_a_cohort_round_that_no_client_answered_stops_the_run(
+    small_federation, tmp_path, task_identity
+):
+    def silent_from_round_2(node, msg):
+        return "silent" if msg.metadata.group_id not in ("", "1") else None
+
+    lb = _loopback(small_federation, tmp_path, fail=silent_from_round_2)
+    lb = lb.with_plan(round_timeout_s=0.2)
+    with pytest.raises(TooFewSites, match=r"^round 2: 0 of the 1 clients needed replied; "):
+        run_server(lb.grid, lb.plan)
+    assert [r["round"] for r in read_rounds(lb.plan.result_dir)] == [1]
+    assert not (Path(lb.plan.result_dir) / RESULT_FILE).exists()
