@@ -27,8 +27,8 @@ import torch
 from fedcare.flower.flower_options import FlowerConfig
 from fedcare.flower.runners import make_stage1_runner
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config
+from fedcare_core.config.backends import backend_names
 from fedcare_core.data.loading import load_dataset
-from fedcare_core.run.backends import backend_names
 from fedcare_core.run.pipeline import prepare_federation
 from fedcare_core.stage1.loop import run_stage1
 

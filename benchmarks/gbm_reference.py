@@ -59,13 +59,13 @@ from threadpoolctl import threadpool_limits
 from fedcare_core.algorithms.bounds.rounds import pooled
 from fedcare_core.algorithms.union.features import union_federation
 from fedcare_core.config import FEATURE_SETS, ExperimentConfig
+from fedcare_core.config.seeds import derive_seed
 from fedcare_core.data.clients import ClientData, Federation
 from fedcare_core.data.loading import LoadedDataset, load_dataset
 from fedcare_core.evaluation.clinical import clinical_summary
 from fedcare_core.evaluation.metrics import compute_metric
 from fedcare_core.experiments.cells import SETTINGS, Cell, grid_base
 from fedcare_core.experiments.summary import mean_std
-from fedcare_core.nn.seeding import derive_seed
 from fedcare_core.run.pipeline import prepare_federation
 
 METHODS = ("gbm-local", "gbm-pooled")

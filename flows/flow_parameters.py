@@ -29,10 +29,10 @@ from fedcare_core.config import (
     load_config_file,
     sections_of,
 )
+from fedcare_core.config.backends import backend_names
 from fedcare_core.config.fields import Range, check_value, coerce_section, field_kinds, show
 from fedcare_core.errors import ConfigError, FedcareError
-from fedcare_core.run.backends import backend_names
-from fedcare_core.run.output_paths import check_output_dir
+from fedcare_core.files.output_paths import check_output_dir
 from fedcare_core.sites.schema import (
     RUN_SETTINGS,
     FederationSchema,
@@ -176,7 +176,7 @@ class FlowParameters:
             with a backend without sockets), or a value ``FlowerConfig`` refuses, naming it.
         """
         from fedcare.flower.flower_options import flagged_options, takes_option
-        from fedcare_core.run.backends import get_backend
+        from fedcare_core.config.backends import get_backend
 
         names = {ref.name: str(ref.dest) for ref in flagged_options()}
         spec = get_backend(self.backend)

@@ -32,10 +32,10 @@ from prefect.settings import get_current_settings
 
 from fedcare_core.algorithms import get_algorithm
 from fedcare_core.algorithms.base import Rounds, RunInputs
+from fedcare_core.config.backends import get_backend
 from fedcare_core.files.atomic import write_atomic
 from fedcare_core.resume import keys as resume_keys
 from fedcare_core.resume.checkpoint import CheckpointError, decode_result, encode_result
-from fedcare_core.run.backends import get_backend
 
 #: The folder under ``PREFECT_HOME`` that holds the Stage 1 records when the flow names none.
 _DEFAULT_FOLDER = "fedcare-stage1-cache"

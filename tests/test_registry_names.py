@@ -2,7 +2,8 @@
 
 What an algorithm, a dataset or a backend can do is declared once, in its registry entry or on
 its class (:class:`~fedcare_core.algorithms.base.Algorithm`'s capabilities,
-:class:`~fedcare_core.data.registry.DatasetSpec`, :class:`~fedcare_core.run.backends.BackendSpec`);
+:class:`~fedcare_core.data.registry.DatasetSpec`,
+:class:`~fedcare_core.config.backends.BackendSpec`);
 code elsewhere asks for the capability, never for the name (``algorithm == "fedprox"``,
 ``dataset in ("diabetes130",)``), so a new entry is one module and one registry line. This test
 walks the syntax tree of every project module and fails on a comparison (``==``, ``!=``,
@@ -15,8 +16,8 @@ import ast
 from pathlib import Path
 
 from fedcare_core.algorithms import ALGORITHM_NAMES
+from fedcare_core.config.backends import REGISTRY as BACKENDS
 from fedcare_core.data.registry import REGISTRY as DATASETS
-from fedcare_core.run.backends import REGISTRY as BACKENDS
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("fedcare", "fedcare_core", "flows", "tasks", "data_checks")

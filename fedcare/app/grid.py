@@ -287,8 +287,8 @@ def check_grid_request(
     from fedcare.app.path_roles import check_grid_paths
     from fedcare_core.experiments.cells import check_grid
     from fedcare_core.experiments.engine import DataSpec
+    from fedcare_core.files.output_paths import check_output_dir
     from fedcare_core.resume.documents import cell_store
-    from fedcare_core.run.output_paths import check_output_dir
 
     check_options(request, spell)
     digest = None

@@ -19,6 +19,14 @@ from typing import Any
 
 from fedcare_core.algorithms import get_algorithm
 from fedcare_core.config import RANGES, flagged_settings
+from fedcare_core.config.variants import (
+    ABLATIONS,
+    ALL_LABELS,
+    CANDIDATES,
+    FAIRNESS_STRENGTHS,
+    PREFERENCE_CHOICES,
+    PREFERENCES,
+)
 from fedcare_core.errors import ConfigError
 from fedcare_core.experiments.cells import (
     CLIENT_COUNTS,
@@ -31,14 +39,6 @@ from fedcare_core.experiments.cells import (
     RECOMMENDED_SETTINGS,
     SELECTION_SETTINGS,
     SETTINGS,
-)
-from fedcare_core.experiments.variants import (
-    ABLATIONS,
-    ALL_LABELS,
-    CANDIDATES,
-    FAIRNESS_STRENGTHS,
-    PREFERENCE_CHOICES,
-    PREFERENCES,
 )
 
 #: The fewest clients of a federation (``data.clients``' lower bound).

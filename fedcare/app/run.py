@@ -3,7 +3,7 @@
 A run is always the same sequence, and only this module writes it:
 
 1. :func:`check_request` and :func:`backend_runner`: the backend is looked up in the registry
-   (:mod:`fedcare_core.run.backends`), the algorithm checked against it (and secure aggregation),
+   (:mod:`fedcare_core.config.backends`), the algorithm checked against it (and secure aggregation),
    its options checked and its Stage 1 runner built, before any data is read;
 2. :func:`prepare_run`: the data gate (the loader's and the Great Expectations checks of the
    raw tables, then of every client's partition) and the prepared federation;
@@ -27,8 +27,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from fedcare_core.algorithms import backend_refusal, secagg_refusal
+from fedcare_core.config.backends import get_backend
 from fedcare_core.errors import ConfigError
-from fedcare_core.run.backends import get_backend
 
 if TYPE_CHECKING:
     from fedcare_core.algorithms.base import Stage1Runner

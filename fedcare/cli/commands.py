@@ -15,10 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from fedcare_core import __version__
+from fedcare_core.config.backends import backend_names
 from fedcare_core.data.registry import REGISTRY
-from fedcare_core.run.backends import backend_names
 
-#: Where Stage 1 runs: the registry's backends (:mod:`fedcare_core.run.backends` imports no
+#: Where Stage 1 runs: the registry's backends (:mod:`fedcare_core.config.backends` imports no
 #: backend's module, so ``fedcare --help`` stays instant).
 BACKENDS = backend_names()
 

@@ -212,7 +212,7 @@ def _start(args: argparse.Namespace, coordinator: Any) -> int:
 
 def _register(args: argparse.Namespace, coordinator: Any) -> int:
     if args.federation_command == "unregister":
-        from fedcare_core.sites.safe_names import check_name
+        from fedcare_core.files.safe_names import check_name
 
         check_name(args.name, "--name", "site name")
         _check_state_folder(args.state_dir)
@@ -239,8 +239,8 @@ def _card(args: argparse.Namespace) -> Any:
     if args.name is None or args.objectives is None or args.schema is None:
         raise ConfigError("--public-key needs --name, --objectives and --schema")
     from fedcare.flower.tls_checks import check_node_public_key, read_key_file
-    from fedcare_core.nn.preferences import split_objectives
-    from fedcare_core.sites.safe_names import check_name
+    from fedcare_core.config.preferences import split_objectives
+    from fedcare_core.files.safe_names import check_name
 
     name = check_name(args.name, "--name", "site name")
     schema = read_schema(args.schema)

@@ -18,7 +18,7 @@ from fedcare.app.path_roles import definition_file
 from fedcare.cli.run_options import add_preset_option
 from fedcare.cli.setting_flags import add_setting_flags, build_config
 from fedcare_core.files.apart import check_outputs_apart
-from fedcare_core.run.output_paths import check_output_file
+from fedcare_core.files.output_paths import check_output_file
 
 if TYPE_CHECKING:
     from fedcare_core.sites.schema import FederationSchema

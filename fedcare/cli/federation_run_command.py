@@ -17,8 +17,8 @@ from fedcare_core.config.fields import Range
 from fedcare_core.errors import ConfigError
 from fedcare_core.files.apart import check_outputs_apart
 from fedcare_core.files.atomic import write_json_atomic
-from fedcare_core.run.output_paths import check_output_file
-from fedcare_core.sites.safe_names import check_name
+from fedcare_core.files.output_paths import check_output_file
+from fedcare_core.files.safe_names import check_name
 from fedcare_core.sites.schema import read_schema
 
 if TYPE_CHECKING:

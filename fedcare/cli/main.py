@@ -20,8 +20,8 @@ from fedcare.cli import tracked
 from fedcare.cli.commands import BACKENDS, build_parser, command_of
 from fedcare.cli.option_checks import check_parsed
 from fedcare_core.errors import ConfigError, FedcareError
+from fedcare_core.files.output_paths import check_output_dir, check_output_file
 from fedcare_core.run.interrupts import as_interrupted, exit_now, signals_raise
-from fedcare_core.run.output_paths import check_output_dir, check_output_file
 
 if TYPE_CHECKING:
     from fedcare.app.run import KeptRun, ResultSink, RunMessages
@@ -51,7 +51,7 @@ def _check_flower_flags(args: argparse.Namespace) -> None:
         Naming the first such flag and the backends it applies to.
     """
     from fedcare.flower.flower_options import flagged_options, takes_option
-    from fedcare_core.run.backends import REGISTRY, get_backend
+    from fedcare_core.config.backends import REGISTRY, get_backend
 
     chosen = get_backend(args.backend)
     # Each flag's dest and the option it sets (--stock-supernodes: how SuperNodes run tasks).
@@ -215,8 +215,8 @@ def _report_complete(args: argparse.Namespace, folder: RunFolder) -> int:
 
 def _command_line_backend(args: argparse.Namespace) -> RunBackend:
     """``--backend`` and the Flower options given for it."""
+    from fedcare_core.config.backends import get_backend
     from fedcare_core.resume.run_folder import RunBackend
-    from fedcare_core.run.backends import get_backend
 
     takes_options = get_backend(args.backend).options is not None
     return RunBackend(args.backend, flower_overrides(args) if takes_options else {})

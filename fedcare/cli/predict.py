@@ -30,7 +30,7 @@ from fedcare.cli.options import add_tracking_uri_option
 from fedcare_core.config import UNSEEN_CATEGORY_POLICIES
 from fedcare_core.errors import ConfigError, DataError
 from fedcare_core.files.apart import check_outputs_apart
-from fedcare_core.run.output_paths import check_output_file
+from fedcare_core.files.output_paths import check_output_file
 
 if TYPE_CHECKING:
     from fedcare_core.data.row_format import RowFormat

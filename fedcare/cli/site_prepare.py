@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 from fedcare.app.path_roles import store_file
 from fedcare.cli import tracked
+from fedcare_core.config.preferences import split_objectives
 from fedcare_core.errors import ConfigError
 from fedcare_core.files.apart import check_outputs_apart
-from fedcare_core.nn.preferences import split_objectives
-from fedcare_core.run.output_paths import check_output_dir, check_output_file
+from fedcare_core.files.output_paths import check_output_dir, check_output_file
 
 if TYPE_CHECKING:
     from fedcare.sites.site_input import ReadSite

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fedcare_core.errors import ConfigError
-from fedcare_core.run.output_paths import check_output_dir, check_output_file
+from fedcare_core.files.output_paths import check_output_dir, check_output_file
 
 #: Seconds to wait for a tracking server to answer before any work.
 _REACH_TIMEOUT_S = 5.0

@@ -10,5 +10,5 @@ implementations for Flower's Simulation Engine and for SuperLink/SuperNode proce
 ``fedcare_core`` imports this package. Everything here uses Flower's public API except
 ``flwr_internals``, the one module that touches its internals (the deployment speed-ups),
 behind a check of the flwr version. The backends themselves are registered in
-:mod:`fedcare_core.run.backends`, by import path.
+:mod:`fedcare_core.config.backends`, by import path.
 """

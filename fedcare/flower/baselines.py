@@ -88,8 +88,8 @@ from fedcare_core.config import BaselineConfig, ModelConfig
 from fedcare_core.data.clients import ClientData
 from fedcare_core.nn.param_vectors import get_buffers, get_params, param_layout
 from fedcare_core.privacy.mechanism import noise_stream
-from fedcare_core.privacy.stage1_rounds import RoundNoise
 from fedcare_core.stage1.loop import RoundInfo, ServerState
+from fedcare_core.stage1.privacy_rounds import RoundNoise
 
 LOGGER = logging.getLogger(__name__)
 

@@ -18,11 +18,11 @@ from fedcare.flower.workspace import FlowerRunError
 from fedcare_core.algorithms import get_algorithm
 from fedcare_core.algorithms.base import Stage1Runner
 from fedcare_core.config import ModelConfig, Stage1Config
+from fedcare_core.config.backends import get_backend
 from fedcare_core.data.clients import Federation
 from fedcare_core.nn.training import ProgressFn
 from fedcare_core.resume.checkpoint import CheckpointError, load_checkpoint, restore_checkpoint
 from fedcare_core.resume.keys import stage1_fingerprint
-from fedcare_core.run.backends import get_backend
 from fedcare_core.stage1.loop import Stage1Result
 
 

@@ -42,13 +42,13 @@ from fedcare.flower.secagg import (
 )
 from fedcare_core.nn.param_vectors import get_buffers, get_params, param_layout
 from fedcare_core.privacy.mechanism import noise_stream
-from fedcare_core.privacy.stage1_rounds import RoundNoise
 from fedcare_core.stage1.loop import (
     RoundInfo,
     ServerState,
     Stage1Snapshot,
     build_model,
 )
+from fedcare_core.stage1.privacy_rounds import RoundNoise
 from fedcare_core.stage1.secure_sums import (
     GROWTH,
     SecureSumError,

@@ -75,7 +75,6 @@ from fedcare.flower.site_errors import error_text
 from fedcare.flower.site_messages import with_assignment
 from fedcare_core.nn.param_vectors import get_buffers, get_params, param_layout
 from fedcare_core.privacy.mechanism import noise_stream
-from fedcare_core.privacy.stage1_rounds import RoundNoise
 from fedcare_core.stage1.loop import (
     ClientUpdate,
     RoundInfo,
@@ -84,6 +83,7 @@ from fedcare_core.stage1.loop import (
     build_model,
     server_step,
 )
+from fedcare_core.stage1.privacy_rounds import RoundNoise
 
 LOGGER = logging.getLogger(__name__)
 

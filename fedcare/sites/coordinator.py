@@ -62,7 +62,7 @@ from fedcare.sites.site_folder import SiteCard
 from fedcare_core.errors import ConfigError
 from fedcare_core.files.atomic import write_atomic
 from fedcare_core.files.private import keep_out_of_git
-from fedcare_core.sites.safe_names import check_name, name_path
+from fedcare_core.files.safe_names import check_name, name_path
 
 #: How long a ``flwr`` CLI call may take (an interpreter start and one request).
 CLI_TIMEOUT_S = 120.0

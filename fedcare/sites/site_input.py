@@ -24,16 +24,16 @@ import numpy as np
 
 from fedcare.sites.export_columns import column_map_hint
 from fedcare_core.config import DataConfig
+from fedcare_core.config.preferences import Preference
 from fedcare_core.data.clients import ClientData
 from fedcare_core.data.loading import LoadedDataset
 from fedcare_core.data.patient_keys import patient_keys
 from fedcare_core.data.registry import get_dataset
 from fedcare_core.errors import ConfigError, MissingColumnsError
 from fedcare_core.files.json_input import read_json
-from fedcare_core.nn.preferences import Preference
+from fedcare_core.files.safe_names import check_name
 from fedcare_core.run.results import DataProvenance
 from fedcare_core.sites.client import SitePrivate, prepare_site
-from fedcare_core.sites.safe_names import check_name
 from fedcare_core.sites.schema import FederationSchema
 
 
@@ -150,7 +150,7 @@ def _declaration(path: Path, item: dict[str, Any], key: str, where: str) -> Path
 
 
 def check_site_name(name: object, where: str) -> str:
-    """``name`` if it can name a site (:func:`fedcare_core.sites.safe_names.check_name`).
+    """``name`` if it can name a site (:func:`fedcare_core.files.safe_names.check_name`).
 
     Raises
     ------

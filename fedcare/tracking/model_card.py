@@ -27,11 +27,11 @@ from matplotlib.figure import Figure
 
 import fedcare_core.data
 from fedcare_core import __version__
+from fedcare_core.config.preferences import Preference
 from fedcare_core.data.registry import get_dataset
 from fedcare_core.evaluation.clinical_rows import shown
 from fedcare_core.evaluation.conformal import ConformalInterval
 from fedcare_core.files.safe_yaml import load_yaml
-from fedcare_core.nn.preferences import Preference
 from fedcare_core.predict.package import interval_columns
 from fedcare_core.run.results import ExperimentResult
 

@@ -11,10 +11,10 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from fedcare_core.config import ExperimentConfig
+from fedcare_core.config.backends import REGISTRY as REGISTERED_BACKENDS
+from fedcare_core.config.backends import secagg_backends
 from fedcare_core.config.quick import quick_sized
 from fedcare_core.errors import ConfigError
-from fedcare_core.run.backends import REGISTRY as REGISTERED_BACKENDS
-from fedcare_core.run.backends import secagg_backends
 
 if TYPE_CHECKING:
     from fedcare_core.algorithms.base import Algorithm

@@ -20,6 +20,7 @@ from fedcare_core.config.limits import (
     MAX_THREADS,
     SEEDS,
 )
+from fedcare_core.config.preferences import Preference, parse_preferences
 from fedcare_core.config.sections import BaselineConfig, DataConfig
 from fedcare_core.config.settings import (
     SettingRef,
@@ -30,7 +31,6 @@ from fedcare_core.config.settings import (
 )
 from fedcare_core.config.stages import ModelConfig, Stage1Config, Stage2Config
 from fedcare_core.errors import ConfigError
-from fedcare_core.nn.preferences import Preference, parse_preferences
 
 _RUN = "run"
 _PREFERENCES = "clinical preferences"

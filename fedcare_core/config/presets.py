@@ -13,12 +13,12 @@ from __future__ import annotations
 from typing import Any
 
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config
-from fedcare_core.errors import ConfigError
-from fedcare_core.experiments.variants import (
+from fedcare_core.config.variants import (
     CANDIDATES,
     RECOMMENDED_ADMISSION_CANDIDATE,
     RECOMMENDED_CANDIDATE,
 )
+from fedcare_core.errors import ConfigError
 
 __all__ = ["PRESETS", "RECOMMENDED_CANDIDATE", "baby_config", "with_preset"]
 

@@ -1,6 +1,6 @@
 """Giving clients their clinical preferences, checked against the dataset (issue 31).
 
-A preference (:mod:`fedcare_core.nn.preferences`) is stated for an objective: in a simulated
+A preference (:mod:`fedcare_core.config.preferences`) is stated for an objective: in a simulated
 federation by the ``preferences`` setting, for every client pursuing that objective; in a
 multi-site federation by each site, in its own objectives list (``readmission:fair(race)``).
 Either way it is checked here against what the dataset declares: the objective must be one of
@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from fedcare_core.config.preferences import Preference
 from fedcare_core.data.clients import Federation
 from fedcare_core.data.cohort import Cohort, Objective
 from fedcare_core.data.subgroups import SensitiveAttribute
 from fedcare_core.errors import ConfigError
-from fedcare_core.nn.preferences import Preference
 
 __all__ = ["WILDCARD", "check_preferences", "expand_wildcard", "with_preferences"]
 

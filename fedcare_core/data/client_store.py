@@ -30,10 +30,10 @@ from typing import Any
 
 import numpy as np
 
+from fedcare_core.config.preferences import Preference
 from fedcare_core.data.clients import SPLITS, ClientData, SplitArrays
 from fedcare_core.data.preprocess import FeatureEncoder
 from fedcare_core.errors import DataError
-from fedcare_core.nn.preferences import Preference
 
 #: Bumped whenever the on-disk layout changes; readers refuse other versions.
 _FORMAT_VERSION = 1

@@ -14,6 +14,8 @@ import numpy as np
 import pandas as pd
 
 from fedcare_core.config import DataConfig
+from fedcare_core.config.preferences import Preference
+from fedcare_core.config.seeds import derive_rng
 from fedcare_core.data.cohort import Cohort, Objective
 from fedcare_core.data.label_checks import check_labels
 from fedcare_core.data.partition import FeaturePartition
@@ -21,8 +23,6 @@ from fedcare_core.data.pooled_scaling import PooledScale, pooled_statistics
 from fedcare_core.data.preprocess import FeatureEncoder, fit_encoder
 from fedcare_core.data.subgroups import RowGroups, row_groups
 from fedcare_core.errors import ConfigError
-from fedcare_core.nn.preferences import Preference
-from fedcare_core.nn.seeding import derive_rng
 
 SPLITS = ("train", "val", "test")
 #: Redraws allowed when insisting that every objective has at least one client.
@@ -84,7 +84,7 @@ class ClientData:
     ``definition``: the text of the client's own dataset definition, where a site has one
     (its private features and column map: :mod:`fedcare_core.data.declared.site`), which its
     packaged model reads rows by; None: the dataset's. ``preferences``: the client's clinical
-    preference for each objective it states one for (:mod:`fedcare_core.nn.preferences`;
+    preference for each objective it states one for (:mod:`fedcare_core.config.preferences`;
     others are plain).
     """
 

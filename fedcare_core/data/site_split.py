@@ -27,11 +27,11 @@ from pathlib import Path
 import numpy as np
 
 from fedcare_core.config import DataConfig
+from fedcare_core.config.seeds import derive_rng
 from fedcare_core.data.client_store import FILE_MODE, FOLDER_MODE
 from fedcare_core.data.clients import draw_client_objectives
 from fedcare_core.errors import ConfigError, DataError
-from fedcare_core.nn.seeding import derive_rng
-from fedcare_core.run.output_paths import check_output_dir
+from fedcare_core.files.output_paths import check_output_dir
 
 __all__ = [
     "MANIFEST_FILE",

@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from fedcare_core.config.preferences import decision_threshold
 from fedcare_core.data.clients import ClientData, Federation, SplitArrays
 from fedcare_core.evaluation.clinical import (
     Confusion,
@@ -39,7 +40,6 @@ from fedcare_core.evaluation.pooled import (
     subgroup_results,
 )
 from fedcare_core.evaluation.uncertainty import spread
-from fedcare_core.nn.preferences import decision_threshold
 from fedcare_core.nn.training import client_losses, objective_kinds
 
 #: Predicts one objective on a split: (split, objective) -> probabilities or days (float64).

@@ -48,7 +48,7 @@ class EvaluationSettings:
         The resampling's seed (the run's).
     calibrated
         Whether the risks are calibrated: each client's decision threshold is then its loss's
-        cost threshold ``1/(1 + w)`` (:func:`~fedcare_core.nn.preferences.decision_threshold`),
+        cost threshold ``1/(1 + w)`` (:func:`~fedcare_core.config.preferences.decision_threshold`),
         otherwise 0.5 on the network's own class-weighted probability.
     """
 

@@ -12,9 +12,7 @@ from typing import Any
 
 from fedcare_core.config import DataConfig, ExperimentConfig
 from fedcare_core.config.quick import quick_seeds, quick_sized
-from fedcare_core.data.registry import get_dataset
-from fedcare_core.errors import ConfigError
-from fedcare_core.experiments.variants import (
+from fedcare_core.config.variants import (
     ABLATIONS,
     ALL_LABELS,
     CANDIDATES,
@@ -26,6 +24,8 @@ from fedcare_core.experiments.variants import (
     recommended_candidate,
     variant_overrides,
 )
+from fedcare_core.data.registry import get_dataset
+from fedcare_core.errors import ConfigError
 
 #: Every method of paper §V-B, the two bounds included, in the tables' order.
 COMPARISON_ALGORITHMS = (
@@ -250,7 +250,7 @@ def _recommended_grid(
     """The recommended preset against each method, paired by seed, in each setting and K.
 
     Every seed of a setting runs FedCARE with ``candidate`` (the preset of the grid's feature
-    set: :func:`~fedcare_core.experiments.variants.recommended_candidate`) and each method of
+    set: :func:`~fedcare_core.config.variants.recommended_candidate`) and each method of
     ``baselines`` (``fedcare`` there is the paper's FedCARE); ``centralised`` is the
     federation-information bound and ``all-labels`` the whole-dataset reference
     (:data:`ALL_LABELS`).
@@ -303,7 +303,7 @@ def preferences_grid(
     """The feature set's preset with each clinical preference (:data:`PREFERENCES`) and without.
 
     Every seed runs the plain preset (the candidate the selection chose for ``features``:
-    :func:`~fedcare_core.experiments.variants.recommended_candidate`) and the preset with each
+    :func:`~fedcare_core.config.variants.recommended_candidate`) and the preset with each
     preference in ``variants``, so each preference's effect is paired by seed (same clients,
     splits and objectives).
     """

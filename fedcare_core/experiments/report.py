@@ -12,6 +12,13 @@ from pathlib import Path
 import pandas as pd
 
 from fedcare_core.algorithms import proposed_algorithm
+from fedcare_core.config.preferences import parse_preferences
+from fedcare_core.config.variants import (
+    ALL_LABELS,
+    PREFERENCES,
+    RECOMMENDED_BY_FEATURES,
+    preference_names,
+)
 from fedcare_core.experiments.cells import Cell
 from fedcare_core.experiments.selection import choose_on_validation, validation_ranks
 from fedcare_core.experiments.summary import (
@@ -25,13 +32,6 @@ from fedcare_core.experiments.summary import (
     paired_differences,
     pivot,
 )
-from fedcare_core.experiments.variants import (
-    ALL_LABELS,
-    PREFERENCES,
-    RECOMMENDED_BY_FEATURES,
-    preference_names,
-)
-from fedcare_core.nn.preferences import parse_preferences
 from fedcare_core.privacy.accountants import ACCOUNTANTS
 
 _LABELS = {"auroc": "AUROC", "mae_days": "MAE (days)"}

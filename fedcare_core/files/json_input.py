@@ -20,7 +20,7 @@ from typing import Any, NoReturn
 
 from fedcare_core.config.fields import Range, show
 from fedcare_core.errors import ConfigError
-from fedcare_core.sites.safe_names import check_name, is_safe_name
+from fedcare_core.files.safe_names import check_name, is_safe_name
 
 #: Default cap on a JSON file's size: far above any file FedCARE writes, far below memory.
 _MAX_JSON_BYTES = 64 * 2**20
@@ -128,7 +128,7 @@ class JsonObject:
         return value
 
     def name(self, key: str, what: str = "name") -> str:
-        """A name that may become a file name (:func:`fedcare_core.sites.safe_names.check_name`)."""
+        """A name that may become a file name (:func:`fedcare_core.files.safe_names.check_name`)."""
         value = self._get(key, "be a name")
         return check_name(value, f"{self.where}: field {self.field_name(key)!r}", what)
 

@@ -21,8 +21,8 @@ import numpy as np
 import torch
 from torch import nn
 
+from fedcare_core.config.seeds import derive_rng
 from fedcare_core.data.clients import SplitArrays
-from fedcare_core.nn.seeding import derive_rng
 
 __all__ = ["FOLDS", "FoldSelection", "Rows", "patient_folds", "validation_folds"]
 

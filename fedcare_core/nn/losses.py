@@ -3,7 +3,7 @@
 Binary objectives: weighted binary cross-entropy, positive weight = negatives / positives in the
 client's training labels. Length of stay: Huber loss on ``log1p(days)``, the prediction being
 ``softplus(score)`` in log space. A site's clinical preference for an objective
-(:mod:`fedcare_core.nn.preferences`) changes that objective's loss at the site: a sensitivity
+(:mod:`fedcare_core.config.preferences`) changes that objective's loss at the site: a sensitivity
 preference multiplies the positive weight by β, a fairness preference adds γ times the
 subgroup gap of its metric (which needs each row's subgroup code, ``groups``).
 """
@@ -16,7 +16,7 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
-from fedcare_core.nn.preferences import MIN_GROUP_ROWS, Preference
+from fedcare_core.config.preferences import MIN_GROUP_ROWS, Preference
 
 #: Huber transition point, in log1p-days.
 _HUBER_DELTA = 1.0

@@ -95,7 +95,7 @@ def stage1_cache_key(
         The backend that runs the rounds (``"local"``, ``"flower-sim"``, …).
     packages
         The top-level packages whose source the result depends on (the core, and the backend's
-        own: its :meth:`~fedcare_core.run.backends.BackendSpec.packages`).
+        own: its :meth:`~fedcare_core.config.backends.BackendSpec.packages`).
 
     Returns
     -------

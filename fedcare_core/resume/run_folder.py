@@ -25,8 +25,8 @@ from fedcare_core.algorithms import get_algorithm, validate_config
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.errors import DataError, FedcareError
 from fedcare_core.files.atomic import write_atomic, write_json_atomic
+from fedcare_core.files.output_paths import check_output_dir
 from fedcare_core.resume.checkpoint import CheckpointedStage1
-from fedcare_core.run.output_paths import check_output_dir
 
 #: The ``format`` of ``config.json``; another value is refused.
 _RUN_FORMAT = "fedcare-run/1"

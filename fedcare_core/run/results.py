@@ -14,11 +14,11 @@ from typing import Any
 
 from fedcare_core import __version__
 from fedcare_core.config import ExperimentConfig
+from fedcare_core.config.preferences import Preference
 from fedcare_core.data.clients import Federation
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.evaluation.clients import EvaluationReport
 from fedcare_core.nn.cpu_kernels import kernel_path
-from fedcare_core.nn.preferences import Preference
 from fedcare_core.predict.predictors import ClientPredictor
 from fedcare_core.privacy.mechanism import privacy_record
 from fedcare_core.stage1.loop import Stage1Result
@@ -83,7 +83,7 @@ class ExperimentResult:
     #: The model each client deploys (what ``evaluation`` scored), in client order.
     predictors: list[ClientPredictor] = field(default_factory=list)
     #: Where the federated rounds ran: a registered backend's name
-    #: (:mod:`fedcare_core.run.backends`), or ``"federation"`` for a site of a multi-site run.
+    #: (:mod:`fedcare_core.config.backends`), or ``"federation"`` for a site of a multi-site run.
     backend: str = "local"
 
     def to_dict(self) -> dict[str, Any]:

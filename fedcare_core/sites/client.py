@@ -15,6 +15,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
+from fedcare_core.config.preferences import Preference
 from fedcare_core.data.client_preferences import check_preferences
 from fedcare_core.data.clients import (
     SPLITS,
@@ -28,7 +29,6 @@ from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.label_checks import check_labels
 from fedcare_core.data.partition import FeaturePartition
 from fedcare_core.errors import ConfigError, DataError
-from fedcare_core.nn.preferences import Preference
 from fedcare_core.sites.schema import FederationSchema, check_site_scaling
 
 

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from fedcare_core.config import ExperimentConfig
+from fedcare_core.config.preferences import Preference, site_objectives
 from fedcare_core.config.quick import quick_sized
 from fedcare_core.data.cohort import Objective
 from fedcare_core.data.loading import DatasetDefinition, dataset_definition
@@ -29,7 +30,6 @@ from fedcare_core.data.partition import FeaturePartition, with_disparity
 from fedcare_core.errors import ConfigError
 from fedcare_core.files.json_input import JsonObject
 from fedcare_core.files.safe_yaml import MAX_YAML_BYTES
-from fedcare_core.nn.preferences import Preference, site_objectives
 from fedcare_core.sites.federation_rules import check_federation_config, federation_conflicts
 
 #: The ``format`` field of every schema file; readers refuse other values.

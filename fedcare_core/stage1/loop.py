@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from fedcare_core.config import ModelConfig, Stage1Config
+from fedcare_core.config.seeds import derive_rng
 from fedcare_core.data.clients import ClientData, Federation
 from fedcare_core.errors import TrainingDivergedError
 from fedcare_core.moo import min_norm_weights, normalisation_divisors, normalised_gram
@@ -27,7 +28,7 @@ from fedcare_core.nn.param_vectors import (
     set_params,
     squared_norm,
 )
-from fedcare_core.nn.seeding import derive_rng, seed_torch
+from fedcare_core.nn.seeding import seed_torch
 from fedcare_core.nn.training import (
     MIN_BATCH,
     ProgressFn,
@@ -36,7 +37,7 @@ from fedcare_core.nn.training import (
     objective_kinds,
 )
 from fedcare_core.privacy.mechanism import noise_stream
-from fedcare_core.privacy.stage1_rounds import (
+from fedcare_core.stage1.privacy_rounds import (
     RoundNoise,
     noisy_means,
     noisy_statistics,
@@ -276,7 +277,7 @@ def server_step(
     noise
         Under differential privacy, the round's noise: the (jointly clipped) updates are
         summed per objective, noised and averaged uniformly
-        (:mod:`fedcare_core.privacy.stage1_rounds`)
+        (:mod:`fedcare_core.stage1.privacy_rounds`)
         and the round is one release for the accountant. None: eq. 8's weighted mean.
 
     Returns

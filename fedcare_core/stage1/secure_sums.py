@@ -12,7 +12,7 @@ Vector layout (float64, one per client, :class:`SumLayout`)
     checks: a sentinel ``c/2``, a clip flag (``c`` if any value exceeded the range, else 0) and
     ``min(max|x|, c)``. Without DP ``a_{k,s} = N_{k,s}/N̄`` and ``b_k = N_k/N̄`` with the public
     scale ``N̄ =`` :data:`COUNT_SCALE`; an objective the client does not pursue has ``a = 0``.
-    Under DP the vectors are the jointly clipped ones (:mod:`fedcare_core.privacy.stage1_rounds`),
+    Under DP the vectors are the jointly clipped ones (:mod:`fedcare_core.stage1.privacy_rounds`),
     ``a_{k,s} = 1`` for a pursued objective, ``b_k = 1`` and no losses.
 
 Server
@@ -23,7 +23,7 @@ Server
     and the global step as :func:`~fedcare_core.stage1.loop.server_step`. Under DP the server adds
     the Gaussian noise to the sums (trusted-server central DP) and divides by the number of
     contributors (the sum of the indicators), as
-    :func:`~fedcare_core.privacy.stage1_rounds.noisy_means`.
+    :func:`~fedcare_core.stage1.privacy_rounds.noisy_means`.
 
 Ranges and error
     SecAgg+ works on integers: each value is clipped to ``[-c, c]`` and mapped onto ``T + 1``
@@ -53,8 +53,8 @@ import numpy as np
 from fedcare_core.config import Stage1Config
 from fedcare_core.nn.param_vectors import ParamLayout, squared_norm
 from fedcare_core.privacy.mechanism import DpSettings, add_noise
-from fedcare_core.privacy.stage1_rounds import RoundNoise, noisy_statistics
 from fedcare_core.stage1.loop import apply_direction, check_finite_updates, descent_direction
+from fedcare_core.stage1.privacy_rounds import RoundNoise, noisy_statistics
 from fedcare_core.stage1.types import ClientUpdate, RoundInfo, ServerState
 
 #: N̄, the public scale of the counts: ``a_{k,s} = N_{k,s}/N̄``. A constant, not a statistic of

@@ -1,7 +1,7 @@
 """Stage 1's data: a client's update, the server's state, a round's record, the result.
 
 Plain dataclasses (no behaviour), shared by :mod:`fedcare_core.stage1.loop`, its DP variant
-(:mod:`fedcare_core.privacy.stage1_rounds`), the checkpoints and the Flower messages.
+(:mod:`fedcare_core.stage1.privacy_rounds`), the checkpoints and the Flower messages.
 """
 
 from __future__ import annotations

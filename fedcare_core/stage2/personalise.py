@@ -15,13 +15,14 @@ import numpy as np
 import torch
 
 from fedcare_core.config import ModelConfig, Stage2Config
+from fedcare_core.config.seeds import derive_rng
 from fedcare_core.data.clients import ClientData, SplitArrays
 from fedcare_core.moo import min_norm_weights
 from fedcare_core.nn.cross_fit import FoldSelection, validation_folds
 from fedcare_core.nn.losses import ObjectiveLoss, predict
 from fedcare_core.nn.models import PersonalModel
 from fedcare_core.nn.optim import local_optimizer
-from fedcare_core.nn.seeding import derive_rng, seed_torch
+from fedcare_core.nn.seeding import seed_torch
 from fedcare_core.nn.training import (
     GroupCodes,
     KeepBest,

@@ -28,7 +28,7 @@ from fedcare_core.config.dataset_choices import check_dataset_choices
 from fedcare_core.config.fields import field_kinds
 from fedcare_core.config.presets import baby_config
 from fedcare_core.errors import ConfigError
-from fedcare_core.run.output_paths import check_output_dir, check_output_file
+from fedcare_core.files.output_paths import check_output_dir, check_output_file
 
 NAN, INF = float("nan"), float("inf")
 

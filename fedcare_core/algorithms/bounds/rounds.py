@@ -27,12 +27,13 @@ from fedcare_core.algorithms.union.common import (
     multi_objective_loss,
 )
 from fedcare_core.config import BaselineConfig, ModelConfig
+from fedcare_core.config.seeds import derive_rng
 from fedcare_core.data.clients import ClientData, Federation
 from fedcare_core.nn.cross_fit import FoldSelection, patient_folds, validation_folds
 from fedcare_core.nn.losses import ObjectiveLoss, make_loss, predict
 from fedcare_core.nn.models import FullMLP, MultiObjectiveModel
 from fedcare_core.nn.param_vectors import ParamLayout, get_buffers, get_params, param_layout
-from fedcare_core.nn.seeding import derive_rng, seed_torch
+from fedcare_core.nn.seeding import seed_torch
 from fedcare_core.nn.training import (
     GroupCodes,
     KeepBest,

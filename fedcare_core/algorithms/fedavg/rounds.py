@@ -16,7 +16,7 @@ server sums the changes, adds N(0, (z·C)²) to every coordinate of both sums (o
 release per round), and averages uniformly: the backbone and the statistics over the clients
 that replied, head s over those of them pursuing s (which objectives a client pursues the
 server learns in Stage 1 too, from the objectives it sends a Δ_{k,s} for); running variances
-are kept above :data:`~fedcare_core.privacy.stage1_rounds.VARIANCE_FLOOR`.
+are kept above :data:`~fedcare_core.stage1.privacy_rounds.VARIANCE_FLOOR`.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from fedcare_core.algorithms.union.common import (
     trained_parameters,
 )
 from fedcare_core.config import BaselineConfig, ModelConfig
+from fedcare_core.config.seeds import derive_rng
 from fedcare_core.data.clients import ClientData, Federation
 from fedcare_core.nn.models import MultiObjectiveModel
 from fedcare_core.nn.param_vectors import (
@@ -47,7 +48,7 @@ from fedcare_core.nn.param_vectors import (
     set_params,
     squared_norm,
 )
-from fedcare_core.nn.seeding import derive_rng, seed_torch
+from fedcare_core.nn.seeding import seed_torch
 from fedcare_core.nn.training import (
     ProgressFn,
     batch_schedule,
@@ -57,13 +58,13 @@ from fedcare_core.nn.training import (
     take_groups,
 )
 from fedcare_core.privacy.mechanism import DpSettings, noise_stream
-from fedcare_core.privacy.stage1_rounds import (
+from fedcare_core.stage1.loop import RoundInfo, Stage1Result
+from fedcare_core.stage1.privacy_rounds import (
     RoundNoise,
     clip_client_vectors,
     noisy_statistics,
     noisy_sum,
 )
-from fedcare_core.stage1.loop import RoundInfo, Stage1Result
 
 
 @dataclass(frozen=True)
@@ -211,7 +212,7 @@ def private_local_update(
         The broadcast ``w^t`` and statistics the round started from.
     clip
         C: the model change and the statistics change together get L2 norm ≤ C
-        (:func:`~fedcare_core.privacy.stage1_rounds.clip_client_vectors`, as in Stage 1).
+        (:func:`~fedcare_core.stage1.privacy_rounds.clip_client_vectors`, as in Stage 1).
 
     Returns
     -------

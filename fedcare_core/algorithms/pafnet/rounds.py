@@ -39,6 +39,7 @@ from fedcare_core.algorithms.union.common import (
     trained_parameters,
 )
 from fedcare_core.config import BaselineConfig, ModelConfig
+from fedcare_core.config.seeds import derive_rng
 from fedcare_core.data.clients import ClientData, Federation
 from fedcare_core.nn.param_vectors import (
     ParamLayout,
@@ -48,7 +49,7 @@ from fedcare_core.nn.param_vectors import (
     set_buffers,
     set_params,
 )
-from fedcare_core.nn.seeding import derive_rng, seed_torch
+from fedcare_core.nn.seeding import seed_torch
 from fedcare_core.nn.training import (
     ProgressFn,
     batch_schedule,

@@ -13,7 +13,7 @@ def _args(*extra):
 
 def test_the_cli_offers_exactly_the_registered_backends():
     from fedcare.cli.main import BACKENDS
-    from fedcare_core.run.backends import REGISTRY
+    from fedcare_core.config.backends import REGISTRY
 
     assert BACKENDS == tuple(REGISTRY)
     run = _parser("run")._subparsers._group_actions[0].choices["run"]

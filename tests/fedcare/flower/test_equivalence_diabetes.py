@@ -19,8 +19,8 @@ from fedcare_core.config import (
     Stage1Config,
     Stage2Config,
 )
+from fedcare_core.config.backends import backend_names
 from fedcare_core.data.loading import load_dataset
-from fedcare_core.run.backends import backend_names
 from fedcare_core.run.pipeline import run_experiment
 
 BACKENDS = backend_names()

@@ -127,7 +127,7 @@ def test_round_metrics_report_lambda_and_d_sq_norm():
 
 
 def _dp_update(client_id, objectives, p=5):
-    """What :func:`fedcare_core.privacy.stage1_rounds.private_update` sends: no counts, no
+    """What :func:`fedcare_core.stage1.privacy_rounds.private_update` sends: no counts, no
     losses."""
     u = _update(client_id, objectives, p)
     hidden = {s: ObjectiveUpdate(o.delta, 0, float("nan")) for s, o in u.objectives.items()}

@@ -75,7 +75,7 @@ def test_a_real_sites_card_has_intervals_subgroups_and_curves(data_dir):
 
 def test_the_card_states_the_sites_preference_for_an_objective():
     from fedcare.tracking.model_card import _preference_text
-    from fedcare_core.nn.preferences import Preference
+    from fedcare_core.config.preferences import Preference
 
     assert "plain" in _preference_text(None)
     assert "weighs 3 times more" in _preference_text(Preference("sensitivity", 3.0))

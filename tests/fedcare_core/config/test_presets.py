@@ -22,7 +22,7 @@ def test_paper_is_the_default_configuration_and_recommended_a_selection_candidat
 
 def test_the_admission_preset_is_the_admission_selection_choice_with_its_feature_set():
     from fedcare.cli.run_options import PRESET_NAMES
-    from fedcare_core.experiments.variants import (
+    from fedcare_core.config.variants import (
         RECOMMENDED_ADMISSION_CANDIDATE,
         recommended_candidate,
     )

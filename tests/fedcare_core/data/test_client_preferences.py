@@ -10,12 +10,12 @@ import pytest
 import torch
 
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config
+from fedcare_core.config.preferences import Preference, decision_threshold
 from fedcare_core.data.client_preferences import with_preferences
 from fedcare_core.data.client_store import load_client_data, save_client_data
 from fedcare_core.data.subgroups import SensitiveAttribute
 from fedcare_core.errors import ConfigError
 from fedcare_core.evaluation.clients import decision_points
-from fedcare_core.nn.preferences import Preference, decision_threshold
 from fedcare_core.nn.training import client_losses, loss_groups, objective_kinds
 from fedcare_core.run.pipeline import prepare_federation, run_experiment
 from tests.fedcare_core.synthetic import PARTITION, make_cohort

@@ -200,8 +200,8 @@ def test_a_selection_over_two_settings_chooses_in_each_on_its_own_validation(tmp
 
 @pytest.mark.parametrize("features", ["paper", "admission"])
 def test_the_recommended_report_pairs_the_preset_with_each_method_by_setting(tmp_path, features):
+    from fedcare_core.config.variants import recommended_candidate
     from fedcare_core.experiments.cells import ALL_LABELS
-    from fedcare_core.experiments.variants import recommended_candidate
 
     runs = {  # each feature set's preset is "recommended" in the tables
         (recommended_candidate(features), "fedcare"): ((0.80, 0.65, 1.7), (0.82, 0.66, 1.6)),
@@ -384,12 +384,12 @@ def _preference_doc(seed: int, preference: str) -> dict:
 
 @pytest.mark.parametrize("features", [None, "admission"])
 def test_the_preferences_report_pairs_each_preference_with_the_plain_preset(tmp_path, features):
-    from fedcare_core.experiments.cells import experiment_cells
-    from fedcare_core.experiments.variants import (
+    from fedcare_core.config.variants import (
         PREFERENCES,
         preference_variant,
         recommended_candidate,
     )
+    from fedcare_core.experiments.cells import experiment_cells
 
     chosen = ("sensitivity", "fair-race")
     cells = experiment_cells("preferences", 3, variants=chosen, features=features)
@@ -423,7 +423,7 @@ def test_the_preferences_report_pairs_each_preference_with_the_plain_preset(tmp_
 
 
 def test_a_preference_variant_sets_the_preset_and_its_preferences():
-    from fedcare_core.experiments.variants import (
+    from fedcare_core.config.variants import (
         RECOMMENDED_ADMISSION_CANDIDATE,
         RECOMMENDED_CANDIDATE,
         preference_variant,

@@ -21,7 +21,6 @@ from fedcare_core.privacy.mechanism import (
     privacy_record,
     resolve_dp,
 )
-from fedcare_core.privacy.stage1_rounds import RoundNoise, clip_client_vectors, noisy_means
 from fedcare_core.resume.checkpoint import CheckpointedStage1, load_checkpoint
 from fedcare_core.stage1.loop import (
     ServerState,
@@ -30,6 +29,7 @@ from fedcare_core.stage1.loop import (
     run_stage1,
     server_step,
 )
+from fedcare_core.stage1.privacy_rounds import RoundNoise, clip_client_vectors, noisy_means
 from fedcare_core.stage1.types import ClientUpdate, ObjectiveUpdate
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 

@@ -3,10 +3,10 @@ import pytest
 import torch
 
 from fedcare_core.config import DataConfig, ModelConfig, Stage1Config
+from fedcare_core.config.seeds import derive_rng
 from fedcare_core.data.clients import build_federation
 from fedcare_core.errors import TrainingDivergedError
 from fedcare_core.nn.param_vectors import ParamLayout, get_buffers, get_params, param_layout
-from fedcare_core.nn.seeding import derive_rng
 from fedcare_core.stage1.loop import (
     ClientUpdate,
     ObjectiveUpdate,

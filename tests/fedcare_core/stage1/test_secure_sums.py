@@ -124,7 +124,7 @@ def test_a_clipped_round_is_counted_and_a_spoiled_sum_refused():
 
 
 def test_dp_sums_are_uniform_means_plus_noise():
-    from fedcare_core.privacy.stage1_rounds import private_update
+    from fedcare_core.stage1.privacy_rounds import private_update
 
     updates = [private_update(u.client_id, u.objectives, np.zeros(B), 1.0) for u in _updates()]
     sums = _sum(updates, clip=1.0, private=True)
@@ -158,7 +158,7 @@ def test_secagg_is_refused_for_algorithms_without_secure_rounds():
 
 def test_the_sites_noise_shares_sum_to_the_central_noise_and_the_server_tops_up_absent_sites():
     from fedcare_core.privacy.mechanism import DpSettings
-    from fedcare_core.privacy.stage1_rounds import RoundNoise
+    from fedcare_core.stage1.privacy_rounds import RoundNoise
     from fedcare_core.stage1.secure_sums import (
         _noisy_means_from_sums,
         add_site_noise,

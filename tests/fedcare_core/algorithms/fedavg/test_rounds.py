@@ -20,7 +20,7 @@ from fedcare_core.config import BaselineConfig, ModelConfig, Stage1Config
 from fedcare_core.nn.param_vectors import ParamLayout, get_buffers, get_params, param_layout
 from fedcare_core.privacy.accountants import epsilon_spent
 from fedcare_core.privacy.mechanism import DpSettings, noise_stream
-from fedcare_core.privacy.stage1_rounds import VARIANCE_FLOOR, RoundNoise
+from fedcare_core.stage1.privacy_rounds import VARIANCE_FLOOR, RoundNoise
 
 QUICK = BaselineConfig(batch_size=32, max_local_steps=3)
 

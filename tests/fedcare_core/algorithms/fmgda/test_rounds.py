@@ -59,7 +59,7 @@ def test_fmgda_uses_the_full_local_gradient(setting):
 
 
 def test_fsmgda_uses_a_mini_batch_gradient(setting):
-    from fedcare_core.nn.seeding import derive_rng
+    from fedcare_core.config.seeds import derive_rng
 
     union, client, kinds, model, params, buffers = setting
     cfg = mgda_config(Stage1Config(local_steps=1, batch_size=16), union, full=False)

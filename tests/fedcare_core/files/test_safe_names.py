@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from fedcare_core.errors import ConfigError
-from fedcare_core.sites.safe_names import NAME_MAX, check_name, is_safe_name, name_path
+from fedcare_core.files.safe_names import NAME_MAX, check_name, is_safe_name, name_path
 
 GOOD = ["north", "st-marys_2", "site-0", "hospital.a", "Charite-Berlin", "a" * NAME_MAX, "7"]
 BAD = [

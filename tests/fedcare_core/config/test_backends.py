@@ -9,10 +9,9 @@ from typing import Any
 import pytest
 
 from fedcare_core.algorithms import backend_refusal, secagg_backend_refusal
-from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config
+from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config, backends
+from fedcare_core.config.backends import REGISTRY, BackendSpec, get_backend, register_backend
 from fedcare_core.errors import ConfigError
-from fedcare_core.run import backends
-from fedcare_core.run.backends import REGISTRY, BackendSpec, get_backend, register_backend
 from fedcare_core.run.pipeline import run_experiment
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 

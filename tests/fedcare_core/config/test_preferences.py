@@ -6,13 +6,13 @@ import numpy as np
 import pytest
 import torch
 
-from fedcare_core.nn.losses import make_loss, subgroup_gap
-from fedcare_core.nn.preferences import (
+from fedcare_core.config.preferences import (
     Preference,
     decision_threshold,
     parse_preference,
     parse_preferences,
 )
+from fedcare_core.nn.losses import make_loss, subgroup_gap
 
 
 def test_a_list_of_preferences_parses_with_spaces_commas_and_a_wildcard():
@@ -134,7 +134,7 @@ def test_a_fairness_loss_without_the_rows_subgroups_is_refused():
 
 
 def test_a_sites_objectives_split_on_commas_outside_parentheses():
-    from fedcare_core.nn.preferences import site_objectives, split_objectives
+    from fedcare_core.config.preferences import site_objectives, split_objectives
 
     items = split_objectives("mortality:sensitivity, readmission:fair(race,sensitivity),los,")
     assert items == ["mortality:sensitivity", "readmission:fair(race,sensitivity)", "los", ""]
