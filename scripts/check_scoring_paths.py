@@ -95,7 +95,7 @@ def _in_process(model: str, uri: str, data_dir: Path, rows: pd.DataFrame) -> pd.
     from fedcare.tracking import store
     from fedcare_core.config import ExperimentConfig
     from fedcare_core.data.loading import load_dataset
-    from fedcare_core.predict.package import client_package
+    from fedcare_core.run.packaging import client_package
     from fedcare_core.run.pipeline import run_experiment
 
     store.configure(uri)

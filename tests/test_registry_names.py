@@ -15,8 +15,8 @@ from __future__ import annotations
 import ast
 from pathlib import Path
 
-from fedcare_core.algorithms import ALGORITHM_NAMES
-from fedcare_core.config.backends import REGISTRY as BACKENDS
+from fedcare_core.algorithms import algorithm_names
+from fedcare_core.config.backends import backend_names
 from fedcare_core.data.registry import REGISTRY as DATASETS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -29,7 +29,7 @@ REGISTRIES = (
     *(f"fedcare_core/data/{name}/" for name in DATASETS),
     "data_checks/datasets.py",
 )
-NAMES = frozenset(ALGORITHM_NAMES) | frozenset(DATASETS) | frozenset(BACKENDS)
+NAMES = frozenset(algorithm_names()) | frozenset(DATASETS) | frozenset(backend_names())
 
 
 def _strings(node: ast.AST) -> list[str]:

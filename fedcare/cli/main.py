@@ -51,7 +51,7 @@ def _check_flower_flags(args: argparse.Namespace) -> None:
         Naming the first such flag and the backends it applies to.
     """
     from fedcare.flower.flower_options import flagged_options, takes_option
-    from fedcare_core.config.backends import REGISTRY, get_backend
+    from fedcare_core.config.backends import backend_names, get_backend
 
     chosen = get_backend(args.backend)
     # Each flag's dest and the option it sets (--stock-supernodes: how SuperNodes run tasks).
@@ -60,7 +60,7 @@ def _check_flower_flags(args: argparse.Namespace) -> None:
         value = getattr(args, dest)
         if value is None or value is False or takes_option(chosen, name):
             continue
-        names = [spec.name for spec in REGISTRY.values() if takes_option(spec, name)]
+        names = [n for n in backend_names() if takes_option(get_backend(n), name)]
         which = f"--backend {' or '.join(names)}" + (" only" if len(names) == 1 else "")
         raise ConfigError(f"--{dest.replace('_', '-')} applies to {which}")
 

@@ -30,7 +30,8 @@ def choices_of(ref: SettingRef) -> tuple[str, ...] | None:
     if ref.spec.choices_of is None:
         return ref.spec.choices or None
     module, _, name = ref.spec.choices_of.partition(":")
-    return tuple(getattr(importlib.import_module(module), name))
+    names = getattr(importlib.import_module(module), name)
+    return tuple(names() if callable(names) else names)
 
 
 def add_setting_flags(
@@ -177,7 +178,7 @@ def refuse_unread_settings(args: argparse.Namespace, config: ExperimentConfig) -
     ConfigError
         Naming the settings given and the algorithm.
     """
-    from fedcare_core.algorithms import ALGORITHM_NAMES, get_algorithm
+    from fedcare_core.algorithms import algorithm_names, get_algorithm
 
     if get_algorithm(config.algorithm).personal_phase == "stage2":
         return
@@ -192,7 +193,7 @@ def refuse_unread_settings(args: argparse.Namespace, config: ExperimentConfig) -
         if item.strip().startswith("stage2.")
     ]
     if given:
-        with_stage2 = [n for n in ALGORITHM_NAMES if get_algorithm(n).personal_phase == "stage2"]
+        with_stage2 = [n for n in algorithm_names() if get_algorithm(n).personal_phase == "stage2"]
         raise ConfigError(
             f"{', '.join(given)}: algorithm {config.algorithm!r} has no Stage 2, so "
             f"{'it has' if len(given) == 1 else 'they have'} no effect (Stage 2 is "

@@ -100,9 +100,9 @@ def flower_strategy(algorithm: str) -> str | None:
     None: Algorithm 1's rounds (FedCARE, FedCARE-B; FMGDA/FSMGDA on the union view), which
     :mod:`fedcare.flower.strategy` runs, or a name no algorithm has.
     """
-    from fedcare_core.algorithms import ALGORITHM_NAMES, get_algorithm
+    from fedcare_core.algorithms import algorithm_names, get_algorithm
 
-    return get_algorithm(algorithm).flower_strategy if algorithm in ALGORITHM_NAMES else None
+    return get_algorithm(algorithm).flower_strategy if algorithm in algorithm_names() else None
 
 
 _ALGORITHM = "algorithm"

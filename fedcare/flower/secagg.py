@@ -151,9 +151,9 @@ def secure_plan(plan: RunPlan) -> bool:
 
 def _algorithm_1(algorithm: str) -> bool:
     """Whether the plan's rounds are FedCARE's Stage 1 (``Algorithm.runs_stage1``)."""
-    from fedcare_core.algorithms import ALGORITHM_NAMES, get_algorithm
+    from fedcare_core.algorithms import algorithm_names, get_algorithm
 
-    return algorithm in ALGORITHM_NAMES and get_algorithm(algorithm).runs_stage1
+    return algorithm in algorithm_names() and get_algorithm(algorithm).runs_stage1
 
 
 def majority(num_clients: int) -> int:

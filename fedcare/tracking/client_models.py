@@ -27,7 +27,8 @@ from mlflow.types.schema import AnyType, ColSpec, ParamSchema, ParamSpec, Schema
 from fedcare.tracking import pyfunc_model, store
 from fedcare.tracking.model_card import RUN_CARDS_DIR, model_card_html
 from fedcare_core import __version__
-from fedcare_core.predict.package import ModelPackage, client_package, save_package
+from fedcare_core.predict.package import ModelPackage, save_package
+from fedcare_core.run.packaging import client_package
 from fedcare_core.run.results import ExperimentResult
 
 #: The model card's key among a logged model's artifacts (``artifacts/client<k>.html``).

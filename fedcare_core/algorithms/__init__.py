@@ -1,69 +1,61 @@
-"""The algorithm registry: every method a run can use, by the name configurations give it.
+"""The algorithms: every method a run can use, by the name configurations give it.
 
-Adding an algorithm is one module under :mod:`fedcare_core.algorithms` (a subclass of
-:class:`~fedcare_core.algorithms.base.Algorithm`) and one entry in :data:`REGISTRY`.
+An algorithm is an :class:`~fedcare_core.algorithms.base.Algorithm` subclass declared as an
+entry point of the ``fedcare.algorithms`` group (:mod:`fedcare_core.plugins`): FedCARE's own in
+its ``pyproject.toml``, an outside method in its own package's. Names are read without
+importing anything (``fedcare --help`` does not import torch); a class is loaded on first use.
+What a method can do is read from its class, never from its name.
 """
 
 from __future__ import annotations
 
-import importlib
 from functools import cache
 from typing import TYPE_CHECKING
 
 from fedcare_core.config import ExperimentConfig
-from fedcare_core.config.backends import REGISTRY as REGISTERED_BACKENDS
-from fedcare_core.config.backends import secagg_backends
+from fedcare_core.config.backends import backend_names, get_backend, secagg_backends
 from fedcare_core.config.quick import quick_sized
 from fedcare_core.errors import ConfigError
+from fedcare_core.plugins import entry_names, load_entry
 
 if TYPE_CHECKING:
     from fedcare_core.algorithms.base import Algorithm
 
-#: Every registered algorithm: its name → ``module:class``, in the order the CLI and the
-#: documents list them. Loaded on first use, so listing the names (``fedcare --help``) does not
-#: import torch.
-REGISTRY: dict[str, str] = {
-    "fedcare": "fedcare_core.algorithms.fedcare.method:FedCare",
-    "fedcare-b": "fedcare_core.algorithms.fedcare.fedcare_b:FedCareB",
-    "fedavg": "fedcare_core.algorithms.fedavg.method:FedAvg",
-    "fedprox": "fedcare_core.algorithms.fedavg.fedprox:FedProx",
-    "fmgda": "fedcare_core.algorithms.fmgda.method:Fmgda",
-    "fsmgda": "fedcare_core.algorithms.fmgda.fsmgda:Fsmgda",
-    "pafnet": "fedcare_core.algorithms.pafnet.method:Pafnet",
-    "local": "fedcare_core.algorithms.bounds.local:Local",
-    "centralised": "fedcare_core.algorithms.bounds.centralised:Centralised",
-    "fedxgb": "fedcare_core.algorithms.fedxgb.method:FedXgb",
-}
-#: The registered names.
-ALGORITHM_NAMES: tuple[str, ...] = tuple(REGISTRY)
-#: FedCARE's own two methods; every other algorithm is a baseline or a bound.
-FEDCARE_ALGORITHMS = ("fedcare", "fedcare-b")  # grouping for listings (baselines: the rest)
-#: The baselines and bounds of SPEC §4.
-BASELINE_ALGORITHMS: tuple[str, ...] = tuple(n for n in REGISTRY if n not in FEDCARE_ALGORITHMS)
+#: The extension kind of algorithms (:data:`fedcare_core.plugins.GROUPS`).
+KIND = "algorithm"
+
+
+def algorithm_names() -> tuple[str, ...]:
+    """Every installed algorithm's name: FedCARE's in name order, then the others'."""
+    return entry_names(KIND)
 
 
 @cache
 def _load(name: str) -> Algorithm:
-    module, _, cls = REGISTRY[name].partition(":")
-    algorithm: Algorithm = getattr(importlib.import_module(module), cls)()
+    algorithm: Algorithm = load_entry(KIND, name)()
     if algorithm.name != name:
-        raise RuntimeError(f"registry entry {name!r} loads algorithm {algorithm.name!r}")
+        raise ConfigError(f"the {KIND} entry {name!r} loads algorithm {algorithm.name!r}")
     return algorithm
+
+
+def baseline_algorithms() -> tuple[str, ...]:
+    """The baselines and bounds of SPEC §4: every algorithm whose rounds are not Stage 1."""
+    return tuple(n for n in algorithm_names() if not _load(n).runs_stage1)
 
 
 def federated_baselines() -> tuple[str, ...]:
     """The baselines whose rounds a federated backend (Flower) runs."""
-    return tuple(n for n in BASELINE_ALGORITHMS if _load(n).flower)
+    return tuple(n for n in baseline_algorithms() if _load(n).flower)
 
 
 def federation_algorithms() -> tuple[str, ...]:
     """The algorithms a federation of sites runs (:attr:`Algorithm.site_federation`)."""
-    return tuple(n for n in ALGORITHM_NAMES if _load(n).site_federation)
+    return tuple(n for n in algorithm_names() if _load(n).site_federation)
 
 
 def proposed_algorithm() -> str:
     """The method the paper proposes (:attr:`Algorithm.proposed`): the tables' reference."""
-    return next(n for n in ALGORITHM_NAMES if _load(n).proposed)
+    return next(n for n in algorithm_names() if _load(n).proposed)
 
 
 def get_algorithm(name: str) -> Algorithm:
@@ -74,9 +66,9 @@ def get_algorithm(name: str) -> Algorithm:
     ConfigError
         If no algorithm of that name is registered (the message lists those that are).
     """
-    if not isinstance(name, str) or name not in REGISTRY:
+    if not isinstance(name, str) or name not in algorithm_names():
         raise ConfigError(
-            f"unknown algorithm {name!r}; expected one of {', '.join(ALGORITHM_NAMES)}"
+            f"unknown algorithm {name!r}; expected one of {', '.join(algorithm_names())}"
         )
     return _load(name)
 
@@ -98,13 +90,13 @@ def validate_config(config: ExperimentConfig) -> ExperimentConfig:
     algorithm = get_algorithm(config.algorithm)
     config.validate()
     if config.stage1.privacy() is not None and not algorithm.private_rounds:
-        private = [n for n in ALGORITHM_NAMES if _load(n).private_rounds]
+        private = [n for n in algorithm_names() if _load(n).private_rounds]
         raise ConfigError(
             f"algorithm {config.algorithm!r} has no differentially private rounds; "
             f"stage1.dp_epsilon / dp_noise_multiplier apply to {', '.join(private)}"
         )
     if config.stage1.secagg and not algorithm.runs_stage1:
-        capable = [n for n in ALGORITHM_NAMES if _load(n).runs_stage1]
+        capable = [n for n in algorithm_names() if _load(n).runs_stage1]
         raise ConfigError(
             f"algorithm {config.algorithm!r} has no securely aggregated rounds; "
             f"stage1.secagg applies to {', '.join(capable)} over Flower"
@@ -119,7 +111,7 @@ def backend_refusal(name: str, backend: str) -> str | None:
     whose rounds a federated backend supports.
     """
     algorithm = get_algorithm(name)
-    spec = REGISTERED_BACKENDS.get(backend)
+    spec = get_backend(backend) if backend in backend_names() else None
     if (spec is not None and not spec.federated) or algorithm.flower:
         return None
     return (
@@ -169,11 +161,10 @@ def check_backend(algorithm: Algorithm, backend: object | None) -> None:
 
 
 __all__ = [
-    "ALGORITHM_NAMES",
-    "BASELINE_ALGORITHMS",
-    "FEDCARE_ALGORITHMS",
-    "REGISTRY",
+    "KIND",
+    "algorithm_names",
     "backend_refusal",
+    "baseline_algorithms",
     "check_backend",
     "federated_baselines",
     "get_algorithm",

@@ -1,12 +1,13 @@
-"""The registry of backends: where a run's federated rounds execute, by name.
+"""Backends: where a run's federated rounds execute, by name.
 
-A backend is declared once, here, as a :class:`BackendSpec`: its name, what it can do, the
-type of its options and a factory that builds its Stage 1 runner. Options type and factory are
-named by import path and loaded only when a run uses the backend, so the core never imports
-Flower. Every entry (``fedcare run --backend``, the flows' ``backend``, the grids) reads this
-registry; no backend name is compared anywhere else.
-
-Adding a backend is one module with its runner and one :func:`register_backend` line.
+A backend is a :class:`BackendSpec` (its name, what it can do, the type of its options and a
+factory that builds its Stage 1 runner) declared as an entry point of the ``fedcare.backends``
+group (:mod:`fedcare_core.plugins`): the core's in-process loop is :data:`LOCAL`, Flower's are
+declared beside their runners in the federation layer, an outside backend in its own package.
+Options type and factory are named by import path, in the backend's own module, and loaded only
+when a run uses the backend, so the core never imports Flower. Every entry
+(``fedcare run --backend``, the flows' ``backend``, the grids) reads the installed backends; no
+backend name is compared anywhere else.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from fedcare_core.errors import ConfigError
+from fedcare_core.plugins import entry_names, load_entry
 
 
 @dataclass(frozen=True)
@@ -76,7 +78,7 @@ class BackendSpec:
         return _load(self.options).from_options(dict(values or {}), names)
 
     def packages(self) -> tuple[str, ...]:
-        """The package holding its runner (``fedcare.flower``); none for the in-process loop.
+        """The package holding its runner (Flower's backends: their layer's); none in process.
 
         Part of a cached Stage 1's key: a change to the code that ran the rounds is a miss.
         """
@@ -98,69 +100,34 @@ def _load(path: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-#: Every backend, by name, in the order ``--help`` lists them.
-REGISTRY: dict[str, BackendSpec] = {}
-
-
-def register_backend(spec: BackendSpec) -> BackendSpec:
-    """Add ``spec`` to the registry (a second backend of one name is refused).
-
-    Raises
-    ------
-    ValueError
-        If the name is taken.
-    """
-    if spec.name in REGISTRY:
-        raise ValueError(f"backend {spec.name!r} is registered already")
-    REGISTRY[spec.name] = spec
-    return spec
+#: The extension kind of backends (:data:`fedcare_core.plugins.GROUPS`).
+KIND = "backend"
 
 
 def get_backend(name: str) -> BackendSpec:
-    """The backend called ``name``.
+    """The installed backend called ``name``.
 
     Raises
     ------
     ConfigError
-        ``unknown backend 'x'; expected one of local, flower-sim, flower-deployment``.
+        ``unknown backend 'x'; expected one of flower-deployment, flower-sim, local``, or an
+        entry that loads something other than that backend's spec.
     """
-    spec = REGISTRY.get(name)
-    if spec is None:
-        raise ConfigError(f"unknown backend {name!r}; expected one of {', '.join(REGISTRY)}")
+    spec = load_entry(KIND, name)
+    if not isinstance(spec, BackendSpec) or spec.name != name:
+        raise ConfigError(f"the {KIND} entry {name!r} does not load backend {name!r}'s spec")
     return spec
 
 
 def backend_names() -> tuple[str, ...]:
-    """Every registered backend's name."""
-    return tuple(REGISTRY)
+    """Every installed backend's name: FedCARE's in name order, then the others'."""
+    return entry_names(KIND)
 
 
 def secagg_backends() -> tuple[str, ...]:
     """The backends that sum rounds with secure aggregation."""
-    return tuple(name for name, spec in REGISTRY.items() if spec.secagg)
+    return tuple(name for name in backend_names() if get_backend(name).secagg)
 
 
 #: The core's in-process loop.
-_LOCAL = register_backend(
-    BackendSpec("local", "in this process (the core's loop)", federated=False)
-)
-_FLOWER_OPTIONS = "fedcare.flower.flower_options:FlowerConfig"
-register_backend(
-    BackendSpec(
-        "flower-sim",
-        "Flower's Simulation Engine (a private Ray)",
-        factory="fedcare.flower.simulation:SimulationStage1Runner",
-        options=_FLOWER_OPTIONS,
-        secagg=True,
-    )
-)
-register_backend(
-    BackendSpec(
-        "flower-deployment",
-        "a Flower SuperLink and one SuperNode per client, as processes on loopback (TLS)",
-        factory="fedcare.flower.deployment:DeploymentStage1Runner",
-        options=_FLOWER_OPTIONS,
-        secagg=True,
-        network=True,
-    )
-)
+LOCAL = BackendSpec("local", "in this process (the core's loop)", federated=False)

@@ -50,7 +50,7 @@ class ExperimentConfig:
         help="fedcare (two stages), fedcare-b (Stage 1 only), the baselines fedavg, fedprox, "
         "fmgda, fsmgda, pafnet, federated boosted trees fedxgb, or the bounds local, "
         "centralised (in process only)",
-        choices_of="fedcare_core.algorithms:ALGORITHM_NAMES",
+        choices_of="fedcare_core.algorithms:algorithm_names",
         flag="algorithm",
         group=_RUN,
     )

@@ -28,7 +28,7 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -37,28 +37,21 @@ import torch
 from fedcare_core import __version__
 from fedcare_core.config import UNSEEN_CATEGORY_POLICIES
 from fedcare_core.data.preprocess import FeatureEncoder
-from fedcare_core.data.registry import get_dataset
 from fedcare_core.data.rows import RowFormat, row_format
 from fedcare_core.errors import ConfigError
 from fedcare_core.evaluation.conformal import METHOD
 from fedcare_core.predict.predictors import (
-    PREDICTOR_KINDS,
     ClientPredictor,
     predictor_from_spec,
 )
-
-if TYPE_CHECKING:  # the run's result module (metrics, Stage 1 …) is not needed to score rows
-    from fedcare_core.run.results import ExperimentResult
 
 __all__ = [
     "PACKAGE_FILE",
     "WEIGHTS_FILE",
     "ModelPackage",
-    "client_package",
     "interval_columns",
     "load_package",
     "output_column",
-    "rebuild_predictor",
     "save_package",
 ]
 
@@ -280,34 +273,6 @@ def _one_thread() -> Iterator[None]:
             torch.set_num_threads(before)
 
 
-def client_package(result: ExperimentResult, index: int) -> ModelPackage:
-    """The package of the ``index``-th client of a run.
-
-    Parameters
-    ----------
-    result
-        A run's result (with the predictors each client deploys).
-    index
-        Position of the client in ``result.federation.clients``.
-
-    Returns
-    -------
-    ModelPackage
-        Its encoders and predictor.
-    """
-    client = result.federation.clients[index]
-    return ModelPackage(
-        dataset=result.federation.dataset,
-        algorithm=result.config.algorithm,
-        client_id=client.client_id,
-        common_encoder=client.common_encoder,
-        private_encoder=client.private_encoder,
-        predictor=result.predictors[index],
-        unseen_categories=result.config.data.unseen_categories,
-        definition=client.definition or get_dataset(result.config.data.dataset).definition_text,
-    )
-
-
 def save_package(package: ModelPackage, folder: str | Path) -> Path:
     """Write ``package.json`` and ``weights.pt`` into ``folder`` (created).
 
@@ -321,21 +286,6 @@ def save_package(package: ModelPackage, folder: str | Path) -> Path:
     (out / PACKAGE_FILE).write_text(json.dumps(package.describe(), indent=2) + "\n")
     torch.save(package.predictor.state_dict(), out / WEIGHTS_FILE)
     return out
-
-
-def rebuild_predictor(
-    spec: Mapping[str, Any], weights: Mapping[str, torch.Tensor]
-) -> ClientPredictor:
-    """A packaged predictor from its spec and weights: a network's, or fedxgb's trees.
-
-    XGBoost is imported only for a package of trees (scoring a network's rows never needs it).
-    """
-    kinds = dict(PREDICTOR_KINDS)
-    if spec.get("kind") == "trees":
-        from fedcare_core.algorithms.fedxgb.predictor import TreeInput
-
-        kinds[TreeInput.kind] = TreeInput
-    return predictor_from_spec(spec, weights, kinds)
 
 
 def load_package(folder: str | Path) -> ModelPackage:
@@ -369,7 +319,7 @@ def load_package(folder: str | Path) -> ModelPackage:
         client_id=int(doc["client"]),
         common_encoder=FeatureEncoder.from_dict(doc["encoders"]["common"]),
         private_encoder=FeatureEncoder.from_dict(doc["encoders"]["private"]),
-        predictor=rebuild_predictor(doc["predictor"], weights),
+        predictor=predictor_from_spec(doc["predictor"], weights),
         unseen_categories=str(doc["unseen_categories"]),
         definition=None if doc.get("definition") is None else str(doc["definition"]),
     )

@@ -33,7 +33,6 @@ import numpy as np
 import torch
 from torch import nn
 
-from fedcare_core.algorithms.pafnet.model import PafnetClientModel
 from fedcare_core.config import ModelConfig
 from fedcare_core.data.clients import SplitArrays
 from fedcare_core.evaluation.calibration import Calibrator
@@ -42,26 +41,30 @@ from fedcare_core.evaluation.conformal import ConformalInterval
 from fedcare_core.evaluation.interval_report import IntervalScorer
 from fedcare_core.nn.losses import predict
 from fedcare_core.nn.models import FullMLP, MultiObjectiveModel, PersonalModel
+from fedcare_core.plugins import entry_names, load_entry
 
 __all__ = [
-    "PREDICTOR_KINDS",
+    "KIND",
     "ClientPredictor",
     "CommonInput",
-    "OwnInput",
     "PersonalInput",
     "UnionInput",
+    "config_dict",
+    "config_from",
     "predictor_from_spec",
     "predictor_interval_scorer",
     "predictor_scorer",
 ]
 
 
-def _config_dict(config: ModelConfig) -> dict[str, Any]:
+def config_dict(config: ModelConfig) -> dict[str, Any]:
+    """A model configuration as a predictor's spec writes it (JSON: lists for tuples)."""
     fields = dataclasses.asdict(config)
     return {k: list(v) if isinstance(v, tuple) else v for k, v in fields.items()}
 
 
-def _config_from(values: Mapping[str, Any]) -> ModelConfig:
+def config_from(values: Mapping[str, Any]) -> ModelConfig:
+    """The model configuration a spec wrote with :func:`config_dict`."""
     fields = dict(values)
     fields["head_hidden"] = tuple(fields["head_hidden"])
     return ModelConfig(**fields)
@@ -244,7 +247,7 @@ class CommonInput(ClientPredictor):
         spec = {
             "in_dim": model.backbone.in_dim,
             "heads": list(model.objectives),
-            "model": _config_dict(config),
+            "model": config_dict(config),
         }
         super().__init__(model, objectives, kinds, spec)
 
@@ -256,7 +259,7 @@ class CommonInput(ClientPredictor):
     @classmethod
     def rebuild(cls, spec: Mapping[str, Any]) -> CommonInput:
         """An untrained predictor of ``spec``'s shape (load the weights next)."""
-        config = _config_from(spec["model"])
+        config = config_from(spec["model"])
         model = MultiObjectiveModel(spec["in_dim"], spec["heads"], config)
         return cls(model, spec["objectives"], spec["kinds"], config)
 
@@ -270,7 +273,7 @@ class PersonalInput(ClientPredictor):
         spec = {
             "in_dim": model.backbone.in_dim,
             "private_dim": model.private_dim,
-            "model": _config_dict(config),
+            "model": config_dict(config),
         }
         super().__init__(model, model.objectives, kinds, spec)
 
@@ -282,7 +285,7 @@ class PersonalInput(ClientPredictor):
     @classmethod
     def rebuild(cls, spec: Mapping[str, Any]) -> PersonalInput:
         """An untrained predictor of ``spec``'s shape."""
-        config = _config_from(spec["model"])
+        config = config_from(spec["model"])
         model = PersonalModel(spec["in_dim"], spec["private_dim"], spec["objectives"], config)
         return cls(model, spec["kinds"], config)
 
@@ -321,7 +324,7 @@ class UnionInput(ClientPredictor):
         spec = {
             "in_dim": model.backbone.in_dim,
             "heads": list(model.objectives),
-            "model": _config_dict(config),
+            "model": config_dict(config),
             "common_width": int(common_width),
             "private_index": [int(i) for i in private_index],
         }
@@ -347,7 +350,7 @@ class UnionInput(ClientPredictor):
     @classmethod
     def rebuild(cls, spec: Mapping[str, Any]) -> UnionInput:
         """An untrained predictor of ``spec``'s shape."""
-        config = _config_from(spec["model"])
+        config = config_from(spec["model"])
         model = FullMLP(spec["in_dim"], spec["heads"], config)
         return cls(
             model,
@@ -359,52 +362,13 @@ class UnionInput(ClientPredictor):
         )
 
 
-class OwnInput(ClientPredictor):
-    """PAFNet's client model over the client's own features ``[x_c, x_u]``."""
-
-    kind = "own"
-
-    def __init__(
-        self,
-        model: PafnetClientModel,
-        kinds: Mapping[str, str],
-        config: ModelConfig,
-        *,
-        latent: int,
-    ) -> None:
-        spec = {
-            "in_dim": model.in_dim,
-            "heads": list(model.body.objectives),
-            "model": _config_dict(config),
-            "latent": int(latent),
-        }
-        super().__init__(model, model.own_objectives, kinds, spec)
-
-    def raw(self, x_common: torch.Tensor, x_private: torch.Tensor, objective: str) -> torch.Tensor:
-        """The client's PAFNet head of ``objective``."""
-        out: torch.Tensor = self.network(torch.cat([x_common, x_private], dim=1), objective)
-        return out
-
-    @classmethod
-    def rebuild(cls, spec: Mapping[str, Any]) -> OwnInput:
-        """An untrained predictor of ``spec``'s shape."""
-        config = _config_from(spec["model"])
-        model = PafnetClientModel(
-            spec["in_dim"], spec["heads"], spec["objectives"], config, spec["latent"]
-        )
-        return cls(model, spec["kinds"], config, latent=spec["latent"])
-
-
-#: The network predictors' kinds (fedxgb's trees are added by the package reader).
-PREDICTOR_KINDS: dict[str, Any] = {
-    c.kind: c for c in (CommonInput, PersonalInput, UnionInput, OwnInput)
-}
+#: The extension kind of predictors (:data:`fedcare_core.plugins.GROUPS`): an entry's name is
+#: the ``kind`` its class writes in :meth:`ClientPredictor.spec`.
+KIND = "predictor"
 
 
 def predictor_from_spec(
-    spec: Mapping[str, Any],
-    weights: Mapping[str, torch.Tensor],
-    kinds: Mapping[str, Any] | None = None,
+    spec: Mapping[str, Any], weights: Mapping[str, torch.Tensor]
 ) -> ClientPredictor:
     """Rebuild a predictor from :meth:`ClientPredictor.spec` and its ``state_dict``.
 
@@ -414,27 +378,25 @@ def predictor_from_spec(
         The rebuild recipe.
     weights
         The predictor's ``state_dict()`` (every parameter and buffer).
-    kinds
-        Kind → predictor class (default: the networks', :data:`PREDICTOR_KINDS`; a package
-        adds fedxgb's trees, :func:`fedcare_core.predict.package.rebuild_predictor`).
 
     Returns
     -------
     ClientPredictor
-        The predictor, in evaluation mode.
+        The predictor, in evaluation mode. Its class is the ``fedcare.predictors`` entry of
+        the spec's kind, imported now (XGBoost only for a package of trees).
 
     Raises
     ------
     ValueError
         If ``spec`` names an unknown kind, or ``weights`` do not fit its shape.
     """
-    kinds = PREDICTOR_KINDS if kinds is None else kinds
-    cls = kinds.get(str(spec.get("kind")))
-    if cls is None:
+    kind = str(spec.get("kind"))
+    if kind not in entry_names(KIND):
         raise ValueError(
-            f"unknown predictor kind {spec.get('kind')!r}; expected one of {sorted(kinds)}"
+            f"unknown predictor kind {spec.get('kind')!r}; expected one of "
+            f"{', '.join(entry_names(KIND))}"
         )
-    predictor: ClientPredictor = cls.rebuild(spec)
+    predictor: ClientPredictor = load_entry(KIND, kind).rebuild(spec)
     try:
         predictor.load_state_dict(dict(weights), strict=True)
     except RuntimeError as exc:

@@ -17,9 +17,10 @@ from fedcare_core.algorithms.base import (
     Stage1Runner,
     with_validation_outputs,
 )
+from fedcare_core.algorithms.pafnet.predictor import OwnInput
 from fedcare_core.algorithms.pafnet.rounds import run_pafnet
 from fedcare_core.nn.training import ProgressFn, objective_kinds
-from fedcare_core.predict.predictors import ClientPredictor, OwnInput
+from fedcare_core.predict.predictors import ClientPredictor
 
 
 class Pafnet(Algorithm):

@@ -2,7 +2,7 @@ import json
 
 import pytest
 
-from fedcare_core.algorithms import BASELINE_ALGORITHMS, validate_config
+from fedcare_core.algorithms import baseline_algorithms, validate_config
 from fedcare_core.config import (
     BaselineConfig,
     DataConfig,
@@ -32,7 +32,7 @@ def cohort():
     return make_cohort(240)
 
 
-@pytest.mark.parametrize("algorithm", BASELINE_ALGORITHMS)
+@pytest.mark.parametrize("algorithm", baseline_algorithms())
 def test_every_baseline_runs_end_to_end_deterministically(cohort, algorithm):
     doc = run_experiment(cohort, PARTITION, _config(algorithm, seed=3)).to_dict()
     json.dumps(doc)

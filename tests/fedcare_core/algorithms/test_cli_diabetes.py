@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from fedcare.cli.main import main
-from fedcare_core.algorithms import BASELINE_ALGORITHMS
+from fedcare_core.algorithms import baseline_algorithms
 
 ARGS = ["--dataset", "diabetes130", "--max-patients", "3000", "--rounds", "3", "--seed", "0"]
 
@@ -59,7 +59,7 @@ def _run(data_dir: Path, algorithm: str, out: Path) -> dict:
 
 
 @pytest.mark.realdata
-@pytest.mark.parametrize("algorithm", BASELINE_ALGORITHMS)
+@pytest.mark.parametrize("algorithm", baseline_algorithms())
 def test_baseline_runs_on_diabetes_and_repeats_exactly(cached_loader, algorithm, tmp_path):
     doc = _run(cached_loader, algorithm, tmp_path / "a.json")
     assert doc["algorithm"] == algorithm and doc["dataset"] == "diabetes130"

@@ -1,7 +1,7 @@
-"""A new algorithm is one module and one registry line; its capabilities are on its class.
+"""A new algorithm is one class and one entry point; its capabilities are on its class.
 
-The toy algorithm below is FedCARE-B's Stage 1 under another name, declared like any
-registered algorithm; with its registry line added, every entry runs it and reads its
+The toy algorithm below is FedCARE-B's Stage 1 under another name, installed as an outside
+distribution declaring it in the ``fedcare.algorithms`` group; every entry runs it and reads its
 capabilities (checkpointed rounds, a backbone to register, secure aggregation) from the class.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from fedcare_core import algorithms
-from fedcare_core.algorithms import ALGORITHM_NAMES, REGISTRY, _load, get_algorithm
+from fedcare_core.algorithms import algorithm_names, get_algorithm
 from fedcare_core.algorithms.base import Algorithm, Rounds, RunInputs, Stage1Runner
 from fedcare_core.algorithms.fedcare.method import global_predictors, stage1_rounds
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config
@@ -24,6 +24,7 @@ from fedcare_core.predict.predictors import ClientPredictor
 from fedcare_core.resume.run_folder import RunFolder
 from fedcare_core.run.pipeline import run_experiment
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
+from tests.installed_plugins import installed
 
 
 class Toy(Algorithm):
@@ -48,12 +49,13 @@ class Toy(Algorithm):
 
 
 @pytest.fixture
-def toy() -> Iterator[str]:
-    """The registry line."""
-    REGISTRY["toy"] = f"{__name__}:Toy"
-    yield "toy"
-    del REGISTRY["toy"]
-    _load.cache_clear()
+def toy(tmp_path: Path) -> Iterator[str]:
+    """The toy installed by its entry point."""
+    entries = {"fedcare.algorithms": {"toy": f"{__name__}:Toy"}}
+    with installed(tmp_path / "site", "toy-method", entries):
+        assert algorithm_names()[-1] == "toy"  # after FedCARE's own
+        yield "toy"
+    assert "toy" not in algorithm_names()
 
 
 def _config(algorithm: str) -> ExperimentConfig:
@@ -81,7 +83,7 @@ def test_a_new_algorithm_runs_and_its_capabilities_are_read_from_its_class(
 
 
 def test_the_capabilities_of_the_registered_algorithms() -> None:
-    stage1 = [n for n in ALGORITHM_NAMES if get_algorithm(n).runs_stage1]
+    stage1 = [n for n in algorithm_names() if get_algorithm(n).runs_stage1]
     assert stage1 == ["fedcare", "fedcare-b"]
     with pytest.raises(ConfigError, match=r"stage1\.secagg applies to fedcare, fedcare-b"):
         algorithms.validate_config(_config("fedavg").with_overrides(stage1={"secagg": True}))

@@ -1,4 +1,4 @@
-"""The backend registry: each backend declared once, loaded lazily, refused by name."""
+"""Backends: each declared once, by its entry point, loaded lazily, refused by name."""
 
 from __future__ import annotations
 
@@ -10,20 +10,21 @@ import pytest
 
 from fedcare_core.algorithms import backend_refusal, secagg_backend_refusal
 from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config, Stage2Config, backends
-from fedcare_core.config.backends import REGISTRY, BackendSpec, get_backend, register_backend
+from fedcare_core.config.backends import BackendSpec, backend_names, get_backend
 from fedcare_core.errors import ConfigError
 from fedcare_core.run.pipeline import run_experiment
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
+from tests.installed_plugins import installed
 
 
-def test_the_registry_holds_the_three_backends_and_imports_none() -> None:
-    assert tuple(REGISTRY) == ("local", "flower-sim", "flower-deployment")
-    assert backends.secagg_backends() == ("flower-sim", "flower-deployment")
+def test_fedcare_declares_three_backends_and_the_core_imports_none() -> None:
+    assert backend_names() == ("flower-deployment", "flower-sim", "local")
+    assert backends.secagg_backends() == ("flower-deployment", "flower-sim")
     assert get_backend("local").build() is None
     assert get_backend("local").packages() == ()
     assert get_backend("flower-deployment").packages() == ("fedcare.flower",)
     source = open(backends.__file__, encoding="utf-8").read()
-    assert "import flwr" not in source and "from fedcare.flower" not in source
+    assert "import flwr" not in source and "fedcare.flower" not in source
 
 
 @pytest.mark.parametrize("name", ["flower-sim", "flower-deployment"])
@@ -35,7 +36,9 @@ def test_every_import_path_resolves(name: str) -> None:
 
 
 def test_unknown_backends_and_options_are_refused_by_name() -> None:
-    with pytest.raises(ConfigError, match="unknown backend 'ray'; expected one of local, "):
+    with pytest.raises(
+        ConfigError, match="unknown backend 'ray'; expected one of flower-deployment, "
+    ):
         get_backend("ray")
     with pytest.raises(ConfigError, match="takes no options"):
         get_backend("local").options_from({"round_timeout_s": 1})
@@ -43,8 +46,6 @@ def test_unknown_backends_and_options_are_refused_by_name() -> None:
         get_backend("flower-sim").options_from(
             {"round_timeout_s": -1.0}, {"round_timeout_s": "--round-timeout"}
         )
-    with pytest.raises(ValueError, match="registered already"):
-        register_backend(BackendSpec("local", "again"))
 
 
 @dataclass(frozen=True)
@@ -69,19 +70,20 @@ def toy_runner(options: ToyOptions) -> Any:
     return run
 
 
+#: A new backend: its spec, declared by an outside distribution's entry point.
+TOY = BackendSpec(
+    "toy", "a toy", factory=f"{__name__}:toy_runner", options=f"{__name__}:ToyOptions"
+)
+
+
 @pytest.fixture
-def toy_backend() -> Iterator[BackendSpec]:
-    """A new backend: this module plus one registry line."""
-    spec = register_backend(
-        BackendSpec(
-            "toy", "a toy", factory=f"{__name__}:toy_runner", options=f"{__name__}:ToyOptions"
-        )
-    )
-    yield spec
-    del REGISTRY["toy"]
+def toy_backend(tmp_path: Any) -> Iterator[BackendSpec]:
+    """The toy backend installed by its entry point alone."""
+    with installed(tmp_path, "toy-backend", {"fedcare.backends": {"toy": f"{__name__}:TOY"}}):
+        yield get_backend("toy")
 
 
-def test_a_new_backend_is_one_module_and_one_registry_line(toy_backend: BackendSpec) -> None:
+def test_a_new_backend_is_one_module_and_one_entry_point(toy_backend: BackendSpec) -> None:
     runner = get_backend("toy").build(get_backend("toy").options_from({"label": "x"}))
     assert runner.label == "x"
     config = ExperimentConfig(

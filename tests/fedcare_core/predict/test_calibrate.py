@@ -26,7 +26,8 @@ from fedcare_core.predict.calibrate import (
     class_weight,
     federation_class_weight,
 )
-from fedcare_core.predict.package import client_package, load_package, save_package
+from fedcare_core.predict.package import load_package, save_package
+from fedcare_core.run.packaging import client_package
 from fedcare_core.run.pipeline import run_experiment
 
 

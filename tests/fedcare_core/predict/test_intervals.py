@@ -19,11 +19,11 @@ from fedcare_core.evaluation.conformal import ConformalInterval, fit_conformal_i
 from fedcare_core.predict.calibrate import INTERVAL_COVERAGE, fit_intervals
 from fedcare_core.predict.package import (
     PACKAGE_FILE,
-    client_package,
     interval_columns,
     load_package,
     save_package,
 )
+from fedcare_core.run.packaging import client_package
 from fedcare_core.run.pipeline import run_experiment
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 

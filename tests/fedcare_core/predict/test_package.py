@@ -19,8 +19,9 @@ from fedcare_core.data.clients import assign_patients, split_patients
 from fedcare_core.data.loading import load_dataset
 from fedcare_core.data.rows import row_format
 from fedcare_core.errors import ConfigError, DataError
-from fedcare_core.predict.package import client_package, load_package, save_package
+from fedcare_core.predict.package import load_package, save_package
 from fedcare_core.predict.predictors import predictor_scorer
+from fedcare_core.run.packaging import client_package
 from fedcare_core.run.pipeline import run_experiment
 
 pytestmark = pytest.mark.realdata

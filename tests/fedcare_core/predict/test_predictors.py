@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import torch
 
-from fedcare_core.algorithms import ALGORITHM_NAMES
+from fedcare_core.algorithms import algorithm_names
 from fedcare_core.config import (
     BaselineConfig,
     DataConfig,
@@ -17,7 +17,6 @@ from fedcare_core.config import (
     Stage2Config,
 )
 from fedcare_core.evaluation.clients import evaluate_with_validation
-from fedcare_core.predict.package import rebuild_predictor
 from fedcare_core.predict.predictors import predictor_from_spec, predictor_scorer
 from fedcare_core.run.pipeline import evaluation_settings, interval_evaluation, run_experiment
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
@@ -39,7 +38,7 @@ def cohort():
     return make_cohort(240)
 
 
-@pytest.mark.parametrize("algorithm", ALGORITHM_NAMES)
+@pytest.mark.parametrize("algorithm", algorithm_names())
 def test_predictors_are_what_the_evaluation_scored(cohort, algorithm):
     result = run_experiment(cohort, PARTITION, _config(algorithm))
     fed = result.federation
@@ -53,7 +52,7 @@ def test_predictors_are_what_the_evaluation_scored(cohort, algorithm):
         xc, xu = torch.from_numpy(split.x_common), torch.from_numpy(split.x_private)
         # Through JSON, as a package stores it: the rebuilt predictor is the same function.
         spec = json.loads(json.dumps(predictor.spec()))
-        rebuilt = rebuild_predictor(spec, predictor.state_dict())
+        rebuilt = predictor_from_spec(spec, predictor.state_dict())
         with torch.no_grad():
             out = predictor(xc, xu)
             assert out.shape == (split.n, len(client.objectives))

@@ -5,7 +5,7 @@ import torch
 
 from fedcare_core.algorithms.fedxgb.predictor import TreeInput
 from fedcare_core.config import BaselineConfig, DataConfig, ExperimentConfig, Stage1Config
-from fedcare_core.predict.package import rebuild_predictor
+from fedcare_core.predict.predictors import predictor_from_spec
 from fedcare_core.run.pipeline import run_experiment
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
 
@@ -37,7 +37,7 @@ def test_every_client_deploys_calibrated_trees_with_no_class_weight_to_undo():
 def test_the_packaged_model_scores_like_the_deployed_one():
     result = _run()
     for client, predictor in zip(result.federation.clients, result.predictors, strict=True):
-        rebuilt = rebuild_predictor(predictor.spec(), predictor.state_dict())
+        rebuilt = predictor_from_spec(predictor.spec(), predictor.state_dict())
         xc, xu = torch.from_numpy(client.test.x_common), torch.from_numpy(client.test.x_private)
         np.testing.assert_array_equal(rebuilt.predictions(xc, xu), predictor.predictions(xc, xu))
         probabilities = predictor.predictions(xc, xu)[

@@ -1,0 +1,32 @@
+"""Extension points: each kind of extension is one group of Python entry points.
+
+A method, a backend, a dataset or a predictor is found by its entry point alone: FedCARE's own
+are declared in its ``pyproject.toml`` exactly as an outside package declares its own, so the
+code that uses an extension never names one (``docs/EXTENDING.md``).
+
+=============  ======================  ==================================================
+kind           entry-point group       an entry loads
+=============  ======================  ==================================================
+algorithm      ``fedcare.algorithms``  an :class:`~fedcare_core.algorithms.base.Algorithm`
+                                       subclass (its ``name`` is the entry's)
+backend        ``fedcare.backends``    a :class:`~fedcare_core.config.backends.BackendSpec`
+predictor      ``fedcare.predictors``  a :class:`~fedcare_core.predict.predictors.ClientPredictor`
+                                       subclass (its ``kind`` is the entry's)
+=============  ======================  ==================================================
+
+Names are read from the installed distributions' metadata without importing anything; an
+entry is imported when it is first used. Entries are listed in name order, FedCARE's own
+first, then each other distribution's. Two distributions declaring one name is refused,
+naming both.
+"""
+
+from __future__ import annotations
+
+from fedcare_core.plugins.entry_points import (
+    GROUPS,
+    PluginError,
+    entry_names,
+    load_entry,
+)
+
+__all__ = ["GROUPS", "PluginError", "entry_names", "load_entry"]

@@ -1,0 +1,55 @@
+"""Installing an extension in a test as pip would leave it: a ``.dist-info`` on ``sys.path``.
+
+:func:`installed` writes a distribution's metadata (its ``METADATA`` and ``entry_points.txt``)
+into a folder, puts the folder first on ``sys.path`` (and on ``PYTHONPATH`` for the processes
+a test starts) and makes :mod:`fedcare_core.plugins` read the installed extensions again; on
+exit it takes them away. Nothing of the project is changed: the extension is found by its entry
+point alone.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from pathlib import Path
+
+from fedcare_core import algorithms
+from fedcare_core.plugins.entry_points import forget_installed
+
+
+@contextmanager
+def installed(
+    folder: Path, distribution: str, entries: Mapping[str, Mapping[str, str]]
+) -> Iterator[Path]:
+    """Install ``distribution`` declaring ``entries`` (group → name → ``module:attr``).
+
+    The modules the entries name must be importable already (the test's own, or a package
+    under ``folder``).
+    """
+    info = folder / f"{distribution.replace('-', '_')}-0.1.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {distribution}\nVersion: 0.1\n")
+    lines = []
+    for group, names in entries.items():
+        lines += [f"[{group}]", *(f"{name} = {value}" for name, value in names.items()), ""]
+    (info / "entry_points.txt").write_text("\n".join(lines))
+    saved = os.environ.get("PYTHONPATH")
+    sys.path.insert(0, str(folder))
+    os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(folder), saved]))
+    _forget()
+    try:
+        yield folder
+    finally:
+        sys.path.remove(str(folder))
+        if saved is None:
+            os.environ.pop("PYTHONPATH", None)
+        else:
+            os.environ["PYTHONPATH"] = saved
+        _forget()
+
+
+def _forget() -> None:
+    forget_installed()
+    algorithms._load.cache_clear()
