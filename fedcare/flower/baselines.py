@@ -61,6 +61,7 @@ from flwr.app import (
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import FedAvg, FedProx
 
+from fedcare.flower.federated_rounds import ALGORITHM_KEY
 from fedcare.flower.messages import (
     ARRAYS,
     CLIENT_ID,
@@ -105,7 +106,6 @@ def flower_strategy(algorithm: str) -> str | None:
     return get_algorithm(algorithm).flower_strategy if algorithm in algorithm_names() else None
 
 
-_ALGORITHM = "algorithm"
 PROXIMAL_MU = "proximal-mu"  # the key Flower's FedProx.configure_train sets
 DP_CLIP = "dp-clip"  # present only under differential privacy
 _PURSUES_PREFIX = "pursues."  # a private reply's objectives, without counts
@@ -145,7 +145,7 @@ def baseline_train_config(plan: RunPlan) -> ConfigRecord:
     return ConfigRecord(
         {
             PROTOCOL: PROTOCOL_VERSION,
-            _ALGORITHM: plan.algorithm,
+            ALGORITHM_KEY: plan.algorithm,
             "seed": int(plan.seed),
             "objectives": [n for n, _ in plan.objectives],
             "kinds": [k for _, k in plan.objectives],
@@ -156,12 +156,6 @@ def baseline_train_config(plan: RunPlan) -> ConfigRecord:
             **private,
         }
     )
-
-
-def is_baseline_message(content: RecordDict) -> bool:
-    """Whether a ``train`` message is a FedAvg/FedProx round (not FedCARE's Stage 1)."""
-    config = content.config_records.get(CONFIG)
-    return config is not None and _ALGORITHM in config
 
 
 def encode_local_update(
@@ -280,7 +274,7 @@ def baseline_train(client: ClientData, cache_key: str, content: RecordDict) -> R
         config = content.config_records[CONFIG]
         if config[PROTOCOL] != PROTOCOL_VERSION:
             raise ProtocolError(f"protocol version {config[PROTOCOL]!r} is not {PROTOCOL_VERSION}")
-        algorithm = str(config[_ALGORITHM])
+        algorithm = str(config[ALGORITHM_KEY])
         if flower_strategy(algorithm) is None:
             raise ProtocolError(f"unknown baseline {algorithm!r}")
         names = tuple(cast(list[str], config["objectives"]))

@@ -100,7 +100,7 @@ def simulation_locator(data_dir: str | Path, data_paths: Sequence[str] = ()) -> 
     return partial(_partition_data_path, str(data_dir))
 
 
-def _data_key(path: str | Path) -> str:
+def data_key(path: str | Path) -> str:
     """The cache key of a data path: absolute, symlinks not followed.
 
     A memory file's ``/proc/<pid>/fd/<n>`` is a link to a name no file system holds
@@ -111,7 +111,7 @@ def _data_key(path: str | Path) -> str:
 
 def cached_client(locate: DataLocator, context: Context) -> ClientData:
     """The node's client data, loaded once per process (see :func:`preload`)."""
-    key = _data_key(locate(context))
+    key = data_key(locate(context))
     if key not in _CACHE:
         _CACHE[key] = load_client_data(key)
     return _CACHE[key]
@@ -119,7 +119,7 @@ def cached_client(locate: DataLocator, context: Context) -> ClientData:
 
 def preload(data_path: str | Path) -> None:
     """Load a client's data into this process's cache (a warm parent before forking)."""
-    key = _data_key(data_path)
+    key = data_key(data_path)
     _CACHE[key] = load_client_data(key)
 
 
@@ -234,33 +234,36 @@ def handle_final_model(msg: Message, context: Context) -> Message:
 
 
 def _handle_train(locate: DataLocator, msg: Message, context: Context) -> Message:
-    """One round: Stage 1's local steps, a FedAvg/FedProx client's local training, or fedxgb's.
+    """One round's ``train`` message, answered by the rounds it belongs to."""
+    from fedcare.flower.federated_rounds import rounds_of_message
 
-    Stage 1: τ local steps per objective from ``w^t``, replying with every Δ_{k,s}; with a
-    union layout in the instruction (FMGDA/FSMGDA) on the client's union vectors, embedded
-    here from its own features. A FedAvg or FedProx message goes to
-    :func:`fedcare.flower.baselines.baseline_train`.
+    return rounds_of_message(msg.content).train(locate, msg, context)
+
+
+def _handle_evaluate(locate: DataLocator, msg: Message, context: Context) -> Message:
+    """One round's ``evaluate`` message, answered by the rounds it belongs to."""
+    from fedcare.flower.federated_rounds import rounds_of_message
+
+    return rounds_of_message(msg.content).evaluate(locate, msg, context)
+
+
+def stage1_train(locate: DataLocator, msg: Message, context: Context) -> Message:
+    """One round of Algorithm 1: τ local steps per objective from ``w^t``, every Δ_{k,s}.
+
+    With a union layout in the instruction (FMGDA/FSMGDA) on the client's union vectors,
+    embedded here from its own features.
     """
     import torch
 
-    from fedcare.flower.baselines import baseline_train, is_baseline_message, union_view
-    from fedcare.flower.trees import is_trees_message, trees_train
+    from fedcare.flower.baselines import union_view
     from fedcare_core.nn.models import MultiObjectiveModel
     from fedcare_core.stage1.loop import client_update
 
-    if is_trees_message(msg.content):
-        key = _data_key(locate(context))
-        client = assigned(cached_client(locate, context), msg.content)
-        return Message(trees_train(client, key, msg.content), reply_to=msg)
-    if is_baseline_message(msg.content):
-        key = _data_key(locate(context))
-        reply = baseline_train(cached_client(locate, context), key, msg.content)
-        return Message(reply, reply_to=msg)
     instr = decode_train_instruction(msg.content)
     check_instruction_terms(context, instr.stage1, instr.objectives)
     client = assigned(cached_client(locate, context), msg.content)
     if instr.union_layout is not None:
-        client = union_view(client, _data_key(locate(context)), instr.union_layout)
+        client = union_view(client, data_key(locate(context)), instr.union_layout)
     width = client.train.x_common.shape[1]
     if width != instr.common_width:
         raise ProtocolError(
@@ -280,17 +283,6 @@ def _handle_train(locate: DataLocator, msg: Message, context: Context) -> Messag
         round_idx=instr.server_round,
     )
     return Message(encode_client_update(update, instr.objectives), reply_to=msg)
-
-
-def _handle_evaluate(locate: DataLocator, msg: Message, context: Context) -> Message:
-    """A fedxgb round's evaluation: the ensembles' losses on the client's validation rows."""
-    from fedcare.flower.trees import is_trees_message, trees_evaluate
-
-    if not is_trees_message(msg.content):
-        raise ProtocolError("an evaluate message of no fedxgb round")
-    key = _data_key(locate(context))
-    client = assigned(cached_client(locate, context), msg.content)
-    return Message(trees_evaluate(client, key, msg.content), reply_to=msg)
 
 
 def build_client_app(locate: DataLocator) -> ClientApp:

@@ -25,8 +25,9 @@ from pathlib import Path
 from flwr.app import ConfigRecord, Context, Message
 from flwr.serverapp import Grid, ServerApp
 
-from fedcare.flower import baselines, trees
+from fedcare.flower import baselines
 from fedcare.flower.audit import RECEIVED_FILE, message_line
+from fedcare.flower.federated_rounds import rounds_of_plan
 from fedcare.flower.final_model import finish_stage1
 from fedcare.flower.messages import ProtocolError
 from fedcare.flower.polling import LateHook, PollingGrid, ReplyHook
@@ -49,12 +50,9 @@ _ServerStrategy = FedCareStrategy | baselines.UnionFedAvg | TreeBagging
 
 
 def make_strategy(plan: RunPlan, on_round: RoundHook | None = None) -> _ServerStrategy:
-    """The plan's strategy: Flower's FedXgbBagging, FedAvg or FedProx, else Algorithm 1."""
-    if plan.algorithm == trees.ALGORITHM:
-        return TreeBagging(plan, on_round=on_round)
-    if baselines.flower_strategy(plan.algorithm) is not None:
-        return baselines.make_strategy(plan, on_round)
-    return FedCareStrategy(plan, on_round=on_round)
+    """The strategy of the rounds the plan's algorithm runs (:mod:`.federated_rounds`)."""
+    strategy: _ServerStrategy = rounds_of_plan(plan).strategy(plan, on_round)
+    return strategy
 
 
 def recorded_rounds(plan: RunPlan, on_round: RoundHook | None) -> RoundHook:
@@ -148,12 +146,8 @@ def _named_site(reply: Message) -> str | None:
 
 
 def _train_config(strategy: _ServerStrategy, plan: RunPlan) -> ConfigRecord | None:
-    """The config every ``train`` message carries (None: Algorithm 1 builds its own)."""
-    if isinstance(strategy, TreeBagging):
-        return strategy.train_config()
-    if baselines.flower_strategy(plan.algorithm) is not None:
-        return baselines.baseline_train_config(plan)
-    return None
+    """The config every ``train`` message carries (None: the strategy builds its own)."""
+    return rounds_of_plan(plan).train_config(strategy, plan)
 
 
 _PlanServer = Callable[[Grid, Context, RunPlan, RoundHook | None], object]

@@ -51,6 +51,7 @@ from flwr.app import (
     RecordDict,
 )
 
+from fedcare.flower.federated_rounds import ALGORITHM_KEY
 from fedcare.flower.messages import (
     ARRAYS,
     CLIENT_ID,
@@ -72,9 +73,6 @@ from fedcare_core.algorithms.fedxgb.trees import Ensemble, TreeSettings
 from fedcare_core.config import BaselineConfig
 from fedcare_core.data.clients import ClientData
 
-#: The algorithm whose rounds this module runs.
-ALGORITHM = "fedxgb"
-_ALGORITHM_KEY = "algorithm"
 _RUN_ID = "run-id"
 #: Config key of a round's boosting plan; metric prefixes of a reply's rows and losses.
 BOOST = "boost"
@@ -83,12 +81,6 @@ LOSS = "loss."
 
 # A client's margins, kept between the messages of one run (a long-lived client process).
 _MARGINS: dict[tuple[str, str], ClientMargins] = {}
-
-
-def is_trees_message(content: RecordDict) -> bool:
-    """Whether a message is a fedxgb round's."""
-    config = content.config_records.get(CONFIG)
-    return config is not None and config.get(_ALGORITHM_KEY) == ALGORITHM
 
 
 # ---- wire format --------------------------------------------------------------------------
@@ -122,7 +114,7 @@ def trees_config(plan: RunPlan, run_id: str) -> dict[str, ConfigRecordValues]:
     """What every message of the run carries in its config (module docstring)."""
     return {
         PROTOCOL: PROTOCOL_VERSION,
-        _ALGORITHM_KEY: ALGORITHM,
+        ALGORITHM_KEY: plan.algorithm,  # the rounds a client answers: federated_rounds
         _RUN_ID: run_id,
         "seed": int(plan.seed),
         "objectives": [n for n, _ in plan.objectives],

@@ -171,6 +171,9 @@ class Algorithm(ABC):
     #: Flower's own strategy that runs its rounds (``"FedAvg"``, ``"FedProx"``), when they are
     #: not Algorithm 1's rounds (:attr:`runs_stage1`, FMGDA/FSMGDA on the union view).
     flower_strategy: ClassVar[str | None] = None
+    #: The rounds a Flower backend runs for it: an entry of the ``fedcare.federated_rounds``
+    #: group (``"stage1"``: Algorithm 1's; None: no Flower rounds, :attr:`flower` False).
+    federated_rounds: ClassVar[str | None] = None
     #: What its rounds' result holds as parameters: a network's weights (``"network"``), or
     #: boosted trees as bytes (``"trees"``, :mod:`fedcare_core.algorithms.fedxgb.bundle`).
     rounds_model: ClassVar[str] = "network"
@@ -237,6 +240,7 @@ class FederatedBaseline(Algorithm):
     """A baseline whose rounds a :class:`BaselineBackend` that lists it can run."""
 
     flower = True
+    federated_rounds = "stage1"  # FMGDA/FSMGDA: Algorithm 1's rounds on the union view
 
     def accepts(self, backend: object) -> bool:
         """Only a backend that runs this baseline's rounds (see :class:`BaselineBackend`)."""

@@ -10,6 +10,9 @@ kind           entry-point group       an entry loads
 algorithm      ``fedcare.algorithms``  an :class:`~fedcare_core.algorithms.base.Algorithm`
                                        subclass (its ``name`` is the entry's)
 backend        ``fedcare.backends``    a :class:`~fedcare_core.config.backends.BackendSpec`
+federated      ``fedcare.federated_    the rounds a method runs over Flower (the federation
+rounds         rounds``                layer's ``FederatedRounds``), by the name its
+                                       ``Algorithm.federated_rounds`` gives
 predictor      ``fedcare.predictors``  a :class:`~fedcare_core.predict.predictors.ClientPredictor`
                                        subclass (its ``kind`` is the entry's)
 =============  ======================  ==================================================

@@ -13,6 +13,7 @@ from fedcare_core.errors import ConfigError
 GROUPS: dict[str, str] = {
     "algorithm": "fedcare.algorithms",
     "backend": "fedcare.backends",
+    "federated_rounds": "fedcare.federated_rounds",
     "predictor": "fedcare.predictors",
 }
 #: The distribution whose entries are listed first (FedCARE's own).

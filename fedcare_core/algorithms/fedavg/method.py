@@ -19,6 +19,7 @@ class FedAvg(GlobalUnionBaseline):
 
     name = "fedavg"
     flower_strategy = "FedAvg"
+    federated_rounds = "union-fedavg"
     cost_at_ten_clients = 1.4
     private_rounds = True
 

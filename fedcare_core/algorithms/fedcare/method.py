@@ -86,6 +86,7 @@ class Stage1Algorithm(Algorithm):
     """What FedCARE and FedCARE-B share: Stage 1's rounds (Algorithm 1) and their grid cost."""
 
     flower = True
+    federated_rounds = "stage1"
     private_rounds = True
     runs_stage1 = True
 

@@ -40,6 +40,7 @@ class FedXgb(FederatedBaseline):
 
     name = "fedxgb"
     flower_strategy = "FedXgbBagging"
+    federated_rounds = "trees"
     rounds_model = "trees"
     site_federation = True
     personal_phase = "own-trees"  # each client boosts its own trees (progress, task names)

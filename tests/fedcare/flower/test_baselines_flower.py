@@ -182,7 +182,7 @@ def test_baselines_that_do_not_fit_flower_are_refused_with_the_reason(small_coho
         run_experiment(
             small_cohort, PARTITION, _config(algorithm), stage1_runner=SimulationStage1Runner()
         )
-    assert "fedavg, fedprox, fmgda, fsmgda" in str(info.value)
+    assert "fedavg, fedprox, fedxgb, fmgda, fsmgda" in str(info.value)
     if algorithm == "pafnet":
         assert "stateful" in str(info.value)
 

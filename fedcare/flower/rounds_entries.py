@@ -1,0 +1,107 @@
+"""FedCARE's own federated rounds over Flower, as entries of ``fedcare.federated_rounds``.
+
+Each is a :class:`~fedcare.flower.federated_rounds.FederatedRounds`: Algorithm 1 (FedCARE and
+FedCARE-B; FMGDA and FSMGDA on the union view), Flower's FedAvg and FedProx on the union view,
+and Flower's bagged XGBoost trees. Their code is imported when a run uses them (XGBoost only
+for trees).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from flwr.app import ConfigRecord, Context, Message
+
+from fedcare.flower.federated_rounds import DataLocator, RoundHook
+from fedcare.flower.messages import ProtocolError
+from fedcare.flower.run_plan import RunPlan
+
+
+class Stage1Rounds:
+    """Algorithm 1: τ local steps per objective, the server's min-norm step (SPEC §2)."""
+
+    def strategy(self, plan: RunPlan, on_round: RoundHook | None) -> Any:
+        """:class:`~fedcare.flower.strategy.FedCareStrategy` (its SecAgg+ one is the app's)."""
+        from fedcare.flower.strategy import FedCareStrategy
+
+        return FedCareStrategy(plan, on_round=on_round)
+
+    def train_config(self, strategy: Any, plan: RunPlan) -> ConfigRecord | None:
+        """None: each instruction carries its own configuration."""
+        return None
+
+    def train(self, locate: DataLocator, msg: Message, context: Context) -> Message:
+        """Every Δ_{k,s} of the client's τ local steps from ``w^t``."""
+        from fedcare.flower.client_app import stage1_train
+
+        return stage1_train(locate, msg, context)
+
+    def evaluate(self, locate: DataLocator, msg: Message, context: Context) -> Message:
+        """None: Algorithm 1 sends no ``evaluate`` message."""
+        raise ProtocolError("an evaluate message in Algorithm 1's rounds, which send none")
+
+
+class UnionFedAvgRounds:
+    """FedAvg and FedProx (Flower's strategies) over the clients' union vectors."""
+
+    def strategy(self, plan: RunPlan, on_round: RoundHook | None) -> Any:
+        """Flower's FedProx (μ from the plan) or FedAvg, aggregating by the core's step."""
+        from fedcare.flower.baselines import make_strategy
+
+        return make_strategy(plan, on_round)
+
+    def train_config(self, strategy: Any, plan: RunPlan) -> ConfigRecord | None:
+        """The algorithm, the model, the union layout and the DP clip."""
+        from fedcare.flower.baselines import baseline_train_config
+
+        return baseline_train_config(plan)
+
+    def train(self, locate: DataLocator, msg: Message, context: Context) -> Message:
+        """The client's local epochs from the global model."""
+        from fedcare.flower.baselines import baseline_train
+        from fedcare.flower.client_app import cached_client, data_key
+
+        key = data_key(locate(context))
+        reply = baseline_train(cached_client(locate, context), key, msg.content)
+        return Message(reply, reply_to=msg)
+
+    def evaluate(self, locate: DataLocator, msg: Message, context: Context) -> Message:
+        """None: FedAvg's rounds send no ``evaluate`` message here."""
+        raise ProtocolError("an evaluate message in FedAvg's rounds, which send none")
+
+
+class TreeRounds:
+    """Flower's FedXgbBagging: each site boosts trees, the server bags them."""
+
+    def strategy(self, plan: RunPlan, on_round: RoundHook | None) -> Any:
+        """:class:`~fedcare.flower.trees_strategy.TreeBagging`."""
+        from fedcare.flower.trees_strategy import TreeBagging
+
+        return TreeBagging(plan, on_round=on_round)
+
+    def train_config(self, strategy: Any, plan: RunPlan) -> ConfigRecord | None:
+        """The strategy's boosting plan for the round."""
+        config: ConfigRecord = strategy.train_config()
+        return config
+
+    def train(self, locate: DataLocator, msg: Message, context: Context) -> Message:
+        """The trees the client boosts this round."""
+        from fedcare.flower.client_app import assigned, cached_client, data_key
+        from fedcare.flower.trees import trees_train
+
+        client = assigned(cached_client(locate, context), msg.content)
+        return Message(trees_train(client, data_key(locate(context)), msg.content), reply_to=msg)
+
+    def evaluate(self, locate: DataLocator, msg: Message, context: Context) -> Message:
+        """The ensembles' losses on the client's validation rows."""
+        from fedcare.flower.client_app import assigned, cached_client, data_key
+        from fedcare.flower.trees import trees_evaluate
+
+        client = assigned(cached_client(locate, context), msg.content)
+        return Message(trees_evaluate(client, data_key(locate(context)), msg.content), reply_to=msg)
+
+
+#: The entries (``pyproject.toml``).
+STAGE1 = Stage1Rounds()
+UNION_FEDAVG = UnionFedAvgRounds()
+TREES = TreeRounds()
