@@ -1,10 +1,11 @@
-"""Shared test fixtures: where the real datasets live."""
+"""Shared test fixtures: where the real datasets live; a throw-away Prefect server."""
 
 from __future__ import annotations
 
 import os
 import signal
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -70,3 +71,15 @@ def _mlflow_uris_do_not_leak() -> object:
             os.environ.pop(name, None)
         else:
             os.environ[name] = value
+
+
+@pytest.fixture(scope="session")
+def prefect_harness() -> Iterator[None]:
+    """Run flows against a throw-away Prefect server and database (the flow tests').
+
+    Its API URL is a setting, so the flow's process-pool workers report to it as well.
+    """
+    from prefect.testing.utilities import prefect_test_harness
+
+    with prefect_test_harness(server_startup_timeout=180):
+        yield

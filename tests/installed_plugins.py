@@ -1,15 +1,18 @@
 """Installing an extension in a test as pip would leave it: a ``.dist-info`` on ``sys.path``.
 
 :func:`installed` writes a distribution's metadata (its ``METADATA`` and ``entry_points.txt``)
-into a folder, puts the folder first on ``sys.path`` (and on ``PYTHONPATH`` for the processes
-a test starts) and makes :mod:`fedcare_core.plugins` read the installed extensions again; on
-exit it takes them away. Nothing of the project is changed: the extension is found by its entry
-point alone.
+into a folder; :func:`pip_installed` has pip install a package (``tests/plugins/…``) into one.
+Either puts the folder first on ``sys.path`` (and on ``PYTHONPATH`` for the processes a test
+starts) and makes :mod:`fedcare_core.plugins` read the installed extensions again; on exit it
+takes them away. Nothing of the project is changed: the extension is found by its entry point
+alone.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -35,12 +38,37 @@ def installed(
     for group, names in entries.items():
         lines += [f"[{group}]", *(f"{name} = {value}" for name, value in names.items()), ""]
     (info / "entry_points.txt").write_text("\n".join(lines))
+    with _on_path(folder):
+        yield folder
+
+
+@contextmanager
+def pip_installed(package: Path, folder: Path) -> Iterator[Path]:
+    """Install the package whose source is ``package`` into ``folder`` with pip.
+
+    pip builds it from a copy (the checkout is left as it was), offline, with the setuptools
+    already installed, and without its dependencies (FedCARE is the one it names).
+    """
+    source = folder / "source"
+    shutil.copytree(package, source)
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+         "--no-build-isolation", "--target", str(folder / "site"), str(source)],
+        check=True, capture_output=True,
+    )  # fmt: skip
+    with _on_path(folder / "site"):
+        yield folder / "site"
+
+
+@contextmanager
+def _on_path(folder: Path) -> Iterator[None]:
+    """``folder`` first on ``sys.path`` and ``PYTHONPATH`` while the context lasts."""
     saved = os.environ.get("PYTHONPATH")
     sys.path.insert(0, str(folder))
     os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [str(folder), saved]))
     _forget()
     try:
-        yield folder
+        yield
     finally:
         sys.path.remove(str(folder))
         if saved is None:

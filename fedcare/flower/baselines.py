@@ -82,6 +82,7 @@ from fedcare.flower.round_floor import require_floor
 from fedcare.flower.run_plan import RunPlan
 from fedcare.flower.site_errors import error_text
 from fedcare_core.algorithms.fedavg import rounds as core_fedavg
+from fedcare_core.algorithms.fedavg.method import FedAvg as AveragingMethod
 from fedcare_core.algorithms.fedavg.rounds import LocalUpdate
 from fedcare_core.algorithms.union.common import build_full_mlp
 from fedcare_core.algorithms.union.features import UnionLayout
@@ -104,6 +105,16 @@ def flower_strategy(algorithm: str) -> str | None:
     from fedcare_core.algorithms import algorithm_names, get_algorithm
 
     return get_algorithm(algorithm).flower_strategy if algorithm in algorithm_names() else None
+
+
+def _server_step(algorithm: str) -> core_fedavg.Aggregate:
+    """``algorithm``'s server step without DP (:meth:`FedAvg.aggregate`, or an override)."""
+    from fedcare_core.algorithms import get_algorithm
+
+    method = get_algorithm(algorithm)
+    if not isinstance(method, AveragingMethod):
+        raise ProtocolError(f"{algorithm!r} does not run FedAvg's rounds")
+    return method.aggregate
 
 
 PROXIMAL_MU = "proximal-mu"  # the key Flower's FedProx.configure_train sets
@@ -354,6 +365,7 @@ class UnionFedAvg(FedAvg):
         self.privacy = plan.stage1.privacy()
         self._noise_secret = self.privacy.noise_source() if self.privacy is not None else 0
         self._on_round = on_round
+        self._aggregate = _server_step(plan.algorithm)
         self._asked: set[int] = set()
         self._round_start = 0.0
 
@@ -412,6 +424,7 @@ class UnionFedAvg(FedAvg):
             server_round,
             noise,
             releases=releases,
+            aggregate=self._aggregate,
         )
         released = int(info.epsilon is not None)
         self.state = ServerState(params, buffers, dp_releases=releases + released)

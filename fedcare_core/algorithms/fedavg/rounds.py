@@ -21,7 +21,7 @@ are kept above :data:`~fedcare_core.stage1.privacy_rounds.VARIANCE_FLOOR`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -233,6 +233,12 @@ def private_local_update(
     )
 
 
+#: A server step without DP: ``(w^t, statistics, updates, layout) → (w^{t+1}, statistics)``.
+Aggregate = Callable[
+    [np.ndarray, np.ndarray, Sequence[LocalUpdate], ParamLayout], tuple[np.ndarray, np.ndarray]
+]
+
+
 def aggregate_models(
     params: np.ndarray,
     buffers: np.ndarray,
@@ -337,6 +343,7 @@ def server_round(
     noise: RoundNoise | None = None,
     *,
     releases: int = 0,
+    aggregate: Aggregate | None = None,
 ) -> tuple[np.ndarray, np.ndarray, RoundInfo]:
     """FedAvg's server side of one round: the new global model and the round's trace.
 
@@ -361,6 +368,10 @@ def server_round(
         weighted average of :func:`aggregate_models`.
     releases
         Under DP, the Gaussian rounds released before this one (``ServerState.dp_releases``).
+    aggregate
+        The method's server step without DP (:meth:`FedAvg.aggregate
+        <fedcare_core.algorithms.fedavg.method.FedAvg.aggregate>`); None:
+        :func:`aggregate_models`.
 
     Returns
     -------
@@ -370,7 +381,8 @@ def server_round(
         ``releases + 1`` releases, or None when no client replied and nothing was released).
     """
     if noise is None:
-        new_params, new_buffers = aggregate_models(params, buffers, updates, layout)
+        step_of = aggregate_models if aggregate is None else aggregate
+        new_params, new_buffers = step_of(params, buffers, updates, layout)
         losses = objective_round_losses(updates, objectives)
         epsilon = None
     elif updates:
@@ -401,6 +413,7 @@ def run_fedavg(
     prox_mu: float = 0.0,
     progress: ProgressFn | None = None,
     privacy: DpSettings | None = None,
+    aggregate: Aggregate | None = None,
 ) -> Stage1Result:
     """Run FedAvg (``prox_mu = 0``) or FedProx in process for ``rounds`` rounds.
 
@@ -424,6 +437,8 @@ def run_fedavg(
     privacy
         Client-level DP (``stage1.privacy()``): clipped changes, one noisy release per round,
         the noise keyed by a secret drawn once for the run. None: no DP.
+    aggregate
+        The server step without DP (:func:`server_round`'s); None: :func:`aggregate_models`.
 
     Returns
     -------
@@ -458,7 +473,15 @@ def run_fedavg(
         ]
         noise = None if privacy is None else RoundNoise(privacy, noise_stream(secret, t))
         params, buffers, info = server_round(
-            params, buffers, updates, layout, objectives, t, noise, releases=releases
+            params,
+            buffers,
+            updates,
+            layout,
+            objectives,
+            t,
+            noise,
+            releases=releases,
+            aggregate=aggregate,
         )
         if info.epsilon is not None:
             releases += 1

@@ -1,0 +1,1 @@
+"""FedMedian, an outside FedCARE method (the example of ``docs/EXTENDING.md``)."""
