@@ -31,6 +31,7 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
     p for p in (str(Path(__file__).resolve().parents[1]), os.environ.get("PYTHONPATH")) if p
 )
 
+from fedcare.app.grid_jobs import run_job
 from fedcare.grid import grid_client, run_grid
 from fedcare_core.experiments.cells import experiment_cells, grid_base
 from fedcare_core.experiments.engine import DataSpec, plan_jobs
@@ -50,7 +51,7 @@ def one_run(workers: int, cells: Any, base: Any, spec: DataSpec) -> dict[str, An
         with grid_client(workers=workers) as client:
             client.wait_for_workers(workers)
             t1 = time.perf_counter()
-            outcomes = run_grid(cells, base, spec, tmp, client)
+            outcomes = run_grid(cells, base, spec, tmp, client, run_job)
             t2 = time.perf_counter()
         return {
             "start_s": t1 - t0,

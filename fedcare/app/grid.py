@@ -242,7 +242,7 @@ def _sites_grid(
     ConfigError
         A bad schema or sites list (no site's file is read), named as ``spell`` names them.
     """
-    from fedcare.sites.in_process import read_sites, sites_digest
+    from fedcare.app.sites_in_process import read_sites, sites_digest
 
     sites, schema_path = request.value("sites"), request.value("schema")
     try:
@@ -361,7 +361,7 @@ def checked_data(prepared: PreparedGrid) -> None:
 
     spec = prepared.spec
     if spec.sites is not None and spec.schema is not None:
-        from fedcare.sites.in_process import read_sites_files
+        from fedcare.app.sites_in_process import read_sites_files
 
         read = read_sites_files(spec.schema, spec.sites)
         for seed in sorted({c.seed for cells in prepared.cells.values() for c in cells}):

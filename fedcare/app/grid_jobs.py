@@ -71,7 +71,7 @@ def _federation(
     into the cell's K clients.
     """
     if spec.sites is not None and spec.schema is not None:
-        from fedcare.sites.in_process import read_sites_files
+        from fedcare.app.sites_in_process import read_sites_files
 
         read = read_sites_files(spec.schema, spec.sites)  # registers a schema's definition
         t0 = time.perf_counter()

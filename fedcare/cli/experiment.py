@@ -124,9 +124,10 @@ class DaskClientExecutor:
         on_done: OnDone,
     ) -> list[CellOutcome]:
         """Every cell's outcome, the unwritten ones run on the cluster."""
+        from fedcare.app.grid_jobs import run_job
         from fedcare.grid import run_grid
 
-        return run_grid(cells, base, spec, cells_dir, self.client, on_done=on_done)
+        return run_grid(cells, base, spec, cells_dir, self.client, run_job, on_done=on_done)
 
 
 @dataclass(frozen=True)

@@ -158,8 +158,8 @@ def _check_superlink(address: str) -> tuple[str, int]:
 
 def _approvals(args: argparse.Namespace) -> int:
     """``fedcare site pending`` / ``approve``: the runs awaiting this site's operator."""
+    from fedcare.flower.site_rules import approve, pending_runs
     from fedcare.sites.site_folder import SiteFolder
-    from fedcare.sites.site_rules import approve, pending_runs
 
     site = SiteFolder.open(args.site)
     if args.site_command == "approve":

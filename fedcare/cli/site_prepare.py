@@ -193,7 +193,7 @@ def _print_columns(read: ReadSite, *, built_in: bool) -> None:
 def cmd_site_personalise(args: argparse.Namespace) -> int:
     """Stage 2 and evaluation at the site from the broadcast ``w*``; write, print, track.
 
-    An adapter over :func:`fedcare.sites.personalise.prepare_personalisation` and the run
+    An adapter over :func:`fedcare.app.personalise.prepare_personalisation` and the run
     service.
 
     Raises
@@ -202,9 +202,9 @@ def cmd_site_personalise(args: argparse.Namespace) -> int:
         For an unwritable ``--out``, an unreachable tracking store, a folder that is not a site
         folder, or no ``w*`` yet (or one computed for another schema).
     """
+    from fedcare.app.personalise import FEDERATION_BACKEND, prepare_personalisation
     from fedcare.app.run import JsonFile, ResultSink, execute_run
     from fedcare.cli.output import ProgressBars, results_table
-    from fedcare.sites.personalise import FEDERATION_BACKEND, prepare_personalisation
     from fedcare.sites.site_folder import READ_ENTRIES
 
     check_outputs_apart(

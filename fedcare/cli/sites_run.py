@@ -1,6 +1,6 @@
 """``fedcare run --sites SITES.json --schema federation.json``: the options it takes.
 
-The sites are prepared by :func:`fedcare.sites.in_process.prepare_sites` and run by the run
+The sites are prepared by :func:`fedcare.app.sites_in_process.prepare_sites` and run by the run
 service; this module refuses, before any file is read, the options the schema decides.
 """
 
@@ -40,7 +40,7 @@ def _refused_options(args: argparse.Namespace) -> list[str]:
 
 
 def prepare_sites_run(args: argparse.Namespace, *, quiet: bool) -> PreparedRun:
-    """Check the options, then prepare every site (:func:`~fedcare.sites.in_process.prepare_sites`).
+    """Check the options, then prepare every site (``sites_in_process.prepare_sites``).
 
     Raises
     ------
@@ -50,7 +50,7 @@ def prepare_sites_run(args: argparse.Namespace, *, quiet: bool) -> PreparedRun:
     DataError, DataCheckError
         For a site's file that fails its checks (the file, column and rows).
     """
-    from fedcare.sites.in_process import prepare_sites
+    from fedcare.app.sites_in_process import prepare_sites
 
     if args.sites is None or args.schema is None:
         raise ConfigError("--sites and --schema go together: give both")

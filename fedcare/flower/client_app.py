@@ -160,7 +160,7 @@ def _site_decision(msg: Message, context: Context) -> Refusal | None:
     short reason; why (the file and the key) goes to the site's log and audit log only.
     """
     from fedcare.flower.audit import AUDIT_PATH_KEY
-    from fedcare.sites.site_rules import site_decision
+    from fedcare.flower.site_rules import site_decision
     from fedcare_core.files.json_lines import append_line
 
     folder = context.node_config.get(SITE_PATH_KEY)
@@ -197,7 +197,7 @@ def check_instruction_terms(
         logged here, not sent).
     """
     from fedcare.flower.audit import AUDIT_PATH_KEY
-    from fedcare.sites.site_rules import site_decision
+    from fedcare.flower.site_rules import site_decision
     from fedcare_core.files.json_lines import append_line
 
     folder = context.node_config.get(SITE_PATH_KEY)
@@ -221,7 +221,7 @@ def check_instruction_terms(
 
 def handle_final_model(msg: Message, context: Context) -> Message:
     """The end of Stage 1: keep the broadcast ``w*`` in the site's folder, if it has one."""
-    from fedcare.sites.site_folder import store_final_model
+    from fedcare.flower.received_model import store_final_model
 
     final = decode_final_model(msg.content)
     site = _node_site(context)

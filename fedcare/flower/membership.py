@@ -36,7 +36,7 @@ from fedcare.flower.site_messages import (
     refusal_of,
     site_identity,
 )
-from fedcare.sites.site_rules import APPROVAL_RULE
+from fedcare.flower.site_rules import APPROVAL_RULE
 from fedcare_core.sites.policy import Refusal
 
 LOGGER = logging.getLogger(__name__)

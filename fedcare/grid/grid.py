@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 from distributed import Client, Future, as_completed
 
-from fedcare.app.grid_jobs import run_job
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.experiments.cells import Cell
 from fedcare_core.experiments.engine import (
@@ -19,6 +19,12 @@ from fedcare_core.experiments.engine import (
     OnDone,
     stop_marker,
 )
+
+#: Runs one job on a worker and writes its cells' documents:
+#: ``run(job, base, spec, out_dir, stop_marker) → [{"key", "path", "seconds"}]``
+#: (:func:`fedcare.app.grid_jobs.run_job`, the run service's). A module-level function: Dask
+#: sends it to the workers by name.
+JobRunner = Callable[[Job, ExperimentConfig, DataSpec, str, str], list[dict[str, Any]]]
 
 
 def _job_key(job: Job, token: str) -> str:
@@ -37,13 +43,14 @@ def run_grid(
     spec: DataSpec,
     out_dir: str | Path,
     client: Client,
+    run_job: JobRunner,
     *,
     on_done: OnDone | None = None,
 ) -> list[CellOutcome]:
     """Run every cell on the client's cluster (skipping those already written).
 
     Each job (one cell, or FedCARE and FedCARE-B sharing Stage 1) is one Dask task calling
-    :func:`~fedcare.app.grid_jobs.run_job`; they are submitted longest first, with
+    ``run_job``; they are submitted longest first, with
     falling priorities, so the scheduler starts them in that order as workers free up.
 
     Parameters
@@ -59,6 +66,8 @@ def run_grid(
         worker and this process reach at the same path.
     client
         A client of the cluster (:func:`fedcare.grid.grid_client`).
+    run_job
+        What runs one job (:data:`JobRunner`): the application's run service.
     on_done
         Called as ``on_done(outcome, done, total)`` after each cell, as results arrive.
 

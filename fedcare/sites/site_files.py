@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from fedcare.flower.received_model import STAGE1_FORMAT
 from fedcare.flower.tls_checks import check_node_public_key
 from fedcare_core.config import MAX_CLIENTS, MAX_ROUNDS, MAX_SEED
 from fedcare_core.config.fields import CLOSED_UNIT, NON_NEGATIVE, Range
@@ -27,8 +28,6 @@ from fedcare_core.stage1.loop import RoundInfo
 
 SITE_FORMAT = "fedcare-site/1"
 _CARD_FORMAT = "fedcare-site-card/1"
-#: The ``format`` of a site's kept Stage 1 document (``stage1/stage1.json``).
-STAGE1_FORMAT = "fedcare-site-stage1/1"
 #: The splits whose row counts ``site.json`` records.
 _SPLIT_NAMES = ("train", "val", "test")
 #: Caps on what is read: a card or ``site.json`` is under a KiB, ``stage1.json`` a few KiB per

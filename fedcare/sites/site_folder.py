@@ -32,13 +32,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from fedcare.flower.site_messages import FinalModel
+from fedcare.flower.received_model import STAGE1_ARRAYS, STAGE1_DOC
 from fedcare.flower.tls import PUBLIC_MODE, make_node_keys, write_file
 from fedcare.sites.site_files import (
     SITE_FORMAT,
-    STAGE1_FORMAT,
     SiteCard,
     read_site_info,
     read_stage1_arrays,
@@ -47,7 +44,7 @@ from fedcare.sites.site_files import (
 )
 from fedcare_core.algorithms import get_algorithm
 from fedcare_core.config import ModelConfig
-from fedcare_core.data.client_store import FILE_MODE, FOLDER_MODE, load_client_data
+from fedcare_core.data.client_store import FILE_MODE, load_client_data
 from fedcare_core.data.client_store import save_client_data as save_data
 from fedcare_core.data.clients import SPLITS, ClientData
 from fedcare_core.errors import ConfigError
@@ -64,8 +61,6 @@ DEFINITION_FILE = "definition.yaml"
 DATA_DIR = "data"
 _KEYS_DIR = "keys"
 _STAGE1_DIR = "stage1"
-STAGE1_ARRAYS = "stage1.npz"
-STAGE1_DOC = "stage1.json"
 #: What a site's commands read in its folder (an output elsewhere in it replaces nothing).
 READ_ENTRIES = (
     _SITE_FILE, _SCHEMA_FILE, CARD_FILE, DEFINITION_FILE, DATA_DIR, _KEYS_DIR, _STAGE1_DIR,
@@ -262,37 +257,6 @@ def check_new_folder(out: Path, what: str = "--out") -> None:
 
 def _write_json(path: Path, doc: Any, mode: int) -> None:
     write_file(path, (json.dumps(doc, indent=1) + "\n").encode(), mode)
-
-
-def store_final_model(stage1_dir: Path, final: FinalModel) -> None:
-    """Keep the broadcast ``w*`` and its trace in ``stage1_dir`` (replacing an older one).
-
-    The arrays are written first and the document last, each through a temporary file, so a
-    reader sees either the old pair or the new one.
-    """
-    stage1_dir.mkdir(mode=FOLDER_MODE, exist_ok=True)
-    tmp = stage1_dir / f".{STAGE1_ARRAYS}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
-    with os.fdopen(fd, "wb") as fh:
-        np.savez(fh, params=final.params, buffers=final.buffers)
-    os.replace(tmp, stage1_dir / STAGE1_ARRAYS)
-    doc = {
-        "format": STAGE1_FORMAT,
-        "client_id": final.client_id,
-        "seed": final.seed,
-        "schema_digest": final.schema_digest,
-        "objectives": list(final.objectives),
-        "common_width": final.common_width,
-        "rounds": final.rounds,
-        "planned_rounds": final.planned_rounds,
-        "clients": final.clients,
-        "converged": final.converged,
-        "run_name": final.run_name,
-        "received_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-    }
-    tmp = stage1_dir / f".{STAGE1_DOC}.tmp"
-    _write_json(tmp, doc, FILE_MODE)
-    os.replace(tmp, stage1_dir / STAGE1_DOC)
 
 
 @dataclass(frozen=True)

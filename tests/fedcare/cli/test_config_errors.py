@@ -84,10 +84,10 @@ RUN_CASES = [
     *[
         (flags, None, (flags[0], "applies to", where))
         for flags, where in [
-            (["--round-timeout", "nan"], "--backend flower-sim or flower-deployment"),
-            (["--round-timeout", "30"], "--backend flower-sim or flower-deployment"),
-            (["--startup-timeout", "9"], "--backend flower-sim or flower-deployment"),
-            (["--keep-workdir"], "--backend flower-sim or flower-deployment"),
+            (["--round-timeout", "nan"], "--backend flower-deployment or flower-sim"),
+            (["--round-timeout", "30"], "--backend flower-deployment or flower-sim"),
+            (["--startup-timeout", "9"], "--backend flower-deployment or flower-sim"),
+            (["--keep-workdir"], "--backend flower-deployment or flower-sim"),
             (["--stock-supernodes"], "flower-deployment only"),
             (["--insecure"], "flower-deployment only"),
             (["--node-auth"], "flower-deployment only"),

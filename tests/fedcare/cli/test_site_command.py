@@ -117,7 +117,7 @@ def test_a_broken_policy_stops_the_join_naming_the_file_and_key(
 def test_pending_runs_are_listed_and_approved_by_name(
     site: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from fedcare.sites.site_rules import decide
+    from fedcare.flower.site_rules import decide
     from fedcare_core.sites.policy import RunTerms
 
     (site / "policy.yaml").write_text("require_approval: true\nmax_rounds: 200\n")

@@ -35,9 +35,9 @@ from tests.fedcare.cli.test_site_prepare import (
 @pytest.fixture(scope="module")
 def federation(tmp_path_factory: pytest.TempPathFactory) -> SimpleNamespace:
     """Three prepared sites, ``fedcare run --sites`` over them, and ``w*`` stored at each."""
+    from fedcare.flower.received_model import store_final_model
     from fedcare.flower.results import round_to_dict
     from fedcare.flower.site_messages import FinalModel
-    from fedcare.sites.site_folder import store_final_model
     from fedcare_core.sites.client import federation_of_sites
     from fedcare_core.stage1.loop import run_stage1
 

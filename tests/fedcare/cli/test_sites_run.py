@@ -93,7 +93,7 @@ def test_a_site_file_that_fails_its_checks_is_named(tmp_path, schema, capsys):
 def test_secagg_with_sites_is_refused_in_process_before_any_site_is_read(tmp_path, schema, capsys):
     sites = _sites(tmp_path, GOOD)
     err = _run(capsys, "--sites", str(sites), "--schema", str(schema), "--secagg")
-    assert "--secagg" in err and "flower-sim or flower-deployment" in err
+    assert "--secagg" in err and "flower-deployment or flower-sim" in err
 
 
 def test_secagg_is_the_one_stage1_setting_a_sites_run_adds_to_the_schema(schema):

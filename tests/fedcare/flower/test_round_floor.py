@@ -27,8 +27,8 @@ from fedcare.flower.round_floor import TooFewSites
 from fedcare.flower.run_plan import RunPlan
 from fedcare.flower.secagg_strategy import SecureStage1Strategy
 from fedcare.flower.server_app import run_server
+from fedcare.flower.site_rules import UNREADABLE_POLICY_RULE, pending_runs
 from fedcare.flower.trees_strategy import TreeBagging
-from fedcare.sites.site_rules import UNREADABLE_POLICY_RULE, pending_runs
 from fedcare_core.config import BaselineConfig, ModelConfig, Stage1Config
 from fedcare_core.files.json_lines import read_lines
 from tests.fedcare.flower.test_site_errors import FlowerGrid

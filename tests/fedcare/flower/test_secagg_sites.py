@@ -15,9 +15,9 @@ import numpy as np
 
 from fedcare.flower.client_app import node_config_data_path
 from fedcare.flower.final_model import FINAL_MODEL_TYPE
+from fedcare.flower.received_model import STAGE1_ARRAYS, STAGE1_DOC
 from fedcare.flower.secagg_client import build_secagg_client_app
 from fedcare.flower.secagg_server import run_secure_server
-from fedcare.sites.site_folder import STAGE1_ARRAYS, STAGE1_DOC
 from tests.fedcare.flower.conftest import node_context
 from tests.fedcare.flower.test_secagg import LAMBDA_TOL, SecureGrid
 from tests.fedcare.flower.test_site_protocol import DIGEST, NAMES, _site_grid

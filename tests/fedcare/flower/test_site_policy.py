@@ -19,7 +19,7 @@ import pytest
 from fedcare.flower.audit import AUDIT_FILE, RECEIVED_FILE
 from fedcare.flower.membership import SiteRefused
 from fedcare.flower.server_app import run_server
-from fedcare.sites.site_rules import approve, pending_runs
+from fedcare.flower.site_rules import approve, pending_runs
 from fedcare_core.config import Stage1Config
 from fedcare_core.files.json_lines import read_lines
 from tests.fedcare.flower.test_site_protocol import DIGEST, NAMES, _site_grid

@@ -16,9 +16,9 @@ import numpy as np
 from fedcare.flower.client_app import build_client_app, node_config_data_path
 from fedcare.flower.final_model import FINAL_MODEL_TYPE
 from fedcare.flower.flower_options import FlowerConfig
+from fedcare.flower.received_model import STAGE1_ARRAYS, STAGE1_DOC
 from fedcare.flower.server_app import run_server
 from fedcare.flower.workspace import prepare_workspace
-from fedcare.sites.site_folder import STAGE1_ARRAYS, STAGE1_DOC
 from fedcare_core.data.client_store import save_client_data
 from tests.fedcare.flower.conftest import LoopbackGrid, node_context
 from tests.fedcare.flower.test_strategy import _reference_stage1

@@ -15,7 +15,7 @@ from typing import Any
 import psutil
 import pytest
 
-from fedcare.app.grid_jobs import run_cells
+from fedcare.app.grid_jobs import run_cells, run_job
 from fedcare.grid import LOOPBACK, cluster_workers, grid_client, local_cluster_kwargs, run_grid
 from fedcare.grid.cluster import INTERRUPT_QUIET_LOGGERS
 from fedcare.procs.marked import marked_processes
@@ -81,6 +81,7 @@ def test_a_two_worker_grid_writes_the_reference_documents_and_loads_once_per_wor
             spec,
             tmp_path / "dask",
             client,
+            run_job,
             on_done=lambda o, done, total: seen.append((o.cell.key, done, total)),
         )
     assert [o.cell for o in outcomes] == CELLS == [o.cell for o in reference]
@@ -102,7 +103,13 @@ def test_written_cells_are_not_submitted_again(tmp_path: Path, data_dir: Path) -
     seen: list[str] = []
     with grid_client(workers=1) as client:
         again = run_grid(
-            CELLS[:2], BASE, spec, tmp_path, client, on_done=lambda o, d, n: seen.append(o.cell.key)
+            CELLS[:2],
+            BASE,
+            spec,
+            tmp_path,
+            client,
+            run_job,
+            on_done=lambda o, d, n: seen.append(o.cell.key),
         )
         assert client.who_has() == {}  # nothing was submitted
     assert all(o.skipped for o in again) and not seen
@@ -112,7 +119,7 @@ def test_written_cells_are_not_submitted_again(tmp_path: Path, data_dir: Path) -
 def test_a_failing_job_raises_its_error_and_leaves_no_document(tmp_path: Path) -> None:
     spec = DataSpec(str(tmp_path / "missing"))
     with grid_client(workers=2) as client, pytest.raises(DataError, match="path does not exist"):
-        run_grid(CELLS, BASE, spec, tmp_path / "out", client)
+        run_grid(CELLS, BASE, spec, tmp_path / "out", client, run_job)
     assert not list((tmp_path / "out").glob("*.json"))
 
 
@@ -134,7 +141,7 @@ def test_an_interrupt_cancels_the_grid_and_stops_every_worker(
         assert len(marked_processes(MARK, token)) >= 2
         for name in INTERRUPT_QUIET_LOGGERS:
             logging.getLogger(name).addHandler(heard)
-        run_grid(CELLS, BASE, DataSpec(str(data_dir)), out, client, on_done=interrupt)
+        run_grid(CELLS, BASE, DataSpec(str(data_dir)), out, client, run_job, on_done=interrupt)
     for name in INTERRUPT_QUIET_LOGGERS:
         logging.getLogger(name).removeHandler(heard)
     # The scheduler's complaints about the killed workers' comms (one with its traceback, at

@@ -12,6 +12,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
+from fedcare.flower.received_model import STAGE1_ARRAYS, STAGE1_DOC, store_final_model
 from fedcare.sites.site_files import (
     SiteCard,
     read_site_info,
@@ -19,13 +20,7 @@ from fedcare.sites.site_files import (
     read_stage1_doc,
     read_stage1_trees,
 )
-from fedcare.sites.site_folder import (
-    STAGE1_ARRAYS,
-    STAGE1_DOC,
-    SiteFolder,
-    create_site_folder,
-    store_final_model,
-)
+from fedcare.sites.site_folder import SiteFolder, create_site_folder
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.errors import ConfigError
 from fedcare_core.sites.schema import schema_for

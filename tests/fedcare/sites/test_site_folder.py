@@ -9,15 +9,9 @@ import stat
 import numpy as np
 import pytest
 
+from fedcare.flower.received_model import STAGE1_DOC, store_final_model
 from fedcare.flower.site_messages import FinalModel
-from fedcare.sites.site_folder import (
-    STAGE1_DOC,
-    SiteFolder,
-    create_site_folder,
-    read_final_model,
-    rotate_key,
-    store_final_model,
-)
+from fedcare.sites.site_folder import SiteFolder, create_site_folder, read_final_model, rotate_key
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.errors import ConfigError
 from fedcare_core.nn.param_vectors import get_buffers, get_params
