@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from fedcare_core import __version__
-from fedcare_core.config.backends import backend_names
 from fedcare_core.data.registry import REGISTRY
+from fedcare_core.plugins import entry_names
 
-#: Where Stage 1 runs: the registry's backends (:mod:`fedcare_core.config.backends` imports no
-#: backend's module, so ``fedcare --help`` stays instant).
-BACKENDS = backend_names()
+#: Where Stage 1 runs: the installed backends, by their entry points' names (nothing imported,
+#: not even the configuration, so ``fedcare --help`` stays instant).
+BACKENDS = entry_names("backend")
 
 
 def _add_run_parser(sub: Any) -> None:

@@ -16,7 +16,6 @@ from typing import TYPE_CHECKING, Any
 
 from fedcare.app.path_roles import store_file
 from fedcare.cli import tracked
-from fedcare_core.config.preferences import split_objectives
 from fedcare_core.errors import ConfigError
 from fedcare_core.files.apart import check_outputs_apart
 from fedcare_core.files.output_paths import check_output_dir, check_output_file
@@ -108,6 +107,9 @@ def add_personalise_parser(site_sub: Any) -> None:
 
 def objective_names(text: str) -> list[str]:
     """``"readmission:fair(race), los"`` → its items (empty items kept, to be refused)."""
+    # Imported here: the configuration package loads numpy, and ``site --help`` need not.
+    from fedcare_core.config.preferences import split_objectives
+
     return split_objectives(text)
 
 
