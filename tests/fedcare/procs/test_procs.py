@@ -41,3 +41,15 @@ def test_ports():
         server.bind(("127.0.0.1", port))
         server.listen()
         assert port_open(port)
+
+
+def test_a_free_port_is_drawn_below_the_ephemeral_range(monkeypatch, tmp_path):
+    # An outgoing connection's local port cannot take it between the check and the bind.
+    from fedcare.procs import ports
+
+    (tmp_path / "range").write_text("40000\t60999\n")
+    monkeypatch.setattr(ports, "_EPHEMERAL_RANGE", tmp_path / "range")
+    drawn = {free_port() for _ in range(20)}
+    assert all(40000 - ports._SPAN <= p < 40000 for p in drawn) and len(drawn) > 1
+    monkeypatch.setattr(ports, "_EPHEMERAL_RANGE", tmp_path / "absent")
+    assert not port_open(free_port())  # the kernel's pick, where the range cannot be read
