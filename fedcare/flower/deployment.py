@@ -181,8 +181,10 @@ class DeploymentStage1Runner:
         Start-up and per-round wall times of the last run.
     """
 
-    #: Baselines whose rounds this runner runs (``fedcare_core.algorithms.federated_baselines``).
-    federated_baselines = algorithms.federated_baselines()
+    @property
+    def federated_baselines(self) -> tuple[str, ...]:
+        """Baselines whose rounds this runner runs, read when asked (one installed since counts)."""
+        return algorithms.federated_baselines()
 
     def __init__(
         self,

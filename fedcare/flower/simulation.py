@@ -133,8 +133,10 @@ class SimulationStage1Runner:
         :mod:`fedcare.procs.children`).
     """
 
-    #: Baselines whose rounds this runner runs (``fedcare_core.algorithms.federated_baselines``).
-    federated_baselines = algorithms.federated_baselines()
+    @property
+    def federated_baselines(self) -> tuple[str, ...]:
+        """Baselines whose rounds this runner runs, read when asked (one installed since counts)."""
+        return algorithms.federated_baselines()
 
     def __init__(self, flower: FlowerConfig | None = None) -> None:
         flower = (flower or FlowerConfig()).validate()

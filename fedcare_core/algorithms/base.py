@@ -54,8 +54,10 @@ class Stage1Runner(Protocol):
 class BaselineBackend(Protocol):
     """A Stage 1 runner that also runs the federated rounds of some baselines."""
 
-    #: The baselines it runs (those whose :attr:`Algorithm.flower` is set).
-    federated_baselines: tuple[str, ...]
+    @property
+    def federated_baselines(self) -> tuple[str, ...]:
+        """The baselines it runs (those whose :attr:`Algorithm.flower` is set)."""
+        ...
 
     def run_federated_baseline(
         self,
