@@ -17,19 +17,19 @@ from pathlib import Path
 
 from fedcare_core.algorithms import algorithm_names
 from fedcare_core.config.backends import backend_names
-from fedcare_core.data.registry import REGISTRY as DATASETS
+from fedcare_core.data.registry import dataset_names
 
 ROOT = Path(__file__).resolve().parents[1]
 PACKAGES = ("fedcare", "fedcare_core", "flows", "tasks", "data_checks")
 #: The registries, and the packages that are a registered entry's own code.
 REGISTRIES = (
     "fedcare_core/algorithms/",
-    "fedcare_core/run/backends.py",
+    "fedcare_core/config/backends.py",
     "fedcare_core/data/registry.py",
-    *(f"fedcare_core/data/{name}/" for name in DATASETS),
+    *(f"fedcare_core/data/{name}/" for name in dataset_names()),
     "data_checks/datasets.py",
 )
-NAMES = frozenset(algorithm_names()) | frozenset(DATASETS) | frozenset(backend_names())
+NAMES = frozenset(algorithm_names()) | frozenset(dataset_names()) | frozenset(backend_names())
 
 
 def _strings(node: ast.AST) -> list[str]:

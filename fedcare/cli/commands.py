@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from fedcare_core import __version__
-from fedcare_core.data.registry import REGISTRY
+from fedcare_core.data.registry import dataset_names, get_dataset
 from fedcare_core.plugins import entry_names
 
 #: Where Stage 1 runs: the installed backends, by their entry points' names (nothing imported,
@@ -36,7 +36,7 @@ def _add_data_parser(sub: Any) -> None:
     data = sub.add_parser("data", help=COMMANDS["data"][0])
     data_sub = data.add_subparsers(dest="data_command", required=True)
     fetch = data_sub.add_parser("fetch", help="download a public dataset into the cache")
-    fetch.add_argument("name", choices=[n for n, s in REGISTRY.items() if s.fetchable])
+    fetch.add_argument("name", choices=[n for n in dataset_names() if get_dataset(n).fetchable])
     fetch.add_argument(
         "--cache-dir", type=Path, help="default: $FEDCARE_CACHE_DIR or ~/.cache/fedcare"
     )

@@ -9,7 +9,6 @@ file. :func:`build_config` turns the parsed flags into the configuration.
 from __future__ import annotations
 
 import argparse
-import importlib
 import json
 from collections.abc import Container
 from pathlib import Path
@@ -23,15 +22,14 @@ from fedcare_core.config import (
 )
 from fedcare_core.config.settings import SettingRef
 from fedcare_core.errors import ConfigError
+from fedcare_core.plugins import entry_names
 
 
 def choices_of(ref: SettingRef) -> tuple[str, ...] | None:
     """The names setting ``ref`` accepts (its own, or its registry's); None: any."""
     if ref.spec.choices_of is None:
         return ref.spec.choices or None
-    module, _, name = ref.spec.choices_of.partition(":")
-    names = getattr(importlib.import_module(module), name)
-    return tuple(names() if callable(names) else names)
+    return entry_names(ref.spec.choices_of)
 
 
 def add_setting_flags(

@@ -15,14 +15,14 @@ from typing import Any
 from fedcare.cli.options import bounded
 from fedcare_core.config import MAX_CLIENTS, MAX_SEED
 from fedcare_core.config.fields import Range
-from fedcare_core.data.registry import REGISTRY
+from fedcare_core.data.registry import dataset_names, get_dataset
 from fedcare_core.errors import ConfigError
 from fedcare_core.files.apart import check_outputs_apart
 
 
 def _splittable() -> tuple[str, ...]:
     """The datasets split-sites can split (the others are refused with a clear message)."""
-    return tuple(name for name, spec in REGISTRY.items() if spec.site_files)
+    return tuple(name for name in dataset_names() if get_dataset(name).site_files)
 
 
 def add_parser(data_sub: Any) -> None:
@@ -35,7 +35,7 @@ def add_parser(data_sub: Any) -> None:
         "and objectives. The output folder is created owner-only (0700, files 0600).",
     )
     split.add_argument(
-        "--dataset", required=True, choices=tuple(REGISTRY), help="the cohort's dataset"
+        "--dataset", required=True, choices=dataset_names(), help="the cohort's dataset"
     )
     split.add_argument(
         "--data",

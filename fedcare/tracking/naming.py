@@ -50,7 +50,7 @@ from dataclasses import asdict
 from typing import Any
 
 from fedcare_core.config import DataConfig, ExperimentConfig
-from fedcare_core.data.registry import REGISTRY
+from fedcare_core.data.registry import dataset_names
 
 #: Section of a run's test metrics per objective, and of a Stage 2 run's client test value.
 _TEST_SECTION = "test"
@@ -122,7 +122,7 @@ def _flat(config: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
 
 def _default_config(dataset: str) -> dict[str, Any]:
     """The default configuration of a dataset as a nested dict (any dataset name is accepted)."""
-    data = DataConfig(dataset=dataset) if dataset in REGISTRY else DataConfig()
+    data = DataConfig(dataset=dataset) if dataset in dataset_names() else DataConfig()
     return asdict(ExperimentConfig(data=data))  # with ``baselines``, which to_dict may drop
 
 

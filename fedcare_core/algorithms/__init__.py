@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.config.backends import backend_names, get_backend, secagg_backends
 from fedcare_core.config.quick import quick_sized
+from fedcare_core.data.choices import check_dataset_choices
 from fedcare_core.errors import ConfigError
 from fedcare_core.plugins import entry_names, load_entry
 
@@ -89,6 +90,7 @@ def validate_config(config: ExperimentConfig) -> ExperimentConfig:
     """
     algorithm = get_algorithm(config.algorithm)
     config.validate()
+    check_dataset_choices(config.data)
     if config.stage1.privacy() is not None and not algorithm.private_rounds:
         private = [n for n in algorithm_names() if _load(n).private_rounds]
         raise ConfigError(

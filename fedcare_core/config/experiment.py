@@ -50,7 +50,7 @@ class ExperimentConfig:
         help="fedcare (two stages), fedcare-b (Stage 1 only), the baselines fedavg, fedprox, "
         "fmgda, fsmgda, pafnet, federated boosted trees fedxgb, or the bounds local, "
         "centralised (in process only)",
-        choices_of="fedcare_core.algorithms:algorithm_names",
+        choices_of="algorithm",
         flag="algorithm",
         group=_RUN,
     )
@@ -135,8 +135,10 @@ class ExperimentConfig:
     def validate(self) -> ExperimentConfig:
         """Check every field; return ``self`` so calls chain.
 
-        The algorithm's name is checked against the registry by
-        :func:`fedcare_core.algorithms.validate_config` (this module cannot import it).
+        The algorithm's name, and what the dataset offers (its feature sets, cohorts and
+        objective count: :func:`fedcare_core.data.choices.check_dataset_choices`), are checked
+        by :func:`fedcare_core.algorithms.validate_config`, which every entry calls before any
+        work: the configuration sits below the algorithms and the data.
         """
         kinds = field_kinds(ExperimentConfig)
         for name in TOP_LEVEL_FIELDS:

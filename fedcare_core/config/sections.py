@@ -10,7 +10,6 @@ from fedcare_core.config.dataset_choices import (
     FEATURE_SETS,
     READMISSION_DEFINITIONS,
     READMISSION_EXCLUSIONS,
-    check_dataset_choices,
 )
 from fedcare_core.config.fields import (
     ANY_FINITE,
@@ -52,7 +51,7 @@ class DataConfig:
     dataset: str = setting(
         "diabetes130",
         help="the dataset: a built-in one, or a dataset definition file (docs/DATASETS.md)",
-        choices_of="fedcare_core.data.registry:REGISTRY",
+        choices_of="dataset",
         or_file="FILE.yaml",
         noun="dataset",
         flag="dataset",
@@ -214,8 +213,9 @@ class DataConfig:
     def validate(self) -> None:
         """Raise :class:`ConfigError` on an invalid value."""
         # The feature set and the cohort are checked against the dataset's own.
+        # The feature set and the cohort are the dataset's to allow:
+        # fedcare_core.data.choices.check_dataset_choices (validate_config, the loader).
         check_section(self, "data", skip_choices=("features", "cohort"))
-        check_dataset_choices(self)
         if self.train_fraction + self.val_fraction >= 1:
             raise ConfigError(
                 "data.train_fraction + data.val_fraction must leave rows for the test set, got "

@@ -51,8 +51,8 @@ class Setting:
     metavar
         The value's name in ``--help``.
     choices_of
-        ``"module:NAME"`` of a registry's names that are the choices (a tuple, or a function
-        returning one: the installed algorithms'), imported by the entries that list them.
+        The extension kind whose installed names are the choices (``"algorithm"``,
+        ``"dataset"``: :mod:`fedcare_core.plugins`), read by the entries that list them.
     also_sets
         Further fields (``"stage2.solver"``) the flag sets to the same value.
     in_schema

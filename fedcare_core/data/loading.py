@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from fedcare_core.config import DataConfig
+from fedcare_core.data.choices import check_dataset_choices
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.definition import DatasetDefinition
 from fedcare_core.data.partition import FeaturePartition
@@ -50,6 +51,7 @@ def load_dataset(
     """
     from fedcare_core.data.paths import checked_data_dir
 
+    check_dataset_choices(config)
     spec = get_dataset(config.dataset)
     source = spec.load_source()
     path = source.locate(checked_data_dir(data_dir, looks_elsewhere=bool(spec.definition_text)))

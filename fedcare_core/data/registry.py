@@ -1,14 +1,17 @@
 """The dataset registry: name → what the dataset offers and where its code is.
 
-A dataset is one package (its loader, definition and row format, e.g.
-:mod:`fedcare_core.data.diabetes130`) whose :class:`DatasetSource` this registry names by
-import path, plus one :class:`DatasetSpec` line here (or a :func:`register_dataset` call).
-Everything that depends on the dataset reads it from the spec: the configuration's choices
-(feature sets, cohorts, objectives: :mod:`fedcare_core.config.dataset_choices`), the loader
+A built-in dataset is one package (its loader, definition and row format, e.g.
+:mod:`fedcare_core.data.diabetes130`) whose :class:`DatasetSource` a :class:`DatasetSpec` names
+by import path, the spec declared as an entry point of the ``fedcare.datasets`` group
+(:mod:`fedcare_core.plugins`; FedCARE's two are :data:`DIABETES130` and :data:`MIMIC3`, an
+outside package declares its own). A dataset defined by a file (``--dataset FILE.yaml``, or a
+federation schema's definition) needs no code. Everything that depends on the dataset reads it
+from the spec: the configuration's choices (feature sets, cohorts, objectives:
+:mod:`fedcare_core.config.dataset_choices`), the loader
 (:func:`fedcare_core.data.loading.load_dataset`), the documented definition a federation agrees on,
 the row format of a model's input, the patient keys compared across sites, the raw tables'
-Great Expectations checks (``checks``: :mod:`data_checks.datasets`, outside the core), and
-which commands offer it (``fedcare data fetch``, ``fedcare data split-sites``).
+checks (``checks``: the name of a ``fedcare.raw_checks`` entry, outside the core), and which
+commands offer it (``fedcare data fetch``, ``fedcare data split-sites``).
 
 This module imports no loader: a spec's code is imported when it is used.
 """
@@ -22,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from fedcare_core.errors import ConfigError, DefinitionError
+from fedcare_core.plugins import entry_names, load_entry
 
 if TYPE_CHECKING:
     import numpy as np
@@ -75,9 +79,9 @@ class DatasetSpec:
         ``"module:NAME"`` of its :class:`DatasetSource`, or the source itself (a dataset
         defined by a file: :func:`declared_spec`).
     checks
-        ``"module:NAME"`` of its raw tables' checks (:class:`data_checks.datasets.RawChecks`),
-        or of a class built with its source (a dataset defined by a file); None: the loader's
-        checks only.
+        The name of its raw tables' checks, a ``fedcare.raw_checks`` entry: an object
+        following the data gate's ``RawChecks``, or a class built with its source (a dataset
+        defined by a file); None: the loader's checks only.
     feature_sets
         The feature sets it defines (``data.features``; the first is the default).
     cohorts
@@ -127,7 +131,7 @@ class DatasetSpec:
         """Its raw tables' checks (None: none), imported now."""
         if self.checks is None:
             return None
-        checks = _resolve(self.checks)
+        checks = load_entry("raw_checks", self.checks)
         return checks(self.load_source()) if isinstance(checks, type) else checks
 
 
@@ -136,32 +140,46 @@ def _resolve(path: str) -> Any:
     return getattr(importlib.import_module(module), name)
 
 
-REGISTRY: dict[str, DatasetSpec] = {
-    "diabetes130": DatasetSpec(
-        "diabetes130",
-        "Diabetes 130-US",
-        "fedcare_core.data.diabetes130.dataset:SOURCE",
-        "data_checks.declared:DeclaredChecks",
-        feature_sets=("paper", "admission"),
-        fetch="fedcare_core.data.fetch:fetch_diabetes130",
-        site_files=True,
-        model_input="raw encounter rows as in `diabetic_data.csv` (one hospital encounter per row)",
-    ),
-    "mimic3": DatasetSpec(
-        "mimic3",
-        "MIMIC-III",
-        "fedcare_core.data.mimic3.dataset:SOURCE",
-        "data_checks.datasets:MIMIC3_CHECKS",
-        cohorts=("all-adult-24h", "benchmark-ihm"),
-        model_input="one row per ICU stay holding the cohort's features "
-        "(`fedcare_core/data/definitions/mimic3.yaml`)",
-    ),
-}
+#: Diabetes 130-US, declared as the ``fedcare.datasets`` entry ``diabetes130``.
+DIABETES130 = DatasetSpec(
+    "diabetes130",
+    "Diabetes 130-US",
+    "fedcare_core.data.diabetes130.dataset:SOURCE",
+    "declared",
+    feature_sets=("paper", "admission"),
+    fetch="fedcare_core.data.fetch:fetch_diabetes130",
+    site_files=True,
+    model_input="raw encounter rows as in `diabetic_data.csv` (one hospital encounter per row)",
+)
+#: MIMIC-III, declared as the ``fedcare.datasets`` entry ``mimic3``.
+MIMIC3 = DatasetSpec(
+    "mimic3",
+    "MIMIC-III",
+    "fedcare_core.data.mimic3.dataset:SOURCE",
+    "mimic3",
+    cohorts=("all-adult-24h", "benchmark-ihm"),
+    model_input="one row per ICU stay holding the cohort's features "
+    "(`fedcare_core/data/definitions/mimic3.yaml`)",
+)
+
+#: The extension kind of built-in datasets (:data:`fedcare_core.plugins.GROUPS`).
+KIND = "dataset"
 
 
-def register_dataset(spec: DatasetSpec) -> None:
-    """Add (or replace) a dataset: its name becomes a choice of every entry."""
-    REGISTRY[spec.name] = spec
+def built_in(name: str) -> DatasetSpec | None:
+    """The installed dataset ``name`` (a ``fedcare.datasets`` entry); None if none is.
+
+    Raises
+    ------
+    ConfigError
+        An entry that does not load a spec of its own name.
+    """
+    if name not in entry_names(KIND):
+        return None
+    spec = load_entry(KIND, name)
+    if not isinstance(spec, DatasetSpec) or spec.name != name:
+        raise ConfigError(f"the {KIND} entry {name!r} loads no DatasetSpec named {name!r}")
+    return spec
 
 
 #: The suffixes of a dataset definition file (``--dataset FILE.yaml``).
@@ -173,8 +191,8 @@ _DEFINED: dict[str, DatasetSpec] = {}
 
 
 def registered(name: str) -> DatasetSpec | None:
-    """The dataset registered as ``name`` (built in, or defined by a schema's text); None."""
-    return REGISTRY.get(name) or _DEFINED.get(name)
+    """The dataset registered as ``name`` (installed, or defined by a schema's text); None."""
+    return built_in(name) or _DEFINED.get(name)
 
 
 def is_definition_file(name: str) -> bool:
@@ -198,7 +216,7 @@ def get_dataset(name: str) -> DatasetSpec:
     if is_definition_file(name):
         return declared_spec(name)
     raise ConfigError(
-        f"unknown dataset {name!r}; expected one of {', '.join(REGISTRY)}, or a dataset "
+        f"unknown dataset {name!r}; expected one of {', '.join(dataset_names())}, or a dataset "
         "definition file (FILE.yaml)"
     )
 
@@ -209,8 +227,8 @@ def dataset_label(dataset: str) -> str:
 
 
 def dataset_names() -> tuple[str, ...]:
-    """The registered datasets' names."""
-    return tuple(REGISTRY)
+    """The installed datasets' names: FedCARE's in name order, then the others'."""
+    return entry_names(KIND)
 
 
 def declared_spec(path: str | Path) -> DatasetSpec:
@@ -268,7 +286,7 @@ def _spec_of(source: Any) -> DatasetSpec:
     from fedcare_core.data.declared.source import DECLARED_FEATURE_SETS
 
     declaration = source.declaration
-    if declaration.name in REGISTRY:
+    if declaration.name in dataset_names():
         raise DefinitionError(
             f"{declaration.name!r} is a built-in dataset's name: give yours another",
             file=str(declaration.path),
@@ -276,12 +294,12 @@ def _spec_of(source: Any) -> DatasetSpec:
         )
     extractor = declaration.source.extractor
     if extractor is None:
-        checks = "data_checks.declared:DeclaredChecks"
+        checks = "declared"
         table = ", ".join(declaration.source.files)
     else:
-        from fedcare_core.data.declared.extractors import EXTRACTORS
+        from fedcare_core.data.declared.extractors import get_extractor
 
-        checks = EXTRACTORS[extractor].checks
+        checks = get_extractor(extractor).checks
         table = f"the table the {extractor} extractor builds"
     return DatasetSpec(
         declaration.name,

@@ -10,11 +10,19 @@ kind           entry-point group       an entry loads
 algorithm      ``fedcare.algorithms``  an :class:`~fedcare_core.algorithms.base.Algorithm`
                                        subclass (its ``name`` is the entry's)
 backend        ``fedcare.backends``    a :class:`~fedcare_core.config.backends.BackendSpec`
+dataset        ``fedcare.datasets``    a :class:`~fedcare_core.data.registry.DatasetSpec` (a
+                                       built-in dataset; its ``name`` is the entry's)
+extractor      ``fedcare.extractors``  an :class:`~fedcare_core.data.declared.extractors.
+                                       Extractor`: a release's raw tables → the one table a
+                                       definition declares (``source.extractor``)
 federated      ``fedcare.federated_    the rounds a method runs over Flower (the federation
 rounds         rounds``                layer's ``FederatedRounds``), by the name its
                                        ``Algorithm.federated_rounds`` gives
 predictor      ``fedcare.predictors``  a :class:`~fedcare_core.predict.predictors.ClientPredictor`
                                        subclass (its ``kind`` is the entry's)
+raw checks     ``fedcare.raw_checks``  a dataset's raw-table checks (the data gate's Great
+                                       Expectations suites), by the name its spec or its
+                                       extractor gives
 =============  ======================  ==================================================
 
 Names are read from the installed distributions' metadata without importing anything; an

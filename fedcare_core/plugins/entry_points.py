@@ -13,8 +13,11 @@ from fedcare_core.errors import ConfigError
 GROUPS: dict[str, str] = {
     "algorithm": "fedcare.algorithms",
     "backend": "fedcare.backends",
+    "dataset": "fedcare.datasets",
+    "extractor": "fedcare.extractors",
     "federated_rounds": "fedcare.federated_rounds",
     "predictor": "fedcare.predictors",
+    "raw_checks": "fedcare.raw_checks",
 }
 #: The distribution whose entries are listed first (FedCARE's own).
 _HOME = "fedcare"

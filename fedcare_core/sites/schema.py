@@ -24,6 +24,7 @@ from typing import Any
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.config.preferences import Preference, site_objectives
 from fedcare_core.config.quick import quick_sized
+from fedcare_core.data.choices import check_dataset_choices
 from fedcare_core.data.cohort import Objective
 from fedcare_core.data.loading import DatasetDefinition, dataset_definition
 from fedcare_core.data.partition import FeaturePartition, with_disparity
@@ -329,6 +330,7 @@ def _schema_from_dict(raw: Mapping[str, Any]) -> FederationSchema:
         if name != raw["dataset"]:
             raise ConfigError(f"dataset {raw['dataset']!r} but its definition names {name!r}")
     config = ExperimentConfig.from_dict(raw["config"])
+    check_dataset_choices(config.data)
     from fedcare_core.algorithms import federation_algorithms
 
     if config.algorithm not in federation_algorithms():

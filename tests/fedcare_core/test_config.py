@@ -10,8 +10,6 @@ from typing import Any
 import pytest
 
 from fedcare_core.config import (
-    DATASET_COHORTS,
-    DATASET_FEATURE_SETS,
     DATASET_OBJECTIVES,
     DATASETS,
     RANGES,
@@ -24,7 +22,6 @@ from fedcare_core.config import (
     Stage2Config,
     load_config_file,
 )
-from fedcare_core.config.dataset_choices import check_dataset_choices
 from fedcare_core.config.fields import field_kinds
 from fedcare_core.config.presets import baby_config
 from fedcare_core.errors import ConfigError
@@ -75,9 +72,6 @@ BAD_DOCUMENTS: list[tuple[Any, tuple[str, ...]]] = [
     ({"model": {"hidden": 10**6}}, ("model.hidden", "[1, 65,536]")),
     ({"threads": 10**4}, ("threads", "[1, 1024]")),
     # objectives: at most the dataset's three, and a cover that can be
-    ({"data": {"objectives_per_client": 9}}, ("data.objectives_per_client", "≤ 3", "9")),
-    ({"data": {"objectives_per_client": 4}}, ("data.objectives_per_client", "4")),
-    ({"data": {"clients": 2}}, ("data.cover_all_objectives", "2 client(s)", "3 objectives")),
     ({"stage1": {"rounds": 0}}, ("stage1.rounds", "[1, ", "0")),
     ({"stage1": {"local_steps": -1}}, ("stage1.local_steps", "[1, ")),
     ({"stage1": {"batch_size": 0}}, ("stage1.batch_size", "[1, ")),
@@ -105,7 +99,6 @@ BAD_DOCUMENTS: list[tuple[Any, tuple[str, ...]]] = [
     ({"threads": 0}, ("threads", "[1, ")),
     # choices, unknown keys, shapes
     ({"stage1": {"solver": "newton"}}, ("stage1.solver", "'newton'")),
-    ({"data": {"dataset": "mnist"}}, ("data.dataset", "'mnist'")),
     ({"stage1": {"nope": 1}}, ("stage1", "nope")),
     ({"nope": 1}, ("nope",)),
     ({"stage1": [1, 2]}, ("stage1", "JSON array")),
@@ -176,44 +169,6 @@ def test_the_objective_counts_are_the_datasets() -> None:
         "mimic3": len(MIMIC3_OBJECTIVES),
     }
     assert set(DATASET_OBJECTIVES) == set(DATASETS)
-
-
-@pytest.mark.parametrize("dataset", ["diabetes130", "mimic3"])
-def test_objectives_per_client_up_to_the_datasets_count(dataset: str) -> None:
-    n = DATASET_OBJECTIVES[dataset]
-    DataConfig(dataset=dataset, objectives_per_client=n).validate()
-    DataConfig(dataset=dataset, clients=2, cover_all_objectives=False).validate()
-    DataConfig(dataset=dataset, clients=2, objectives_per_client=2).validate()  # 4 ≥ 3
-    with pytest.raises(ConfigError, match=r"data\.cover_all_objectives"):
-        DataConfig(dataset=dataset, clients=2).validate()
-    # a range wider than this dataset's count (another dataset's) still meets its own
-    with pytest.raises(ConfigError, match=f"≤ {n}, the number of objectives of {dataset}"):
-        check_dataset_choices(DataConfig(dataset=dataset, objectives_per_client=n + 1))
-
-
-def test_feature_sets_are_the_datasets_and_refuse_rho() -> None:
-    from fedcare_core.data.diabetes130.definition import DIABETES130_FEATURE_SETS
-
-    assert tuple(DIABETES130_FEATURE_SETS) == DATASET_FEATURE_SETS["diabetes130"]
-    DataConfig(features="admission").validate()
-    with pytest.raises(ConfigError, match=r"'admission' is not defined for mimic3"):
-        DataConfig(dataset="mimic3", features="admission").validate()
-    with pytest.raises(ConfigError, match=r"data\.rho \(--rho\) cannot be combined"):
-        DataConfig(features="admission", rho=0.3).validate()
-    with pytest.raises(ConfigError, match=r"unknown feature set 'discharge' \(data\.features\)"):
-        DataConfig(features="discharge").validate()
-
-
-def test_cohorts_are_the_loaders_and_mimic3_only() -> None:
-    from fedcare_core.data.mimic3.cohorts import COHORTS, DEFAULT_COHORT
-
-    assert DATASET_COHORTS["mimic3"] == tuple(COHORTS)
-    assert DATASET_COHORTS["mimic3"][0] == DEFAULT_COHORT
-    DataConfig(dataset="mimic3", cohort="benchmark-ihm").validate()
-    with pytest.raises(ConfigError, match=r"diabetes130 has no cohorts"):
-        DataConfig(cohort="benchmark-ihm").validate()
-    with pytest.raises(ConfigError, match=r"unknown mimic3 cohort 'icu-72h' \(data\.cohort\)"):
-        DataConfig(dataset="mimic3", cohort="icu-72h").validate()
 
 
 def test_defaults_unchanged_and_round_trip() -> None:

@@ -181,8 +181,14 @@ def _check_extractor(d: DatasetDeclaration, file: str) -> None:
     name = d.source.extractor
     if name is None:
         return
-    from fedcare_core.data.declared.extractors import extracted_columns
+    from fedcare_core.data.declared.extractors import extracted_columns, extractor_names
 
+    if name not in extractor_names():
+        raise _fail(
+            file,
+            "source.extractor",
+            f"{name!r} is no installed extractor; expected one of {', '.join(extractor_names())}",
+        )
     given = extracted_columns(name)
     for column in (*d.identifiers, *d.columns):
         if column not in given:

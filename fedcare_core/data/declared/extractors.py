@@ -10,8 +10,7 @@ columns as it would a hospital's own file.
 from __future__ import annotations
 
 import dataclasses
-import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,13 +18,17 @@ from typing import Any
 from fedcare_core.data.declared.model import DatasetDeclaration
 from fedcare_core.data.declared.reading import RawTable
 from fedcare_core.errors import DataError
+from fedcare_core.plugins import entry_names, load_entry
 
-__all__ = ["EXTRACTORS", "Extractor", "extract_table", "extracted_columns"]
+__all__ = ["Extractor", "extract_table", "extracted_columns", "extractor_names", "get_extractor"]
+
+#: The extension kind of extractors (:data:`fedcare_core.plugins.GROUPS`).
+KIND = "extractor"
 
 
 @dataclass(frozen=True)
 class Extractor:
-    """A built-in extractor, as import paths (``module:attribute``), imported when used.
+    """An extractor, declared as an entry point of the ``fedcare.extractors`` group.
 
     Parameters
     ----------
@@ -34,32 +37,37 @@ class Extractor:
     columns
         The columns it gives (a definition may declare these only).
     checks
-        Its raw tables' Great Expectations checks (the data gate's, before it runs).
+        The name of its raw tables' checks (a ``fedcare.raw_checks`` entry: the data gate's,
+        before it runs).
     """
 
-    function: str
-    columns: str
+    function: Callable[..., RawTable]
+    columns: tuple[str, ...]
     checks: str
 
 
-#: The built-in extractors, by the name a definition's ``source.extractor`` gives.
-EXTRACTORS: dict[str, Extractor] = {
-    "mimic3": Extractor(
-        "fedcare_core.data.mimic3.extract:extract_mimic3",
-        "fedcare_core.data.mimic3.extract:EXTRACTED_COLUMNS",
-        "data_checks.datasets:MIMIC3_CHECKS",
-    ),
-}
+def extractor_names() -> tuple[str, ...]:
+    """The installed extractors' names (a definition's ``source.extractor`` gives one)."""
+    return entry_names(KIND)
 
 
-def _resolve(path: str) -> Any:
-    module, _, name = path.partition(":")
-    return getattr(importlib.import_module(module), name)
+def get_extractor(name: str) -> Extractor:
+    """The installed extractor ``name``, imported now.
+
+    Raises
+    ------
+    PluginError
+        No extractor of that name is installed (the message lists those that are).
+    """
+    extractor = load_entry(KIND, name)
+    if not isinstance(extractor, Extractor):
+        raise DataError(f"the {KIND} entry {name!r} loads no Extractor")
+    return extractor
 
 
 def extracted_columns(name: str) -> tuple[str, ...]:
     """The columns extractor ``name`` gives (a definition may declare these only)."""
-    return tuple(_resolve(EXTRACTORS[name].columns))
+    return tuple(get_extractor(name).columns)
 
 
 def extract_table(
@@ -89,7 +97,7 @@ def extract_table(
             f"the dataset {declaration.name} is built by the {name} extractor from raw tables: "
             "pass --data-dir (a flow: data_dir) pointing at them"
         )
-    extract = _resolve(EXTRACTORS[name].function)
-    table: RawTable = extract(Path(root), **{k: v for k, v in options.items() if v is not None})
+    given = {k: v for k, v in options.items() if v is not None}
+    table = get_extractor(name).function(Path(root), **given)
     declared = [*declaration.identifiers, *declaration.columns]
     return dataclasses.replace(table, frame=table.frame.loc[:, declared])

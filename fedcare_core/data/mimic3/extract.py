@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from fedcare_core.data.declared.extractors import Extractor
 from fedcare_core.data.declared.reading import ColumnOrigin, RawTable, TableRows
 from fedcare_core.data.mimic3.benchmark_split import read_benchmark_split
 from fedcare_core.data.mimic3.categories import static_features
@@ -487,3 +488,8 @@ def _two_digit_notes(stats: TimeStats) -> list[str]:
             + (f", {lost} left missing (patient without ICU stay)" if lost else "")
         )
     return notes
+
+
+#: The ``fedcare.extractors`` entry ``mimic3``: MIMIC-III v1.4's tables → one row per ICU stay,
+#: checked by the ``mimic3`` raw-table checks.
+EXTRACTOR = Extractor(extract_mimic3, EXTRACTED_COLUMNS, "mimic3")

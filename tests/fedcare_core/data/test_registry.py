@@ -1,4 +1,4 @@
-"""The dataset registry: each dataset declared once; a new one is a module and a line."""
+"""The dataset registry: each dataset declared once; a new one is a module and an entry point."""
 
 from __future__ import annotations
 
@@ -8,16 +8,19 @@ from pathlib import Path
 
 import pytest
 
+from fedcare_core.algorithms import validate_config
 from fedcare_core.config import DataConfig, ExperimentConfig
 from fedcare_core.data.loading import dataset_definition, load_dataset
-from fedcare_core.data.registry import REGISTRY, DatasetSpec, get_dataset, register_dataset
+from fedcare_core.data.registry import DatasetSpec, dataset_names, get_dataset
 from fedcare_core.errors import ConfigError
 from tests.fedcare_core.data.toy_dataset import write_toy_file
+from tests.installed_plugins import installed
 
 
 def test_the_registry_holds_both_datasets_and_agrees_with_their_definitions() -> None:
-    assert tuple(REGISTRY) == ("diabetes130", "mimic3")
-    for name, spec in REGISTRY.items():
+    assert dataset_names() == ("diabetes130", "mimic3")
+    for name in dataset_names():
+        spec = get_dataset(name)
         for features in spec.feature_sets:
             definition = dataset_definition(name, features)
             assert len(definition.objectives) == spec.objectives
@@ -26,16 +29,22 @@ def test_the_registry_holds_both_datasets_and_agrees_with_their_definitions() ->
     with pytest.raises(ConfigError, match="unknown dataset 'nope'; expected one of diabetes130"):
         get_dataset("nope")
     with pytest.raises(ConfigError, match=r"unknown dataset 'nope' \(data.dataset\)"):
-        ExperimentConfig(data=DataConfig(dataset="nope")).validate()
+        validate_config(ExperimentConfig(data=DataConfig(dataset="nope")))
+
+
+#: A new dataset: ``toy_dataset.py`` and this spec, declared as a ``fedcare.datasets`` entry.
+TOY = DatasetSpec("toy", "Toy", "tests.fedcare_core.data.toy_dataset:SOURCE")
 
 
 @pytest.fixture
-def toy_dataset() -> Iterator[DatasetSpec]:
-    """A new dataset: ``toy_dataset.py`` plus this one registry line."""
-    spec = DatasetSpec("toy", "Toy", "tests.fedcare_core.data.toy_dataset:SOURCE")
-    register_dataset(spec)
-    yield spec
-    del REGISTRY["toy"]
+def toy_dataset(tmp_path: Path) -> Iterator[DatasetSpec]:
+    """The toy dataset, installed by its entry point alone."""
+    with installed(
+        tmp_path / "site", "toy-dataset", {"fedcare.datasets": {"toy": f"{__name__}:TOY"}}
+    ):
+        assert dataset_names()[-1] == "toy"
+        yield TOY
+    assert "toy" not in dataset_names()
 
 
 def test_a_registered_dataset_loads_and_is_validated_like_the_others(
@@ -46,7 +55,7 @@ def test_a_registered_dataset_loads_and_is_validated_like_the_others(
     assert loaded.cohort.dataset == "toy" and loaded.cohort.n_rows == 600
     assert loaded.partition.private["los"] == ("n_diag", "weight")
     with pytest.raises(ConfigError, match=r"data.features.*not defined for toy"):
-        ExperimentConfig(data=DataConfig(dataset="toy", features="admission")).validate()
+        validate_config(ExperimentConfig(data=DataConfig(dataset="toy", features="admission")))
 
 
 def test_fedcare_run_trains_on_a_new_dataset_with_nothing_else_changed(

@@ -30,7 +30,7 @@ def _mimic3_changed(old: str, new: str) -> str:
         pytest.param(
             _mimic3_changed("extractor: mimic3", "extractor: eicu"),
             "source.extractor",
-            "unknown value",
+            "'eicu' is no installed extractor; expected one of mimic3",
             id="an unknown extractor",
         ),
         pytest.param(
