@@ -32,9 +32,9 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 )
 
 from fedcare.app.grid_jobs import run_job
+from fedcare.experiments.cells import experiment_cells, grid_base
+from fedcare.experiments.engine import DataSpec, plan_jobs
 from fedcare.grid import grid_client, run_grid
-from fedcare_core.experiments.cells import experiment_cells, grid_base
-from fedcare_core.experiments.engine import DataSpec, plan_jobs
 
 
 def _documents(out: Path) -> dict[str, Any]:

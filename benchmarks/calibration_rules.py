@@ -36,11 +36,11 @@ import numpy as np
 import pandas as pd
 import torch
 
+from fedcare.experiments.cells import Cell, grid_base
 from fedcare_core.config.variants import RECOMMENDED_CANDIDATE
 from fedcare_core.evaluation.calibration import logit, sigmoid
 from fedcare_core.evaluation.clinical import calibration_slope_intercept
 from fedcare_core.evaluation.metrics import auroc
-from fedcare_core.experiments.cells import Cell, grid_base
 from fedcare_core.nn.losses import make_loss
 
 RULES = ("auto", "local", "none")

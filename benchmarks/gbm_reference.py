@@ -1,8 +1,8 @@
 """Gradient-boosted references on exactly the federation of a FedCARE experiment cell.
 
 For every seed and federation setting, the script builds the federation a cell of the
-``recommended`` grid builds (:class:`~fedcare_core.experiments.cells.Cell`,
-:func:`~fedcare_core.experiments.cells.grid_base`,
+``recommended`` grid builds (:class:`~fedcare.experiments.cells.Cell`,
+:func:`~fedcare.experiments.cells.grid_base`,
 :func:`~fedcare_core.run.pipeline.prepare_federation`): the same clients, rows,
 train/validation/test
 splits and objectives. Every model sees a client's rows through the union view the Local and
@@ -56,6 +56,8 @@ import pandas as pd
 from sklearn.ensemble import HistGradientBoostingClassifier, HistGradientBoostingRegressor
 from threadpoolctl import threadpool_limits
 
+from fedcare.experiments.cells import SETTINGS, Cell, grid_base
+from fedcare.experiments.summary import mean_std
 from fedcare_core.algorithms.bounds.rounds import pooled
 from fedcare_core.algorithms.union.features import union_federation
 from fedcare_core.config import FEATURE_SETS, ExperimentConfig
@@ -64,8 +66,6 @@ from fedcare_core.data.clients import ClientData, Federation
 from fedcare_core.data.loading import LoadedDataset, load_dataset
 from fedcare_core.evaluation.clinical import clinical_summary
 from fedcare_core.evaluation.metrics import compute_metric
-from fedcare_core.experiments.cells import SETTINGS, Cell, grid_base
-from fedcare_core.experiments.summary import mean_std
 from fedcare_core.run.pipeline import prepare_federation
 
 METHODS = ("gbm-local", "gbm-pooled")

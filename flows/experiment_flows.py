@@ -45,14 +45,14 @@ from fedcare.app.grid import (
     run_grid_request,
 )
 from fedcare.app.grid_options import PROGRAMME_NAME, experiments_of, options_of
+from fedcare.experiments.cells import EXPERIMENTS, Cell
+from fedcare.experiments.engine import CellOutcome, DataSpec, GridRun, OnDone
 from fedcare.grid import local_cluster_kwargs
 from fedcare.grid.cluster import check_address
 from fedcare.tracking.experiment_log import ExperimentOutputs
 from fedcare_core import __version__
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.errors import ConfigError, FedcareError
-from fedcare_core.experiments.cells import EXPERIMENTS, Cell
-from fedcare_core.experiments.engine import CellOutcome, DataSpec, GridRun, OnDone
 from flows.flow_parameters import expected_failure
 from flows.parameter_docs import google_args_section
 from tasks.artifacts import keep_markdown_artifact

@@ -10,10 +10,10 @@ from prefect.cache_policies import NO_CACHE
 from prefect.runtime import task_run as runtime_task_run
 
 from fedcare.app.grid_jobs import run_job
+from fedcare.experiments.engine import DataSpec, Job
 from fedcare.tracking import store
 from fedcare.tracking.experiment_log import ExperimentOutputs, log_experiment_run
 from fedcare_core.config import ExperimentConfig
-from fedcare_core.experiments.engine import DataSpec, Job
 
 
 def _job_run_name() -> str:

@@ -1,6 +1,6 @@
 """The ``grid`` service: one path from an experiment request to its tables, whatever runs it.
 
-An experiment is a grid of runs (:mod:`fedcare_core.experiments`); running one is always the
+An experiment is a grid of runs (:mod:`fedcare.experiments`); running one is always the
 same sequence, and only this module writes it:
 
 1. :func:`check_grid_request`: every option (:data:`~fedcare.app.grid_options.GRID_OPTIONS`),
@@ -29,10 +29,10 @@ from fedcare.app.grid_options import GRID_OPTIONS, OPTIONS_BY_NAME, GridOption, 
 from fedcare_core.errors import ConfigError
 
 if TYPE_CHECKING:
+    from fedcare.experiments.cells import Cell
+    from fedcare.experiments.engine import CellOutcome, DataSpec, OnDone
     from fedcare.tracking.experiment_log import ExperimentOutputs
     from fedcare_core.config import ExperimentConfig
-    from fedcare_core.experiments.cells import Cell
-    from fedcare_core.experiments.engine import CellOutcome, DataSpec, OnDone
 
 #: The output folder's parent when none is given: ``.experiments/<dataset>``.
 DEFAULT_OUT = Path(".experiments")
@@ -198,7 +198,7 @@ def _data_dir(given: str | None, base: ExperimentConfig) -> str | None:
 
 
 def _base(request: GridRequest) -> ExperimentConfig:
-    from fedcare_core.experiments.cells import grid_base
+    from fedcare.experiments.cells import grid_base
 
     base = grid_base(
         request.value("dataset"),
@@ -212,7 +212,7 @@ def _base(request: GridRequest) -> ExperimentConfig:
 
 def experiment_grid(request: GridRequest, experiment: str) -> list[Cell]:
     """The cells of one of the request's experiments, shaped by its options."""
-    from fedcare_core.experiments.cells import experiment_cells
+    from fedcare.experiments.cells import experiment_cells
 
     value = request.value
     given = {k: value(k) for k in ("ratios", "budgets") if value(k) is not None}
@@ -285,8 +285,8 @@ def check_grid_request(
         Naming the option (or the grid cell and the configuration parameter) at fault.
     """
     from fedcare.app.path_roles import check_grid_paths
-    from fedcare_core.experiments.cells import check_grid
-    from fedcare_core.experiments.engine import DataSpec
+    from fedcare.experiments.cells import check_grid
+    from fedcare.experiments.engine import DataSpec
     from fedcare_core.files.output_paths import check_output_dir
     from fedcare_core.resume.documents import cell_store
 

@@ -1,6 +1,6 @@
 """A grid's jobs through the run service, in whatever process runs them.
 
-A job (:class:`~fedcare_core.experiments.engine.Job`) is one cell, or FedCARE and FedCARE-B
+A job (:class:`~fedcare.experiments.engine.Job`) is one cell, or FedCARE and FedCARE-B
 cells of one setting sharing Stage 1. :func:`run_job` prepares the job's federation once and
 executes each cell with :func:`fedcare.app.run.execute_run`, its document written by a
 :class:`CellDocument` sink; the second cell of a pair is scored from the first's Stage 1. Dask
@@ -23,10 +23,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from fedcare.app.run import PreparedRun, execute_run
-from fedcare_core.config import ExperimentConfig
-from fedcare_core.data.loading import LoadedDataset, load_dataset
-from fedcare_core.experiments.cells import Cell
-from fedcare_core.experiments.engine import (
+from fedcare.experiments.cells import Cell
+from fedcare.experiments.engine import (
     CellOutcome,
     DataSpec,
     GridRun,
@@ -34,6 +32,8 @@ from fedcare_core.experiments.engine import (
     OnDone,
     check_stop,
 )
+from fedcare_core.config import ExperimentConfig
+from fedcare_core.data.loading import LoadedDataset, load_dataset
 from fedcare_core.resume.documents import write_document
 from fedcare_core.run.pipeline import prepare_federation
 from fedcare_core.run.results import DataProvenance
@@ -117,7 +117,7 @@ def run_job(
     out_dir
         Folder for the documents.
     stop
-        The grid's stop marker (:func:`~fedcare_core.experiments.engine.stop_marker`), if any.
+        The grid's stop marker (:func:`~fedcare.experiments.engine.stop_marker`), if any.
 
     Raises
     ------

@@ -1,6 +1,6 @@
 """The options of a grid of runs, each declared once for ``fedcare experiment`` and the flows.
 
-An experiment (:data:`~fedcare_core.experiments.cells.EXPERIMENTS`) is a grid of runs; what a
+An experiment (:data:`~fedcare.experiments.cells.EXPERIMENTS`) is a grid of runs; what a
 user chooses about it (its seeds, its client counts, the cluster, the output folder) is a
 :class:`GridOption` here, with its type, default, help and value check. From that one
 declaration come ``fedcare experiment``'s flags (:func:`fedcare.cli.experiment.add_parser`),
@@ -17,18 +17,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from fedcare_core.algorithms import get_algorithm
-from fedcare_core.config import RANGES, flagged_settings
-from fedcare_core.config.variants import (
-    ABLATIONS,
-    ALL_LABELS,
-    CANDIDATES,
-    FAIRNESS_STRENGTHS,
-    PREFERENCE_CHOICES,
-    PREFERENCES,
-)
-from fedcare_core.errors import ConfigError
-from fedcare_core.experiments.cells import (
+from fedcare.experiments.cells import (
     CLIENT_COUNTS,
     DISPARITY_RATIOS,
     EXPERIMENTS,
@@ -40,6 +29,17 @@ from fedcare_core.experiments.cells import (
     SELECTION_SETTINGS,
     SETTINGS,
 )
+from fedcare_core.algorithms import get_algorithm
+from fedcare_core.config import RANGES, flagged_settings
+from fedcare_core.config.variants import (
+    ABLATIONS,
+    ALL_LABELS,
+    CANDIDATES,
+    FAIRNESS_STRENGTHS,
+    PREFERENCE_CHOICES,
+    PREFERENCES,
+)
+from fedcare_core.errors import ConfigError
 
 #: The fewest clients of a federation (``data.clients``' lower bound).
 MIN_CLIENTS = int(RANGES["data"]["clients"].low or 2)

@@ -22,17 +22,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from fedcare.app.grid_options import GRID_OPTIONS, PROGRAMME_NAME, GridOption
 from fedcare.cli.option_checks import declare_needs
+from fedcare.experiments.cells import EXPERIMENTS
 from fedcare_core.errors import ConfigError
-from fedcare_core.experiments.cells import EXPERIMENTS
 
 if TYPE_CHECKING:
     from distributed import Client
 
     from fedcare.app.grid import PreparedGrid
+    from fedcare.experiments.cells import Cell
+    from fedcare.experiments.engine import CellOutcome, DataSpec, OnDone
     from fedcare.tracking.experiment_log import ExperimentOutputs
     from fedcare_core.config import ExperimentConfig
-    from fedcare_core.experiments.cells import Cell
-    from fedcare_core.experiments.engine import CellOutcome, DataSpec, OnDone
 
 T = TypeVar("T")
 

@@ -9,9 +9,8 @@ from typing import Any
 
 from distributed import Client, Future, as_completed
 
-from fedcare_core.config import ExperimentConfig
-from fedcare_core.experiments.cells import Cell
-from fedcare_core.experiments.engine import (
+from fedcare.experiments.cells import Cell
+from fedcare.experiments.engine import (
     CellOutcome,
     DataSpec,
     GridRun,
@@ -19,6 +18,7 @@ from fedcare_core.experiments.engine import (
     OnDone,
     stop_marker,
 )
+from fedcare_core.config import ExperimentConfig
 
 #: Runs one job on a worker and writes its cells' documents:
 #: ``run(job, base, spec, out_dir, stop_marker) → [{"key", "path", "seconds"}]``

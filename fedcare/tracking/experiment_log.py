@@ -20,11 +20,11 @@ from pathlib import Path
 import pandas as pd
 from mlflow.entities import Metric
 
+from fedcare.experiments.cells import Cell
+from fedcare.experiments.report import experiment_tables
 from fedcare.tracking import naming, store
 from fedcare.tracking.experiment_plots import experiment_figures
 from fedcare.tracking.log_run import log_batch_chunked, now_ms
-from fedcare_core.experiments.cells import Cell
-from fedcare_core.experiments.report import experiment_tables
 from fedcare_core.files.atomic import write_atomic
 
 #: Tag naming the experiment of a parent run (``comparison``, ``clients``, ...).
@@ -95,7 +95,7 @@ def row_metrics(
     Parameters
     ----------
     row
-        One row of :func:`~fedcare_core.experiments.summary.aggregate`'s frame: ``<objective>``
+        One row of :func:`~fedcare.experiments.summary.aggregate`'s frame: ``<objective>``
         (pooled) and ``<objective>.client_mean`` columns, ``avg_auroc``, ``rounds_run``,
         ``seconds``, each as ``.mean`` and ``.std``.
     metrics

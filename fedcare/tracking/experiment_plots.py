@@ -1,6 +1,6 @@
 """PNG figures of an experiment (paper Fig. 3–7), drawn from its summary frame.
 
-The summary is :func:`fedcare_core.experiments.summary.aggregate`'s output: one row per setting
+The summary is :func:`fedcare.experiments.summary.aggregate`'s output: one row per setting
 with ``<metric>.mean`` and ``<metric>.std`` columns. Error bars are ± one standard deviation
 over seeds.
 """

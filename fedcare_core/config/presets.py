@@ -1,7 +1,7 @@
 """Named starting configurations (``--preset``): the paper's FedCARE, and the recommended one.
 
 ``recommended`` is the candidate the ``selection`` experiment chose on validation scores only
-(:mod:`fedcare_core.experiments.selection`; the runs and their tables are in
+(:mod:`fedcare.experiments.selection`; the runs and their tables are in
 ``docs/results/diabetes130/selection_uncalibrated/`` and ``selection/``);
 ``recommended-admission`` is its choice on the admission-time partition
 (``docs/results/diabetes130/selection_admission/``), with that partition's feature set. A

@@ -10,10 +10,10 @@ import pytest
 
 import fedcare.tracking
 from fedcare.cli.main import main as fedcare
+from fedcare.experiments.cells import experiment_cells
+from fedcare.experiments.engine import plan_jobs
 from fedcare.grid import LOOPBACK
 from fedcare_core.errors import ConfigError
-from fedcare_core.experiments.cells import experiment_cells
-from fedcare_core.experiments.engine import plan_jobs
 from flows.experiment_flows import ablation_flow, comparison_flow, disparity_flow, grid_task_runner
 from tests.fedcare.sites.hospital_sites import write_hospital_sites
 from tests.tasks.test_data import write_clean_table

@@ -17,8 +17,8 @@ from fedcare.app.grid import (
 )
 from fedcare.app.grid_options import GRID_OPTIONS, PROGRAMME_NAME, experiments_of, options_of
 from fedcare.cli.experiment import add_parser
+from fedcare.experiments.cells import EXPERIMENTS, PROGRAMME
 from fedcare_core.errors import ConfigError
-from fedcare_core.experiments.cells import EXPERIMENTS, PROGRAMME
 from flows.experiment_flows import EXPERIMENT_FLOWS
 
 

@@ -8,11 +8,11 @@ from pathlib import Path
 import pytest
 
 from fedcare.app.grid_jobs import run_cells
+from fedcare.experiments.engine import DataSpec
 from fedcare_core.data.loading import load_dataset
 from fedcare_core.errors import DataError
-from fedcare_core.experiments.engine import DataSpec
 from fedcare_core.run.pipeline import run_experiment
-from tests.fedcare_core.experiments.grid_fixtures import BASE, CELLS
+from tests.fedcare.experiments.grid_fixtures import BASE, CELLS
 
 
 def _without_timing(doc: dict) -> dict:

@@ -16,14 +16,14 @@ import psutil
 import pytest
 
 from fedcare.app.grid_jobs import run_cells, run_job
+from fedcare.experiments.cells import Cell
+from fedcare.experiments.engine import DataSpec, plan_jobs
 from fedcare.grid import LOOPBACK, cluster_workers, grid_client, local_cluster_kwargs, run_grid
 from fedcare.grid.cluster import INTERRUPT_QUIET_LOGGERS
 from fedcare.procs.marked import marked_processes
 from fedcare_core.errors import ConfigError, DataError
-from fedcare_core.experiments.cells import Cell
-from fedcare_core.experiments.engine import DataSpec, plan_jobs
-from tests.fedcare_core.experiments.grid_fixtures import BASE
-from tests.fedcare_core.experiments.grid_fixtures import CELLS as GRID_CELLS
+from tests.fedcare.experiments.grid_fixtures import BASE
+from tests.fedcare.experiments.grid_fixtures import CELLS as GRID_CELLS
 
 #: Four jobs (two FedCARE / FedCARE-B pairs, two FedAvg runs) for two workers.
 CELLS = [*GRID_CELLS, Cell("fedavg", 1, 3)]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from fedcare.experiments.cells import privacy_sweep
+from fedcare.experiments.report import experiment_tables
 from fedcare.tracking.experiment_plots import experiment_figures
-from fedcare_core.experiments.cells import privacy_sweep
-from fedcare_core.experiments.report import experiment_tables
 
 
 def _document(auroc: float, mae: float, epsilon: float | None) -> dict:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
+from fedcare.experiments.cells import CANDIDATES
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.config.presets import PRESETS, RECOMMENDED_CANDIDATE, with_preset
 from fedcare_core.errors import ConfigError
-from fedcare_core.experiments.cells import CANDIDATES
 
 
 def test_paper_is_the_default_configuration_and_recommended_a_selection_candidate():
@@ -34,7 +34,7 @@ def test_the_admission_preset_is_the_admission_selection_choice_with_its_feature
     assert (admission.stage1, admission.stage2) == (recommended.stage1, recommended.stage2)
     assert recommended_candidate("admission") == RECOMMENDED_ADMISSION_CANDIDATE
     assert recommended_candidate("paper") == recommended_candidate(None) == RECOMMENDED_CANDIDATE
-    from fedcare_core.experiments.cells import experiment_cells
+    from fedcare.experiments.cells import experiment_cells
 
     preset = {c.variant for c in experiment_cells("recommended", 1, features="admission")}
     assert RECOMMENDED_ADMISSION_CANDIDATE in preset and RECOMMENDED_CANDIDATE not in preset

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from fedcare.experiments.cells import experiment_cells
 from fedcare_core.algorithms import validate_config
 from fedcare_core.config import ExperimentConfig, quick
-from fedcare_core.experiments.cells import experiment_cells
 
 
 def test_without_the_variable_nothing_changes(monkeypatch):

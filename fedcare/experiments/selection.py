@@ -21,7 +21,7 @@ def validation_ranks(summary: pd.DataFrame, metrics: Mapping[str, str]) -> pd.Da
     Parameters
     ----------
     summary
-        :func:`~fedcare_core.experiments.summary.aggregate` of the selection's runs (one row per
+        :func:`~fedcare.experiments.summary.aggregate` of the selection's runs (one row per
         variant, with ``<objective>.val.mean``).
     metrics
         Objective → ``"auroc"`` or its error metric.

@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 from scipy.stats import wilcoxon
 
-from fedcare_core.experiments.cells import Cell
+from fedcare.experiments.cells import Cell
 
 #: Columns identifying a setting (a table row before averaging over seeds).
 SETTING = ["variant", "algorithm", "clients", "rho", "setting"]

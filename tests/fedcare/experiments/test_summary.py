@@ -9,17 +9,17 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from fedcare_core.config import DataConfig, ExperimentConfig
-from fedcare_core.errors import ConfigError
-from fedcare_core.experiments.cells import Cell, experiment_cells
-from fedcare_core.experiments.report import experiment_tables
-from fedcare_core.experiments.summary import (
+from fedcare.experiments.cells import Cell, experiment_cells
+from fedcare.experiments.report import experiment_tables
+from fedcare.experiments.summary import (
     aggregate,
     load_rows,
     mean_std,
     paired_differences,
     signed_rank_p,
 )
+from fedcare_core.config import DataConfig, ExperimentConfig
+from fedcare_core.errors import ConfigError
 
 
 def _doc(early: float, readm: float | None, los: float) -> dict:
@@ -200,8 +200,8 @@ def test_a_selection_over_two_settings_chooses_in_each_on_its_own_validation(tmp
 
 @pytest.mark.parametrize("features", ["paper", "admission"])
 def test_the_recommended_report_pairs_the_preset_with_each_method_by_setting(tmp_path, features):
+    from fedcare.experiments.cells import ALL_LABELS
     from fedcare_core.config.variants import recommended_candidate
-    from fedcare_core.experiments.cells import ALL_LABELS
 
     runs = {  # each feature set's preset is "recommended" in the tables
         (recommended_candidate(features), "fedcare"): ((0.80, 0.65, 1.7), (0.82, 0.66, 1.6)),
@@ -355,7 +355,7 @@ def test_the_ablation_pairs_the_papers_variant_with_each_other_within_each_metho
 
 
 def test_selection_tables_hide_the_clinical_test_metrics(tmp_path):
-    from fedcare_core.experiments.report import _is_test_column
+    from fedcare.experiments.report import _is_test_column
 
     metrics = {"readmission": "auroc", "los": "mae_days"}
     assert _is_test_column("readmission.brier", metrics)
@@ -384,12 +384,12 @@ def _preference_doc(seed: int, preference: str) -> dict:
 
 @pytest.mark.parametrize("features", [None, "admission"])
 def test_the_preferences_report_pairs_each_preference_with_the_plain_preset(tmp_path, features):
+    from fedcare.experiments.cells import experiment_cells
     from fedcare_core.config.variants import (
         PREFERENCES,
         preference_variant,
         recommended_candidate,
     )
-    from fedcare_core.experiments.cells import experiment_cells
 
     chosen = ("sensitivity", "fair-race")
     cells = experiment_cells("preferences", 3, variants=chosen, features=features)

@@ -11,17 +11,9 @@ from pathlib import Path
 
 import pandas as pd
 
-from fedcare_core.algorithms import proposed_algorithm
-from fedcare_core.config.preferences import parse_preferences
-from fedcare_core.config.variants import (
-    ALL_LABELS,
-    PREFERENCES,
-    RECOMMENDED_BY_FEATURES,
-    preference_names,
-)
-from fedcare_core.experiments.cells import Cell
-from fedcare_core.experiments.selection import choose_on_validation, validation_ranks
-from fedcare_core.experiments.summary import (
+from fedcare.experiments.cells import Cell
+from fedcare.experiments.selection import choose_on_validation, validation_ranks
+from fedcare.experiments.summary import (
     CLINICAL_COLUMNS,
     DECISION_COLUMNS,
     GAP_METRICS,
@@ -31,6 +23,14 @@ from fedcare_core.experiments.summary import (
     mean_std,
     paired_differences,
     pivot,
+)
+from fedcare_core.algorithms import proposed_algorithm
+from fedcare_core.config.preferences import parse_preferences
+from fedcare_core.config.variants import (
+    ALL_LABELS,
+    PREFERENCES,
+    RECOMMENDED_BY_FEATURES,
+    preference_names,
 )
 from fedcare_core.privacy.accountants import ACCOUNTANTS
 
@@ -393,7 +393,7 @@ def _selection_setting(summary: pd.DataFrame, runs: pd.DataFrame, prefix: str) -
         f"\n## {prefix}Ranks on validation\n\n",
         "\n".join(lines) + "\n",
         f"\n**{prefix}Chosen on validation: `{chosen}`** (lowest mean rank over the objectives; "
-        "`fedcare_core/experiments/selection.py`).\n",
+        "`fedcare/experiments/selection.py`).\n",
     ]
 
 

@@ -24,8 +24,8 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from fedcare.experiments.cells import Cell, unique
 from fedcare_core.algorithms import get_algorithm
-from fedcare_core.experiments.cells import Cell, unique
 from fedcare_core.run import interrupts
 
 

@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fedcare_core.experiments.engine import DataSpec, GridRun
-from tests.fedcare_core.experiments.grid_fixtures import CELLS
+from fedcare.experiments.engine import DataSpec, GridRun
+from tests.fedcare.experiments.grid_fixtures import CELLS
 
 
 def test_grid_bookkeeping_resolves_paths_and_plans_only_unwritten_cells(
@@ -27,7 +27,7 @@ def test_grid_bookkeeping_resolves_paths_and_plans_only_unwritten_cells(
 def test_the_engine_imports_no_scheduler_or_framework():
     """The core stays pure: Dask, Prefect, MLflow and Flower live in the layers above it."""
     code = (
-        "import sys, fedcare_core.experiments.engine, fedcare_core.experiments.summary; "
+        "import sys, fedcare.experiments.engine, fedcare.experiments.summary; "
         "print(sorted({m.split('.')[0] for m in sys.modules} & "
         "{'dask', 'distributed', 'prefect', 'prefect_dask', 'mlflow', 'flwr', 'ray'}))"
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from fedcare.experiments.cells import Cell
 from fedcare_core.config import (
     BaselineConfig,
     DataConfig,
@@ -9,7 +10,6 @@ from fedcare_core.config import (
     Stage1Config,
     Stage2Config,
 )
-from fedcare_core.experiments.cells import Cell
 
 BASE = ExperimentConfig(
     data=DataConfig(clients=3, max_patients=900),

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from fedcare_core.config import ExperimentConfig
-from fedcare_core.errors import ConfigError
-from fedcare_core.experiments.cells import (
+from fedcare.experiments.cells import (
     CLIENTS_ALGORITHMS,
     COMPARISON_ALGORITHMS,
     Cell,
@@ -18,7 +16,9 @@ from fedcare_core.experiments.cells import (
     privacy_sweep,
     unique,
 )
-from fedcare_core.experiments.engine import plan_jobs
+from fedcare.experiments.engine import plan_jobs
+from fedcare_core.config import ExperimentConfig
+from fedcare_core.errors import ConfigError
 from fedcare_core.resume.keys import base_fingerprint
 
 
@@ -99,7 +99,7 @@ def test_a_privacy_cell_sets_its_budget_and_seeds_its_noise_by_the_cells_seed():
 
 
 def test_the_selection_grid_runs_fedcare_as_the_paper_and_every_candidate():
-    from fedcare_core.experiments.cells import CANDIDATES
+    from fedcare.experiments.cells import CANDIDATES
 
     cells = experiment_cells("selection", 2)
     assert {c.algorithm for c in cells} == {"fedcare"} and {c.clients for c in cells} == {30}
@@ -114,7 +114,7 @@ def test_the_selection_grid_runs_fedcare_as_the_paper_and_every_candidate():
 
 
 def test_the_selection_grid_runs_in_each_setting_asked_and_keeps_its_iid_keys():
-    from fedcare_core.experiments.cells import CANDIDATES, SMALL_HOSPITAL_PATIENTS
+    from fedcare.experiments.cells import CANDIDATES, SMALL_HOSPITAL_PATIENTS
 
     iid = experiment_cells("selection", 2)
     assert {c.setting for c in iid} == {"iid"}
@@ -130,13 +130,13 @@ def test_the_selection_grid_runs_in_each_setting_asked_and_keeps_its_iid_keys():
 
 
 def test_the_recommended_grid_pairs_the_preset_with_each_method_per_setting_and_seed():
-    from fedcare_core.config.presets import PRESETS
-    from fedcare_core.experiments.cells import (
+    from fedcare.experiments.cells import (
         ALL_LABELS,
         RECOMMENDED_BASELINES,
         RECOMMENDED_CANDIDATE,
         SMALL_HOSPITAL_PATIENTS,
     )
+    from fedcare_core.config.presets import PRESETS
 
     cells = experiment_cells("recommended", 3)
     assert len(cells) == 2 * 3 * (1 + len(RECOMMENDED_BASELINES))
