@@ -27,7 +27,7 @@ _STAGE_LABELS = {
     "stage1": "Stage 1 (federated rounds)",
     "stage2": "Stage 2 (personalisation)",
     "local": "Local models (each client alone)",
-    "own-trees": "fedxgb: each client's own trees",
+    "own-trees": "Own trees (each client alone)",
 }
 #: What one step of a phase is (every phase but the rounds goes client by client).
 _STAGE_UNITS = {"stage1": "round"}

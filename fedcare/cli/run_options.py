@@ -63,9 +63,9 @@ def add_parser(sub: Any, backends: tuple[str, ...]) -> None:
         "--backend",
         choices=backends,
         default="local",
-        help="where Stage 1 (or FedAvg/FedProx/FMGDA/FSMGDA's rounds) runs: in process, "
-        "Flower's Simulation Engine, or SuperLink/SuperNode processes on loopback "
-        "(default local; PAFNet, local and centralised: local only)",
+        help="where the method's federated rounds run: in process, Flower's Simulation "
+        "Engine, or SuperLink/SuperNode processes on loopback (default local; a method "
+        "without rounds over Flower runs in process only, and says so)",
     )
     _add_flower_flags(run)
     run.add_argument(

@@ -318,9 +318,12 @@ def check_quorum_for(
     if k is not None and k > clients:
         raise ConfigError(f"{names[0]} {k}: more than the run's {clients} participants")
     if own_strategy is not None:
+        from fedcare_core.algorithms import algorithm_names, get_algorithm
+
+        stage1 = [n for n in algorithm_names() if get_algorithm(n).federated_rounds == "stage1"]
         raise ConfigError(
-            f"{name}: partial participation is for Algorithm 1's rounds (fedcare, fedcare-b, "
-            f"fmgda, fsmgda), not rounds run by Flower's {own_strategy}"
+            f"{name}: partial participation is for Algorithm 1's rounds ({', '.join(stage1)}), "
+            f"not rounds run by Flower's {own_strategy}"
         )
     if secagg:
         raise ConfigError(f"{name} with secagg: SecAgg+ decides a round by its own threshold")

@@ -111,6 +111,6 @@ def test_every_phase_bar_says_what_the_phase_does():
         bars(phase, 0, 3)
     labels = {phase: bar.desc for phase, bar in bars.bars.items()}
     bars.close()
-    assert labels["own-trees"] == "fedxgb: each client's own trees"
+    assert labels["own-trees"] == "Own trees (each client alone)"
     assert all(label != phase and label.strip() for phase, label in labels.items())
     assert bars.bars["local"].unit == "client" and bars.bars["stage1"].unit == "round"
