@@ -1,9 +1,9 @@
 """FedCARE's own federated rounds over Flower, as entries of ``fedcare.federated_rounds``.
 
 Each is a :class:`~fedcare.flower.federated_rounds.FederatedRounds`: Algorithm 1 (FedCARE and
-FedCARE-B; FMGDA and FSMGDA on the union view), Flower's FedAvg and FedProx on the union view,
-and Flower's bagged XGBoost trees. Their code is imported when a run uses them (XGBoost only
-for trees).
+FedCARE-B; FMGDA and FSMGDA on the union view) and Flower's FedAvg and FedProx on the union
+view (fedxgb's trees are in its own folder, :mod:`fedcare.flower.fedxgb.rounds`). Their code is
+imported when a run uses them.
 """
 
 from __future__ import annotations
@@ -70,38 +70,6 @@ class UnionFedAvgRounds:
         raise ProtocolError("an evaluate message in FedAvg's rounds, which send none")
 
 
-class TreeRounds:
-    """Flower's FedXgbBagging: each site boosts trees, the server bags them."""
-
-    def strategy(self, plan: RunPlan, on_round: RoundHook | None) -> Any:
-        """:class:`~fedcare.flower.trees_strategy.TreeBagging`."""
-        from fedcare.flower.trees_strategy import TreeBagging
-
-        return TreeBagging(plan, on_round=on_round)
-
-    def train_config(self, strategy: Any, plan: RunPlan) -> ConfigRecord | None:
-        """The strategy's boosting plan for the round."""
-        config: ConfigRecord = strategy.train_config()
-        return config
-
-    def train(self, locate: DataLocator, msg: Message, context: Context) -> Message:
-        """The trees the client boosts this round."""
-        from fedcare.flower.client_app import assigned, cached_client, data_key
-        from fedcare.flower.trees import trees_train
-
-        client = assigned(cached_client(locate, context), msg.content)
-        return Message(trees_train(client, data_key(locate(context)), msg.content), reply_to=msg)
-
-    def evaluate(self, locate: DataLocator, msg: Message, context: Context) -> Message:
-        """The ensembles' losses on the client's validation rows."""
-        from fedcare.flower.client_app import assigned, cached_client, data_key
-        from fedcare.flower.trees import trees_evaluate
-
-        client = assigned(cached_client(locate, context), msg.content)
-        return Message(trees_evaluate(client, data_key(locate(context)), msg.content), reply_to=msg)
-
-
 #: The entries (``pyproject.toml``).
 STAGE1 = Stage1Rounds()
 UNION_FEDAVG = UnionFedAvgRounds()
-TREES = TreeRounds()

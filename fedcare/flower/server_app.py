@@ -28,6 +28,7 @@ from flwr.serverapp import Grid, ServerApp
 from fedcare.flower import baselines
 from fedcare.flower.audit import RECEIVED_FILE, message_line
 from fedcare.flower.federated_rounds import rounds_of_plan
+from fedcare.flower.fedxgb.strategy import TreeBagging
 from fedcare.flower.final_model import finish_stage1
 from fedcare.flower.messages import ProtocolError
 from fedcare.flower.polling import LateHook, PollingGrid, ReplyHook
@@ -35,7 +36,6 @@ from fedcare.flower.results import append_round, write_error
 from fedcare.flower.run_plan import RunPlan
 from fedcare.flower.site_messages import site_identity
 from fedcare.flower.strategy import FedCareStrategy
-from fedcare.flower.trees_strategy import TreeBagging
 from fedcare_core.files.json_lines import append_line
 from fedcare_core.stage1.loop import RoundInfo
 

@@ -20,6 +20,7 @@ from flwr.app import MessageType
 from flwr.common import ndarrays_to_parameters
 
 from fedcare.flower.audit import AUDIT_FILE, RECEIVED_FILE
+from fedcare.flower.fedxgb.strategy import TreeBagging
 from fedcare.flower.final_model import FINAL_MODEL_TYPE
 from fedcare.flower.membership import SiteRefused
 from fedcare.flower.results import ERROR_FILE, RESULT_FILE, read_rounds
@@ -28,7 +29,6 @@ from fedcare.flower.run_plan import RunPlan
 from fedcare.flower.secagg_strategy import SecureStage1Strategy
 from fedcare.flower.server_app import run_server
 from fedcare.flower.site_rules import UNREADABLE_POLICY_RULE, pending_runs
-from fedcare.flower.trees_strategy import TreeBagging
 from fedcare_core.config import BaselineConfig, ModelConfig, Stage1Config
 from fedcare_core.files.json_lines import read_lines
 from tests.fedcare.flower.test_site_errors import FlowerGrid

@@ -14,7 +14,7 @@ import json
 import pytest
 from flwr.serverapp.strategy import FedXgbBagging
 
-from fedcare.flower import trees
+from fedcare.flower.fedxgb import trees
 from fedcare.flower.site_messages import assigned_client_id
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.run.pipeline import run_experiment

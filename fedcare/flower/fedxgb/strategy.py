@@ -2,7 +2,7 @@
 
 :class:`TreeBagging` keeps Flower's round loop (:meth:`~flwr.serverapp.strategy.Strategy.start`:
 train, aggregate, evaluate, aggregate each round) and overrides what FedXgbBagging sends and
-aggregates (the wire format is :mod:`fedcare.flower.trees`'s). Like FedCARE's strategy it
+aggregates (the wire format is :mod:`fedcare.flower.fedxgb.trees`'s). Like FedCARE's strategy it
 learns which client each node serves by the ``query`` handshake
 (:class:`~fedcare.flower.membership.Membership`: a site's node names its site), tells each
 node its client id in every message, and notes every client that fails, leaves or stays
@@ -35,13 +35,7 @@ from flwr.app import (
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import FedXgbBagging
 
-from fedcare.flower.membership import TTL_MARGIN_S, Membership, node_of
-from fedcare.flower.messages import ARRAYS, CLIENT_ID, CONFIG, METRICS, SERVER_ROUND, ProtocolError
-from fedcare.flower.round_floor import require_floor
-from fedcare.flower.run_plan import RunPlan
-from fedcare.flower.site_errors import error_text
-from fedcare.flower.site_messages import with_assignment
-from fedcare.flower.trees import (
+from fedcare.flower.fedxgb.trees import (
     BOOST,
     LOSS,
     booster_of,
@@ -50,6 +44,12 @@ from fedcare.flower.trees import (
     reply_pairs,
     trees_config,
 )
+from fedcare.flower.membership import TTL_MARGIN_S, Membership, node_of
+from fedcare.flower.messages import ARRAYS, CLIENT_ID, CONFIG, METRICS, SERVER_ROUND, ProtocolError
+from fedcare.flower.round_floor import require_floor
+from fedcare.flower.run_plan import RunPlan
+from fedcare.flower.site_errors import error_text
+from fedcare.flower.site_messages import with_assignment
 from fedcare_core.algorithms.fedxgb.bundle import pack_trees
 from fedcare_core.algorithms.fedxgb.rounds import ClientTrees, TreeServer
 from fedcare_core.config import BaselineConfig

@@ -1,6 +1,6 @@
 """fedxgb over Flower: the wire format and the ClientApp's side.
 
-The ServerApp's strategy is :class:`fedcare.flower.trees_strategy.TreeBagging`, Flower's
+The ServerApp's strategy is :class:`fedcare.flower.fedxgb.strategy.TreeBagging`, Flower's
 ``FedXgbBagging`` running the core's :class:`~fedcare_core.algorithms.fedxgb.rounds.TreeServer`:
 one XGBoost JSON model per objective instead of Flower's one, the core's aggregation instead
 of its tree concatenation, and Flower's evaluate step carrying the holders' validation losses
