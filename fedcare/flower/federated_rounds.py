@@ -38,7 +38,14 @@ DataLocator = Callable[[Context], Path]
 
 
 class FederatedRounds(Protocol):
-    """One kind of federated rounds over Flower: the server's side and the client's."""
+    """One kind of federated rounds over Flower: the server's side and the client's.
+
+    ``broadcasts``: whether the rounds end by sending each site its final model (a site
+    federation's ``w*`` or trees); its strategy then has the ``clients`` (node → client id),
+    ``state`` and ``rounds`` the broadcast reads (:mod:`fedcare.flower.final_model`).
+    """
+
+    broadcasts: bool
 
     def strategy(self, plan: RunPlan, on_round: RoundHook | None) -> Any:
         """The server's strategy for ``plan`` (a Flower ``Strategy`` with FedCARE's hooks)."""

@@ -20,6 +20,8 @@ from fedcare.flower.run_plan import RunPlan
 class Stage1Rounds:
     """Algorithm 1: τ local steps per objective, the server's min-norm step (SPEC §2)."""
 
+    broadcasts = True  # w* to each site of a federation
+
     def strategy(self, plan: RunPlan, on_round: RoundHook | None) -> Any:
         """:class:`~fedcare.flower.strategy.FedCareStrategy` (its SecAgg+ one is the app's)."""
         from fedcare.flower.strategy import FedCareStrategy
@@ -43,6 +45,8 @@ class Stage1Rounds:
 
 class UnionFedAvgRounds:
     """FedAvg and FedProx (Flower's strategies) over the clients' union vectors."""
+
+    broadcasts = False  # not a site federation's method
 
     def strategy(self, plan: RunPlan, on_round: RoundHook | None) -> Any:
         """Flower's FedProx (μ from the plan) or FedAvg, aggregating by the core's step."""

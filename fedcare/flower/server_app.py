@@ -21,21 +21,19 @@ import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeAlias
 
 from flwr.app import ConfigRecord, Context, Message
 from flwr.serverapp import Grid, ServerApp
 
-from fedcare.flower import baselines
 from fedcare.flower.audit import RECEIVED_FILE, message_line
 from fedcare.flower.federated_rounds import rounds_of_plan
-from fedcare.flower.fedxgb.strategy import TreeBagging
 from fedcare.flower.final_model import finish_stage1
 from fedcare.flower.messages import ProtocolError
 from fedcare.flower.polling import LateHook, PollingGrid, ReplyHook
 from fedcare.flower.results import append_round, write_error
 from fedcare.flower.run_plan import RunPlan
 from fedcare.flower.site_messages import site_identity
-from fedcare.flower.strategy import FedCareStrategy
 from fedcare_core.files.json_lines import append_line
 from fedcare_core.stage1.loop import RoundInfo
 
@@ -46,7 +44,9 @@ PLAN_PATH_KEY = "plan-path"
 
 
 RoundHook = Callable[[RoundInfo, float], None]
-_ServerStrategy = FedCareStrategy | baselines.UnionFedAvg | TreeBagging
+#: A strategy of a method's rounds (:meth:`FederatedRounds.strategy`): a Flower ``Strategy``
+#: with FedCARE's hooks (``start``, ``initial_arrays``, ``rounds``, ``notes``, ``plan``).
+_ServerStrategy: TypeAlias = Any
 
 
 def make_strategy(plan: RunPlan, on_round: RoundHook | None = None) -> _ServerStrategy:
@@ -99,9 +99,7 @@ def run_server(grid: Grid, plan: RunPlan, on_round: RoundHook | None = None) -> 
             timeout=plan.round_timeout_s,
             train_config=_train_config(strategy, plan),
         )
-        sender = None
-        if isinstance(strategy, FedCareStrategy | TreeBagging) and plan.broadcast:
-            sender = strategy
+        sender = strategy if plan.broadcast and rounds_of_plan(plan).broadcasts else None
         finish_stage1(strategy, polling, broadcast_from=sender)
     return strategy
 

@@ -13,6 +13,8 @@ from fedcare.flower.run_plan import RunPlan
 class TreeRounds:
     """Flower's FedXgbBagging: each site boosts trees, the server bags them."""
 
+    broadcasts = True  # the bagged trees to each site of a federation
+
     def strategy(self, plan: RunPlan, on_round: RoundHook | None) -> Any:
         """:class:`~fedcare.flower.fedxgb.strategy.TreeBagging`."""
         from fedcare.flower.fedxgb.strategy import TreeBagging
