@@ -13,16 +13,20 @@ A ``train`` message of a method's own rounds names its algorithm in its config r
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+import numpy as np
 from flwr.app import ConfigRecord, Context, Message, RecordDict
 
 from fedcare.flower.messages import CONFIG, ProtocolError
 from fedcare.flower.run_plan import RunPlan
 from fedcare_core.algorithms import get_algorithm
+from fedcare_core.config import ModelConfig
 from fedcare_core.errors import ConfigError
+from fedcare_core.nn.param_vectors import ParamLayout
 from fedcare_core.plugins import load_entry
 from fedcare_core.stage1.loop import RoundInfo
 
@@ -42,7 +46,8 @@ class FederatedRounds(Protocol):
 
     ``broadcasts``: whether the rounds end by sending each site its final model (a site
     federation's ``w*`` or trees); its strategy then has the ``clients`` (node → client id),
-    ``state`` and ``rounds`` the broadcast reads (:mod:`fedcare.flower.final_model`).
+    ``state`` and ``rounds`` the broadcast reads (:mod:`fedcare.flower.final_model`), and
+    :meth:`read_final_model` reads back what a site kept.
     """
 
     broadcasts: bool
@@ -63,6 +68,35 @@ class FederatedRounds(Protocol):
         """A client's reply to one round's ``evaluate`` message."""
         ...
 
+    def read_final_model(self, path: Path, received: ReceivedShape) -> ReceivedModel:
+        """The final model a site kept (``stage1/stage1.npz``), checked, and its layout.
+
+        Raises
+        ------
+        ConfigError
+            Naming the file and the array that is not the model ``received`` describes.
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class ReceivedShape:
+    """What a site knows of the final model it was sent: the model its schema describes.
+
+    ``objectives``: those the broadcast names, in the schema's order; ``kinds``: objective →
+    kind (the schema's); ``common_width``: the schema's encoded width; ``model``: the network
+    its configuration describes.
+    """
+
+    objectives: tuple[str, ...]
+    kinds: Mapping[str, str]
+    common_width: int
+    model: ModelConfig
+
+
+#: A kept final model: its ``params`` and ``buffers`` arrays and the parameters' layout.
+ReceivedModel = tuple[dict[str, np.ndarray], ParamLayout]
+
 
 def rounds_of_plan(plan: RunPlan) -> FederatedRounds:
     """The rounds the plan's algorithm runs over Flower.
@@ -72,7 +106,18 @@ def rounds_of_plan(plan: RunPlan) -> FederatedRounds:
     ConfigError
         An algorithm whose rounds no installed entry provides (the message names it).
     """
-    algorithm = get_algorithm(plan.algorithm)
+    return rounds_of_algorithm(plan.algorithm)
+
+
+def rounds_of_algorithm(name: str) -> FederatedRounds:
+    """The rounds the algorithm called ``name`` runs over Flower.
+
+    Raises
+    ------
+    ConfigError
+        An algorithm without rounds over Flower, or whose rounds no installed entry provides.
+    """
+    algorithm = get_algorithm(name)
     if algorithm.federated_rounds is None:
         raise ConfigError(f"algorithm {algorithm.name!r} has no rounds over Flower")
     rounds: FederatedRounds = load_entry(KIND, algorithm.federated_rounds)

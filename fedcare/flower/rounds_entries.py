@@ -8,11 +8,17 @@ imported when a run uses them.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from flwr.app import ConfigRecord, Context, Message
 
-from fedcare.flower.federated_rounds import DataLocator, RoundHook
+from fedcare.flower.federated_rounds import (
+    DataLocator,
+    ReceivedModel,
+    ReceivedShape,
+    RoundHook,
+)
 from fedcare.flower.messages import ProtocolError
 from fedcare.flower.run_plan import RunPlan
 
@@ -41,6 +47,17 @@ class Stage1Rounds:
     def evaluate(self, locate: DataLocator, msg: Message, context: Context) -> Message:
         """None: Algorithm 1 sends no ``evaluate`` message."""
         raise ProtocolError("an evaluate message in Algorithm 1's rounds, which send none")
+
+    def read_final_model(self, path: Path, received: ReceivedShape) -> ReceivedModel:
+        """``w*``'s two vectors, of the lengths the schema's network has."""
+        from fedcare.flower.received_model import read_stage1_arrays
+        from fedcare_core.nn.param_vectors import get_buffers, param_layout
+        from fedcare_core.stage1.loop import build_model
+
+        built = build_model(received.common_width, received.objectives, received.model, 0)
+        layout = param_layout(built)
+        sizes = {"params": layout.total, "buffers": int(get_buffers(built).size)}
+        return read_stage1_arrays(path, sizes), layout
 
 
 class UnionFedAvgRounds:
@@ -72,6 +89,10 @@ class UnionFedAvgRounds:
     def evaluate(self, locate: DataLocator, msg: Message, context: Context) -> Message:
         """None: FedAvg's rounds send no ``evaluate`` message here."""
         raise ProtocolError("an evaluate message in FedAvg's rounds, which send none")
+
+    def read_final_model(self, path: Path, received: ReceivedShape) -> ReceivedModel:
+        """None: these rounds send a site no final model."""
+        raise ProtocolError("FedAvg's rounds over the union view send a site no final model")
 
 
 #: The entries (``pyproject.toml``).

@@ -40,7 +40,6 @@ from fedcare.flower.secagg import secure_plan
 from fedcare.flower.workspace import FLWR_CONNECTION, write_private
 from fedcare.procs.children import ProcessSupervisor, executable, signals_blocked
 from fedcare.sites.coordinator import Coordinator, CoordinatorError, RegisteredSite
-from fedcare_core.algorithms import get_algorithm
 from fedcare_core.nn.training import ProgressFn
 from fedcare_core.privacy.mechanism import privacy_record
 from fedcare_core.sites.schema import FederationSchema
@@ -133,7 +132,6 @@ def federation_plan(
     """The ServerApp's plan of a Stage 1 over ``sites`` (no patient data: names and settings)."""
     config = schema.run_config(seed=seed, clients=len(sites), rounds=rounds, secagg=secagg)
     pursued = {o for s in sites for o in s.objectives}
-    trees = get_algorithm(config.algorithm).rounds_model == "trees"
     return RunPlan(
         objectives=tuple((o.name, o.kind) for o in schema.objectives if o.name in pursued),
         common_width=schema.common_width(),
@@ -152,9 +150,8 @@ def federation_plan(
         schema_digest=schema.digest(),
         broadcast=True,
         run_name=run_name,
-        # fedxgb's strategy plans each round by who pursues what; Algorithm 1 needs neither.
-        algorithm=config.algorithm if trees else "fedcare",
-        baselines=config.baselines if trees else None,
+        algorithm=config.algorithm,  # its rounds over Flower (Algorithm.federated_rounds)
+        baselines=config.baselines,
         holders=tuple(
             (o.name, tuple(k for k, s in enumerate(sites) if o.name in s.objectives))
             for o in schema.objectives

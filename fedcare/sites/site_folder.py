@@ -32,26 +32,23 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from fedcare.flower.federated_rounds import ReceivedShape, rounds_of_algorithm
 from fedcare.flower.received_model import STAGE1_ARRAYS, STAGE1_DOC
 from fedcare.flower.tls import PUBLIC_MODE, make_node_keys, write_file
 from fedcare.sites.site_files import (
     SITE_FORMAT,
     SiteCard,
     read_site_info,
-    read_stage1_arrays,
     read_stage1_doc,
-    read_stage1_trees,
 )
-from fedcare_core.algorithms import get_algorithm
 from fedcare_core.config import ModelConfig
 from fedcare_core.data.client_store import FILE_MODE, load_client_data
 from fedcare_core.data.client_store import save_client_data as save_data
 from fedcare_core.data.clients import SPLITS, ClientData
 from fedcare_core.errors import ConfigError
 from fedcare_core.files.private import keep_out_of_git
-from fedcare_core.nn.param_vectors import ParamLayout, get_buffers, param_layout
 from fedcare_core.sites.schema import FederationSchema, read_schema
-from fedcare_core.stage1.loop import Stage1Result, build_model
+from fedcare_core.stage1.loop import Stage1Result
 
 _SITE_FILE = "site.json"
 _SCHEMA_FILE = "federation.json"
@@ -320,16 +317,10 @@ def _read_final_model(site: SiteFolder, doc_path: Path, model: ModelConfig) -> _
             f"{where}: field 'common_width' must be the schema's encoded width "
             f"{schema.common_width()}, got {doc.common_width}"
         )
-    path = site.stage1_dir / STAGE1_ARRAYS
-    if get_algorithm(schema.config.algorithm).rounds_model == "trees":
-        kinds = {o.name: o.kind for o in schema.objectives}
-        arrays = read_stage1_trees(path, doc.objectives, kinds)
-        layout = ParamLayout(total=0, backbone=slice(0, 0), heads={})
-    else:
-        built = build_model(doc.common_width, doc.objectives, model, 0)
-        layout = param_layout(built)
-        sizes = {"params": layout.total, "buffers": int(get_buffers(built).size)}
-        arrays = read_stage1_arrays(path, sizes)
+    kinds = {o.name: o.kind for o in schema.objectives}
+    received = ReceivedShape(doc.objectives, kinds, doc.common_width, model)
+    rounds = rounds_of_algorithm(schema.config.algorithm)
+    arrays, layout = rounds.read_final_model(site.stage1_dir / STAGE1_ARRAYS, received)
     result = Stage1Result(
         params=arrays["params"],
         buffers=arrays["buffers"],

@@ -176,9 +176,6 @@ class Algorithm(ABC):
     #: The rounds a Flower backend runs for it: an entry of the ``fedcare.federated_rounds``
     #: group (``"stage1"``: Algorithm 1's; None: no Flower rounds, :attr:`flower` False).
     federated_rounds: ClassVar[str | None] = None
-    #: What its rounds' result holds as parameters: a network's weights (``"network"``), or
-    #: boosted trees as bytes (``"trees"``, :mod:`fedcare_core.algorithms.fedxgb.bundle`).
-    rounds_model: ClassVar[str] = "network"
     #: The method the paper proposes: the experiment tables pair every other method with it.
     proposed: ClassVar[bool] = False
     #: Whether a federation of real sites runs it (``fedcare federation run``: Stage 1 at the

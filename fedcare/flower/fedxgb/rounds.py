@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from flwr.app import ConfigRecord, Context, Message
 
-from fedcare.flower.federated_rounds import DataLocator, RoundHook
+from fedcare.flower.federated_rounds import (
+    DataLocator,
+    ReceivedModel,
+    ReceivedShape,
+    RoundHook,
+)
 from fedcare.flower.run_plan import RunPlan
 
 
@@ -41,6 +47,14 @@ class TreeRounds:
 
         client = assigned(cached_client(locate, context), msg.content)
         return Message(trees_evaluate(client, data_key(locate(context)), msg.content), reply_to=msg)
+
+    def read_final_model(self, path: Path, received: ReceivedShape) -> ReceivedModel:
+        """The bagged trees' bytes, unpacked and read by XGBoost once; no network layout."""
+        from fedcare.flower.fedxgb.received import read_stage1_trees
+        from fedcare_core.nn.param_vectors import ParamLayout
+
+        arrays = read_stage1_trees(path, received.objectives, received.kinds)
+        return arrays, ParamLayout(total=0, backbone=slice(0, 0), heads={})
 
 
 #: The entry (``pyproject.toml``).

@@ -41,7 +41,6 @@ class FedXgb(FederatedBaseline):
     name = "fedxgb"
     flower_strategy = "FedXgbBagging"
     federated_rounds = "trees"
-    rounds_model = "trees"
     site_federation = True
     personal_phase = "own-trees"  # each client boosts its own trees (progress, task names)
     deploys = "personal"

@@ -12,14 +12,14 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from fedcare.flower.received_model import STAGE1_ARRAYS, STAGE1_DOC, store_final_model
-from fedcare.sites.site_files import (
-    SiteCard,
-    read_site_info,
+from fedcare.flower.fedxgb.received import read_stage1_trees
+from fedcare.flower.received_model import (
+    STAGE1_ARRAYS,
+    STAGE1_DOC,
     read_stage1_arrays,
-    read_stage1_doc,
-    read_stage1_trees,
+    store_final_model,
 )
+from fedcare.sites.site_files import SiteCard, read_site_info, read_stage1_doc
 from fedcare.sites.site_folder import SiteFolder, create_site_folder
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.errors import ConfigError
