@@ -255,7 +255,7 @@ def stage1_train(locate: DataLocator, msg: Message, context: Context) -> Message
     """
     import torch
 
-    from fedcare.flower.baselines import union_view
+    from fedcare.flower.union_view import union_view
     from fedcare_core.nn.models import MultiObjectiveModel
     from fedcare_core.stage1.loop import client_update
 

@@ -49,9 +49,10 @@ Correctness: read from Flower on any version, a clear error where absent
       any round, instead of never dropping a dead node.
 
 No longer internals (public API instead)
-    * FedAvg's private ``_check_and_log_replies``: :class:`fedcare.flower.baselines.UnionFedAvg`
-      splits error replies with the public ``Message.has_error()``; decoding the replies then
-      checks every key the core's aggregation reads.
+    * FedAvg's private ``_check_and_log_replies``:
+      :class:`~fedcare.flower.fedavg.strategy.UnionFedAvg` splits error replies with the public
+      ``Message.has_error()``; decoding the replies then checks every key the core's
+      aggregation reads.
     * The re-implemented ``Strategy.start`` and its hard-coded error code 5:
       :class:`~fedcare.flower.strategy.FedCareStrategy` runs Flower's own round loop and
       overrides only ``configure_train`` / ``aggregate_train`` (and the evaluate pair).

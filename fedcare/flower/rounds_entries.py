@@ -60,41 +60,5 @@ class Stage1Rounds:
         return read_stage1_arrays(path, sizes), layout
 
 
-class UnionFedAvgRounds:
-    """FedAvg and FedProx (Flower's strategies) over the clients' union vectors."""
-
-    broadcasts = False  # not a site federation's method
-
-    def strategy(self, plan: RunPlan, on_round: RoundHook | None) -> Any:
-        """Flower's FedProx (μ from the plan) or FedAvg, aggregating by the core's step."""
-        from fedcare.flower.baselines import make_strategy
-
-        return make_strategy(plan, on_round)
-
-    def train_config(self, strategy: Any, plan: RunPlan) -> ConfigRecord | None:
-        """The algorithm, the model, the union layout and the DP clip."""
-        from fedcare.flower.baselines import baseline_train_config
-
-        return baseline_train_config(plan)
-
-    def train(self, locate: DataLocator, msg: Message, context: Context) -> Message:
-        """The client's local epochs from the global model."""
-        from fedcare.flower.baselines import baseline_train
-        from fedcare.flower.client_app import cached_client, data_key
-
-        key = data_key(locate(context))
-        reply = baseline_train(cached_client(locate, context), key, msg.content)
-        return Message(reply, reply_to=msg)
-
-    def evaluate(self, locate: DataLocator, msg: Message, context: Context) -> Message:
-        """None: FedAvg's rounds send no ``evaluate`` message here."""
-        raise ProtocolError("an evaluate message in FedAvg's rounds, which send none")
-
-    def read_final_model(self, path: Path, received: ReceivedShape) -> ReceivedModel:
-        """None: these rounds send a site no final model."""
-        raise ProtocolError("FedAvg's rounds over the union view send a site no final model")
-
-
-#: The entries (``pyproject.toml``).
+#: The entry (``pyproject.toml``).
 STAGE1 = Stage1Rounds()
-UNION_FEDAVG = UnionFedAvgRounds()

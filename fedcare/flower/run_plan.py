@@ -63,7 +63,7 @@ class RunPlan:
         See :class:`fedcare.flower.flower_options.FlowerConfig`.
     algorithm
         ``"fedcare"`` (Algorithm 1: FedCARE, FedCARE-B, FMGDA, FSMGDA) or a baseline run by
-        Flower's own strategies (``"fedavg"``, ``"fedprox"``; :mod:`fedcare.flower.baselines`).
+        Flower's own strategies (``"fedavg"``, ``"fedprox"``; :mod:`fedcare.flower.fedavg`).
     baselines
         The baselines' settings (FedAvg/FedProx local training, FedProx's μ).
     union_common_width, union_columns

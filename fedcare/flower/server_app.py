@@ -3,7 +3,7 @@
 :func:`run_server` is the one server entry point: it picks
 :class:`~fedcare.flower.strategy.FedCareStrategy` (FedCARE, FedCARE-B, and FMGDA/FSMGDA, which
 are Algorithm 1 over the union layout) or, for FedAvg and FedProx, Flower's own strategies
-(:func:`fedcare.flower.baselines.make_strategy`), runs Flower's
+(:func:`fedcare.flower.fedavg.strategy.make_strategy`), runs Flower's
 :meth:`~flwr.serverapp.strategy.Strategy.start` on a
 :class:`~fedcare.flower.polling.PollingGrid`, and writes the result folder.
 

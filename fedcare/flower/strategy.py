@@ -57,7 +57,6 @@ from flwr.app import ArrayRecord, ConfigRecord, Message, MessageType, MetricReco
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import Strategy
 
-from fedcare.flower.baselines import encode_union_layout, plan_union_layout
 from fedcare.flower.flwr_internals import node_unavailable_error_code
 from fedcare.flower.membership import TTL_MARGIN_S, ClientLoss, Membership, node_of
 from fedcare.flower.messages import (
@@ -73,6 +72,7 @@ from fedcare.flower.round_floor import require_floor
 from fedcare.flower.run_plan import RunPlan
 from fedcare.flower.site_errors import error_text
 from fedcare.flower.site_messages import with_assignment
+from fedcare.flower.union_view import encode_union_layout, plan_union_layout
 from fedcare_core.nn.param_vectors import get_buffers, get_params, param_layout
 from fedcare_core.privacy.mechanism import noise_stream
 from fedcare_core.stage1.loop import (

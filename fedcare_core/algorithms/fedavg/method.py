@@ -1,7 +1,7 @@
 """FedAvg (McMahan et al., 2017) on the union view: one global FullMLP, size-weighted averages.
 
 The client step is :func:`fedcare_core.algorithms.fedavg.rounds.local_train`; a Flower backend runs
-the same rounds with Flower's own FedAvg strategy (``fedcare.flower.baselines``). ``stage1.dp_*``
+the same rounds with Flower's own FedAvg strategy (``fedcare.flower.fedavg``). ``stage1.dp_*``
 make the rounds client-level differentially private (the mechanism of FedCARE's Stage 1).
 """
 

@@ -348,7 +348,7 @@ def server_round(
     """FedAvg's server side of one round: the new global model and the round's trace.
 
     The in-process loop (:func:`run_fedavg`) and the Flower strategy
-    (``fedcare.flower.baselines``) both call this, so they compute on the same floats.
+    (``fedcare.flower.fedavg``) both call this, so they compute on the same floats.
 
     Parameters
     ----------

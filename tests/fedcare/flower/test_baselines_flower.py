@@ -14,17 +14,15 @@ from typing import Any
 import numpy as np
 import pytest
 
-from fedcare.flower.baselines import (
+from fedcare.flower.client_app import build_client_app, node_config_data_path
+from fedcare.flower.fedavg.strategy import UnionFedAvg, UnionFedProx, make_strategy
+from fedcare.flower.fedavg.wire import (
     DP_CLIP,
     PROXIMAL_MU,
-    UnionFedAvg,
-    UnionFedProx,
     decode_local_update,
     encode_local_update,
     flower_strategy,
-    make_strategy,
 )
-from fedcare.flower.client_app import build_client_app, node_config_data_path
 from fedcare.flower.flower_options import FlowerConfig
 from fedcare.flower.messages import ProtocolError
 from fedcare.flower.node_paths import DATA_PATH_KEY

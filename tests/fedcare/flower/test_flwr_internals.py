@@ -374,7 +374,7 @@ def test_a_flwr_without_the_code_is_a_clear_error(monkeypatch):
 def test_the_strategies_run_flowers_own_round_loop():
     from flwr.serverapp.strategy import FedAvg, Strategy
 
-    from fedcare.flower.baselines import UnionFedAvg, UnionFedProx
+    from fedcare.flower.fedavg.strategy import UnionFedAvg, UnionFedProx
     from fedcare.flower.strategy import FedCareStrategy
 
     assert FedCareStrategy.start is Strategy.start
