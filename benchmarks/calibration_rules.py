@@ -40,8 +40,8 @@ from fedcare.experiments.cells import Cell, grid_base
 from fedcare_core.config.variants import RECOMMENDED_CANDIDATE
 from fedcare_core.evaluation.calibration import logit, sigmoid
 from fedcare_core.evaluation.clinical import calibration_slope_intercept
-from fedcare_core.evaluation.metrics import auroc
-from fedcare_core.nn.losses import make_loss
+from fedcare_core.objectives import make_loss
+from fedcare_core.objectives.metrics import auroc
 
 RULES = ("auto", "local", "none")
 METHODS = {"preset": ("fedcare", RECOMMENDED_CANDIDATE), "fedavg": ("fedavg", "paper")}

@@ -28,7 +28,7 @@ nothing is tuned, and nothing is selected on test data.
 
 The metrics are the project's: each objective's test predictions of every client pursuing it
 are concatenated in client order (labelled rows only) and scored with
-:func:`fedcare_core.evaluation.metrics.compute_metric`, as
+:func:`fedcare_core.objectives.metrics.compute_metric`, as
 :func:`fedcare_core.evaluation.clients.evaluate` does,
 so they compare with ``objectives.<name>.pooled`` of a cell's ``results.json`` (``.val``: the
 same on the validation splits; ``avg_auroc``: the mean of the binary objectives' values).
@@ -65,7 +65,7 @@ from fedcare_core.config.seeds import derive_seed
 from fedcare_core.data.clients import ClientData, Federation
 from fedcare_core.data.loading import LoadedDataset, load_dataset
 from fedcare_core.evaluation.clinical import clinical_summary
-from fedcare_core.evaluation.metrics import compute_metric
+from fedcare_core.objectives import compute_metric
 from fedcare_core.run.pipeline import prepare_federation
 
 METHODS = ("gbm-local", "gbm-pooled")

@@ -16,8 +16,8 @@ from pathlib import Path
 import torch
 
 from fedcare_core.nn.dropout import seed_masks
-from fedcare_core.nn.losses import ObjectiveLoss
 from fedcare_core.nn.models import MultiObjectiveModel
+from fedcare_core.objectives.losses import WeightedBCE
 
 #: Rows per mini-batch (SPEC §3).
 BATCH = 256
@@ -51,7 +51,7 @@ def sgd_step(model: MultiObjectiveModel, width: int) -> Callable[[], None]:
     params = list(model.parameters())
     x = torch.randn(BATCH, width)
     y = (torch.rand(BATCH) > 0.5).float()
-    loss_fn = ObjectiveLoss("binary", 2.0)
+    loss_fn = WeightedBCE("binary", 2.0)
 
     def step() -> None:
         loss = loss_fn(model(x, "y"), y)

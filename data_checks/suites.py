@@ -36,6 +36,7 @@ from data_checks.tables import (
 )
 from fedcare_core.data.clients import SPLITS, Federation
 from fedcare_core.data.cohort import Objective
+from fedcare_core.objectives import objective_kind
 
 # --------------------------------------------------------------------------------------------
 # Raw tables described as Expect records (a dataset defined by a file: data_checks.declared)
@@ -224,7 +225,8 @@ def client_partition_suite(
                 severity=FailureSeverity.WARNING,
             )
         )
-        if obj.kind == "binary":
+        kind = objective_kind(obj.kind)
+        if kind.risk:
             add(gxe.ExpectColumnValuesToBeInSet(column=col, value_set=[0.0, 1.0]))
             add(
                 gxe.ExpectColumnDistinctValuesToContainSet(
@@ -243,7 +245,7 @@ def client_partition_suite(
                             meta={"column": col, "check": f"training rows of class {cls:g}"},
                         )
                     )
-        else:
+        elif kind.interval:
             add(gxe.ExpectColumnValuesToBeBetween(column=col, min_value=0, strict_min=True))
     return ExpectationSuite(name=name, expectations=expectations)
 

@@ -23,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 #: ``fedcare_core``'s subpackages, lowest first: each imports only those before it.
 CORE_LAYERS = (
-    "plugins", "moo", "privacy", "config", "files", "data", "nn", "stage1", "stage2",
+    "plugins", "moo", "privacy", "config", "objectives", "files", "data", "nn", "stage1", "stage2",
     "evaluation", "predict", "algorithms", "run", "resume", "sites",
 )  # fmt: skip
 #: ``fedcare``'s packages, lowest first.

@@ -32,6 +32,7 @@ from fedcare_core.data.registry import get_dataset
 from fedcare_core.evaluation.clinical_rows import shown
 from fedcare_core.evaluation.conformal import ConformalInterval
 from fedcare_core.files.safe_yaml import load_yaml
+from fedcare_core.objectives import objective_kind
 from fedcare_core.predict.package import interval_columns
 from fedcare_core.run.results import ExperimentResult
 
@@ -224,18 +225,22 @@ def _objective_section(
     what = objective.description or name
     when = facts.get(name, {}).get("predicted_at", "not declared")
     parts.append(f"<p><b>Label:</b> {_esc(what)}. <b>Predicted at:</b> {_esc(when)}.</p>")
-    if objective.kind == "binary":
-        parts.append(f"<p>Output: <code>{_esc(name)}_probability</code>, a calibrated risk.</p>")
+    kind = objective_kind(objective.kind)
+    column = f"<code>{_esc(kind.prediction_column(name))}</code>"
+    if kind.risk:
+        parts.append(f"<p>Output: {column}, a calibrated risk.</p>")
         parts.append(_preference_text(result.federation.clients[index].preferences.get(name)))
-    else:
+    elif kind.interval:
         parts.append(_days_output(name, predictor.intervals.get(name)))
+    else:
+        parts.append(f"<p>Output: {column}, the {_esc(kind.prediction)}.</p>")
     rows = _metric_rows(doc[name], result.federation.clients[index].client_id)
     parts.append(_table(["metric (test)", "this model", "federation (pooled) [95% CI]"], rows))
     calibrator = predictor.calibration.get(name)
     if calibrator is not None:
         parts.append(f"<p><b>Calibration:</b> {_esc(calibrator.update)} — "
                      f"{_esc(calibrator.reason)}.</p>")  # fmt: skip
-    if objective.kind == "binary":
+    if kind.risk:
         y, p = _test_predictions(result, index, name)
         if len(y) and 0 < y.sum() < len(y):
             parts.append(f'<img alt="curves of {_esc(name)}" src="{_curves_png(y, p)}">')

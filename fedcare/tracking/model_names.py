@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from fedcare_core.data.clients import ClientData
 from fedcare_core.errors import ConfigError
+from fedcare_core.objectives import objective_kind
 from fedcare_core.predict.package import interval_columns, output_column
 from fedcare_core.run.results import ExperimentResult
 
@@ -156,11 +157,11 @@ def _outputs(
     for s in objectives:
         objective = fed.objective(s)
         column = output_column(s, objective.kind)
-        what = "probability" if objective.kind == "binary" else "predicted value, in days"
+        what = objective_kind(objective.kind).prediction
         definition = f"{what}: {objective.description}" if objective.description else what
         out.append((column, s, definition))
     for s in objectives if intervals else ():
-        if fed.objective(s).kind == "regression":
+        if objective_kind(fed.objective(s).kind).interval:
             low, high = interval_columns(s)
             what = "end of the prediction interval fitted on the client's validation rows, in days"
             out += [(low, s, f"lower {what}"), (high, s, f"upper {what}")]

@@ -17,8 +17,8 @@ import torch
 from mlflow.models import ModelSignature, infer_signature
 from torch import nn
 
-from fedcare_core.nn.losses import predict
 from fedcare_core.nn.models import MultiObjectiveModel
+from fedcare_core.objectives import predict
 
 
 def _stack(scores: Sequence[torch.Tensor], kinds: Sequence[str]) -> torch.Tensor:
@@ -33,7 +33,7 @@ class GlobalPredictor(nn.Module):
     model
         The global model (backbone and one head per objective), in evaluation mode.
     kinds
-        Objective name → ``"binary"`` or ``"regression"``, for every objective of ``model``.
+        Objective name → its kind (:mod:`fedcare_core.objectives`), for each objective of it.
     """
 
     def __init__(self, model: MultiObjectiveModel, kinds: Mapping[str, str]) -> None:

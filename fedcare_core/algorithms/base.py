@@ -185,6 +185,18 @@ class Algorithm(ABC):
     cost_at_ten_clients: ClassVar[float] = 2.0
     #: Whether its cost grows with K (False: the same rows whatever K, as the bounds').
     cost_scales_with_clients: ClassVar[bool] = True
+    #: The objective kinds it can train (:mod:`fedcare_core.objectives`); None: every installed
+    #: kind, through the kind's own head and loss (a network's).
+    objective_kinds: ClassVar[tuple[str, ...] | None] = None
+
+    def refuses_objective(self, name: str, kind: str) -> str | None:
+        """Why it cannot train objective ``name`` of ``kind`` (None: it can)."""
+        if self.objective_kinds is None or kind in self.objective_kinds:
+            return None
+        return (
+            f"algorithm {self.name!r} trains {' and '.join(self.objective_kinds)} objectives; "
+            f"{name!r} is a {kind} objective"
+        )
 
     def grid_cost(self, clients: int) -> float:
         """Its relative cost at K = ``clients``, for running a grid's longest jobs first."""

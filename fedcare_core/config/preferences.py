@@ -11,7 +11,7 @@ preference per objective, ``<objective>:<preference>`` (``*`` for every binary o
   from 1/(1 + w) to 1/(1 + β·w) (:func:`decision_threshold`);
 - ``fair(<attribute>)`` or ``fair(<attribute>,<metric>)``: the prediction loss plus ``weight``
   (γ) times the gap, within each mini-batch, of a smooth stand-in for ``metric`` across the
-  subgroups of a declared sensitive attribute (:func:`fedcare_core.nn.losses.subgroup_gap`):
+  subgroups of a declared sensitive attribute (:func:`fedcare_core.objectives.losses.subgroup_gap`):
   ``auroc`` (default) the pairwise ranking probability, ``sensitivity`` the mean predicted
   probability of the positives.
 

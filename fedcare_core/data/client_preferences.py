@@ -17,6 +17,7 @@ from fedcare_core.data.clients import Federation
 from fedcare_core.data.cohort import Cohort, Objective
 from fedcare_core.data.subgroups import SensitiveAttribute
 from fedcare_core.errors import ConfigError
+from fedcare_core.objectives import objective_kind
 
 __all__ = ["WILDCARD", "check_preferences", "expand_wildcard", "with_preferences"]
 
@@ -55,7 +56,7 @@ def check_preferences(
             raise ConfigError(
                 f"{where}: {objective!r} is not an objective of the dataset ({', '.join(kinds)})"
             )
-        if kinds[objective] != "binary":
+        if not objective_kind(kinds[objective]).risk:
             raise ConfigError(
                 f"{where}: {objective}:{preference.label} — a preference shapes a binary "
                 f"objective's loss; {objective!r} is a {kinds[objective]} objective"
@@ -88,7 +89,7 @@ def expand_wildcard(
     out = {o: p for o, p in preferences.items() if o != WILDCARD}
     if WILDCARD in preferences:
         for o in objectives:
-            if o.kind == "binary":
+            if objective_kind(o.kind).risk:
                 out.setdefault(o.name, preferences[WILDCARD])
     return out
 

@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Literal
 
 import numpy as np
 import pandas as pd
 
 from fedcare_core.data.subgroups import SensitiveAttribute
-
-_ObjectiveKind = Literal["binary", "regression"]
+from fedcare_core.objectives import objective_kind
 
 
 @dataclass(frozen=True)
@@ -23,19 +21,20 @@ class Objective:
     name
         Identifier used in configs and results (e.g. ``"readmission"``).
     kind
-        ``"binary"`` (weighted BCE, AUROC) or ``"regression"`` (Huber on ``log1p``, MAE in days).
+        Its kind, an installed objective kind (:mod:`fedcare_core.objectives`): ``binary``
+        (weighted BCE, AUROC) or ``regression`` (Huber on ``log1p``, MAE in days), FedCARE's own.
     description
         One line saying how the label is defined.
     """
 
     name: str
-    kind: _ObjectiveKind
+    kind: str
     description: str = ""
 
     @property
     def metric(self) -> str:
-        """The evaluation metric's name: ``"auroc"`` or ``"mae_days"``."""
-        return "auroc" if self.kind == "binary" else "mae_days"
+        """The evaluation metric's name: its kind's (``"auroc"``, ``"mae_days"``)."""
+        return objective_kind(self.kind).metric
 
 
 @dataclass(frozen=True)

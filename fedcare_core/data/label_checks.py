@@ -6,6 +6,7 @@ import numpy as np
 
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.errors import DataError
+from fedcare_core.objectives import objective_kind
 
 __all__ = ["check_labels"]
 
@@ -27,13 +28,12 @@ def check_labels(
                 file=source,
                 column=name,
             )
-        if cohort.objective(name).kind == "binary":
-            positives = int((col > 0.5).sum())
-            if positives == 0 or positives == len(col):
-                which = "positive" if positives == 0 else "negative"
-                raise DataError(
-                    f"{who} has no {which} label for binary objective {name!r} in its "
-                    f"{len(col)} training rows; use fewer clients or more data",
-                    file=source,
-                    column=name,
-                )
+        kind = cohort.objective(name).kind
+        reason = objective_kind(kind).unlearnable(col)
+        if reason is not None:
+            raise DataError(
+                f"{who} {reason} for {kind} objective {name!r} in its "
+                f"{len(col)} training rows; use fewer clients or more data",
+                file=source,
+                column=name,
+            )

@@ -18,6 +18,7 @@ import numpy as np
 
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.definition import DatasetDefinition
+from fedcare_core.objectives import objective_kind
 
 __all__ = ["DatasetProfile", "profile_cohort"]
 
@@ -48,11 +49,8 @@ class DatasetProfile:
             "objectives",
         ]
         for o in self.objectives:
-            summary = (
-                f"positive rate {o['positive_rate']:.3f}"
-                if o["kind"] == "binary"
-                else f"mean {o['mean']:.3f}"
-            )
+            key = objective_kind(o["kind"]).label_mean
+            summary = f"{key.replace('_', ' ')} {o[key]:.3f}"
             lines.append(
                 f"  {o['name']:<24} {o['kind']:<10} labelled {o['labelled']:>9,}  {summary}"
             )
@@ -106,7 +104,7 @@ def profile_cohort(
         label = cohort.labels[o.name].to_numpy(dtype=np.float64)
         present = label[~np.isnan(label)]
         entry: dict[str, Any] = {"name": o.name, "kind": o.kind, "labelled": len(present)}
-        key = "positive_rate" if o.kind == "binary" else "mean"
+        key = objective_kind(o.kind).label_mean
         entry[key] = float(present.mean()) if len(present) else float("nan")
         objectives.append(entry)
     features = [

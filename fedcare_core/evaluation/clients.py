@@ -32,7 +32,6 @@ from fedcare_core.evaluation.clinical import (
     confusion_of_counts,
     threshold_for_sensitivity,
 )
-from fedcare_core.evaluation.metrics import compute_metric
 from fedcare_core.evaluation.pooled import (
     EvaluationSettings,
     PooledRows,
@@ -41,6 +40,7 @@ from fedcare_core.evaluation.pooled import (
 )
 from fedcare_core.evaluation.uncertainty import spread
 from fedcare_core.nn.training import client_losses, objective_kinds
+from fedcare_core.objectives import compute_metric, objective_kind
 
 #: Predicts one objective on a split: (split, objective) -> probabilities or days (float64).
 Scorer = Callable[[SplitArrays, str], np.ndarray]
@@ -189,7 +189,7 @@ def operating_points(
     return {
         (name, r.client_id): threshold_for_sensitivity(r.y, r.p, target_sensitivity).value
         for name, rows in predictions.items()
-        if kinds[name] == "binary"
+        if objective_kind(kinds[name]).risk
         for r in rows
     }
 
@@ -214,7 +214,7 @@ def decision_points(federation: Federation, *, calibrated: bool = True) -> Thres
     out: dict[tuple[str, int], float | None] = {}
     for client in federation.clients:
         for name, loss in client_losses(client, kinds).items():
-            if loss.kind == "binary":
+            if objective_kind(loss.kind).risk:
                 cut = decision_threshold(loss.pos_weight) if calibrated else 0.5
                 out[(name, client.client_id)] = cut
     return out
@@ -248,7 +248,7 @@ def _report(
     reports: list[_ObjectiveReport] = []
     for obj in federation.objectives:
         rows = predictions[obj.name]
-        metric = "auroc" if obj.kind == "binary" else "mae_days"
+        metric = obj.metric
         if not rows:
             reports.append(_ObjectiveReport(obj.name, metric, None, None, [], "no client"))
             continue

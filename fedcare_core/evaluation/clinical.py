@@ -15,7 +15,6 @@ from dataclasses import dataclass
 import numpy as np
 
 from fedcare_core.evaluation.calibration import fit_logistic, logit
-from fedcare_core.evaluation.metrics import _MetricValue
 from fedcare_core.evaluation.uncertainty import (
     BootstrapInterval,
     Spread,
@@ -25,6 +24,8 @@ from fedcare_core.evaluation.uncertainty import (
     spread,
     subgroup_metrics,
 )
+from fedcare_core.objectives import objective_kind
+from fedcare_core.objectives.metrics import MetricValue
 
 __all__ = [
     "DEFAULT_ECE_BINS",
@@ -83,7 +84,7 @@ def _single_class(y: np.ndarray) -> str | None:
     return None
 
 
-def auprc(y_true: np.ndarray, y_score: np.ndarray) -> _MetricValue:
+def auprc(y_true: np.ndarray, y_score: np.ndarray) -> MetricValue:
     """Area under the precision–recall curve as average precision.
 
     Step-wise, as :func:`sklearn.metrics.average_precision_score`: ``sum_k (R_k - R_{k-1}) P_k``
@@ -99,14 +100,14 @@ def auprc(y_true: np.ndarray, y_score: np.ndarray) -> _MetricValue:
 
     Returns
     -------
-    _MetricValue
+    MetricValue
         The average precision; its base-rate reference is the positive fraction.
     """
     y, s = _rows(y_true, y_score)
     y = (y > 0.5).astype(np.float64)
     reason = _single_class(y)
     if reason is not None:
-        return _MetricValue(None, len(y), reason)
+        return MetricValue(None, len(y), reason)
     order = np.argsort(-s, kind="mergesort")
     s, y = s[order], y[order]
     last = np.r_[np.flatnonzero(np.diff(s) != 0), len(s) - 1]  # last row of each threshold
@@ -114,18 +115,18 @@ def auprc(y_true: np.ndarray, y_score: np.ndarray) -> _MetricValue:
     precision = tps / (last + 1.0)
     recall = tps / tps[-1]
     value = float(np.sum(np.diff(np.r_[0.0, recall]) * precision))
-    return _MetricValue(value, len(y))
+    return MetricValue(value, len(y))
 
 
-def brier(y_true: np.ndarray, y_prob: np.ndarray) -> _MetricValue:
+def brier(y_true: np.ndarray, y_prob: np.ndarray) -> MetricValue:
     """Brier score: the mean squared difference between the risk and the label."""
     y, p = _binary_rows(y_true, y_prob)
     if len(y) == 0:
-        return _MetricValue(None, 0, "no labelled row")
-    return _MetricValue(float(np.mean((p - y) ** 2)), len(y))
+        return MetricValue(None, 0, "no labelled row")
+    return MetricValue(float(np.mean((p - y) ** 2)), len(y))
 
 
-def brier_reference(y_true: np.ndarray, y_prob: np.ndarray) -> _MetricValue:
+def brier_reference(y_true: np.ndarray, y_prob: np.ndarray) -> MetricValue:
     """Brier score of predicting the base rate ``p̄`` for everyone: ``p̄ (1 - p̄)``.
 
     Computed on the same rows as :func:`brier` (those with a label and a risk), so a model's
@@ -133,9 +134,9 @@ def brier_reference(y_true: np.ndarray, y_prob: np.ndarray) -> _MetricValue:
     """
     y, _ = _binary_rows(y_true, y_prob)
     if len(y) == 0:
-        return _MetricValue(None, 0, "no labelled row")
+        return MetricValue(None, 0, "no labelled row")
     rate = float(y.mean())
-    return _MetricValue(rate * (1.0 - rate), len(y))
+    return MetricValue(rate * (1.0 - rate), len(y))
 
 
 @dataclass(frozen=True)
@@ -181,7 +182,7 @@ def calibration_slope_intercept(y_true: np.ndarray, y_prob: np.ndarray) -> Calib
     return CalibrationFit(float(slope), float(intercept), float(in_the_large), len(y))
 
 
-def ece(y_true: np.ndarray, y_prob: np.ndarray, n_bins: int = DEFAULT_ECE_BINS) -> _MetricValue:
+def ece(y_true: np.ndarray, y_prob: np.ndarray, n_bins: int = DEFAULT_ECE_BINS) -> MetricValue:
     """Expected calibration error over equal-width risk bins.
 
     ``sum_b (n_b / n) |mean(y_b) - mean(p_b)|`` over ``n_bins`` bins of [0, 1] (10 by default),
@@ -199,25 +200,25 @@ def ece(y_true: np.ndarray, y_prob: np.ndarray, n_bins: int = DEFAULT_ECE_BINS) 
 
     Returns
     -------
-    _MetricValue
+    MetricValue
         The ECE, in units of probability.
     """
     if n_bins < 1:
         raise ValueError(f"n_bins must be at least 1, got {n_bins}")
     y, p = _binary_rows(y_true, y_prob)
     if len(y) == 0:
-        return _MetricValue(None, 0, "no labelled row")
+        return MetricValue(None, 0, "no labelled row")
     edges = np.linspace(0.0, 1.0, n_bins + 1)
     bins = np.searchsorted(edges[1:-1], p, side="left")
     observed = np.bincount(bins, weights=y, minlength=n_bins)
     predicted = np.bincount(bins, weights=p, minlength=n_bins)
     gap = np.abs(observed - predicted)  # per bin: n_b |mean(y_b) - mean(p_b)|
-    return _MetricValue(float(gap.sum() / len(y)), len(y))
+    return MetricValue(float(gap.sum() / len(y)), len(y))
 
 
 def threshold_for_sensitivity(
     y_true: np.ndarray, y_prob: np.ndarray, target: float = 0.8
-) -> _MetricValue:
+) -> MetricValue:
     """The highest threshold whose sensitivity on these rows reaches ``target``.
 
     A row is predicted positive when its risk is at or above the threshold, so the threshold is
@@ -235,7 +236,7 @@ def threshold_for_sensitivity(
 
     Returns
     -------
-    _MetricValue
+    MetricValue
         The threshold; ``None`` with a reason when there is no positive row.
     """
     if not 0.0 < target <= 1.0:
@@ -243,10 +244,10 @@ def threshold_for_sensitivity(
     y, p = _rows(y_true, y_prob)
     positives = np.sort(p[y > 0.5])[::-1]
     if len(positives) == 0:
-        return _MetricValue(None, len(y), f"no positive label among {len(y)} rows")
+        return MetricValue(None, len(y), f"no positive label among {len(y)} rows")
     # The small tolerance keeps e.g. 0.7 * 10 = 7.000000000000001 from asking for 8 positives.
     k = max(1, math.ceil(target * len(positives) - 1e-9))
-    return _MetricValue(float(positives[k - 1]), len(y))
+    return MetricValue(float(positives[k - 1]), len(y))
 
 
 @dataclass(frozen=True)
@@ -386,7 +387,8 @@ def clinical_summary(kind: str, y_true: np.ndarray, y_pred: np.ndarray) -> dict[
     Parameters
     ----------
     kind
-        ``"binary"`` (``y_pred`` are risks) or ``"regression"`` (days).
+        The objective's kind: a risk's ``y_pred`` are probabilities, another's a quantity
+        (days).
     y_true, y_pred
         Labels and predictions (rows with a missing label are skipped).
 
@@ -407,7 +409,7 @@ def _finite(value: float | None) -> float | None:
 
 
 def _summary(kind: str, y_true: np.ndarray, y_pred: np.ndarray) -> dict[str, float | None]:
-    if kind != "binary":
+    if not objective_kind(kind).risk:
         y, p = _rows(y_true, y_pred)
         out: dict[str, float | None] = {"bias_days": float(np.mean(p - y)) if len(y) else None}
         for band in mae_bias_by_band(y, p):

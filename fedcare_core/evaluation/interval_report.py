@@ -26,6 +26,7 @@ from fedcare_core.data.clients import ClientData, Federation, SplitArrays
 from fedcare_core.evaluation.clients import EvaluationReport
 from fedcare_core.evaluation.conformal import IntervalMetrics, interval_metrics
 from fedcare_core.evaluation.uncertainty import spread
+from fedcare_core.objectives import objective_kind
 
 __all__ = ["INTERVAL_KEYS", "IntervalScorer", "with_interval_metrics"]
 
@@ -85,7 +86,7 @@ def with_interval_metrics(
     kinds = {o.name: o.kind for o in federation.objectives}
     objectives = []
     for rep in report.objectives:
-        if kinds.get(rep.name) != "regression":
+        if rep.name not in kinds or not objective_kind(kinds[rep.name]).interval:
             objectives.append(rep)
             continue
         rows = {

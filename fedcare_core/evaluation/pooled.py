@@ -17,21 +17,25 @@ from typing import Any
 import numpy as np
 
 from fedcare_core.evaluation.clinical import auprc, brier
-from fedcare_core.evaluation.metrics import _MetricValue, auroc, mae
 from fedcare_core.evaluation.uncertainty import (
     DEFAULT_SUBGROUP_MIN_N,
     MetricFn,
     bootstrap_interval,
     subgroup_metrics,
 )
+from fedcare_core.objectives import ObjectiveKind, objective_kind
+from fedcare_core.objectives.metrics import MetricValue
 
 #: The subgroup label of a missing attribute value (:mod:`fedcare_core.data.subgroups`).
 MISSING = "missing"
-#: The pooled metrics given a bootstrap interval, by objective kind.
-INTERVAL_METRICS: dict[str, dict[str, MetricFn]] = {
-    "binary": {"auroc": auroc, "auprc": auprc, "brier": brier},
-    "regression": {"mae_days": mae},
-}
+#: The pooled metrics of a risk given a bootstrap interval, beside its kind's main metric.
+RISK_INTERVAL_METRICS: dict[str, MetricFn] = {"auprc": auprc, "brier": brier}
+
+
+def interval_metrics(kind: ObjectiveKind) -> dict[str, MetricFn]:
+    """The pooled metrics of an objective of ``kind`` given a bootstrap interval, by name."""
+    extra = RISK_INTERVAL_METRICS if kind.risk else {}
+    return {kind.metric: kind.score, **extra}
 
 
 @dataclass(frozen=True)
@@ -86,7 +90,7 @@ def pooled_intervals(kind: str, rows: PooledRows, settings: EvaluationSettings) 
     if settings.bootstrap == 0 or len(rows.y) == 0:
         return {}
     out: dict[str, Any] = {}
-    for name, fn in INTERVAL_METRICS["binary" if kind == "binary" else "regression"].items():
+    for name, fn in interval_metrics(objective_kind(kind)).items():
         b = bootstrap_interval(
             fn, rows.y, rows.p, rows.groups, n_boot=settings.bootstrap, seed=settings.seed
         )
@@ -100,12 +104,12 @@ def pooled_intervals(kind: str, rows: PooledRows, settings: EvaluationSettings) 
     return out
 
 
-def _sensitivity(y: np.ndarray, flagged: np.ndarray) -> _MetricValue:
+def _sensitivity(y: np.ndarray, flagged: np.ndarray) -> MetricValue:
     positives = y > 0.5
     n = int(positives.sum())
     if n == 0:
-        return _MetricValue(None, 0, "no positive row")
-    return _MetricValue(float(flagged[positives].mean()), n)
+        return MetricValue(None, 0, "no positive row")
+    return MetricValue(float(flagged[positives].mean()), n)
 
 
 def _smaller_class(y: np.ndarray) -> int:
@@ -129,9 +133,9 @@ def subgroup_results(kind: str, rows: PooledRows) -> dict[str, Any]:
         of each class; sensitivity: positive rows). Rows whose attribute is missing belong to
         no subgroup.
     """
-    main: MetricFn = auroc if kind == "binary" else mae
-    metrics = {("auroc" if kind == "binary" else "mae_days"): (main, rows.p)}
-    if kind == "binary" and rows.flagged is not None:
+    of = objective_kind(kind)
+    metrics: dict[str, tuple[MetricFn, np.ndarray]] = {of.metric: (of.score, rows.p)}
+    if of.risk and rows.flagged is not None:
         metrics["sensitivity"] = (_sensitivity, rows.flagged)
     out: dict[str, Any] = {}
     for attribute, labels in rows.subgroups.items():
@@ -145,7 +149,7 @@ def subgroup_results(kind: str, rows: PooledRows) -> dict[str, Any]:
                 predictions,
                 values,
                 min_n=DEFAULT_SUBGROUP_MIN_N,
-                counted=_smaller_class if name == "auroc" else None,
+                counted=_smaller_class if of.risk and name == of.metric else None,
             )
             out[attribute][name] = {
                 "groups": [

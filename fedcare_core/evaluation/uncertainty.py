@@ -13,17 +13,17 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from fedcare_core.evaluation.metrics import _MetricValue
+from fedcare_core.objectives.metrics import MetricValue
 
-#: A metric on (labels, predictions): a :class:`_MetricValue`, a float, or ``None`` if undefined.
-MetricFn = Callable[[np.ndarray, np.ndarray], _MetricValue | float | None]
+#: A metric on (labels, predictions): a :class:`MetricValue`, a float, or ``None`` if undefined.
+MetricFn = Callable[[np.ndarray, np.ndarray], MetricValue | float | None]
 #: Subgroups smaller than this (rows the metric used) are reported but left out of the gap.
 DEFAULT_SUBGROUP_MIN_N = 30
 
 
-def _value(result: _MetricValue | float | None) -> float | None:
+def _value(result: MetricValue | float | None) -> float | None:
     """The number in a metric's result; ``None`` (and NaN) for an undefined metric."""
-    value = result.value if isinstance(result, _MetricValue) else result
+    value = result.value if isinstance(result, MetricValue) else result
     return None if value is None or math.isnan(value) else float(value)
 
 
@@ -189,8 +189,8 @@ def subgroup_metrics(
         rows = present & (labels == key)
         result = metric_fn(y[rows], p[rows])
         value = _value(result)
-        n = result.n if isinstance(result, _MetricValue) else int(rows.sum())
-        reason = result.reason if isinstance(result, _MetricValue) else None
+        n = result.n if isinstance(result, MetricValue) else int(rows.sum())
+        reason = result.reason if isinstance(result, MetricValue) else None
         size = n if counted is None else counted(y[rows])
         if value is not None and size < min_n:
             reason = f"{size} {'rows' if counted is None else 'counted rows'}, fewer than {min_n}"
@@ -219,13 +219,13 @@ class Spread:
     n: int
 
 
-def spread(values: Iterable[float | _MetricValue | None]) -> Spread:
+def spread(values: Iterable[float | MetricValue | None]) -> Spread:
     """The spread of per-client metric values, skipping undefined ones (``None`` and NaN).
 
     Parameters
     ----------
     values : iterable
-        One value per client: floats, ``None`` or :class:`_MetricValue`.
+        One value per client: floats, ``None`` or :class:`MetricValue`.
 
     Returns
     -------

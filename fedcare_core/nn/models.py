@@ -1,8 +1,8 @@
 """Networks of SPEC §2: backbone, objective heads, personal heads and FullMLP.
 
 Heads output raw scores; the output activation (Sigmoid for binary objectives, Softplus for LOS)
-is applied by :mod:`fedcare_core.nn.losses` so that the binary loss can use the numerically stable
-``BCEWithLogits`` form. ``predict`` helpers return probabilities and days.
+is each objective kind's (:mod:`fedcare_core.objectives`), so that the binary loss can use the
+numerically stable ``BCEWithLogits`` form. ``predict`` returns probabilities and days.
 """
 
 from __future__ import annotations

@@ -25,7 +25,8 @@ from torch import nn
 
 from fedcare_core.data.clients import ClientData, Federation, SplitArrays
 from fedcare_core.data.subgroups import subgroup_codes
-from fedcare_core.nn.losses import ObjectiveLoss, make_loss
+from fedcare_core.objectives import make_loss
+from fedcare_core.objectives.losses import ObjectiveLoss
 
 #: BatchNorm needs at least two rows in training mode.
 MIN_BATCH = 2
@@ -43,7 +44,7 @@ class ProgressFn(Protocol):
 
 
 def objective_kinds(federation: Federation) -> dict[str, str]:
-    """Objective name → ``"binary"`` or ``"regression"``, for every objective of the federation."""
+    """Objective name → its kind (:mod:`fedcare_core.objectives`), for each of the federation."""
     return {o.name: o.kind for o in federation.objectives}
 
 

@@ -1,8 +1,8 @@
 """Extension points: each kind of extension is one group of Python entry points.
 
-A method, a backend, a dataset or a predictor is found by its entry point alone: FedCARE's own
-are declared in its ``pyproject.toml`` exactly as an outside package declares its own, so the
-code that uses an extension never names one (``docs/EXTENDING.md``).
+A method, a backend, a dataset, an objective kind or a predictor is found by its entry point
+alone: FedCARE's own are declared in its ``pyproject.toml`` exactly as an outside package
+declares its own, so the code that uses an extension never names one (``docs/EXTENDING.md``).
 
 =============  ======================  ==================================================
 kind           entry-point group       an entry loads
@@ -18,6 +18,9 @@ extractor      ``fedcare.extractors``  an :class:`~fedcare_core.data.declared.ex
 federated      ``fedcare.federated_    the rounds a method runs over Flower (the federation
 rounds         rounds``                layer's ``FederatedRounds``), by the name its
                                        ``Algorithm.federated_rounds`` gives
+objective      ``fedcare.objective_   an :class:`~fedcare_core.objectives.kind.ObjectiveKind`
+kind           kinds``                 (its ``name`` is the entry's): a label's head, loss,
+                                       metric and columns
 predictor      ``fedcare.predictors``  a :class:`~fedcare_core.predict.predictors.ClientPredictor`
                                        subclass (its ``kind`` is the entry's)
 raw checks     ``fedcare.raw_checks``  a dataset's raw-table checks (the data gate's Great

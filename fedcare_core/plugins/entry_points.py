@@ -16,6 +16,7 @@ GROUPS: dict[str, str] = {
     "dataset": "fedcare.datasets",
     "extractor": "fedcare.extractors",
     "federated_rounds": "fedcare.federated_rounds",
+    "objective_kind": "fedcare.objective_kinds",
     "predictor": "fedcare.predictors",
     "raw_checks": "fedcare.raw_checks",
 }

@@ -36,7 +36,7 @@ from fedcare_core.evaluation.federated_recalibration import (
     federated_calibrators,
 )
 from fedcare_core.evaluation.recalibration import CalibrationRule, fit_calibrator
-from fedcare_core.nn.losses import make_loss
+from fedcare_core.objectives import make_loss, objective_kind
 from fedcare_core.predict.predictors import ClientPredictor
 
 __all__ = [
@@ -68,14 +68,14 @@ def calibration_rule(setting: str) -> CalibrationRule:
     return CalibrationRule(method=method)
 
 
-def class_weight(client: ClientData, objective: str) -> float:
-    """The positive-class weight ``client``'s training loss gave ``objective`` (SPEC §2)."""
+def class_weight(client: ClientData, objective: str, kind: str) -> float:
+    """The positive-class weight ``client``'s training loss gave ``objective``, a risk (SPEC §2)."""
     j = client.objectives.index(objective)
-    loss = make_loss("binary", client.train.y[:, j], client.preferences.get(objective))
+    loss = make_loss(kind, client.train.y[:, j], client.preferences.get(objective))
     return loss.pos_weight
 
 
-def federation_class_weight(clients: Sequence[ClientData], objective: str) -> float:
+def federation_class_weight(clients: Sequence[ClientData], objective: str, kind: str) -> float:
     """The class weight a model shared by ``clients`` learned ``objective`` under.
 
     A model trained on every client's loss (FedAvg's, FedProx's, the pooled model's) sees each
@@ -94,7 +94,7 @@ def federation_class_weight(clients: Sequence[ClientData], objective: str) -> fl
             continue
         y = client.train.y[:, client.objectives.index(objective)]
         n_pos = int((y[np.isfinite(y)] > 0.5).sum())
-        weighted += n_pos * class_weight(client, objective)
+        weighted += n_pos * class_weight(client, objective, kind)
         positives += n_pos
     return weighted / positives if positives else 1.0
 
@@ -113,7 +113,7 @@ def _site_validation(
     x_common, x_private = _validation_inputs(client)
     out: dict[str, SiteValidation | None] = {}
     for objective, kind in zip(predictor.objectives, predictor.kinds, strict=True):
-        if kind != "binary":
+        if not objective_kind(kind).risk:
             continue
         if objective not in client.objectives:
             out[objective] = None
@@ -122,7 +122,7 @@ def _site_validation(
         if not predictor.class_weighted:
             weight = 1.0  # trained without a class weight: nothing to undo
         else:
-            weight = (weights or {}).get(objective) or class_weight(client, objective)
+            weight = (weights or {}).get(objective) or class_weight(client, objective, kind)
         scores = predictor.validation_predictions(x_common, x_private, objective)
         out[objective] = SiteValidation(val.y[:, j], np.clip(scores, 0.0, 1.0), weight)
     return out
@@ -204,7 +204,7 @@ def fit_intervals(
     x_common, x_private = _validation_inputs(client)
     out: dict[str, ConformalInterval] = {}
     for objective, kind in zip(predictor.objectives, predictor.kinds, strict=True):
-        if kind != "regression":
+        if not objective_kind(kind).interval:
             continue
         if objective not in client.objectives:
             out[objective] = ConformalInterval(coverage, None, 0, "not the client's objective")
@@ -259,8 +259,10 @@ def calibrate_predictors(
             calibrate_predictor(client, predictor, rule, coverage)
             for client, predictor in zip(clients, predictors, strict=True)
         ]
-    binary = {o.name for o in federation.objectives if o.kind == "binary"}
-    weights = {o: federation_class_weight(clients, o) for o in binary} if shared else None
+    risks = {o.name: o.kind for o in federation.objectives if objective_kind(o.kind).risk}
+    weights = (
+        {o: federation_class_weight(clients, o, k) for o, k in risks.items()} if shared else None
+    )
     sites = [_site_validation(c, p, weights) for c, p in zip(clients, predictors, strict=True)]
     calibrations: list[dict[str, Calibrator]] = [{} for _ in sites]
     for objective in dict.fromkeys(o for s in sites for o in s):

@@ -40,6 +40,7 @@ from fedcare_core.data.preprocess import FeatureEncoder
 from fedcare_core.data.rows import RowFormat, row_format
 from fedcare_core.errors import ConfigError
 from fedcare_core.evaluation.conformal import METHOD
+from fedcare_core.objectives import objective_kind
 from fedcare_core.predict.predictors import (
     ClientPredictor,
     predictor_from_spec,
@@ -63,8 +64,8 @@ _PACKAGE_FORMAT = 1
 
 
 def output_column(objective: str, kind: str) -> str:
-    """The output column of ``objective``: ``<objective>_probability`` or ``<objective>_days``."""
-    return f"{objective}_probability" if kind == "binary" else f"{objective}_days"
+    """The output column of ``objective``, its kind's (``<objective>_probability``)."""
+    return objective_kind(kind).prediction_column(objective)
 
 
 def interval_columns(objective: str) -> tuple[str, str]:
@@ -139,7 +140,7 @@ class ModelPackage:
     def regression_objectives(self) -> list[str]:
         """Its length-of-stay objectives, in output order (each has two interval columns)."""
         pairs = zip(self.predictor.objectives, self.predictor.kinds, strict=True)
-        return [s for s, k in pairs if k == "regression"]
+        return [s for s, k in pairs if objective_kind(k).interval]
 
     @property
     def output_columns(self) -> list[str]:

@@ -39,8 +39,8 @@ from fedcare_core.evaluation.calibration import Calibrator
 from fedcare_core.evaluation.clients import Scorer
 from fedcare_core.evaluation.conformal import ConformalInterval
 from fedcare_core.evaluation.interval_report import IntervalScorer
-from fedcare_core.nn.losses import predict
 from fedcare_core.nn.models import FullMLP, MultiObjectiveModel, PersonalModel
+from fedcare_core.objectives import objective_kind, predict
 from fedcare_core.plugins import entry_names, load_entry
 
 __all__ = [
@@ -80,7 +80,7 @@ class ClientPredictor(nn.Module):
     objectives
         The client's objectives, in its order: one output column each.
     kinds
-        Objective name → ``"binary"`` or ``"regression"``, for every entry of ``objectives``.
+        Each objective's kind (:mod:`fedcare_core.objectives`), in the order of ``objectives``.
     spec
         Everything besides the weights that rebuilds ``network`` (JSON-able; see
         :func:`predictor_from_spec`).
@@ -188,7 +188,8 @@ class ClientPredictor(nn.Module):
         ValueError
             If a calibrated objective is not one of the predictor's binary objectives.
         """
-        binary = {s for s, k in zip(self.objectives, self.kinds, strict=True) if k == "binary"}
+        pairs = zip(self.objectives, self.kinds, strict=True)
+        binary = {s for s, k in pairs if objective_kind(k).risk}
         unknown = sorted(set(calibration) - binary)
         if unknown:
             raise ValueError(f"no binary objective {unknown} to calibrate; has {sorted(binary)}")
@@ -204,9 +205,8 @@ class ClientPredictor(nn.Module):
         ValueError
             If an interval's objective is not one of the predictor's regression objectives.
         """
-        regression = {
-            s for s, k in zip(self.objectives, self.kinds, strict=True) if k == "regression"
-        }
+        pairs = zip(self.objectives, self.kinds, strict=True)
+        regression = {s for s, k in pairs if objective_kind(k).interval}
         unknown = sorted(set(intervals) - regression)
         if unknown:
             raise ValueError(

@@ -31,6 +31,7 @@ from fedcare_core.data.client_preferences import with_preferences
 from fedcare_core.data.clients import ClientData, Federation, build_federation
 from fedcare_core.data.cohort import Cohort
 from fedcare_core.data.partition import FeaturePartition, with_disparity
+from fedcare_core.errors import ConfigError
 from fedcare_core.evaluation.clients import EvaluationReport, evaluate_with_validation
 from fedcare_core.evaluation.interval_report import with_interval_metrics
 from fedcare_core.evaluation.pooled import EvaluationSettings
@@ -174,9 +175,14 @@ def run_algorithm(
     Raises
     ------
     ConfigError
-        For an invalid configuration, an unknown algorithm, or a backend that cannot run it.
+        For an invalid configuration, an unknown algorithm, a backend that cannot run it, or
+        an objective of a kind it cannot train.
     """
     algorithm = _checked_algorithm(config, backend)
+    for objective in federation.objectives:
+        refusal = algorithm.refuses_objective(objective.name, objective.kind)
+        if refusal is not None:
+            raise ConfigError(refusal)
     configure_torch(config)
     executor = executor or InProcess()
     progress = checked_progress(progress)  # a signal whose exception was lost ends the run

@@ -105,7 +105,7 @@ def client_update(
     client
         The client's data (only its common features are used here).
     kinds
-        Objective name → ``"binary"`` or ``"regression"``.
+        Objective name → its kind (:mod:`fedcare_core.objectives`).
     config
         τ, η_l and the batch size.
     seed, round_idx

@@ -19,7 +19,6 @@ from fedcare_core.config.seeds import derive_rng
 from fedcare_core.data.clients import ClientData, SplitArrays
 from fedcare_core.moo import min_norm_weights
 from fedcare_core.nn.cross_fit import FoldSelection, validation_folds
-from fedcare_core.nn.losses import ObjectiveLoss, predict
 from fedcare_core.nn.models import PersonalModel
 from fedcare_core.nn.optim import local_optimizer
 from fedcare_core.nn.seeding import seed_torch
@@ -33,6 +32,8 @@ from fedcare_core.nn.training import (
     masked_objective_losses,
     take_groups,
 )
+from fedcare_core.objectives import predict
+from fedcare_core.objectives.losses import ObjectiveLoss
 
 
 @dataclass(frozen=True)
@@ -298,7 +299,7 @@ def fine_tune(
     client
         The client's data (common and private features).
     kinds
-        Objective name → ``"binary"`` or ``"regression"``.
+        Objective name → its kind (:mod:`fedcare_core.objectives`).
     model_config, config
         Architecture and Stage 2 hyper-parameters.
     seed

@@ -30,7 +30,6 @@ from fedcare_core.config import BaselineConfig, ModelConfig
 from fedcare_core.config.seeds import derive_rng
 from fedcare_core.data.clients import ClientData, Federation
 from fedcare_core.nn.cross_fit import FoldSelection, patient_folds, validation_folds
-from fedcare_core.nn.losses import ObjectiveLoss, make_loss, predict
 from fedcare_core.nn.models import FullMLP, MultiObjectiveModel
 from fedcare_core.nn.param_vectors import ParamLayout, get_buffers, get_params, param_layout
 from fedcare_core.nn.seeding import seed_torch
@@ -42,6 +41,8 @@ from fedcare_core.nn.training import (
     loss_groups,
     take_groups,
 )
+from fedcare_core.objectives import make_loss, predict
+from fedcare_core.objectives.losses import ObjectiveLoss
 from fedcare_core.stage1.loop import Stage1Result
 
 

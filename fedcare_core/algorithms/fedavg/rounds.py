@@ -147,7 +147,7 @@ def local_train(
     client
         The client's union view (``x_common`` holds the union vectors).
     kinds
-        Objective name → ``"binary"`` or ``"regression"``.
+        Objective name → its kind (:mod:`fedcare_core.objectives`).
     config
         Local epochs, step cap, optimiser and batch size.
     prox_mu

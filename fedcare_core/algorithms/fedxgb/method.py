@@ -45,6 +45,7 @@ class FedXgb(FederatedBaseline):
     personal_phase = "own-trees"  # each client boosts its own trees (progress, task names)
     deploys = "personal"
     cost_at_ten_clients = 1.0
+    objective_kinds = ("binary", "regression")  # XGBoost's objectives (trees.TreeSettings)
 
     def rounds(
         self, inputs: RunInputs, backend: Stage1Runner | None, progress: ProgressFn | None

@@ -17,13 +17,13 @@ from fedcare_core.algorithms.pafnet.model import PafnetClientModel, own_features
 from fedcare_core.config import BaselineConfig
 from fedcare_core.data.clients import ClientData, SplitArrays
 from fedcare_core.nn.cross_fit import FoldSelection, validation_folds
-from fedcare_core.nn.losses import predict
 from fedcare_core.nn.training import (
     KeepBest,
     client_losses,
     loss_groups,
     masked_objective_losses,
 )
+from fedcare_core.objectives import predict
 
 __all__ = ["KeptRound", "validation_loss"]
 

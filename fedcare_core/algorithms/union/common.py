@@ -10,11 +10,11 @@ from torch import nn
 
 from fedcare_core.config import BaselineConfig, ModelConfig
 from fedcare_core.data.clients import SplitArrays
-from fedcare_core.nn.losses import ObjectiveLoss
 from fedcare_core.nn.models import FullMLP, MultiObjectiveModel
 from fedcare_core.nn.optim import local_optimizer
 from fedcare_core.nn.seeding import seed_torch
 from fedcare_core.nn.training import GroupCodes, masked_objective_losses
+from fedcare_core.objectives.losses import ObjectiveLoss
 
 
 def build_full_mlp(

@@ -27,6 +27,7 @@ from fedcare_core.data.declared.model import (
 )
 from fedcare_core.data.partition import AVAILABILITY, at_prediction_time, check_prediction_times
 from fedcare_core.errors import ConfigError, DefinitionError
+from fedcare_core.objectives import objective_kind, objective_kind_names
 
 __all__ = ["check_column", "check_declaration", "condition_columns", "known_after"]
 
@@ -38,8 +39,6 @@ _TYPE_KEYS = {
     "datetime": {"format"},
 }
 _COMMON_KEYS = {"type", "description", "unit", "gaps", "present_at_least", "known_at"}
-#: The metric of each objective kind.
-_METRICS = {"binary": "auroc", "regression": "mae_days"}
 
 
 def check_declaration(d: DatasetDeclaration, document: Mapping[str, Any]) -> None:
@@ -242,13 +241,14 @@ def _check_objectives(d: DatasetDeclaration, document: Mapping[str, Any], file: 
         if name in seen:
             raise _fail(file, f"{key}.name", f"objective {name!r} is declared twice")
         seen.add(name)
-        metric = doc.get("metric", _METRICS[o.objective.kind])
-        if metric != _METRICS[o.objective.kind]:
+        kind = o.objective.kind
+        if kind not in objective_kind_names():
             raise _fail(
-                file,
-                f"{key}.metric",
-                f"a {o.objective.kind} objective is measured by {_METRICS[o.objective.kind]}",
+                file, f"{key}.kind", f"{kind!r} is not one of {', '.join(objective_kind_names())}"
             )
+        expected = objective_kind(kind).metric
+        if doc.get("metric", expected) != expected:
+            raise _fail(file, f"{key}.metric", f"a {kind} objective is measured by {expected}")
         _check_label(o.label, o.objective.kind, o.predicted_at, d, file, f"{key}.label")
         if o.exclude is not None:
             _check_condition(o.exclude, d, file, f"{key}.exclude")
@@ -280,11 +280,12 @@ def _check_label(
     prediction times never shows it; loading with one that does is refused
     (:meth:`~.source.DeclaredSource.load`).
     """
-    if kind == "binary" and isinstance(label, Value):
-        raise _fail(file, key, "a binary objective's label is a condition (true: 1, false: 0)")
-    if kind == "regression" and not isinstance(label, Value):
+    risk = objective_kind(kind).risk
+    if risk and isinstance(label, Value):
+        raise _fail(file, key, f"a {kind} objective's label is a condition (true: 1, false: 0)")
+    if not risk and not isinstance(label, Value):
         raise _fail(
-            file, key, "a regression objective's label is {value: COLUMN} or {days_between: …}"
+            file, key, f"a {kind} objective's label is {{value: COLUMN}} or {{days_between: …}}"
         )
     if isinstance(label, Value):
         wanted = ("integer", "float") if label.unit == "value" else ("datetime",)

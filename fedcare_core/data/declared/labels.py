@@ -24,6 +24,7 @@ from fedcare_core.data.declared.model import (
 )
 from fedcare_core.data.declared.reading import TableRows
 from fedcare_core.errors import DataError
+from fedcare_core.objectives import objective_kind
 
 __all__ = [
     "describe_condition",
@@ -232,7 +233,7 @@ def label_notes(
                 f"({describe_condition(chosen.exclude)}); exclusion: "
                 f"{_origin(chosen.exclude_variant)}{_by_value(chosen.exclude, values, hit)}"
             )
-        if o.objective.kind == "binary":
+        if objective_kind(o.objective.kind).risk:
             label = labels[name].to_numpy(dtype=np.float64)
             labelled = label[~np.isnan(label)]
             share = f" ({labelled.mean():.1%})" if labelled.size else ""

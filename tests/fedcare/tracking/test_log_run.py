@@ -15,7 +15,7 @@ from fedcare.tracking import log_run, naming, store
 from fedcare.tracking.mlflow_params import flatten_params
 from fedcare_core import __version__
 from fedcare_core.nn.cpu_kernels import kernel_path
-from fedcare_core.nn.losses import predict
+from fedcare_core.objectives import predict
 from fedcare_core.run.packaging import client_package
 from fedcare_core.stage1.loop import load_global_model
 from tests.fedcare.tracking.conftest import FLOW_RUN_ID, PATIENT_OFFSET, artifact_dir

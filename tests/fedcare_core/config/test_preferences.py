@@ -12,7 +12,8 @@ from fedcare_core.config.preferences import (
     parse_preference,
     parse_preferences,
 )
-from fedcare_core.nn.losses import make_loss, subgroup_gap
+from fedcare_core.objectives import make_loss
+from fedcare_core.objectives.losses import subgroup_gap
 
 
 def test_a_list_of_preferences_parses_with_spaces_commas_and_a_wildcard():

@@ -140,7 +140,7 @@ def test_a_preference_changes_training_and_the_same_preference_repeats_exactly(c
 
 
 def test_the_loss_sees_the_batchs_subgroups_during_training(cohort, monkeypatch):
-    from fedcare_core.nn import losses
+    from fedcare_core.objectives import losses
 
     seen: list[int] = []
     real = losses.subgroup_gap

@@ -17,7 +17,7 @@ from fedcare_core.evaluation.clinical import (
     subgroup_metrics,
     threshold_for_sensitivity,
 )
-from fedcare_core.evaluation.metrics import _MetricValue, auroc
+from fedcare_core.objectives.metrics import MetricValue, auroc
 
 
 def _risks(n, seed=0, rate_logit=-2.0):
@@ -227,7 +227,7 @@ def test_subgroup_with_a_single_class_is_left_out_of_the_gap():
 
 
 def test_spread_skips_undefined_values():
-    s = spread([0.7, None, 0.8, float("nan"), _MetricValue(0.9, 10), _MetricValue(None, 0, "x")])
+    s = spread([0.7, None, 0.8, float("nan"), MetricValue(0.9, 10), MetricValue(None, 0, "x")])
     assert (s.mean, s.min, s.max, s.n) == (pytest.approx(0.8), 0.7, 0.9, 3)
     assert s.std == pytest.approx(0.1)
     assert spread([0.5]).std is None

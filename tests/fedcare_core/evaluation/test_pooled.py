@@ -1,13 +1,13 @@
 import numpy as np
 import pytest
 
-from fedcare_core.evaluation.metrics import auroc
 from fedcare_core.evaluation.pooled import (
     EvaluationSettings,
     PooledRows,
     pooled_intervals,
     subgroup_results,
 )
+from fedcare_core.objectives.metrics import auroc
 
 
 def _rows(n_patients=300, per_patient=1, seed=0):

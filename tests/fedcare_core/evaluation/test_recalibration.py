@@ -8,8 +8,8 @@ from fedcare_core.evaluation.clinical import (
     calibration_slope_intercept,
     ece,
 )
-from fedcare_core.evaluation.metrics import auroc
 from fedcare_core.evaluation.recalibration import CalibrationRule, fit_calibrator
+from fedcare_core.objectives.metrics import auroc
 
 BETA = np.array([1.0, 0.6, -0.4])
 INTERCEPT = -2.6  # about an 11 % base rate

@@ -20,7 +20,7 @@ from fedcare_core.evaluation.federated_recalibration import (
     federated_calibrators,
 )
 from fedcare_core.evaluation.recalibration import DEFAULT_RULE, fit_calibrator
-from fedcare_core.nn.losses import make_loss
+from fedcare_core.objectives import make_loss
 from fedcare_core.predict.calibrate import (
     calibrate_predictors,
     class_weight,
@@ -91,7 +91,7 @@ def test_auto_recalibrates_each_objective_across_its_clients(runs):
     binary = [o for o, k in zip(first.objectives, first.kinds, strict=True) if k == "binary"]
     assert binary
     for objective in binary:
-        shared = federation_class_weight(result.federation.clients, objective)  # FedAvg's
+        shared = federation_class_weight(result.federation.clients, objective, "binary")  # FedAvg's
         sites = [_site_validation(c, p, objective, shared) for c, p in pairs]
         expected = federated_calibrators(sites, DEFAULT_RULE)
         deployed = [objective in p.objectives for _, p in pairs]
@@ -168,8 +168,8 @@ def test_a_shared_model_undoes_the_federations_class_weight(loaded):
     pooled = np.concatenate([c.train.y[:, c.objectives.index(objective)] for c in held])
     pooled = pooled[np.isfinite(pooled)]
     expected = float((pooled < 0.5).sum() / (pooled > 0.5).sum())
-    assert federation_class_weight(clients, objective) == pytest.approx(expected)
-    own = {class_weight(c, objective) for c in held}
+    assert federation_class_weight(clients, objective, "binary") == pytest.approx(expected)
+    own = {class_weight(c, objective, "binary") for c in held}
     assert len(own) > 1 and expected not in own  # the clients' own weights differ from it
     # FedAvg deploys one shared model: its calibrators undo the federation's weight.
     reasons = [p.calibration[objective].reason for p in result.predictors]

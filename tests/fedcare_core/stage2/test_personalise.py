@@ -4,7 +4,7 @@ import torch
 
 from fedcare_core.config import DataConfig, ModelConfig, Stage1Config, Stage2Config
 from fedcare_core.data.clients import build_federation
-from fedcare_core.nn.losses import predict
+from fedcare_core.objectives import predict
 from fedcare_core.stage1.loop import load_global_model, run_stage1
 from fedcare_core.stage2.personalise import build_personal_model, fine_tune
 from tests.fedcare_core.synthetic import PARTITION, make_cohort

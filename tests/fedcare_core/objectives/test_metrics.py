@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from fedcare_core.evaluation.metrics import auroc, mae
+from fedcare_core.objectives.metrics import auroc, mae
 
 
 def test_auroc_hand_made():

@@ -1,4 +1,4 @@
-"""Evaluation metrics: AUROC for binary objectives, MAE in days for length of stay."""
+"""The objective kinds' main metrics: AUROC for binary objectives, MAE for a quantity."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import numpy as np
 
 
 @dataclass(frozen=True)
-class _MetricValue:
+class MetricValue:
     """A metric value, or ``None`` with the reason it cannot be computed."""
 
     value: float | None
@@ -16,7 +16,7 @@ class _MetricValue:
     reason: str | None = None
 
 
-def auroc(y_true: np.ndarray, y_score: np.ndarray) -> _MetricValue:
+def auroc(y_true: np.ndarray, y_score: np.ndarray) -> MetricValue:
     """Area under the ROC curve (Mann–Whitney form, ties counted half).
 
     Returns ``None`` with a reason when the labels hold a single class.
@@ -33,22 +33,17 @@ def auroc(y_true: np.ndarray, y_score: np.ndarray) -> _MetricValue:
     n_neg = len(pos) - n_pos
     if n_pos == 0 or n_neg == 0:
         which = "positive" if n_pos == 0 else "negative"
-        return _MetricValue(None, len(pos), f"no {which} label among {len(pos)} test rows")
+        return MetricValue(None, len(pos), f"no {which} label among {len(pos)} test rows")
     ranks = rankdata(s)
     value = (ranks[pos].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg)
-    return _MetricValue(float(value), len(pos))
+    return MetricValue(float(value), len(pos))
 
 
-def mae(y_true: np.ndarray, y_pred: np.ndarray) -> _MetricValue:
+def mae(y_true: np.ndarray, y_pred: np.ndarray) -> MetricValue:
     """Mean absolute error (same unit as the inputs: days for LOS)."""
     y = np.asarray(y_true, dtype=np.float64)
     p = np.asarray(y_pred, dtype=np.float64)
     mask = np.isfinite(y)
     if not mask.any():
-        return _MetricValue(None, 0, "no labelled test row")
-    return _MetricValue(float(np.abs(y[mask] - p[mask]).mean()), int(mask.sum()))
-
-
-def compute_metric(kind: str, y_true: np.ndarray, y_pred: np.ndarray) -> _MetricValue:
-    """AUROC for ``kind == "binary"``, MAE otherwise."""
-    return auroc(y_true, y_pred) if kind == "binary" else mae(y_true, y_pred)
+        return MetricValue(None, 0, "no labelled test row")
+    return MetricValue(float(np.abs(y[mask] - p[mask]).mean()), int(mask.sum()))

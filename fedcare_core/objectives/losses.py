@@ -1,4 +1,4 @@
-"""Losses and output activations (SPEC §2).
+"""The objective kinds' losses (SPEC §2); each kind chooses its own (:mod:`.kind`).
 
 Binary objectives: weighted binary cross-entropy, positive weight = negatives / positives in the
 client's training labels. Length of stay: Huber loss on ``log1p(days)``, the prediction being
@@ -26,11 +26,15 @@ _SCALE_FLOOR = 1e-3
 
 @dataclass(frozen=True)
 class ObjectiveLoss:
-    """Loss of one objective at one client."""
+    """Loss of one objective at one client; each objective kind gives its own (a subclass).
+
+    ``kind``: the objective's kind; ``pos_weight``: the positive class's weight (a risk's
+    loss; 1 otherwise); ``fairness``: a fairness preference (None: none), whose attribute's
+    subgroup codes come as ``groups``.
+    """
 
     kind: str
     pos_weight: float = 1.0
-    #: A fairness preference (None: none): its attribute's codes come as ``groups``.
     fairness: Preference | None = None
 
     @property
@@ -41,13 +45,22 @@ class ObjectiveLoss:
     def __call__(
         self, score: torch.Tensor, target: torch.Tensor, groups: torch.Tensor | None = None
     ) -> torch.Tensor:
-        """Mean loss of raw scores against targets (binary 0/1, or LOS in days).
+        """Mean loss of raw scores against targets.
 
         ``groups``: the rows' subgroup codes of :attr:`attribute`, needed by a fairness
         preference (a ``ValueError`` without them).
         """
-        if self.kind != "binary":
-            return F.huber_loss(F.softplus(score), torch.log1p(target), delta=_HUBER_DELTA)
+        raise NotImplementedError(f"{type(self).__name__} has no loss")
+
+
+@dataclass(frozen=True)
+class WeightedBCE(ObjectiveLoss):
+    """Weighted binary cross-entropy on logits, plus γ times a fairness preference's gap."""
+
+    def __call__(
+        self, score: torch.Tensor, target: torch.Tensor, groups: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Mean loss of logits against 0/1 targets (:class:`ObjectiveLoss`)."""
         pw = torch.tensor(self.pos_weight, dtype=score.dtype)
         loss = F.binary_cross_entropy_with_logits(score, target, pos_weight=pw)
         if self.fairness is None:
@@ -58,43 +71,23 @@ class ObjectiveLoss:
         return loss + self.fairness.weight * gap
 
 
-def make_loss(
-    kind: str, train_labels: np.ndarray, preference: Preference | None = None
-) -> ObjectiveLoss:
-    """Build the loss for an objective from the client's training labels (NaN ignored).
+@dataclass(frozen=True)
+class LogHuber(ObjectiveLoss):
+    """Huber loss of ``softplus(score)`` against ``log1p(target)`` (a non-negative quantity)."""
 
-    Parameters
-    ----------
-    kind
-        ``"binary"`` or ``"regression"``.
-    train_labels
-        The client's training labels of the objective (their prevalence sets the weight).
-    preference
-        The client's preference for the objective (None or ``plain``: the prediction loss).
+    def __call__(
+        self, score: torch.Tensor, target: torch.Tensor, groups: torch.Tensor | None = None
+    ) -> torch.Tensor:
+        """Mean loss of raw scores against non-negative targets (:class:`ObjectiveLoss`)."""
+        return F.huber_loss(F.softplus(score), torch.log1p(target), delta=_HUBER_DELTA)
 
-    Returns
-    -------
-    ObjectiveLoss
-        The loss.
-    """
-    if kind != "binary":
-        return ObjectiveLoss(kind="regression")
+
+def positive_weight(train_labels: np.ndarray) -> float:
+    """Negatives / positives among the labelled 0/1 rows (NaN ignored; 1 without a positive)."""
     y = train_labels[np.isfinite(train_labels)]
     pos = float((y > 0.5).sum())
     neg = float(len(y) - pos)
-    weight = neg / pos if pos > 0 else 1.0
-    if preference is None or preference.kind == "plain":
-        return ObjectiveLoss(kind="binary", pos_weight=weight)
-    if preference.kind == "sensitivity":
-        return ObjectiveLoss(kind="binary", pos_weight=weight * preference.weight)
-    return ObjectiveLoss(kind="binary", pos_weight=weight, fairness=preference)
-
-
-def predict(kind: str, score: torch.Tensor) -> torch.Tensor:
-    """Convert raw scores to predictions: probabilities, or LOS in days."""
-    if kind == "binary":
-        return torch.sigmoid(score)
-    return torch.expm1(F.softplus(score))
+    return neg / pos if pos > 0 else 1.0
 
 
 def subgroup_gap(
