@@ -19,7 +19,7 @@ from __future__ import annotations
 import os
 import time
 import warnings
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import torch
@@ -29,7 +29,7 @@ from fedcare_core.algorithms.base import Algorithm, Rounds, RunInputs, Stage1Run
 from fedcare_core.config import ExperimentConfig
 from fedcare_core.data.client_preferences import with_preferences
 from fedcare_core.data.clients import ClientData, Federation, build_federation
-from fedcare_core.data.cohort import Cohort
+from fedcare_core.data.cohort import Cohort, Objective
 from fedcare_core.data.partition import FeaturePartition, with_disparity
 from fedcare_core.errors import ConfigError
 from fedcare_core.evaluation.clients import EvaluationReport, evaluate_with_validation
@@ -115,17 +115,24 @@ def personalise_one(client: ClientData, name: str, shared: Any, config: Experime
     return get_algorithm(name).personalise_client(shared, client, config)
 
 
-def _checked_algorithm(config: ExperimentConfig, backend: object | None) -> Algorithm:
-    """The configuration's algorithm, once the configuration and the backend are checked.
+def _checked_algorithm(
+    config: ExperimentConfig, backend: object | None, objectives: Sequence[Objective]
+) -> Algorithm:
+    """The configuration's algorithm, once the configuration, backend and objectives are checked.
 
     Raises
     ------
     ConfigError
-        For an invalid configuration, an unknown algorithm, or a backend that cannot run it.
+        For an invalid configuration, an unknown algorithm, a backend that cannot run it, or
+        an objective of a kind it cannot train.
     """
     algorithm = get_algorithm(config.algorithm)
     config.validate()
     check_backend(algorithm, backend)
+    for objective in objectives:
+        refusal = algorithm.refuses_objective(objective.name, objective.kind)
+        if refusal is not None:
+            raise ConfigError(refusal)
     return algorithm
 
 
@@ -178,11 +185,7 @@ def run_algorithm(
         For an invalid configuration, an unknown algorithm, a backend that cannot run it, or
         an objective of a kind it cannot train.
     """
-    algorithm = _checked_algorithm(config, backend)
-    for objective in federation.objectives:
-        refusal = algorithm.refuses_objective(objective.name, objective.kind)
-        if refusal is not None:
-            raise ConfigError(refusal)
+    algorithm = _checked_algorithm(config, backend, federation.objectives)
     configure_torch(config)
     executor = executor or InProcess()
     progress = checked_progress(progress)  # a signal whose exception was lost ends the run
@@ -305,7 +308,7 @@ def run_experiment(
     ExperimentResult
         As :func:`run_algorithm` returns.
     """
-    _checked_algorithm(config, stage1_runner)  # before building the federation
+    _checked_algorithm(config, stage1_runner, cohort.objectives)  # before the federation
     t0 = time.perf_counter()
     federation = prepare_federation(cohort, partition, config, source)
     return run_algorithm(
