@@ -19,6 +19,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from fedcare_core import algorithms
+from fedcare_core.config.method_options import forget_options
 from fedcare_core.plugins.entry_points import forget_installed
 
 
@@ -80,4 +81,5 @@ def _on_path(folder: Path) -> Iterator[None]:
 
 def _forget() -> None:
     forget_installed()
+    forget_options()
     algorithms._load.cache_clear()

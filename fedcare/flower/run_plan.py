@@ -15,6 +15,7 @@ from typing import Any
 from fedcare.flower.flower_options import majority
 from fedcare.flower.polling import RoundQuorum
 from fedcare_core.config import BaselineConfig, ModelConfig, Stage1Config
+from fedcare_core.config.method_options import baselines
 from fedcare_core.sites.policy import RunTerms, terms_of
 
 #: File names inside a run's result folder.
@@ -196,12 +197,12 @@ class RunPlan:
         raw: dict[str, Any] = json.loads(text)
         model = dict(raw.pop("model"))
         model["head_hidden"] = tuple(model["head_hidden"])
-        baselines = raw.pop("baselines", None)
+        options = raw.pop("baselines", None)
         return cls(
             objectives=tuple((str(n), str(k)) for n, k in raw.pop("objectives")),
             model=ModelConfig(**model),
             stage1=Stage1Config(**raw.pop("stage1")),
-            baselines=None if baselines is None else BaselineConfig(**baselines),
+            baselines=None if options is None else baselines(**options),
             union_columns=tuple(str(c) for c in raw.pop("union_columns", ())),
             sites=tuple(str(c) for c in raw.pop("sites", ())),
             holders=tuple(

@@ -20,6 +20,7 @@ from fedcare_core.config.limits import (
     MAX_THREADS,
     SEEDS,
 )
+from fedcare_core.config.method_options import baselines, baselines_class
 from fedcare_core.config.preferences import Preference, parse_preferences
 from fedcare_core.config.sections import BaselineConfig, DataConfig
 from fedcare_core.config.settings import (
@@ -130,7 +131,7 @@ class ExperimentConfig:
     model: ModelConfig = field(default_factory=ModelConfig)
     stage1: Stage1Config = field(default_factory=Stage1Config)
     stage2: Stage2Config = field(default_factory=Stage2Config)
-    baselines: BaselineConfig = field(default_factory=BaselineConfig)
+    baselines: BaselineConfig = field(default_factory=baselines)
 
     def validate(self) -> ExperimentConfig:
         """Check every field; return ``self`` so calls chain.
@@ -239,21 +240,53 @@ class ExperimentConfig:
         return out.validate()
 
 
+class _Sections(Mapping[str, type]):
+    """The configuration's sections by their key; ``baselines`` is composed when first read.
+
+    The ``baselines`` section holds every installed method's own settings
+    (:func:`~fedcare_core.config.method_options.baselines_class`), found by entry point.
+    """
+
+    _FIXED: Mapping[str, type] = {
+        "data": DataConfig,
+        "model": ModelConfig,
+        "stage1": Stage1Config,
+        "stage2": Stage2Config,
+    }
+
+    def __getitem__(self, key: str) -> type:
+        return baselines_class() if key == "baselines" else self._FIXED[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter((*self._FIXED, "baselines"))
+
+    def __len__(self) -> int:
+        return len(self._FIXED) + 1
+
+
+class _Ranges(Mapping[str, dict[str, Range]]):
+    """Every number field's range, per section (``""``: the top level), from the declarations."""
+
+    def __getitem__(self, key: str) -> dict[str, Range]:
+        return _ranges(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(("", *SECTIONS))
+
+    def __len__(self) -> int:
+        return len(SECTIONS) + 1
+
+
+def _ranges(section: str) -> dict[str, Range]:
+    return ranges_of(ExperimentConfig if section == "" else SECTIONS[section])
+
+
 #: The configuration's sections, by their key in documents and overrides.
-SECTIONS: dict[str, type] = {
-    "data": DataConfig,
-    "model": ModelConfig,
-    "stage1": Stage1Config,
-    "stage2": Stage2Config,
-    "baselines": BaselineConfig,
-}
+SECTIONS: Mapping[str, type] = _Sections()
 #: The configuration's top-level scalar fields.
 TOP_LEVEL_FIELDS = tuple(ref.name for ref in declared(ExperimentConfig, ""))
 #: Every number field's range, per section (``""``: the top level), from the declarations.
-RANGES: dict[str, dict[str, Range]] = {
-    "": ranges_of(ExperimentConfig),
-    **{name: ranges_of(cls) for name, cls in SECTIONS.items()},
-}
+RANGES: Mapping[str, dict[str, Range]] = _Ranges()
 
 
 def all_settings() -> Iterator[SettingRef]:

@@ -22,10 +22,6 @@ STAGE2_HEAD_INITS = ("fresh", "global")
 #: (:mod:`fedcare_core.data.categories`): stop, or encode it as ``other``.
 UNSEEN_CATEGORY_POLICIES = ("refuse", "other")
 LOCAL_OPTIMIZERS = ("adam", "sgd")
-PAFNET_DEPLOY = ("best-val", "last")
-#: How federated boosted trees are built (Flower's two XGBoost strategies): every client adds
-#: trees each round (bagging), or one client a round, in turn (cyclic).
-FEDXGB_STRATEGIES = ("bagging", "cyclic")
 #: How a deployed model's binary risks are calibrated on its client's validation rows
 #: (:mod:`fedcare_core.evaluation.calibration`): by the documented rule across the clients
 #: (auto) or at each client alone (local), forced, or not at all.
@@ -39,7 +35,7 @@ MAX_ROUNDS = 100_000
 MAX_CLIENTS = 1_000
 #: The most objectives a dataset declares (a definition file's ``objectives``).
 MAX_OBJECTIVES = 16
-_MAX_STEPS = 100_000  # local steps, epochs and patience
+MAX_STEPS = 100_000  # local steps, epochs and patience
 _MAX_BATCH_SIZE = 10**7
 MAX_PATIENTS = 10**9
 _MAX_WIDTH = 65_536  # layer widths
@@ -47,10 +43,6 @@ MAX_CATEGORIES = 100_000
 MAX_THREADS = 1_024
 
 WIDTH = Range(1, _MAX_WIDTH)
-STEPS = Range(1, _MAX_STEPS)
-#: Tree depth of a boosted tree (XGBoost's ``max_depth``; deeper trees are refused as absurd).
-TREE_DEPTH = Range(1, 16)
-#: Trees a client boosts beyond the federation's (0: none).
-EXTRA_TREES = Range(0, _MAX_STEPS)
+STEPS = Range(1, MAX_STEPS)
 BATCH = Range(1, _MAX_BATCH_SIZE)
 SEEDS = Range(0, MAX_SEED)

@@ -52,7 +52,7 @@ def quick_sized(config: ExperimentConfig) -> ExperimentConfig:
     sections: dict[str, Any] = {
         "stage1": {"rounds": min(config.stage1.rounds, QUICK_ROUNDS)},
         "stage2": {"epochs": min(config.stage2.epochs, QUICK_EPOCHS)},
-        "baselines": {"bound_epochs": min(config.baselines.bound_epochs, QUICK_EPOCHS)},
+        "baselines": _quick_options(config),
         "data": {
             "max_patients": QUICK_PATIENTS if patients is None else min(patients, QUICK_PATIENTS)
         },
@@ -79,3 +79,13 @@ def _say() -> None:
             "numbers mean nothing)",
             file=sys.stderr,
         )
+
+
+def _quick_options(config: ExperimentConfig) -> dict[str, Any]:
+    """What each installed method caps of its own settings (``MethodOptions.quick``)."""
+    from fedcare_core.config.method_options import options_classes
+
+    out: dict[str, Any] = {}
+    for cls in options_classes():
+        out.update(cls.of(config.baselines).quick())
+    return out

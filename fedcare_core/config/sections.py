@@ -12,8 +12,6 @@ from fedcare_core.config.dataset_choices import (
     READMISSION_EXCLUSIONS,
 )
 from fedcare_core.config.fields import (
-    ANY_FINITE,
-    CLOSED_UNIT,
     HALF_OPEN_UNIT,
     NON_NEGATIVE,
     OPEN_UNIT,
@@ -23,24 +21,20 @@ from fedcare_core.config.fields import (
 from fedcare_core.config.limits import (
     BATCH,
     CLIENT_SPLITS,
-    EXTRA_TREES,
-    FEDXGB_STRATEGIES,
     LOCAL_OPTIMIZERS,
     MAX_CLIENTS,
     MAX_OBJECTIVES,
     MAX_PATIENTS,
-    PAFNET_DEPLOY,
     SCALINGS,
     STEPS,
-    TREE_DEPTH,
     UNSEEN_CATEGORY_POLICIES,
-    WIDTH,
 )
 from fedcare_core.config.settings import check_section, setting
 from fedcare_core.errors import ConfigError
 
 _DATA = "data and federation"
-_BASELINES = "baselines and bounds (docs/DESIGN.md, 'Baselines and bounds')"
+#: The heading of the baselines section's settings (a method's options share it).
+BASELINES_GROUP = "baselines and bounds (docs/DESIGN.md, 'Baselines and bounds')"
 _PATIENTS = Range(1, MAX_PATIENTS)
 
 
@@ -225,7 +219,11 @@ class DataConfig:
 
 @dataclass(frozen=True)
 class BaselineConfig:
-    """The baselines and bounds (SPEC §4; ``fedcare_core.algorithms``).
+    """The baselines and bounds (SPEC §4; ``fedcare_core.algorithms``): local training.
+
+    A method's own settings (FedProx's μ, PAFNet's, the bounds', fedxgb's) are declared in its
+    folder and join this section (:mod:`fedcare_core.config.method_options`), so a run's
+    ``baselines`` holds these shared settings and every installed method's.
 
     The number of federated rounds T is ``stage1.rounds`` for every federated method, so
     ``--rounds`` means the same thing everywhere. FMGDA and FSMGDA are Algorithm 1's
@@ -241,84 +239,26 @@ class BaselineConfig:
 
     local_epochs: int = setting(
         1, help="passes over a client's training rows per round (FedAvg's E)", range=STEPS,
-        group=_BASELINES,
+        group=BASELINES_GROUP,
     )  # fmt: skip
     max_local_steps: int | None = setting(
         5, help="cap on mini-batch steps per round (none: local_epochs full passes)",
-        range=STEPS, group=_BASELINES,
+        range=STEPS, group=BASELINES_GROUP,
     )  # fmt: skip
     lr: float = setting(
-        1e-3, help="local optimiser's learning rate", range=POSITIVE, group=_BASELINES
+        1e-3, help="local optimiser's learning rate", range=POSITIVE, group=BASELINES_GROUP
     )
     weight_decay: float = setting(
-        1e-5, help="local optimiser's weight decay", range=NON_NEGATIVE, group=_BASELINES
+        1e-5, help="local optimiser's weight decay", range=NON_NEGATIVE, group=BASELINES_GROUP
     )
     optimizer: str = setting(
         "adam",
         help="local optimiser (its state starts afresh each round: clients are stateless)",
         choices=LOCAL_OPTIMIZERS,
         noun="baseline optimizer",
-        group=_BASELINES,
+        group=BASELINES_GROUP,
     )
-    batch_size: int = setting(256, help="local mini-batch rows", range=BATCH, group=_BASELINES)
-    prox_mu: float = setting(
-        0.01, help="FedProx's μ: the local objective adds μ/2 ‖w − w^t‖² (0 is FedAvg)",
-        range=NON_NEGATIVE, group=_BASELINES,
-    )  # fmt: skip
-    pafnet_latent: int = setting(
-        64, help="width of PAFNet's common latent space", range=WIDTH, group=_BASELINES
-    )
-    pafnet_mask_init: float = setting(
-        0.0, help="PAFNet's initial mask score s (a mask is 2·sigmoid(s); 0: mask 1)",
-        range=ANY_FINITE, group=_BASELINES,
-    )  # fmt: skip
-    pafnet_temperature: float = setting(
-        0.05, help="PAFNet's peer-attention temperature on the cosine similarity of updates",
-        range=POSITIVE, group=_BASELINES,
-    )  # fmt: skip
-    pafnet_self_weight: float = setting(
-        0.5, help="share of a PAFNet client's own model in its aggregate", range=CLOSED_UNIT,
-        group=_BASELINES,
-    )  # fmt: skip
-    pafnet_deploy: str = setting(
-        "best-val",
-        help="which model a PAFNet client deploys: best-val (lowest validation loss) or last",
-        choices=PAFNET_DEPLOY,
-        noun="pafnet_deploy",
-        group=_BASELINES,
-    )
-    bound_epochs: int = setting(
-        40, help="Local and Centralised: training epochs", range=STEPS, group=_BASELINES
-    )
-    bound_patience: int = setting(
-        6, help="Local and Centralised: epochs without validation improvement that end training",
-        range=STEPS, group=_BASELINES,
-    )  # fmt: skip
-
-    fedxgb_strategy: str = setting(
-        "bagging",
-        help="fedxgb: every client adds trees each round (bagging) or one client a round in turn "
-        "(cyclic), as Flower's FedXgbBagging and FedXgbCyclic",
-        choices=FEDXGB_STRATEGIES,
-        noun="fedxgb strategy",
-        group=_BASELINES,
-    )
-    fedxgb_eta: float = setting(
-        0.1, help="fedxgb: a round's learning rate (bagging splits it over the round's trees)",
-        range=Range(0, 1, low_open=True), group=_BASELINES,
-    )  # fmt: skip
-    fedxgb_depth: int = setting(
-        5, help="fedxgb: depth of each tree (XGBoost's max_depth)", range=TREE_DEPTH,
-        group=_BASELINES,
-    )  # fmt: skip
-    fedxgb_local_trees: int = setting(
-        1, help="fedxgb: trees a client boosts per round", range=STEPS, group=_BASELINES
-    )
-    fedxgb_personal_trees: int = setting(
-        100, help="fedxgb: most trees a client boosts on all its features (its private ones "
-        "too) on top of the federation's, early-stopped on its validation rows (0: none)",
-        range=EXTRA_TREES, group=_BASELINES,
-    )  # fmt: skip
+    batch_size: int = setting(256, help="local mini-batch rows", range=BATCH, group=BASELINES_GROUP)
 
     def validate(self) -> None:
         """Raise :class:`ConfigError` on an invalid value."""

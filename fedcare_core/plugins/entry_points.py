@@ -17,6 +17,7 @@ GROUPS: dict[str, str] = {
     "extractor": "fedcare.extractors",
     "federated_rounds": "fedcare.federated_rounds",
     "objective_kind": "fedcare.objective_kinds",
+    "options": "fedcare.options",
     "predictor": "fedcare.predictors",
     "raw_checks": "fedcare.raw_checks",
 }

@@ -14,7 +14,6 @@ from fedcare_core.config import (
     DATASETS,
     RANGES,
     SECTIONS,
-    BaselineConfig,
     DataConfig,
     ExperimentConfig,
     ModelConfig,
@@ -23,6 +22,7 @@ from fedcare_core.config import (
     load_config_file,
 )
 from fedcare_core.config.fields import field_kinds
+from fedcare_core.config.method_options import baselines
 from fedcare_core.config.presets import baby_config
 from fedcare_core.errors import ConfigError
 from fedcare_core.files.output_paths import check_output_dir, check_output_file
@@ -136,7 +136,7 @@ def test_the_same_values_as_overrides_are_refused(document: Any, words: tuple[st
         (DataConfig(max_patients=-5), "data.max_patients"),
         (DataConfig(cover_all_objectives=1), "data.cover_all_objectives"),  # type: ignore[arg-type]
         (ModelConfig(head_hidden=[64, 32]), "model.head_hidden"),  # type: ignore[arg-type]
-        (BaselineConfig(lr=-1.0), "baselines.lr"),
+        (baselines(lr=-1.0), "baselines.lr"),
     ],
 )
 def test_validate_checks_constructed_sections(section: Any, words: str) -> None:

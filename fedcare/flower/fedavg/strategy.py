@@ -37,8 +37,9 @@ from fedcare.flower.run_plan import RunPlan
 from fedcare.flower.site_errors import error_text
 from fedcare_core.algorithms.fedavg import rounds as core_fedavg
 from fedcare_core.algorithms.fedavg.method import FedAvg as AveragingMethod
+from fedcare_core.algorithms.fedavg.options import FedProxOptions
 from fedcare_core.algorithms.union.common import build_full_mlp
-from fedcare_core.config import BaselineConfig
+from fedcare_core.config.method_options import baselines
 from fedcare_core.nn.param_vectors import get_buffers, get_params, param_layout
 from fedcare_core.privacy.mechanism import noise_stream
 from fedcare_core.stage1.loop import RoundInfo, ServerState
@@ -186,7 +187,7 @@ def make_strategy(plan: RunPlan, on_round: RoundHook | None = None) -> UnionFedA
     """The plan's algorithm's Flower strategy: FedProx (μ = ``plan.baselines.prox_mu``), FedAvg."""
     strategy = flower_strategy(plan.algorithm)
     if strategy == "FedProx":
-        mu = (plan.baselines or BaselineConfig()).prox_mu
+        mu = FedProxOptions.of(plan.baselines or baselines()).prox_mu
         return UnionFedProx(plan, on_round=on_round, proximal_mu=mu)
     if strategy == "FedAvg":
         return UnionFedAvg(plan, on_round=on_round)

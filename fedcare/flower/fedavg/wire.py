@@ -76,7 +76,8 @@ from fedcare.flower.messages import (
 from fedcare.flower.run_plan import RunPlan
 from fedcare.flower.union_view import encode_union_layout, plan_union_layout, union_view
 from fedcare_core.algorithms.fedavg.rounds import LocalUpdate
-from fedcare_core.config import BaselineConfig, ModelConfig
+from fedcare_core.config import ModelConfig
+from fedcare_core.config.method_options import baselines
 from fedcare_core.data.clients import ClientData
 
 LOGGER = logging.getLogger(__name__)
@@ -109,7 +110,7 @@ def baseline_train_config(plan: RunPlan) -> ConfigRecord:
             "objectives": [n for n, _ in plan.objectives],
             "kinds": [k for _, k in plan.objectives],
             "model-config": json.dumps(asdict(plan.model)),
-            "baseline-config": json.dumps(asdict(plan.baselines or BaselineConfig())),
+            "baseline-config": json.dumps(asdict(plan.baselines or baselines())),
             UNION_LAYOUT: encode_union_layout(plan_union_layout(plan)),
             "threads": int(plan.threads),
             **private,
@@ -216,7 +217,7 @@ def baseline_train(client: ClientData, cache_key: str, content: RecordDict) -> R
         model_raw = json.loads(cast(str, config["model-config"]))
         model_raw["head_hidden"] = tuple(model_raw["head_hidden"])
         model_config = ModelConfig(**model_raw)
-        base = BaselineConfig(**json.loads(cast(str, config["baseline-config"])))
+        base = baselines(**json.loads(cast(str, config["baseline-config"])))
         layout = cast(bytes, config[UNION_LAYOUT])
         seed = int(cast(int, config["seed"]))
         round_idx = int(cast(int, config[SERVER_ROUND]))

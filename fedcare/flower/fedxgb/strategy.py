@@ -52,7 +52,7 @@ from fedcare.flower.site_errors import error_text
 from fedcare.flower.site_messages import with_assignment
 from fedcare_core.algorithms.fedxgb.bundle import pack_trees
 from fedcare_core.algorithms.fedxgb.rounds import ClientTrees, TreeServer
-from fedcare_core.config import BaselineConfig
+from fedcare_core.config.method_options import baselines
 from fedcare_core.stage1.loop import RoundInfo, ServerState
 
 LOGGER = logging.getLogger(__name__)
@@ -81,7 +81,7 @@ class TreeBagging(FedXgbBagging):
             min_available_nodes=k,
         )
         self.plan = plan
-        base = plan.baselines or BaselineConfig()
+        base = plan.baselines or baselines()
         self.server = TreeServer(plan.kinds, dict(plan.holders), plan.client_ids, base, plan.seed)
         self.run_id = uuid.uuid4().hex
         self.notes: list[str] = []

@@ -64,13 +64,14 @@ from fedcare.flower.messages import (
     ProtocolError,
 )
 from fedcare.flower.run_plan import RunPlan
+from fedcare_core.algorithms.fedxgb.options import FedXgbOptions
 from fedcare_core.algorithms.fedxgb.rounds import (
     ClientMargins,
     client_round,
     client_scores,
 )
 from fedcare_core.algorithms.fedxgb.trees import Ensemble, TreeSettings
-from fedcare_core.config import BaselineConfig
+from fedcare_core.config.method_options import baselines
 from fedcare_core.data.clients import ClientData
 
 _RUN_ID = "run-id"
@@ -119,7 +120,7 @@ def trees_config(plan: RunPlan, run_id: str) -> dict[str, ConfigRecordValues]:
         "seed": int(plan.seed),
         "objectives": [n for n, _ in plan.objectives],
         "kinds": [k for _, k in plan.objectives],
-        "baseline-config": json.dumps(asdict(plan.baselines or BaselineConfig())),
+        "baseline-config": json.dumps(asdict(plan.baselines or baselines())),
     }
 
 
@@ -142,7 +143,7 @@ class _Instruction:
                 raise ProtocolError(f"protocol {config[PROTOCOL]!r} is not {PROTOCOL_VERSION}")
             names = cast(list[str], config["objectives"])
             self.kinds = dict(zip(names, cast(list[str], config["kinds"]), strict=True))
-            self.base = BaselineConfig(**json.loads(cast(str, config["baseline-config"])))
+            self.base = baselines(**json.loads(cast(str, config["baseline-config"])))
             self.seed = int(cast(int, config["seed"]))
             self.run_id = str(config[_RUN_ID])
             self.round = int(cast(int, config[SERVER_ROUND]))
@@ -155,7 +156,7 @@ class _Instruction:
 
     def boosting(self, client_id: int) -> dict[str, TreeSettings]:
         """The objectives client ``client_id`` boosts this round, with their settings."""
-        depth = self.base.fedxgb_depth
+        depth = FedXgbOptions.of(self.base).fedxgb_depth
         mine = self.plan.get(client_id, {})
         return {
             s: TreeSettings(self.kinds[s], float(eta), depth, self.seed) for s, eta in mine.items()
@@ -177,9 +178,8 @@ def trees_train(client: ClientData, data_key: str, content: RecordDict) -> Recor
     instr = _Instruction(content)
     margins = _margins(instr.run_id, data_key)
     boosting = instr.boosting(client.client_id)
-    replies = client_round(
-        client, instr.ensembles, boosting, margins, instr.base.fedxgb_local_trees
-    )
+    local_trees = FedXgbOptions.of(instr.base).fedxgb_local_trees
+    replies = client_round(client, instr.ensembles, boosting, margins, local_trees)
     arrays = {s: _bytes_array(bytes(r.booster.save_raw("json"))) for s, r in replies.items()}
     metrics = _metrics(client, {s: (r.rows, r.loss) for s, r in replies.items()})
     return RecordDict({ARRAYS: ArrayRecord(arrays), METRICS: metrics})

@@ -21,6 +21,7 @@ from functools import partial
 import numpy as np
 import torch
 
+from fedcare_core.algorithms.bounds.options import BoundOptions
 from fedcare_core.algorithms.union.common import (
     build_full_mlp,
     make_optimizer,
@@ -168,12 +169,13 @@ def fit(
     x, y = torch.from_numpy(train.x), torch.from_numpy(train.y)
     rng = derive_rng(seed, "bound-batch", *key)
     seed_torch(seed, "bound-dropout", *key)
-    keep = KeepBest(model, config.bound_patience, has_validation=len(val.y) > 0)
+    options = BoundOptions.of(config)
+    keep = KeepBest(model, options.bound_patience, has_validation=len(val.y) > 0)
     folds = FoldSelection(model, cross_fit.folds) if cross_fit and cross_fit.folds else None
     train_trace: list[float] = []
     val_trace: list[float] = []
     stopped = "budget"
-    for epoch in range(1, config.bound_epochs + 1):
+    for epoch in range(1, options.bound_epochs + 1):
         model.train()
         total, steps = 0.0, 0
         for idx in batch_schedule(len(train.y), config.batch_size, 1, None, rng):

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from fedcare_core.algorithms.base import RunInputs
 from fedcare_core.algorithms.fedavg.method import FedAvg
+from fedcare_core.algorithms.fedavg.options import FedProxOptions
 
 
 class FedProx(FedAvg):
@@ -19,4 +20,4 @@ class FedProx(FedAvg):
 
     def proximal_mu(self, inputs: RunInputs) -> float:
         """``baselines.prox_mu``."""
-        return inputs.config.baselines.prox_mu
+        return FedProxOptions.of(inputs.config.baselines).prox_mu

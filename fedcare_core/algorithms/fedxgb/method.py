@@ -24,6 +24,7 @@ from fedcare_core.algorithms.base import (
 )
 from fedcare_core.algorithms.bounds.rounds import no_rounds
 from fedcare_core.algorithms.fedxgb.bundle import pack_trees, unpack_trees
+from fedcare_core.algorithms.fedxgb.options import FedXgbOptions
 from fedcare_core.algorithms.fedxgb.personal import personal_boosters
 from fedcare_core.algorithms.fedxgb.predictor import TreeInput, TreeModels
 from fedcare_core.algorithms.fedxgb.rounds import TreeRounds, run_rounds
@@ -75,7 +76,8 @@ class FedXgb(FederatedBaseline):
         base = inputs.config.baselines
         counts = {s: len(e.trees) for s, e in trees.ensembles.items()}
         note = (
-            f"fedxgb ({base.fedxgb_strategy}): trees per objective {counts}, the ensemble of "
+            f"fedxgb ({FedXgbOptions.of(base).fedxgb_strategy}): trees per objective {counts}, "
+            "the ensemble of "
             f"the round the holders' validation loss chose {trees.chosen}"
         )
         record = no_rounds(inputs.federation.objective_names, [note, *notes])

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 import numpy as np
 import xgboost as xgb
 
+from fedcare_core.algorithms.fedxgb.options import FedXgbOptions
 from fedcare_core.algorithms.fedxgb.trees import Ensemble, TreeSettings, margin_loss, target
 from fedcare_core.config import BaselineConfig
 from fedcare_core.data.clients import ClientData, SplitArrays
@@ -64,7 +65,8 @@ def personal_boosters(
         XGBoost's seed.
     """
     out: dict[str, bytes] = {}
-    if base.fedxgb_personal_trees == 0:
+    options = FedXgbOptions.of(base)
+    if options.fedxgb_personal_trees == 0:
         return out
     for j, objective in enumerate(client.objectives):
         ensemble, kind = ensembles.get(objective), kinds[objective]
@@ -74,11 +76,11 @@ def personal_boosters(
         val = _matrix(client.val, j, kind, ensemble)
         if train is None or val is None:
             continue
-        settings = TreeSettings(kind, base.fedxgb_eta, base.fedxgb_depth, seed)
+        settings = TreeSettings(kind, options.fedxgb_eta, options.fedxgb_depth, seed)
         booster = xgb.train(
             settings.params(),
             train[0],
-            num_boost_round=base.fedxgb_personal_trees,
+            num_boost_round=options.fedxgb_personal_trees,
             evals=[(val[0], "val")],
             early_stopping_rounds=EARLY_STOPPING,
             verbose_eval=False,

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 import xgboost as xgb
 
+from fedcare_core.algorithms.fedxgb.options import FedXgbOptions
 from fedcare_core.algorithms.fedxgb.trees import (
     Ensemble,
     TreeSettings,
@@ -176,8 +177,9 @@ def round_participants(
 
 def tree_settings(kind: str, base: BaselineConfig, strategy_share: int, seed: int) -> TreeSettings:
     """An objective's tree settings; bagging divides the round's rate over its K_s clients."""
-    share = strategy_share if base.fedxgb_strategy == "bagging" else 1
-    return TreeSettings(kind, base.fedxgb_eta / max(share, 1), base.fedxgb_depth, seed)
+    options = FedXgbOptions.of(base)
+    share = strategy_share if options.fedxgb_strategy == "bagging" else 1
+    return TreeSettings(kind, options.fedxgb_eta / max(share, 1), options.fedxgb_depth, seed)
 
 
 @dataclass
@@ -292,7 +294,7 @@ class TreeServer:
         self.kinds = dict(kinds)
         self.holders = {s: list(holders.get(s, ())) for s in kinds}
         self.client_ids = sorted(client_ids)
-        self.strategy = base.fedxgb_strategy
+        self.strategy = FedXgbOptions.of(base).fedxgb_strategy
         self.settings = {
             s: tree_settings(k, base, len(self.holders[s]), seed) for s, k in kinds.items()
         }
@@ -388,12 +390,11 @@ def run_rounds(
     clients = {c.client_id: c for c in federation.clients}
     margins = {k: ClientMargins() for k in clients}
     server = tree_server(federation, kinds, base, seed)
+    local_trees = FedXgbOptions.of(base).fedxgb_local_trees
     for t in range(1, rounds + 1):
         plan = server.plan(t)
         replies = {
-            k: client_round(
-                clients[k], server.ensembles, boosting, margins[k], base.fedxgb_local_trees
-            )
+            k: client_round(clients[k], server.ensembles, boosting, margins[k], local_trees)
             for k, boosting in plan.items()
         }
         server.aggregate(t, replies, list(plan))

@@ -17,6 +17,7 @@ from fedcare_core.algorithms.base import (
     Stage1Runner,
     with_validation_outputs,
 )
+from fedcare_core.algorithms.pafnet.options import PafnetOptions
 from fedcare_core.algorithms.pafnet.predictor import OwnInput
 from fedcare_core.algorithms.pafnet.rounds import run_pafnet
 from fedcare_core.nn.training import ProgressFn, objective_kinds
@@ -57,8 +58,9 @@ class Pafnet(Algorithm):
         """Each client's own PAFNet model, over its own features."""
         config = inputs.config
         kinds = objective_kinds(inputs.federation)
+        latent = PafnetOptions.of(config.baselines).pafnet_latent
         own = [
-            OwnInput(m, kinds, config.model, latent=config.baselines.pafnet_latent)  # type: ignore[arg-type]
+            OwnInput(m, kinds, config.model, latent=latent)  # type: ignore[arg-type]
             for m in rounds.models
         ]
         return with_validation_outputs(own, rounds.validation_outputs)

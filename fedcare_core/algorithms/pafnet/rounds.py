@@ -31,6 +31,7 @@ import torch
 
 from fedcare_core.algorithms.fedavg.rounds import LocalUpdate, objective_round_losses
 from fedcare_core.algorithms.pafnet.model import PafnetClientModel, own_features
+from fedcare_core.algorithms.pafnet.options import PafnetOptions
 from fedcare_core.algorithms.pafnet.selection import KeptRound
 from fedcare_core.algorithms.union.common import (
     build_full_mlp,
@@ -152,8 +153,9 @@ def build_client_models(
 
     Returns the models, ``w^0`` and its BatchNorm statistics.
     """
+    options = PafnetOptions.of(config)
     template = build_full_mlp(
-        config.pafnet_latent, federation.objective_names, model_config, seed, "pafnet"
+        options.pafnet_latent, federation.objective_names, model_config, seed, "pafnet"
     )
     w0, b0 = get_params(template), get_buffers(template)
     models: list[PafnetClientModel] = []
@@ -164,8 +166,8 @@ def build_client_models(
             federation.objective_names,
             c.objectives,
             model_config,
-            config.pafnet_latent,
-            config.pafnet_mask_init,
+            options.pafnet_latent,
+            options.pafnet_mask_init,
         )
         set_params(m.body, w0)
         set_buffers(m.body, b0)
@@ -287,7 +289,7 @@ def run_pafnet(
     tuple[Stage1Result, list[PafnetClientModel], list[dict[str, ndarray]]]
         The round trace (``d_sq_norm``: mean over clients of ‖w̄_k^{t+1} − w̄_k^t‖²; the
         ``params`` are the size-weighted mean of the clients' final shared weights, which no
-        client deploys), each client's deployed model (``config.pafnet_deploy``), in
+        client deploys), each client's deployed model (``pafnet_deploy``), in
         evaluation mode, and each client's cross-fitted validation predictions (empty where
         the last round is deployed).
     """
@@ -315,8 +317,9 @@ def run_pafnet(
         deltas = np.stack(
             [u.params.astype(np.float64) - p for u, (p, _) in zip(updates, starts, strict=True)]
         )
+        options = PafnetOptions.of(config)
         attention = peer_attention(
-            deltas, sizes, config.pafnet_temperature, config.pafnet_self_weight
+            deltas, sizes, options.pafnet_temperature, options.pafnet_self_weight
         )
         new = attentive_aggregate(updates, attention, layout, [p for p, _ in starts])
         moved = [

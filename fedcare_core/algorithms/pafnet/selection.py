@@ -14,6 +14,7 @@ import numpy as np
 import torch
 
 from fedcare_core.algorithms.pafnet.model import PafnetClientModel, own_features
+from fedcare_core.algorithms.pafnet.options import PafnetOptions
 from fedcare_core.config import BaselineConfig
 from fedcare_core.data.clients import ClientData, SplitArrays
 from fedcare_core.nn.cross_fit import FoldSelection, validation_folds
@@ -41,7 +42,7 @@ class KeptRound:
     ) -> None:
         self.model, self.client, self.kinds = model, client, kinds
         self.keep = KeepBest(model, None, has_validation=client.val.n > 0)
-        self.best_val = config.pafnet_deploy == "best-val"
+        self.best_val = PafnetOptions.of(config).pafnet_deploy == "best-val"
         folds = validation_folds(client.val, seed, client.client_id) if self.best_val else []
         self.folds = FoldSelection(model, folds) if folds else None
 

@@ -34,7 +34,8 @@ from fedcare.flower.workspace import (
 )
 from fedcare_core.algorithms import federated_baselines
 from fedcare_core.algorithms.fedavg.rounds import LocalUpdate
-from fedcare_core.config import BaselineConfig, ExperimentConfig
+from fedcare_core.config import ExperimentConfig
+from fedcare_core.config.method_options import baselines
 from fedcare_core.errors import ConfigError
 from fedcare_core.privacy.accountants import epsilon_spent
 from fedcare_core.run.pipeline import run_experiment
@@ -169,7 +170,7 @@ def test_flower_strategies_are_flowers_fedavg_and_fedprox(tmp_path, small_federa
         assert type(strategy).start is base.start
         assert strategy.min_available_nodes == len(fed.clients)
         assert strategy.fraction_evaluate == 0.0
-    assert make_strategy(ws.plan).proximal_mu == BaselineConfig().prox_mu  # type: ignore[attr-defined]
+    assert make_strategy(ws.plan).proximal_mu == baselines().prox_mu  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("algorithm", ["pafnet", "local", "centralised"])

@@ -29,7 +29,8 @@ from fedcare.flower.run_plan import RunPlan
 from fedcare.flower.secagg_strategy import SecureStage1Strategy
 from fedcare.flower.server_app import run_server
 from fedcare.flower.site_rules import UNREADABLE_POLICY_RULE, pending_runs
-from fedcare_core.config import BaselineConfig, ModelConfig, Stage1Config
+from fedcare_core.config import ModelConfig, Stage1Config
+from fedcare_core.config.method_options import baselines
 from fedcare_core.files.json_lines import read_lines
 from tests.fedcare.flower.test_site_errors import FlowerGrid
 from tests.fedcare.flower.test_site_protocol import DIGEST, _site_grid
@@ -206,7 +207,7 @@ def _trees_plan(tmp_path: Path) -> RunPlan:
     return RunPlan(
         objectives=(("los", "regression"),), common_width=3, model=ModelConfig(),
         stage1=Stage1Config(rounds=2), seed=0, num_clients=2, result_dir=str(tmp_path),
-        algorithm="fedxgb", baselines=BaselineConfig(), sites=("a", "b"), min_sites=2,
+        algorithm="fedxgb", baselines=baselines(), sites=("a", "b"), min_sites=2,
         holders=(("los", (0, 1)),),
     )  # fmt: skip
 

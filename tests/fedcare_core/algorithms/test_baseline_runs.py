@@ -4,11 +4,11 @@ import pytest
 
 from fedcare_core.algorithms import baseline_algorithms, validate_config
 from fedcare_core.config import (
-    BaselineConfig,
     DataConfig,
     ExperimentConfig,
     Stage1Config,
 )
+from fedcare_core.config.method_options import baselines
 from fedcare_core.errors import ConfigError
 from fedcare_core.run.pipeline import run_experiment
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
@@ -23,7 +23,7 @@ def _config(algorithm, seed=0):
         seed=seed,
         data=DataConfig(clients=4),
         stage1=Stage1Config(rounds=2, batch_size=32),
-        baselines=BaselineConfig(batch_size=32, max_local_steps=4, bound_epochs=2),
+        baselines=baselines(batch_size=32, max_local_steps=4, bound_epochs=2),
     )
 
 
@@ -37,7 +37,7 @@ def test_every_baseline_runs_end_to_end_deterministically(cohort, algorithm):
     doc = run_experiment(cohort, PARTITION, _config(algorithm, seed=3)).to_dict()
     json.dumps(doc)
     assert doc["algorithm"] == algorithm
-    assert doc["config"]["baselines"]["prox_mu"] == BaselineConfig().prox_mu
+    assert doc["config"]["baselines"]["prox_mu"] == baselines().prox_mu
     assert doc["stage2"] == []
     assert set(doc["objectives"]) == {"early_discharge", "readmission", "los"}
     for name, rep in doc["objectives"].items():
@@ -72,7 +72,7 @@ def test_baseline_config_round_trips_and_old_documents_still_load():
     assert ExperimentConfig.from_dict(cfg.to_dict()) == cfg
     old = _config("fedcare").to_dict()
     assert "baselines" not in old  # FedCARE's documents are unchanged
-    assert ExperimentConfig.from_dict(old).baselines == BaselineConfig()
+    assert ExperimentConfig.from_dict(old).baselines == baselines()
 
 
 @pytest.mark.parametrize(

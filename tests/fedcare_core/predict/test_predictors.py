@@ -10,12 +10,12 @@ import torch
 
 from fedcare_core.algorithms import algorithm_names
 from fedcare_core.config import (
-    BaselineConfig,
     DataConfig,
     ExperimentConfig,
     Stage1Config,
     Stage2Config,
 )
+from fedcare_core.config.method_options import baselines
 from fedcare_core.evaluation.clients import evaluate_with_validation
 from fedcare_core.predict.predictors import predictor_from_spec, predictor_scorer
 from fedcare_core.run.pipeline import evaluation_settings, interval_evaluation, run_experiment
@@ -29,7 +29,7 @@ def _config(algorithm: str) -> ExperimentConfig:
         data=DataConfig(clients=3),
         stage1=Stage1Config(rounds=2, batch_size=32),
         stage2=Stage2Config(epochs=2, batch_size=32),
-        baselines=BaselineConfig(bound_epochs=2),
+        baselines=baselines(bound_epochs=2),
     )
 
 

@@ -3,10 +3,11 @@ import dataclasses
 import numpy as np
 
 from fedcare_core.algorithms.bounds.rounds import fit_local_client, pooled, run_centralised
-from fedcare_core.config import BaselineConfig, ModelConfig
+from fedcare_core.config import ModelConfig
+from fedcare_core.config.method_options import baselines
 from fedcare_core.nn.training import objective_kinds
 
-QUICK = BaselineConfig(batch_size=32, bound_epochs=2)
+QUICK = baselines(batch_size=32, bound_epochs=2)
 
 
 def run_local(federation, model_config, config, seed):

@@ -16,13 +16,14 @@ from fedcare_core.algorithms.fedavg.rounds import (
     server_round,
 )
 from fedcare_core.algorithms.union.common import build_full_mlp
-from fedcare_core.config import BaselineConfig, ModelConfig, Stage1Config
+from fedcare_core.config import ModelConfig, Stage1Config
+from fedcare_core.config.method_options import baselines
 from fedcare_core.nn.param_vectors import ParamLayout, get_buffers, get_params, param_layout
 from fedcare_core.privacy.accountants import epsilon_spent
 from fedcare_core.privacy.mechanism import DpSettings, noise_stream
 from fedcare_core.stage1.privacy_rounds import VARIANCE_FLOOR, RoundNoise
 
-QUICK = BaselineConfig(batch_size=32, max_local_steps=3)
+QUICK = baselines(batch_size=32, max_local_steps=3)
 
 
 def test_proximal_term_adds_mu_times_distance_to_the_gradient():

@@ -4,7 +4,8 @@ import numpy as np
 import torch
 
 from fedcare_core.algorithms.fedxgb.predictor import TreeInput
-from fedcare_core.config import BaselineConfig, DataConfig, ExperimentConfig, Stage1Config
+from fedcare_core.config import DataConfig, ExperimentConfig, Stage1Config
+from fedcare_core.config.method_options import baselines
 from fedcare_core.predict.predictors import predictor_from_spec
 from fedcare_core.run.pipeline import run_experiment
 from tests.fedcare_core.synthetic import PARTITION, make_cohort
@@ -16,7 +17,7 @@ def _run(seed: int = 0, personal: int = 20):
         seed=seed,
         data=DataConfig(clients=4),
         stage1=Stage1Config(rounds=5),
-        baselines=BaselineConfig(fedxgb_depth=3, fedxgb_personal_trees=personal),
+        baselines=baselines(fedxgb_depth=3, fedxgb_personal_trees=personal),
     )
     return run_experiment(make_cohort(400), PARTITION, config)
 

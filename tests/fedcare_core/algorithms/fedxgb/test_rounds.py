@@ -6,13 +6,13 @@ from fedcare_core.algorithms.fedxgb.rounds import (
     round_participants,
     run_rounds,
 )
-from fedcare_core.config import BaselineConfig
+from fedcare_core.config.method_options import baselines
 from fedcare_core.nn.training import objective_kinds
 
 
 def test_bagging_adds_each_holders_trees_every_round_and_learns(federation):
     kinds = objective_kinds(federation)
-    base = BaselineConfig(fedxgb_local_trees=2, fedxgb_depth=3, fedxgb_eta=0.3)
+    base = baselines(fedxgb_local_trees=2, fedxgb_depth=3, fedxgb_eta=0.3)
     out = run_rounds(federation, kinds, base, rounds=4, seed=0)
     for objective in kinds:
         chosen = out.chosen[objective]
@@ -32,7 +32,7 @@ def test_cyclic_asks_one_client_a_round_in_order(federation):
     assert round_participants("cyclic", ids, ids[1:], 1) == []
     assert round_participants("bagging", ids, ids[1:], 3) == ids[1:]
     kinds = objective_kinds(federation)
-    base = BaselineConfig(fedxgb_strategy="cyclic", fedxgb_depth=3)
+    base = baselines(fedxgb_strategy="cyclic", fedxgb_depth=3)
     out = run_rounds(federation, kinds, base, rounds=len(ids), seed=0)
     assert [r.participants for r in out.rounds] == [(k,) for k in ids]
     for objective in kinds:
@@ -41,7 +41,7 @@ def test_cyclic_asks_one_client_a_round_in_order(federation):
 
 def test_the_same_seed_gives_the_same_trees(federation):
     kinds = objective_kinds(federation)
-    base = BaselineConfig(fedxgb_depth=3)
+    base = baselines(fedxgb_depth=3)
     a = run_rounds(federation, kinds, base, rounds=3, seed=5)
     b = run_rounds(federation, kinds, base, rounds=3, seed=5)
     for objective in kinds:
@@ -50,7 +50,7 @@ def test_the_same_seed_gives_the_same_trees(federation):
 
 def test_a_clients_margins_count_only_new_rounds_and_equal_a_fresh_score(federation):
     kinds = objective_kinds(federation)
-    base = BaselineConfig(fedxgb_depth=3, fedxgb_eta=1.0)
+    base = baselines(fedxgb_depth=3, fedxgb_eta=1.0)
     out = run_rounds(federation, kinds, base, rounds=4, seed=0)
     objective = next(s for s, e in out.ensembles.items() if len(e.bounds) >= 2)
     ensemble = out.ensembles[objective]
@@ -67,7 +67,7 @@ def test_a_clients_margins_count_only_new_rounds_and_equal_a_fresh_score(federat
 def test_each_objective_keeps_the_round_its_holders_validation_loss_chose(federation):
     kinds = objective_kinds(federation)
     # A rate this high over-fits a few hundred rows within a few rounds.
-    base = BaselineConfig(fedxgb_depth=6, fedxgb_eta=1.0, fedxgb_local_trees=3)
+    base = baselines(fedxgb_depth=6, fedxgb_eta=1.0, fedxgb_local_trees=3)
     out = run_rounds(federation, kinds, base, rounds=8, seed=0)
     assert len(out.validation) == 8
     for objective in kinds:

@@ -11,7 +11,8 @@ from fedcare_core.algorithms.pafnet.rounds import (
     pafnet_local_train,
     peer_attention,
 )
-from fedcare_core.config import BaselineConfig, ModelConfig
+from fedcare_core.config import ModelConfig
+from fedcare_core.config.method_options import baselines
 from fedcare_core.nn.param_vectors import ParamLayout, get_buffers, get_params
 
 OBJECTIVES = ("a", "b")
@@ -83,7 +84,7 @@ def test_attentive_aggregate_personalises_backbone_and_restricts_heads():
 
 
 def test_local_round_trains_projection_masks_and_shared_weights(federation):
-    cfg = BaselineConfig(batch_size=32, max_local_steps=3, pafnet_latent=16)
+    cfg = baselines(batch_size=32, max_local_steps=3, pafnet_latent=16)
     models, w0, b0 = build_client_models(federation, ModelConfig(), cfg, seed=0)
     c = federation.clients[0]
     m = models[0]
@@ -103,7 +104,7 @@ def test_each_client_deploys_its_lowest_validation_loss_round(federation):
     from fedcare_core.algorithms.pafnet.selection import validation_loss
 
     kinds = {o.name: o.kind for o in federation.objectives}
-    cfg = BaselineConfig(batch_size=32, max_local_steps=4, pafnet_latent=16, lr=1e-2)
+    cfg = baselines(batch_size=32, max_local_steps=4, pafnet_latent=16, lr=1e-2)
     _, last, _ = run_pafnet(
         federation, ModelConfig(), dataclasses.replace(cfg, pafnet_deploy="last"), 4, 0
     )
@@ -117,7 +118,7 @@ def test_best_validation_rounds_come_with_cross_fitted_validation_predictions(ro
     federation = roomy
     from fedcare_core.algorithms.pafnet.rounds import run_pafnet
 
-    cfg = BaselineConfig(batch_size=32, max_local_steps=4, pafnet_latent=16, lr=1e-2)
+    cfg = baselines(batch_size=32, max_local_steps=4, pafnet_latent=16, lr=1e-2)
     _, _, outputs = run_pafnet(federation, ModelConfig(), cfg, 3, 0)
     for out, c in zip(outputs, federation.clients, strict=True):
         assert set(out) == set(c.objectives)
