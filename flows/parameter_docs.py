@@ -43,8 +43,8 @@ _COMMON = {
 FEDCARE_PARAMETERS: Mapping[str, str] = {
     **_COMMON,
     "algorithm": (
-        'A registered algorithm ("fedcare", "fedcare-b", a baseline such as "fedavg", or a '
-        'bound: "local", "centralised"), or a list of them.'
+        "An installed algorithm (FedCARE's by default, a baseline, a bound, or an outside "
+        "package's: `fedcare run --help` lists them), or a list of them."
     ),
     "seeds": (
         "One seed or a list; each algorithm × seed is a nested MLflow run (backend federation: "

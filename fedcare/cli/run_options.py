@@ -83,7 +83,7 @@ def add_parser(sub: Any, backends: tuple[str, ...]) -> None:
         type=Path,
         metavar="DIR",
         help="keep the run's state in DIR (new or empty; owner-only): config.json, for "
-        "fedcare/fedcare-b a checkpoint after every Stage 1 round, and results.json at the end "
+        "Algorithm 1's methods a checkpoint after every Stage 1 round, and results.json at the end "
         "(other algorithms: config and results only; --resume reruns them from the start); "
         "any --backend",
     )

@@ -6,8 +6,10 @@ the K = 10 cells of the client sweep are the comparison's and a programme runs e
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, replace
+from importlib import resources
 from typing import Any
 
 from fedcare_core.config import DataConfig, ExperimentConfig
@@ -27,22 +29,20 @@ from fedcare_core.config.variants import (
 from fedcare_core.data.registry import get_dataset
 from fedcare_core.errors import ConfigError
 
-#: Every method of paper §V-B, the two bounds included, in the tables' order.
-COMPARISON_ALGORITHMS = (
-    "fedavg",
-    "fedprox",
-    "fmgda",
-    "fsmgda",
-    "pafnet",
-    "fedcare-b",
-    "fedcare",
-    "local",
-    "centralised",
+#: The methods each experiment runs by default, in its tables' order (``paper_methods.toml``).
+_METHODS: dict[str, Any] = tomllib.loads(
+    resources.files(__package__).joinpath("paper_methods.toml").read_text(encoding="utf-8")
 )
-#: The client sweep's default methods. FMGDA is left out: its full local gradients cost as much
-#: at every K as at K = 10 and would be most of the sweep's time; Centralised pools every
-#: client's rows, so K changes only its test split. Both can be asked for by name.
-CLIENTS_ALGORITHMS = ("fedavg", "fedprox", "fsmgda", "pafnet", "fedcare-b", "fedcare", "local")
+#: Every method of paper §V-B, the two bounds included.
+COMPARISON_ALGORITHMS = tuple(_METHODS["comparison"])
+#: The client sweep's default methods.
+CLIENTS_ALGORITHMS = tuple(_METHODS["clients"])
+#: The disparity sweep's and the ablations' methods.
+_DISPARITY_ALGORITHMS = tuple(_METHODS["disparity"])
+_ABLATION_ALGORITHMS = tuple(_METHODS["ablation"])
+#: The method the selection and recommended grids tune, and the pooled reference's.
+_TUNED: str = _METHODS["tuned"]
+POOLED_ALGORITHM: str = _METHODS["pooled"]
 #: Client counts of paper §V-C (Fig. 5).
 CLIENT_COUNTS = (3, 5, 10, 20, 30)
 #: Disparity ratios of paper §V-D (Fig. 6–7).
@@ -63,12 +63,12 @@ RECOMMENDED_SETTINGS = ("iid", "small")
 #: Federation settings of the ``selection`` experiment (the preset's choice was made in ``iid``).
 SELECTION_SETTINGS = ("iid",)
 RECOMMENDED_COUNTS = (30,)
-RECOMMENDED_BASELINES = ("fedavg", "fedprox", "pafnet", "local", "fedcare")
+RECOMMENDED_BASELINES = tuple(_METHODS["recommended"])
 #: Privacy budgets ε of the privacy–utility experiment (None: no DP, the comparison's runs).
 PRIVACY_BUDGETS: tuple[float | None, ...] = (1.0, 3.0, 8.0, None)
 #: Its client counts and methods (FedCARE-B shares FedCARE's Stage 1, so costs little more).
 PRIVACY_COUNTS = (10, 30)
-_PRIVACY_ALGORITHMS = ("fedcare", "fedcare-b", "fedavg")
+_PRIVACY_ALGORITHMS = tuple(_METHODS["privacy"])
 EXPERIMENTS = (
     "comparison",
     "clients",
@@ -189,7 +189,7 @@ def disparity_sweep(
         Cell(a, s, clients, rho)
         for r in ratios
         for s in _seeds(seeds)
-        for a in ("fedcare-b", "fedcare")
+        for a in _DISPARITY_ALGORITHMS
         for rho in (float(r),)
     ]
 
@@ -207,7 +207,7 @@ def ablation(
         Cell(a, s, clients, None, v)
         for v in variants
         for s in _seeds(seeds)
-        for a in ("fedcare-b", "fedcare")
+        for a in _ABLATION_ALGORITHMS
     ]
 
 
@@ -227,7 +227,7 @@ def selection(
         raise ConfigError(f"unknown candidate(s) {unknown}; choose from {sorted(CANDIDATES)}")
     _check_settings(settings)
     return [
-        Cell("fedcare", s, clients, None, v, setting)
+        Cell(_TUNED, s, clients, None, v, setting)
         for setting in settings
         for v in ("paper", *variants)
         for s in _seeds(seeds)
@@ -260,10 +260,10 @@ def _recommended_grid(
     for setting in settings:
         for k in counts:
             for s in _seeds(seeds):
-                cells.append(Cell("fedcare", s, k, None, candidate, setting))
+                cells.append(Cell(_TUNED, s, k, None, candidate, setting))
                 for a in baselines:
                     if a == ALL_LABELS:
-                        cells.append(Cell("centralised", s, k, None, ALL_LABELS, setting))
+                        cells.append(Cell(POOLED_ALGORITHM, s, k, None, ALL_LABELS, setting))
                     else:
                         cells.append(Cell(a, s, k, None, "paper", setting))
     return cells
@@ -315,7 +315,7 @@ def preferences_grid(
     _check_settings(settings)
     named = [recommended_candidate(features), *(preference_variant(v, features) for v in variants)]
     return [
-        Cell("fedcare", s, clients, None, v, setting)
+        Cell(_TUNED, s, clients, None, v, setting)
         for setting in settings
         for s in _seeds(seeds)
         for v in named

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from fedcare.experiments.cells import Cell
+from fedcare.experiments.cells import POOLED_ALGORITHM, Cell
 from fedcare.experiments.selection import choose_on_validation, validation_ranks
 from fedcare.experiments.summary import (
     CLINICAL_COLUMNS,
@@ -291,8 +291,9 @@ def _recommended(runs: pd.DataFrame) -> list[str]:
             out.append("\n")
     if ALL_LABELS in set(runs["variant"]):
         out.append(
-            f"`centralised ({ALL_LABELS})` gives every client every objective, its labels and "
-            "private features, and pools them: the whole dataset in one place. Its pooled test "
+            f"`{POOLED_ALGORITHM} ({ALL_LABELS})` gives every client every objective, its "
+            "labels and private features, and pools them: the whole dataset in one place. Its "
+            "pooled test "
             "rows are every client's test patients, a superset of the rows the others are "
             "scored on for an objective (the clients pursuing it); the patients and splits are "
             "the same.\n"

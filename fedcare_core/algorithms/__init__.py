@@ -156,9 +156,10 @@ def check_backend(algorithm: Algorithm, backend: object | None) -> None:
     if refusal is not None:
         raise ConfigError(refusal)
     if not algorithm.accepts(backend):
+        capable = [n for n in algorithm_names() if _load(n).runs_stage1]
         raise ConfigError(
             f"algorithm {algorithm.name!r} needs --backend local: this backend runs Stage 1 "
-            "of fedcare/fedcare-b only"
+            f"of {'/'.join(capable)} only"
         )
 
 

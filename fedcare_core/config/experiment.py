@@ -48,9 +48,8 @@ class ExperimentConfig:
 
     algorithm: str = setting(
         "fedcare",
-        help="fedcare (two stages), fedcare-b (Stage 1 only), the baselines fedavg, fedprox, "
-        "fmgda, fsmgda, pafnet, federated boosted trees fedxgb, or the bounds local, "
-        "centralised (in process only)",
+        help="the method: an installed algorithm (FedCARE's two stages by default; the "
+        "baselines and bounds of docs/DESIGN.md, or an outside package's, docs/EXTENDING.md)",
         choices_of="algorithm",
         flag="algorithm",
         group=_RUN,

@@ -200,8 +200,8 @@ class Stage1Config:
     )
     secagg: bool = setting(
         False,
-        help="sum each round with Flower's SecAgg+ (flower-sim, flower-deployment; fedcare, "
-        "fedcare-b): the server only ever holds per-objective sums (docs/PRIVACY.md)",
+        help="sum each round with Flower's SecAgg+ (flower-sim, flower-deployment; Algorithm 1's "
+        "methods): the server only ever holds per-objective sums (docs/PRIVACY.md)",
         flag="secagg",
         group=_STAGE1,
         in_schema=False,

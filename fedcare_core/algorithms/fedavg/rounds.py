@@ -22,7 +22,6 @@ are kept above :data:`~fedcare_core.stage1.privacy_rounds.VARIANCE_FLOOR`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 import torch
@@ -35,6 +34,7 @@ from fedcare_core.algorithms.union.common import (
     train_on_batches,
     trained_parameters,
 )
+from fedcare_core.algorithms.union.updates import LocalUpdate, objective_round_losses
 from fedcare_core.config import BaselineConfig, ModelConfig
 from fedcare_core.config.seeds import derive_rng
 from fedcare_core.data.clients import ClientData, Federation
@@ -65,37 +65,6 @@ from fedcare_core.stage1.privacy_rounds import (
     noisy_statistics,
     noisy_sum,
 )
-
-
-@dataclass(frozen=True)
-class LocalUpdate:
-    """What a client sends back after local training: its model and counts.
-
-    Under differential privacy (:func:`private_local_update`) ``params`` and ``buffers`` are
-    the jointly clipped *changes* ``w_k − w^t`` and of the statistics, ``num_examples`` is 0,
-    ``objective_examples`` maps each objective the client pursues to 0 (which heads it moved,
-    not how many rows it has) and ``losses`` is empty.
-
-    Parameters
-    ----------
-    client_id
-        The client.
-    params, buffers
-        Its parameters ``w_k`` and BatchNorm statistics after local training (float32).
-    num_examples
-        N_k: its training rows.
-    objective_examples
-        N_{k,s}: its training rows labelled for each of its objectives.
-    losses
-        Mean training loss of each objective over the round's local steps.
-    """
-
-    client_id: int
-    params: np.ndarray
-    buffers: np.ndarray
-    num_examples: int
-    objective_examples: dict[str, int]
-    losses: dict[str, float]
 
 
 def proximal_term(
@@ -317,20 +286,6 @@ def _private_aggregate(
         return out.astype(np.float32), buffers.copy()
     change = noisy_sum([u.buffers for u in ordered], noise) / len(ordered)
     return out.astype(np.float32), noisy_statistics(buffers, change, layout.variances)
-
-
-def objective_round_losses(
-    updates: Sequence[LocalUpdate], objectives: Sequence[str]
-) -> dict[str, float]:
-    """Each objective's training loss this round, weighted by N_{k,s} over its clients."""
-    acc: dict[str, float] = {}
-    weight: dict[str, int] = {}
-    for u in updates:
-        for s, v in u.losses.items():
-            n = u.objective_examples[s]
-            acc[s] = acc.get(s, 0.0) + n * v
-            weight[s] = weight.get(s, 0) + n
-    return {s: acc[s] / weight[s] for s in objectives if weight.get(s)}
 
 
 def server_round(

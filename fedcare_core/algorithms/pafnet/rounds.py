@@ -29,7 +29,6 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
-from fedcare_core.algorithms.fedavg.rounds import LocalUpdate, objective_round_losses
 from fedcare_core.algorithms.pafnet.model import PafnetClientModel, own_features
 from fedcare_core.algorithms.pafnet.options import PafnetOptions
 from fedcare_core.algorithms.pafnet.selection import KeptRound
@@ -39,6 +38,7 @@ from fedcare_core.algorithms.union.common import (
     train_on_batches,
     trained_parameters,
 )
+from fedcare_core.algorithms.union.updates import LocalUpdate, objective_round_losses
 from fedcare_core.config import BaselineConfig, ModelConfig
 from fedcare_core.config.seeds import derive_rng
 from fedcare_core.data.clients import ClientData, Federation
