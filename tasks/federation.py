@@ -1,8 +1,8 @@
 """Backend ``"federation"``'s tasks: Stage 1 over a coordinator's sites, and its MLflow run.
 
 The Stage 1 task runs what ``fedcare federation run`` runs
-(:func:`fedcare.sites.federation_run.run_federation`, then
-:func:`~fedcare.sites.federation_run.stage1_document`): no patient data passes through it, only
+(:func:`fedcare.app.federation.federated_stage1`, the federation service: the rounds, then
+the Stage 1 document): no patient data passes through it, only
 the schema, the sites' names and the model updates the SuperLink relays. It is never retried (a
 second attempt would be a second Stage 1) and its result is not persisted. An expected failure
 (sites offline when the time is up, the run failing) ends the task run ``Failed`` with the
@@ -110,39 +110,30 @@ def stage1_federation_task(
         The Stage 1 document and result folder; on an expected error a ``Failed`` state whose
         data is the error.
     """
+    from fedcare.app.federation import federated_stage1
     from fedcare.flower.flower_options import FlowerConfig
     from fedcare.sites.coordinator import Coordinator
-    from fedcare.sites.federation_run import run_federation, stage1_document, stage1_head
 
     logger = run_logger()
     schema = read_schema(schema_path)
     logger.info("seed %d: waiting for %d site(s) of %s", seed, min_sites, state_dir)
-    rounds_live = (
-        None if live is None else live.open(stage1_head(schema, seed=seed, run_name=run_name))
-    )
     try:
-        run = run_federation(
+        run = federated_stage1(
             Coordinator(state_dir), schema, min_sites=min_sites, rounds=rounds, seed=seed,
             flower=FlowerConfig(), run_name=run_name, progress=progress_logger(), secagg=secagg,
-            on_round=rounds_live,
+            open_live=None if live is None else live.open,
         )  # fmt: skip
-    except BaseException as exc:
-        if rounds_live is not None:
-            rounds_live.fail()
-        if not isinstance(exc, FedcareError):
-            raise
+    except FedcareError as exc:
         logger.error("%s: %s", type(exc).__name__, exc)
         return Failed(message=f"{type(exc).__name__}: {exc}", data=exc)
-    document = stage1_document(run, schema)
+    document, rounds_live = run.document, run.live
     for note in document["notes"]:
         logger.warning("stage 1: %s", note)
     sites = ", ".join(s["name"] for s in document["sites"])
     logger.info("seed %d: %d round(s) over %s", seed, document["rounds_run"], sites)
     if rounds_live is None:
-        return FederationStage1(document, run.run_dir / "result")
-    return FederationStage1(
-        document, run.run_dir / "result", rounds_live.run_id, rounds_live.logged
-    )
+        return FederationStage1(document, run.result_dir)
+    return FederationStage1(document, run.result_dir, rounds_live.run_id, rounds_live.logged)
 
 
 @task(

@@ -7,6 +7,7 @@ import sys
 import time
 from typing import TYPE_CHECKING, Any
 
+from fedcare.app.federation import federated_stage1
 from fedcare.app.path_roles import store_file
 from fedcare.cli import tracked
 from fedcare.cli.options import bounded
@@ -36,7 +37,6 @@ _FLAGS = {
 def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
     """Check everything, run Stage 1 over the sites, write (and log) the Stage 1 document."""
     from fedcare.flower.flower_options import FlowerConfig, check_quorum_for
-    from fedcare.sites.federation_run import run_federation, stage1_document, stage1_head
     from fedcare_core.algorithms import get_algorithm
 
     check_outputs_apart(
@@ -80,20 +80,16 @@ def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
     name = args.name or time.strftime(f"fedcare-%Y%m%dT%H%M%S-seed{args.seed}")
     if not args.quiet:
         print(f"Waiting for {args.min_sites} site(s) …", file=sys.stderr)
-    live = _open_live_run(tracking, stage1_head(schema, seed=args.seed, run_name=name))
     bars = ProgressBars(enabled=not args.quiet)
     try:
-        run = run_federation(
+        run = federated_stage1(
             coordinator, schema, min_sites=args.min_sites, rounds=args.rounds, seed=args.seed,
-            flower=flower, run_name=name, progress=bars, secagg=args.secagg, on_round=live,
+            flower=flower, run_name=name, progress=bars, secagg=args.secagg,
+            open_live=lambda head: _open_live_run(tracking, head),
         )  # fmt: skip
-    except BaseException:
-        if live is not None:
-            live.fail()
-        raise
     finally:
         bars.close()
-    document = stage1_document(run, schema)
+    document, live = run.document, run.live
     write_json_atomic(args.out, document)
     for note in document["notes"]:
         print(f"fedcare: stage 1: {note}", file=sys.stderr)
@@ -110,7 +106,7 @@ def cmd_federation_run(args: argparse.Namespace, coordinator: Any) -> int:
     if live is not None:
         from fedcare.tracking.stage1_run import log_stage1_run
 
-        run_id = log_stage1_run(document, run.run_dir / "result", live=live)
+        run_id = log_stage1_run(document, run.result_dir, live=live)
         print(f"MLflow run {run_id} in {tracking}", file=sys.stderr)
     return 0
 
