@@ -27,7 +27,7 @@ from flwr.app import ConfigRecord, Context, Message
 from flwr.serverapp import Grid, ServerApp
 
 from fedcare.flower.audit import RECEIVED_FILE, message_line
-from fedcare.flower.federated_rounds import rounds_of_plan
+from fedcare.flower.federated_rounds import RoundHook, rounds_of_plan
 from fedcare.flower.final_model import finish_stage1
 from fedcare.flower.messages import ProtocolError
 from fedcare.flower.polling import LateHook, PollingGrid, ReplyHook
@@ -43,7 +43,6 @@ LOGGER = logging.getLogger(__name__)
 PLAN_PATH_KEY = "plan-path"
 
 
-RoundHook = Callable[[RoundInfo, float], None]
 #: A strategy of a method's rounds (:meth:`FederatedRounds.strategy`): a Flower ``Strategy``
 #: with FedCARE's hooks (``start``, ``initial_arrays``, ``rounds``, ``notes``, ``plan``).
 _ServerStrategy: TypeAlias = Any

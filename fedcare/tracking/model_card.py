@@ -177,10 +177,10 @@ def _subgroup_table(doc: Mapping[str, Any]) -> str:
     )
 
 
-def _days_output(name: str, interval: ConformalInterval | None) -> str:
+def _days_output(name: str, column: str, interval: ConformalInterval | None) -> str:
     """The card's output line of a length-of-stay objective: its columns and interval."""
     low, high = (f"<code>{_esc(c)}</code>" for c in interval_columns(name))
-    text = f"<p>Output: <code>{_esc(name)}_days</code>, predicted length of stay, with {low} "
+    text = f"<p>Output: {column}, predicted length of stay, with {low} "
     if interval is None or not interval.available:
         why = interval.reason if interval is not None else "no interval was fitted"
         return text + f"and {high} empty (NaN): {_esc(why)}.</p>"
@@ -231,7 +231,7 @@ def _objective_section(
         parts.append(f"<p>Output: {column}, a calibrated risk.</p>")
         parts.append(_preference_text(result.federation.clients[index].preferences.get(name)))
     elif kind.interval:
-        parts.append(_days_output(name, predictor.intervals.get(name)))
+        parts.append(_days_output(name, column, predictor.intervals.get(name)))
     else:
         parts.append(f"<p>Output: {column}, the {_esc(kind.prediction)}.</p>")
     rows = _metric_rows(doc[name], result.federation.clients[index].client_id)

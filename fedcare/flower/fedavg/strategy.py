@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from typing import Any
 
 from flwr.app import (
@@ -26,6 +26,7 @@ from fedcare.flower.fedavg.wire import (
     decode_local_update,
     flower_strategy,
 )
+from fedcare.flower.federated_rounds import RoundHook
 from fedcare.flower.messages import (
     LOSS_PREFIX,
     ProtocolError,
@@ -46,7 +47,6 @@ from fedcare_core.stage1.loop import RoundInfo, ServerState
 from fedcare_core.stage1.privacy_rounds import RoundNoise
 
 LOGGER = logging.getLogger(__name__)
-RoundHook = Callable[[RoundInfo, float], None]
 
 
 def _server_step(algorithm: str) -> core_fedavg.Aggregate:

@@ -44,7 +44,6 @@ Reply under differential privacy (``dp-clip`` in the config; the core's
 from __future__ import annotations
 
 import json
-import logging
 from collections.abc import Iterable
 from dataclasses import asdict
 from typing import cast
@@ -79,8 +78,6 @@ from fedcare_core.algorithms.fedavg.rounds import LocalUpdate
 from fedcare_core.config import ModelConfig
 from fedcare_core.config.method_options import baselines
 from fedcare_core.data.clients import ClientData
-
-LOGGER = logging.getLogger(__name__)
 
 PROXIMAL_MU = "proximal-mu"  # the key Flower's FedProx.configure_train sets
 DP_CLIP = "dp-clip"  # present only under differential privacy

@@ -35,6 +35,7 @@ from flwr.app import (
 from flwr.serverapp import Grid
 from flwr.serverapp.strategy import FedXgbBagging
 
+from fedcare.flower.federated_rounds import RoundHook
 from fedcare.flower.fedxgb.trees import (
     BOOST,
     LOSS,
@@ -56,8 +57,6 @@ from fedcare_core.config.method_options import baselines
 from fedcare_core.stage1.loop import RoundInfo, ServerState
 
 LOGGER = logging.getLogger(__name__)
-
-RoundHook = Callable[[RoundInfo, float], None]
 
 
 class TreeBagging(FedXgbBagging):
